@@ -1,0 +1,34 @@
+GO        ?= go
+BIN       := bin/artifact-registry
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -X main.version=$(VERSION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: build run test generate lint bench clean deps
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
+
+deps:
+	./scripts/ensure-postgres
+
+run: deps build
+	./$(BIN) serve
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
+
+generate:
+	$(GO) generate ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/internal/config"
+	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
+)
+
+// database is an open pool plus, when no DATABASE_URL was given, the
+// private cluster behind it.
+type database struct {
+	Pool    *pgxpool.Pool
+	cluster *pgcluster.Cluster
+}
+
+func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*database, error) {
+	db := &database{}
+	url := cfg.DatabaseURL
+	if url == "" {
+		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(cfg.DataDir, "postgres"), Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("start embedded postgresql: %w", err)
+		}
+		db.cluster = c
+		url = c.URL("artifact_registry")
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		db.Close(context.Background())
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	db.Pool = pool
+	return db, nil
+}
+
+// Close closes the pool and stops the private cluster, if any.
+func (d *database) Close(ctx context.Context) {
+	if d.Pool != nil {
+		d.Pool.Close()
+	}
+	if d.cluster != nil {
+		if err := d.cluster.Stop(ctx); err != nil {
+			slog.Error("stop embedded postgresql", "err", err)
+		}
+	}
+}

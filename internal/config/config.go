@@ -1,0 +1,98 @@
+// Package config reads the server's settings from flags, each with an
+// environment variable equivalent; a flag given on the command line wins.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Config is everything serve and migrate need to start.
+type Config struct {
+	Listen          string
+	DatabaseURL     string
+	DataDir         string
+	StorageURL      string
+	AdminToken      string
+	PublicURL       string
+	LogFormat       string
+	LogLevel        string
+	NoMigrate       bool
+	ShutdownTimeout time.Duration
+}
+
+// envFlag declares a flag whose default comes from the environment.
+func envString(fs *flag.FlagSet, p *string, name, env, def, usage string) {
+	if v, ok := os.LookupEnv(env); ok {
+		def = v
+	}
+	fs.StringVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+}
+
+func envBool(fs *flag.FlagSet, p *bool, name, env string, usage string) {
+	def := false
+	if v, ok := os.LookupEnv(env); ok {
+		def = v == "1" || strings.EqualFold(v, "true")
+	}
+	fs.BoolVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+}
+
+// Register declares the flags on fs; call Finish after fs.Parse.
+func (c *Config) Register(fs *flag.FlagSet) {
+	envString(fs, &c.Listen, "listen", "ARTIFACT_REGISTRY_LISTEN", "127.0.0.1:8080", "HTTP listen address")
+	envString(fs, &c.DatabaseURL, "database-url", "DATABASE_URL", "", "PostgreSQL URL; empty starts a private cluster under <data-dir>/postgres")
+	envString(fs, &c.DataDir, "data-dir", "ARTIFACT_REGISTRY_DATA_DIR", "./.data", "directory for the embedded database and file storage")
+	envString(fs, &c.StorageURL, "storage-url", "ARTIFACT_REGISTRY_STORAGE_URL", "", "object storage URL (file://, mem://, s3://, gs://, azblob://); default file://<data-dir>/blobs")
+	envString(fs, &c.AdminToken, "admin-token", "ARTIFACT_REGISTRY_ADMIN_TOKEN", "", "super-user token for the management API")
+	envString(fs, &c.PublicURL, "public-url", "ARTIFACT_REGISTRY_PUBLIC_URL", "", "external base URL used in absolute links; default http://<listen>")
+	envString(fs, &c.LogFormat, "log-format", "ARTIFACT_REGISTRY_LOG_FORMAT", "text", "log format: text or json")
+	envString(fs, &c.LogLevel, "log-level", "ARTIFACT_REGISTRY_LOG_LEVEL", "info", "log level: debug, info, warn, error")
+	envBool(fs, &c.NoMigrate, "no-migrate", "ARTIFACT_REGISTRY_NO_MIGRATE", "do not apply pending migrations at start")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
+}
+
+// Finish fills derived defaults and validates.
+func (c *Config) Finish() error {
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("resolve data dir %q: %w", c.DataDir, err)
+	}
+	c.DataDir = abs
+	if c.StorageURL == "" {
+		c.StorageURL = "file://" + filepath.Join(c.DataDir, "blobs")
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.Listen
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat)
+	}
+	if _, err := c.level(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *Config) level() (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return l, fmt.Errorf("--log-level: %w", err)
+	}
+	return l, nil
+}
+
+// Logger builds the process logger from the log settings.
+func (c *Config) Logger() *slog.Logger {
+	lvl, _ := c.level()
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}
