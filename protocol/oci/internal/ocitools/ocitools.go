@@ -1,0 +1,189 @@
+// Package ocitools fetches and builds the real OCI clients the protocol
+// tests drive: the distribution-spec conformance suite, crane and oras.
+//
+// They are built from the Go module proxy with the ordinary go command,
+// never linked into our binary, and cached (per version) under
+// $ARTIFACT_REGISTRY_TOOLS_DIR, default <user cache dir>/artifact-registry/tools,
+// so only the first run pays for the build.
+//
+// If a tool cannot be fetched or built, the test fails when CI=true and is
+// skipped otherwise.
+package ocitools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Pinned versions.
+const (
+	ConformanceModule  = "github.com/opencontainers/distribution-spec/conformance"
+	ConformanceVersion = "v0.0.0-20260831232431-97274622c111"
+	CranePackage       = "github.com/google/go-containerregistry/cmd/crane"
+	CraneVersion       = "v0.22.1"
+	OrasPackage        = "oras.land/oras/cmd/oras"
+	OrasVersion        = "v1.3.6"
+)
+
+var (
+	mu    sync.Mutex
+	built = map[string]string{}
+)
+
+// Conformance returns the path of the conformance suite binary.
+func Conformance(t testing.TB) string {
+	return tool(t, "conformance", ConformanceVersion, func(ctx context.Context, out string) error {
+		var info struct{ Dir, Error string }
+		o, err := goCmd(ctx, "", "mod", "download", "-json", ConformanceModule+"@"+ConformanceVersion)
+		if jerr := json.Unmarshal(o, &info); jerr != nil || info.Dir == "" {
+			return fmt.Errorf("go mod download %s@%s: %v %s %s", ConformanceModule, ConformanceVersion, err, info.Error, o)
+		}
+		if _, err := goCmd(ctx, info.Dir, "build", "-o", out, "."); err != nil {
+			return err
+		}
+		return nil
+	})
+}
+
+// Crane returns the path of the crane binary.
+func Crane(t testing.TB) string {
+	return tool(t, "crane", CraneVersion, installer(CranePackage, CraneVersion))
+}
+
+// Oras returns the path of the oras binary.
+func Oras(t testing.TB) string {
+	return tool(t, "oras", OrasVersion, installer(OrasPackage, OrasVersion))
+}
+
+func installer(pkg, version string) func(ctx context.Context, out string) error {
+	return func(ctx context.Context, out string) error {
+		gobin, err := os.MkdirTemp(filepath.Dir(out), ".gobin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(gobin)
+		if _, err := goCmdEnv(ctx, "", []string{"GOBIN=" + gobin}, "install", pkg+"@"+version); err != nil {
+			return err
+		}
+		return os.Rename(filepath.Join(gobin, filepath.Base(pkg)), out)
+	}
+}
+
+// Dir is where built tools are cached.
+func Dir() (string, error) {
+	if d := os.Getenv("ARTIFACT_REGISTRY_TOOLS_DIR"); d != "" {
+		return d, nil
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(c, "artifact-registry", "tools"), nil
+}
+
+func tool(t testing.TB, name, version string, build func(ctx context.Context, out string) error) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	key := name + "@" + version
+	if p, ok := built[key]; ok {
+		return p
+	}
+	p, err := ensure(name, version, build)
+	if err != nil {
+		msg := fmt.Sprintf("cannot fetch/build %s %s from the Go module proxy: %v", name, version, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + " (skipped because CI is not set)")
+	}
+	built[key] = p
+	return p
+}
+
+func ensure(name, version string, build func(ctx context.Context, out string) error) (string, error) {
+	dir, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name+"-"+version)
+	if runtime.GOOS == "windows" {
+		out += ".exe"
+	}
+	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() {
+		return out, nil
+	}
+	// Serialize builds across test processes sharing the cache.
+	lf, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lf.Close()
+	if err := syscall.Flock(int(lf.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it
+	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	tmp := out + ".tmp"
+	_ = os.Remove(tmp)
+	start := time.Now()
+	if err := build(ctx, tmp); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(os.Stderr, "ocitools: built %s %s in %s -> %s\n", name, version, time.Since(start).Round(time.Second), out)
+	return out, nil
+}
+
+func goBinary() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+func goCmd(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return goCmdEnv(ctx, dir, nil, args...)
+}
+
+func goCmdEnv(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, goBinary(), args...)
+	cmd.Dir = dir
+	if dir == "" {
+		cmd.Dir = os.TempDir()
+	}
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	cmd.Env = append(cmd.Env, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return stdout.Bytes(), fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		}
+		return stdout.Bytes(), fmt.Errorf("go %s: %w", strings.Join(args, " "), err)
+	}
+	return stdout.Bytes(), nil
+}
