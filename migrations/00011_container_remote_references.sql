@@ -1,0 +1,64 @@
+-- +goose Up
+-- Container remote cached manifest relationships and tags:
+-- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- Referential actions and blob references follow the rules written out in
+-- 00006_container_hosted_repositories.sql (format child -> repositories
+-- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream
+-- reference NO ACTION; blob rows referenced by (namespace_id, blob_sha256)).
+
+-- container_remote_manifest_relationships -------------------------------------
+CREATE TABLE container_remote_manifest_relationships (
+    id                                  uuid NOT NULL,
+    namespace_id                        uuid NOT NULL,
+    container_remote_image_id           uuid NOT NULL,
+    parent_container_remote_manifest_id uuid NOT NULL,
+    child_container_remote_manifest_id  uuid NOT NULL,
+    CONSTRAINT container_remote_manifest_relationships_pkey PRIMARY KEY (id, namespace_id),
+    CONSTRAINT container_remote_manifest_relationships_id_uuidv7 CHECK ((get_byte(uuid_send(id), 6) >> 4) = 7),
+    CONSTRAINT container_remote_manifest_relationships_namespace_id_fkey
+        FOREIGN KEY (namespace_id) REFERENCES namespaces (id),
+    CONSTRAINT container_remote_manifest_relationships_remote_image_fkey
+        FOREIGN KEY (container_remote_image_id, namespace_id) REFERENCES container_remote_images (id, namespace_id),
+    CONSTRAINT container_remote_manifest_relationships_parent_fkey
+        FOREIGN KEY (parent_container_remote_manifest_id, namespace_id) REFERENCES container_remote_manifests (id, namespace_id),
+    CONSTRAINT container_remote_manifest_relationships_child_fkey
+        FOREIGN KEY (child_container_remote_manifest_id, namespace_id) REFERENCES container_remote_manifests (id, namespace_id)
+) PARTITION BY HASH (namespace_id);
+CREATE UNIQUE INDEX container_remote_manifest_relationships_parent_child_key
+    ON container_remote_manifest_relationships
+       (namespace_id, parent_container_remote_manifest_id, child_container_remote_manifest_id);
+CREATE INDEX container_remote_manifest_relationships_child_idx
+    ON container_remote_manifest_relationships (namespace_id, child_container_remote_manifest_id);
+CREATE INDEX container_remote_manifest_relationships_image_idx
+    ON container_remote_manifest_relationships (namespace_id, container_remote_image_id);
+SELECT create_hash_partitions('container_remote_manifest_relationships');
+
+-- container_remote_tags -------------------------------------------------------
+-- upstream_checked_at vs cache_validity_hours drives revalidation;
+-- upstream_etag enables If-None-Match.
+CREATE TABLE container_remote_tags (
+    id                           uuid        NOT NULL,
+    namespace_id                 uuid        NOT NULL,
+    container_remote_image_id    uuid        NOT NULL,
+    container_remote_manifest_id uuid        NOT NULL,
+    name                         text        NOT NULL,
+    upstream_checked_at          timestamptz NOT NULL DEFAULT now(),
+    upstream_etag                text        NULL,
+    CONSTRAINT container_remote_tags_pkey PRIMARY KEY (id, namespace_id),
+    CONSTRAINT container_remote_tags_id_uuidv7 CHECK ((get_byte(uuid_send(id), 6) >> 4) = 7),
+    CONSTRAINT container_remote_tags_name_length CHECK (char_length(name) <= 255),
+    CONSTRAINT container_remote_tags_upstream_etag_length CHECK (char_length(upstream_etag) <= 255),
+    CONSTRAINT container_remote_tags_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES namespaces (id),
+    CONSTRAINT container_remote_tags_remote_image_fkey FOREIGN KEY (container_remote_image_id, namespace_id)
+        REFERENCES container_remote_images (id, namespace_id),
+    CONSTRAINT container_remote_tags_remote_manifest_fkey FOREIGN KEY (container_remote_manifest_id, namespace_id)
+        REFERENCES container_remote_manifests (id, namespace_id)
+) PARTITION BY HASH (namespace_id);
+CREATE UNIQUE INDEX container_remote_tags_image_name_key
+    ON container_remote_tags (namespace_id, container_remote_image_id, name);
+CREATE INDEX container_remote_tags_manifest_idx ON container_remote_tags (namespace_id, container_remote_manifest_id);
+SELECT create_hash_partitions('container_remote_tags');
+
+-- +goose Down
+DROP TABLE IF EXISTS container_remote_tags;
+DROP TABLE IF EXISTS container_remote_manifest_relationships;

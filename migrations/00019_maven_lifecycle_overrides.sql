@@ -1,0 +1,47 @@
+-- +goose Up
+-- Maven repository-level lifecycle policy override pair:
+-- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- Referential actions and blob references follow the rules written out in
+-- 00006_container_hosted_repositories.sql (format child -> repositories
+-- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream
+-- reference NO ACTION; blob rows referenced by (namespace_id, blob_sha256)).
+
+-- maven_repository_lifecycle_policy_settings / _rules -------------------------
+-- Repository-level override; FK to repositories is NO ACTION (see container).
+CREATE TABLE maven_repository_lifecycle_policy_settings (
+    id            uuid    NOT NULL,
+    namespace_id  uuid    NOT NULL,
+    repository_id uuid    NOT NULL,
+    enabled       boolean NOT NULL,
+    CONSTRAINT maven_repo_lifecycle_policy_settings_pkey PRIMARY KEY (id, namespace_id),
+    CONSTRAINT maven_repo_lifecycle_policy_settings_id_uuidv7 CHECK ((get_byte(uuid_send(id), 6) >> 4) = 7),
+    CONSTRAINT maven_repo_lifecycle_policy_settings_namespace_id_fkey
+        FOREIGN KEY (namespace_id) REFERENCES namespaces (id),
+    CONSTRAINT maven_repo_lifecycle_policy_settings_repository_fkey
+        FOREIGN KEY (repository_id, namespace_id) REFERENCES repositories (id, namespace_id)
+) PARTITION BY HASH (namespace_id);
+CREATE UNIQUE INDEX maven_repo_lifecycle_policy_settings_repository_key
+    ON maven_repository_lifecycle_policy_settings (namespace_id, repository_id);
+SELECT create_hash_partitions('maven_repository_lifecycle_policy_settings');
+
+CREATE TABLE maven_repository_lifecycle_rules (
+    id                                           uuid     NOT NULL,
+    namespace_id                                 uuid     NOT NULL,
+    maven_repository_lifecycle_policy_settings_id uuid     NOT NULL,
+    rule_type                                    smallint NOT NULL, -- enum.LifecycleRuleType
+    rule_configuration                           jsonb    NOT NULL,
+    CONSTRAINT maven_repo_lifecycle_rules_pkey PRIMARY KEY (id, namespace_id),
+    CONSTRAINT maven_repo_lifecycle_rules_id_uuidv7 CHECK ((get_byte(uuid_send(id), 6) >> 4) = 7),
+    CONSTRAINT maven_repo_lifecycle_rules_rule_type_range CHECK (rule_type IN (0, 1, 2)),
+    CONSTRAINT maven_repo_lifecycle_rules_namespace_id_fkey FOREIGN KEY (namespace_id) REFERENCES namespaces (id),
+    CONSTRAINT maven_repo_lifecycle_rules_settings_fkey
+        FOREIGN KEY (maven_repository_lifecycle_policy_settings_id, namespace_id)
+        REFERENCES maven_repository_lifecycle_policy_settings (id, namespace_id)
+) PARTITION BY HASH (namespace_id);
+CREATE INDEX maven_repo_lifecycle_rules_settings_idx
+    ON maven_repository_lifecycle_rules (namespace_id, maven_repository_lifecycle_policy_settings_id);
+SELECT create_hash_partitions('maven_repository_lifecycle_rules');
+
+-- +goose Down
+DROP TABLE IF EXISTS maven_repository_lifecycle_rules;
+DROP TABLE IF EXISTS maven_repository_lifecycle_policy_settings;
