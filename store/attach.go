@@ -1,0 +1,246 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/sync/errgroup"
+)
+
+// Attachment is a blob_storage_attachments row: one use of a blob by one
+// format row, which stores (namespace_id, id, sha256) to reference it.
+type Attachment struct {
+	ID     int64
+	SHA256 [32]byte
+}
+
+// sortedDigests returns the distinct digests in ascending byte order (the
+// order bytea sorts in, hence the lock order of the protocol).
+func sortedDigests(in [][32]byte) [][]byte {
+	out := make([][]byte, 0, len(in))
+	for i := range in {
+		out = append(out, in[i][:])
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return slices.CompactFunc(out, bytes.Equal)
+}
+
+// lockBlobsSQL locks blob rows FOR UPDATE in ascending digest order: the
+// lock rows node sits above the sort, so rows are locked in that order, and
+// two transactions locking overlapping sets can never wait on each other in
+// a cycle.
+const lockBlobsSQL = `
+SELECT b.sha256, b.object_storage_key
+FROM blob_storage_blobs b
+WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])
+ORDER BY b.sha256
+FOR UPDATE OF b`
+
+// lockBlobs locks the blob rows of digests (sorted, distinct) and returns
+// their object keys by digest.
+func lockBlobs(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
+	rows, err := tx.Query(ctx, lockBlobsSQL, namespaceID, digests)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: lock blobs: %w", err))
+	}
+	defer rows.Close()
+	keys := make(map[[32]byte]string, len(digests))
+	for rows.Next() {
+		var sha []byte
+		var key string
+		if err := rows.Scan(&sha, &key); err != nil {
+			return nil, fmt.Errorf("store: lock blobs: %w", err)
+		}
+		keys[[32]byte(sha)] = key
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: lock blobs: %w", err))
+	}
+	return keys, nil
+}
+
+// attachSQL creates one attachment per digest use and clears the live GC
+// candidates of the attached blobs, reporting which ones it cleared. It
+// runs as its own statement after lockBlobsSQL, so its snapshot already
+// includes every change committed by the transactions we waited for.
+const attachSQL = `
+WITH ins AS (
+	INSERT INTO blob_storage_attachments (namespace_id, sha256)
+	SELECT $1, d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, ord) ORDER BY ord
+	RETURNING id, sha256
+), cleared AS (
+	DELETE FROM gc_blob_review_queue q
+	WHERE q.namespace_id = $1 AND q.sha256 = ANY($3::bytea[])
+	RETURNING q.sha256
+)
+SELECT false, id, sha256 FROM ins
+UNION ALL
+SELECT true, 0, sha256 FROM cleared`
+
+// Attach records one attachment per element of digests (a digest used
+// twice gets two attachments) inside the caller's transaction, following
+// ADR-025: the blob rows are locked FOR UPDATE in ascending digest order
+// first, then the attachments are inserted and any live GC candidate of
+// those blobs is deleted. A blob that had a live candidate is a dedup skip
+// on a row that may have lost its object, so its object is checked in
+// storage under the lock (bounded by Options.ObjectCheckTimeout): a missing
+// object fails with ErrBlobMustReupload (in a *DigestError), a check that
+// cannot finish with ErrRetryable. A digest without a blob row fails with
+// ErrBlobUnknown. On error the caller must roll back.
+//
+// The returned attachments are in the order of digests.
+func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][32]byte) ([]Attachment, error) {
+	if len(digests) == 0 {
+		return nil, nil
+	}
+	distinct := sortedDigests(digests)
+	keys, err := lockBlobs(ctx, tx, namespaceID, distinct)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range distinct {
+		if _, ok := keys[[32]byte(d)]; !ok {
+			return nil, digestErr(ErrBlobUnknown, [32]byte(d))
+		}
+	}
+	uses := make([][]byte, len(digests))
+	for i := range digests {
+		uses[i] = digests[i][:]
+	}
+	rows, err := tx.Query(ctx, attachSQL, namespaceID, uses, distinct)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: attach: %w", err))
+	}
+	ids := make(map[[32]byte][]int64, len(distinct))
+	var cleared [][32]byte
+	for rows.Next() {
+		var (
+			wasCandidate bool
+			id           int64
+			sha          []byte
+		)
+		if err := rows.Scan(&wasCandidate, &id, &sha); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: attach: %w", err)
+		}
+		if wasCandidate {
+			cleared = append(cleared, [32]byte(sha))
+		} else {
+			ids[[32]byte(sha)] = append(ids[[32]byte(sha)], id)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: attach: %w", err))
+	}
+	if err := s.checkObjects(ctx, cleared, keys); err != nil {
+		return nil, err
+	}
+	out := make([]Attachment, len(digests))
+	for i, d := range digests {
+		list := ids[d]
+		if len(list) == 0 {
+			return nil, fmt.Errorf("store: attach: no attachment returned for %s", FormatSHA256(d))
+		}
+		out[i] = Attachment{ID: list[0], SHA256: d}
+		ids[d] = list[1:]
+	}
+	return out, nil
+}
+
+// checkObjects verifies, concurrently and within one ObjectCheckTimeout,
+// that the objects of the given digests exist.
+func (s *Store) checkObjects(ctx context.Context, digests [][32]byte, keys map[[32]byte]string) error {
+	if len(digests) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for _, d := range digests {
+		g.Go(func() error {
+			ok, err := s.objectExists(gctx, keys[d])
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return digestErr(ErrBlobMustReupload, d)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// detachSQL deletes attachments and records a GC candidate, due after the
+// review delay, for every blob whose attachment count went to zero. The
+// statement's snapshot counts the attachments as they were before its own
+// deletes (sibling CTEs do not see each other's changes), so "went to zero"
+// is "count before = count deleted". The blob rows are locked by a previous
+// statement, so no other transaction can change these counts meanwhile.
+const detachSQL = `
+WITH del AS (
+	DELETE FROM blob_storage_attachments a
+	USING unnest($2::bigint[], $3::bytea[]) AS x(id, sha)
+	WHERE a.namespace_id = $1 AND a.sha256 = ANY($4::bytea[]) AND a.id = x.id AND a.sha256 = x.sha
+	RETURNING a.sha256
+), gone AS (
+	SELECT sha256, count(*) AS n FROM del GROUP BY sha256
+), zero AS (
+	SELECT g.sha256 FROM gone g
+	WHERE (SELECT count(*) FROM blob_storage_attachments a
+	       WHERE a.namespace_id = $1 AND a.sha256 = g.sha256) = g.n
+), cand AS (
+	INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after)
+	SELECT $1, sha256, $5 FROM zero
+	ON CONFLICT (namespace_id, sha256) DO UPDATE
+	SET review_after = EXCLUDED.review_after, attempts = 0, strikes = 0,
+	    backoff_until = NULL, excluded_at = NULL, last_error = NULL, created_at = now()
+	RETURNING sha256
+)
+SELECT (SELECT count(*) FROM del), ARRAY(SELECT sha256 FROM cand ORDER BY sha256)`
+
+// Detach deletes attachments inside the caller's transaction, after the
+// caller locked the artifact row that owned them (ADR-025 lock order for
+// deletes: artifact row, then blob rows). The blob rows are locked FOR
+// UPDATE in ascending digest order, the attachments deleted, and a GC
+// candidate due at now + ReviewDelay is recorded for each blob left with
+// no attachment. It returns those digests (ascending). An attachment that
+// does not exist fails with ErrAttachmentUnknown; the caller must roll back.
+func (s *Store) Detach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, attachments []Attachment) ([][32]byte, error) {
+	if len(attachments) == 0 {
+		return nil, nil
+	}
+	shas := make([][32]byte, len(attachments))
+	ids := make([]int64, len(attachments))
+	uses := make([][]byte, len(attachments))
+	for i, a := range attachments {
+		shas[i], ids[i] = a.SHA256, a.ID
+		uses[i] = attachments[i].SHA256[:]
+	}
+	distinct := sortedDigests(shas)
+	if _, err := lockBlobs(ctx, tx, namespaceID, distinct); err != nil {
+		return nil, err
+	}
+	var (
+		deleted int64
+		zero    [][]byte
+	)
+	reviewAfter := s.opts.Clock.Now().Add(s.opts.ReviewDelay)
+	err := tx.QueryRow(ctx, detachSQL, namespaceID, ids, uses, distinct, reviewAfter).Scan(&deleted, &zero)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: detach: %w", err))
+	}
+	if deleted != int64(len(attachments)) {
+		return nil, fmt.Errorf("%w: %d of %d attachments not found (or given twice)",
+			ErrAttachmentUnknown, int64(len(attachments))-deleted, len(attachments))
+	}
+	out := make([][32]byte, len(zero))
+	for i, z := range zero {
+		out[i] = [32]byte(z)
+	}
+	return out, nil
+}

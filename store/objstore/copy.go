@@ -1,0 +1,129 @@
+package objstore
+
+import (
+	"errors"
+	"hash"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// Streaming parameters: memory per copy is copyBuffers*copyBufSize whatever
+// the size of the stream, and the buffers are pooled across copies.
+const (
+	copyBufSize = 1 << 20
+	copyBuffers = 4
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+// ErrTooLarge reports a stream longer than the limit given to CopyHash.
+var ErrTooLarge = errors.New("objstore: stream exceeds the size limit")
+
+type copyBuf struct {
+	p    *[]byte
+	n    int
+	refs atomic.Int32
+}
+
+// CopyHash copies src to dst until EOF and feeds every byte into h exactly
+// once. Reading, hashing and writing overlap (a three-stage pipeline over a
+// few pooled 1 MiB buffers), so on a multi-core machine the throughput is
+// that of the slowest stage rather than the sum of the three. With limit >= 0
+// a stream longer than limit bytes fails with ErrTooLarge.
+//
+// On error, dst and h may have consumed a prefix of the stream; callers throw
+// both away.
+func CopyHash(dst io.Writer, src io.Reader, h hash.Hash, limit int64) (int64, error) {
+	if limit >= 0 {
+		src = io.LimitReader(src, limit+1)
+	}
+	free := make(chan *copyBuf, copyBuffers)
+	for range copyBuffers {
+		free <- &copyBuf{p: bufPool.Get().(*[]byte)}
+	}
+	release := func(b *copyBuf) {
+		if b.refs.Add(-1) == 0 {
+			free <- b
+		}
+	}
+	hashCh := make(chan *copyBuf, copyBuffers)
+	writeCh := make(chan *copyBuf, copyBuffers)
+	var (
+		wg      sync.WaitGroup
+		werr    error
+		failed  atomic.Bool
+		stopped = make(chan struct{})
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for b := range hashCh {
+			h.Write((*b.p)[:b.n]) // hash.Hash.Write never fails
+			release(b)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for b := range writeCh {
+			if werr == nil {
+				var n int
+				n, werr = dst.Write((*b.p)[:b.n])
+				if werr == nil && n != b.n {
+					werr = io.ErrShortWrite
+				}
+				if werr != nil {
+					failed.Store(true)
+					close(stopped)
+				}
+			}
+			release(b)
+		}
+	}()
+
+	var total int64
+	var rerr error
+	for rerr == nil && !failed.Load() {
+		var b *copyBuf
+		select {
+		case b = <-free:
+		case <-stopped:
+		}
+		if b == nil {
+			break
+		}
+		n, err := io.ReadFull(src, *b.p)
+		if n > 0 {
+			total += int64(n)
+			b.n = n
+			b.refs.Store(2)
+			hashCh <- b
+			writeCh <- b
+		} else {
+			free <- b
+		}
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			rerr = io.EOF
+		case err != nil:
+			rerr = err
+		}
+	}
+	close(hashCh)
+	close(writeCh)
+	wg.Wait()
+	close(free)
+	for b := range free {
+		bufPool.Put(b.p)
+	}
+	if werr != nil {
+		return total, werr
+	}
+	if rerr != nil && rerr != io.EOF {
+		return total, rerr
+	}
+	if limit >= 0 && total > limit {
+		return total, ErrTooLarge
+	}
+	return total, nil
+}

@@ -1,0 +1,201 @@
+// Package objstore is the object-storage side of the store: content-addressed
+// blob objects and temporary upload data, kept in one bucket opened through
+// gocloud.dev/blob from a URL (file://, mem://, s3://, gs://, azblob://).
+//
+// Key layout (one prefix per namespace, DESIGN.md "Blob protocol" rule 5):
+//
+//	<namespace-id>/blobs/sha256/<ab>/<hex>       content-addressed blob object
+//	<namespace-id>/uploads/<upload-id>           temporary upload data (file backend: one file)
+//	<namespace-id>/uploads/<upload-id>/<off>-<n> temporary upload parts (other backends)
+//
+// The full blob key is what blob_storage_blobs.object_storage_key stores.
+//
+// Bytes are hashed while they stream in, exactly once (CopyHash), and are not
+// written twice where the backend allows it: on the file backend an upload is
+// one file appended in place and moved to its blob key by rename(2); on other
+// backends each chunk is its own object (object stores cannot append) and the
+// commit is a server-side copy (one part) or a streamed compose (several).
+//
+// On the file backend the bucket is still a gocloud fileblob bucket (reads,
+// existence checks and deletes of blobs go through it); only the upload data
+// is handled with plain file operations under the same root directory, using
+// the same key-to-path mapping as fileblob for the keys this package builds
+// (they contain only [0-9a-f/-] so fileblob's escaping is the identity).
+package objstore
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/uuid"
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/azureblob" // azblob://
+	"gocloud.dev/blob/fileblob"
+	_ "gocloud.dev/blob/gcsblob" // gs://
+	"gocloud.dev/blob/memblob"
+	_ "gocloud.dev/blob/s3blob" // s3://
+	"gocloud.dev/gcerrors"
+)
+
+// ErrNotFound reports a missing object (or missing upload data).
+var ErrNotFound = errors.New("objstore: object not found")
+
+// ErrBusy reports that another writer holds the upload (file backend lock).
+var ErrBusy = errors.New("objstore: upload is being written by another writer")
+
+// Store is a bucket plus the knowledge of how this package lays keys out.
+// It is safe for concurrent use.
+type Store struct {
+	bucket *blob.Bucket
+	// fileRoot is the absolute root directory of a file:// bucket, "" for
+	// every other backend.
+	fileRoot string
+}
+
+// Open opens the bucket named by rawURL. A file:// URL gets the file fast
+// paths (append in place, rename on commit); its directory is created when
+// missing.
+func Open(ctx context.Context, rawURL string) (*Store, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: parse bucket URL: %w", err)
+	}
+	if u.Scheme == fileblob.Scheme {
+		root, err := fileRootOf(u)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(root, 0o777); err != nil {
+			return nil, fmt.Errorf("objstore: create bucket directory: %w", err)
+		}
+		// Our own writes never go through fileblob's writer, but keep its
+		// temporary files next to their targets so they never cross a mount.
+		b, err := fileblob.OpenBucket(root, &fileblob.Options{NoTempDir: true})
+		if err != nil {
+			return nil, fmt.Errorf("objstore: open %s: %w", redact(u), err)
+		}
+		return &Store{bucket: b, fileRoot: root}, nil
+	}
+	b, err := blob.OpenBucket(ctx, rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("objstore: open %s: %w", redact(u), err)
+	}
+	return &Store{bucket: b}, nil
+}
+
+// NewMem returns a store over a fresh in-memory bucket (tests).
+func NewMem() *Store { return &Store{bucket: memblob.OpenBucket(nil)} }
+
+// New wraps an already open bucket. Two stores wrapping the same bucket see
+// the same objects (useful with mem:// buckets, which are per-Open).
+func New(b *blob.Bucket) *Store { return &Store{bucket: b} }
+
+// fileRootOf mirrors fileblob.URLOpener: host "." means a relative path.
+func fileRootOf(u *url.URL) (string, error) {
+	p := u.Path
+	if u.Host == "." || os.PathSeparator != '/' {
+		p = strings.TrimPrefix(p, "/")
+	}
+	if p == "" {
+		return "", errors.New("objstore: file URL without a path")
+	}
+	abs, err := filepath.Abs(filepath.FromSlash(p))
+	if err != nil {
+		return "", fmt.Errorf("objstore: bucket path: %w", err)
+	}
+	return abs, nil
+}
+
+func redact(u *url.URL) string {
+	c := *u
+	c.User = nil
+	c.RawQuery = ""
+	return c.String()
+}
+
+// Close closes the bucket.
+func (s *Store) Close() error { return s.bucket.Close() }
+
+// Bucket exposes the underlying bucket (tests, tools).
+func (s *Store) Bucket() *blob.Bucket { return s.bucket }
+
+// IsFile reports whether the store has the file-backend fast paths.
+func (s *Store) IsFile() bool { return s.fileRoot != "" }
+
+// BlobKey is the content-addressed key of a blob in a namespace.
+func BlobKey(namespaceID uuid.UUID, sha256 [32]byte) string {
+	h := hex.EncodeToString(sha256[:])
+	return namespaceID.String() + "/blobs/sha256/" + h[:2] + "/" + h
+}
+
+// UploadKey is the temporary key (file backend) or key prefix (other
+// backends, followed by "/") of an upload.
+func UploadKey(namespaceID, uploadID uuid.UUID) string {
+	return namespaceID.String() + "/uploads/" + uploadID.String()
+}
+
+// path maps a key built by this package to its file on the file backend.
+func (s *Store) path(key string) string {
+	return filepath.Join(s.fileRoot, filepath.FromSlash(key))
+}
+
+// Exists reports whether an object exists.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	ok, err := s.bucket.Exists(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("objstore: stat %s: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Size returns the size of an object, ErrNotFound when it is missing.
+func (s *Store) Size(ctx context.Context, key string) (int64, error) {
+	a, err := s.bucket.Attributes(ctx, key)
+	if err != nil {
+		return 0, wrapErr("stat", key, err)
+	}
+	return a.Size, nil
+}
+
+// NewRangeReader opens length bytes of an object from offset (length < 0:
+// to the end).
+func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	r, err := s.bucket.NewRangeReader(ctx, key, offset, length, nil)
+	if err != nil {
+		return nil, wrapErr("open", key, err)
+	}
+	return r, nil
+}
+
+// Delete deletes an object; a missing object counts as deleted.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	err := s.bucket.Delete(ctx, key)
+	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return fmt.Errorf("objstore: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// WriteAll writes an object in one go (tests and small objects).
+func (s *Store) WriteAll(ctx context.Context, key string, p []byte) error {
+	if err := s.bucket.WriteAll(ctx, key, p, &blob.WriterOptions{ContentType: contentType}); err != nil {
+		return fmt.Errorf("objstore: write %s: %w", key, err)
+	}
+	return nil
+}
+
+const contentType = "application/octet-stream"
+
+func wrapErr(op, key string, err error) error {
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("objstore: %s %s: %w", op, key, ErrNotFound)
+	}
+	return fmt.Errorf("objstore: %s %s: %w", op, key, err)
+}

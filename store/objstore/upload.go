@@ -1,0 +1,278 @@
+package objstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/google/uuid"
+	"gocloud.dev/blob"
+	"golang.org/x/sync/errgroup"
+)
+
+// Part is one chunk of upload data on a backend that cannot append: the
+// chunk's object is UploadKey + "/" + <offset>-<nonce>. The nonce makes two
+// writers racing for the same offset write different objects, so the loser
+// can never overwrite the bytes the winner's hash state describes; the
+// database records which parts won (in the serialized upload state). On the
+// file backend parts are empty: the data is one file written in place.
+type Part struct {
+	Offset int64
+	Size   int64
+	Nonce  uint64
+}
+
+func partKey(prefix string, p Part) string {
+	return prefix + "/" + fmt.Sprintf("%016x-%016x", p.Offset, p.Nonce)
+}
+
+// Upload is a handle on the temporary data of one upload. On the file
+// backend it holds an exclusive lock on the upload file for its lifetime, so
+// a second concurrent writer of the same upload fails fast with ErrBusy
+// instead of writing over bytes the first one is accounting for; callers
+// read the upload session only after OpenUpload succeeded. Close releases it.
+type Upload struct {
+	s      *Store
+	prefix string
+	f      *os.File // file backend only
+}
+
+// CreateUpload prepares the temporary storage of a new upload (file
+// backend: an empty file; other backends: nothing).
+func (s *Store) CreateUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) error {
+	if !s.IsFile() {
+		return nil
+	}
+	p := s.path(UploadKey(namespaceID, uploadID))
+	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(p), 0o777); err == nil {
+			f, err = os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: create upload file: %w", err)
+	}
+	return f.Close()
+}
+
+// OpenUpload opens the temporary data of an upload for writing or
+// promotion. ErrNotFound: the file backend's upload file is gone (cancelled,
+// purged or already committed); ErrBusy: another writer holds it.
+func (s *Store) OpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) (*Upload, error) {
+	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID)}
+	if !s.IsFile() {
+		return u, nil
+	}
+	p := s.path(u.prefix)
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("objstore: upload %s: %w", uploadID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("objstore: open upload: %w", err)
+	}
+	if err := tryLock(f); err != nil {
+		f.Close()
+		if errors.Is(err, ErrBusy) {
+			return nil, fmt.Errorf("objstore: upload %s: %w", uploadID, ErrBusy)
+		}
+		return nil, fmt.Errorf("objstore: lock upload: %w", err)
+	}
+	// The path may have been renamed to a blob key (commit) or removed
+	// (cancel, purge) between our open and our lock; both happen under the
+	// lock, so checking identity now is final for as long as we hold it.
+	fi, err1 := f.Stat()
+	pi, err2 := os.Stat(p)
+	if err1 != nil || err2 != nil || !os.SameFile(fi, pi) {
+		f.Close()
+		return nil, fmt.Errorf("objstore: upload %s: %w", uploadID, ErrNotFound)
+	}
+	u.f = f
+	return u, nil
+}
+
+// Close releases the handle (and the file lock).
+func (u *Upload) Close() error {
+	if u.f == nil {
+		return nil
+	}
+	err := u.f.Close()
+	u.f = nil
+	return err
+}
+
+// Write streams r into the upload at offset, hashing every byte into h while
+// it is written (CopyHash). limit < 0: no limit. The returned part must be
+// recorded by the caller (other backends) or discarded with DiscardPart when
+// the caller's compare-and-swap fails.
+func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Hash, limit int64) (Part, error) {
+	if u.f != nil {
+		n, err := CopyHash(io.NewOffsetWriter(u.f, offset), r, h, limit)
+		if err != nil {
+			return Part{}, fmt.Errorf("objstore: write upload: %w", err)
+		}
+		return Part{Offset: offset, Size: n}, nil
+	}
+	p := Part{Offset: offset, Nonce: nonce()}
+	key := partKey(u.prefix, p)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := u.s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType})
+	if err != nil {
+		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
+	}
+	n, err := CopyHash(w, r, h, limit)
+	if err != nil {
+		cancel() // abort the object
+		_ = w.Close()
+		_ = u.s.Delete(context.WithoutCancel(ctx), key)
+		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
+	}
+	if err := w.Close(); err != nil {
+		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
+	}
+	p.Size = n
+	return p, nil
+}
+
+// DiscardPart removes a part that did not make it into the upload state.
+func (u *Upload) DiscardPart(ctx context.Context, p Part) error {
+	if u.f != nil {
+		return nil // bytes past the recorded size are ignored and truncated on commit
+	}
+	return u.s.Delete(ctx, partKey(u.prefix, p))
+}
+
+// Promote moves size bytes of upload data to the blob key dst without
+// rehashing them: rename on the file backend, server-side copy of a single
+// part elsewhere, streamed compose of several parts otherwise. On the file
+// backend the upload data is gone afterwards; elsewhere the parts remain
+// until DeleteUpload (so a failed database commit can be retried).
+// ErrNotFound: the upload data is missing.
+func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst string) error {
+	if u.f != nil {
+		if err := u.f.Truncate(size); err != nil {
+			return fmt.Errorf("objstore: truncate upload: %w", err)
+		}
+		to := u.s.path(dst)
+		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
+			return fmt.Errorf("objstore: promote: %w", err)
+		}
+		if err := os.Rename(u.s.path(u.prefix), to); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("objstore: promote: %w", ErrNotFound)
+			}
+			return fmt.Errorf("objstore: promote: %w", err)
+		}
+		return nil
+	}
+	var sum int64
+	for _, p := range parts {
+		if p.Offset != sum {
+			return fmt.Errorf("objstore: promote: part at %d, expected %d", p.Offset, sum)
+		}
+		sum += p.Size
+	}
+	if sum != size {
+		return fmt.Errorf("objstore: promote: parts hold %d bytes, expected %d", sum, size)
+	}
+	switch {
+	case len(parts) == 0: // empty blob
+		return u.s.WriteAll(ctx, dst, nil)
+	case len(parts) == 1 && size <= maxServerCopy:
+		err := u.s.bucket.Copy(ctx, dst, partKey(u.prefix, parts[0]), nil)
+		if err != nil {
+			return wrapErr("copy to", dst, err)
+		}
+		return nil
+	}
+	return u.compose(ctx, parts, dst)
+}
+
+// maxServerCopy is the largest single-request server-side copy (S3
+// CopyObject); larger single parts are composed by streaming.
+const maxServerCopy = 5 << 30
+
+// compose streams the parts, in order, into one new object.
+func (u *Upload) compose(ctx context.Context, parts []Part, dst string) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := u.s.bucket.NewWriter(wctx, dst, &blob.WriterOptions{ContentType: contentType})
+	if err != nil {
+		return fmt.Errorf("objstore: compose %s: %w", dst, err)
+	}
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	fail := func(err error) error {
+		cancel()
+		_ = w.Close()
+		return err
+	}
+	for _, p := range parts {
+		key := partKey(u.prefix, p)
+		r, err := u.s.bucket.NewReader(ctx, key, nil)
+		if err != nil {
+			return fail(wrapErr("compose: open", key, err))
+		}
+		n, err := io.CopyBuffer(w, r, *bp)
+		r.Close()
+		if err != nil {
+			return fail(fmt.Errorf("objstore: compose %s: %w", dst, err))
+		}
+		if n != p.Size {
+			return fail(fmt.Errorf("objstore: compose %s: part %s holds %d bytes, expected %d", dst, key, n, p.Size))
+		}
+	}
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("objstore: compose %s: %w", dst, err)
+	}
+	return nil
+}
+
+// DeleteUpload removes all temporary data of an upload; missing data counts
+// as deleted. It does not take the file lock: a writer that still holds the
+// old file notices at its compare-and-swap that the session is gone.
+func (s *Store) DeleteUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) error {
+	prefix := UploadKey(namespaceID, uploadID)
+	if s.IsFile() {
+		if err := os.Remove(s.path(prefix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("objstore: delete upload: %w", err)
+		}
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix + "/"})
+	for {
+		obj, err := it.Next(gctx)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			_ = g.Wait()
+			return fmt.Errorf("objstore: list upload parts: %w", err)
+		}
+		key := obj.Key
+		g.Go(func() error { return s.Delete(gctx, key) })
+	}
+	return g.Wait()
+}
+
+func nonce() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// String formats a part for diagnostics.
+func (p Part) String() string {
+	return strconv.FormatInt(p.Offset, 10) + "+" + strconv.FormatInt(p.Size, 10)
+}

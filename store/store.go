@@ -1,0 +1,175 @@
+// Package store is the one domain store over pgx/v5: every SQL statement of
+// the service lives here, together with its object-storage side
+// (store/objstore). Protocol handlers and GraphQL resolvers call one store
+// operation per request and never touch SQL or object storage themselves.
+//
+// Transactions are explicit. Foreground transactions (the ones a client
+// waits for) run with SET LOCAL lock_timeout (5 s by default); a lock timeout
+// or a deadlock surfaces as ErrRetryable, which protocols map to 503 with
+// Retry-After.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+// Clock tells the time wherever time decides something (review delay,
+// upload TTLs and expiry). Tests inject a fake one and never sleep.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// Defaults of Options.
+const (
+	DefaultReviewDelay         = 24 * time.Hour
+	DefaultLockTimeout         = 5 * time.Second
+	DefaultObjectCheckTimeout  = 2 * time.Second
+	DefaultMonolithicUploadTTL = time.Hour
+	DefaultResumableUploadTTL  = 24 * time.Hour
+	// RetryAfter is what protocols put in Retry-After for ErrRetryable.
+	RetryAfter = time.Second
+)
+
+// Options configures a Store. Zero values take the defaults above.
+type Options struct {
+	Clock Clock
+	// ReviewDelay is how long a GC candidate waits after the last attachment
+	// of its blob went (ADR-025).
+	ReviewDelay time.Duration
+	// LockTimeout is the SET LOCAL lock_timeout of foreground transactions.
+	LockTimeout time.Duration
+	// ObjectCheckTimeout bounds the storage existence check a dedup skip
+	// makes under the blob-row lock when a live GC candidate exists.
+	ObjectCheckTimeout time.Duration
+	// Upload session TTLs (expires_at = start + TTL) per upload type.
+	MonolithicUploadTTL time.Duration
+	ResumableUploadTTL  time.Duration
+	// MaxBlobSize caps one upload (0: no cap).
+	MaxBlobSize int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.ReviewDelay <= 0 {
+		o.ReviewDelay = DefaultReviewDelay
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.ObjectCheckTimeout <= 0 {
+		o.ObjectCheckTimeout = DefaultObjectCheckTimeout
+	}
+	if o.MonolithicUploadTTL <= 0 {
+		o.MonolithicUploadTTL = DefaultMonolithicUploadTTL
+	}
+	if o.ResumableUploadTTL <= 0 {
+		o.ResumableUploadTTL = DefaultResumableUploadTTL
+	}
+	return o
+}
+
+// Store is the domain store. It is safe for concurrent use; several Store
+// instances (replicas) may share one database and one bucket.
+type Store struct {
+	pool    *pgxpool.Pool
+	objects *objstore.Store
+	opts    Options
+	// beginSQL opens a foreground transaction with its lock timeout in one
+	// round trip.
+	beginSQL string
+}
+
+// New returns a Store over a database pool and an object store.
+func New(pool *pgxpool.Pool, objects *objstore.Store, opts Options) *Store {
+	opts = opts.withDefaults()
+	return &Store{
+		pool:     pool,
+		objects:  objects,
+		opts:     opts,
+		beginSQL: fmt.Sprintf("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '%dms'", opts.LockTimeout.Milliseconds()),
+	}
+}
+
+// Pool returns the database pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Objects returns the object store.
+func (s *Store) Objects() *objstore.Store { return s.objects }
+
+// Options returns the effective options.
+func (s *Store) Options() Options { return s.opts }
+
+// ErrRetryable is the one retryable failure: a lock timeout (55P03), a
+// deadlock (40P01), a serialization failure (40001), or a storage check that
+// did not finish within its bound while a lock was held. Nothing was changed;
+// protocols answer 503 with Retry-After and the client retries.
+var ErrRetryable = errors.New("store: temporarily unavailable, retry")
+
+// PostgreSQL error codes that mean "retry".
+const (
+	pgLockNotAvailable     = "55P03"
+	pgDeadlockDetected     = "40P01"
+	pgSerializationFailure = "40001"
+)
+
+// mapErr turns retryable PostgreSQL failures into ErrRetryable (keeping the
+// original in the chain for errors.As); other errors pass through.
+func mapErr(err error) error {
+	if err == nil || errors.Is(err, ErrRetryable) {
+		return err
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case pgLockNotAvailable, pgDeadlockDetected, pgSerializationFailure:
+			return fmt.Errorf("%w: %w", ErrRetryable, err)
+		}
+	}
+	return err
+}
+
+// WithTx runs fn in a foreground read-committed transaction with the lock
+// timeout set: committed when fn returns nil, rolled back otherwise. Lock
+// timeouts and deadlocks, from fn or from the commit, come back as
+// ErrRetryable. Format code calls Attach and Detach inside fn.
+func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return mapErr(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return mapErr(fmt.Errorf("store: commit: %w", err))
+	}
+	return nil
+}
+
+// begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in
+// one round trip).
+func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL})
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: begin: %w", err))
+	}
+	return tx, nil
+}

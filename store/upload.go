@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+// UploadKind selects the TTL of an upload session.
+type UploadKind int
+
+const (
+	// UploadMonolithic: the bytes arrive in one request (short TTL).
+	UploadMonolithic UploadKind = iota
+	// UploadResumable: the bytes arrive in chunks (long TTL).
+	UploadResumable
+)
+
+// UploadRef names an upload session. Every operation checks that the
+// session belongs to the repository in the URL (ADR-007), so a leaked
+// upload id cannot be used from another repository.
+type UploadRef struct {
+	NamespaceID  uuid.UUID
+	RepositoryID uuid.UUID
+	UploadID     uuid.UUID
+}
+
+// Upload is an upload_sessions row.
+type Upload struct {
+	ID           int64
+	NamespaceID  uuid.UUID
+	RepositoryID uuid.UUID
+	UploadID     uuid.UUID
+	Size         int64 // bytes received so far
+	Dirty        bool
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Ref returns the session's reference.
+func (u *Upload) Ref() UploadRef {
+	return UploadRef{NamespaceID: u.NamespaceID, RepositoryID: u.RepositoryID, UploadID: u.UploadID}
+}
+
+// StartUpload opens an upload session in a repository; expires_at is the
+// clock's now plus the TTL of the kind.
+func (s *Store) StartUpload(ctx context.Context, namespaceID, repositoryID uuid.UUID, kind UploadKind) (*Upload, error) {
+	ttl := s.opts.MonolithicUploadTTL
+	if kind == UploadResumable {
+		ttl = s.opts.ResumableUploadTTL
+	}
+	uploadID, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("store: upload id: %w", err)
+	}
+	if err := s.objects.CreateUpload(ctx, namespaceID, uploadID); err != nil {
+		return nil, fmt.Errorf("store: start upload: %w", err)
+	}
+	u := &Upload{NamespaceID: namespaceID, RepositoryID: repositoryID, UploadID: uploadID}
+	err = s.pool.QueryRow(ctx, `
+		INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, expires_at)
+		VALUES ($1, $2, $3, $4)
+		RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`,
+		namespaceID, repositoryID, uploadID, s.opts.Clock.Now().Add(ttl),
+	).Scan(&u.ID, &u.Size, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
+	if err != nil {
+		_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), namespaceID, uploadID)
+		return nil, mapErr(fmt.Errorf("store: start upload: %w", err))
+	}
+	return u, nil
+}
+
+// loadUpload reads a session. Unknown, foreign-repository and expired
+// sessions are all ErrUploadUnknown.
+func (s *Store) loadUpload(ctx context.Context, ref UploadRef) (*Upload, []byte, error) {
+	u := &Upload{NamespaceID: ref.NamespaceID, UploadID: ref.UploadID}
+	var state []byte
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, repository_id, size_bytes, hash_state, dirty, created_at, expires_at, updated_at
+		FROM upload_sessions
+		WHERE namespace_id = $1 AND upload_id = $2`,
+		ref.NamespaceID, ref.UploadID,
+	).Scan(&u.ID, &u.RepositoryID, &u.Size, &state, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, ErrUploadUnknown
+	}
+	if err != nil {
+		return nil, nil, mapErr(fmt.Errorf("store: read upload: %w", err))
+	}
+	if u.RepositoryID != ref.RepositoryID || !s.opts.Clock.Now().Before(u.ExpiresAt) {
+		return nil, nil, ErrUploadUnknown
+	}
+	return u, state, nil
+}
+
+// UploadStatus reports a session (Size: bytes received so far). A poisoned
+// session is returned with Dirty set.
+func (s *Store) UploadStatus(ctx context.Context, ref UploadRef) (*Upload, error) {
+	u, _, err := s.loadUpload(ctx, ref)
+	return u, err
+}
+
+// openUpload opens the temporary data of an upload. A concurrent writer on
+// the file backend poisons the session (it is a concurrent write, whoever
+// wins the lock) and yields ErrUploadConflict.
+func (s *Store) openUpload(ctx context.Context, ref UploadRef) (*objstore.Upload, error) {
+	h, err := s.objects.OpenUpload(ctx, ref.NamespaceID, ref.UploadID)
+	switch {
+	case errors.Is(err, objstore.ErrBusy):
+		if err := s.poison(ctx, ref); err != nil {
+			return nil, err
+		}
+		return nil, ErrUploadConflict
+	case err != nil:
+		return nil, err
+	}
+	return h, nil
+}
+
+// poison sets the dirty bit (the session is then refused for good).
+// ErrUploadUnknown when the session is gone.
+func (s *Store) poison(ctx context.Context, ref UploadRef) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE upload_sessions SET dirty = true, updated_at = now()
+		WHERE namespace_id = $1 AND upload_id = $2 AND repository_id = $3`,
+		ref.NamespaceID, ref.UploadID, ref.RepositoryID)
+	if err != nil {
+		return mapErr(fmt.Errorf("store: poison upload: %w", err))
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrUploadUnknown
+	}
+	return nil
+}
+
+func (s *Store) sizeLimit(have int64) int64 {
+	if s.opts.MaxBlobSize <= 0 {
+		return -1
+	}
+	return max(s.opts.MaxBlobSize-have, 0)
+}
+
+// AppendUpload appends a chunk at offset, which must equal the bytes the
+// session holds (else *RangeMismatchError). The chunk is hashed while it is
+// written; the new size and SHA-256 state are then persisted by
+// compare-and-swap on size_bytes. The loser of a race sets the dirty bit and
+// gets ErrUploadConflict; a dirty session answers ErrUploadPoisoned. Returns
+// the session after the chunk.
+func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r io.Reader) (*Upload, error) {
+	h, err := s.openUpload(ctx, ref)
+	if errors.Is(err, objstore.ErrNotFound) {
+		return nil, ErrUploadUnknown
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	u, raw, err := s.loadUpload(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if u.Dirty {
+		return nil, ErrUploadPoisoned
+	}
+	if offset != u.Size {
+		return nil, &RangeMismatchError{Offset: offset, Size: u.Size}
+	}
+	st, err := unmarshalUploadState(raw, u.Size)
+	if err != nil {
+		return nil, err
+	}
+	part, err := h.Write(ctx, offset, r, st.hash, s.sizeLimit(u.Size))
+	if err != nil {
+		if errors.Is(err, objstore.ErrTooLarge) {
+			return nil, ErrBlobTooLarge
+		}
+		return nil, fmt.Errorf("store: append upload: %w", err)
+	}
+	if part.Size == 0 {
+		_ = h.DiscardPart(ctx, part)
+		return u, nil
+	}
+	if !s.objects.IsFile() {
+		st.parts = append(st.parts, part)
+	}
+	enc, err := st.marshal()
+	if err != nil {
+		return nil, err
+	}
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `
+			UPDATE upload_sessions
+			SET size_bytes = $3, hash_state = $4, updated_at = now()
+			WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $5 AND NOT dirty
+			RETURNING size_bytes, updated_at`,
+			ref.NamespaceID, ref.UploadID, u.Size+part.Size, enc, u.Size,
+		).Scan(&u.Size, &u.UpdatedAt)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		// Lost the compare-and-swap: poison the session.
+		tag, err := tx.Exec(ctx, `
+			UPDATE upload_sessions SET dirty = true, updated_at = now()
+			WHERE namespace_id = $1 AND upload_id = $2`,
+			ref.NamespaceID, ref.UploadID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrUploadUnknown
+		}
+		return ErrUploadConflict
+	})
+	if err != nil {
+		_ = h.DiscardPart(context.WithoutCancel(ctx), part)
+		if errors.Is(err, ErrUploadUnknown) || errors.Is(err, ErrUploadConflict) || errors.Is(err, ErrRetryable) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store: append upload: %w", err)
+	}
+	return u, nil
+}
+
+// CancelUpload deletes a session and its temporary data (data first, then
+// the row, like the purge).
+func (s *Store) CancelUpload(ctx context.Context, ref UploadRef) error {
+	if _, _, err := s.loadUpload(ctx, ref); err != nil {
+		return err
+	}
+	if err := s.objects.DeleteUpload(ctx, ref.NamespaceID, ref.UploadID); err != nil {
+		return fmt.Errorf("store: cancel upload: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM upload_sessions
+		WHERE namespace_id = $1 AND upload_id = $2 AND repository_id = $3`,
+		ref.NamespaceID, ref.UploadID, ref.RepositoryID)
+	if err != nil {
+		return mapErr(fmt.Errorf("store: cancel upload: %w", err))
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrUploadUnknown
+	}
+	return nil
+}
+
+// ExpiredUpload is a session past its expiry, as the purge query returns it.
+type ExpiredUpload struct {
+	ID          int64
+	NamespaceID uuid.UUID
+	UploadID    uuid.UUID
+	ExpiresAt   time.Time
+}
+
+// ExpiredUploads is the upload-purge query of ADR-007: sessions whose
+// expires_at is before the clock's now, oldest first, at most limit. It
+// scans all 64 partitions (no namespace_id), bounded by the expires_at
+// index and the limit; it runs in a background job, not on a hot path.
+func (s *Store) ExpiredUploads(ctx context.Context, limit int) ([]ExpiredUpload, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, namespace_id, upload_id, expires_at
+		FROM upload_sessions
+		WHERE expires_at < $1
+		ORDER BY expires_at
+		LIMIT $2`,
+		s.opts.Clock.Now(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("store: expired uploads: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ExpiredUpload, error) {
+		var e ExpiredUpload
+		err := row.Scan(&e.ID, &e.NamespaceID, &e.UploadID, &e.ExpiresAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: expired uploads: %w", err)
+	}
+	return out, nil
+}
+
+// PurgeUpload deletes an expired session's temporary data, then its row
+// (ADR-007, "clean up after the purge"). It reports whether the row was
+// still there.
+func (s *Store) PurgeUpload(ctx context.Context, e ExpiredUpload) (bool, error) {
+	if err := s.objects.DeleteUpload(ctx, e.NamespaceID, e.UploadID); err != nil {
+		return false, fmt.Errorf("store: purge upload: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `
+		DELETE FROM upload_sessions
+		WHERE namespace_id = $1 AND id = $2 AND upload_id = $3`,
+		e.NamespaceID, e.ID, e.UploadID)
+	if err != nil {
+		return false, fmt.Errorf("store: purge upload: %w", err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// PurgeExpiredUploads runs the purge query once and purges what it
+// returned; it reports how many sessions it deleted.
+func (s *Store) PurgeExpiredUploads(ctx context.Context, limit int) (int, error) {
+	expired, err := s.ExpiredUploads(ctx, limit)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range expired {
+		ok, err := s.PurgeUpload(ctx, e)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,360 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+// Expected is what the client says the committed bytes are.
+type Expected struct {
+	SHA256 [32]byte
+	// Size is the expected length; < 0 means not checked.
+	Size int64
+	// SHA1, when supplied, is stored in blob_storage_blobs.metadata_sha1 of a
+	// new blob row (rows are immutable: an existing row keeps its value).
+	SHA1 *[20]byte
+}
+
+// CommitResult describes a committed upload.
+type CommitResult struct {
+	Blob *Blob
+	// Created: this commit inserted the blob row and moved the bytes to the
+	// blob key.
+	Created bool
+	// Deduplicated: the row already existed, no object was written (unless
+	// Reuploaded).
+	Deduplicated bool
+	// Reuploaded: the row existed with a live GC candidate and its object was
+	// gone from storage; this commit's bytes were moved into its place.
+	Reuploaded bool
+	// ObjectChecked: a live GC candidate made the commit check storage under
+	// the blob-row lock.
+	ObjectChecked bool
+}
+
+// PutBlob uploads a whole blob in one call (monolithic session: start, then
+// commit with the body). On failure the session is cancelled.
+func (s *Store) PutBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*CommitResult, error) {
+	u, err := s.StartUpload(ctx, ref.NamespaceID, ref.RepositoryID, UploadMonolithic)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.CommitUpload(ctx, u.Ref(), r, want)
+	if err != nil {
+		if cerr := s.CancelUpload(context.WithoutCancel(ctx), u.Ref()); cerr != nil && !errors.Is(cerr, ErrUploadUnknown) {
+			return nil, errors.Join(err, cerr)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// CommitUpload finishes an upload: it appends final (when not nil) at the
+// current size, checks the digest and size against want (a mismatch deletes
+// the session and its data: no blob row, no object), then in one foreground
+// transaction inserts the blob row with ON CONFLICT (namespace_id, sha256)
+// DO NOTHING, moves the bytes to the blob key when the row is new, and
+// deletes the session row (compare-and-swap on size_bytes and the dirty bit).
+//
+// An existing row means deduplication: no object is written, unless a live
+// GC candidate exists, in which case the object is checked in storage under
+// the blob-row lock (bounded by Options.ObjectCheckTimeout) and re-created
+// from this upload's bytes when it is gone (ADR-025 crash recovery).
+func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader, want Expected) (*CommitResult, error) {
+	h, err := s.openUpload(ctx, ref)
+	missingData := errors.Is(err, objstore.ErrNotFound)
+	if err != nil && !missingData {
+		return nil, err
+	}
+	if h != nil {
+		defer h.Close()
+	}
+	u, raw, err := s.loadUpload(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if u.Dirty {
+		return nil, ErrUploadPoisoned
+	}
+	st, err := unmarshalUploadState(raw, u.Size)
+	if err != nil {
+		return nil, err
+	}
+	size := u.Size
+	var finalPart *objstore.Part
+	if final != nil {
+		if missingData {
+			return nil, ErrUploadUnknown
+		}
+		p, err := h.Write(ctx, size, final, st.hash, s.sizeLimit(size))
+		if err != nil {
+			if errors.Is(err, objstore.ErrTooLarge) {
+				return nil, ErrBlobTooLarge
+			}
+			return nil, fmt.Errorf("store: commit upload: %w", err)
+		}
+		finalPart = &p
+		if !s.objects.IsFile() && p.Size > 0 {
+			st.parts = append(st.parts, p)
+		}
+		size += p.Size
+	}
+	var sum [32]byte
+	copy(sum[:], st.hash.Sum(nil))
+	discard := func() {
+		if finalPart != nil {
+			_ = h.DiscardPart(context.WithoutCancel(ctx), *finalPart)
+		}
+	}
+	switch {
+	case sum != want.SHA256:
+		s.abandonUpload(ctx, ref)
+		return nil, fmt.Errorf("%w: bytes hash to %s, expected %s", ErrDigestMismatch, FormatSHA256(sum), FormatSHA256(want.SHA256))
+	case want.Size >= 0 && size != want.Size:
+		s.abandonUpload(ctx, ref)
+		return nil, fmt.Errorf("%w: %d bytes, expected %d", ErrSizeMismatch, size, want.Size)
+	}
+	res, err := s.commitBlob(ctx, ref, u.Size, h, st.parts, size, sum, want.SHA1)
+	if err != nil {
+		discard()
+		return nil, err
+	}
+	// The session row is gone: drop the temporary data (a no-op when it was
+	// renamed into place). A failure here leaks temporary objects, never data.
+	_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), ref.NamespaceID, ref.UploadID)
+	return res, nil
+}
+
+// abandonUpload deletes a session and its data after a failed verification.
+func (s *Store) abandonUpload(ctx context.Context, ref UploadRef) {
+	ctx = context.WithoutCancel(ctx)
+	_ = s.objects.DeleteUpload(ctx, ref.NamespaceID, ref.UploadID)
+	_, _ = s.pool.Exec(ctx, `DELETE FROM upload_sessions WHERE namespace_id = $1 AND upload_id = $2`,
+		ref.NamespaceID, ref.UploadID)
+}
+
+// commitSQL is the common path of a commit in one statement: delete the
+// session (compare-and-swap), insert the blob row or, when it exists, lock it
+// FOR UPDATE and report whether a live GC candidate exists. It always returns
+// one row: the number of sessions deleted, then the blob (NULLs when the row
+// exists but is not visible to this statement's snapshot yet: it was
+// committed by a concurrent inserter we waited for; commitRetrySQL, a new
+// statement, sees it).
+const commitSQL = `
+WITH sess AS (
+	DELETE FROM upload_sessions
+	WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $3 AND NOT dirty
+	RETURNING 1
+), ins AS (
+	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1)
+	VALUES ($1, $4, $5, $6, $7)
+	ON CONFLICT (namespace_id, sha256) DO NOTHING
+	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
+), locked AS (
+	SELECT b.id, b.namespace_id, b.sha256, b.object_storage_key, b.size, b.metadata_sha1, b.created_at,
+	       EXISTS (SELECT 1 FROM gc_blob_review_queue q WHERE q.namespace_id = $1 AND q.sha256 = $4) AS candidate
+	FROM blob_storage_blobs b
+	WHERE b.namespace_id = $1 AND b.sha256 = $4 AND NOT EXISTS (SELECT 1 FROM ins)
+	FOR UPDATE OF b
+), res AS (
+	SELECT true AS inserted, i.*, false AS candidate FROM ins i
+	UNION ALL
+	SELECT false, l.* FROM locked l
+)
+SELECT (SELECT count(*) FROM sess), r.inserted, r.candidate,
+       r.id, r.namespace_id, r.sha256, r.object_storage_key, r.size, r.metadata_sha1, r.created_at
+FROM (SELECT) one LEFT JOIN res r ON true`
+
+// commitRetrySQL is commitSQL without the session part, for the rare case
+// where the first statement could not see the conflicting row (or the row
+// was deleted while we waited for its lock).
+const commitRetrySQL = `
+WITH ins AS (
+	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1)
+	VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (namespace_id, sha256) DO NOTHING
+	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
+), locked AS (
+	SELECT b.id, b.namespace_id, b.sha256, b.object_storage_key, b.size, b.metadata_sha1, b.created_at,
+	       EXISTS (SELECT 1 FROM gc_blob_review_queue q WHERE q.namespace_id = $1 AND q.sha256 = $2) AS candidate
+	FROM blob_storage_blobs b
+	WHERE b.namespace_id = $1 AND b.sha256 = $2 AND NOT EXISTS (SELECT 1 FROM ins)
+	FOR UPDATE OF b
+), res AS (
+	SELECT true AS inserted, i.*, false AS candidate FROM ins i
+	UNION ALL
+	SELECT false, l.* FROM locked l
+)
+SELECT 1::bigint, r.inserted, r.candidate,
+       r.id, r.namespace_id, r.sha256, r.object_storage_key, r.size, r.metadata_sha1, r.created_at
+FROM (SELECT) one LEFT JOIN res r ON true`
+
+const commitAttempts = 5
+
+type commitRow struct {
+	sessions  int64
+	inserted  *bool
+	candidate *bool
+	blob      Blob
+}
+
+func scanCommitRow(row pgx.Row) (*commitRow, error) {
+	var c commitRow
+	var (
+		id      *int64
+		ns      *uuid.UUID
+		key     *string
+		size    *int64
+		created *time.Time
+		b       = blobScan{b: &c.blob}
+	)
+	err := row.Scan(&c.sessions, &c.inserted, &c.candidate, &id, &ns, &b.sha, &key, &size, &b.sha1, &created)
+	if err != nil {
+		return nil, err
+	}
+	if c.inserted == nil {
+		return &c, nil
+	}
+	c.blob.ID, c.blob.NamespaceID, c.blob.ObjectStorageKey, c.blob.Size, c.blob.CreatedAt = *id, *ns, *key, *size, *created
+	return &c, b.finish()
+}
+
+// commitBlob is the transaction of CommitUpload. casSize is the session
+// size the compare-and-swap expects; size and sum describe the bytes held by
+// h (parts on backends without append). h is nil when the upload data is
+// already gone (file backend: renamed into place by an earlier attempt whose
+// database commit failed).
+func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h *objstore.Upload, parts []objstore.Part, size int64, sum [32]byte, sha1 *[20]byte) (*CommitResult, error) {
+	key := objstore.BlobKey(ref.NamespaceID, sum)
+	var sha1Arg []byte
+	if sha1 != nil {
+		sha1Arg = sha1[:]
+	}
+	tx, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+
+	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg))
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+	}
+	if c.sessions == 0 {
+		_ = tx.Rollback(ctx)
+		committed = true // nothing left to roll back
+		return nil, s.whyNotCommitted(ctx, ref, casSize)
+	}
+	for attempt := 1; c.inserted == nil; attempt++ {
+		if attempt >= commitAttempts {
+			return nil, fmt.Errorf("%w: blob row kept changing under the commit", ErrRetryable)
+		}
+		c, err = scanCommitRow(tx.QueryRow(ctx, commitRetrySQL, ref.NamespaceID, sum[:], key, size, sha1Arg))
+		if err != nil {
+			return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+		}
+	}
+	res := &CommitResult{Blob: &c.blob}
+	switch {
+	case *c.inserted:
+		res.Created = true
+		if err := s.place(ctx, h, parts, size, c.blob.ObjectStorageKey); err != nil {
+			return nil, err
+		}
+	default:
+		res.Deduplicated = true
+		if c.blob.Size != size {
+			return nil, fmt.Errorf("store: blob %s is recorded with %d bytes, the upload has %d", FormatSHA256(sum), c.blob.Size, size)
+		}
+		if *c.candidate {
+			// A live candidate: the object may be gone (GC deleted it and
+			// crashed before its commit). Check under the lock we hold.
+			res.ObjectChecked = true
+			ok, err := s.objectExists(ctx, c.blob.ObjectStorageKey)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				if err := s.place(ctx, h, parts, size, c.blob.ObjectStorageKey); err != nil {
+					return nil, err
+				}
+				res.Reuploaded = true
+			}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+	}
+	committed = true
+	return res, nil
+}
+
+// objectExists checks an object under a held lock, bounded by
+// ObjectCheckTimeout; a check that cannot finish in time is retryable.
+func (s *Store) objectExists(ctx context.Context, key string) (bool, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.opts.ObjectCheckTimeout)
+	defer cancel()
+	ok, err := s.objects.Exists(cctx, key)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, fmt.Errorf("%w: object check: %w", ErrRetryable, err)
+	}
+	return ok, nil
+}
+
+// place moves the upload's bytes to the blob key. When the upload data is
+// already gone (an earlier attempt renamed it into place and then failed to
+// commit), the object at the key is accepted: only verified bytes are ever
+// moved to a content-addressed key.
+func (s *Store) place(ctx context.Context, h *objstore.Upload, parts []objstore.Part, size int64, key string) error {
+	var err error
+	if h == nil {
+		err = objstore.ErrNotFound
+	} else {
+		err = h.Promote(ctx, parts, size, key)
+	}
+	if errors.Is(err, objstore.ErrNotFound) {
+		if ok, xerr := s.objectExists(ctx, key); xerr == nil && ok {
+			return nil
+		}
+		return ErrUploadUnknown
+	}
+	if err != nil {
+		return fmt.Errorf("store: commit upload: %w", err)
+	}
+	return nil
+}
+
+// whyNotCommitted explains a failed session compare-and-swap: the session
+// is gone, poisoned, or was advanced by a concurrent writer (which poisons
+// it now).
+func (s *Store) whyNotCommitted(ctx context.Context, ref UploadRef, casSize int64) error {
+	u, _, err := s.loadUpload(ctx, ref)
+	switch {
+	case err != nil:
+		return err
+	case u.Dirty:
+		return ErrUploadPoisoned
+	case u.Size != casSize:
+		if err := s.poison(ctx, ref); err != nil {
+			return err
+		}
+		return ErrUploadConflict
+	}
+	return fmt.Errorf("%w: upload session changed during commit", ErrRetryable)
+}
