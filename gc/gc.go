@@ -1,0 +1,354 @@
+// Package gc is the online garbage collector of ADR-025 on River: the
+// periodic gc:sweep promotes due review candidates to gc:cleanup jobs, the
+// only job that destroys bytes; gc:reconcile-scan repairs missed candidate
+// records; gc:staging-sweep purges expired upload sessions. Candidates are
+// recorded and cleared by the blob layer (store.Attach / store.Detach);
+// every SQL statement lives in package store (store/gc*.go).
+//
+// Wiring (cmd/artifact-registry/serve.go):
+//
+//	g, err := gc.New(st, gc.Config{Phase: gc.PhaseDelete})
+//	workers := river.NewWorkers()
+//	periodic := g.Register(workers)
+//	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
+//	maps.Copy(queues, g.Queues())
+//	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+//		Queues: queues, Workers: workers, PeriodicJobs: periodic, ...})
+//	prometheus.MustRegister(g.Collectors()...)
+//
+// The review delay is the store's (store.Options.ReviewDelay, default
+// 24 h): the blob layer records candidates with it.
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Phase is the rollout phase of ADR-025 ("operational controls" 5).
+type Phase int
+
+const (
+	// PhaseRecord: candidates are recorded (by the blob layer) and the
+	// reconcile scan runs; nothing is rechecked or deleted.
+	PhaseRecord Phase = 1
+	// PhaseDiscard: the sweep and cleanup run, recheck and discard
+	// re-referenced candidates, and delete nothing (eligible candidates are
+	// logged and held back).
+	PhaseDiscard Phase = 2
+	// PhaseDelete: cleanup deletes objects (the irreversible step), and the
+	// staging sweep purges expired uploads. The default.
+	PhaseDelete Phase = 3
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseRecord:
+		return "record"
+	case PhaseDiscard:
+		return "discard"
+	case PhaseDelete:
+		return "delete"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Queue names. Cleanup jobs get their own queue so that the worker count
+// that bounds the drain rate (and the load on storage) is one setting.
+const (
+	QueueCleanup     = "gc_cleanup"
+	QueueMaintenance = "gc_maintenance"
+)
+
+// Defaults of Config.
+const (
+	DefaultPhase             = PhaseDelete
+	DefaultSweepInterval     = time.Minute
+	DefaultSweepBatch        = 10_000
+	DefaultCleanupWorkers    = 10
+	DefaultCleanupAttempts   = 5
+	DefaultReconcileInterval = 6 * time.Hour
+	DefaultReconcilePage     = 1000
+	DefaultReconcileTimeout  = time.Hour
+	DefaultStagingInterval   = 15 * time.Minute
+	DefaultStagingBatch      = 500
+	DefaultStrikeLimit       = 5
+	DefaultBackoffBase       = time.Minute
+	DefaultBackoffMax        = 6 * time.Hour
+	DefaultFailureWindow     = 32
+	DefaultFailureMinSamples = 8
+	DefaultFailureRatio      = 0.5
+	DefaultPauseDuration     = 10 * time.Minute
+	DefaultHoldback          = 6 * time.Hour
+	DefaultMetricsRefresh    = 15 * time.Second
+)
+
+// Config configures the collector. Zero values take the defaults above.
+type Config struct {
+	// Phase of the rollout (1, 2 or 3); default 3.
+	Phase Phase
+	// SweepInterval: how often gc:sweep runs (on the elected leader).
+	SweepInterval time.Duration
+	// SweepBatch: at most this many cleanup jobs enqueued per sweep.
+	SweepBatch int
+	// CleanupWorkers: MaxWorkers of QueueCleanup (see Queues).
+	CleanupWorkers int
+	// CleanupAttempts: River MaxAttempts of a gc:cleanup job (bounds a job
+	// that keeps failing with an unclassified error; the candidate
+	// survives it and is enqueued again by a later sweep).
+	CleanupAttempts int
+	// Reconcile scan: interval, page size and time budget of one run.
+	ReconcileInterval time.Duration
+	ReconcilePage     int
+	ReconcileTimeout  time.Duration
+	// Staging sweep: interval and batch size.
+	StagingInterval time.Duration
+	StagingBatch    int
+	// Failure isolation: a candidate is excluded at StrikeLimit strikes;
+	// failed attempts back off BackoffBase * 2^(attempts-1), at most
+	// BackoffMax. Over the last FailureWindow storage deletes of this
+	// process, a failure ratio of at least FailureRatio (with at least
+	// FailureMinSamples deletes) is environmental: the sweep pauses for
+	// PauseDuration and nobody is struck; below the ratio a failure is a
+	// strike; with fewer samples it is neither.
+	StrikeLimit       int
+	BackoffBase       time.Duration
+	BackoffMax        time.Duration
+	FailureWindow     int
+	FailureMinSamples int
+	FailureRatio      float64
+	PauseDuration     time.Duration
+	// Holdback: in phase 2, how long a candidate that would have been
+	// deleted waits before it is reviewed again.
+	Holdback time.Duration
+	// KillSwitch is the source of the operator kill switch; nil reads the
+	// gc_controls row through the store. It is read before every delete
+	// and fails closed.
+	KillSwitch KillSwitch
+	// Clock; nil takes the store's.
+	Clock store.Clock
+	// Logger for the structured events; nil is slog.Default().
+	Logger *slog.Logger
+	// MetricsRefresh: the queue gauges are recomputed at most this often.
+	MetricsRefresh time.Duration
+}
+
+func (c Config) withDefaults(st *store.Store) (Config, error) {
+	if c.Phase == 0 {
+		c.Phase = DefaultPhase
+	}
+	if c.Phase < PhaseRecord || c.Phase > PhaseDelete {
+		return c, fmt.Errorf("gc: phase %d: want 1 (record), 2 (discard) or 3 (delete)", int(c.Phase))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	defInt := func(d *int, v int) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.SweepInterval, DefaultSweepInterval)
+	defInt(&c.SweepBatch, DefaultSweepBatch)
+	defInt(&c.CleanupWorkers, DefaultCleanupWorkers)
+	defInt(&c.CleanupAttempts, DefaultCleanupAttempts)
+	def(&c.ReconcileInterval, DefaultReconcileInterval)
+	defInt(&c.ReconcilePage, DefaultReconcilePage)
+	def(&c.ReconcileTimeout, DefaultReconcileTimeout)
+	def(&c.StagingInterval, DefaultStagingInterval)
+	defInt(&c.StagingBatch, DefaultStagingBatch)
+	defInt(&c.StrikeLimit, DefaultStrikeLimit)
+	def(&c.BackoffBase, DefaultBackoffBase)
+	def(&c.BackoffMax, DefaultBackoffMax)
+	defInt(&c.FailureWindow, DefaultFailureWindow)
+	defInt(&c.FailureMinSamples, DefaultFailureMinSamples)
+	if c.FailureRatio <= 0 || c.FailureRatio > 1 {
+		c.FailureRatio = DefaultFailureRatio
+	}
+	def(&c.PauseDuration, DefaultPauseDuration)
+	def(&c.Holdback, DefaultHoldback)
+	def(&c.MetricsRefresh, DefaultMetricsRefresh)
+	if c.FailureMinSamples > c.FailureWindow {
+		c.FailureMinSamples = c.FailureWindow
+	}
+	if c.Clock == nil {
+		c.Clock = st.Options().Clock
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.KillSwitch == nil {
+		c.KillSwitch = StoreKillSwitch{Store: st}
+	}
+	return c, nil
+}
+
+// GC is the garbage collector of one process.
+type GC struct {
+	st      *store.Store
+	cfg     Config
+	log     *slog.Logger
+	metrics *metrics
+	window  *failureWindow
+
+	// pause caches gc_sweep_state for the cleanup path (one read per
+	// second at most; this process's own pauses update it at once).
+	pauseMu      sync.Mutex
+	pauseUntil   time.Time
+	pauseChecked time.Time
+
+	// Fault injection (tests).
+	deleteObject      func(ctx context.Context, key string) error
+	afterObjectDelete func(ctx context.Context, b *store.Blob) error
+	inserter          jobInserter
+}
+
+// New returns the collector over a store. It installs its push-path
+// metrics as the store's PushObserver.
+func New(st *store.Store, cfg Config) (*GC, error) {
+	cfg, err := cfg.withDefaults(st)
+	if err != nil {
+		return nil, err
+	}
+	g := &GC{
+		st:      st,
+		cfg:     cfg,
+		log:     cfg.Logger.With("component", "gc"),
+		metrics: newMetrics(),
+		window:  newFailureWindow(cfg.FailureWindow, cfg.FailureMinSamples, cfg.FailureRatio),
+	}
+	g.metrics.queue = &queueCollector{g: g}
+	st.SetPushObserver(g.metrics.push)
+	return g, nil
+}
+
+// Config returns the effective configuration.
+func (g *GC) Config() Config { return g.cfg }
+
+// Register adds the GC workers to workers and returns the periodic jobs
+// of the configured phase (pass them as river.Config.PeriodicJobs; River
+// runs them on the elected leader only). Every worker is registered in
+// every phase, so jobs left over from a later phase still find a worker
+// (which then does nothing the phase does not allow).
+//
+//	phase 1: gc:reconcile-scan
+//	phase 2: + gc:sweep (cleanup rechecks and discards, deletes nothing)
+//	phase 3: + gc:staging-sweep (and cleanup deletes)
+func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
+	river.AddWorker(workers, &sweepWorker{g: g})
+	river.AddWorker(workers, &cleanupWorker{g: g})
+	river.AddWorker(workers, &reconcileWorker{g: g})
+	river.AddWorker(workers, &stagingWorker{g: g})
+	jobs := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ReconcileInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return ReconcileScanArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindReconcileScan, RunOnStart: true}),
+	}
+	if g.cfg.Phase >= PhaseDiscard {
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.SweepInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return SweepArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindSweep, RunOnStart: true}))
+	}
+	if g.cfg.Phase >= PhaseDelete {
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.StagingInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return StagingSweepArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindStagingSweep, RunOnStart: true}))
+	}
+	return jobs
+}
+
+// Queues returns the River queues the GC jobs run in; merge them into
+// river.Config.Queues.
+func (g *GC) Queues() map[string]river.QueueConfig {
+	return map[string]river.QueueConfig{
+		QueueCleanup:     {MaxWorkers: g.cfg.CleanupWorkers},
+		QueueMaintenance: {MaxWorkers: 2},
+	}
+}
+
+// Register is New followed by (*GC).Register, for callers that only need
+// the periodic jobs; use New when the metrics are wanted too.
+func Register(workers *river.Workers, st *store.Store, cfg Config) (*GC, []*river.PeriodicJob, error) {
+	g, err := New(st, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, g.Register(workers), nil
+}
+
+// jobInserter inserts jobs and reports how many were new and how many
+// were skipped as duplicates of in-flight jobs. Production uses the River
+// client of the job's context; tests may set GC.inserter.
+type jobInserter interface {
+	insertMany(ctx context.Context, params []river.InsertManyParams) (inserted, duplicates int, err error)
+}
+
+func (g *GC) now() time.Time { return g.cfg.Clock.Now() }
+
+// sweepPaused reports whether the sweep is paused at now (cached ≤ 1 s).
+func (g *GC) sweepPaused(ctx context.Context, now time.Time) (bool, error) {
+	g.pauseMu.Lock()
+	fresh := !g.pauseChecked.IsZero() && now.Sub(g.pauseChecked) < time.Second && !now.Before(g.pauseChecked)
+	until := g.pauseUntil
+	g.pauseMu.Unlock()
+	if !fresh {
+		st, err := g.st.GCSweepState(ctx)
+		if err != nil {
+			return false, err
+		}
+		until = time.Time{}
+		if st.PausedUntil != nil {
+			until = *st.PausedUntil
+		}
+		g.pauseMu.Lock()
+		g.pauseUntil, g.pauseChecked = until, now
+		g.pauseMu.Unlock()
+	}
+	return until.After(now), nil
+}
+
+func (g *GC) notePause(until time.Time) {
+	g.pauseMu.Lock()
+	if until.After(g.pauseUntil) {
+		g.pauseUntil = until
+	}
+	g.pauseMu.Unlock()
+}
+
+// jobInserter returns the insert function of the sweep: the River client
+// found in the job's context.
+func (g *GC) jobInserter(ctx context.Context) (func(context.Context, []river.InsertManyParams) (int, int, error), error) {
+	if g.inserter != nil {
+		return g.inserter.insertMany, nil
+	}
+	c, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return nil, errors.New("gc: no River client in the job context")
+	}
+	return func(ctx context.Context, params []river.InsertManyParams) (int, int, error) {
+		res, err := c.InsertMany(ctx, params)
+		if err != nil {
+			return 0, 0, err
+		}
+		inserted, dup := 0, 0
+		for _, r := range res {
+			if r.UniqueSkippedAsDuplicate {
+				dup++
+			} else {
+				inserted++
+			}
+		}
+		return inserted, dup, nil
+	}, nil
+}

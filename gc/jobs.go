@@ -1,0 +1,159 @@
+package gc
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Job kinds of ADR-025's job family implemented here. gc:expiry-sweep and
+// gc:cache-evict arrive with soft-delete retention and remote
+// repositories.
+const (
+	KindSweep         = "gc:sweep"
+	KindCleanup       = "gc:cleanup"
+	KindReconcileScan = "gc:reconcile-scan"
+	KindStagingSweep  = "gc:staging-sweep"
+)
+
+// inFlight is the uniqueness scope of every GC job: only states in which
+// the job is still going to run. River's default set also holds completed
+// jobs, which would suppress the cleanup of a blob dereferenced a second
+// time within one review delay (ADR-025).
+func inFlight() []rivertype.JobState {
+	return []rivertype.JobState{
+		rivertype.JobStateAvailable,
+		rivertype.JobStatePending,
+		rivertype.JobStateRunning,
+		rivertype.JobStateRetryable,
+		rivertype.JobStateScheduled,
+	}
+}
+
+// SweepArgs is gc:sweep: promote due candidates to cleanup jobs.
+type SweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (SweepArgs) Kind() string { return KindSweep }
+
+// InsertOpts: one sweep in flight at a time.
+func (SweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, Priority: 1, MaxAttempts: 3,
+		UniqueOpts: river.UniqueOpts{ByState: inFlight()}}
+}
+
+// CleanupArgs is gc:cleanup of one candidate.
+type CleanupArgs struct {
+	NamespaceID uuid.UUID `json:"namespace_id" river:"unique"`
+	// SHA256 is the hex digest (64 characters).
+	SHA256 string `json:"sha256" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (CleanupArgs) Kind() string { return KindCleanup }
+
+// InsertOpts: unique per candidate among in-flight jobs only.
+func (CleanupArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueCleanup, Priority: 2,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: inFlight()}}
+}
+
+func cleanupArgs(k store.GCCandidateKey) CleanupArgs {
+	return CleanupArgs{NamespaceID: k.NamespaceID, SHA256: hex.EncodeToString(k.SHA256[:])}
+}
+
+func (a CleanupArgs) key() (store.GCCandidateKey, error) {
+	k := store.GCCandidateKey{NamespaceID: a.NamespaceID}
+	b, err := hex.DecodeString(a.SHA256)
+	if err != nil || len(b) != 32 {
+		return k, fmt.Errorf("gc: cleanup job with a bad digest %q", a.SHA256)
+	}
+	k.SHA256 = [32]byte(b)
+	return k, nil
+}
+
+// ReconcileScanArgs is gc:reconcile-scan.
+type ReconcileScanArgs struct{}
+
+// Kind implements river.JobArgs.
+func (ReconcileScanArgs) Kind() string { return KindReconcileScan }
+
+// InsertOpts: one scan in flight at a time.
+func (ReconcileScanArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
+		UniqueOpts: river.UniqueOpts{ByState: inFlight()}}
+}
+
+// StagingSweepArgs is gc:staging-sweep.
+type StagingSweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (StagingSweepArgs) Kind() string { return KindStagingSweep }
+
+// InsertOpts: one staging sweep in flight at a time.
+func (StagingSweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
+		UniqueOpts: river.UniqueOpts{ByState: inFlight()}}
+}
+
+// ---------------------------------------------------------------- workers
+
+type sweepWorker struct {
+	river.WorkerDefaults[SweepArgs]
+	g *GC
+}
+
+func (w *sweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
+	_, err := w.g.Sweep(ctx)
+	return err
+}
+
+type cleanupWorker struct {
+	river.WorkerDefaults[CleanupArgs]
+	g *GC
+}
+
+// Timeout: a cleanup is a few statements and one bounded storage call.
+func (w *cleanupWorker) Timeout(*river.Job[CleanupArgs]) time.Duration { return 30 * time.Second }
+
+func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) error {
+	key, err := job.Args.key()
+	if err != nil {
+		return river.JobCancel(err)
+	}
+	_, err = w.g.Cleanup(ctx, key)
+	return err
+}
+
+type reconcileWorker struct {
+	river.WorkerDefaults[ReconcileScanArgs]
+	g *GC
+}
+
+func (w *reconcileWorker) Timeout(*river.Job[ReconcileScanArgs]) time.Duration {
+	return w.g.cfg.ReconcileTimeout
+}
+
+func (w *reconcileWorker) Work(ctx context.Context, _ *river.Job[ReconcileScanArgs]) error {
+	_, err := w.g.ReconcileScan(ctx)
+	return err
+}
+
+type stagingWorker struct {
+	river.WorkerDefaults[StagingSweepArgs]
+	g *GC
+}
+
+func (w *stagingWorker) Timeout(*river.Job[StagingSweepArgs]) time.Duration { return 10 * time.Minute }
+
+func (w *stagingWorker) Work(ctx context.Context, _ *river.Job[StagingSweepArgs]) error {
+	_, err := w.g.StagingSweep(ctx)
+	return err
+}

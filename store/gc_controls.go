@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// GCReclaimSwitch is the operator kill switch of ADR-025 (the gc_controls
+// singleton row): when Enabled is false the garbage collector deletes no
+// object. gc:cleanup reads it before every delete and fails closed.
+//
+// The table is not in migrations/ yet (see gc/testdata/proposed_gc_controls.sql):
+// until it is, GCReclaimSwitch fails, and so GC deletes nothing.
+type GCReclaimSwitch struct {
+	Enabled   bool
+	ChangedBy *string
+	Reason    *string
+	UpdatedAt time.Time
+}
+
+// ErrGCControlsMissing: the kill-switch row is missing (fail closed).
+var ErrGCControlsMissing = errors.New("store: gc kill switch row missing")
+
+// GCReclaimSwitch reads the kill switch. Any error (table or row missing,
+// database unreachable) must be taken as "disabled" by the caller.
+func (s *Store) GCReclaimSwitch(ctx context.Context) (*GCReclaimSwitch, error) {
+	var sw GCReclaimSwitch
+	err := s.pool.QueryRow(ctx, `SELECT reclaim_enabled, changed_by, reason, updated_at FROM gc_controls`).
+		Scan(&sw.Enabled, &sw.ChangedBy, &sw.Reason, &sw.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrGCControlsMissing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: read gc kill switch: %w", err)
+	}
+	return &sw, nil
+}
+
+// SetGCReclaim turns object deletion by the garbage collector on or off
+// (GraphQL setGarbageCollection). by names the operator; reason is free
+// text. It takes effect before the next delete of every worker.
+func (s *Store) SetGCReclaim(ctx context.Context, enabled bool, by, reason string) (*GCReclaimSwitch, error) {
+	if len(by) > 255 {
+		by = by[:255]
+	}
+	if len(reason) > 1024 {
+		reason = reason[:1024]
+	}
+	var sw GCReclaimSwitch
+	err := s.pool.QueryRow(ctx, `
+		UPDATE gc_controls SET reclaim_enabled = $1, changed_by = NULLIF($2, ''), reason = NULLIF($3, ''), updated_at = $4
+		RETURNING reclaim_enabled, changed_by, reason, updated_at`,
+		enabled, by, reason, s.opts.Clock.Now()).Scan(&sw.Enabled, &sw.ChangedBy, &sw.Reason, &sw.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrGCControlsMissing
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: set gc kill switch: %w", err)
+	}
+	return &sw, nil
+}
