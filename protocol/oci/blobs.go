@@ -1,0 +1,336 @@
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// getBlob serves GET and HEAD /v2/<name>/blobs/<digest>, with single byte
+// ranges (206, Content-Range; 416 when unsatisfiable).
+func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessRead)
+	if err != nil {
+		return err
+	}
+	d, aerr := parseDigest(mux.Vars(r)["digest"])
+	if aerr != nil {
+		return aerr
+	}
+	b, err := h.st.ContainerBlob(r.Context(), t, d)
+	if err != nil {
+		return err
+	}
+	hdr := w.Header()
+	hdr.Set("Docker-Content-Digest", d.String())
+	hdr.Set("ETag", `"`+d.String()+`"`)
+	hdr.Set("Accept-Ranges", "bytes")
+	hdr.Set("Content-Type", mtOctetStream)
+	hdr.Set("Cache-Control", "max-age=31536000")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, d.String()) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	if r.Method == http.MethodHead {
+		hdr.Set("Content-Length", strconv.FormatInt(b.Size, 10))
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	br, aerr := parseRange(r.Header.Get("Range"), b.Size)
+	if aerr != nil {
+		return aerr
+	}
+	offset, length, status := int64(0), b.Size, http.StatusOK
+	if br != nil {
+		offset, length, status = br.Start, br.Length, http.StatusPartialContent
+		hdr.Set("Content-Range", br.contentRange(b.Size))
+	}
+	rc, err := h.st.OpenBlobObject(r.Context(), b, offset, length)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
+	w.WriteHeader(status)
+	if _, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
+		h.log.Warn("oci: blob download interrupted", "name", t.Name(), "digest", d.String(), "err", err)
+	}
+	return nil
+}
+
+// deleteBlob serves DELETE /v2/<name>/blobs/<digest>.
+func (h *handler) deleteBlob(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	d, aerr := parseDigest(mux.Vars(r)["digest"])
+	if aerr != nil {
+		return aerr
+	}
+	if err := h.st.DeleteContainerBlob(r.Context(), t, d); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+// blobCreated answers a completed upload or mount.
+func (h *handler) blobCreated(w http.ResponseWriter, t *store.ContainerTarget, d digest) error {
+	hdr := w.Header()
+	hdr.Set("Location", h.location(h.v2Path(t, "/blobs/"+d.String())))
+	hdr.Set("Docker-Content-Digest", d.String())
+	hdr.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// uploadAccepted answers an open upload session with its progress.
+func (h *handler) uploadAccepted(w http.ResponseWriter, t *store.ContainerTarget, u *store.Upload, status int) error {
+	hdr := w.Header()
+	hdr.Set("Location", h.location(h.v2Path(t, "/blobs/uploads/"+u.UploadID.String())))
+	hdr.Set("Range", uploadRange(u.Size))
+	hdr.Set("Docker-Upload-UUID", u.UploadID.String())
+	hdr.Set("Content-Length", "0")
+	w.WriteHeader(status)
+	return nil
+}
+
+// uploadRange is the Range header of an upload holding size bytes
+// ("0-0" when empty, as the reference registry answers).
+func uploadRange(size int64) string {
+	return fmt.Sprintf("0-%d", max(size-1, 0))
+}
+
+func rangeMismatch(size int64) *apiError {
+	return newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid,
+		"chunk is out of order: the upload holds %d bytes, send the next chunk from offset %d", size, size).
+		withHeader("Range", uploadRange(size))
+}
+
+// startUpload serves POST /v2/<name>/blobs/uploads/: a cross-repository
+// mount (?mount=&from=), a monolithic upload (?digest= with the body), or
+// a new resumable session.
+func (h *handler) startUpload(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	if m := q.Get("mount"); m != "" {
+		d, aerr := parseDigest(m)
+		if aerr != nil {
+			return aerr
+		}
+		ok, err := h.mount(r, t, d, q.Get("from"))
+		if err != nil {
+			return err
+		}
+		if ok {
+			return h.blobCreated(w, t, d)
+		}
+		// Nothing to mount: fall back to a normal upload session.
+	}
+	if dg := q.Get("digest"); dg != "" {
+		d, aerr := parseDigest(dg)
+		if aerr != nil {
+			return aerr
+		}
+		if _, err := h.st.PutContainerBlob(r.Context(), t, r.Body, store.Expected{SHA256: d, Size: r.ContentLength}); err != nil {
+			return err
+		}
+		return h.blobCreated(w, t, d)
+	}
+	u, err := h.st.StartUpload(r.Context(), t.NamespaceID, t.RepositoryID, store.UploadResumable)
+	if err != nil {
+		return err
+	}
+	return h.uploadAccepted(w, t, u, http.StatusAccepted)
+}
+
+// mount links an existing blob of the namespace into the target's image.
+// from names the source image; empty mounts from any image of the
+// namespace (the deduplication scope) holding the digest.
+func (h *handler) mount(r *http.Request, t *store.ContainerTarget, d digest, from string) (bool, error) {
+	var src *store.ContainerTarget
+	if from != "" {
+		n, aerr := parseName(from)
+		if aerr != nil || n.Namespace != t.NamespaceSlug {
+			return false, nil // not mountable here: upload instead
+		}
+		s, err := h.st.ResolveContainerTarget(r.Context(), n.Namespace, n.Repository, n.Image)
+		if errors.Is(err, store.ErrContainerNameUnknown) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// The caller must be able to read the source (the admin token can).
+		if h.authenticate(r) != credAdmin || !s.ServesReads {
+			return false, nil
+		}
+		src = s
+	}
+	return h.st.MountContainerBlob(r.Context(), t, src, d)
+}
+
+// uploadRef parses the {upload} path variable.
+func uploadID(r *http.Request) (uuid.UUID, *apiError) {
+	id, err := uuid.Parse(mux.Vars(r)["upload"])
+	if err != nil {
+		return uuid.Nil, newErr(http.StatusNotFound, codeBlobUploadUnknown, "upload unknown")
+	}
+	return id, nil
+}
+
+// chunkOffset reads Content-Range ("<start>-<end>", optionally "bytes "
+// prefixed) of a chunk: -1 when absent (append at the end). The range must
+// agree with Content-Length when both are given.
+func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) {
+	cr := strings.TrimSpace(r.Header.Get("Content-Range"))
+	if cr == "" {
+		return current()
+	}
+	cr = strings.TrimPrefix(strings.TrimPrefix(cr, "bytes="), "bytes ")
+	if i := strings.IndexByte(cr, '/'); i >= 0 {
+		cr = cr[:i]
+	}
+	a, b, ok := strings.Cut(cr, "-")
+	start, err1 := strconv.ParseInt(a, 10, 64)
+	end, err2 := strconv.ParseInt(b, 10, 64)
+	if !ok || err1 != nil || err2 != nil || start < 0 || end < start-1 {
+		return 0, newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid, "invalid Content-Range %q", r.Header.Get("Content-Range"))
+	}
+	if r.ContentLength >= 0 && r.ContentLength != end-start+1 {
+		return 0, newErr(http.StatusBadRequest, codeSizeInvalid,
+			"Content-Range %q does not match Content-Length %d", r.Header.Get("Content-Range"), r.ContentLength)
+	}
+	return start, nil
+}
+
+// patchUpload serves PATCH /v2/<name>/blobs/uploads/<id>: a chunk (with
+// Content-Range) or a stream (without).
+func (h *handler) patchUpload(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	id, aerr := uploadID(r)
+	if aerr != nil {
+		return aerr
+	}
+	ref := t.UploadRef(id)
+	offset, err := chunkOffset(r, func() (int64, error) {
+		u, err := h.st.UploadStatus(r.Context(), ref)
+		if err != nil {
+			return 0, err
+		}
+		return u.Size, nil
+	})
+	if err != nil {
+		return err
+	}
+	u, err := h.st.AppendUpload(r.Context(), ref, offset, r.Body)
+	if err != nil {
+		return h.withLocation(err, t, id)
+	}
+	return h.uploadAccepted(w, t, u, http.StatusAccepted)
+}
+
+// withLocation adds the session's Location to a 416, so the client can
+// resume from the Range it reports.
+func (h *handler) withLocation(err error, t *store.ContainerTarget, id uuid.UUID) error {
+	var rm *store.RangeMismatchError
+	if errors.As(err, &rm) {
+		return rangeMismatch(rm.Size).
+			withHeader("Location", h.location(h.v2Path(t, "/blobs/uploads/"+id.String()))).
+			withHeader("Docker-Upload-UUID", id.String())
+	}
+	return err
+}
+
+// putUpload serves PUT /v2/<name>/blobs/uploads/<id>?digest=: it appends
+// the last chunk (if any) and commits the upload.
+func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	id, aerr := uploadID(r)
+	if aerr != nil {
+		return aerr
+	}
+	dg := r.URL.Query().Get("digest")
+	if dg == "" {
+		return newErr(http.StatusBadRequest, codeDigestInvalid, "the digest query parameter is required to complete an upload")
+	}
+	d, aerr := parseDigest(dg)
+	if aerr != nil {
+		return aerr
+	}
+	ref := t.UploadRef(id)
+	var final io.Reader
+	if r.ContentLength != 0 {
+		if r.Header.Get("Content-Range") != "" {
+			offset, err := chunkOffset(r, nil)
+			if err != nil {
+				return err
+			}
+			u, err := h.st.UploadStatus(r.Context(), ref)
+			if err != nil {
+				return err
+			}
+			if offset != u.Size {
+				return h.withLocation(&store.RangeMismatchError{Offset: offset, Size: u.Size}, t, id)
+			}
+		}
+		final = r.Body
+	}
+	if _, err := h.st.CommitContainerUpload(r.Context(), t, id, final, store.Expected{SHA256: d, Size: -1}); err != nil {
+		return h.withLocation(err, t, id)
+	}
+	return h.blobCreated(w, t, d)
+}
+
+// uploadStatus serves GET /v2/<name>/blobs/uploads/<id>.
+func (h *handler) uploadStatus(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	id, aerr := uploadID(r)
+	if aerr != nil {
+		return aerr
+	}
+	u, err := h.st.UploadStatus(r.Context(), t.UploadRef(id))
+	if err != nil {
+		return err
+	}
+	return h.uploadAccepted(w, t, u, http.StatusNoContent)
+}
+
+// cancelUpload serves DELETE /v2/<name>/blobs/uploads/<id>.
+func (h *handler) cancelUpload(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	id, aerr := uploadID(r)
+	if aerr != nil {
+		return aerr
+	}
+	if err := h.st.CancelUpload(r.Context(), t.UploadRef(id)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

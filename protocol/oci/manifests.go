@@ -1,0 +1,327 @@
+package oci
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/gorilla/mux"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// getManifest serves GET and HEAD /v2/<name>/manifests/<reference>. The
+// stored media type is always returned as is (every client accepts what it
+// pushed; no schema conversion).
+func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessRead)
+	if err != nil {
+		return err
+	}
+	ref, aerr := parseReference(mux.Vars(r)["reference"])
+	if aerr != nil {
+		return aerr
+	}
+	var m *store.ContainerManifestRow
+	if ref.IsTag {
+		m, err = h.st.ContainerManifestByTag(r.Context(), t, ref.Tag)
+	} else {
+		m, err = h.st.ContainerManifestByDigest(r.Context(), t, ref.Digest)
+	}
+	if err != nil {
+		return err
+	}
+	dg := digest(m.Digest).String()
+	hdr := w.Header()
+	hdr.Set("Content-Type", m.MediaType)
+	hdr.Set("Docker-Content-Digest", dg)
+	hdr.Set("ETag", `"`+dg+`"`)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, dg) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	hdr.Set("Content-Length", strconv.FormatInt(m.Payload.Size, 10))
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	payload, err := h.st.ReadContainerManifest(r.Context(), m, maxManifestSize)
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(payload)
+	return nil
+}
+
+func etagMatch(header, dg string) bool {
+	for _, v := range strings.Split(header, ",") {
+		v = strings.TrimSpace(v)
+		v = strings.TrimPrefix(v, "W/")
+		if v == "*" || strings.Trim(v, `"`) == dg {
+			return true
+		}
+	}
+	return false
+}
+
+// putManifest serves PUT /v2/<name>/manifests/<reference>[?tag=...].
+func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	ref, aerr := parseReference(mux.Vars(r)["reference"])
+	if aerr != nil {
+		return aerr
+	}
+	if r.ContentLength > maxManifestSize {
+		return newErr(http.StatusRequestEntityTooLarge, codeSizeInvalid,
+			"manifest is %d bytes; the limit is %d bytes (4 MiB)", r.ContentLength, maxManifestSize)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxManifestSize+1))
+	if err != nil {
+		return newErr(http.StatusBadRequest, codeManifestInvalid, "reading the manifest body: %v", err)
+	}
+	p, aerr := parseManifest(r.Header.Get("Content-Type"), body)
+	if aerr != nil {
+		return aerr
+	}
+	if !ref.IsTag && ref.Digest != p.Digest {
+		return newErr(http.StatusBadRequest, codeDigestInvalid,
+			"manifest digest %s does not match the reference %s", p.Digest, ref.Digest).
+			withDetail(map[string]string{"digest": ref.Digest.String()})
+	}
+	var tags []string
+	if ref.IsTag {
+		tags = append(tags, ref.Tag)
+	}
+	queryTags := r.URL.Query()["tag"]
+	for _, tg := range queryTags {
+		if !tagPattern.MatchString(tg) {
+			return newErr(http.StatusBadRequest, codeManifestInvalid,
+				"invalid tag %q: tags must match [a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}", tg)
+		}
+		tags = append(tags, tg)
+	}
+	in := store.ContainerManifestPut{Digest: p.Digest, MediaType: p.MediaType, Payload: p.Payload, Tags: tags}
+	for _, b := range p.Blobs {
+		in.Blobs = append(in.Blobs, store.ContainerBlobRef{SHA256: b.Digest, Size: b.Size})
+	}
+	for _, c := range p.Children {
+		in.Children = append(in.Children, c)
+	}
+	if _, err := h.st.PutContainerManifest(r.Context(), t, in); err != nil {
+		return err
+	}
+	h.referrers.put(p.Digest, referrerInfoOf(p))
+	hdr := w.Header()
+	hdr.Set("Location", h.location(h.v2Path(t, "/manifests/"+p.Digest.String())))
+	hdr.Set("Docker-Content-Digest", p.Digest.String())
+	if p.Subject != nil {
+		hdr.Set("OCI-Subject", p.Subject.String())
+	}
+	for _, tg := range queryTags {
+		hdr.Add("OCI-Tag", tg)
+	}
+	hdr.Set("Content-Length", "0")
+	w.WriteHeader(http.StatusCreated)
+	return nil
+}
+
+// deleteManifest serves DELETE /v2/<name>/manifests/<reference>: a tag
+// deletes the tag, a digest soft-deletes the manifest and its tags.
+func (h *handler) deleteManifest(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	ref, aerr := parseReference(mux.Vars(r)["reference"])
+	if aerr != nil {
+		return aerr
+	}
+	if ref.IsTag {
+		err = h.st.DeleteContainerTagByName(r.Context(), t, ref.Tag)
+	} else {
+		err = h.st.DeleteContainerManifestByDigest(r.Context(), t, ref.Digest)
+	}
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(http.StatusAccepted)
+	return nil
+}
+
+const (
+	defaultTagPage = 1000
+	maxTagPage     = 10000
+)
+
+// listTags serves GET /v2/<name>/tags/list?n=&last=.
+func (h *handler) listTags(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.target(r, accessRead)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	n, aerr := pageSize(q, defaultTagPage, maxTagPage)
+	if aerr != nil {
+		return aerr
+	}
+	last := q.Get("last")
+	if t.ImageID == uuid.Nil {
+		return newErr(http.StatusNotFound, codeNameUnknown, "image %q has not been pushed", t.Name()).
+			withDetail(map[string]string{"name": t.Name()})
+	}
+	tags, err := h.st.ContainerTags(r.Context(), t, last, n+1)
+	if err != nil {
+		return err
+	}
+	if len(tags) > n {
+		tags = tags[:n]
+		w.Header().Set("Link", nextLink(h.location(h.v2Path(t, "/tags/list")), n, tags[n-1], nil))
+	}
+	if tags == nil {
+		tags = []string{}
+	}
+	return writeJSON(w, r, http.StatusOK, "application/json", struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{t.Name(), tags})
+}
+
+const (
+	defaultCatalogPage = 100
+	maxCatalogPage     = 1000
+)
+
+// catalog serves GET /v2/_catalog?n=&last=: the images the caller may
+// pull (all for the admin token, PUBLIC repositories for anonymous).
+func (h *handler) catalog(w http.ResponseWriter, r *http.Request) error {
+	cred := h.authenticate(r)
+	if cred == credInvalid {
+		return unauthorized(cred)
+	}
+	q := r.URL.Query()
+	n, aerr := pageSize(q, defaultCatalogPage, maxCatalogPage)
+	if aerr != nil {
+		return aerr
+	}
+	var after *store.ContainerCatalogEntry
+	if last := q.Get("last"); last != "" {
+		parts := strings.SplitN(last, "/", 3)
+		for len(parts) < 3 {
+			parts = append(parts, "")
+		}
+		after = &store.ContainerCatalogEntry{Namespace: parts[0], Repository: parts[1], Image: parts[2]}
+	}
+	names := []string{}
+	if n > 0 {
+		entries, err := h.st.ContainerCatalog(r.Context(), cred == credAdmin, after, n+1)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			names = append(names, e.Namespace+"/"+e.Repository+"/"+e.Image)
+		}
+		if len(names) > n {
+			names = names[:n]
+			w.Header().Set("Link", nextLink(h.location("/v2/_catalog"), n, names[n-1], nil))
+		}
+	}
+	return writeJSON(w, r, http.StatusOK, "application/json", struct {
+		Repositories []string `json:"repositories"`
+	}{names})
+}
+
+// fromStoreError maps a store error to the spec's error response. Client
+// mistakes (unknown names, digests, ranges, upload sessions) are 4xx; lock
+// timeouts and deadlocks are 503 with Retry-After; anything else is logged
+// and answered 500.
+func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
+	var (
+		de *store.DigestError
+		rm *store.RangeMismatchError
+	)
+	dg := ""
+	if errors.As(err, &de) {
+		dg = digest(de.SHA256).String()
+	}
+	detail := func(e *apiError) *apiError {
+		if dg != "" {
+			e.Detail = map[string]string{"digest": dg}
+		}
+		return e
+	}
+	switch {
+	case errors.Is(err, store.ErrRetryable):
+		e := newErr(http.StatusServiceUnavailable, codeTooManyRequests,
+			"the registry is busy with a concurrent change of the same content; retry")
+		e.RetryAfter = int(store.RetryAfter.Seconds())
+		if e.RetryAfter < 1 {
+			e.RetryAfter = 1
+		}
+		return e
+	case errors.Is(err, store.ErrContainerNameUnknown):
+		return newErr(http.StatusNotFound, codeNameUnknown, "%v", err)
+	case errors.Is(err, store.ErrContainerManifestUnknown):
+		if dg != "" {
+			return detail(newErr(http.StatusNotFound, codeManifestUnknown, "manifest %s is not in this image", dg))
+		}
+		return newErr(http.StatusNotFound, codeManifestUnknown, "manifest unknown: no such tag in this image")
+	case errors.Is(err, store.ErrContainerBlobUnknown):
+		return detail(newErr(http.StatusNotFound, codeBlobUnknown, "blob %s is not in this image", dg))
+	case errors.Is(err, store.ErrContainerManifestBlobUnknown):
+		return detail(newErr(http.StatusBadRequest, codeManifestBlobUnknown,
+			"the manifest references blob %s, which is not in this image: push it first", dg))
+	case errors.Is(err, store.ErrContainerManifestChildUnknown):
+		return detail(newErr(http.StatusBadRequest, codeManifestUnknown,
+			"the index references manifest %s, which is not in this image: push it first", dg))
+	case errors.Is(err, store.ErrContainerManifestReferenced):
+		return detail(newErr(http.StatusConflict, codeDenied,
+			"the manifest is listed by index %s: delete that index first", dg))
+	case errors.Is(err, store.ErrContainerTooManyManifests):
+		return newErr(http.StatusForbidden, codeDenied, "%v", err)
+	case errors.As(err, &rm):
+		return rangeMismatch(rm.Size)
+	case errors.Is(err, store.ErrUploadUnknown):
+		return newErr(http.StatusNotFound, codeBlobUploadUnknown, "upload unknown: it never existed, expired, was cancelled or was already committed")
+	case errors.Is(err, store.ErrUploadConflict), errors.Is(err, store.ErrUploadPoisoned):
+		return newErr(http.StatusConflict, codeBlobUploadInvalid,
+			"concurrent writes to this upload: it can no longer be used, start a new upload")
+	case errors.Is(err, store.ErrDigestMismatch):
+		return newErr(http.StatusBadRequest, codeDigestInvalid, "%v", err)
+	case errors.Is(err, store.ErrSizeMismatch):
+		return newErr(http.StatusBadRequest, codeSizeInvalid, "%v", err)
+	case errors.Is(err, store.ErrBlobTooLarge):
+		return newErr(http.StatusRequestEntityTooLarge, codeSizeInvalid, "%v", err)
+	case errors.Is(err, store.ErrBlobMustReupload):
+		return detail(newErr(http.StatusBadRequest, codeManifestBlobUnknown,
+			"the stored bytes of %s are gone: push the blob again", dg))
+	case errors.Is(err, store.ErrBlobUnknown):
+		return detail(newErr(http.StatusNotFound, codeBlobUnknown, "blob %s unknown", dg))
+	case errors.Is(err, store.ErrRangeNotSatisfiable):
+		return newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUnknown, "%v", err)
+	}
+	if r.Context().Err() != nil {
+		// The client went away; nothing useful to say.
+		return newErr(499, codeUnknown, "request cancelled")
+	}
+	h.log.Error("oci: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	return newErr(http.StatusInternalServerError, codeUnknown, "internal error: %s", errorID(err))
+}
+
+// errorID is a short stable token to find the logged error.
+func errorID(err error) string {
+	s := err.Error()
+	var h uint32 = 2166136261
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	return fmt.Sprintf("%08x", h)
+}

@@ -1,0 +1,224 @@
+// Package oci serves the OCI Distribution Specification v1.1 for hosted
+// container repositories (repositories.format DOCKER or OCI, kind HOSTED):
+//
+//	/v2/<namespace-slug>/<repository>/<image...>/{blobs,manifests,tags,referrers}/...
+//
+// Handlers parse the wire format, call one store operation and write the
+// wire response; all data goes through package store and its blob layer.
+package oci
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Options configure the OCI surface.
+type Options struct {
+	// AdminToken is the super-user credential (HTTP Basic password with any
+	// username, or Bearer). Empty: nobody can write or read private
+	// repositories.
+	AdminToken string
+	Logger     *slog.Logger
+	// PublicURL, when set, makes Location headers absolute
+	// (PublicURL + "/v2/..."); empty keeps them relative, which every
+	// client resolves against the request URL.
+	PublicURL string
+}
+
+type handler struct {
+	st        *store.Store
+	log       *slog.Logger
+	tokenHash []byte
+	publicURL string
+	referrers *referrerCache
+}
+
+// Mount registers the /v2/ routes on r.
+func Mount(r *mux.Router, st *store.Store, opts Options) {
+	h := &handler{st: st, log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries)}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if opts.AdminToken != "" {
+		sum := sha256.Sum256([]byte(opts.AdminToken))
+		h.tokenHash = sum[:]
+	}
+	h.routes(r)
+}
+
+// Handler returns the OCI surface as a standalone http.Handler (tests).
+func Handler(st *store.Store, opts Options) http.Handler {
+	r := mux.NewRouter()
+	Mount(r, st, opts)
+	return r
+}
+
+func (h *handler) routes(r *mux.Router) {
+	const name = "/v2/{name:.+}"
+	r.Handle("/v2/", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/v2/_catalog", h.wrap(h.catalog)).Methods(http.MethodGet)
+	r.Handle(name+"/blobs/uploads/", h.wrap(h.startUpload)).Methods(http.MethodPost)
+	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.uploadStatus)).Methods(http.MethodGet)
+	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.patchUpload)).Methods(http.MethodPatch)
+	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.putUpload)).Methods(http.MethodPut)
+	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.cancelUpload)).Methods(http.MethodDelete)
+	r.Handle(name+"/blobs/{digest}", h.wrap(h.getBlob)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle(name+"/blobs/{digest}", h.wrap(h.deleteBlob)).Methods(http.MethodDelete)
+	r.Handle(name+"/manifests/{reference}", h.wrap(h.getManifest)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle(name+"/manifests/{reference}", h.wrap(h.putManifest)).Methods(http.MethodPut)
+	r.Handle(name+"/manifests/{reference}", h.wrap(h.deleteManifest)).Methods(http.MethodDelete)
+	r.Handle(name+"/tags/list", h.wrap(h.listTags)).Methods(http.MethodGet)
+	r.Handle(name+"/referrers/{digest}", h.wrap(h.listReferrers)).Methods(http.MethodGet)
+	// Everything else under /v2/ answers in the spec's error format: a
+	// known endpoint with another method is UNSUPPORTED (405), any other
+	// path NOT FOUND.
+	r.PathPrefix("/v2/").Handler(h.wrap(h.fallback))
+}
+
+// handlerFunc is an OCI handler: it writes a success response itself and
+// returns an error for everything else.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (h *handler) wrap(fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		if err := fn(w, r); err != nil {
+			h.writeError(w, r, err)
+		}
+	})
+}
+
+var knownEndpoint = []string{"/blobs/uploads/", "/blobs/", "/manifests/", "/tags/list", "/referrers/"}
+
+func (h *handler) fallback(w http.ResponseWriter, r *http.Request) error {
+	p := r.URL.Path
+	for _, k := range knownEndpoint {
+		if strings.Contains(p, k) {
+			return newErr(http.StatusMethodNotAllowed, codeUnsupported, "%s is not supported on %s", r.Method, p)
+		}
+	}
+	if p == "/v2/" || p == "/v2/_catalog" {
+		return newErr(http.StatusMethodNotAllowed, codeUnsupported, "%s is not supported on %s", r.Method, p)
+	}
+	return newErr(http.StatusNotFound, codeNameUnknown, "no such endpoint: %s", p)
+}
+
+// base is GET /v2/: 200 for valid credentials, a 401 challenge otherwise,
+// so clients learn they should authenticate. Anonymous clients still pull
+// public repositories: they go on after the challenge without credentials.
+func (h *handler) base(w http.ResponseWriter, r *http.Request) error {
+	if c := h.authenticate(r); c != credAdmin {
+		return unauthorized(c)
+	}
+	return writeJSON(w, r, http.StatusOK, "application/json", struct{}{})
+}
+
+// access is what a request wants to do with a repository.
+type access int
+
+const (
+	accessRead access = iota
+	accessWrite
+)
+
+// target resolves the {name} of the route and authorizes the request.
+func (h *handler) target(r *http.Request, want access) (*store.ContainerTarget, error) {
+	n, aerr := parseName(mux.Vars(r)["name"])
+	if aerr != nil {
+		return nil, aerr
+	}
+	cred := h.authenticate(r)
+	if cred == credInvalid || (want == accessWrite && cred != credAdmin) {
+		return nil, unauthorized(cred)
+	}
+	t, err := h.st.ResolveContainerTarget(r.Context(), n.Namespace, n.Repository, n.Image)
+	if err != nil {
+		if errors.Is(err, store.ErrContainerNameUnknown) {
+			if cred != credAdmin {
+				// Do not tell anonymous callers which private names exist.
+				return nil, unauthorized(cred)
+			}
+			return nil, newErr(http.StatusNotFound, codeNameUnknown, "%v", err).withDetail(map[string]string{"name": n.String()})
+		}
+		return nil, err
+	}
+	if want == accessRead && cred != credAdmin && t.Visibility != enum.VisibilityPublic {
+		return nil, unauthorized(cred)
+	}
+	if !t.ServesReads {
+		return nil, newErr(http.StatusForbidden, codeDenied, "namespace %q is %s: its repositories are not served", n.Namespace, t.NamespaceState)
+	}
+	if want == accessWrite && !t.ServesWrites {
+		return nil, newErr(http.StatusForbidden, codeDenied, "namespace %q is %s: it is read-only", n.Namespace, t.NamespaceState)
+	}
+	return t, nil
+}
+
+// location makes a Location header value for a /v2/ path.
+func (h *handler) location(path string) string {
+	return h.publicURL + path
+}
+
+func (h *handler) v2Path(t *store.ContainerTarget, rest string) string {
+	return "/v2/" + t.Name() + rest
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, contentType string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body)
+	}
+	return nil
+}
+
+// writeError maps err to the spec's error response. Client mistakes never
+// become 500: store errors are typed and mapped here; anything unexpected is
+// logged and answered 500 UNKNOWN.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		ae = h.fromStoreError(r, err)
+	}
+	writeAPIError(w, r, ae)
+}
+
+// pageSize reads the n query parameter: absent → def, 0 → 0, bounded by max.
+func pageSize(q url.Values, def, max int) (int, *apiError) {
+	s := q.Get("n")
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, newErr(http.StatusBadRequest, codeUnsupported, "invalid page size n=%q", s)
+	}
+	return min(n, max), nil
+}
+
+// nextLink builds the RFC 5988 Link header of a paginated listing.
+func nextLink(path string, n int, last string, extra url.Values) string {
+	q := url.Values{}
+	for k, v := range extra {
+		q[k] = v
+	}
+	q.Set("n", strconv.Itoa(n))
+	q.Set("last", last)
+	return "<" + path + "?" + q.Encode() + `>; rel="next"`
+}

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Container (OCI / Docker) data path of hosted container repositories
+// (ADR-007 "コンテナリポジトリ"): the operations the OCI distribution
+// protocol calls. Reads prune to one partition (namespace_id = $1 first);
+// writes run in foreground transactions (WithTx: lock timeout, ErrRetryable)
+// and take locks in the ADR-025 order.
+
+// Typed errors of the container data path. Protocols test them with
+// errors.Is / errors.As.
+var (
+	// ErrContainerNameUnknown: no such namespace, or no active hosted
+	// container repository of that name in it.
+	ErrContainerNameUnknown = errors.New("store: container repository unknown")
+	// ErrContainerManifestUnknown: no active manifest (or tag) by that
+	// reference in the image.
+	ErrContainerManifestUnknown = errors.New("store: manifest unknown")
+	// ErrContainerBlobUnknown: the image has no active blob of that digest.
+	ErrContainerBlobUnknown = errors.New("store: blob unknown in image")
+	// ErrContainerManifestBlobUnknown: a manifest references a blob that is
+	// not in the image. Returned in a *DigestError.
+	ErrContainerManifestBlobUnknown = errors.New("store: manifest references a blob unknown in the image")
+	// ErrContainerManifestChildUnknown: an index references a manifest that
+	// is not in the image. Returned in a *DigestError.
+	ErrContainerManifestChildUnknown = errors.New("store: index references a manifest unknown in the image")
+	// ErrContainerManifestReferenced: the manifest is listed by an active
+	// index or manifest list. Returned in a *DigestError naming the index.
+	ErrContainerManifestReferenced = errors.New("store: manifest is referenced by an index")
+	// ErrContainerTooManyManifests: the image holds MaxContainerManifestsPerImage.
+	ErrContainerTooManyManifests = errors.New("store: too many manifests in the image")
+)
+
+// MaxContainerManifestsPerImage is ADR-007's bound on one image (25,000).
+const MaxContainerManifestsPerImage = 25000
+
+// ContainerTarget is a resolved /v2/<namespace>/<repository>/<image> name:
+// the namespace, the hosted container repository and, once pushed, the
+// image.
+type ContainerTarget struct {
+	NamespaceID   uuid.UUID
+	NamespaceSlug string
+	// NamespaceState says why the namespace does not serve everything
+	// ("blocked", "disabled", "suspended"); "" when it does.
+	NamespaceState        string
+	ServesReads           bool // ADR-007 serving predicate for reads
+	ServesWrites          bool // ... and for writes (not suspended)
+	RepositoryID          uuid.UUID
+	RepositoryName        string
+	ContainerRepositoryID uuid.UUID
+	Format                enum.Format
+	Visibility            enum.Visibility
+	ImageName             string
+	// ImageID is uuid.Nil until the image's first push creates it.
+	ImageID uuid.UUID
+}
+
+// Name is the OCI name <namespace>/<repository>/<image>.
+func (t *ContainerTarget) Name() string {
+	return t.NamespaceSlug + "/" + t.RepositoryName + "/" + t.ImageName
+}
+
+// resolveTargetSQL resolves namespace, repository, container repository
+// and image in one round trip; each join names namespace_id so every
+// partitioned table is pruned to one partition (at run time, from n.id).
+const resolveTargetSQL = `
+SELECT n.id, n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
+       r.id, r.format, r.kind, r.visibility, cr.id, ci.id
+FROM namespaces n
+LEFT JOIN repositories r
+       ON r.namespace_id = n.id AND r.name = $2 AND r.soft_deleted_at IS NULL
+LEFT JOIN container_repositories cr
+       ON cr.namespace_id = n.id AND cr.repository_id = r.id
+LEFT JOIN container_images ci
+       ON ci.namespace_id = n.id AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL
+WHERE n.slug = $1`
+
+// ResolveContainerTarget resolves an OCI name. ErrContainerNameUnknown
+// (wrapped with the reason) when the namespace does not exist or is deleted,
+// or when the repository is missing, in the trash, not a container
+// repository, or not HOSTED. Blocked, disabled and suspended namespaces
+// resolve, with ServesReads/ServesWrites telling what they allow.
+func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repository, image string) (*ContainerTarget, error) {
+	t := &ContainerTarget{NamespaceSlug: namespace, RepositoryName: repository, ImageName: image}
+	var (
+		nsID                                          uuid.UUID
+		deleted, purged, blocked, disabled, suspended *time.Time
+		repoID, crID, imageID                         *uuid.UUID
+		format, kind, visibility                      *int16
+	)
+	err := s.pool.QueryRow(ctx, resolveTargetSQL, namespace, repository, image).Scan(
+		&nsID, &deleted, &purged, &blocked, &disabled, &suspended,
+		&repoID, &format, &kind, &visibility, &crID, &imageID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
+	}
+	if deleted != nil || purged != nil {
+		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
+	}
+	if repoID == nil {
+		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrContainerNameUnknown, repository, namespace)
+	}
+	f := enum.Format(*format)
+	if f != enum.FormatDocker && f != enum.FormatOCI {
+		return nil, fmt.Errorf("%w: repository %s/%s is not a container repository", ErrContainerNameUnknown, namespace, repository)
+	}
+	if enum.Kind(*kind) != enum.KindHosted || crID == nil {
+		return nil, fmt.Errorf("%w: repository %s/%s is not a hosted container repository", ErrContainerNameUnknown, namespace, repository)
+	}
+	t.NamespaceID, t.RepositoryID, t.ContainerRepositoryID = nsID, *repoID, *crID
+	// ADR-007 serving predicate: reads need the namespace neither blocked
+	// nor disabled; writes also need it not suspended.
+	switch {
+	case blocked != nil:
+		t.NamespaceState = "blocked"
+	case disabled != nil:
+		t.NamespaceState = "disabled"
+	case suspended != nil:
+		t.NamespaceState = "suspended"
+	}
+	t.ServesReads = blocked == nil && disabled == nil
+	t.ServesWrites = t.ServesReads && suspended == nil
+	t.Format, t.Visibility = f, enum.Visibility(*visibility)
+	if imageID != nil {
+		t.ImageID = *imageID
+	}
+	return t, nil
+}
+
+// ensureImage returns the id of the target's active image, creating it on
+// first push (inside the caller's transaction, so a failed push leaves no
+// image behind). t.ImageID is updated.
+func ensureImage(ctx context.Context, tx pgx.Tx, t *ContainerTarget) (uuid.UUID, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: image id: %w", err)
+	}
+	var got uuid.UUID
+	err = tx.QueryRow(ctx, `
+		INSERT INTO container_images (id, namespace_id, container_repository_id, name)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (namespace_id, container_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
+		RETURNING id`, id, t.NamespaceID, t.ContainerRepositoryID, t.ImageName).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, `
+			SELECT id FROM container_images
+			WHERE namespace_id = $1 AND container_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL`,
+			t.NamespaceID, t.ContainerRepositoryID, t.ImageName).Scan(&got)
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: image %q: %w", t.ImageName, err)
+	}
+	t.ImageID = got
+	return got, nil
+}
+
+// errContainerRace asks a write loop to run its transaction again: a
+// concurrent push inserted the same row between our check and our insert.
+var errContainerRace = errors.New("store: concurrent container push, retrying")
+
+// containerTx runs fn in a foreground transaction, again (up to three
+// times) when fn reports errContainerRace.
+func (s *Store) containerTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range 3 {
+		err = s.WithTx(ctx, fn)
+		if !errors.Is(err, errContainerRace) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrRetryable, err)
+}
+
+// ContainerCatalogEntry is one image of the catalog.
+type ContainerCatalogEntry struct {
+	Namespace, Repository, Image string
+}
+
+// ContainerCatalog lists active images of active hosted container
+// repositories across namespaces that serve reads, ordered by (namespace,
+// repository, image), after the given entry (nil: from the start). Only
+// PUBLIC repositories unless includePrivate.
+func (s *Store) ContainerCatalog(ctx context.Context, includePrivate bool, after *ContainerCatalogEntry, limit int) ([]ContainerCatalogEntry, error) {
+	var a ContainerCatalogEntry
+	if after != nil {
+		a = *after
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT n.slug, r.name, ci.name
+		FROM container_images ci
+		JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id
+		JOIN repositories r ON r.namespace_id = cr.namespace_id AND r.id = cr.repository_id
+		JOIN namespaces n ON n.id = ci.namespace_id
+		WHERE ci.soft_deleted_at IS NULL AND r.soft_deleted_at IS NULL AND r.kind = $1
+		  AND n.deleted_at IS NULL AND n.purged_at IS NULL AND n.blocked_at IS NULL AND n.disabled_at IS NULL
+		  AND ($2 OR r.visibility = $3)
+		  AND (n.slug, r.name, ci.name) > ($4, $5, $6)
+		ORDER BY n.slug, r.name, ci.name
+		LIMIT $7`,
+		int16(enum.KindHosted), includePrivate, int16(enum.VisibilityPublic), a.Namespace, a.Repository, a.Image, limit)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: catalog: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ContainerCatalogEntry, error) {
+		var e ContainerCatalogEntry
+		err := r.Scan(&e.Namespace, &e.Repository, &e.Image)
+		return e, err
+	})
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: catalog: %w", err))
+	}
+	return out, nil
+}

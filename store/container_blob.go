@@ -1,0 +1,184 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// defaultContainerBlobMediaType is container_blobs.media_type of a blob
+// pushed through the blob API, which carries no media type.
+const defaultContainerBlobMediaType = "application/octet-stream"
+
+// ContainerBlob returns the blob row behind an active blob of the target's
+// image, from the database only (AP1 join: container_blobs straight to
+// blob_storage_blobs). ErrContainerBlobUnknown when the image has none.
+func (s *Store) ContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte) (*Blob, error) {
+	if t.ImageID == uuid.Nil {
+		return nil, digestErr(ErrContainerBlobUnknown, sha)
+	}
+	var b Blob
+	dest, finish := ScanBlobInto(&b)
+	err := s.pool.QueryRow(ctx, `
+		SELECT `+BlobColumns+`
+		FROM container_blobs cb `+JoinBlob("cb", "blob_sha256")+`
+		WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = $3 AND cb.soft_deleted_at IS NULL`,
+		t.NamespaceID, t.ImageID, sha[:]).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, digestErr(ErrContainerBlobUnknown, sha)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: container blob: %w", err))
+	}
+	return &b, finish()
+}
+
+// UploadRef returns the reference of an upload session of the target's
+// repository.
+func (t *ContainerTarget) UploadRef(uploadID uuid.UUID) UploadRef {
+	return UploadRef{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, UploadID: uploadID}
+}
+
+// PutContainerBlob stores a whole blob (monolithic upload) and links it to
+// the target's image, creating the image on first push.
+func (s *Store) PutContainerBlob(ctx context.Context, t *ContainerTarget, r io.Reader, want Expected) (*Blob, error) {
+	res, err := s.PutBlob(ctx, t.UploadRef(uuid.Nil), r, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.linkContainerBlob(ctx, t, want.SHA256, defaultContainerBlobMediaType); err != nil {
+		return nil, err
+	}
+	return res.Blob, nil
+}
+
+// CommitContainerUpload finishes a resumable upload of the target's
+// repository (appending final when not nil), then links the blob to the
+// target's image.
+func (s *Store) CommitContainerUpload(ctx context.Context, t *ContainerTarget, uploadID uuid.UUID, final io.Reader, want Expected) (*Blob, error) {
+	res, err := s.CommitUpload(ctx, t.UploadRef(uploadID), final, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.linkContainerBlob(ctx, t, want.SHA256, defaultContainerBlobMediaType); err != nil {
+		return nil, err
+	}
+	return res.Blob, nil
+}
+
+// linkContainerBlob gives the image a container_blobs row for the digest,
+// with its own attachment, unless it already has an active one. The blob
+// row must exist (ErrBlobUnknown otherwise).
+func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte, mediaType string) error {
+	return s.containerTx(ctx, func(tx pgx.Tx) error {
+		imageID, err := ensureImage(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM container_blobs
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`,
+			t.NamespaceID, imageID, sha[:]).Scan(&exists); err != nil {
+			return fmt.Errorf("store: container blob exists: %w", err)
+		}
+		if exists {
+			return nil
+		}
+		att, err := s.Attach(ctx, tx, t.NamespaceID, [][32]byte{sha})
+		if err != nil {
+			return err
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("store: container blob id: %w", err)
+		}
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO container_blobs (id, namespace_id, container_image_id, digest, media_type,
+			                             blob_storage_attachment_id, blob_sha256)
+			VALUES ($1, $2, $3, $4, $5, $6, $4)
+			ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
+			id, t.NamespaceID, imageID, sha[:], mediaType, att[0].ID)
+		if err != nil {
+			return fmt.Errorf("store: insert container blob: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			// A concurrent push linked it first: drop our attachment.
+			return errContainerRace
+		}
+		return nil
+	})
+}
+
+// MountContainerBlob links a blob that already exists in the namespace to
+// the target's image without any bytes being sent (OCI cross-repository
+// mount; the namespace is the deduplication scope). from names the source
+// image (its active blob row must exist); nil mounts from any active image
+// of the namespace. It reports false, with no error, when there is nothing
+// to mount (the client then uploads normally), including when the blob's
+// object turned out missing and must be uploaded again.
+func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from *ContainerTarget, sha [32]byte) (bool, error) {
+	if from != nil && from.NamespaceID != t.NamespaceID {
+		return false, nil
+	}
+	var (
+		mediaType string
+		err       error
+	)
+	if from != nil {
+		if from.ImageID == uuid.Nil {
+			return false, nil
+		}
+		err = s.pool.QueryRow(ctx, `
+			SELECT media_type FROM container_blobs
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL`,
+			from.NamespaceID, from.ImageID, sha[:]).Scan(&mediaType)
+	} else {
+		err = s.pool.QueryRow(ctx, `
+			SELECT media_type FROM container_blobs
+			WHERE namespace_id = $1 AND digest = $2 AND soft_deleted_at IS NULL
+			LIMIT 1`, t.NamespaceID, sha[:]).Scan(&mediaType)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, mapErr(fmt.Errorf("store: mount source: %w", err))
+	}
+	err = s.linkContainerBlob(ctx, t, sha, mediaType)
+	if errors.Is(err, ErrBlobMustReupload) || errors.Is(err, ErrBlobUnknown) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// DeleteContainerBlob soft-deletes the image's active blob row of the
+// digest (ADR-007: blobs can be restored from the trash; the attachment
+// stays until the row is purged, so the bytes cannot be collected
+// meanwhile). Manifests are not checked: like the reference registry, the
+// blob API removes the blob from the image whatever references it.
+func (s *Store) DeleteContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
+	if t.ImageID == uuid.Nil {
+		return digestErr(ErrContainerBlobUnknown, sha)
+	}
+	return s.WithTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE container_blobs SET soft_deleted_at = now()
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL`,
+			t.NamespaceID, t.ImageID, sha[:])
+		if err != nil {
+			return fmt.Errorf("store: delete container blob: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return digestErr(ErrContainerBlobUnknown, sha)
+		}
+		return nil
+	})
+}

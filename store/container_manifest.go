@@ -1,0 +1,422 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// ContainerManifestRow is an active manifest of an image with the blob row
+// holding its payload.
+type ContainerManifestRow struct {
+	ID        uuid.UUID
+	Digest    [32]byte
+	MediaType string
+	// Size is the whole tree's size (container_manifests.size); the payload
+	// size is Payload.Size.
+	Size    int64
+	Payload Blob
+}
+
+const containerManifestRowColumns = `cm.id, cm.digest, cm.media_type, cm.size, ` + BlobColumns
+
+func scanContainerManifestRow(row pgx.Row) (*ContainerManifestRow, error) {
+	var (
+		m   ContainerManifestRow
+		dig []byte
+	)
+	dest, finish := ScanBlobInto(&m.Payload)
+	if err := row.Scan(append([]any{&m.ID, &dig, &m.MediaType, &m.Size}, dest...)...); err != nil {
+		return nil, err
+	}
+	if len(dig) != 32 {
+		return nil, fmt.Errorf("store: manifest row with a %d-byte digest", len(dig))
+	}
+	m.Digest = [32]byte(dig)
+	return &m, finish()
+}
+
+// ContainerManifestByTag returns the active manifest a tag points at.
+func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, tag string) (*ContainerManifestRow, error) {
+	if t.ImageID == uuid.Nil {
+		return nil, ErrContainerManifestUnknown
+	}
+	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
+		SELECT `+containerManifestRowColumns+`
+		FROM container_tags ct
+		JOIN container_manifests cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_manifest_id
+		`+JoinBlob("cm", "blob_sha256")+`
+		WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = $2 AND ct.name = $3
+		  AND cm.soft_deleted_at IS NULL`, t.NamespaceID, t.ImageID, tag))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrContainerManifestUnknown
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: manifest by tag: %w", err))
+	}
+	return m, nil
+}
+
+// ContainerManifestByDigest returns the image's active manifest of a digest.
+func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarget, sha [32]byte) (*ContainerManifestRow, error) {
+	if t.ImageID == uuid.Nil {
+		return nil, digestErr(ErrContainerManifestUnknown, sha)
+	}
+	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
+		SELECT `+containerManifestRowColumns+`
+		FROM container_manifests cm `+JoinBlob("cm", "blob_sha256")+`
+		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
+		t.NamespaceID, t.ImageID, sha[:]))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, digestErr(ErrContainerManifestUnknown, sha)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: manifest by digest: %w", err))
+	}
+	return m, nil
+}
+
+// ReadContainerManifest reads a manifest's payload (bounded by max bytes).
+func (s *Store) ReadContainerManifest(ctx context.Context, m *ContainerManifestRow, max int64) ([]byte, error) {
+	if m.Payload.Size > max {
+		return nil, fmt.Errorf("store: manifest %s payload is %d bytes, over %d", FormatSHA256(m.Digest), m.Payload.Size, max)
+	}
+	r, err := s.OpenBlobObject(ctx, &m.Payload, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, 0, m.Payload.Size)
+	w := bytes.NewBuffer(buf)
+	if _, err := io.Copy(w, io.LimitReader(r, m.Payload.Size+1)); err != nil {
+		return nil, fmt.Errorf("store: read manifest %s: %w", FormatSHA256(m.Digest), err)
+	}
+	if int64(w.Len()) != m.Payload.Size {
+		return nil, fmt.Errorf("store: manifest %s: object has %d bytes, row says %d", FormatSHA256(m.Digest), w.Len(), m.Payload.Size)
+	}
+	return w.Bytes(), nil
+}
+
+// ContainerBlobRef is a blob a manifest references.
+type ContainerBlobRef struct {
+	SHA256 [32]byte
+	Size   int64
+}
+
+// ContainerManifestPut is a validated manifest to store.
+type ContainerManifestPut struct {
+	Digest    [32]byte
+	MediaType string
+	Payload   []byte
+	// Blobs (config and distributable layers) must be active blobs of the
+	// image; Children (index / manifest list entries) active manifests.
+	Blobs    []ContainerBlobRef
+	Children [][32]byte
+	// Tags are pointed at the manifest (created or moved).
+	Tags []string
+}
+
+// ContainerManifestPutResult reports a stored manifest.
+type ContainerManifestPutResult struct {
+	ManifestID uuid.UUID
+	// Created: a new manifest row (false: it was already in the image).
+	Created bool
+}
+
+// PutContainerManifest stores a manifest in the target's image (creating
+// the image on first push) and points the tags at it.
+//
+// The payload is first stored as a content-addressed blob (deduplicated).
+// Then one foreground transaction: the referenced container_blobs rows and
+// child manifest rows are locked FOR SHARE (so a concurrent delete cannot
+// remove them under the push, while other pushes sharing them go on), a
+// missing one failing with ErrContainerManifestBlobUnknown /
+// ErrContainerManifestChildUnknown; the manifest row is inserted with its
+// own attachment (Attach: blob-row lock), its size being the payload plus
+// the referenced blobs and child trees; index relationships are inserted;
+// tags are upserted (a moved tag keeps its row). A manifest already in the
+// image is not stored again: only its tags change.
+func (s *Store) PutContainerManifest(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
+	if _, err := s.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
+		Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}); err != nil {
+		return nil, err
+	}
+	var res ContainerManifestPutResult
+	err := s.containerTx(ctx, func(tx pgx.Tx) error {
+		res = ContainerManifestPutResult{}
+		imageID, err := ensureImage(ctx, tx, t)
+		if err != nil {
+			return err
+		}
+		var existing uuid.UUID
+		err = tx.QueryRow(ctx, `
+			SELECT id FROM container_manifests
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
+			FOR SHARE`, t.NamespaceID, imageID, in.Digest[:]).Scan(&existing)
+		switch {
+		case err == nil:
+			res.ManifestID = existing
+		case errors.Is(err, pgx.ErrNoRows):
+			id, err := s.insertContainerManifest(ctx, tx, t, imageID, in)
+			if err != nil {
+				return err
+			}
+			res.ManifestID, res.Created = id, true
+		default:
+			return fmt.Errorf("store: manifest exists: %w", err)
+		}
+		return upsertContainerTags(ctx, tx, t.NamespaceID, imageID, res.ManifestID, in.Tags)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *ContainerTarget, imageID uuid.UUID, in ContainerManifestPut) (uuid.UUID, error) {
+	var count int
+	if err := tx.QueryRow(ctx, `
+		SELECT count(*) FROM container_manifests
+		WHERE namespace_id = $1 AND container_image_id = $2 AND soft_deleted_at IS NULL`,
+		t.NamespaceID, imageID).Scan(&count); err != nil {
+		return uuid.Nil, fmt.Errorf("store: count manifests: %w", err)
+	}
+	if count >= MaxContainerManifestsPerImage {
+		return uuid.Nil, fmt.Errorf("%w: image %q holds %d manifests (limit %d)",
+			ErrContainerTooManyManifests, t.ImageName, count, MaxContainerManifestsPerImage)
+	}
+	size := int64(len(in.Payload))
+	// Referenced blobs, each counted once, locked in digest order.
+	blobs := distinctSHA(func(yield func([32]byte) bool) {
+		for _, b := range in.Blobs {
+			if !yield(b.SHA256) {
+				return
+			}
+		}
+	})
+	if len(blobs) > 0 {
+		found := map[[32]byte]int64{}
+		rows, err := tx.Query(ctx, `
+			SELECT cb.digest, b.size
+			FROM container_blobs cb `+JoinBlob("cb", "blob_sha256")+`
+			WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = ANY($3::bytea[])
+			  AND cb.soft_deleted_at IS NULL
+			ORDER BY cb.digest
+			FOR SHARE OF cb`, t.NamespaceID, imageID, blobs)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
+		}
+		for rows.Next() {
+			var (
+				d  []byte
+				sz int64
+			)
+			if err := rows.Scan(&d, &sz); err != nil {
+				rows.Close()
+				return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
+			}
+			found[[32]byte(d)] = sz
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
+		}
+		for _, b := range in.Blobs {
+			if _, ok := found[b.SHA256]; !ok {
+				return uuid.Nil, digestErr(ErrContainerManifestBlobUnknown, b.SHA256)
+			}
+		}
+		for _, sz := range found {
+			size += sz
+		}
+	}
+	// Child manifests, locked in digest order.
+	children := distinctSHA(slices.Values(in.Children))
+	childIDs := make([]uuid.UUID, 0, len(children))
+	if len(children) > 0 {
+		found := map[[32]byte]bool{}
+		rows, err := tx.Query(ctx, `
+			SELECT id, digest, size FROM container_manifests
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = ANY($3::bytea[]) AND soft_deleted_at IS NULL
+			ORDER BY digest
+			FOR SHARE`, t.NamespaceID, imageID, children)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("store: lock child manifests: %w", err)
+		}
+		for rows.Next() {
+			var (
+				id uuid.UUID
+				d  []byte
+				sz int64
+			)
+			if err := rows.Scan(&id, &d, &sz); err != nil {
+				rows.Close()
+				return uuid.Nil, fmt.Errorf("store: lock child manifests: %w", err)
+			}
+			found[[32]byte(d)] = true
+			childIDs = append(childIDs, id)
+			size += sz
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return uuid.Nil, fmt.Errorf("store: lock child manifests: %w", err)
+		}
+		for _, c := range in.Children {
+			if !found[c] {
+				return uuid.Nil, digestErr(ErrContainerManifestChildUnknown, c)
+			}
+		}
+	}
+	att, err := s.Attach(ctx, tx, t.NamespaceID, [][32]byte{in.Digest})
+	if err != nil {
+		return uuid.Nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: manifest id: %w", err)
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO container_manifests (id, namespace_id, container_image_id, digest, media_type,
+		                                 blob_storage_attachment_id, blob_sha256, size)
+		VALUES ($1, $2, $3, $4, $5, $6, $4, $7)
+		ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
+		id, t.NamespaceID, imageID, in.Digest[:], in.MediaType, att[0].ID, size)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return uuid.Nil, errContainerRace
+	}
+	if len(childIDs) > 0 {
+		relIDs := make([]uuid.UUID, len(childIDs))
+		for i := range relIDs {
+			if relIDs[i], err = uuid.NewV7(); err != nil {
+				return uuid.Nil, fmt.Errorf("store: relationship id: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO container_manifest_relationships
+			       (id, namespace_id, container_image_id, parent_container_manifest_id, child_container_manifest_id)
+			SELECT rid, $1, $2, $3, cid FROM unnest($4::uuid[], $5::uuid[]) AS u(rid, cid)
+			ON CONFLICT (namespace_id, parent_container_manifest_id, child_container_manifest_id) DO NOTHING`,
+			t.NamespaceID, imageID, id, relIDs, childIDs); err != nil {
+			return uuid.Nil, fmt.Errorf("store: insert manifest relationships: %w", err)
+		}
+	}
+	return id, nil
+}
+
+// distinctSHA returns the distinct digests in ascending order as bytea
+// parameters.
+func distinctSHA(seq func(yield func([32]byte) bool)) [][]byte {
+	var out [][]byte
+	for d := range seq {
+		out = append(out, bytes.Clone(d[:]))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return slices.CompactFunc(out, bytes.Equal)
+}
+
+// upsertContainerTags points tags at a manifest: new tags get a row, moved
+// tags keep theirs (ADR-007: moving a tag updates its row).
+func upsertContainerTags(ctx context.Context, tx pgx.Tx, nsID, imageID, manifestID uuid.UUID, tags []string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(tags))
+	for i := range ids {
+		var err error
+		if ids[i], err = uuid.NewV7(); err != nil {
+			return fmt.Errorf("store: tag id: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `
+		INSERT INTO container_tags AS ct (id, namespace_id, container_image_id, container_manifest_id, name)
+		SELECT id, $1, $2, $3, name FROM unnest($4::uuid[], $5::text[]) AS u(id, name)
+		ORDER BY name
+		ON CONFLICT (namespace_id, container_image_id, name) DO UPDATE
+		SET container_manifest_id = EXCLUDED.container_manifest_id
+		WHERE ct.container_manifest_id IS DISTINCT FROM EXCLUDED.container_manifest_id`,
+		nsID, imageID, manifestID, ids, tags); err != nil {
+		return fmt.Errorf("store: upsert tags: %w", err)
+	}
+	return nil
+}
+
+// DeleteContainerManifestByDigest soft-deletes the image's active manifest
+// of a digest and deletes the tags pointing at it (ADR-007: restorable from
+// the trash; its attachment stays until the row is purged). A manifest
+// listed by an active index is refused with ErrContainerManifestReferenced.
+func (s *Store) DeleteContainerManifestByDigest(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
+	if t.ImageID == uuid.Nil {
+		return digestErr(ErrContainerManifestUnknown, sha)
+	}
+	return s.WithTx(ctx, func(tx pgx.Tx) error {
+		var id uuid.UUID
+		err := tx.QueryRow(ctx, `
+			SELECT id FROM container_manifests
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
+			FOR UPDATE`, t.NamespaceID, t.ImageID, sha[:]).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return digestErr(ErrContainerManifestUnknown, sha)
+		}
+		if err != nil {
+			return fmt.Errorf("store: lock manifest: %w", err)
+		}
+		var parent []byte
+		err = tx.QueryRow(ctx, `
+			SELECT p.digest FROM container_manifest_relationships rel
+			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
+			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
+			  AND p.soft_deleted_at IS NULL
+			LIMIT 1`, t.NamespaceID, id).Scan(&parent)
+		if err == nil {
+			return digestErr(ErrContainerManifestReferenced, [32]byte(parent))
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("store: manifest parents: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`,
+			t.NamespaceID, id); err != nil {
+			return fmt.Errorf("store: delete tags of manifest: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+			t.NamespaceID, id); err != nil {
+			return fmt.Errorf("store: soft-delete manifest: %w", err)
+		}
+		return nil
+	})
+}
+
+// ContainerReferrerCandidates lists the image's active manifests whose
+// media type can carry a subject (OCI image manifests, indexes and
+// artifact manifests), with their payload blob rows. ADR-007 has no
+// subject column, so the protocol reads (and caches, by digest) the
+// payloads to find the referrers of a digest.
+func (s *Store) ContainerReferrerCandidates(ctx context.Context, t *ContainerTarget, mediaTypes []string) ([]*ContainerManifestRow, error) {
+	if t.ImageID == uuid.Nil {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+containerManifestRowColumns+`
+		FROM container_manifests cm `+JoinBlob("cm", "blob_sha256")+`
+		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.soft_deleted_at IS NULL
+		  AND cm.media_type = ANY($3::text[])
+		ORDER BY cm.digest`, t.NamespaceID, t.ImageID, mediaTypes)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: referrer candidates: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerManifestRow, error) {
+		return scanContainerManifestRow(r)
+	})
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: referrer candidates: %w", err))
+	}
+	return out, nil
+}
