@@ -1,0 +1,335 @@
+package npm
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+const testToken = "npm-test-token-0123456789"
+
+// env is a registry server on a loopback port over a fresh database and a
+// file bucket, with namespace "acme" and hosted npm repositories "js"
+// (public) and "private" (private).
+type env struct {
+	t       testing.TB
+	ctx     context.Context
+	pool    *pgxpool.Pool
+	st      *store.Store
+	server  *httptest.Server
+	base    string // http://127.0.0.1:port
+	opts    Options
+	jobs    *river.Client[pgx.Tx]
+	handler *handler
+
+	mu       sync.Mutex
+	requests []string // "METHOD path" of every request, for assertions
+}
+
+type envOptions struct {
+	Options
+	// withJobs starts a River client with the rebuild worker and gives Mount
+	// its inserter.
+	withJobs bool
+	maxConns int32
+}
+
+func newEnv(t testing.TB, eo envOptions) *env {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(testdb.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = max(eo.maxConns, 8)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	objects, err := objstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objects.Close() })
+	e := &env{t: t, ctx: ctx, pool: pool, st: store.New(pool, objects, store.Options{})}
+	if _, err := e.st.CreateNamespace(ctx, "acme"); err != nil {
+		t.Fatal(err)
+	}
+	for name, vis := range map[string]enum.Visibility{"js": enum.VisibilityPublic, "private": enum.VisibilityPrivate} {
+		if _, err := e.st.CreateRepository(ctx, store.NewRepository{
+			Namespace: "acme", Name: name, Format: enum.FormatNpm, Kind: enum.KindHosted, Visibility: vis,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	e.server = httptest.NewUnstartedServer(nil)
+	e.base = "http://" + e.server.Listener.Addr().String()
+	opts := eo.Options
+	if opts.AdminToken == "" {
+		opts.AdminToken = testToken
+	}
+	if opts.PublicURL == "" {
+		opts.PublicURL = e.base
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		if testing.Verbose() {
+			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
+	}
+	if eo.withJobs {
+		workers := river.NewWorkers()
+		if err := RegisterWorkers(workers, e.st, opts); err != nil {
+			t.Fatal(err)
+		}
+		e.jobs, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
+			Logger:            opts.Logger,
+			Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},
+			Workers:           workers,
+			FetchPollInterval: 50 * time.Millisecond,
+			FetchCooldown:     10 * time.Millisecond,
+			TestOnly:          true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.jobs.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = e.jobs.Stop(sctx)
+		})
+		opts.Jobs = e.jobs
+	}
+	e.opts = opts
+	srv := httpserver.New(httpserver.Options{Logger: opts.Logger})
+	e.handler = newHandler(e.st, opts)
+	srv.Router().PathPrefix(PathPrefix).Handler(e.handler)
+	e.server.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.requests = append(e.requests, r.Method+" "+r.URL.RequestURI())
+		e.mu.Unlock()
+		srv.Handler().ServeHTTP(w, r)
+	})
+	e.server.Start()
+	t.Cleanup(e.server.Close)
+	t.Cleanup(e.handler.downloads.flush)
+	return e
+}
+
+// registry is the registry URL of a repository (with the trailing slash).
+func (e *env) registry(repo string) string { return e.base + "/npm/acme/" + repo + "/" }
+
+func (e *env) takeRequests() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.requests
+	e.requests = nil
+	return out
+}
+
+// do sends a request with the admin token (auth "" → none, "bad" → a wrong
+// token) and returns status, body and headers.
+func (e *env) do(method, url, auth string, body []byte, hdr map[string]string) (int, []byte, http.Header) {
+	e.t.Helper()
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, r)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	switch auth {
+	case "":
+	case "token":
+		req.Header.Set("Authorization", "Bearer "+testToken)
+	default:
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode, b, resp.Header
+}
+
+// count returns a count(*) query's result.
+func (e *env) count(sql string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// makeTarball builds a package tarball as npm pack does ("package/..."),
+// with the given package.json and extra files.
+func makeTarball(t testing.TB, pkgJSON map[string]any, extra map[string]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	files := map[string]string{}
+	pj, _ := json.MarshalIndent(pkgJSON, "", "  ")
+	files["package/package.json"] = string(pj)
+	files["package/index.js"] = fmt.Sprintf("module.exports = %q;\n", pkgJSON["name"].(string)+"@"+pkgJSON["version"].(string))
+	for k, v := range extra {
+		files["package/"+k] = v
+	}
+	for _, name := range []string{"package/package.json", "package/index.js"} {
+		writeTarFile(t, tw, name, files[name])
+		delete(files, name)
+	}
+	for name, content := range files {
+		writeTarFile(t, tw, name, content)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func writeTarFile(t testing.TB, tw *tar.Writer, name, content string) {
+	t.Helper()
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), ModTime: time.Unix(499162500, 0), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(content)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// publishDoc builds the body npm 11 PUTs for one version.
+type publishDoc struct {
+	name, version string
+	tags          []string
+	pkgJSON       map[string]any
+	tarball       []byte
+}
+
+func newPublish(t testing.TB, name, version string, extra map[string]any) *publishDoc {
+	pj := map[string]any{"name": name, "version": version, "description": "test package " + name, "main": "index.js", "license": "MIT"}
+	for k, v := range extra {
+		pj[k] = v
+	}
+	return &publishDoc{name: name, version: version, tags: []string{"latest"}, pkgJSON: pj, tarball: makeTarball(t, pj, nil)}
+}
+
+func (p *publishDoc) body(registry string) []byte {
+	s512 := sha512.Sum512(p.tarball)
+	s1 := sha1.Sum(p.tarball)
+	manifest := map[string]any{}
+	for k, v := range p.pkgJSON {
+		manifest[k] = v
+	}
+	manifest["_id"] = p.name + "@" + p.version
+	manifest["_nodeVersion"] = "20.20.2"
+	manifest["_npmVersion"] = "11.19.1"
+	manifest["readme"] = "# " + p.name
+	manifest["readmeFilename"] = "README.md"
+	manifest["dist"] = map[string]any{
+		"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
+		"shasum":    hex.EncodeToString(s1[:]),
+		"tarball":   registry + p.name + "/-/" + p.name + "-" + p.version + ".tgz",
+	}
+	tags := map[string]string{}
+	for _, t := range p.tags {
+		tags[t] = p.version
+	}
+	doc := map[string]any{
+		"_id":         p.name,
+		"name":        p.name,
+		"description": p.pkgJSON["description"],
+		"dist-tags":   tags,
+		"versions":    map[string]any{p.version: manifest},
+		"access":      nil,
+		"_attachments": map[string]any{
+			p.name + "-" + p.version + ".tgz": map[string]any{
+				"content_type": "application/octet-stream",
+				"data":         base64.StdEncoding.EncodeToString(p.tarball),
+				"length":       len(p.tarball),
+			},
+		},
+	}
+	b, _ := json.Marshal(doc)
+	return b
+}
+
+// escapeName is how npm puts a name in a URL path (@scope%2fname).
+func escapeName(name string) string { return strings.Replace(name, "/", "%2f", 1) }
+
+// publish PUTs a version and fails the test unless it is created.
+func (e *env) publish(repo string, p *publishDoc) {
+	e.t.Helper()
+	status, body, _ := e.do(http.MethodPut, e.registry(repo)+escapeName(p.name), "token", p.body(e.registry(repo)), nil)
+	if status != http.StatusCreated {
+		e.t.Fatalf("publish %s@%s: %d %s", p.name, p.version, status, body)
+	}
+}
+
+// packument GETs a package document (corgi when abbreviated).
+func (e *env) packument(repo, name string, abbreviated bool) map[string]any {
+	e.t.Helper()
+	hdr := map[string]string{"Accept": "application/json"}
+	if abbreviated {
+		hdr["Accept"] = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"
+	}
+	status, body, _ := e.do(http.MethodGet, e.registry(repo)+escapeName(name), "token", nil, hdr)
+	if status != http.StatusOK {
+		e.t.Fatalf("GET %s: %d %s", name, status, body)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		e.t.Fatalf("GET %s: %v: %s", name, err, body)
+	}
+	return doc
+}

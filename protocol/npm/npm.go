@@ -1,0 +1,548 @@
+// Package npm serves hosted npm repositories (repositories.format NPM, kind
+// HOSTED) as npm registries at
+//
+//	/npm/<namespace-slug>/<repository>/
+//
+// for the npm CLI (npm 11 as recorded in shared/reference/npm-cli-protocol.md):
+// packuments (full and abbreviated, from precomputed npm_metadata_files),
+// tarballs, publish, dist-tags, deprecate, unpublish, search, whoami, ping
+// and the legacy login. Every path is relative to the registry URL,
+// /-/ endpoints included. Handlers parse the wire format, call one store
+// operation and write the wire response; errors are npm's {"error": "..."}.
+package npm
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxTarballSize = 256 << 20
+	DefaultAdminUser      = "admin"
+	DefaultRebuildDelay   = time.Second
+	// PathPrefix is where the registries live: PathPrefix + "<namespace>/<repository>/".
+	PathPrefix = "/npm/"
+)
+
+// JobInserter enqueues River jobs inside a transaction; *river.Client[pgx.Tx]
+// implements it.
+type JobInserter interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// Options configure the npm surface (Mount) and its rebuild worker
+// (RegisterWorkers); pass the same values to both.
+type Options struct {
+	// AdminToken is the one credential until access control lands: npm's
+	// _authToken (Authorization: Bearer) or the password of Basic auth.
+	// Required for writes and for reads of non-public repositories. Empty:
+	// nobody can write.
+	AdminToken string
+	// AdminUser is the user name whoami reports and publishes record
+	// (default "admin").
+	AdminUser string
+	// PublicURL is the external base URL ("https://registry.example"); the
+	// tarball URLs of packuments are built from it. Empty: taken from the
+	// request (Host, X-Forwarded-Proto), and the background worker does not
+	// rebuild (reads still do).
+	PublicURL string
+	Logger    *slog.Logger
+	// PackumentTTL is npm.packument_cache_ttl (default 7 days).
+	PackumentTTL time.Duration
+	// MaxTarballSize caps one tarball (default 256 MiB).
+	MaxTarballSize int64
+	// Jobs enqueues the packument rebuild after each write (River InsertTx
+	// in the write transaction). Nil: no background rebuild; the next read
+	// rebuilds.
+	Jobs JobInserter
+	// RebuildDelay schedules the background rebuild this long after the
+	// write, so bursts of publishes are rebuilt once (default 1 s; negative:
+	// at once).
+	RebuildDelay time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.AdminUser == "" {
+		o.AdminUser = DefaultAdminUser
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PackumentTTL <= 0 {
+		o.PackumentTTL = store.DefaultNpmPackumentTTL
+	}
+	if o.MaxTarballSize <= 0 {
+		o.MaxTarballSize = DefaultMaxTarballSize
+	}
+	if o.RebuildDelay == 0 {
+		o.RebuildDelay = DefaultRebuildDelay
+	}
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	return o
+}
+
+type handler struct {
+	st        *store.Store
+	opts      Options
+	log       *slog.Logger
+	tokenHash []byte
+	rebuilds  singleflight.Group
+	downloads *downloadRecorder
+}
+
+func newHandler(st *store.Store, opts Options) *handler {
+	opts = opts.withDefaults()
+	h := &handler{st: st, opts: opts, log: opts.Logger}
+	if opts.AdminToken != "" {
+		sum := sha256.Sum256([]byte(opts.AdminToken))
+		h.tokenHash = sum[:]
+	}
+	h.downloads = newDownloadRecorder(st, h.log)
+	return h
+}
+
+// Mount registers the npm registries under /npm/ on r.
+func Mount(r *mux.Router, st *store.Store, opts Options) {
+	r.PathPrefix(PathPrefix).Handler(newHandler(st, opts))
+}
+
+// Handler returns the npm surface as a standalone http.Handler (tests).
+func Handler(st *store.Store, opts Options) http.Handler {
+	r := mux.NewRouter()
+	Mount(r, st, opts)
+	return r
+}
+
+// --- errors
+
+// apiError is an npm-style error: status and {"error": message}.
+type apiError struct {
+	status  int
+	message string
+	header  map[string]string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func errorf(status int, format string, args ...any) *apiError {
+	return &apiError{status: status, message: fmt.Sprintf(format, args...)}
+}
+
+// storeError maps store errors to npm responses.
+func storeError(err error) error {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, store.ErrNpmRepositoryUnknown):
+		return errorf(http.StatusNotFound, "no such registry: %s", trimStore(err))
+	case errors.Is(err, store.ErrNpmPackageUnknown):
+		return errorf(http.StatusNotFound, "no such package available")
+	case errors.Is(err, store.ErrNpmVersionUnknown), errors.Is(err, store.ErrNpmFileUnknown), errors.Is(err, store.ErrNpmTagUnknown):
+		return errorf(http.StatusNotFound, "%s", trimStore(err))
+	case errors.Is(err, store.ErrNpmVersionExists):
+		return errorf(http.StatusConflict, "this package is already present: cannot publish over the previously published version (%s)", trimStore(err))
+	case errors.Is(err, store.ErrNpmVersionUnpublished):
+		return errorf(http.StatusConflict, "%s; version numbers are never reused, publish a new version", trimStore(err))
+	case errors.Is(err, store.ErrNpmRevisionConflict):
+		return errorf(http.StatusConflict, "%s", trimStore(err))
+	case errors.Is(err, store.ErrNpmLimit):
+		return errorf(http.StatusUnprocessableEntity, "%s", trimStore(err))
+	case errors.Is(err, store.ErrNpmInvalid):
+		return errorf(http.StatusBadRequest, "%s", trimStore(err))
+	case errors.Is(err, store.ErrBlobTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, "tarball is too large")
+	case errors.Is(err, store.ErrRetryable):
+		e := errorf(http.StatusServiceUnavailable, "the registry is busy, retry")
+		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter / time.Second))}
+		return e
+	}
+	return err
+}
+
+// trimStore drops the "store: ..." prefixes of a typed store error,
+// keeping its detail ("store: npm version unknown: a@1.0.0" -> "npm version
+// unknown: a@1.0.0").
+func trimStore(err error) string {
+	s := err.Error()
+	for {
+		t, ok := strings.CutPrefix(s, "store: ")
+		if !ok {
+			return s
+		}
+		s = t
+	}
+}
+
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	err = storeError(err)
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			return // the client went away
+		}
+		h.log.Error("npm request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = errorf(http.StatusInternalServerError, "internal error")
+	}
+	for k, v := range ae.header {
+		w.Header().Set(k, v)
+	}
+	writeJSON(w, ae.status, map[string]string{"error": ae.message})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// --- auth
+
+type credential int
+
+const (
+	credNone    credential = iota // no Authorization header
+	credInvalid                   // presented but not valid
+	credAdmin                     // the admin token
+)
+
+// authenticate checks the Authorization header against the admin token:
+// Bearer <token> (npm _authToken) or Basic with the token as the password.
+// One sha256 and a constant-time compare: npm authenticates every request.
+func (h *handler) authenticate(r *http.Request) credential {
+	a := r.Header.Get("Authorization")
+	if a == "" {
+		return credNone
+	}
+	scheme, rest, _ := strings.Cut(a, " ")
+	rest = strings.TrimSpace(rest)
+	var secret string
+	switch strings.ToLower(scheme) {
+	case "bearer":
+		secret = rest
+	case "basic":
+		raw, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return credInvalid
+		}
+		_, pass, ok := strings.Cut(string(raw), ":")
+		if !ok {
+			return credInvalid
+		}
+		secret = pass
+	default:
+		return credInvalid
+	}
+	if h.checkSecret(secret) {
+		return credAdmin
+	}
+	return credInvalid
+}
+
+func (h *handler) checkSecret(secret string) bool {
+	if h.tokenHash == nil || secret == "" {
+		return false
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return subtle.ConstantTimeCompare(sum[:], h.tokenHash) == 1
+}
+
+func unauthorized(cred credential, what string) *apiError {
+	msg := "authentication required to " + what + ": set _authToken for this registry in .npmrc"
+	if cred == credInvalid {
+		msg = "invalid token: the registry does not accept the credentials in .npmrc"
+	}
+	e := errorf(http.StatusUnauthorized, "%s", msg)
+	e.header = map[string]string{"WWW-Authenticate": `Bearer realm="artifact-registry"`}
+	return e
+}
+
+// --- routing
+
+// request is one parsed registry request.
+type request struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	cred credential
+	// namespace and repository of the registry URL, and the path after it
+	// split into unescaped segments.
+	namespace, repository string
+	rest                  []string
+	repo                  *store.NpmRepository // resolved on demand
+}
+
+// ServeHTTP dispatches /npm/<namespace>/<repository>/<rest>. The escaped
+// path is split before unescaping, so "@scope%2fname" stays one segment
+// while "@scope/name" is two.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw := strings.TrimPrefix(r.URL.EscapedPath(), PathPrefix)
+	parts := strings.Split(raw, "/")
+	segs := make([]string, 0, len(parts))
+	for _, p := range parts {
+		u, err := url.PathUnescape(p)
+		if err != nil {
+			h.writeError(w, r, errorf(http.StatusBadRequest, "malformed URL path"))
+			return
+		}
+		segs = append(segs, u)
+	}
+	if len(segs) < 2 || segs[0] == "" || segs[1] == "" {
+		h.writeError(w, r, errorf(http.StatusNotFound, "no such registry: the npm registry URL is %s<namespace>/<repository>/", PathPrefix))
+		return
+	}
+	req := &request{w: w, r: r, cred: h.authenticate(r), namespace: segs[0], repository: segs[1], rest: segs[2:]}
+	if len(req.rest) > 0 && req.rest[len(req.rest)-1] == "" {
+		req.rest = req.rest[:len(req.rest)-1] // trailing slash
+	}
+	if err := h.route(req); err != nil {
+		h.writeError(w, r, err)
+	}
+}
+
+func methodNotAllowed(r *http.Request) *apiError {
+	return errorf(http.StatusMethodNotAllowed, "%s is not supported on %s", r.Method, r.URL.Path)
+}
+
+func (h *handler) route(req *request) error {
+	rest, m := req.rest, req.r.Method
+	if len(rest) == 0 {
+		if m != http.MethodGet && m != http.MethodHead {
+			return methodNotAllowed(req.r)
+		}
+		if _, err := h.readRepo(req); err != nil {
+			return err
+		}
+		writeJSON(req.w, http.StatusOK, map[string]string{"db_name": "registry"})
+		return nil
+	}
+	if rest[0] == "-" {
+		return h.routeSpecial(req, rest[1:])
+	}
+	// Package paths: "@scope%2fname" (one segment), "@scope/name" (two) or "name".
+	name, tail := rest[0], rest[1:]
+	if strings.HasPrefix(name, "@") && !strings.Contains(name, "/") && len(tail) > 0 {
+		name, tail = name+"/"+tail[0], tail[1:]
+	}
+	switch {
+	case len(tail) == 0:
+		switch m {
+		case http.MethodGet, http.MethodHead:
+			return h.getPackument(req, name)
+		case http.MethodPut:
+			return h.putPackage(req, name, "", false)
+		}
+	case len(tail) == 2 && tail[0] == "-rev":
+		switch m {
+		case http.MethodPut:
+			return h.putPackage(req, name, tail[1], true)
+		case http.MethodDelete:
+			return h.deletePackage(req, name, tail[1])
+		}
+	case len(tail) == 2 && tail[0] == "-":
+		if m == http.MethodGet || m == http.MethodHead {
+			return h.getTarball(req, name, tail[1])
+		}
+	case len(tail) == 4 && tail[0] == "-" && tail[2] == "-rev":
+		if m == http.MethodDelete {
+			return h.deleteTarball(req, name, tail[1], tail[3])
+		}
+	case len(tail) == 1:
+		if m == http.MethodGet || m == http.MethodHead {
+			return h.getVersion(req, name, tail[0])
+		}
+	default:
+		return errorf(http.StatusNotFound, "no such endpoint: %s", req.r.URL.Path)
+	}
+	return methodNotAllowed(req.r)
+}
+
+func (h *handler) routeSpecial(req *request, rest []string) error {
+	m := req.r.Method
+	path := strings.Join(rest, "/")
+	switch {
+	case path == "ping":
+		if m != http.MethodGet && m != http.MethodHead {
+			return methodNotAllowed(req.r)
+		}
+		writeJSON(req.w, http.StatusOK, map[string]any{})
+		return nil
+	case path == "whoami":
+		if m != http.MethodGet {
+			return methodNotAllowed(req.r)
+		}
+		return h.whoami(req)
+	case path == "v1/search":
+		if m != http.MethodGet {
+			return methodNotAllowed(req.r)
+		}
+		return h.search(req)
+	case path == "v1/login":
+		// npm 11 tries the web login first; any 4xx makes it fall back to
+		// the username/password flow (PUT /-/user/org.couchdb.user:<name>).
+		return errorf(http.StatusNotFound, "web login is not supported by this registry; npm falls back to username and password (the password is the registry token)")
+	case path == "npm/v1/security/advisories/bulk" || path == "npm/v1/security/audits/quick":
+		if m != http.MethodPost {
+			return methodNotAllowed(req.r)
+		}
+		writeJSON(req.w, http.StatusOK, map[string]any{})
+		return nil
+	case path == "npm/v1/user":
+		return h.profile(req)
+	case path == "npm/v1/tokens":
+		if req.cred != credAdmin {
+			return unauthorized(req.cred, "list tokens")
+		}
+		writeJSON(req.w, http.StatusOK, map[string]any{"objects": []any{}, "total": 0, "urls": map[string]string{}})
+		return nil
+	case len(rest) >= 2 && rest[0] == "user" && strings.HasPrefix(rest[1], "org.couchdb.user:"):
+		user := strings.TrimPrefix(rest[1], "org.couchdb.user:")
+		switch {
+		case len(rest) == 2 && m == http.MethodGet:
+			return h.getUser(req, user)
+		case (len(rest) == 2 || len(rest) == 4 && rest[2] == "-rev") && m == http.MethodPut:
+			return h.login(req, user)
+		}
+		return methodNotAllowed(req.r)
+	case len(rest) == 3 && rest[0] == "user" && rest[1] == "token":
+		if m != http.MethodDelete {
+			return methodNotAllowed(req.r)
+		}
+		// The admin token cannot be revoked from npm; logout just drops it
+		// from the client's .npmrc.
+		writeJSON(req.w, http.StatusOK, map[string]string{"ok": "Logged out"})
+		return nil
+	case len(rest) >= 3 && rest[0] == "package":
+		return h.routeDistTags(req, rest[1:])
+	}
+	return errorf(http.StatusNotFound, "no such endpoint: %s", req.r.URL.Path)
+}
+
+// routeDistTags handles /-/package/<name>/dist-tags[/<tag>].
+func (h *handler) routeDistTags(req *request, rest []string) error {
+	name := rest[0]
+	rest = rest[1:]
+	if strings.HasPrefix(name, "@") && !strings.Contains(name, "/") && len(rest) > 0 && rest[0] != "dist-tags" {
+		name, rest = name+"/"+rest[0], rest[1:]
+	}
+	if len(rest) == 0 || rest[0] != "dist-tags" {
+		return errorf(http.StatusNotFound, "no such endpoint: %s", req.r.URL.Path)
+	}
+	switch {
+	case len(rest) == 1 && (req.r.Method == http.MethodGet || req.r.Method == http.MethodHead):
+		return h.getDistTags(req, name)
+	case len(rest) == 2 && (req.r.Method == http.MethodPut || req.r.Method == http.MethodPost):
+		return h.putDistTag(req, name, rest[1])
+	case len(rest) == 2 && req.r.Method == http.MethodDelete:
+		return h.deleteDistTag(req, name, rest[1])
+	case len(rest) <= 2:
+		return methodNotAllowed(req.r)
+	}
+	return errorf(http.StatusNotFound, "no such endpoint: %s", req.r.URL.Path)
+}
+
+// --- repository access
+
+func (h *handler) resolve(req *request) (*store.NpmRepository, error) {
+	if req.repo != nil {
+		return req.repo, nil
+	}
+	repo, err := h.st.ResolveNpmRepository(req.r.Context(), req.namespace, req.repository)
+	if err != nil {
+		return nil, err
+	}
+	req.repo = repo
+	return repo, nil
+}
+
+// readRepo resolves the registry for a read: anonymous reads of PUBLIC
+// repositories, a valid token for everything else; a presented but invalid
+// token is refused even where anonymous reads would pass.
+func (h *handler) readRepo(req *request) (*store.NpmRepository, error) {
+	if req.cred == credInvalid {
+		return nil, unauthorized(req.cred, "read")
+	}
+	repo, err := h.resolve(req)
+	if err != nil {
+		if errors.Is(err, store.ErrNpmRepositoryUnknown) && req.cred != credAdmin {
+			// Do not tell anonymous clients which private registries exist.
+			return nil, unauthorized(req.cred, "read this registry")
+		}
+		return nil, err
+	}
+	if repo.Visibility != enum.VisibilityPublic && req.cred != credAdmin {
+		return nil, unauthorized(req.cred, "read this registry")
+	}
+	if !repo.ServesReads {
+		return nil, errorf(http.StatusForbidden, "namespace %s is %s", repo.NamespaceSlug, repo.Condition)
+	}
+	return repo, nil
+}
+
+// writeRepo resolves the registry for a write: the token is required.
+func (h *handler) writeRepo(req *request, what string) (*store.NpmRepository, error) {
+	if req.cred != credAdmin {
+		return nil, unauthorized(req.cred, what)
+	}
+	repo, err := h.resolve(req)
+	if err != nil {
+		return nil, err
+	}
+	if !repo.ServesWrites {
+		return nil, errorf(http.StatusForbidden, "namespace %s is %s and accepts no changes", repo.NamespaceSlug, repo.Condition)
+	}
+	return repo, nil
+}
+
+// registryURL is the absolute registry URL of a repository, without the
+// trailing slash: PublicURL (or the request's origin) + /npm/<ns>/<repo>.
+func (h *handler) registryURL(r *http.Request, repo *store.NpmRepository) string {
+	base := h.opts.PublicURL
+	if base == "" && r != nil {
+		base = requestOrigin(r)
+	}
+	return base + PathPrefix + url.PathEscape(repo.NamespaceSlug) + "/" + url.PathEscape(repo.RepositoryName)
+}
+
+// requestOrigin is scheme://host of the request, honouring the
+// X-Forwarded-Proto and X-Forwarded-Host of a reverse proxy.
+func requestOrigin(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+		scheme = p
+	}
+	host := r.Host
+	if fh := r.Header.Get("X-Forwarded-Host"); fh != "" {
+		host, _, _ = strings.Cut(fh, ",")
+		host = strings.TrimSpace(host)
+	}
+	return scheme + "://" + host
+}

@@ -1,0 +1,385 @@
+package npm
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// metadataAllowance is what a publish body may carry besides the base64
+// tarball (package.json, readme, JSON envelope).
+const metadataAllowance = 16 << 20
+
+// publishBody is the document npm PUTs to /<name>: a publish (one version,
+// one attachment) or a metadata update (the whole document, no attachment).
+type publishBody struct {
+	ID          string                     `json:"_id"`
+	Name        string                     `json:"name"`
+	DistTags    map[string]string          `json:"dist-tags"`
+	Versions    map[string]json.RawMessage `json:"versions"`
+	Attachments map[string]attachment      `json:"_attachments"`
+}
+
+type attachment struct {
+	ContentType string `json:"content_type"`
+	Data        string `json:"data"`
+	Length      *int64 `json:"length"`
+}
+
+// putPackage is PUT /<name> (publish, or deprecate/undeprecate when the
+// body has no attachment) and PUT /<name>/-rev/<rev> (unpublish of versions:
+// the document without them).
+func (h *handler) putPackage(req *request, name, rev string, withRev bool) error {
+	repo, err := h.writeRepo(req, "publish")
+	if err != nil {
+		return err
+	}
+	limit := int64(base64.StdEncoding.EncodedLen(int(min(h.opts.MaxTarballSize, 1<<40)))) + metadataAllowance
+	body, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes: the tarball limit of this registry is %d bytes", limit, h.opts.MaxTarballSize)
+		}
+		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	var doc publishBody
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
+	}
+	if doc.Name != "" && doc.Name != name {
+		return errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
+	}
+	if doc.ID != "" && doc.ID != name {
+		return errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
+	}
+	if len(doc.Attachments) > 0 {
+		if withRev {
+			return errorf(http.StatusBadRequest, "a publish is a PUT to /%s without a revision", name)
+		}
+		return h.publish(req, repo, name, &doc)
+	}
+	return h.updateMetadata(req, repo, name, rev, withRev, &doc)
+}
+
+// publish handles the publish of one version with its tarball.
+func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody) error {
+	if err := validateName(name); err != nil {
+		return errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
+	}
+	if doc.Name == "" {
+		return errorf(http.StatusBadRequest, "the document has no name")
+	}
+	if len(doc.Versions) != 1 {
+		return errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
+	}
+	if len(doc.Attachments) != 1 {
+		return errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
+	}
+	var version string
+	var rawManifest json.RawMessage
+	for v, m := range doc.Versions {
+		version, rawManifest = v, m
+	}
+	if !store.ValidNpmVersion(version) {
+		return errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
+	}
+	var manifest map[string]json.RawMessage
+	if err := json.Unmarshal(rawManifest, &manifest); err != nil || manifest == nil {
+		return errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
+	}
+	var mName, mVersion string
+	if err := json.Unmarshal(manifest["name"], &mName); err != nil || mName != name {
+		return errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
+	}
+	if err := json.Unmarshal(manifest["version"], &mVersion); err != nil || mVersion != version {
+		return errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
+	}
+	var dist struct {
+		Integrity    string          `json:"integrity"`
+		Shasum       string          `json:"shasum"`
+		FileCount    json.RawMessage `json:"fileCount"`
+		UnpackedSize json.RawMessage `json:"unpackedSize"`
+	}
+	if raw, ok := manifest["dist"]; !ok || json.Unmarshal(raw, &dist) != nil {
+		return errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
+	}
+
+	// The tarball.
+	var att attachment
+	for _, a := range doc.Attachments {
+		att = a
+	}
+	maxEncoded := base64.StdEncoding.EncodedLen(int(min(h.opts.MaxTarballSize, 1<<40)))
+	if len(att.Data) > maxEncoded || (att.Length != nil && *att.Length > h.opts.MaxTarballSize) {
+		return errorf(http.StatusRequestEntityTooLarge, "the tarball is larger than this registry's limit of %d bytes", h.opts.MaxTarballSize)
+	}
+	tgz := make([]byte, base64.StdEncoding.DecodedLen(len(att.Data)))
+	n, err := base64.StdEncoding.Decode(tgz, []byte(att.Data))
+	if err != nil {
+		return errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", err)
+	}
+	tgz = tgz[:n]
+	if len(tgz) == 0 {
+		return errorf(http.StatusBadRequest, "the attachment is empty")
+	}
+	if int64(len(tgz)) > h.opts.MaxTarballSize {
+		return errorf(http.StatusRequestEntityTooLarge, "the tarball has %d bytes; this registry's limit is %d bytes", len(tgz), h.opts.MaxTarballSize)
+	}
+	if att.Length != nil && *att.Length != int64(len(tgz)) {
+		return errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, len(tgz))
+	}
+	sum512 := sha512.Sum512(tgz)
+	sum1 := sha1.Sum(tgz)
+	integrity := "sha512-" + base64.StdEncoding.EncodeToString(sum512[:])
+	shasum := hex.EncodeToString(sum1[:])
+	if dist.Integrity == "" && dist.Shasum == "" {
+		return errorf(http.StatusBadRequest, "versions[%q].dist has neither integrity nor shasum", version)
+	}
+	if dist.Shasum != "" && !strings.EqualFold(dist.Shasum, shasum) {
+		return errorf(http.StatusBadRequest, "shasum mismatch: the tarball's sha1 is %s, dist.shasum says %s", shasum, dist.Shasum)
+	}
+	if dist.Integrity != "" {
+		checked := false
+		for _, e := range strings.Fields(dist.Integrity) {
+			algo, _, _ := strings.Cut(e, "-")
+			switch algo {
+			case "sha512":
+				if strings.SplitN(e, "?", 2)[0] != integrity {
+					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", integrity, e)
+				}
+				checked = true
+			case "sha1":
+				want := "sha1-" + base64.StdEncoding.EncodeToString(sum1[:])
+				if strings.SplitN(e, "?", 2)[0] != want {
+					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
+				}
+				checked = true
+			}
+		}
+		if !checked && dist.Shasum == "" {
+			return errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
+		}
+	}
+	shrinkwrap, gyp, err := inspectTarball(tgz)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "the attachment is not a gzip-compressed tar archive: %v", err)
+	}
+
+	// dist-tags: every tag of a publish points at the published version.
+	var tags []string
+	for tag, v := range doc.DistTags {
+		if v != version {
+			return errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
+		}
+		if err := validateTag(tag); err != nil {
+			return errorf(http.StatusBadRequest, "%v", err)
+		}
+		tags = append(tags, tag)
+	}
+	slices.Sort(tags)
+
+	// The stored package.json: the client's, with the registry's dist,
+	// _id, _npmUser and install hints.
+	newDist := map[string]json.RawMessage{
+		"integrity": jsonString(integrity),
+		"shasum":    jsonString(shasum),
+	}
+	for k, raw := range map[string]json.RawMessage{"fileCount": dist.FileCount, "unpackedSize": dist.UnpackedSize} {
+		var n int64
+		if raw != nil && json.Unmarshal(raw, &n) == nil && n >= 0 {
+			newDist[k] = raw
+		}
+	}
+	manifest["dist"], _ = json.Marshal(newDist)
+	manifest["_id"] = jsonString(name + "@" + version)
+	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": h.opts.AdminUser, "email": ""})
+	manifest["_hasShrinkwrap"], _ = json.Marshal(shrinkwrap)
+	if hasInstallScript(manifest["scripts"], gyp) {
+		manifest["hasInstallScript"] = json.RawMessage("true")
+	} else {
+		delete(manifest, "hasInstallScript")
+	}
+	if dep, ok := manifest["deprecated"]; ok {
+		var s string
+		if json.Unmarshal(dep, &s) != nil || s == "" {
+			delete(manifest, "deprecated")
+		}
+	}
+	for _, k := range []string{"_attachments", "_rev", "_resolved", "_integrity", "_from"} {
+		delete(manifest, k)
+	}
+	pj, err := json.Marshal(manifest)
+	if err != nil {
+		return errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
+	}
+
+	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
+		Name:        name,
+		Version:     version,
+		PackageJSON: pj,
+		FileName:    tarballFileName(name, version),
+		Tarball:     tgz,
+		SHA1:        sum1,
+		Tags:        tags,
+		Hook:        h.writeHook(repo),
+	})
+	if err != nil {
+		return err
+	}
+	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
+		"package", name, "version", version, "size", len(tgz), "tags", res.Tags)
+	msg := "created new package"
+	if !res.PackageCreated {
+		msg = "published " + name + "@" + version
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
+	return nil
+}
+
+// hasInstallScript mirrors npm: an install, preinstall or postinstall
+// script, or a binding.gyp (npm then runs node-gyp rebuild).
+func hasInstallScript(scripts json.RawMessage, gyp bool) bool {
+	var s map[string]any
+	_ = json.Unmarshal(scripts, &s)
+	if _, ok := s["install"]; ok {
+		return true
+	}
+	if _, ok := s["preinstall"]; ok {
+		return true
+	}
+	if _, ok := s["postinstall"]; ok {
+		return true
+	}
+	return gyp
+}
+
+// inspectTarball reads a .tgz to the end (it must be a gzip-compressed tar
+// archive) and reports whether the package ships npm-shrinkwrap.json and
+// binding.gyp at its root (the first path component is the package
+// directory, "package/" for npm pack).
+func inspectTarball(tgz []byte) (shrinkwrap, gyp bool, err error) {
+	zr, err := gzip.NewReader(bytes.NewReader(tgz))
+	if err != nil {
+		return false, false, err
+	}
+	tr := tar.NewReader(zr)
+	entries := 0
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, false, err
+		}
+		entries++
+		_, rest, _ := strings.Cut(strings.TrimPrefix(hdr.Name, "./"), "/")
+		switch rest {
+		case "npm-shrinkwrap.json":
+			shrinkwrap = true
+		case "binding.gyp":
+			gyp = true
+		}
+	}
+	if entries == 0 {
+		return false, false, fmt.Errorf("the archive is empty")
+	}
+	return shrinkwrap, gyp, nil
+}
+
+// updateMetadata handles a PUT without attachments: deprecate/undeprecate
+// (PUT /<name>: the whole document with "deprecated" set, or "" to clear)
+// and unpublish of versions (PUT /<name>/-rev/<rev>: the document without
+// them). dist-tags in the body are ignored: tags change through the
+// dist-tag endpoints, and latest is recomputed by the server.
+func (h *handler) updateMetadata(req *request, repo *store.NpmRepository, name, rev string, withRev bool, doc *publishBody) error {
+	if !plausibleName(name) {
+		return errorf(http.StatusNotFound, "no such package available")
+	}
+	upd := store.NpmPackageUpdate{Name: name, Deprecations: map[string]string{}, Hook: h.writeHook(repo)}
+	for v, raw := range doc.Versions {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+			return errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", v)
+		}
+		dep, ok := m["deprecated"]
+		if !ok {
+			continue // unchanged
+		}
+		var msg string
+		switch {
+		case string(dep) == "null" || string(dep) == "false":
+		case json.Unmarshal(dep, &msg) != nil:
+			return errorf(http.StatusBadRequest, "versions[%q].deprecated must be a string", v)
+		}
+		upd.Deprecations[v] = msg
+	}
+	if withRev {
+		if doc.Versions == nil {
+			return errorf(http.StatusBadRequest, "the document has no versions: to unpublish the whole package, DELETE /%s/-rev/<rev>", name)
+		}
+		upd.Rev = rev
+		upd.Keep = []string{}
+		for v := range doc.Versions {
+			upd.Keep = append(upd.Keep, v)
+		}
+	}
+	res, err := h.st.NpmUpdatePackage(req.r.Context(), repo, upd)
+	if err != nil {
+		return err
+	}
+	h.log.Debug("npm package changed", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName, "package", name,
+		"deprecated", res.Deprecated, "undeprecated", res.Undeprecated, "unpublished", res.Unpublished,
+		"latest", res.Latest, "package_deleted", res.PackageDeleted)
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "package changed", "success": true})
+	return nil
+}
+
+// deletePackage is DELETE /<name>/-rev/<rev>: unpublish the whole package.
+func (h *handler) deletePackage(req *request, name, rev string) error {
+	repo, err := h.writeRepo(req, "unpublish")
+	if err != nil {
+		return err
+	}
+	if !plausibleName(name) {
+		return errorf(http.StatusNotFound, "no such package available")
+	}
+	if err := h.st.NpmDeletePackage(req.r.Context(), repo, name, rev, h.writeHook(repo)); err != nil {
+		return err
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "package removed"})
+	return nil
+}
+
+// deleteTarball is DELETE /<name>/-/<file>/-rev/<rev>, sent by npm after
+// the PUT that removed the version (then nothing is left to do); a DELETE
+// of an active version's tarball unpublishes that version.
+func (h *handler) deleteTarball(req *request, name, file, rev string) error {
+	repo, err := h.writeRepo(req, "unpublish")
+	if err != nil {
+		return err
+	}
+	version, ok := versionFromFileName(name, file)
+	if !plausibleName(name) || !ok {
+		return errorf(http.StatusNotFound, "no such tarball: %s", file)
+	}
+	if err := h.st.NpmUnpublishFile(req.r.Context(), repo, name, version, file, rev, h.writeHook(repo)); err != nil {
+		return err
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "tarball removed"})
+	return nil
+}

@@ -1,0 +1,105 @@
+package npm
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// getTarball is GET/HEAD /<name>/-/<file>.tgz.
+func (h *handler) getTarball(req *request, name, file string) error {
+	repo, err := h.readRepo(req)
+	if err != nil {
+		return err
+	}
+	version, ok := versionFromFileName(name, file)
+	if !plausibleName(name) || !ok {
+		return errorf(http.StatusNotFound, "no such tarball: %s", file)
+	}
+	t, err := h.st.NpmTarball(req.r.Context(), repo, name, version, file)
+	if err != nil {
+		return err
+	}
+	etag := `"` + hex.EncodeToString(t.Blob.SHA256[:]) + `"`
+	w := req.w
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	if inm := req.r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(t.Blob.Size, 10))
+	if req.r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	rc, err := h.st.OpenBlobObject(req.r.Context(), &t.Blob, 0, -1)
+	if err != nil {
+		w.Header().Del("Content-Length")
+		return err
+	}
+	defer rc.Close()
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, rc); err != nil {
+		return nil // the client went away; the status is already sent
+	}
+	h.downloads.add(store.NpmDownload{
+		NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
+		PackageID: t.Package.PackageID, VersionID: t.VersionID, At: time.Now(),
+	})
+	return nil
+}
+
+// putDistTag is PUT /-/package/<name>/dist-tags/<tag>; the body is the
+// version as a JSON string.
+func (h *handler) putDistTag(req *request, name, tag string) error {
+	repo, err := h.writeRepo(req, "change dist-tags")
+	if err != nil {
+		return err
+	}
+	if err := validateTag(tag); err != nil {
+		return errorf(http.StatusBadRequest, "%v", err)
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, 4096))
+	if err != nil {
+		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	}
+	var version string
+	if err := json.Unmarshal(raw, &version); err != nil {
+		return errorf(http.StatusBadRequest, "the body must be the version as a JSON string, like \"1.0.0\"")
+	}
+	if !store.ValidNpmVersion(version) {
+		return errorf(http.StatusBadRequest, "invalid version %q", version)
+	}
+	if !plausibleName(name) {
+		return errorf(http.StatusNotFound, "no such package available")
+	}
+	if _, err := h.st.NpmSetTag(req.r.Context(), repo, name, tag, version, h.writeHook(repo)); err != nil {
+		return err
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]string{"ok": "package tagged"})
+	return nil
+}
+
+// deleteDistTag is DELETE /-/package/<name>/dist-tags/<tag>.
+func (h *handler) deleteDistTag(req *request, name, tag string) error {
+	repo, err := h.writeRepo(req, "change dist-tags")
+	if err != nil {
+		return err
+	}
+	if !plausibleName(name) {
+		return errorf(http.StatusNotFound, "no such package available")
+	}
+	if err := h.st.NpmRemoveTag(req.r.Context(), repo, name, tag, h.writeHook(repo)); err != nil {
+		return err
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]string{"ok": "tag removed"})
+	return nil
+}

@@ -1,0 +1,157 @@
+package npm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// RebuildPackumentArgs is the River job that rebuilds a package's metadata
+// files after a write. It is inserted in the write transaction (InsertTx);
+// the worker does nothing when the files are fresh already (a reader
+// rebuilt them, or an earlier job did), so several jobs for one package
+// cost one rebuild.
+type RebuildPackumentArgs struct {
+	NamespaceID     uuid.UUID `json:"namespace_id"`
+	NpmRepositoryID uuid.UUID `json:"npm_repository_id"`
+	PackageID       uuid.UUID `json:"package_id"`
+	Name            string    `json:"name"`
+}
+
+// Kind is the River job kind.
+func (RebuildPackumentArgs) Kind() string { return "npm_rebuild_packument" }
+
+// InsertOpts: a few attempts; a rebuild that keeps failing is left to the
+// read path.
+func (RebuildPackumentArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{MaxAttempts: 5}
+}
+
+type rebuildWorker struct {
+	river.WorkerDefaults[RebuildPackumentArgs]
+	h *handler
+}
+
+// Timeout bounds one rebuild.
+func (w *rebuildWorker) Timeout(*river.Job[RebuildPackumentArgs]) time.Duration {
+	return rebuildTimeout
+}
+
+func (w *rebuildWorker) Work(ctx context.Context, job *river.Job[RebuildPackumentArgs]) error {
+	err := w.h.rebuildInBackground(ctx, job.Args)
+	if errors.Is(err, errNoRebuild) {
+		return nil
+	}
+	return err
+}
+
+// rebuildInBackground is the worker's rebuild: unless the files are fresh,
+// load, build, store and swap (store.NpmRebuildMetadata).
+func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArgs) error {
+	if h.opts.PublicURL == "" {
+		return errNoRebuild
+	}
+	repo, err := h.st.NpmRepositoryByID(ctx, a.NamespaceID, a.NpmRepositoryID)
+	if errors.Is(err, store.ErrNpmRepositoryUnknown) {
+		return nil // the repository went away
+	}
+	if err != nil {
+		return err
+	}
+	pkg := store.NpmPackageRef{NamespaceID: a.NamespaceID, NpmRepositoryID: a.NpmRepositoryID, PackageID: a.PackageID, Name: a.Name}
+	_, err = h.rebuild(ctx, nil, repo, pkg, false)
+	if errors.Is(err, store.ErrNpmPackageUnknown) {
+		return nil // unpublished meanwhile
+	}
+	return err
+}
+
+// RegisterWorkers adds the npm packument rebuild worker to a River worker
+// set. Pass the Options given to Mount (PublicURL and PackumentTTL matter
+// here); Jobs is not used by the worker.
+func RegisterWorkers(workers *river.Workers, st *store.Store, opts Options) error {
+	if err := river.AddWorkerSafely(workers, &rebuildWorker{h: newHandler(st, opts)}); err != nil {
+		return fmt.Errorf("npm: register workers: %w", err)
+	}
+	return nil
+}
+
+// writeHook enqueues the rebuild job inside the write transaction.
+func (h *handler) writeHook(repo *store.NpmRepository) store.NpmWriteHook {
+	if h.opts.Jobs == nil {
+		return nil
+	}
+	return func(ctx context.Context, tx pgx.Tx, pkg store.NpmPackageRef) error {
+		opts := &river.InsertOpts{MaxAttempts: 5}
+		if h.opts.RebuildDelay > 0 {
+			opts.ScheduledAt = time.Now().Add(h.opts.RebuildDelay)
+		}
+		_, err := h.opts.Jobs.InsertTx(ctx, tx, RebuildPackumentArgs{
+			NamespaceID: pkg.NamespaceID, NpmRepositoryID: pkg.NpmRepositoryID, PackageID: pkg.PackageID, Name: pkg.Name,
+		}, opts)
+		return err
+	}
+}
+
+// downloadRecorder buffers tarball downloads in memory and writes them as
+// counter deltas about once a second in one statement (ADR-007 buffered
+// counters: the request path does not even wait for the INSERT). A crash
+// loses at most that second of counts, which ADR-007 accepts.
+type downloadRecorder struct {
+	st      *store.Store
+	log     *slog.Logger
+	mu      sync.Mutex
+	pending []store.NpmDownload
+	timer   *time.Timer
+	dropped int
+}
+
+const (
+	downloadFlushEvery = time.Second
+	downloadMaxPending = 50000
+)
+
+func newDownloadRecorder(st *store.Store, log *slog.Logger) *downloadRecorder {
+	return &downloadRecorder{st: st, log: log}
+}
+
+func (d *downloadRecorder) add(x store.NpmDownload) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.pending) >= downloadMaxPending {
+		d.dropped++
+		return
+	}
+	d.pending = append(d.pending, x)
+	if d.timer == nil {
+		d.timer = time.AfterFunc(downloadFlushEvery, d.flush)
+	}
+}
+
+// flush writes what is pending.
+func (d *downloadRecorder) flush() {
+	d.mu.Lock()
+	batch, dropped := d.pending, d.dropped
+	d.pending, d.dropped, d.timer = nil, 0, nil
+	d.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.st.RecordNpmDownloads(ctx, batch); err != nil {
+		d.log.Warn("npm download counters lost", "downloads", len(batch), "err", err)
+	}
+	if dropped > 0 {
+		d.log.Warn("npm download counters dropped (buffer full)", "downloads", dropped)
+	}
+}

@@ -1,0 +1,338 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// npm data path of hosted npm repositories (ADR-007 npm_packages,
+// npm_versions, npm_tags, npm_files, npm_metadata_files): the operations the
+// npm registry protocol calls. Every query carries namespace_id = $1 so it
+// prunes to one partition. Writers take the package row lock first
+// (FOR SHARE for publishes and tag changes, FOR NO KEY UPDATE for changes
+// checked against a document revision), force-expire the package's
+// metadata files in the same transaction, and may enqueue a background
+// rebuild through their NpmWriteHook. Rebuilds (NpmRebuildMetadata) build
+// outside any lock, then lock the package row FOR NO KEY UPDATE, check that
+// the package state has not changed since they read it, and swap the
+// metadata files and their attachments in one transaction.
+
+// Typed errors of the npm data path. Protocols test them with errors.Is.
+var (
+	// ErrNpmRepositoryUnknown: no such namespace (or deleted), or no active
+	// hosted npm repository of that name in it.
+	ErrNpmRepositoryUnknown = errors.New("store: npm repository unknown")
+	// ErrNpmPackageUnknown: no active package of that name (or one without
+	// any active version).
+	ErrNpmPackageUnknown = errors.New("store: npm package unknown")
+	// ErrNpmVersionUnknown: no active version of that package.
+	ErrNpmVersionUnknown = errors.New("store: npm version unknown")
+	// ErrNpmFileUnknown: no such tarball.
+	ErrNpmFileUnknown = errors.New("store: npm tarball unknown")
+	// ErrNpmTagUnknown: no such dist-tag.
+	ErrNpmTagUnknown = errors.New("store: npm dist-tag unknown")
+	// ErrNpmVersionExists: the version is published.
+	ErrNpmVersionExists = errors.New("store: npm version already published")
+	// ErrNpmVersionUnpublished: the version was published and unpublished;
+	// a version string is never reused.
+	ErrNpmVersionUnpublished = errors.New("store: npm version was unpublished and cannot be published again")
+	// ErrNpmLimit: an ADR-004 per-package limit (versions, tags) is reached.
+	ErrNpmLimit = errors.New("store: npm package limit reached")
+	// ErrNpmRevisionConflict: the document revision the client sent is not
+	// the current one (optimistic concurrency on _rev).
+	ErrNpmRevisionConflict = errors.New("store: npm document revision conflict")
+	// ErrNpmInvalid: the data does not satisfy the schema or a registry rule.
+	ErrNpmInvalid = errors.New("store: invalid npm data")
+)
+
+// ADR-004 per-package limits as ADR-007 applies them to npm (soft-deleted
+// versions count).
+const (
+	MaxNpmVersionsPerPackage = 25000
+	MaxNpmTagsPerPackage     = 1000
+)
+
+// DefaultNpmPackumentTTL is npm.packument_cache_ttl's default.
+const DefaultNpmPackumentTTL = 7 * 24 * time.Hour
+
+// NpmRepository is a resolved /npm/<namespace>/<repository>/ registry.
+type NpmRepository struct {
+	NamespaceID     uuid.UUID
+	NamespaceSlug   string
+	RepositoryID    uuid.UUID
+	RepositoryName  string
+	NpmRepositoryID uuid.UUID
+	Visibility      enum.Visibility
+	// ServesReads / ServesWrites are ADR-007's serving predicates of the
+	// namespace: reads stop when it is blocked or disabled, writes also
+	// when it is suspended.
+	ServesReads  bool
+	ServesWrites bool
+	// Condition names the namespace condition that stops reads or writes
+	// ("blocked", "disabled", "suspended"), "" when there is none.
+	Condition string
+}
+
+// NpmPackageRef names one package row.
+type NpmPackageRef struct {
+	NamespaceID     uuid.UUID
+	NpmRepositoryID uuid.UUID
+	PackageID       uuid.UUID
+	Name            string
+}
+
+// NpmWriteHook runs inside a write transaction, after the data change and
+// before the commit; the npm protocol enqueues its packument rebuild job
+// there (River InsertTx). An error rolls the write back.
+type NpmWriteHook func(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef) error
+
+const npmResolveColumns = `
+	n.id, n.slug, n.deleted_at IS NOT NULL OR n.purged_at IS NOT NULL,
+	n.blocked_at IS NOT NULL, n.disabled_at IS NOT NULL, n.suspended_at IS NOT NULL,
+	r.id, r.name, r.format, r.kind, r.visibility, nr.id`
+
+// resolveNpmSQL resolves namespace, repository and npm repository in one
+// round trip; the joins name namespace_id, so each partitioned table is
+// pruned to one partition at run time.
+const resolveNpmSQL = `
+SELECT ` + npmResolveColumns + `
+FROM namespaces n
+LEFT JOIN repositories r
+       ON r.namespace_id = n.id AND r.name = $2 AND r.soft_deleted_at IS NULL
+LEFT JOIN npm_repositories nr
+       ON nr.namespace_id = n.id AND nr.repository_id = r.id
+WHERE n.slug = $1`
+
+const npmRepositoryByIDSQL = `
+SELECT ` + npmResolveColumns + `
+FROM namespaces n
+JOIN npm_repositories nr ON nr.namespace_id = n.id AND nr.id = $2
+JOIN repositories r ON r.namespace_id = nr.namespace_id AND r.id = nr.repository_id AND r.soft_deleted_at IS NULL
+WHERE n.id = $1`
+
+func scanNpmRepository(row pgx.Row, what string) (*NpmRepository, error) {
+	var (
+		repo                               NpmRepository
+		gone, blocked, disabled, suspended bool
+		repoID, npmRepoID                  *uuid.UUID
+		repoName                           *string
+		format, kind, visibility           *int16
+	)
+	err := row.Scan(&repo.NamespaceID, &repo.NamespaceSlug, &gone, &blocked, &disabled, &suspended,
+		&repoID, &repoName, &format, &kind, &visibility, &npmRepoID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s not found", ErrNpmRepositoryUnknown, what)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: resolve npm repository %s: %w", what, err))
+	}
+	switch {
+	case gone:
+		return nil, fmt.Errorf("%w: %s not found", ErrNpmRepositoryUnknown, what)
+	case repoID == nil:
+		return nil, fmt.Errorf("%w: repository %s not found", ErrNpmRepositoryUnknown, what)
+	case enum.Format(*format) != enum.FormatNpm:
+		return nil, fmt.Errorf("%w: repository %s is not an npm repository", ErrNpmRepositoryUnknown, what)
+	case enum.Kind(*kind) != enum.KindHosted || npmRepoID == nil:
+		return nil, fmt.Errorf("%w: repository %s is not a hosted npm repository", ErrNpmRepositoryUnknown, what)
+	}
+	repo.RepositoryID, repo.RepositoryName, repo.NpmRepositoryID = *repoID, *repoName, *npmRepoID
+	repo.Visibility = enum.Visibility(*visibility)
+	repo.ServesReads = !blocked && !disabled
+	repo.ServesWrites = repo.ServesReads && !suspended
+	switch {
+	case blocked:
+		repo.Condition = "blocked"
+	case disabled:
+		repo.Condition = "disabled"
+	case suspended:
+		repo.Condition = "suspended"
+	}
+	return &repo, nil
+}
+
+// ResolveNpmRepository resolves /npm/<namespace>/<repository>/: an active
+// HOSTED repository of format npm in a namespace that is not deleted.
+// Blocked, disabled and suspended namespaces resolve, with ServesReads and
+// ServesWrites telling what they allow.
+func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository string) (*NpmRepository, error) {
+	if namespace == "" || repository == "" || len(namespace) > 255 || len(repository) > 255 {
+		return nil, fmt.Errorf("%w: %s/%s not found", ErrNpmRepositoryUnknown, namespace, repository)
+	}
+	return scanNpmRepository(s.pool.QueryRow(ctx, resolveNpmSQL, namespace, repository), namespace+"/"+repository)
+}
+
+// NpmRepositoryByID resolves an npm repository by its npm_repositories id
+// (background jobs carry ids, not names).
+func (s *Store) NpmRepositoryByID(ctx context.Context, namespaceID, npmRepositoryID uuid.UUID) (*NpmRepository, error) {
+	return scanNpmRepository(s.pool.QueryRow(ctx, npmRepositoryByIDSQL, namespaceID, npmRepositoryID), npmRepositoryID.String())
+}
+
+// --- JSON schema of npm_versions.package_json (ADR-007: every jsonb is
+// validated against a strict JSON schema before it is written).
+
+//go:embed npm_package_json.schema.json
+var npmPackageJSONSchemaSource []byte
+
+var npmPackageJSONSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(npmPackageJSONSchemaSource))
+	if err != nil {
+		return nil, fmt.Errorf("store: npm package_json schema: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	const url = "urn:artifact-registry:schema:npm_versions.package_json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("store: npm package_json schema: %w", err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("store: npm package_json schema: %w", err)
+	}
+	return sch, nil
+})
+
+// ValidateNpmPackageJSON validates an npm_versions.package_json document
+// against its embedded JSON schema. A failure wraps ErrNpmInvalid.
+func ValidateNpmPackageJSON(doc []byte) error {
+	sch, err := npmPackageJSONSchema()
+	if err != nil {
+		return err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return fmt.Errorf("%w: package.json is not valid JSON: %v", ErrNpmInvalid, err)
+	}
+	if err := sch.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return fmt.Errorf("%w: package.json: %s", ErrNpmInvalid, npmSchemaMessage(ve))
+		}
+		return fmt.Errorf("%w: package.json: %v", ErrNpmInvalid, err)
+	}
+	return nil
+}
+
+// npmSchemaMessage returns the innermost failure (the most specific one) of
+// a validation error as "at /path: message".
+func npmSchemaMessage(ve *jsonschema.ValidationError) string {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	loc := "/"
+	if len(ve.InstanceLocation) > 0 {
+		loc = ""
+		for _, p := range ve.InstanceLocation {
+			loc += "/" + p
+		}
+	}
+	return fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(nil))
+}
+
+// --- helpers shared by the npm files.
+
+// newNpmID returns a UUIDv7 (ADR-007 ids are generated in Go).
+func newNpmID() uuid.UUID {
+	id, err := uuid.NewV7()
+	if err != nil {
+		// uuid.NewV7 fails only when the system's random source does.
+		panic(fmt.Sprintf("store: uuid v7: %v", err))
+	}
+	return id
+}
+
+func newNpmIDs(n int) []uuid.UUID {
+	out := make([]uuid.UUID, n)
+	for i := range out {
+		out[i] = newNpmID()
+	}
+	return out
+}
+
+// isPgCode reports whether err carries the PostgreSQL error code (and,
+// when constraint is not empty, that constraint).
+func isPgCode(err error, code, constraint string) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != code {
+		return false
+	}
+	return constraint == "" || pe.ConstraintName == constraint
+}
+
+// errNpmRetry asks a write loop to run its transaction again.
+var errNpmRetry = errors.New("store: npm write raced, retrying")
+
+// npmTx runs fn in a foreground transaction, again (up to three attempts)
+// when it fails with a deadlock or a serialization failure (nothing was
+// changed; the other transaction went through) or with errNpmRetry. Lock
+// timeouts are not retried: they already waited LockTimeout.
+func (s *Store) npmTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range 3 {
+		err = s.WithTx(ctx, fn)
+		if !errors.Is(err, errNpmRetry) && !isPgCode(err, pgDeadlockDetected, "") && !isPgCode(err, pgSerializationFailure, "") {
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+	}
+	if errors.Is(err, errNpmRetry) {
+		return fmt.Errorf("%w: %w", ErrRetryable, err)
+	}
+	return err
+}
+
+// npmCounterDelta is one counter_deltas row (buffered counters, ADR-007).
+type npmCounterDelta struct {
+	target   enum.CounterTarget
+	targetID uuid.UUID
+	field    enum.CounterField
+	delta    int64
+}
+
+// insertNpmCounterDeltas appends buffered counter changes in the caller's
+// transaction (no UPDATE of a hot row on the request path).
+func insertNpmCounterDeltas(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, deltas []npmCounterDelta) error {
+	var (
+		ids     []uuid.UUID
+		targets []int16
+		tids    []uuid.UUID
+		fields  []int16
+		values  []int64
+	)
+	for _, d := range deltas {
+		if d.delta == 0 {
+			continue
+		}
+		ids = append(ids, newNpmID())
+		targets = append(targets, int16(d.target))
+		tids = append(tids, d.targetID)
+		fields = append(fields, int16(d.field))
+		values = append(values, d.delta)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta)
+		SELECT u.id, $1, u.target, u.target_id, u.field, u.delta
+		FROM unnest($2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[])
+		     AS u(id, target, target_id, field, delta)`,
+		namespaceID, ids, targets, tids, fields, values)
+	if err != nil {
+		return fmt.Errorf("store: npm counter deltas: %w", err)
+	}
+	return nil
+}

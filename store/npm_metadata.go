@@ -1,0 +1,547 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Precomputed packuments (ADR-007 npm_metadata_files): one file per package
+// per kind (full, dist_tags, abbreviated), stored as blobs with an
+// attachment each. A reader serves a row with expires_at > now(); on a miss
+// it rebuilds on the request goroutine (NpmRebuildMetadata) and serves what
+// the rebuild committed. Writers force-expire the rows in their own
+// transaction; a background job rebuilds after each write.
+
+// NpmCachedMetadata is the result of a packument lookup.
+type NpmCachedMetadata struct {
+	Package NpmPackageRef
+	// Blob is the fresh metadata file of the kind asked for, nil when
+	// there is none (missing, expired or force-expired): rebuild.
+	Blob *Blob
+}
+
+const npmCachedMetadataSQL = `
+SELECT p.id, b.id, b.sha256, b.object_storage_key, b.size, b.created_at
+FROM npm_packages p
+LEFT JOIN npm_metadata_files m
+       ON m.namespace_id = $1 AND m.npm_package_id = p.id AND m.kind = $4 AND m.expires_at > now()
+LEFT JOIN blob_storage_blobs b
+       ON b.namespace_id = m.namespace_id AND b.sha256 = m.blob_sha256
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
+
+// NpmCachedMetadata finds the active package of a name and its fresh
+// metadata file of a kind, in one round trip. ErrNpmPackageUnknown when
+// there is no active package.
+func (s *Store) NpmCachedMetadata(ctx context.Context, repo *NpmRepository, name string, kind enum.NpmMetadataKind) (*NpmCachedMetadata, error) {
+	var (
+		out     = &NpmCachedMetadata{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
+		blobID  *int64
+		sha     []byte
+		key     *string
+		size    *int64
+		created *time.Time
+	)
+	err := s.pool.QueryRow(ctx, npmCachedMetadataSQL, repo.NamespaceID, repo.NpmRepositoryID, name, int16(kind)).
+		Scan(&out.Package.PackageID, &blobID, &sha, &key, &size, &created)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrNpmPackageUnknown, name)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm packument %s: %w", name, err))
+	}
+	if blobID != nil && len(sha) == 32 {
+		out.Blob = &Blob{ID: *blobID, NamespaceID: repo.NamespaceID, SHA256: [32]byte(sha), ObjectStorageKey: *key, Size: *size, CreatedAt: *created}
+	}
+	return out, nil
+}
+
+// NpmPackageState is what a packument is built from: the active versions
+// (ordered by publish time) with their stored package.json already
+// projected by the database, the dist-tags, and the state fingerprint.
+type NpmPackageState struct {
+	Package NpmPackageRef
+	// Fingerprint changes whenever the served content can change: the set
+	// of active versions, their deprecation messages and the dist-tags. It
+	// is the document revision (_rev) the registry checks writes against.
+	Fingerprint string
+	Versions    []NpmVersionDoc
+	Tags        []NpmTag
+}
+
+// Rev is the packument revision ("<active versions>-<fingerprint>"), the
+// CouchDB-style _rev npm echoes back in unpublish URLs.
+func (st *NpmPackageState) Rev() string {
+	return fmt.Sprintf("%d-%s", len(st.Versions), st.Fingerprint)
+}
+
+// NpmVersionDoc is one active version.
+type NpmVersionDoc struct {
+	ID        uuid.UUID
+	Version   string
+	CreatedAt time.Time
+	// Manifest is the stored package.json without readme and with
+	// dist.tarball set to the registry's absolute URL.
+	Manifest []byte
+	// Abbreviated is Manifest projected to NpmMetadataOptions.AbbreviatedFields.
+	Abbreviated []byte
+	// Readme is set for the version the latest tag points at.
+	Readme *string
+}
+
+// NpmTag is one dist-tag.
+type NpmTag struct {
+	Name      string
+	VersionID uuid.UUID
+	Version   string
+}
+
+// NpmDocuments are the built metadata files by kind (all three kinds).
+type NpmDocuments map[enum.NpmMetadataKind][]byte
+
+// NpmBuildFunc renders the metadata files of a package state.
+type NpmBuildFunc func(st *NpmPackageState) (NpmDocuments, error)
+
+// NpmMetadataOptions configure a rebuild.
+type NpmMetadataOptions struct {
+	// TarballPrefix is prepended to a file name to form dist.tarball, for
+	// example "https://registry.example/npm/acme/js/@scope/lib/-/".
+	TarballPrefix string
+	// AbbreviatedFields are the package.json fields kept in the
+	// abbreviated ("corgi") projection of a version.
+	AbbreviatedFields []string
+	// TTL is npm.packument_cache_ttl (default DefaultNpmPackumentTTL).
+	TTL time.Duration
+	// Force rebuilds even when every kind has a fresh row.
+	Force bool
+}
+
+// NpmMetadataFile is one metadata file after NpmRebuildMetadata.
+type NpmMetadataFile struct {
+	Kind   enum.NpmMetadataKind
+	SHA256 [32]byte
+	// Data is set when this call built the document; Blob when a fresh
+	// row was found instead (open it with OpenBlobObject).
+	Data []byte
+	Blob *Blob
+}
+
+// NpmRebuildResult is the outcome of NpmRebuildMetadata.
+type NpmRebuildResult struct {
+	Files map[enum.NpmMetadataKind]*NpmMetadataFile
+	// Rebuilt: this call built the documents. Stored: and committed them
+	// (false when the package kept changing under the rebuild; the
+	// documents are then consistent but were not cached).
+	Rebuilt, Stored bool
+	Rev             string
+}
+
+// npmFingerprintSQL is the package state fingerprint: md5 over the active
+// versions with their deprecation message and over the dist-tags. Writers
+// that check a revision and the rebuild's swap run it under the package
+// row lock; the loader runs it in the same snapshot as the documents.
+const npmFingerprintSQL = `
+SELECT md5(
+	coalesce((SELECT string_agg(v.id::text || '=' || coalesce(v.package_json->>'deprecated', ''), ',' ORDER BY v.id)
+	          FROM npm_versions v
+	          WHERE v.namespace_id = $1 AND v.npm_package_id = $2 AND v.soft_deleted_at IS NULL), '')
+	|| '|' ||
+	coalesce((SELECT string_agg(t.name || '=' || t.npm_version_id::text, ',' ORDER BY t.name COLLATE "C")
+	          FROM npm_tags t
+	          WHERE t.namespace_id = $1 AND t.npm_package_id = $2), ''))`
+
+// npmLoadVersionsSQL projects every active version in the database: the
+// stored package.json without readme, with dist.tarball, and its
+// abbreviated projection; the readme only for the latest version.
+const npmLoadVersionsSQL = `
+SELECT v.id, v.version, v.created_at, x.pj::text,
+       coalesce((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(x.pj) e WHERE e.key = ANY($4::text[])), '{}')::text,
+       CASE WHEN v.id = (SELECT t.npm_version_id FROM npm_tags t
+                         WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest')
+            THEN v.package_json->>'readme' END
+FROM npm_versions v
+CROSS JOIN LATERAL (
+	SELECT f.file_name FROM npm_files f
+	WHERE f.namespace_id = $1 AND f.npm_version_id = v.id AND f.soft_deleted_at IS NULL
+	ORDER BY f.file_name LIMIT 1
+) f
+CROSS JOIN LATERAL (
+	SELECT jsonb_set(v.package_json - 'readme', '{dist,tarball}', to_jsonb($3::text || f.file_name)) AS pj
+) x
+WHERE v.namespace_id = $1 AND v.npm_package_id = $2 AND v.soft_deleted_at IS NULL
+ORDER BY v.created_at, v.id`
+
+const npmLoadTagsSQL = `
+SELECT t.name, t.npm_version_id FROM npm_tags t
+WHERE t.namespace_id = $1 AND t.npm_package_id = $2
+ORDER BY t.name COLLATE "C"`
+
+// npmMetadataRowsSQL lists the package's metadata rows with freshness and
+// blob (for serving a fresh row without a rebuild).
+const npmMetadataRowsSQL = `
+SELECT m.kind, m.blob_sha256, m.expires_at > now(), b.id, b.object_storage_key, b.size, b.created_at
+FROM npm_metadata_files m
+JOIN blob_storage_blobs b ON b.namespace_id = m.namespace_id AND b.sha256 = m.blob_sha256
+WHERE m.namespace_id = $1 AND m.npm_package_id = $2`
+
+type npmMetadataRow struct {
+	kind  enum.NpmMetadataKind
+	sha   [32]byte
+	fresh bool
+	blob  *Blob
+}
+
+func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enum.NpmMetadataKind]*npmMetadataRow, error) {
+	rows, err := s.pool.Query(ctx, npmMetadataRowsSQL, pkg.NamespaceID, pkg.PackageID)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm metadata rows: %w", err))
+	}
+	defer rows.Close()
+	out := map[enum.NpmMetadataKind]*npmMetadataRow{}
+	for rows.Next() {
+		var (
+			r    npmMetadataRow
+			kind int16
+			sha  []byte
+			b    = &Blob{NamespaceID: pkg.NamespaceID}
+		)
+		if err := rows.Scan(&kind, &sha, &r.fresh, &b.ID, &b.ObjectStorageKey, &b.Size, &b.CreatedAt); err != nil {
+			return nil, fmt.Errorf("store: npm metadata rows: %w", err)
+		}
+		r.kind, r.sha = enum.NpmMetadataKind(kind), [32]byte(sha)
+		b.SHA256 = r.sha
+		r.blob = b
+		out[r.kind] = &r
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm metadata rows: %w", err))
+	}
+	return out, nil
+}
+
+// NpmLoadPackageState reads a package's state in one REPEATABLE READ
+// snapshot (versions, tags and fingerprint pipelined in one round trip).
+// ErrNpmPackageUnknown when it has no active version.
+func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef, opts NpmMetadataOptions) (*NpmPackageState, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm load state: %w", err))
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	st := &NpmPackageState{Package: pkg}
+	batch := &pgx.Batch{}
+	batch.Queue(npmLoadVersionsSQL, pkg.NamespaceID, pkg.PackageID, opts.TarballPrefix, opts.AbbreviatedFields).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var (
+					v            NpmVersionDoc
+					full, abbrev string
+				)
+				if err := rows.Scan(&v.ID, &v.Version, &v.CreatedAt, &full, &abbrev, &v.Readme); err != nil {
+					return err
+				}
+				v.Manifest, v.Abbreviated = []byte(full), []byte(abbrev)
+				st.Versions = append(st.Versions, v)
+			}
+			return rows.Err()
+		})
+	var tagRows []NpmTag
+	batch.Queue(npmLoadTagsSQL, pkg.NamespaceID, pkg.PackageID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var t NpmTag
+			if err := rows.Scan(&t.Name, &t.VersionID); err != nil {
+				return err
+			}
+			tagRows = append(tagRows, t)
+		}
+		return rows.Err()
+	})
+	batch.Queue(npmFingerprintSQL, pkg.NamespaceID, pkg.PackageID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Fingerprint)
+	})
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm load state %s: %w", pkg.Name, err))
+	}
+	if len(st.Versions) == 0 {
+		return nil, fmt.Errorf("%w: %s has no active version", ErrNpmPackageUnknown, pkg.Name)
+	}
+	byID := make(map[uuid.UUID]string, len(st.Versions))
+	for _, v := range st.Versions {
+		byID[v.ID] = v.Version
+	}
+	for _, t := range tagRows {
+		if v, ok := byID[t.VersionID]; ok {
+			t.Version = v
+			st.Tags = append(st.Tags, t)
+		}
+	}
+	return st, nil
+}
+
+// NpmRebuildMetadata makes sure a package's metadata files are fresh and
+// returns them. Unless opts.Force, fresh rows of every kind are returned as
+// they are. Otherwise the state is loaded and built (no lock held), the
+// changed documents are stored as blobs, and one transaction locks the
+// package row FOR NO KEY UPDATE (so no writer is in flight), checks that
+// the fingerprint is still the one the documents were built from, and swaps
+// the rows: new attachments in, rows upserted with expires_at = now() + TTL,
+// old attachments detached (ADR-025: blob rows locked first, GC candidate
+// when the last attachment goes). When the state keeps changing, the last
+// built documents are returned uncached.
+func (s *Store) NpmRebuildMetadata(ctx context.Context, repo *NpmRepository, pkg NpmPackageRef, opts NpmMetadataOptions, build NpmBuildFunc) (*NpmRebuildResult, error) {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultNpmPackumentTTL
+	}
+	var last *NpmRebuildResult
+	for range 3 {
+		existing, err := s.npmMetadataRows(ctx, pkg)
+		if err != nil {
+			return nil, err
+		}
+		if !opts.Force && allFresh(existing) {
+			res := &NpmRebuildResult{Files: map[enum.NpmMetadataKind]*NpmMetadataFile{}}
+			for k, r := range existing {
+				res.Files[k] = &NpmMetadataFile{Kind: k, SHA256: r.sha, Blob: r.blob}
+			}
+			return res, nil
+		}
+		st, err := s.NpmLoadPackageState(ctx, pkg, opts)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := build(st)
+		if err != nil {
+			return nil, fmt.Errorf("store: npm build %s: %w", pkg.Name, err)
+		}
+		res := &NpmRebuildResult{Files: map[enum.NpmMetadataKind]*NpmMetadataFile{}, Rebuilt: true, Rev: st.Rev()}
+		for _, k := range npmMetadataKinds {
+			d, ok := docs[k]
+			if !ok {
+				return nil, fmt.Errorf("store: npm build %s: no %s document", pkg.Name, k)
+			}
+			res.Files[k] = &NpmMetadataFile{Kind: k, SHA256: sha256.Sum256(d), Data: d}
+		}
+		last = res
+		// Store the documents whose bytes differ from the current rows.
+		for _, k := range npmMetadataKinds {
+			f := res.Files[k]
+			if r, ok := existing[k]; ok && r.sha == f.SHA256 {
+				continue
+			}
+			if _, err := s.PutBlob(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+				bytes.NewReader(f.Data), Expected{SHA256: f.SHA256, Size: int64(len(f.Data))}); err != nil {
+				return nil, fmt.Errorf("store: npm store %s of %s: %w", k, pkg.Name, err)
+			}
+		}
+		err = s.WithTx(ctx, func(tx pgx.Tx) error { return s.swapNpmMetadata(ctx, tx, pkg, st.Fingerprint, res, opts.TTL) })
+		switch {
+		case err == nil:
+			res.Stored = true
+			return res, nil
+		case errors.Is(err, errNpmRetry):
+			continue
+		default:
+			return nil, err
+		}
+	}
+	return last, nil
+}
+
+func allFresh(rows map[enum.NpmMetadataKind]*npmMetadataRow) bool {
+	for _, k := range npmMetadataKinds {
+		if r, ok := rows[k]; !ok || !r.fresh {
+			return false
+		}
+	}
+	return true
+}
+
+// npmSwapSQL is ADR-007's metadata-file upsert for the changed kinds: the
+// old CTE reads the rows being replaced (locked FOR UPDATE by the caller),
+// the upsert points them at the new attachments with a fresh expiry, and
+// the statement returns the old attachments, which the caller detaches in
+// the same transaction (the documented CTE deletes them; Detach does that
+// and also records the GC candidate ADR-025 requires).
+const npmSwapSQL = `
+WITH old AS (
+	SELECT m.blob_storage_attachment_id, m.blob_sha256 FROM npm_metadata_files m
+	WHERE m.namespace_id = $1 AND m.npm_package_id = $2 AND m.kind = ANY($4::smallint[])
+), up AS (
+	INSERT INTO npm_metadata_files AS m (id, namespace_id, npm_package_id, kind, blob_storage_attachment_id, blob_sha256, expires_at)
+	SELECT u.id, $1, $2, u.kind, u.att, u.sha, now() + make_interval(secs => $7)
+	FROM unnest($3::uuid[], $4::smallint[], $5::bigint[], $6::bytea[]) AS u(id, kind, att, sha)
+	ON CONFLICT (namespace_id, npm_package_id, kind) DO UPDATE
+	SET blob_storage_attachment_id = EXCLUDED.blob_storage_attachment_id,
+	    blob_sha256 = EXCLUDED.blob_sha256,
+	    expires_at = EXCLUDED.expires_at
+)
+SELECT o.blob_storage_attachment_id, o.blob_sha256 FROM old o`
+
+// swapNpmMetadata is the swap transaction of NpmRebuildMetadata.
+func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef, fingerprint string, res *NpmRebuildResult, ttl time.Duration) error {
+	var active bool
+	err := tx.QueryRow(ctx, `SELECT soft_deleted_at IS NULL FROM npm_packages WHERE namespace_id = $1 AND id = $2 FOR NO KEY UPDATE`,
+		pkg.NamespaceID, pkg.PackageID).Scan(&active)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !active) {
+		return fmt.Errorf("%w: %s", ErrNpmPackageUnknown, pkg.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("store: npm swap lock %s: %w", pkg.Name, err)
+	}
+	var now string
+	if err := tx.QueryRow(ctx, npmFingerprintSQL, pkg.NamespaceID, pkg.PackageID).Scan(&now); err != nil {
+		return fmt.Errorf("store: npm swap fingerprint %s: %w", pkg.Name, err)
+	}
+	if now != fingerprint {
+		return errNpmRetry
+	}
+	// The current rows, locked.
+	rows, err := tx.Query(ctx, `
+		SELECT kind, blob_sha256 FROM npm_metadata_files
+		WHERE namespace_id = $1 AND npm_package_id = $2 FOR UPDATE`, pkg.NamespaceID, pkg.PackageID)
+	if err != nil {
+		return fmt.Errorf("store: npm swap rows %s: %w", pkg.Name, err)
+	}
+	current := map[enum.NpmMetadataKind][32]byte{}
+	for rows.Next() {
+		var kind int16
+		var sha []byte
+		if err := rows.Scan(&kind, &sha); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: npm swap rows %s: %w", pkg.Name, err)
+		}
+		current[enum.NpmMetadataKind(kind)] = [32]byte(sha)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: npm swap rows %s: %w", pkg.Name, err)
+	}
+	var (
+		bump           []int16
+		changedKinds   []int16
+		changedDigests [][32]byte
+		lockSet        [][32]byte
+	)
+	for _, k := range npmMetadataKinds {
+		f := res.Files[k]
+		if sha, ok := current[k]; ok && sha == f.SHA256 {
+			bump = append(bump, int16(k))
+			continue
+		}
+		changedKinds = append(changedKinds, int16(k))
+		changedDigests = append(changedDigests, f.SHA256)
+		lockSet = append(lockSet, f.SHA256)
+		if sha, ok := current[k]; ok {
+			lockSet = append(lockSet, sha)
+		}
+	}
+	if len(changedKinds) > 0 {
+		// ADR-025: blob rows of both the new and the old files locked in
+		// ascending digest order before any attachment changes.
+		if _, err := lockBlobs(ctx, tx, pkg.NamespaceID, sortedDigests(lockSet)); err != nil {
+			return err
+		}
+		atts, err := s.Attach(ctx, tx, pkg.NamespaceID, changedDigests)
+		if err != nil {
+			if errors.Is(err, ErrBlobUnknown) || errors.Is(err, ErrBlobMustReupload) {
+				// A document that was current when we looked (so not
+				// uploaded) has been replaced and collected: build again.
+				return errNpmRetry
+			}
+			return err
+		}
+		attIDs := make([]int64, len(atts))
+		shas := make([][]byte, len(atts))
+		for i, a := range atts {
+			attIDs[i] = a.ID
+			shas[i] = changedDigests[i][:]
+		}
+		rows, err := tx.Query(ctx, npmSwapSQL, pkg.NamespaceID, pkg.PackageID,
+			newNpmIDs(len(changedKinds)), changedKinds, attIDs, shas, ttl.Seconds())
+		if err != nil {
+			return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
+		}
+		var old []Attachment
+		for rows.Next() {
+			var a Attachment
+			var sha []byte
+			if err := rows.Scan(&a.ID, &sha); err != nil {
+				rows.Close()
+				return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
+			}
+			a.SHA256 = [32]byte(sha)
+			old = append(old, a)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
+		}
+		if _, err := s.Detach(ctx, tx, pkg.NamespaceID, old); err != nil {
+			return err
+		}
+	}
+	if len(bump) > 0 {
+		if _, err := tx.Exec(ctx, `
+			UPDATE npm_metadata_files SET expires_at = now() + make_interval(secs => $4)
+			WHERE namespace_id = $1 AND npm_package_id = $2 AND kind = ANY($3::smallint[])`,
+			pkg.NamespaceID, pkg.PackageID, bump, ttl.Seconds()); err != nil {
+			return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
+		}
+	}
+	return nil
+}
+
+// expireNpmMetadata force-expires a package's metadata files (writers call
+// it in their transaction).
+func expireNpmMetadata(ctx context.Context, tx pgx.Tx, namespaceID, packageID uuid.UUID) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE npm_metadata_files SET expires_at = now()
+		WHERE namespace_id = $1 AND npm_package_id = $2 AND expires_at > now()`, namespaceID, packageID)
+	if err != nil {
+		return fmt.Errorf("store: expire npm metadata: %w", err)
+	}
+	return nil
+}
+
+// dropNpmMetadata deletes a package's metadata files and detaches their
+// blobs (the package went to the trash: its cache is garbage).
+func (s *Store) dropNpmMetadata(ctx context.Context, tx pgx.Tx, namespaceID, packageID uuid.UUID) error {
+	rows, err := tx.Query(ctx, `
+		SELECT blob_storage_attachment_id, blob_sha256 FROM npm_metadata_files
+		WHERE namespace_id = $1 AND npm_package_id = $2 FOR UPDATE`, namespaceID, packageID)
+	if err != nil {
+		return fmt.Errorf("store: drop npm metadata: %w", err)
+	}
+	var atts []Attachment
+	for rows.Next() {
+		var a Attachment
+		var sha []byte
+		if err := rows.Scan(&a.ID, &sha); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: drop npm metadata: %w", err)
+		}
+		a.SHA256 = [32]byte(sha)
+		atts = append(atts, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: drop npm metadata: %w", err)
+	}
+	if len(atts) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM npm_metadata_files WHERE namespace_id = $1 AND npm_package_id = $2`,
+		namespaceID, packageID); err != nil {
+		return fmt.Errorf("store: drop npm metadata: %w", err)
+	}
+	_, err = s.Detach(ctx, tx, namespaceID, atts)
+	return err
+}

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// NpmPublish is one version to publish with its tarball. The protocol has
+// verified the tarball against the client's dist (sha512 integrity, sha1
+// shasum), validated the name, the version and the tags, and built
+// PackageJSON; the store validates PackageJSON against the schema.
+type NpmPublish struct {
+	Name        string
+	Version     string
+	PackageJSON []byte
+	// FileName is the tarball's file name ("lib-1.0.0.tgz", without scope).
+	FileName string
+	Tarball  []byte
+	SHA1     [20]byte
+	// Tags are the dist-tags to point at the version. "latest" is added
+	// when the package has no latest tag yet (every package has one).
+	Tags []string
+	Hook NpmWriteHook
+}
+
+// NpmPublishResult describes a published version.
+type NpmPublishResult struct {
+	Package        NpmPackageRef
+	VersionID      uuid.UUID
+	CreatedAt      time.Time
+	Tags           []string // dist-tags now pointing at the version
+	PackageCreated bool
+	// BlobCreated: the tarball's bytes were new in the namespace (not
+	// deduplicated).
+	BlobCreated bool
+}
+
+// npmPublishCheckSQL is the advisory pre-check of a publish, one round
+// trip before any byte is stored: does the version exist (active) or did it
+// exist (soft-deleted, in the active package or a tombstone of the same
+// name), the limit counters, and whether the package has a latest tag.
+// The unique index npm_versions_active_version_key stays the real guard.
+const npmPublishCheckSQL = `
+WITH pk AS (
+	SELECT id, soft_deleted_at, versions_count FROM npm_packages
+	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3
+), act AS (
+	SELECT id FROM pk WHERE soft_deleted_at IS NULL
+)
+SELECT
+	EXISTS (SELECT 1 FROM npm_versions v
+	        WHERE v.namespace_id = $1 AND v.npm_package_id = (SELECT id FROM act)
+	          AND v.version = $4 AND v.soft_deleted_at IS NULL),
+	EXISTS (SELECT 1 FROM npm_versions v
+	        WHERE v.namespace_id = $1 AND v.npm_package_id IN (SELECT id FROM pk)
+	          AND v.version = $4 AND v.soft_deleted_at IS NOT NULL),
+	(SELECT coalesce(sum(versions_count), 0) FROM pk),
+	(SELECT count(*) FROM npm_versions v
+	 WHERE v.namespace_id = $1 AND v.npm_package_id = (SELECT id FROM act) AND v.soft_deleted_at IS NULL),
+	(SELECT count(*) FROM npm_tags t
+	 WHERE t.namespace_id = $1 AND t.npm_package_id = (SELECT id FROM act) AND t.name <> ALL($5::text[])),
+	EXISTS (SELECT 1 FROM npm_tags t
+	        WHERE t.namespace_id = $1 AND t.npm_package_id = (SELECT id FROM act) AND t.name = 'latest')`
+
+// npmPublishSQL writes the version, its file, its tags, force-expires the
+// package's metadata files and records the buffered counters, in one
+// statement. $1 version id, $2 namespace, $3 package, $4 version,
+// $5 package_json, $6 file id, $7 file name, $8 attachment, $9 sha256,
+// $10/$11 tag ids/names, $12 tarball size, $13 repository id,
+// $14 package created, $15 delta ids.
+const npmPublishSQL = `
+WITH v AS (
+	INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json)
+	VALUES ($1, $2, $3, $4, $5)
+	RETURNING id, created_at
+), f AS (
+	INSERT INTO npm_files (id, namespace_id, npm_version_id, file_name, blob_storage_attachment_id, blob_sha256)
+	SELECT $6, $2, v.id, $7, $8, $9 FROM v
+), t AS (
+	INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
+	SELECT u.id, $2, $3, v.id, u.name FROM v, unnest($10::uuid[], $11::text[]) AS u(id, name)
+	ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
+	RETURNING (t.id = ANY($10::uuid[])) AS inserted
+), e AS (
+	UPDATE npm_metadata_files SET expires_at = now()
+	WHERE namespace_id = $2 AND npm_package_id = $3 AND expires_at > now()
+), d AS (
+	INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta)
+	SELECT ($15::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
+	FROM (VALUES
+		(1, 8::smallint, $3::uuid, 3::smallint, 1::bigint),               -- npm_packages.versions_count
+		(2, 8, $3, 4, (SELECT count(*) FROM t WHERE inserted)),           -- npm_packages.tags_count
+		(3, 9, $1, 2, $12::bigint),                                       -- npm_versions.size_bytes
+		(4, 0, $13::uuid, 2, $12),                                        -- repositories.size_bytes
+		(5, 0, $13, 0, CASE WHEN $14::boolean THEN 1 ELSE 0 END),         -- repositories.artifacts_count
+		(6, 1, $2, 6, 1)                                                  -- namespace_statistics.components_count
+	) AS x(n, target, target_id, field, delta)
+	WHERE x.delta <> 0 AND EXISTS (SELECT 1 FROM v)
+)
+SELECT v.id, v.created_at FROM v`
+
+// NpmPublish publishes one version: the tarball goes through the blob layer
+// (upload, dedup commit), then one foreground transaction locks (or
+// creates) the package row, attaches the blob, and writes the version, its
+// file, its dist-tags, the cache expiry and the counters, and runs the hook.
+// A failure leaves no format row (the blob row, if it was new, is left
+// unattached for the collector). Errors: ErrNpmVersionExists,
+// ErrNpmVersionUnpublished, ErrNpmLimit, ErrNpmInvalid, ErrRetryable.
+func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
+	if err := ValidateNpmPackageJSON(in.PackageJSON); err != nil {
+		return nil, err
+	}
+	tags := slices.Clone(in.Tags)
+	slices.Sort(tags)
+	tags = slices.Compact(tags)
+
+	// Pre-check: refuse before any byte is stored.
+	var (
+		exists, existed       bool
+		buffered, active, tcs int64
+		hasLatest             bool
+	)
+	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
+		Scan(&exists, &existed, &buffered, &active, &tcs, &hasLatest)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm publish check: %w", err))
+	}
+	switch {
+	case exists:
+		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+	case existed:
+		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
+	case max(buffered, active) >= MaxNpmVersionsPerPackage:
+		return nil, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
+			ErrNpmLimit, in.Name, max(buffered, active), MaxNpmVersionsPerPackage)
+	}
+	if !hasLatest && !slices.Contains(tags, "latest") {
+		tags = append(tags, "latest")
+	}
+	if tcs+int64(len(tags)) > MaxNpmTagsPerPackage {
+		return nil, fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d",
+			ErrNpmLimit, in.Name, tcs+int64(len(tags)), MaxNpmTagsPerPackage)
+	}
+
+	// The bytes: two-phase upload and dedup commit of the blob layer.
+	sum := sha256.Sum256(in.Tarball)
+	sha1 := in.SHA1
+	committed, err := s.PutBlob(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+		bytes.NewReader(in.Tarball), Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
+	if err != nil {
+		return nil, fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
+	}
+
+	res := &NpmPublishResult{BlobCreated: committed.Created, Tags: tags}
+	err = s.npmTx(ctx, func(tx pgx.Tx) error {
+		pkgID, created, err := lockOrCreateNpmPackage(ctx, tx, repo, in.Name)
+		if err != nil {
+			return err
+		}
+		att, err := s.Attach(ctx, tx, repo.NamespaceID, [][32]byte{sum})
+		if err != nil {
+			return err
+		}
+		versionID, fileID := newNpmID(), newNpmID()
+		tagIDs := newNpmIDs(len(tags))
+		err = tx.QueryRow(ctx, npmPublishSQL,
+			versionID, repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
+			fileID, in.FileName, att[0].ID, sum[:],
+			tagIDs, tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
+		).Scan(&res.VersionID, &res.CreatedAt)
+		if err != nil {
+			if isPgCode(err, pgUniqueViolationNpm, "npm_versions_active_version_key") {
+				return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+			}
+			return fmt.Errorf("store: npm publish %s@%s: %w", in.Name, in.Version, err)
+		}
+		res.Package = NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, PackageID: pkgID, Name: in.Name}
+		res.PackageCreated = created
+		if in.Hook != nil {
+			if err := in.Hook(ctx, tx, res.Package); err != nil {
+				return fmt.Errorf("store: npm publish hook: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// pgUniqueViolationNpm is 23505 (unique_violation).
+const pgUniqueViolationNpm = "23505"
+
+// lockOrCreateNpmPackage returns the active package row of a name, locked
+// FOR SHARE (writers share it; a metadata rebuild's swap takes FOR NO KEY
+// UPDATE and so waits for them), inserting it on first publish.
+func lockOrCreateNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name string) (uuid.UUID, bool, error) {
+	for range 3 {
+		id, err := lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
+		if err == nil {
+			return id, false, nil
+		}
+		if !errors.Is(err, ErrNpmPackageUnknown) {
+			return uuid.Nil, false, err
+		}
+		var scope *string
+		if sc, _, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(sc, "@") {
+			sc = sc[1:]
+			scope = &sc
+		}
+		err = tx.QueryRow(ctx, `
+			INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, scope)
+			VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (namespace_id, npm_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
+			RETURNING id`, newNpmID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
+		if err == nil {
+			return id, true, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return uuid.Nil, false, fmt.Errorf("store: npm package %s: %w", name, err)
+		}
+		// A concurrent first publish inserted it: lock that row.
+	}
+	return uuid.Nil, false, errNpmRetry
+}
+
+// lockNpmPackage locks the active package row of a name (lock: "FOR SHARE"
+// or "FOR NO KEY UPDATE"); ErrNpmPackageUnknown when there is none.
+func lockNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name, lock string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := tx.QueryRow(ctx, `
+		SELECT id FROM npm_packages
+		WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL `+lock,
+		repo.NamespaceID, repo.NpmRepositoryID, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fmt.Errorf("%w: %s", ErrNpmPackageUnknown, name)
+	}
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: lock npm package %s: %w", name, err)
+	}
+	return id, nil
+}
+
+// npmMetadataKinds are the kinds of npm_metadata_files, in kind order.
+var npmMetadataKinds = []enum.NpmMetadataKind{enum.NpmMetadataFull, enum.NpmMetadataDistTags, enum.NpmMetadataAbbreviated}

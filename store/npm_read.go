@@ -1,0 +1,173 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// NpmTarball is a tarball of an active version with its blob row.
+type NpmTarball struct {
+	Package   NpmPackageRef
+	VersionID uuid.UUID
+	Blob      Blob
+}
+
+// npmTarballSQL joins package, version, file and blob (AP1: the file row
+// joins its blob row on (namespace_id, sha256)).
+const npmTarballSQL = `
+SELECT p.id, v.id, ` + BlobColumns + `
+FROM npm_packages p
+JOIN npm_versions v
+  ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4 AND v.soft_deleted_at IS NULL
+JOIN npm_files f
+  ON f.namespace_id = $1 AND f.npm_version_id = v.id AND f.file_name = $5 AND f.soft_deleted_at IS NULL
+` + `JOIN blob_storage_blobs b ON b.namespace_id = f.namespace_id AND b.sha256 = f.blob_sha256` + `
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
+
+// NpmTarball finds the tarball fileName of name@version. ErrNpmFileUnknown
+// when the package, the version or the file is not active.
+func (s *Store) NpmTarball(ctx context.Context, repo *NpmRepository, name, version, fileName string) (*NpmTarball, error) {
+	t := &NpmTarball{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
+	dest, finish := ScanBlobInto(&t.Blob)
+	err := s.pool.QueryRow(ctx, npmTarballSQL, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
+		Scan(append([]any{&t.Package.PackageID, &t.VersionID}, dest...)...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s", ErrNpmFileUnknown, fileName)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm tarball %s: %w", fileName, err))
+	}
+	if err := finish(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// NpmDownload is one tarball download, for the buffered counters.
+type NpmDownload struct {
+	NamespaceID  uuid.UUID
+	RepositoryID uuid.UUID
+	PackageID    uuid.UUID
+	VersionID    uuid.UUID
+	At           time.Time
+}
+
+// RecordNpmDownloads appends buffered counter rows for downloads (ADR-007:
+// repositories.downloads_count, npm_packages and npm_versions
+// last_downloaded_at) in one statement; the periodic merge folds them in.
+func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload) error {
+	if len(downloads) == 0 {
+		return nil
+	}
+	n := len(downloads) * 3
+	var (
+		ids     = newNpmIDs(n)
+		nss     = make([]uuid.UUID, 0, n)
+		targets = make([]int16, 0, n)
+		tids    = make([]uuid.UUID, 0, n)
+		fields  = make([]int16, 0, n)
+		deltas  = make([]*int64, 0, n)
+		ats     = make([]*time.Time, 0, n)
+	)
+	one := int64(1)
+	for _, d := range downloads {
+		at := d.At
+		nss = append(nss, d.NamespaceID, d.NamespaceID, d.NamespaceID)
+		targets = append(targets, int16(enum.CounterTargetRepository), int16(enum.CounterTargetNpmPackage), int16(enum.CounterTargetNpmVersion))
+		tids = append(tids, d.RepositoryID, d.PackageID, d.VersionID)
+		fields = append(fields, int16(enum.CounterFieldDownloadsCount), int16(enum.CounterFieldLastDownloadedAt), int16(enum.CounterFieldLastDownloadedAt))
+		deltas = append(deltas, &one, nil, nil)
+		ats = append(ats, nil, &at, &at)
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`,
+		ids, nss, targets, tids, fields, deltas, ats)
+	if err != nil {
+		return mapErr(fmt.Errorf("store: npm downloads: %w", err))
+	}
+	return nil
+}
+
+// NpmSearchHit is one package found by NpmSearch (its latest version).
+type NpmSearchHit struct {
+	Name        string
+	Version     string
+	Description string
+	Keywords    []string
+	Date        time.Time
+	Publisher   string
+}
+
+// npmSearchSQL matches every term (ILIKE patterns, AND) against the name,
+// the description and the keywords of each active package's latest
+// version, exact name matches first. The npm search API pages with
+// from/size; both are bounded by the caller.
+const npmSearchSQL = `
+SELECT p.name, v.version, coalesce(v.package_json->>'description', ''),
+       CASE WHEN jsonb_typeof(v.package_json->'keywords') = 'array' THEN v.package_json->'keywords' ELSE '[]'::jsonb END,
+       v.created_at, coalesce(v.package_json->'_npmUser'->>'name', ''), count(*) OVER ()
+FROM npm_packages p
+JOIN npm_tags t ON t.namespace_id = $1 AND t.npm_package_id = p.id AND t.name = 'latest'
+JOIN npm_versions v ON v.namespace_id = $1 AND v.id = t.npm_version_id AND v.soft_deleted_at IS NULL
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.soft_deleted_at IS NULL
+  AND NOT EXISTS (
+	SELECT 1 FROM unnest($3::text[]) AS term(pat)
+	WHERE NOT (p.name ILIKE term.pat
+	           OR coalesce(v.package_json->>'description', '') ILIKE term.pat
+	           OR coalesce(v.package_json->>'keywords', '') ILIKE term.pat))
+ORDER BY (p.name = $4) DESC, p.name COLLATE "C"
+LIMIT $5 OFFSET $6`
+
+// NpmSearch searches a repository's active packages: every whitespace
+// separated term must occur (case-insensitively) in the name, description
+// or keywords. It returns up to size hits after from, and the total.
+func (s *Store) NpmSearch(ctx context.Context, repo *NpmRepository, text string, from, size int) ([]NpmSearchHit, int, error) {
+	var pats []string
+	for _, term := range strings.Fields(text) {
+		if k, v, ok := strings.Cut(term, ":"); ok && (k == "keywords" || k == "scope" || k == "author" || k == "maintainer") {
+			term = v
+		} else if ok && (k == "is" || k == "not" || k == "boost-exact") {
+			continue // qualifiers of the npmjs search we do not rank by
+		}
+		if term == "" {
+			continue
+		}
+		r := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+		pats = append(pats, "%"+r.Replace(term)+"%")
+	}
+	if pats == nil {
+		pats = []string{}
+	}
+	rows, err := s.pool.Query(ctx, npmSearchSQL, repo.NamespaceID, repo.NpmRepositoryID, pats, strings.TrimSpace(text), size, from)
+	if err != nil {
+		return nil, 0, mapErr(fmt.Errorf("store: npm search: %w", err))
+	}
+	defer rows.Close()
+	var (
+		hits  []NpmSearchHit
+		total int
+	)
+	for rows.Next() {
+		var h NpmSearchHit
+		var kw []byte
+		if err := rows.Scan(&h.Name, &h.Version, &h.Description, &kw, &h.Date, &h.Publisher, &total); err != nil {
+			return nil, 0, fmt.Errorf("store: npm search: %w", err)
+		}
+		_ = json.Unmarshal(kw, &h.Keywords)
+		hits = append(hits, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, mapErr(fmt.Errorf("store: npm search: %w", err))
+	}
+	return hits, total, nil
+}
