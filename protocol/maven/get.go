@@ -1,0 +1,190 @@
+package maven
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// get serves GET and HEAD of a file, a metadata document or a checksum
+// sidecar.
+func (h *handler) get(w http.ResponseWriter, r *http.Request, t *store.MavenTarget, q *request) error {
+	ctx := r.Context()
+	f, content, err := h.find(ctx, t, q.ref)
+	if err != nil {
+		return err
+	}
+	if q.checksum != "" {
+		var sum string
+		if f != nil {
+			var ok bool
+			if sum, ok = f.Checksums.Hex(q.checksum); !ok {
+				return newErr(http.StatusNotFound, "no %s checksum stored for %s", q.checksum, q.ref)
+			}
+		} else {
+			sum = checksumOf(q.checksum, content)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", cacheControl(q))
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader([]byte(sum)))
+		return nil
+	}
+	hdr := w.Header()
+	hdr.Set("Content-Type", contentType(q.ref.FileName))
+	hdr.Set("Cache-Control", cacheControl(q))
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	if f == nil {
+		// Metadata rendered on the fly (no stored document yet).
+		hdr.Set("ETag", `"`+checksumOf(store.MavenSHA1, content)+`"`)
+		hdr.Set("X-Checksum-Sha1", checksumOf(store.MavenSHA1, content))
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
+		return nil
+	}
+	sha1hex, _ := f.Checksums.Hex(store.MavenSHA1)
+	hdr.Set("ETag", `"`+sha1hex+`"`)
+	hdr.Set("X-Checksum-Sha1", sha1hex)
+	if md5hex, ok := f.Checksums.Hex(store.MavenMD5); ok {
+		hdr.Set("X-Checksum-Md5", md5hex)
+	}
+	sha256hex, _ := f.Checksums.Hex(store.MavenSHA256)
+	hdr.Set("X-Checksum-Sha256", sha256hex)
+	br := &blobReader{ctx: ctx, st: h.st, blob: &f.Blob}
+	defer br.Close()
+	if r.Method == http.MethodGet {
+		// Open before any header is written, so a missing object is an
+		// error response and not a truncated body.
+		if err := br.open(0); err != nil {
+			return err
+		}
+	}
+	http.ServeContent(w, r, "", time.Time{}, br)
+	return nil
+}
+
+// find looks a file up: the stored row, or for metadata with no stored
+// document the rendered bytes, or for a non-timestamped SNAPSHOT file
+// name the latest timestamped build.
+func (h *handler) find(ctx context.Context, t *store.MavenTarget, ref store.MavenFileRef) (*store.MavenFile, []byte, error) {
+	f, err := h.st.MavenFile(ctx, t, ref)
+	if err == nil || !errors.Is(err, store.ErrMavenNotFound) {
+		return f, nil, err
+	}
+	if ref.FileName == store.MavenMetadataFile {
+		content, err := h.st.RenderMavenMetadata(ctx, t, ref)
+		return nil, content, err
+	}
+	if store.IsMavenSnapshotVersion(ref.Version) {
+		name, rerr := h.st.ResolveMavenSnapshotFile(ctx, t, ref)
+		if rerr != nil {
+			return nil, nil, err
+		}
+		ref.FileName = name
+		f, err := h.st.MavenFile(ctx, t, ref)
+		return f, nil, err
+	}
+	return nil, nil, err
+}
+
+// cacheControl: release files never change; metadata and SNAPSHOT files
+// do.
+func cacheControl(q *request) string {
+	if q.isMetadata() || store.IsMavenSnapshotVersion(q.ref.Version) {
+		return "no-cache"
+	}
+	return "public, max-age=31536000, immutable"
+}
+
+func checksumOf(alg store.MavenChecksumAlgorithm, b []byte) string {
+	switch alg {
+	case store.MavenMD5:
+		s := md5.Sum(b)
+		return hex.EncodeToString(s[:])
+	case store.MavenSHA1:
+		s := sha1.Sum(b)
+		return hex.EncodeToString(s[:])
+	case store.MavenSHA256:
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	case store.MavenSHA512:
+		s := sha512.Sum512(b)
+		return hex.EncodeToString(s[:])
+	}
+	return ""
+}
+
+// blobReader is an io.ReadSeeker over a blob for http.ServeContent (Range
+// requests): Seek only moves the offset; Read (re)opens the object at the
+// offset when the open reader is elsewhere.
+type blobReader struct {
+	ctx   context.Context
+	st    *store.Store
+	blob  *store.Blob
+	off   int64
+	rc    io.ReadCloser
+	rcOff int64
+}
+
+func (b *blobReader) open(off int64) error {
+	if b.rc != nil {
+		_ = b.rc.Close()
+		b.rc = nil
+	}
+	rc, err := b.st.OpenBlobObject(b.ctx, b.blob, off, -1)
+	if err != nil {
+		return err
+	}
+	b.rc, b.rcOff = rc, off
+	return nil
+}
+
+func (b *blobReader) Read(p []byte) (int, error) {
+	if b.off >= b.blob.Size {
+		return 0, io.EOF
+	}
+	if b.rc == nil || b.rcOff != b.off {
+		if err := b.open(b.off); err != nil {
+			return 0, err
+		}
+	}
+	n, err := b.rc.Read(p)
+	b.off += int64(n)
+	b.rcOff += int64(n)
+	return n, err
+}
+
+func (b *blobReader) Seek(offset int64, whence int) (int64, error) {
+	var abs int64
+	switch whence {
+	case io.SeekStart:
+		abs = offset
+	case io.SeekCurrent:
+		abs = b.off + offset
+	case io.SeekEnd:
+		abs = b.blob.Size + offset
+	default:
+		return 0, fmt.Errorf("blobReader: bad whence %d", whence)
+	}
+	if abs < 0 {
+		return 0, errors.New("blobReader: negative position")
+	}
+	b.off = abs
+	return abs, nil
+}
+
+func (b *blobReader) Close() error {
+	if b.rc != nil {
+		return b.rc.Close()
+	}
+	return nil
+}

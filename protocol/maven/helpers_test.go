@@ -1,0 +1,226 @@
+package maven
+
+import (
+	"bytes"
+	"context"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+const testToken = "test-admin-token"
+
+// testServer is a real registry (database, file bucket, HTTP on a loopback
+// port) with the Maven surface mounted.
+type testServer struct {
+	URL   string
+	Store *store.Store
+	srv   *httptest.Server
+}
+
+type serverOpts struct {
+	// rootRouter mounts on the production root router (internal/httpserver,
+	// which cleans paths with a 301) instead of the standalone Handler.
+	rootRouter bool
+	maven      Options
+}
+
+func newTestServer(t testing.TB, so ...serverOpts) *testServer {
+	t.Helper()
+	var o serverOpts
+	if len(so) > 0 {
+		o = so[0]
+	}
+	ctx := context.Background()
+	pool := testdb.New(t)
+	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = objs.Close() })
+	st := store.New(pool, objs, store.Options{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("MAVEN_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	mo := o.maven
+	if mo.AdminToken == "" {
+		mo.AdminToken = testToken
+	}
+	mo.Logger = log
+	var h http.Handler
+	if o.rootRouter {
+		hs := httpserver.New(httpserver.Options{Logger: log})
+		Mount(hs.Router(), st, mo)
+		h = hs.Handler()
+	} else {
+		h = Handler(st, mo)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &testServer{URL: srv.URL, Store: st, srv: srv}
+}
+
+// repo creates a namespace (if needed) and a hosted repository.
+func (s *testServer) repo(t testing.TB, ns, name string, format enum.Format, vis enum.Visibility) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.Store.NamespaceBySlug(ctx, ns); err != nil {
+		if _, err := s.Store.CreateNamespace(ctx, ns); err != nil {
+			t.Fatalf("create namespace %s: %v", ns, err)
+		}
+	}
+	if _, err := s.Store.CreateRepository(ctx, store.NewRepository{Namespace: ns, Name: name, Format: format,
+		Kind: enum.KindHosted, Visibility: vis}); err != nil {
+		t.Fatalf("create repository %s/%s: %v", ns, name, err)
+	}
+}
+
+type result struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// do sends a request (admin Basic auth unless auth is false) and reads the
+// whole response.
+func (s *testServer) do(t testing.TB, method, path string, body []byte, auth bool, hdr ...string) result {
+	t.Helper()
+	u := path
+	if !strings.HasPrefix(path, "http") {
+		u = s.URL + path
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if auth {
+		req.SetBasicAuth("deployer", testToken)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return result{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+func (s *testServer) put(t testing.TB, path string, body []byte, want int) result {
+	t.Helper()
+	r := s.do(t, http.MethodPut, path, body, true)
+	if r.status != want {
+		t.Fatalf("PUT %s: %d %q, want %d", path, r.status, r.body, want)
+	}
+	return r
+}
+
+func (s *testServer) get(t testing.TB, path string, want int) result {
+	t.Helper()
+	r := s.do(t, http.MethodGet, path, nil, true)
+	if r.status != want {
+		t.Fatalf("GET %s: %d %q, want %d", path, r.status, r.body, want)
+	}
+	return r
+}
+
+// deployFile PUTs a file and its .sha1 and .md5, as mvn does.
+func (s *testServer) deployFile(t testing.TB, path string, body []byte) {
+	t.Helper()
+	s.put(t, path, body, http.StatusCreated)
+	s.put(t, path+".sha1", []byte(hexSum("sha1", body)), http.StatusOK)
+	s.put(t, path+".md5", []byte(hexSum("md5", body)), http.StatusOK)
+}
+
+func hexSum(alg string, b []byte) string {
+	switch alg {
+	case "md5":
+		s := md5.Sum(b)
+		return hex.EncodeToString(s[:])
+	case "sha1":
+		s := sha1.Sum(b)
+		return hex.EncodeToString(s[:])
+	case "sha256":
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	case "sha512":
+		s := sha512.Sum512(b)
+		return hex.EncodeToString(s[:])
+	}
+	panic(alg)
+}
+
+// checkInvariants asserts the blob-protocol invariants for Maven rows:
+// every active or trashed maven_files row owns exactly one attachment
+// (same digest), no attachment is left without its row, no upload session
+// is left behind, and each version's size_bytes is the sum of its files.
+func (s *testServer) checkInvariants(t testing.TB) {
+	t.Helper()
+	ctx := context.Background()
+	var n int64
+	q := func(sql string) int64 {
+		t.Helper()
+		if err := s.Store.Pool().QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+	if c := q(`SELECT count(*) FROM maven_files f LEFT JOIN blob_storage_attachments a
+		ON a.namespace_id = f.namespace_id AND a.id = f.blob_storage_attachment_id AND a.sha256 = f.blob_sha256
+		WHERE a.id IS NULL`); c != 0 {
+		t.Errorf("%d maven_files rows without their attachment", c)
+	}
+	if c := q(`SELECT (SELECT count(*) FROM blob_storage_attachments) - (SELECT count(*) FROM maven_files)`); c != 0 {
+		t.Errorf("%d attachments more than maven_files rows", c)
+	}
+	if c := q(`SELECT count(*) FROM upload_sessions`); c != 0 {
+		t.Errorf("%d upload sessions left behind", c)
+	}
+	if c := q(`SELECT count(*) FROM maven_versions v WHERE v.size_bytes <> COALESCE((
+		SELECT sum(b.size) FROM maven_files f JOIN blob_storage_blobs b ON b.namespace_id = f.namespace_id AND b.sha256 = f.blob_sha256
+		WHERE f.namespace_id = v.namespace_id AND f.maven_version_id = v.id AND f.soft_deleted_at IS NULL), 0)`); c != 0 {
+		t.Errorf("%d versions whose size_bytes is not the sum of their files", c)
+	}
+	if c := q(`SELECT count(*) FROM blob_storage_blobs b WHERE NOT EXISTS (
+		SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = b.namespace_id AND a.sha256 = b.sha256)
+		AND NOT EXISTS (SELECT 1 FROM gc_blob_review_queue g WHERE g.namespace_id = b.namespace_id AND g.sha256 = b.sha256)`); c != 0 {
+		t.Logf("%d blob rows with neither an attachment nor a GC candidate (committed but never attached)", c)
+	}
+}
+
+func (s *testServer) count(t testing.TB, sql string) int64 {
+	t.Helper()
+	var n int64
+	if err := s.Store.Pool().QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}

@@ -1,0 +1,345 @@
+package store
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// MavenPut describes a version file upload.
+type MavenPut struct {
+	MavenFileRef
+	// Size is the announced length (Content-Length); < 0: not announced.
+	Size int64
+	// Expect holds checksums the client announced for the bytes (lowercase
+	// hex by algorithm, e.g. from X-Checksum-Sha1 headers). A mismatch
+	// refuses the upload before anything is stored.
+	Expect map[MavenChecksumAlgorithm]string
+	// AllowRedeploy lets a release file be replaced by different bytes
+	// (releases are immutable by default).
+	AllowRedeploy bool
+}
+
+// MavenPutResult reports a stored version file.
+type MavenPutResult struct {
+	File MavenFile
+	// Created: no file of that name existed (201). False: the same bytes
+	// were already stored (idempotent re-deploy) or, with Replaced, a
+	// SNAPSHOT (or redeployable release) file got new bytes.
+	Created  bool
+	Replaced bool
+	// VersionCreated: this upload created the version.
+	VersionCreated bool
+}
+
+// errMavenRace asks a write loop to run its transaction again.
+var errMavenRace = errors.New("store: concurrent Maven write, retrying")
+
+// mavenTx runs fn in a foreground transaction, again (up to three times)
+// when fn reports errMavenRace.
+func (s *Store) mavenTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range 3 {
+		err = s.WithTx(ctx, fn)
+		if !errors.Is(err, errMavenRace) {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", ErrRetryable, err)
+}
+
+// ensureMavenPackage returns the id of the active package, creating it on
+// first upload, and holds its row lock (FOR NO KEY UPDATE: writers of one
+// package queue here; foreign-key checks of new versions and files are not
+// blocked).
+func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID, artifactID string) (uuid.UUID, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: maven package id: %w", err)
+	}
+	var got uuid.UUID
+	err = tx.QueryRow(ctx, `
+		INSERT INTO maven_packages (id, namespace_id, maven_repository_id, group_id, artifact_id)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (namespace_id, maven_repository_id, group_id, artifact_id) WHERE soft_deleted_at IS NULL DO NOTHING
+		RETURNING id`, id, t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, `
+			SELECT id FROM maven_packages
+			WHERE namespace_id = $1 AND maven_repository_id = $2 AND group_id = $3 AND artifact_id = $4
+			  AND soft_deleted_at IS NULL
+			FOR NO KEY UPDATE`, t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&got)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return uuid.Nil, errMavenRace // soft-deleted between the two statements
+		}
+	}
+	if err != nil {
+		return uuid.Nil, mapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
+	}
+	return got, nil
+}
+
+// ensureMavenVersion returns the id of the active version, creating it on
+// its first file (the caller holds the package lock).
+func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, version string) (uuid.UUID, bool, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("store: maven version id: %w", err)
+	}
+	var got uuid.UUID
+	err = tx.QueryRow(ctx, `
+		INSERT INTO maven_versions (id, namespace_id, maven_package_id, version)
+		VALUES ($1, $2, $3, $4)
+		ON CONFLICT (namespace_id, maven_package_id, version) WHERE soft_deleted_at IS NULL DO NOTHING
+		RETURNING id`, id, nsID, pkgID, version).Scan(&got)
+	if err == nil {
+		return got, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven version %s: %w", version, err))
+	}
+	err = tx.QueryRow(ctx, `
+		SELECT id FROM maven_versions
+		WHERE namespace_id = $1 AND maven_package_id = $2 AND version = $3 AND soft_deleted_at IS NULL`,
+		nsID, pkgID, version).Scan(&got)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, errMavenRace
+	}
+	if err != nil {
+		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven version %s: %w", version, err))
+	}
+	return got, false, nil
+}
+
+// PutMavenFile stores a version file (jar, pom, sources, classifier, any
+// extension; not maven-metadata.xml and not a checksum sidecar).
+//
+// The bytes are read once: they stream into an upload session while md5,
+// sha1, sha256 and sha512 are computed on the way (sha512 and sha1 are
+// NOT NULL in maven_files), and are committed as a deduplicated blob. Then
+// one transaction creates the package and version on first use (package
+// row locked), and inserts the file row with its attachment. A release
+// file that exists with other bytes is refused (ErrMavenReleaseExists)
+// unless AllowRedeploy; identical bytes are an idempotent success. A
+// SNAPSHOT version's files may be replaced. Nothing is written when the
+// bytes do not match in.Expect or in.Size.
+//
+// A new version refreshes the package's maven-metadata.xml.
+func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r io.Reader) (*MavenPutResult, error) {
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	if in.FileName == MavenMetadataFile {
+		return nil, fmt.Errorf("%w: %s is uploaded with PutMavenMetadata", ErrMavenInvalid, MavenMetadataFile)
+	}
+	if _, _, ok := SplitMavenChecksumName(in.FileName); ok {
+		return nil, fmt.Errorf("%w: %s is a checksum: verify it with VerifyMavenChecksum", ErrMavenInvalid, in.FileName)
+	}
+	for alg, want := range in.Expect {
+		if _, err := ParseMavenChecksumBody(alg, []byte(want)); err != nil {
+			return nil, err
+		}
+	}
+	snapshot := IsMavenSnapshotVersion(in.Version)
+	if !snapshot && !in.AllowRedeploy {
+		// A release file that is already stored with another size or
+		// another announced checksum is a conflict: refuse it before its
+		// bytes are read (the client then never sends them after
+		// "Expect: 100-continue").
+		cur, err := s.MavenFile(ctx, t, in.MavenFileRef)
+		switch {
+		case err == nil:
+			if in.Size >= 0 && in.Size != cur.Blob.Size {
+				return nil, fmt.Errorf("%w: %s (stored with %d bytes, upload has %d)", ErrMavenReleaseExists, in.MavenFileRef, cur.Blob.Size, in.Size)
+			}
+			for alg, want := range in.Expect {
+				if have, ok := cur.Checksums.Hex(alg); ok && have != want {
+					return nil, fmt.Errorf("%w: %s (stored %s %s, upload announces %s)", ErrMavenReleaseExists, in.MavenFileRef, alg, have, want)
+				}
+			}
+		case !errors.Is(err, ErrMavenNotFound):
+			return nil, err
+		}
+	}
+	sums, err := s.streamMavenBlob(ctx, t, in, r)
+	if err != nil {
+		return nil, err
+	}
+	var res *MavenPutResult
+	err = s.mavenTx(ctx, func(tx pgx.Tx) error {
+		res = &MavenPutResult{}
+		pkgID, err := ensureMavenPackage(ctx, tx, t, in.GroupID, in.ArtifactID)
+		if err != nil {
+			return err
+		}
+		versionID, created, err := ensureMavenVersion(ctx, tx, t.NamespaceID, pkgID, in.Version)
+		if err != nil {
+			return err
+		}
+		res.VersionCreated = created
+		cur, err := currentMavenFile(ctx, tx, t.NamespaceID, `f.maven_version_id = $2`, versionID, in.FileName, "FOR UPDATE OF f")
+		if err != nil {
+			return err
+		}
+		res.File = MavenFile{PackageID: pkgID, VersionID: &versionID, FileName: in.FileName, Checksums: sums.checksums()}
+		if cur != nil && cur.sha256 == sums.SHA256 {
+			res.File.ID = cur.id
+			return nil // the same bytes again: idempotent
+		}
+		if cur != nil && !snapshot && !in.AllowRedeploy {
+			return fmt.Errorf("%w: %s", ErrMavenReleaseExists, in.MavenFileRef)
+		}
+		res.Created, res.Replaced = cur == nil, cur != nil
+		res.File.ID, err = s.installMavenFile(ctx, tx, t, pkgID, &versionID, in.FileName, sums, cur)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	blob, err := s.StatBlob(ctx, t.NamespaceID, sums.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	res.File.Blob = *blob
+	if res.VersionCreated {
+		if _, err := s.refreshMavenMetadata(ctx, t, mavenMetadataScope{
+			pkgID: res.File.PackageID, groupID: in.GroupID, artifactID: in.ArtifactID,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// streamMavenBlob reads the body once into an upload session, hashing it
+// on the way, checks it against the announced size and checksums, and
+// commits it as a blob. On any failure the session is cancelled: nothing
+// stays behind.
+func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut, r io.Reader) (mavenSums, error) {
+	u, err := s.StartUpload(ctx, t.NamespaceID, t.RepositoryID, UploadMonolithic)
+	if err != nil {
+		return mavenSums{}, err
+	}
+	ref := u.Ref()
+	cancel := func(err error) (mavenSums, error) {
+		if cerr := s.CancelUpload(context.WithoutCancel(ctx), ref); cerr != nil && !errors.Is(cerr, ErrUploadUnknown) {
+			return mavenSums{}, errors.Join(err, cerr)
+		}
+		return mavenSums{}, err
+	}
+	h := newMavenHashes()
+	if _, err := s.AppendUpload(ctx, ref, 0, io.TeeReader(r, h)); err != nil {
+		return cancel(err)
+	}
+	sums := h.sums()
+	if in.Size >= 0 && sums.Size != in.Size {
+		return cancel(fmt.Errorf("%w: received %d bytes, announced %d", ErrSizeMismatch, sums.Size, in.Size))
+	}
+	got := sums.checksums()
+	for alg, want := range in.Expect {
+		have, _ := got.Hex(alg)
+		if subtle.ConstantTimeCompare([]byte(have), []byte(want)) != 1 {
+			return cancel(fmt.Errorf("%w: %s of %s is %s, the client announced %s", ErrMavenChecksumMismatch, alg, in.FileName, have, want))
+		}
+	}
+	if _, err := s.CommitUpload(ctx, ref, nil, Expected{SHA256: sums.SHA256, Size: sums.Size}); err != nil {
+		return mavenSums{}, err // CommitUpload deletes the session on a verification failure
+	}
+	return sums, nil
+}
+
+// VerifyMavenChecksum answers the upload of a checksum sidecar of a stored
+// file: nothing is stored (sidecars are served from the file's columns);
+// a value that differs from the stored file's checksum is refused with
+// ErrMavenChecksumMismatch, and ErrMavenNothingToDescribe when the file
+// does not exist. Sidecars of maven-metadata.xml describe the client's
+// document, which the server replaces by its own: they are accepted
+// without comparison.
+func (s *Store) VerifyMavenChecksum(ctx context.Context, t *MavenTarget, ref MavenFileRef, alg MavenChecksumAlgorithm, value string) error {
+	if err := ref.Validate(); err != nil {
+		return err
+	}
+	want, err := ParseMavenChecksumBody(alg, []byte(value))
+	if err != nil {
+		return err
+	}
+	if ref.FileName == MavenMetadataFile {
+		return nil
+	}
+	f, err := s.MavenFile(ctx, t, ref)
+	if errors.Is(err, ErrMavenNotFound) {
+		return fmt.Errorf("%w: %s is not stored (upload the file before its checksum)", ErrMavenNothingToDescribe, ref)
+	}
+	if err != nil {
+		return err
+	}
+	have, ok := f.Checksums.Hex(alg)
+	if !ok {
+		return fmt.Errorf("%w: %s has no stored %s", ErrMavenNothingToDescribe, ref, alg)
+	}
+	if have != want {
+		return fmt.Errorf("%w: %s of %s is %s, the upload says %s", ErrMavenChecksumMismatch, alg, ref, have, want)
+	}
+	return nil
+}
+
+// PutMavenMetadata answers the upload of a maven-metadata.xml (package
+// level, ref.Version == "", or SNAPSHOT version level). The client's
+// document is parsed and checked against the path (ErrMavenInvalid), then
+// discarded: the server refreshes its own document from the stored rows,
+// which keeps every committed version even when deploys race. It reports
+// whether the server document was created by this call.
+// ErrMavenNothingToDescribe when the package or version holds nothing.
+// Group-level plugin metadata (plugins, no artifactId) is accepted and
+// ignored.
+func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenFileRef, body io.Reader) (bool, error) {
+	ref.FileName = MavenMetadataFile
+	if err := ref.Validate(); err != nil {
+		return false, err
+	}
+	doc, err := ParseMavenMetadata(body)
+	if err != nil {
+		return false, err
+	}
+	if ref.Version == "" && doc.IsGroupLevel() {
+		return false, nil
+	}
+	switch {
+	case doc.ArtifactID != ref.ArtifactID:
+		return false, fmt.Errorf("%w: the document describes artifactId %q, the path %q", ErrMavenInvalid, doc.ArtifactID, ref.ArtifactID)
+	case doc.GroupID != "" && doc.GroupID != ref.GroupID:
+		return false, fmt.Errorf("%w: the document describes groupId %q, the path %q", ErrMavenInvalid, doc.GroupID, ref.GroupID)
+	case ref.Version != "" && doc.Version != "" && doc.Version != ref.Version:
+		return false, fmt.Errorf("%w: the document describes version %q, the path %q", ErrMavenInvalid, doc.Version, ref.Version)
+	}
+	if doc.Versioning != nil {
+		for _, v := range doc.Versioning.Versions {
+			if err := ValidateMavenVersion(v); err != nil {
+				return false, err
+			}
+		}
+	}
+	m := mavenMetadataScope{groupID: ref.GroupID, artifactID: ref.ArtifactID, version: ref.Version}
+	if ref.Version == "" {
+		m.pkgID, err = s.mavenPackageID(ctx, t, ref.GroupID, ref.ArtifactID)
+	} else {
+		if !IsMavenSnapshotVersion(ref.Version) {
+			return false, fmt.Errorf("%w: only SNAPSHOT versions have a version-level %s", ErrMavenInvalid, MavenMetadataFile)
+		}
+		var versionID uuid.UUID
+		m.pkgID, versionID, err = s.mavenVersionID(ctx, t, ref.GroupID, ref.ArtifactID, ref.Version)
+		m.versionID = &versionID
+	}
+	if errors.Is(err, ErrMavenNotFound) {
+		return false, fmt.Errorf("%w: %s (upload the artifacts before the metadata)", ErrMavenNothingToDescribe, err)
+	}
+	if err != nil {
+		return false, err
+	}
+	return s.refreshMavenMetadata(ctx, t, m)
+}
