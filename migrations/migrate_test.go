@@ -1,0 +1,200 @@
+package migrations_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/migrations"
+)
+
+// emptyDatabase creates a database with nothing in it on the test server and
+// returns a pool on it; both are dropped at cleanup.
+func emptyDatabase(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	admin := testdb.New(t) // any database of the server, to run CREATE DATABASE
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := "migrate_" + hex.EncodeToString(b[:])
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE template0"); err != nil {
+		t.Fatalf("create empty database: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	cfg := admin.Config().Copy()
+	cfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // registered last, so it runs before the drop
+	return pool
+}
+
+// snapshot describes every schema object Up creates or touches, one line per
+// object, sorted: relations, columns, constraints, indexes, triggers,
+// functions and sequences of schemas public and partitions, plus the goose
+// version table.
+func snapshot(ctx context.Context, t *testing.T, q db) []string {
+	t.Helper()
+	return queryStrings(ctx, t, q, `
+WITH ns AS (SELECT oid, nspname FROM pg_namespace WHERE nspname IN ('public', 'partitions'))
+SELECT 'rel ' || ns.nspname || '.' || c.relname || ' ' || c.relkind::text || ' ' || c.relispartition::text
+       || COALESCE(' ' || pg_get_expr(c.relpartbound, c.oid), '')
+FROM pg_class c JOIN ns ON ns.oid = c.relnamespace
+UNION ALL
+SELECT 'col ' || ns.nspname || '.' || c.relname || '.' || a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+       || ' ' || a.attnotnull::text || COALESCE(' default ' || pg_get_expr(d.adbin, d.adrelid), '')
+FROM pg_class c JOIN ns ON ns.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+WHERE c.relkind IN ('r', 'p', 'v')
+UNION ALL
+SELECT 'con ' || ns.nspname || '.' || c.relname || ' ' || k.conname || ' ' || pg_get_constraintdef(k.oid)
+FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid JOIN ns ON ns.oid = c.relnamespace
+UNION ALL
+SELECT 'idx ' || pg_get_indexdef(i.indexrelid)
+FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN ns ON ns.oid = c.relnamespace
+UNION ALL
+SELECT 'trg ' || pg_get_triggerdef(tg.oid)
+FROM pg_trigger tg JOIN pg_class c ON c.oid = tg.tgrelid JOIN ns ON ns.oid = c.relnamespace
+WHERE NOT tg.tgisinternal
+UNION ALL
+SELECT 'fn ' || ns.nspname || '.' || p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ') ' || md5(p.prosrc)
+FROM pg_proc p JOIN ns ON ns.oid = p.pronamespace
+UNION ALL
+SELECT 'seq ' || ns.nspname || '.' || c.relname || ' ' || s.seqtypid::regtype
+FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid JOIN ns ON ns.oid = c.relnamespace
+UNION ALL
+SELECT 'schema ' || nspname FROM ns`)
+}
+
+// sqlFiles is the migrations directory's SQL files, the same set that
+// migrations.go embeds, for driving goose Down directly.
+func sqlFiles(t *testing.T) fs.FS {
+	t.Helper()
+	names, err := filepath.Glob("*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("list migrations: %v %v", names, err)
+	}
+	m := fstest.MapFS{}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m[n] = &fstest.MapFile{Data: b}
+	}
+	return m
+}
+
+func diff(a, b []string) (onlyA, onlyB []string) {
+	for _, s := range a {
+		if _, ok := slices.BinarySearch(b, s); !ok {
+			onlyA = append(onlyA, s)
+		}
+	}
+	for _, s := range b {
+		if _, ok := slices.BinarySearch(a, s); !ok {
+			onlyB = append(onlyB, s)
+		}
+	}
+	return onlyA, onlyB
+}
+
+func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
+
+// TestMigrateEmptyDatabase applies migrations.Up to an empty database, checks
+// that everything exists and Check reports nothing pending, that a second Up
+// changes nothing, and (unless -short) that every Down runs and a new Up
+// rebuilds the identical schema.
+func TestMigrateEmptyDatabase(t *testing.T) {
+	ctx := context.Background()
+	pool := emptyDatabase(t)
+
+	start := time.Now()
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("Up on an empty database: %v", err)
+	}
+	t.Logf("migrations.Up on an empty database took %v", time.Since(start).Round(time.Millisecond))
+
+	st, err := migrations.Check(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Current() || len(st.Applied) == 0 {
+		t.Fatalf("after Up: %+v", st)
+	}
+	var partitioned, children int
+	if err := pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM pg_partitioned_table),
+		(SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		  WHERE n.nspname = 'partitions' AND c.relkind = 'r')`).Scan(&partitioned, &children); err != nil {
+		t.Fatal(err)
+	}
+	if children != 64*partitioned || partitioned < 60 {
+		t.Errorf("%d partitioned tables with %d children", partitioned, children)
+	}
+	before := snapshot(ctx, t, pool)
+
+	start = time.Now()
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("second Up: %v", err)
+	}
+	t.Logf("second migrations.Up took %v", time.Since(start).Round(time.Millisecond))
+	after := snapshot(ctx, t, pool)
+	if onlyBefore, onlyAfter := diff(before, after); len(onlyBefore)+len(onlyAfter) > 0 {
+		t.Errorf("second Up changed the schema: removed %v, added %v", first(onlyBefore, 10), first(onlyAfter, 10))
+	}
+
+	if testing.Short() {
+		t.Skip("-short: skipping the Down/Up round trip")
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	if _, err := p.DownTo(ctx, 0); err != nil {
+		t.Fatalf("Down to 0: %v", err)
+	}
+	t.Logf("goose Down of every migration took %v", time.Since(start).Round(time.Millisecond))
+	leftover := queryStrings(ctx, t, pool, `
+SELECT n.nspname || '.' || c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname IN ('public', 'partitions') AND c.relkind IN ('r', 'p', 'S')
+  AND c.relname NOT LIKE 'river%' AND c.relname NOT LIKE 'goose_db_version%'
+UNION ALL
+SELECT 'function ' || p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = 'public' AND p.proname NOT LIKE 'river%'
+UNION ALL
+SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname = 'partitions'`)
+	if len(leftover) > 0 {
+		t.Errorf("left after Down to 0: %v", first(leftover, 20))
+	}
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("Up after Down: %v", err)
+	}
+	again := snapshot(ctx, t, pool)
+	if onlyBefore, onlyAgain := diff(before, again); len(onlyBefore)+len(onlyAgain) > 0 {
+		t.Errorf("Up after Down differs: missing %v, extra %v", first(onlyBefore, 10), first(onlyAgain, 10))
+	}
+}
