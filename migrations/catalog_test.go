@@ -24,6 +24,7 @@ func TestCatalog(t *testing.T) {
 	t.Run("enum checks match store/enum", func(t *testing.T) { checkEnumChecksMatchGo(t, pool) })
 	t.Run("counter delta pairs match store/enum", func(t *testing.T) { checkCounterDeltaPairsMatchGo(t, pool) })
 	t.Run("expected tables", func(t *testing.T) { checkTables(t, pool) })
+	t.Run("partial, expression and covering indexes", func(t *testing.T) { checkIndexes(t, pool) })
 }
 
 // shaPartitioned are the tables ADR-007 (blob layer) and ADR-025 (GC queue)
@@ -437,5 +438,50 @@ WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("tables in public:\n got %v\nwant %v", got, want)
+	}
+}
+
+// checkIndexes spot-checks the index shapes ADR-007 calls out (partial,
+// expression, NULLS FIRST, DESC keyset, INCLUDE) on the parents; children
+// inherit them (the partitioning check covers their presence per child).
+func checkIndexes(t *testing.T, pool *pgxpool.Pool) {
+	want := map[string]string{
+		"namespaces_slug_key":                                   "UNIQUE INDEX namespaces_slug_key ON public.namespaces USING btree (slug)",
+		"namespaces_anchor_unpurged_key":                        "UNIQUE INDEX namespaces_anchor_unpurged_key ON public.namespaces USING btree (platform, entity_type, entity_id) WHERE (purged_at IS NULL)",
+		"namespace_statistics_last_reconciled_at_idx":           "INDEX namespace_statistics_last_reconciled_at_idx ON public.namespace_statistics USING btree (last_reconciled_at, namespace_id)",
+		"repository_collections_one_default_key":                "UNIQUE INDEX repository_collections_one_default_key ON ONLY public.repository_collections USING btree (namespace_id) WHERE (is_default IS TRUE)",
+		"repositories_namespace_id_name_key":                    "UNIQUE INDEX repositories_namespace_id_name_key ON ONLY public.repositories USING btree (namespace_id, name)",
+		"repositories_active_size_bytes_idx":                    "INDEX repositories_active_size_bytes_idx ON ONLY public.repositories USING btree (namespace_id, size_bytes DESC, id DESC) WHERE (soft_deleted_at IS NULL)",
+		"repositories_active_recently_updated_idx":              "INDEX repositories_active_recently_updated_idx ON ONLY public.repositories USING btree (namespace_id, COALESCE(last_updated_at, created_at) DESC, id DESC) WHERE (soft_deleted_at IS NULL)",
+		"repositories_active_format_name_idx":                   "INDEX repositories_active_format_name_idx ON ONLY public.repositories USING btree (namespace_id, format, name) WHERE (soft_deleted_at IS NULL)",
+		"repositories_trash_idx":                                "INDEX repositories_trash_idx ON ONLY public.repositories USING btree (namespace_id, soft_deleted_at DESC) WHERE (soft_deleted_at IS NOT NULL)",
+		"namespace_encryption_keys_one_active_key":              "UNIQUE INDEX namespace_encryption_keys_one_active_key ON ONLY public.namespace_encryption_keys USING btree (namespace_id) WHERE (active = true)",
+		"namespace_encryption_keys_shredded_idx":                "INDEX namespace_encryption_keys_shredded_idx ON ONLY public.namespace_encryption_keys USING btree (namespace_id) WHERE (shredded_at IS NOT NULL)",
+		"namespace_encryption_keys_root_key_uri_live_idx":       "INDEX namespace_encryption_keys_root_key_uri_live_idx ON ONLY public.namespace_encryption_keys USING btree (root_key_uri) WHERE (shredded_at IS NULL)",
+		"blob_storage_blobs_namespace_id_size_idx":              "INDEX blob_storage_blobs_namespace_id_size_idx ON ONLY public.blob_storage_blobs USING btree (namespace_id) INCLUDE (size)",
+		"blob_storage_blobs_by_namespace_pkey":                  "UNIQUE INDEX blob_storage_blobs_by_namespace_pkey ON ONLY public.blob_storage_blobs_by_namespace USING btree (namespace_id, sha256) INCLUDE (size)",
+		"blob_storage_blobs_by_namespace_namespace_id_size_idx": "INDEX blob_storage_blobs_by_namespace_namespace_id_size_idx ON ONLY public.blob_storage_blobs_by_namespace USING btree (namespace_id) INCLUDE (size)",
+		"blob_storage_attachments_namespace_id_sha256_idx":      "INDEX blob_storage_attachments_namespace_id_sha256_idx ON ONLY public.blob_storage_attachments USING btree (namespace_id, sha256)",
+		"upload_sessions_expires_at_idx":                        "INDEX upload_sessions_expires_at_idx ON ONLY public.upload_sessions USING btree (expires_at)",
+		"gc_blob_review_queue_due_idx":                          "INDEX gc_blob_review_queue_due_idx ON ONLY public.gc_blob_review_queue USING btree (review_after) WHERE (excluded_at IS NULL)",
+		"container_images_last_downloaded_at_idx":               "INDEX container_images_last_downloaded_at_idx ON ONLY public.container_images USING btree (namespace_id, container_repository_id, last_downloaded_at NULLS FIRST) WHERE (soft_deleted_at IS NULL)",
+		"container_manifests_created_at_idx":                    "INDEX container_manifests_created_at_idx ON ONLY public.container_manifests USING btree (namespace_id, created_at DESC)",
+		"maven_files_active_version_file_key":                   "UNIQUE INDEX maven_files_active_version_file_key ON ONLY public.maven_files USING btree (namespace_id, maven_version_id, file_name) WHERE ((soft_deleted_at IS NULL) AND (maven_version_id IS NOT NULL))",
+		"maven_files_active_package_file_key":                   "UNIQUE INDEX maven_files_active_package_file_key ON ONLY public.maven_files USING btree (namespace_id, maven_package_id, file_name) WHERE ((soft_deleted_at IS NULL) AND (maven_version_id IS NULL))",
+		"npm_packages_tombstone_name_idx":                       "INDEX npm_packages_tombstone_name_idx ON ONLY public.npm_packages USING btree (namespace_id, npm_repository_id, name) WHERE (soft_deleted_at IS NOT NULL)",
+		"npm_metadata_files_package_kind_key":                   "UNIQUE INDEX npm_metadata_files_package_kind_key ON ONLY public.npm_metadata_files USING btree (namespace_id, npm_package_id, kind)",
+	}
+	ctx := context.Background()
+	for name, def := range want {
+		var got string
+		err := pool.QueryRow(ctx, `SELECT pg_get_indexdef(c.oid) FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relname = $1`, name).Scan(&got)
+		if err != nil {
+			t.Errorf("index %s: %v", name, err)
+			continue
+		}
+		if got != "CREATE "+def {
+			t.Errorf("index %s:\n got %s\nwant CREATE %s", name, got, def)
+		}
 	}
 }
