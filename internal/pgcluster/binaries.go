@@ -88,3 +88,13 @@ func (b binaries) majorVersion() (string, error) {
 	}
 	return m[1], nil
 }
+
+// MajorVersion reports the major version ("15") of the binaries Start
+// would use; callers key caches of data directories on it.
+func MajorVersion() (string, error) {
+	b, err := findBinaries(os.Getenv("PATH"), defaultLibGlob)
+	if err != nil {
+		return "", err
+	}
+	return b.majorVersion()
+}

@@ -53,7 +53,7 @@ type Options struct {
 	Dir    string       // cluster home, e.g. <data-dir>/postgres; created if missing
 	Logger *slog.Logger // may be nil
 	// Fast trades durability for speed, for tests: fsync=off,
-	// synchronous_commit=off, full_page_writes=off, initdb --no-sync.
+	// synchronous_commit=off, full_page_writes=off, wal_recycle=off, initdb --no-sync.
 	Fast bool
 	// StartTimeout bounds Start as a whole (initdb, startup, crash
 	// recovery); zero means 2 minutes.

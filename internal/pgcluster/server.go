@@ -170,6 +170,10 @@ func (c *Cluster) writeConfig() error {
 		setting("fsync", "off")
 		setting("synchronous_commit", "off")
 		setting("full_page_writes", "off")
+		// Delete old WAL segments instead of keeping them for reuse: on
+		// tmpfs reuse saves nothing, and copies of the data directory
+		// (testdb's cache) stay small.
+		setting("wal_recycle", "off")
 	}
 	return c.user.writeFile(filepath.Join(c.dataDir, "pgcluster.conf"), []byte(b.String()))
 }

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,44 +16,73 @@ import (
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
-const (
-	// templateLockKey serializes template builds across test binaries
-	// sharing one server ("testdbtp" in ASCII).
-	templateLockKey int64 = 0x7465737464627470
-	// ownerFile records which process owns a temp cluster dir, so a later
-	// run can clean up after a test binary killed by -timeout.
-	ownerFile  = "owner.pid"
-	tempPrefix = "testdb-"
-)
+// templateLockKey serializes template builds across test binaries sharing
+// one server ("testdbtp" in ASCII).
+const templateLockKey int64 = 0x7465737464627470
 
 type server struct {
-	cluster *pgcluster.Cluster // nil with TEST_DATABASE_URL
-	tmpDir  string
-	baseURL string // maintenance database: CREATE/DROP DATABASE run here
-	admin   *pgxpool.Pool
+	baseURL  string // maintenance database: CREATE/DROP DATABASE run here
+	admin    *pgxpool.Pool
+	template string // named after the migrations' fingerprint
 
-	template      string
-	templateBuilt bool
-	clusterStart  time.Duration
-	templateTime  time.Duration
+	// The private cluster (cluster.go); nil with TEST_DATABASE_URL.
+	cluster     *pgcluster.Cluster
+	tmpDir      string
+	clusterDir  string
+	cache       *cache
+	unlockCache func() // set while this binary builds the cache entry
+	seeded      bool   // the cluster was copied from the cache
+
+	seedTime, clusterStart time.Duration
+	templateTime           time.Duration
+	templateBuilt          bool
+	cacheNote              string
+
+	// Background clones and drops (databases.go).
+	ctx       context.Context
+	cancel    context.CancelFunc
+	mu        sync.Mutex
+	closing   bool
+	refilling bool
+	bg        sync.WaitGroup
+	spares    chan spare
+	drops     chan string
+	dropDone  chan struct{}
+	errMu     sync.Mutex
+	dropErrs  []error
 }
 
 func setup() (*server, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL")}
+	fp, err := migrations.Fingerprint()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: "testdb_tpl_" + fp[:16]}
 	if s.baseURL == "" {
 		if err := s.startCluster(ctx); err != nil {
-			return nil, err
+			return nil, errors.Join(err, s.close())
 		}
 	}
 	if err := s.prepare(ctx); err != nil {
 		return nil, errors.Join(err, s.close())
 	}
+	s.startBackground()
 	return s, nil
 }
 
 func (s *server) prepare(ctx context.Context) error {
+	if err := s.openAdmin(ctx); err != nil {
+		return err
+	}
+	if err := s.ensureTemplate(ctx); err != nil {
+		return err
+	}
+	return s.fillCache(ctx)
+}
+
+func (s *server) openAdmin(ctx context.Context) error {
 	var err error
 	if s.admin, err = pgxpool.New(ctx, s.baseURL); err != nil {
 		return fmt.Errorf("open maintenance pool: %w", err)
@@ -63,63 +90,25 @@ func (s *server) prepare(ctx context.Context) error {
 	if err := s.admin.Ping(ctx); err != nil {
 		return fmt.Errorf("connect to test database server: %w", err)
 	}
-	return s.ensureTemplate(ctx)
-}
-
-func (s *server) startCluster(ctx context.Context) error {
-	sweepLeaked()
-	dir, err := os.MkdirTemp("", tempPrefix)
-	if err != nil {
-		return fmt.Errorf("create cluster temp dir: %w", err)
-	}
-	s.tmpDir = dir
-	// As root the cluster runs as user postgres, which must traverse this
-	// (0700 by default) directory; 0711 still hides its listing.
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return errors.Join(fmt.Errorf("chmod cluster temp dir: %w", err), s.close())
-	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-		return errors.Join(fmt.Errorf("write owner file: %w", err), s.close())
-	}
-	start := time.Now()
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(dir, "postgres"), Fast: true})
-	if err != nil {
-		return errors.Join(fmt.Errorf("start test cluster: %w", err), s.close())
-	}
-	s.cluster, s.clusterStart, s.baseURL = c, time.Since(start), c.URL("postgres")
 	return nil
 }
 
 // close stops and removes what setup created; safe on a partial setup.
 func (s *server) close() error {
+	errs := s.stopBackground()
+	if s.unlockCache != nil {
+		s.unlockCache()
+	}
 	if s.admin != nil {
 		s.admin.Close()
 	}
-	var errs []error
-	if s.cluster != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := s.cluster.Stop(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("stop test cluster: %w", err))
-		}
-	}
-	if s.tmpDir != "" && len(errs) == 0 {
-		if err := os.RemoveAll(s.tmpDir); err != nil {
-			errs = append(errs, fmt.Errorf("remove cluster temp dir: %w", err))
-		}
-	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, s.removeCluster())...)
 }
 
 // ensureTemplate makes sure the migrated template for the current
 // migrations exists. Its name carries the migrations' fingerprint, so on a
 // shared server a template built from other migrations is never used.
 func (s *server) ensureTemplate(ctx context.Context) error {
-	fp, err := migrations.Fingerprint()
-	if err != nil {
-		return err
-	}
-	s.template = "testdb_tpl_" + fp[:16]
 	start := time.Now()
 	conn, err := s.admin.Acquire(ctx)
 	if err != nil {
@@ -130,7 +119,7 @@ func (s *server) ensureTemplate(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", templateLockKey); err != nil {
 		return fmt.Errorf("lock template build: %w", err)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", templateLockKey) //nolint:errcheck // disconnect releases it too
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", templateLockKey) //nolint:errcheck // disconnecting releases it too
 	var isTemplate *bool
 	err = conn.QueryRow(ctx, "SELECT (SELECT datistemplate FROM pg_database WHERE datname = $1)", s.template).Scan(&isTemplate)
 	if err != nil {
@@ -188,15 +177,19 @@ func (s *server) migrate(ctx context.Context) error {
 }
 
 func (s *server) summary() string {
-	tpl := "reused"
+	srv := "server from TEST_DATABASE_URL"
+	if s.cluster != nil {
+		how := "initdb"
+		if s.seeded {
+			how = fmt.Sprintf("copied from cache in %v", s.seedTime.Round(time.Millisecond))
+		}
+		srv = fmt.Sprintf("cluster in %s started in %v (%s)", s.clusterDir, s.clusterStart.Round(time.Millisecond), how)
+	}
+	tpl := "found"
 	if s.templateBuilt {
 		tpl = "built and migrated"
 	}
-	srv := "server from TEST_DATABASE_URL"
-	if s.cluster != nil {
-		srv = fmt.Sprintf("cluster started in %v (initdb=%v)", s.clusterStart.Round(time.Millisecond), s.cluster.Created())
-	}
-	return fmt.Sprintf("%s; template %s %s in %v", srv, s.template, tpl, s.templateTime.Round(time.Millisecond))
+	return fmt.Sprintf("%s; template %s %s in %v%s", srv, s.template, tpl, s.templateTime.Round(time.Millisecond), s.cacheNote)
 }
 
 // withDatabase returns connString pointing at database db. It accepts both
@@ -215,24 +208,4 @@ func withDatabase(connString, db string) (string, error) {
 	u.RawQuery = q.Encode()
 	u.Path, u.RawPath = "/"+db, ""
 	return u.String(), nil
-}
-
-// sweepLeaked stops and removes temp clusters left by test binaries that
-// died without cleaning up (-timeout, SIGKILL): the cluster runs in its own
-// process group and would otherwise live on.
-func sweepLeaked() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempPrefix+"*"))
-	for _, dir := range dirs {
-		b, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue // not ours, or still being set up
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || !errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
-			continue // owner still alive (or unreadable): leave it
-		}
-		if pgcluster.Kill(filepath.Join(dir, "postgres")) == nil {
-			_ = os.RemoveAll(dir)
-		}
-	}
 }

@@ -1,5 +1,5 @@
 // Package testdb gives every test its own PostgreSQL database, cloned from
-// a template migrated once with migrations.Up.
+// a template migrated with migrations.Up.
 //
 // Use it from TestMain:
 //
@@ -9,16 +9,24 @@
 //
 // Server: TEST_DATABASE_URL if set (the role must be allowed to CREATE
 // DATABASE; PostgreSQL 15 or later), otherwise a private cluster started
-// on first use with pgcluster (Fast: no fsync) in a temp dir, stopped and
-// removed when the test binary ends. Nothing is printed unless a test
-// fails or -v is given; the log lines carry cluster start and clone times.
+// on first use with pgcluster (Fast: no fsync), stopped and removed when
+// the test binary ends. That cluster lives under TESTDB_DIR if set, else in
+// /dev/shm when it is a tmpfs with room to spare (the schema's thousands
+// of partition files make disk-backed clones several times slower), else
+// in the system temp dir. A copy of a freshly migrated cluster is cached
+// next to it (see cache.go), so only the first test binary after a schema
+// change pays for initdb and the migrations.
+//
+// Cost per test: a clone of the template (CREATE DATABASE ... STRATEGY
+// FILE_COPY, see BenchmarkClone), mostly hidden by cloning the next
+// database in the background; the drop at cleanup runs in the background.
+// Nothing is printed unless a test fails or -v is given; the log lines
+// carry cluster start and clone times.
 package testdb
 
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -29,7 +37,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -73,7 +80,13 @@ func shutdownOnSignal() (stop func()) {
 		select {
 		case sig := <-ch:
 			fmt.Fprintf(os.Stderr, "testdb: %v: stopping the test database server\n", sig)
-			_ = shutdown()
+			stopped := make(chan struct{})
+			go func() { _ = shutdown(); close(stopped) }()
+			select { // setup may be waiting for another binary's cache build
+			case <-stopped:
+			case <-ch:
+			case <-time.After(30 * time.Second):
+			}
 			os.Exit(1)
 		case <-done:
 		}
@@ -119,7 +132,8 @@ func New(t testing.TB) *pgxpool.Pool {
 }
 
 // NewURL is like New but returns the connection string of the fresh
-// database; the caller opens (and must close) its own connections.
+// database; the caller opens its own connections (any left open at
+// cleanup are terminated by the drop).
 func NewURL(t testing.TB) string {
 	t.Helper()
 	s, err := get()
@@ -129,46 +143,19 @@ func NewURL(t testing.TB) string {
 	if loggedSetup.CompareAndSwap(false, true) {
 		t.Logf("testdb: %s", s.summary())
 	}
-	name, took, err := s.clone(context.Background())
+	start := time.Now()
+	db, err := s.take(context.Background())
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
-	t.Logf("testdb: cloned %s from %s in %v", name, s.template, took.Round(time.Microsecond))
-	t.Cleanup(func() {
-		if err := s.drop(name); err != nil {
-			t.Errorf("testdb: %v", err)
-		}
-	})
-	url, err := withDatabase(s.baseURL, name)
+	t.Logf("testdb: %s ready in %v (clone took %v%s)", db.name, since(start), db.took.Round(time.Millisecond),
+		map[bool]string{true: ", ahead of time"}[db.spare])
+	t.Cleanup(func() { s.release(db.name) })
+	url, err := withDatabase(s.baseURL, db.name)
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
 	return url
 }
 
-// clone creates a database from the template. FILE_COPY copies the
-// template's files instead of WAL-logging every block (PG15's default),
-// which is much faster for a schema with thousands of partitions.
-func (s *server) clone(ctx context.Context) (string, time.Duration, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand docs)
-	name := "test_" + hex.EncodeToString(b[:])
-	start := time.Now()
-	sql := fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", ident(name), ident(s.template))
-	if _, err := s.admin.Exec(ctx, sql); err != nil {
-		return "", 0, fmt.Errorf("clone template %s: %w", s.template, err)
-	}
-	return name, time.Since(start), nil
-}
-
-// drop removes a test database, disconnecting anything the test leaked.
-func (s *server) drop(name string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
-		return fmt.Errorf("drop database %s: %w", name, err)
-	}
-	return nil
-}
-
-func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
+func since(t time.Time) time.Duration { return time.Since(t).Round(time.Millisecond) }

@@ -1,0 +1,153 @@
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// database is a fresh clone of the template.
+type database struct {
+	name  string
+	took  time.Duration // CREATE DATABASE time
+	spare bool          // cloned ahead of time, in the background
+}
+
+type spare struct {
+	db  database
+	err error
+}
+
+// startBackground starts the goroutine that drops released databases, so
+// a test's cleanup does not wait for DROP DATABASE.
+func (s *server) startBackground() {
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.spares = make(chan spare, 1)
+	s.drops = make(chan string, 64)
+	s.dropDone = make(chan struct{})
+	go s.dropLoop()
+}
+
+// take returns the database cloned ahead of time if there is one, else
+// clones one now; either way it starts cloning the next one, so a test
+// that runs longer than a clone never waits for its successor's database.
+func (s *server) take(ctx context.Context) (database, error) {
+	select {
+	case sp, ok := <-s.spares:
+		s.refill()
+		if ok && sp.err == nil {
+			return sp.db, nil
+		}
+		// The background clone failed (perhaps transiently): retry here,
+		// where the error reaches a test.
+	default:
+		s.refill()
+	}
+	return s.clone(ctx)
+}
+
+// refill clones one spare database in the background unless one is
+// already being cloned.
+func (s *server) refill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing || s.refilling {
+		return
+	}
+	s.refilling = true
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		db, err := s.clone(s.ctx)
+		db.spare = true
+		s.mu.Lock()
+		s.refilling = false
+		s.mu.Unlock()
+		select {
+		case s.spares <- spare{db, err}:
+		default: // a spare is already waiting
+			if err == nil {
+				s.release(db.name)
+			}
+		}
+	}()
+}
+
+// clone creates a database from the template. FILE_COPY copies the
+// template's files instead of WAL-logging every block (PG15's default),
+// which is much faster for a schema with thousands of partitions.
+func (s *server) clone(ctx context.Context) (database, error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand docs)
+	name := "test_" + hex.EncodeToString(b[:])
+	start := time.Now()
+	sql := fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", ident(name), ident(s.template))
+	if _, err := s.admin.Exec(ctx, sql); err != nil {
+		return database{}, fmt.Errorf("clone template %s: %w", s.template, err)
+	}
+	return database{name: name, took: time.Since(start)}, nil
+}
+
+// release queues a database for dropping.
+func (s *server) release(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closing {
+		s.drops <- name // blocks when 64 drops are pending: back-pressure
+	}
+}
+
+// dropLoop drops released databases one at a time. Errors are reported
+// when the test binary ends (the test that owned the database is over).
+func (s *server) dropLoop() {
+	defer close(s.dropDone)
+	for name := range s.drops {
+		if s.cluster != nil && s.ctx.Err() != nil {
+			continue // shutting down: the whole cluster is about to be removed
+		}
+		if err := s.drop(name); err != nil {
+			s.errMu.Lock()
+			s.dropErrs = append(s.dropErrs, err)
+			s.errMu.Unlock()
+		}
+	}
+}
+
+// drop removes a database, disconnecting anything the test leaked.
+func (s *server) drop(name string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// stopBackground cancels background clones, then drops what is left when
+// the server outlives us (TEST_DATABASE_URL) and waits for the drops.
+func (s *server) stopBackground() []error {
+	if s.cancel == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.cancel()
+	s.bg.Wait()
+	close(s.spares)
+	close(s.drops)
+	<-s.dropDone
+	errs := s.dropErrs
+	for sp := range s.spares {
+		if sp.err == nil && s.cluster == nil {
+			errs = append(errs, s.drop(sp.db.name))
+		}
+	}
+	return errs
+}
+
+func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
