@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -224,6 +226,8 @@ func ValidateNpmPackageJSON(doc []byte) error {
 	return nil
 }
 
+var npmSchemaPrinter = message.NewPrinter(language.English)
+
 // npmSchemaMessage returns the innermost failure (the most specific one) of
 // a validation error as "at /path: message".
 func npmSchemaMessage(ve *jsonschema.ValidationError) string {
@@ -237,7 +241,7 @@ func npmSchemaMessage(ve *jsonschema.ValidationError) string {
 			loc += "/" + p
 		}
 	}
-	return fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(nil))
+	return fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(npmSchemaPrinter))
 }
 
 // --- helpers shared by the npm files.

@@ -180,7 +180,9 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 			tagIDs, tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
 		).Scan(&res.VersionID, &res.CreatedAt)
 		if err != nil {
-			if isPgCode(err, pgUniqueViolationNpm, "npm_versions_active_version_key") {
+			// The only unique key this statement can hit is the active
+			// version key (reported under the partition's index name).
+			if isPgCode(err, pgUniqueViolationNpm, "") {
 				return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
 			}
 			return fmt.Errorf("store: npm publish %s@%s: %w", in.Name, in.Version, err)
