@@ -147,7 +147,7 @@ func TestBadPublishes(t *testing.T) {
 	}
 	big := newPublish(t, "big", "1.0.0", nil)
 	big.tarball = makeTarball(t, big.pkgJSON, map[string]string{"blob.bin": strings.Repeat("x", 1<<20)}) // compresses well
-	big.tarball = append(big.tarball, make([]byte, 8192)...)                                              // but not this
+	big.tarball = append(big.tarball, make([]byte, 8192)...)                                             // but not this
 
 	cases := []struct {
 		name   string
