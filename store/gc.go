@@ -263,7 +263,7 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 
 	b, err := scanBlob(tx.QueryRow(ctx, gcLockBlobSQL, key.NamespaceID, key.SHA256[:]))
 	switch {
-	case isPgCode(err, pgLockNotAvailable):
+	case gcIsPgCode(err, pgLockNotAvailable):
 		return giveUp(&GCCleanupResult{Outcome: GCBlobLocked})
 	case errors.Is(err, pgx.ErrNoRows):
 		// No blob row (never existed, or reclaimed by an earlier episode
@@ -388,7 +388,7 @@ func setGCBackoff(ctx context.Context, tx pgx.Tx, key GCCandidateKey, until time
 	return nil
 }
 
-func isPgCode(err error, code string) bool {
+func gcIsPgCode(err error, code string) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == code
 }
@@ -412,7 +412,9 @@ type GCFailure struct {
 }
 
 // RecordGCFailure counts a failed attempt on a live, non-excluded
-// candidate: attempts+1, a strike when f.Strike and the sweep is not
+// candidate without waiting for any lock (a candidate row held by someone
+// else is being cleared or re-recorded by a push or delete: nothing to
+// record then, and ErrGCCandidateUnknown is returned): attempts+1, a strike when f.Strike and the sweep is not
 // paused, backoff_until from the growing schedule, excluded_at once the
 // strikes reach the limit, last_error. It returns the updated candidate,
 // or ErrGCCandidateUnknown when the candidate went away meanwhile.
@@ -422,7 +424,11 @@ func (s *Store) RecordGCFailure(ctx context.Context, key GCCandidateKey, f GCFai
 		msg = msg[:1024]
 	}
 	c, err := scanGCCandidate(s.pool.QueryRow(ctx, `
-		WITH st AS (
+		WITH cur AS (
+			SELECT q.namespace_id, q.sha256 FROM gc_blob_review_queue q
+			WHERE q.namespace_id = $1 AND q.sha256 = $2 AND q.excluded_at IS NULL
+			FOR UPDATE OF q SKIP LOCKED
+		), st AS (
 			SELECT CASE WHEN $4 AND NOT coalesce((SELECT paused_until > $3 FROM gc_sweep_state), false)
 			            THEN 1 ELSE 0 END AS add
 		)
@@ -432,8 +438,8 @@ func (s *Store) RecordGCFailure(ctx context.Context, key GCCandidateKey, f GCFai
 			backoff_until = $3 + make_interval(secs => least($7::float8, $6::float8 * power(2, least(q.attempts, 40))::float8)),
 			excluded_at = CASE WHEN q.strikes + st.add >= $5 THEN $3 ELSE NULL END,
 			last_error = $8
-		FROM st
-		WHERE q.namespace_id = $1 AND q.sha256 = $2 AND q.excluded_at IS NULL
+		FROM cur, st
+		WHERE q.namespace_id = $1 AND q.sha256 = $2 AND q.namespace_id = cur.namespace_id AND q.sha256 = cur.sha256
 		RETURNING `+gcCandidateColumns,
 		key.NamespaceID, key.SHA256[:], f.Now, f.Strike, f.StrikeLimit,
 		f.BackoffBase.Seconds(), f.BackoffMax.Seconds(), msg))
