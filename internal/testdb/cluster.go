@@ -74,23 +74,38 @@ func (s *server) makeTempDir(base string) error {
 	return nil
 }
 
+// cacheFormat is part of every cache key: bump it when what a cached
+// cluster contains changes other than through the migrations.
+const cacheFormat = "v1"
+
 // seed copies the cached data directory for the current migrations into
 // the cluster dir. Without one, it takes the entry's build lock (other
 // binaries wait on it rather than all migrating at once): fillCache saves
-// the entry once the template is built, and releases the lock.
+// the entry once the template is built, and releases the lock. A broken
+// cache only costs time: we fall back to initdb.
 func (s *server) seed(base string) error {
 	version, err := pgcluster.MajorVersion()
 	if err != nil {
 		return err
 	}
-	c, err := openCache(base, "pg"+version+"-"+strings.TrimPrefix(s.template, "testdb_tpl_"))
-	if err != nil {
-		s.cacheNote = fmt.Sprintf("; cache unavailable: %v", err)
-		return nil
+	key := cacheFormat + "-pg" + version + "-" + strings.TrimPrefix(s.template, "testdb_tpl_")
+	c, err := openCache(base, key)
+	if err == nil {
+		start := time.Now()
+		err = s.seedFrom(c)
+		s.seedTime = time.Since(start)
 	}
+	if err != nil {
+		s.cacheNote = fmt.Sprintf("; cache not used: %v", err)
+		s.seeded = false
+		return os.RemoveAll(filepath.Join(s.clusterDir, "data"))
+	}
+	return nil
+}
+
+func (s *server) seedFrom(c *cache) error {
 	dataDir := filepath.Join(s.clusterDir, "data")
-	start := time.Now()
-	defer func() { s.seedTime = time.Since(start) }()
+	var err error
 	if s.seeded, err = c.seed(dataDir); err != nil || s.seeded {
 		return err
 	}
