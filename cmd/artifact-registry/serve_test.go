@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run the real binary the way `make run` does: embedded
+// PostgreSQL under the data dir, start, ready, Ctrl-C, start again. The
+// limits are generous on purpose (CI machines are shared); the measured
+// start-up times are logged, not asserted.
+
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "artifact-registry")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type server struct {
+	cmd  *exec.Cmd
+	addr string
+	logs *bytes.Buffer
+}
+
+func startServer(t *testing.T, bin, dataDir string) *server {
+	t.Helper()
+	s := &server{addr: freeAddr(t), logs: &bytes.Buffer{}}
+	s.cmd = exec.Command(bin, "serve", "--listen", s.addr, "--data-dir", dataDir)
+	s.cmd.Env = append(os.Environ(), "DATABASE_URL=")
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// waitReady polls /-/ready and returns how long it took.
+func (s *server) waitReady(t *testing.T, limit time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for time.Since(start) < limit {
+		resp, err := http.Get("http://" + s.addr + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not ready after %s; logs:\n%s", limit, s.logs)
+	return 0
+}
+
+func (s *server) interrupt(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("server exited with %v; logs:\n%s", err, s.logs)
+		}
+	case <-time.After(3 * time.Minute):
+		_ = s.cmd.Process.Kill()
+		t.Fatalf("server did not stop on SIGINT; logs:\n%s", s.logs)
+	}
+}
+
+// postmasterRunning reports whether the cluster under dataDir still runs.
+func postmasterRunning(dataDir string) bool {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postgres", "data", "postmaster.pid"))
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	if err != nil {
+		return false
+	}
+	return syscall.Kill(pid, 0) == nil
+}
+
+func TestServeStartsStopsAndRestarts(t *testing.T) {
+	bin := buildBinary(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+
+	first := startServer(t, bin, dataDir)
+	t.Logf("first start (initdb + migrations): ready in %s", first.waitReady(t, 10*time.Minute))
+	first.interrupt(t)
+	if postmasterRunning(dataDir) {
+		t.Fatal("PostgreSQL still running after Ctrl-C")
+	}
+
+	second := startServer(t, bin, dataDir)
+	t.Logf("second start (reuse): ready in %s", second.waitReady(t, 2*time.Minute))
+	for _, path := range []string{"/-/health", "/metrics"} {
+		resp, err := http.Get("http://" + second.addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s = %d", path, resp.StatusCode)
+		}
+	}
+	second.interrupt(t)
+}
+
+func TestServeRecoversAfterCrash(t *testing.T) {
+	bin := buildBinary(t)
+	dataDir := filepath.Join(t.TempDir(), "data")
+
+	crashed := startServer(t, bin, dataDir)
+	crashed.waitReady(t, 10*time.Minute)
+	_ = crashed.cmd.Process.Kill() // SIGKILL: no shutdown, PostgreSQL left behind
+	_ = crashed.cmd.Wait()
+
+	next := startServer(t, bin, dataDir)
+	t.Logf("start after crash: ready in %s", next.waitReady(t, 2*time.Minute))
+	next.interrupt(t)
+	if postmasterRunning(dataDir) {
+		t.Fatal("PostgreSQL still running after Ctrl-C")
+	}
+}
