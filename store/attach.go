@@ -181,6 +181,8 @@ func (s *Store) checkObjects(ctx context.Context, digests [][32]byte, keys map[[
 // deletes (sibling CTEs do not see each other's changes), so "went to zero"
 // is "count before = count deleted". The blob rows are locked by a previous
 // statement, so no other transaction can change these counts meanwhile.
+// Every scan of a blob-layer table names the digests as an array parameter,
+// so each prunes to the partitions holding them.
 const detachSQL = `
 WITH del AS (
 	DELETE FROM blob_storage_attachments a
@@ -189,13 +191,14 @@ WITH del AS (
 	RETURNING a.sha256
 ), gone AS (
 	SELECT sha256, count(*) AS n FROM del GROUP BY sha256
-), zero AS (
-	SELECT g.sha256 FROM gone g
-	WHERE (SELECT count(*) FROM blob_storage_attachments a
-	       WHERE a.namespace_id = $1 AND a.sha256 = g.sha256) = g.n
+), before AS (
+	SELECT a.sha256, count(*) AS n
+	FROM blob_storage_attachments a
+	WHERE a.namespace_id = $1 AND a.sha256 = ANY($4::bytea[])
+	GROUP BY a.sha256
 ), cand AS (
 	INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after)
-	SELECT $1, sha256, $5 FROM zero
+	SELECT $1, g.sha256, $5 FROM gone g JOIN before b ON b.sha256 = g.sha256 AND b.n = g.n
 	ON CONFLICT (namespace_id, sha256) DO UPDATE
 	SET review_after = EXCLUDED.review_after, attempts = 0, strikes = 0,
 	    backoff_until = NULL, excluded_at = NULL, last_error = NULL, created_at = now()

@@ -203,22 +203,19 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 			RETURNING size_bytes, updated_at`,
 			ref.NamespaceID, ref.UploadID, u.Size+part.Size, enc, u.Size,
 		).Scan(&u.Size, &u.UpdatedAt)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return err
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errLostCAS
 		}
-		// Lost the compare-and-swap: poison the session.
-		tag, err := tx.Exec(ctx, `
-			UPDATE upload_sessions SET dirty = true, updated_at = now()
-			WHERE namespace_id = $1 AND upload_id = $2`,
-			ref.NamespaceID, ref.UploadID)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return ErrUploadUnknown
-		}
-		return ErrUploadConflict
+		return err
 	})
+	if errors.Is(err, errLostCAS) {
+		// Lost the compare-and-swap: poison the session (committed on its
+		// own, the CAS transaction is rolled back).
+		err = s.poison(ctx, ref)
+		if err == nil {
+			err = ErrUploadConflict
+		}
+	}
 	if err != nil {
 		_ = h.DiscardPart(context.WithoutCancel(ctx), part)
 		if errors.Is(err, ErrUploadUnknown) || errors.Is(err, ErrUploadConflict) || errors.Is(err, ErrRetryable) {
@@ -228,6 +225,8 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 	}
 	return u, nil
 }
+
+var errLostCAS = errors.New("store: lost the upload compare-and-swap")
 
 // CancelUpload deletes a session and its temporary data (data first, then
 // the row, like the purge).

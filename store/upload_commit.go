@@ -41,7 +41,8 @@ type CommitResult struct {
 }
 
 // PutBlob uploads a whole blob in one call (monolithic session: start, then
-// commit with the body). On failure the session is cancelled.
+// commit with the body) into ref's namespace and repository; ref.UploadID
+// is ignored (a new session is made). On failure the session is cancelled.
 func (s *Store) PutBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*CommitResult, error) {
 	u, err := s.StartUpload(ctx, ref.NamespaceID, ref.RepositoryID, UploadMonolithic)
 	if err != nil {

@@ -1,0 +1,323 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// genReader streams n deterministic pseudo-random bytes without holding
+// them: a 1 MiB random block repeated, each MiB stamped with (seed, index)
+// so every stream and every MiB differ. Reading it is a memcpy.
+type genReader struct {
+	block []byte
+	seed  uint64
+	off   int64
+	n     int64
+}
+
+var genBlock = func() []byte {
+	b := make([]byte, 1<<20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	return b
+}()
+
+func newGenReader(seed uint64, n int64) *genReader {
+	return &genReader{block: genBlock, seed: seed, n: n}
+}
+
+func (g *genReader) Read(p []byte) (int, error) {
+	if g.off >= g.n {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > g.n-g.off {
+		p = p[:g.n-g.off]
+	}
+	total := 0
+	for len(p) > 0 {
+		pos := int(g.off % int64(len(g.block)))
+		n := copy(p, g.block[pos:])
+		if pos < 16 { // stamp the first 16 bytes of each MiB
+			var stamp [16]byte
+			binary.LittleEndian.PutUint64(stamp[:], g.seed)
+			binary.LittleEndian.PutUint64(stamp[8:], uint64(g.off>>20))
+			copy(p[:min(n, 16-pos)], stamp[pos:])
+		}
+		p = p[n:]
+		g.off += int64(n)
+		total += n
+	}
+	return total, nil
+}
+
+// genSum hashes a generated stream (the expected digest).
+func genSum(seed uint64, n int64) [32]byte {
+	h := sha256.New()
+	_, _ = io.CopyBuffer(h, newGenReader(seed, n), make([]byte, 1<<20))
+	var s [32]byte
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+const benchBlobSize = 256 << 20
+
+// BenchmarkSHA256 is the baseline: Go's crypto/sha256 over the same
+// generated 256 MiB stream the upload benchmarks send (generation
+// included, as it is there).
+func BenchmarkSHA256(b *testing.B) {
+	b.SetBytes(benchBlobSize)
+	buf := make([]byte, 1<<20)
+	for i := 0; b.Loop(); i++ {
+		h := sha256.New()
+		if _, err := io.CopyBuffer(h, newGenReader(uint64(i), benchBlobSize), buf); err != nil {
+			b.Fatal(err)
+		}
+		h.Sum(nil)
+	}
+}
+
+// benchUpload measures uploads of distinct 256 MiB blobs on the file
+// backend; each blob is deleted (untimed) so the disk does not fill up.
+func benchUpload(b *testing.B, upload func(f *blobFixture, seed uint64, sum [32]byte) (*CommitResult, error)) {
+	f := newBlobFixture(b, "file", Options{})
+	ctx := context.Background()
+	b.SetBytes(benchBlobSize)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		seed := uint64(time.Now().UnixNano())
+		b.StopTimer()
+		sum := genSum(seed, benchBlobSize)
+		b.StartTimer()
+		res, err := upload(f, seed, sum)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if !res.Created {
+			b.Fatalf("not created: %+v", res)
+		}
+		if err := f.objects.Delete(ctx, res.Blob.ObjectStorageKey); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkUploadMonolithic: one PUT of 256 MiB (session, stream + hash
+// into the upload file, commit by rename).
+func BenchmarkUploadMonolithic(b *testing.B) {
+	benchUpload(b, func(f *blobFixture, seed uint64, sum [32]byte) (*CommitResult, error) {
+		return f.store.PutBlob(context.Background(), f.ref(uuid.Nil), newGenReader(seed, benchBlobSize),
+			Expected{SHA256: sum, Size: benchBlobSize})
+	})
+}
+
+// BenchmarkUploadChunked: 256 MiB in 16 MiB chunks (15 PATCH-like appends
+// persisting the hash state each time, then the commit with the last one).
+func BenchmarkUploadChunked(b *testing.B) {
+	const chunk = 16 << 20
+	benchUpload(b, func(f *blobFixture, seed uint64, sum [32]byte) (*CommitResult, error) {
+		ctx := context.Background()
+		u, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable)
+		if err != nil {
+			return nil, err
+		}
+		src := newGenReader(seed, benchBlobSize)
+		for off := int64(0); off < benchBlobSize-chunk; off += chunk {
+			if _, err := f.store.AppendUpload(ctx, u.Ref(), off, io.LimitReader(src, chunk)); err != nil {
+				return nil, err
+			}
+		}
+		return f.store.CommitUpload(ctx, u.Ref(), src, Expected{SHA256: sum, Size: benchBlobSize})
+	})
+}
+
+// BenchmarkDedupPut: PutBlob of 4 KiB that already exist (session insert,
+// temp write, one-statement commit, temp delete).
+func BenchmarkDedupPut(b *testing.B) {
+	f := newBlobFixture(b, "file", Options{})
+	data := randomBytes(4096, 1)
+	f.put(b, data)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := f.store.PutBlob(ctx, f.ref(uuid.Nil), bytes.NewReader(data), want(data))
+		if err != nil || !res.Deduplicated {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkDedupCommit: only the commit of an already uploaded resumable
+// session whose blob exists (the dedup decision and its transaction).
+func BenchmarkDedupCommit(b *testing.B) {
+	f := newBlobFixture(b, "file", Options{})
+	data := randomBytes(4096, 1)
+	f.put(b, data)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		u, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.store.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(data)); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		res, err := f.store.CommitUpload(ctx, u.Ref(), nil, want(data))
+		if err != nil || !res.Deduplicated {
+			b.Fatal(res, err)
+		}
+	}
+}
+
+// BenchmarkAttachTx: one transaction attaching one blob (lock, insert,
+// candidate delete, commit).
+func BenchmarkAttachTx(b *testing.B) {
+	f := newBlobFixture(b, "mem", Options{})
+	sha := f.put(b, content(1)).Blob.SHA256
+	b.ResetTimer()
+	for b.Loop() {
+		f.attach(b, sha)
+	}
+}
+
+// BenchmarkAttachTx10: one transaction attaching ten blobs (an image
+// manifest with its config and layers).
+func BenchmarkAttachTx10(b *testing.B) {
+	f := newBlobFixture(b, "mem", Options{})
+	var shas [][32]byte
+	for i := range 10 {
+		shas = append(shas, f.put(b, content(i)).Blob.SHA256)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		f.attach(b, shas...)
+	}
+}
+
+// BenchmarkDetachTx: one transaction detaching one of many attachments of
+// a blob (lock, delete, count, no candidate).
+func BenchmarkDetachTx(b *testing.B) {
+	f := newBlobFixture(b, "mem", Options{})
+	sha := f.put(b, content(1)).Blob.SHA256
+	atts := make([]Attachment, 0, b.N+1)
+	for range b.N + 1 {
+		atts = append(atts, f.attach(b, sha)...)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.detach(b, atts[i])
+	}
+}
+
+// BenchmarkAttachDetachCycle: attach then detach the only use of a blob,
+// in two transactions (the detach records a candidate, the next attach
+// clears it and checks the object).
+func BenchmarkAttachDetachCycle(b *testing.B) {
+	f := newBlobFixture(b, "file", Options{})
+	sha := f.put(b, content(1)).Blob.SHA256
+	b.ResetTimer()
+	for b.Loop() {
+		f.detach(b, f.attach(b, sha)...)
+	}
+}
+
+// procStatus reads a kB field of /proc/self/status (VmRSS, VmHWM).
+func procStatus(t testing.TB, field string) int64 {
+	t.Helper()
+	fh, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc/self/status")
+	}
+	defer fh.Close()
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("%s not in /proc/self/status", field)
+	return 0
+}
+
+// resetPeakRSS resets VmHWM to the current RSS (Linux: clear_refs 5).
+func resetPeakRSS(t testing.TB) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the peak RSS: %v", err)
+	}
+}
+
+func heapInUse() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestUploadPeakRSS measures the peak RSS of the process while it uploads
+// 1 GiB on the file backend, monolithic and in 16 MiB chunks. It is a
+// measurement, not an assertion (run with STORE_RSS_TEST=1 -v):
+//
+//	STORE_RSS_TEST=1 go test -run TestUploadPeakRSS -v ./store/
+func TestUploadPeakRSS(t *testing.T) {
+	if os.Getenv("STORE_RSS_TEST") == "" {
+		t.Skip("set STORE_RSS_TEST=1 to measure the peak RSS of a 1 GiB upload")
+	}
+	const size = 1 << 30
+	f := newBlobFixture(t, "file", Options{})
+	ctx := context.Background()
+	for _, mode := range []string{"monolithic", "chunked-16MiB"} {
+		seed := uint64(time.Now().UnixNano())
+		sum := genSum(seed, size)
+		runtime.GC()
+		resetPeakRSS(t)
+		before, heapBefore := procStatus(t, "VmRSS"), heapInUse()
+		start := time.Now()
+		var res *CommitResult
+		var err error
+		if mode == "monolithic" {
+			res, err = f.store.PutBlob(ctx, f.ref(uuid.Nil), newGenReader(seed, size), Expected{SHA256: sum, Size: size})
+		} else {
+			var u *Upload
+			if u, err = f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
+				t.Fatal(err)
+			}
+			src := newGenReader(seed, size)
+			for off := int64(0); off < size-16<<20; off += 16 << 20 {
+				if _, err = f.store.AppendUpload(ctx, u.Ref(), off, io.LimitReader(src, 16<<20)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err = f.store.CommitUpload(ctx, u.Ref(), src, Expected{SHA256: sum, Size: size})
+		}
+		if err != nil || !res.Created {
+			t.Fatal(res, err)
+		}
+		took := time.Since(start)
+		hwm := procStatus(t, "VmHWM")
+		t.Logf("%s 1 GiB upload: RSS before %d MiB, peak %d MiB (+%d MiB), Go heap objects before %d MiB after %d MiB, %.0f MB/s",
+			mode, before>>10, hwm>>10, (hwm-before)>>10, heapBefore>>20, heapInUse()>>20, float64(size)/took.Seconds()/1e6)
+		if err := f.objects.Delete(ctx, res.Blob.ObjectStorageKey); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,225 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+)
+
+func backends(t *testing.T) map[string]*Store {
+	t.Helper()
+	fs, err := Open(context.Background(), "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	return map[string]*Store{"file": fs, "mem": NewMem()}
+}
+
+func randBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// oneByteReader forces many small reads through the pipeline.
+type oneByteReader struct{ r io.Reader }
+
+func (o oneByteReader) Read(p []byte) (int, error) {
+	if len(p) > 1 {
+		p = p[:1]
+	}
+	return o.r.Read(p)
+}
+
+func TestCopyHash(t *testing.T) {
+	for _, n := range []int{0, 1, copyBufSize - 1, copyBufSize, copyBufSize + 1, 5*copyBufSize + 12345} {
+		data := randBytes(n, uint64(n))
+		var dst bytes.Buffer
+		h := sha256.New()
+		got, err := CopyHash(&dst, bytes.NewReader(data), h, -1)
+		if err != nil || got != int64(n) {
+			t.Fatalf("n=%d: copied %d, %v", n, got, err)
+		}
+		if !bytes.Equal(dst.Bytes(), data) {
+			t.Fatalf("n=%d: copy differs", n)
+		}
+		if want := sha256.Sum256(data); !bytes.Equal(h.Sum(nil), want[:]) {
+			t.Fatalf("n=%d: hash differs", n)
+		}
+	}
+	// Small reads, limit exactly met, then exceeded.
+	data := randBytes(3000, 7)
+	h := sha256.New()
+	var dst bytes.Buffer
+	if _, err := CopyHash(&dst, oneByteReader{bytes.NewReader(data)}, h, 3000); err != nil {
+		t.Fatal(err)
+	}
+	if want := sha256.Sum256(data); !bytes.Equal(h.Sum(nil), want[:]) || !bytes.Equal(dst.Bytes(), data) {
+		t.Fatal("small reads: copy or hash differs")
+	}
+	if _, err := CopyHash(io.Discard, bytes.NewReader(data), sha256.New(), 2999); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over limit: %v", err)
+	}
+}
+
+type failingWriter struct{ after int }
+
+func (f *failingWriter) Write(p []byte) (int, error) {
+	if f.after <= 0 {
+		return 0, errors.New("disk full")
+	}
+	f.after--
+	return len(p), nil
+}
+
+func TestCopyHashWriteError(t *testing.T) {
+	data := randBytes(20*copyBufSize, 1)
+	_, err := CopyHash(&failingWriter{after: 3}, bytes.NewReader(data), sha256.New(), -1)
+	if err == nil || err.Error() != "disk full" {
+		t.Fatalf("want the writer's error, got %v", err)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	ns := uuid.MustParse("018f4d6f-0e10-7e3a-9bfd-23a4c5d6e7f8")
+	sum := sha256.Sum256([]byte("hello"))
+	if got, want := BlobKey(ns, sum), "018f4d6f-0e10-7e3a-9bfd-23a4c5d6e7f8/blobs/sha256/2c/2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"; got != want {
+		t.Fatalf("BlobKey = %s", got)
+	}
+	up := uuid.MustParse("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")
+	if got := UploadKey(ns, up); got != ns.String()+"/uploads/"+up.String() {
+		t.Fatalf("UploadKey = %s", got)
+	}
+}
+
+// TestUploadPromote writes an upload in three chunks (one of them rewritten
+// after a simulated crash on the file backend), promotes it and reads it
+// back through the bucket.
+func TestUploadPromote(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			ns, id := uuid.New(), uuid.New()
+			data := randBytes(3*copyBufSize+777, 42)
+			if err := s.CreateUpload(ctx, ns, id); err != nil {
+				t.Fatal(err)
+			}
+			u, err := s.OpenUpload(ctx, ns, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := sha256.New()
+			cuts := []int{0, 1000, 2*copyBufSize + 5, len(data)}
+			var parts []Part
+			for i := 0; i+1 < len(cuts); i++ {
+				p, err := u.Write(ctx, int64(cuts[i]), bytes.NewReader(data[cuts[i]:cuts[i+1]]), h, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !s.IsFile() {
+					parts = append(parts, p)
+				}
+			}
+			if want := sha256.Sum256(data); !bytes.Equal(h.Sum(nil), want[:]) {
+				t.Fatal("hash differs")
+			}
+			// A stray part (a losing writer) must not end up in the blob.
+			if !s.IsFile() {
+				stray, err := u.Write(ctx, 1000, bytes.NewReader([]byte("garbage")), sha256.New(), -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = stray
+			}
+			key := BlobKey(ns, sha256.Sum256(data))
+			if err := u.Promote(ctx, parts, int64(len(data)), key); err != nil {
+				t.Fatal(err)
+			}
+			u.Close()
+			if err := s.DeleteUpload(ctx, ns, id); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Bucket().ReadAll(ctx, key)
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("read back: %v (equal=%v)", err, bytes.Equal(got, data))
+			}
+			r, err := s.NewRangeReader(ctx, key, 10, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			part, _ := io.ReadAll(r)
+			r.Close()
+			if !bytes.Equal(part, data[10:30]) {
+				t.Fatal("range read differs")
+			}
+			left := 0
+			it := s.Bucket().List(nil)
+			for {
+				obj, err := it.Next(ctx)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if obj.Key != key {
+					left++
+					t.Errorf("left behind: %s", obj.Key)
+				}
+			}
+			if _, err := s.NewRangeReader(ctx, BlobKey(ns, [32]byte{}), 0, -1); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("missing object: %v", err)
+			}
+		})
+	}
+}
+
+func TestFileUploadLock(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s1, err := Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, id := uuid.New(), uuid.New()
+	if err := s1.CreateUpload(ctx, ns, id); err != nil {
+		t.Fatal(err)
+	}
+	u1, err := s1.OpenUpload(ctx, ns, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.OpenUpload(ctx, ns, id); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second writer: %v", err)
+	}
+	// Rename under the lock: a later opener must not get the blob file.
+	if _, err := u1.Write(ctx, 0, bytes.NewReader([]byte("abc")), sha256.New(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if err := u1.Promote(ctx, nil, 3, BlobKey(ns, sha256.Sum256([]byte("abc")))); err != nil {
+		t.Fatal(err)
+	}
+	u1.Close()
+	if _, err := s2.OpenUpload(ctx, ns, id); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after promote: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, UploadKey(ns, id))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("upload file still there: %v", err)
+	}
+}
