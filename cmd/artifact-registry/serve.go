@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"time"
 
@@ -14,9 +15,16 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/artifact-registry/artifact-registry/gc"
+	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/migrations"
+	"github.com/artifact-registry/artifact-registry/protocol/maven"
+	"github.com/artifact-registry/artifact-registry/protocol/npm"
+	"github.com/artifact-registry/artifact-registry/protocol/oci"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func runServe(ctx context.Context, args []string) error {
@@ -43,8 +51,15 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	objects, err := objstore.Open(ctx, cfg.StorageURL)
+	if err != nil {
+		return fmt.Errorf("open object storage: %w", err)
+	}
+	defer objects.Close()
+	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay})
 
-	jobs, err := newJobClient(db.Pool, log)
+	npmOpts := npm.Options{AdminToken: cfg.AdminToken, PublicURL: cfg.PublicURL, Logger: log}
+	jobs, collector, err := newJobClient(db.Pool, st, &cfg, npmOpts, log)
 	if err != nil {
 		return err
 	}
@@ -52,27 +67,46 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("start job client: %w", err)
 	}
 	defer stopJobs(jobs, cfg.ShutdownTimeout)
+	npmOpts.Jobs = jobs
 
 	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool)})
+	srv.Registry().MustRegister(collector.Collectors()...)
+	r := srv.Router()
+	oci.Mount(r, st, oci.Options{AdminToken: cfg.AdminToken, Logger: log})
+	npm.Mount(r, st, npmOpts)
+	maven.Mount(r, st, maven.Options{AdminToken: cfg.AdminToken, Logger: log})
+	graph.Mount(r, st, graph.Options{AdminToken: cfg.AdminToken, Logger: log})
+
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen,
 		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "",
 		"startup", time.Since(start).Round(time.Millisecond))
 	return srv.Serve(ctx, cfg.Listen, cfg.ShutdownTimeout)
 }
 
-// newJobClient wires River on the same pool; job kinds register their
-// workers and periodic jobs here as they arrive.
-func newJobClient(pool *pgxpool.Pool, log *slog.Logger) (*river.Client[pgx.Tx], error) {
+// newJobClient wires River on the same pool with every job kind: the GC
+// family (periodic, leader-elected) and the npm packument rebuild.
+func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
+	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("configure garbage collection: %w", err)
+	}
+	periodic := collector.Register(workers)
+	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
+		return nil, nil, err
+	}
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
+	maps.Copy(queues, collector.Queues())
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:  log,
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
-		Workers: workers,
+		Logger:       log,
+		Queues:       queues,
+		Workers:      workers,
+		PeriodicJobs: periodic,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create job client: %w", err)
+		return nil, nil, fmt.Errorf("create job client: %w", err)
 	}
-	return c, nil
+	return c, collector, nil
 }
 
 func stopJobs(c *river.Client[pgx.Tx], grace time.Duration) {

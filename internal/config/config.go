@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -24,9 +25,13 @@ type Config struct {
 	LogLevel        string
 	NoMigrate       bool
 	ShutdownTimeout time.Duration
+	// GCPhase is ADR-025's rollout phase: 1 record candidates only, 2
+	// recheck and discard but delete nothing, 3 delete.
+	GCPhase       int
+	GCReviewDelay time.Duration
 }
 
-// envFlag declares a flag whose default comes from the environment.
+// envString declares a flag whose default comes from the environment.
 func envString(fs *flag.FlagSet, p *string, name, env, def, usage string) {
 	if v, ok := os.LookupEnv(env); ok {
 		def = v
@@ -42,6 +47,20 @@ func envBool(fs *flag.FlagSet, p *bool, name, env string, usage string) {
 	fs.BoolVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
 }
 
+func envInt(fs *flag.FlagSet, p *int, name, env string, def int, usage string) {
+	if v, err := strconv.Atoi(os.Getenv(env)); err == nil {
+		def = v
+	}
+	fs.IntVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+}
+
+func envDuration(fs *flag.FlagSet, p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v, err := time.ParseDuration(os.Getenv(env)); err == nil {
+		def = v
+	}
+	fs.DurationVar(p, name, def, fmt.Sprintf("%s (env %s)", usage, env))
+}
+
 // Register declares the flags on fs; call Finish after fs.Parse.
 func (c *Config) Register(fs *flag.FlagSet) {
 	envString(fs, &c.Listen, "listen", "ARTIFACT_REGISTRY_LISTEN", "127.0.0.1:8080", "HTTP listen address")
@@ -53,6 +72,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envString(fs, &c.LogFormat, "log-format", "ARTIFACT_REGISTRY_LOG_FORMAT", "text", "log format: text or json")
 	envString(fs, &c.LogLevel, "log-level", "ARTIFACT_REGISTRY_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	envBool(fs, &c.NoMigrate, "no-migrate", "ARTIFACT_REGISTRY_NO_MIGRATE", "do not apply pending migrations at start")
+	envInt(fs, &c.GCPhase, "gc-phase", "ARTIFACT_REGISTRY_GC_PHASE", 3, "garbage collection rollout phase: 1 record only, 2 recheck without deleting, 3 delete")
+	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
 
@@ -72,6 +93,12 @@ func (c *Config) Finish() error {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat)
+	}
+	if c.GCPhase < 1 || c.GCPhase > 3 {
+		return fmt.Errorf("--gc-phase must be 1, 2 or 3, not %d", c.GCPhase)
+	}
+	if c.GCReviewDelay <= 0 {
+		return fmt.Errorf("--gc-review-delay must be positive, not %s", c.GCReviewDelay)
 	}
 	if _, err := c.level(); err != nil {
 		return err

@@ -40,9 +40,11 @@ type Server struct {
 	latency  *prometheus.HistogramVec
 }
 
-// New builds the root router with /-/health, /-/ready and /metrics.
+// New builds the root router with /-/health, /-/ready and /metrics. Paths
+// are not cleaned: each protocol validates its own (a Maven path with ".."
+// must get a 400, not a redirect to another file).
 func New(opts Options) *Server {
-	s := &Server{router: mux.NewRouter(), log: opts.Logger, ready: opts.Ready, registry: opts.Registry}
+	s := &Server{router: mux.NewRouter().SkipClean(true), log: opts.Logger, ready: opts.Ready, registry: opts.Registry}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
