@@ -326,29 +326,34 @@ func (g *GC) notePause(until time.Time) {
 	g.pauseMu.Unlock()
 }
 
-// jobInserter returns the insert function of the sweep: the River client
-// found in the job's context.
-func (g *GC) jobInserter(ctx context.Context) (func(context.Context, []river.InsertManyParams) (int, int, error), error) {
+// jobInserter returns the inserter of the sweep: the River client found
+// in the job's context (or the one a test installed).
+func (g *GC) jobInserter(ctx context.Context) (jobInserter, error) {
 	if g.inserter != nil {
-		return g.inserter.insertMany, nil
+		return g.inserter, nil
 	}
 	c, err := river.ClientFromContextSafely[pgx.Tx](ctx)
 	if err != nil {
 		return nil, errors.New("gc: no River client in the job context")
 	}
-	return func(ctx context.Context, params []river.InsertManyParams) (int, int, error) {
-		res, err := c.InsertMany(ctx, params)
-		if err != nil {
-			return 0, 0, err
+	return riverInserter{c}, nil
+}
+
+// riverInserter inserts through a River client.
+type riverInserter struct{ c *river.Client[pgx.Tx] }
+
+func (r riverInserter) insertMany(ctx context.Context, params []river.InsertManyParams) (int, int, error) {
+	res, err := r.c.InsertMany(ctx, params)
+	if err != nil {
+		return 0, 0, err
+	}
+	inserted, dup := 0, 0
+	for _, x := range res {
+		if x.UniqueSkippedAsDuplicate {
+			dup++
+		} else {
+			inserted++
 		}
-		inserted, dup := 0, 0
-		for _, r := range res {
-			if r.UniqueSkippedAsDuplicate {
-				dup++
-			} else {
-				inserted++
-			}
-		}
-		return inserted, dup, nil
-	}, nil
+	}
+	return inserted, dup, nil
 }

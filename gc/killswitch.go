@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -25,7 +27,22 @@ type StoreKillSwitch struct{ Store *store.Store }
 
 // ReclaimEnabled implements KillSwitch.
 func (k StoreKillSwitch) ReclaimEnabled(ctx context.Context) (bool, string, error) {
-	sw, err := k.Store.GCReclaimSwitch(ctx)
+	return switchState(k.Store.GCReclaimSwitch(ctx))
+}
+
+// reclaimEnabledTx reads the switch on the cleanup transaction's
+// connection.
+func (k StoreKillSwitch) reclaimEnabledTx(ctx context.Context, tx pgx.Tx) (bool, string, error) {
+	return switchState(k.Store.GCReclaimSwitchTx(ctx, tx))
+}
+
+// txKillSwitch is a KillSwitch that can be read inside the cleanup
+// transaction.
+type txKillSwitch interface {
+	reclaimEnabledTx(ctx context.Context, tx pgx.Tx) (bool, string, error)
+}
+
+func switchState(sw *store.GCReclaimSwitch, err error) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
@@ -53,14 +70,26 @@ type reclaimStatus struct {
 	detail  string // who turned it off, or the read error
 }
 
-// reclaimStatus evaluates the phase and the kill switch now.
-func (g *GC) reclaimStatus(ctx context.Context) reclaimStatus {
+// reclaimStatus evaluates the phase and the kill switch now (on tx's
+// connection when tx is not nil and the source supports it).
+func (g *GC) reclaimStatus(ctx context.Context) reclaimStatus { return g.reclaimStatusTx(ctx, nil) }
+
+func (g *GC) reclaimStatusTx(ctx context.Context, tx pgx.Tx) reclaimStatus {
 	if g.cfg.Phase < PhaseDelete {
 		return reclaimStatus{reason: StopPhase, detail: "phase " + g.cfg.Phase.String()}
 	}
 	kctx, cancel := context.WithTimeout(ctx, killSwitchTimeout)
 	defer cancel()
-	enabled, by, err := g.cfg.KillSwitch.ReclaimEnabled(kctx)
+	var (
+		enabled bool
+		by      string
+		err     error
+	)
+	if ks, ok := g.cfg.KillSwitch.(txKillSwitch); ok && tx != nil {
+		enabled, by, err = ks.reclaimEnabledTx(kctx, tx)
+	} else {
+		enabled, by, err = g.cfg.KillSwitch.ReclaimEnabled(kctx)
+	}
 	var st reclaimStatus
 	switch {
 	case err != nil:
@@ -70,7 +99,6 @@ func (g *GC) reclaimStatus(ctx context.Context) reclaimStatus {
 	default:
 		st = reclaimStatus{enabled: true}
 	}
-	g.metrics.setReclaimStatus(st)
 	return st
 }
 
@@ -79,8 +107,8 @@ var errReclaimStopped = errors.New("gc: reclamation stopped")
 
 // mayDelete is the MayDelete of every cleanup: the kill switch, evaluated
 // before each delete (not once per batch), fail-closed.
-func (g *GC) mayDelete(ctx context.Context) error {
-	st := g.reclaimStatus(ctx)
+func (g *GC) mayDelete(ctx context.Context, tx pgx.Tx) error {
+	st := g.reclaimStatusTx(ctx, tx)
 	if st.enabled {
 		return nil
 	}

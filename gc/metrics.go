@@ -47,11 +47,6 @@ type metrics struct {
 	stagingPurged     prometheus.Counter
 	push              *pushMetrics
 	queue             *queueCollector
-
-	// last reclaim status seen by a delete decision (the collector
-	// re-evaluates it at scrape time anyway).
-	mu     sync.Mutex
-	status reclaimStatus
 }
 
 func newMetrics() *metrics {
@@ -90,12 +85,6 @@ func (m *metrics) outcome(o string) { m.outcomes.WithLabelValues(o).Inc() }
 func (m *metrics) reclaimed(size int64) {
 	m.reclaimedObjects.Inc()
 	m.reclaimedBytes.Add(float64(size))
-}
-
-func (m *metrics) setReclaimStatus(st reclaimStatus) {
-	m.mu.Lock()
-	m.status = st
-	m.mu.Unlock()
 }
 
 // pushMetrics implements store.PushObserver.

@@ -65,7 +65,7 @@ func (g *GC) Sweep(ctx context.Context) (*SweepResult, error) {
 		for i, k := range chunk {
 			params[i] = river.InsertManyParams{Args: cleanupArgs(k), InsertOpts: &opts}
 		}
-		ins, dup, err := insert(ctx, params)
+		ins, dup, err := insert.insertMany(ctx, params)
 		if err != nil {
 			return nil, fmt.Errorf("gc: sweep: enqueue cleanups: %w", err)
 		}

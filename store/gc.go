@@ -180,10 +180,13 @@ type GCCleanupPolicy struct {
 	// reviewed again when Delete is false.
 	Holdback time.Duration
 	// MayDelete re-evaluates the kill switch right before the storage
-	// delete, under the blob-row lock. A non-nil error means "do not
-	// delete" (GCDeleteStopped, with the error in Err). Nil MayDelete
-	// refuses every delete (fail-closed).
-	MayDelete func(ctx context.Context) error
+	// delete, under the blob-row lock; tx is the cleanup transaction, so a
+	// database-backed switch is read on its connection (GCReclaimSwitchTx)
+	// rather than from a pool the workers may have exhausted. A non-nil
+	// error means "do not delete" (GCDeleteStopped, with the error in Err);
+	// the transaction is rolled back. Nil MayDelete refuses every delete
+	// (fail-closed).
+	MayDelete func(ctx context.Context, tx pgx.Tx) error
 	// DeleteObject deletes the object at key; nil uses the object store. A
 	// missing object must count as deleted. It is bounded by
 	// GCObjectDeleteTimeout.
@@ -331,7 +334,7 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 		res.Outcome, res.Err = GCDeleteStopped, errors.New("store: gc cleanup: no kill switch, deleting nothing")
 		return giveUp(res)
 	}
-	if err := p.MayDelete(ctx); err != nil {
+	if err := p.MayDelete(ctx, tx); err != nil {
 		res.Outcome, res.Err = GCDeleteStopped, err
 		return giveUp(res)
 	}

@@ -28,8 +28,21 @@ var ErrGCControlsMissing = errors.New("store: gc kill switch row missing")
 // GCReclaimSwitch reads the kill switch. Any error (table or row missing,
 // database unreachable) must be taken as "disabled" by the caller.
 func (s *Store) GCReclaimSwitch(ctx context.Context) (*GCReclaimSwitch, error) {
+	return readGCReclaimSwitch(ctx, s.pool)
+}
+
+// GCReclaimSwitchTx reads the kill switch on the connection of tx (the
+// cleanup transaction reads it there, so that a busy pool can never make
+// the read wait behind the very workers that need it). An error aborts tx.
+func (s *Store) GCReclaimSwitchTx(ctx context.Context, tx pgx.Tx) (*GCReclaimSwitch, error) {
+	return readGCReclaimSwitch(ctx, tx)
+}
+
+func readGCReclaimSwitch(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (*GCReclaimSwitch, error) {
 	var sw GCReclaimSwitch
-	err := s.pool.QueryRow(ctx, `SELECT reclaim_enabled, changed_by, reason, updated_at FROM gc_controls`).
+	err := q.QueryRow(ctx, `SELECT reclaim_enabled, changed_by, reason, updated_at FROM gc_controls`).
 		Scan(&sw.Enabled, &sw.ChangedBy, &sw.Reason, &sw.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrGCControlsMissing

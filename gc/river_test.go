@@ -1,0 +1,177 @@
+package gc
+
+import (
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Through a real River client: gc:sweep enqueues gc:cleanup jobs, they
+// run and reclaim; cleanup uniqueness covers in-flight jobs only, so a
+// blob dereferenced a second time within one review delay is cleaned the
+// second time too.
+func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
+	e := newEnv(t, Config{})
+	var blobs [][]byte
+	for i := range 10 {
+		b := blobData("river-"+string(rune('a'+i)), 1200)
+		blobs = append(blobs, b)
+		e.mustDetach(e.mustPush(b)...)
+	}
+	keep := blobData("still-referenced", 1200)
+	e.mustPush(keep)
+	e.pastDelayAndGrace()
+
+	c := e.riverClient(e.g)
+	if _, err := c.Insert(e.ctx, SweepArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitJobs(c)
+	dumpJobs(t, e, c)
+	for _, o := range []string{"reclaimed", "locked", "delete_failed", "stopped", "too_young", "gone", "paused", "error", "referenced", "orphan"} {
+		t.Logf("outcome %s: %v", o, gatherGauge(t, e.g, MetricCleanupOutcomes, "outcome", o))
+	}
+	for _, b := range blobs {
+		e.assertGone(b)
+	}
+	e.assertIntact(keep)
+	done := e.jobsOf(c, KindCleanup, rivertype.JobStateCompleted)
+	if len(done) != len(blobs) {
+		t.Fatalf("%d cleanup jobs completed, want %d", len(done), len(blobs))
+	}
+	if sweeps := e.jobsOf(c, KindSweep, rivertype.JobStateCompleted); len(sweeps) != 1 {
+		t.Fatalf("%d sweeps completed", len(sweeps))
+	}
+
+	// Second episode of the same digest within one review delay of the
+	// first: the completed job of the first must not suppress it.
+	again := blobs[0]
+	e.mustDetach(e.mustPush(again)...)
+	e.clock.Advance(testReviewDelay + store.GCGracePeriod + time.Minute)
+	if _, err := c.Insert(e.ctx, SweepArgs{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitJobs(c)
+	e.assertGone(again)
+	if done := e.jobsOf(c, KindCleanup, rivertype.JobStateCompleted); len(done) != len(blobs)+1 {
+		t.Fatalf("%d cleanup jobs completed, want %d", len(done), len(blobs)+1)
+	}
+	if v := gatherGauge(t, e.g, MetricReclaimedObjects); v != float64(len(blobs)+1) {
+		t.Fatalf("reclaimed objects %v", v)
+	}
+}
+
+// A candidate with a cleanup in flight is not enqueued twice: the second
+// sweep's inserts are skipped as duplicates while the first job waits.
+func TestCleanupUniqueWhileInFlight(t *testing.T) {
+	e := newEnv(t, Config{})
+	for i := range 3 {
+		e.mustDetach(e.mustPush(blobData("uniq-"+string(rune('a'+i)), 900))...)
+	}
+	e.pastDelayAndGrace()
+	// An insert-only client (not started): the jobs stay available.
+	workers := river.NewWorkers()
+	e.g.Register(workers)
+	c, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{Workers: workers, Logger: testLogger(), TestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.g.inserter = riverInserter{c}
+	first, err := e.g.Sweep(e.ctx)
+	if err != nil || first.Enqueued != 3 {
+		t.Fatalf("first sweep: %+v %v", first, err)
+	}
+	second, err := e.g.Sweep(e.ctx)
+	if err != nil || second.Enqueued != 0 || second.Duplicates != 3 {
+		t.Fatalf("second sweep: %+v %v", second, err)
+	}
+	jobs := e.jobsOf(c, KindCleanup, rivertype.JobStateAvailable)
+	if len(jobs) != 3 || jobs[0].Queue != QueueCleanup || jobs[0].MaxAttempts != DefaultCleanupAttempts {
+		t.Fatalf("jobs: %d, first %+v", len(jobs), jobs[0])
+	}
+}
+
+// The periodic jobs of phase 3, on a started client: River's leader runs
+// them at start (RunOnStart), the sweep enqueues the cleanups and they
+// reclaim, the reconcile scan and the staging sweep run too.
+func TestPeriodicJobsOnRiver(t *testing.T) {
+	e := newEnv(t, Config{})
+	var blobs [][]byte
+	for i := range 5 {
+		b := blobData("periodic-"+string(rune('a'+i)), 600)
+		blobs = append(blobs, b)
+		e.mustDetach(e.mustPush(b)...)
+	}
+	e.pastDelayAndGrace()
+	workers := river.NewWorkers()
+	periodic := e.g.Register(workers)
+	e.g.inserter = nil
+	if len(periodic) != 3 {
+		t.Fatalf("%d periodic jobs in phase 3, want 3", len(periodic))
+	}
+	c, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
+		Queues: e.g.Queues(), Workers: workers, PeriodicJobs: periodic, Logger: testLogger(),
+		FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond, TestOnly: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop(e.ctx) })
+	deadline := time.Now().Add(time.Minute)
+	for _, kind := range []string{KindSweep, KindReconcileScan, KindStagingSweep} {
+		for len(e.jobsOf(c, kind, rivertype.JobStateCompleted)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("periodic %s did not run", kind)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	e.waitJobs(c)
+	for _, b := range blobs {
+		e.assertGone(b)
+	}
+}
+
+// Register's periodic jobs follow the phase.
+func TestRegisterByPhase(t *testing.T) {
+	e := newEnv(t, Config{Phase: PhaseRecord})
+	for phase, want := range map[Phase]int{PhaseRecord: 1, PhaseDiscard: 2, PhaseDelete: 3} {
+		g := e.newGC(Config{Phase: phase})
+		if n := len(g.Register(river.NewWorkers())); n != want {
+			t.Errorf("phase %d: %d periodic jobs, want %d", phase, n, want)
+		}
+	}
+	if _, err := New(e.st, Config{Phase: 4}); err == nil {
+		t.Error("phase 4 accepted")
+	}
+	// Every kind has a worker in every phase (a River client refuses to
+	// insert kinds without one).
+	workers := river.NewWorkers()
+	e.g.Register(workers)
+	c, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{Workers: workers, Logger: testLogger(), TestOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []river.JobArgs{SweepArgs{}, CleanupArgs{SHA256: "00"}, ReconcileScanArgs{}, StagingSweepArgs{}} {
+		if _, err := c.Insert(e.ctx, args, nil); err != nil {
+			t.Errorf("insert %s: %v", args.Kind(), err)
+		}
+	}
+	var _ *river.Client[pgx.Tx] = c
+}
+
+func dumpJobs(t *testing.T, e *env, c *river.Client[pgx.Tx]) {
+	res, _ := c.JobList(e.ctx, river.NewJobListParams().First(100))
+	for _, j := range res.Jobs {
+		t.Logf("job %s %s attempt %d errors %v", j.Kind, j.State, j.Attempt, j.Errors)
+	}
+}
