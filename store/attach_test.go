@@ -514,3 +514,77 @@ func TestCommitAfterGCDeletedRow(t *testing.T) {
 		t.Fatalf("object: %v %v", ok, err)
 	}
 }
+
+// waitForLockWait polls until some backend of the database waits on a lock.
+func (f *blobFixture) waitForLockWait(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	for range 2000 {
+		var n int
+		err := f.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("nobody waits on a lock")
+}
+
+// TestCommitWhileGCDeletesRow: a dedup commit waits on the blob-row lock
+// held by gc:cleanup, which deletes the object and the row and commits. The
+// commit must not trust the vanished row: it inserts a new row and puts its
+// own bytes in place.
+func TestCommitWhileGCDeletesRow(t *testing.T) {
+	for _, backend := range objectBackends {
+		t.Run(backend, func(t *testing.T) {
+			f := newBlobFixture(t, backend, Options{})
+			ctx := context.Background()
+			data := randomBytes(100000, 12)
+			old := f.put(t, data).Blob
+			gc, err := f.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gc.Rollback(ctx)
+			if _, err := gc.Exec(ctx, `SELECT 1 FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2 FOR UPDATE NOWAIT`, f.ns, old.SHA256[:]); err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				res *CommitResult
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := f.store.PutBlob(ctx, f.ref(uuid.Nil), bytes.NewReader(data), want(data))
+				done <- result{res, err}
+			}()
+			f.waitForLockWait(t)
+			if err := f.objects.Delete(ctx, old.ObjectStorageKey); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := gc.Exec(ctx, `DELETE FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2`, f.ns, old.SHA256[:]); err != nil {
+				t.Fatal(err)
+			}
+			if err := gc.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil || !r.res.Created || r.res.Blob.ID == old.ID {
+				t.Fatalf("commit racing the GC delete: %+v %v", r.res, r.err)
+			}
+			rd, _, err := f.store.OpenBlob(ctx, f.ns, old.SHA256, 0, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := io.ReadAll(rd)
+			rd.Close()
+			if !bytes.Equal(got, data) {
+				t.Fatal("object differs")
+			}
+		})
+	}
+}

@@ -15,6 +15,23 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
+// The blob layer (DESIGN.md "Blob protocol", ADR-025, ADR-007 "blob
+// storage" and "upload sessions"). How formats use it:
+//
+//   - Upload bytes: StartUpload, AppendUpload (chunks), CommitUpload (with an
+//     optional last chunk), or PutBlob for a whole body in one call. The
+//     commit verifies digest and size, deduplicates per namespace and
+//     returns the blob row. UploadStatus, CancelUpload; ExpiredUploads and
+//     PurgeUpload for the purge job.
+//   - Reference bytes: inside WithTx, Attach the digests a format row uses
+//     (one attachment per use, stored on the format row) in the same
+//     transaction that writes the row; Detach them in the transaction that
+//     deletes it, after locking the row.
+//   - Read bytes: StatBlob (database only), OpenBlob, or an AP1 join
+//     (BlobColumns, JoinBlob, ScanBlobInto) followed by OpenBlobObject.
+//
+// Errors are typed (blob_errors.go); ErrRetryable means 503 + Retry-After.
+
 // Blob is a blob_storage_blobs row: one stored object per (namespace,
 // sha256).
 type Blob struct {

@@ -35,7 +35,7 @@ var (
 	// again. Returned wrapped in a *DigestError.
 	ErrBlobMustReupload = errors.New("store: blob object missing, upload it again")
 	// ErrAttachmentUnknown: Detach was given an attachment that does not
-	// exist. Returned wrapped in a *DigestError.
+	// exist (or the same attachment twice).
 	ErrAttachmentUnknown = errors.New("store: attachment unknown")
 	// ErrRangeNotSatisfiable: a read range outside the blob.
 	ErrRangeNotSatisfiable = errors.New("store: range not satisfiable")
