@@ -1,0 +1,112 @@
+package graph
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Enum mappings between the GraphQL enums and the smallint enums of
+// store/enum (whose integer values live in the database).
+
+var formatsToEnum = map[model.Format]enum.Format{
+	model.FormatDocker: enum.FormatDocker,
+	model.FormatMaven:  enum.FormatMaven,
+	model.FormatNpm:    enum.FormatNpm,
+	model.FormatOci:    enum.FormatOCI,
+}
+
+var kindsToEnum = map[model.RepositoryKind]enum.Kind{
+	model.RepositoryKindHosted:  enum.KindHosted,
+	model.RepositoryKindVirtual: enum.KindVirtual,
+	model.RepositoryKindRemote:  enum.KindRemote,
+}
+
+var visibilitiesToEnum = map[model.Visibility]enum.Visibility{
+	model.VisibilityPublic:   enum.VisibilityPublic,
+	model.VisibilityPrivate:  enum.VisibilityPrivate,
+	model.VisibilityInternal: enum.VisibilityInternal,
+}
+
+func invert[K, V comparable](m map[K]V) map[V]K {
+	out := make(map[V]K, len(m))
+	for k, v := range m {
+		out[v] = k
+	}
+	return out
+}
+
+var (
+	formatsFromEnum      = invert(formatsToEnum)
+	kindsFromEnum        = invert(kindsToEnum)
+	visibilitiesFromEnum = invert(visibilitiesToEnum)
+)
+
+func toNamespace(n *store.Namespace) *model.Namespace {
+	if n == nil {
+		return nil
+	}
+	return &model.Namespace{
+		ID: n.ID, Slug: n.Slug, Status: model.NamespaceStatus(n.Status()), CreatedAt: n.CreatedAt,
+		DeletedAt: n.DeletedAt, PurgedAt: n.PurgedAt, BlockedAt: n.BlockedAt, DisabledAt: n.DisabledAt, SuspendedAt: n.SuspendedAt,
+	}
+}
+
+func toRepository(r *store.Repository) *model.Repository {
+	if r == nil {
+		return nil
+	}
+	return &model.Repository{
+		ID: r.ID, NamespaceID: r.NamespaceID, Name: r.Name, Description: r.Description,
+		Format: formatsFromEnum[r.Format], Kind: kindsFromEnum[r.Kind], Visibility: visibilitiesFromEnum[r.Visibility],
+		ArtifactsCount: r.ArtifactsCount, DownloadsCount: r.DownloadsCount, SizeBytes: r.SizeBytes,
+		LastUpdatedAt: r.LastUpdatedAt, CreatedAt: r.CreatedAt, SoftDeletedAt: r.SoftDeletedAt,
+	}
+}
+
+func toCollection(c *store.RepositoryCollection) *model.RepositoryCollection {
+	return &model.RepositoryCollection{ID: c.ID, NamespaceID: c.NamespaceID, Name: c.Name, IsDefault: c.IsDefault, CreatedAt: c.CreatedAt}
+}
+
+func toImage(i *store.ContainerImage) *model.ContainerImage {
+	if i == nil {
+		return nil
+	}
+	return &model.ContainerImage{
+		ID: i.ID, NamespaceID: i.NamespaceID, RepositoryID: i.RepositoryID, Name: i.Name,
+		LastDownloadedAt: i.LastDownloadedAt, SoftDeletedAt: i.SoftDeletedAt,
+	}
+}
+
+func toManifest(m *store.ContainerManifest) *model.ContainerManifest {
+	if m == nil {
+		return nil
+	}
+	return &model.ContainerManifest{
+		ID: m.ID, NamespaceID: m.NamespaceID, ImageID: m.ImageID, RepositoryID: m.RepositoryID,
+		Digest: m.DigestString(), MediaType: m.MediaType, Size: m.Size, CreatedAt: m.CreatedAt, SoftDeletedAt: m.SoftDeletedAt,
+	}
+}
+
+func toManifests(ms []*store.ContainerManifest) []*model.ContainerManifest {
+	out := make([]*model.ContainerManifest, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, toManifest(m))
+	}
+	return out
+}
+
+func toTag(t *store.ContainerTag) *model.ContainerTag {
+	return &model.ContainerTag{ID: t.ID, NamespaceID: t.NamespaceID, ImageID: t.ImageID, ManifestID: t.ManifestID, Name: t.Name}
+}
+
+// parseID parses an ID argument.
+func parseID(what, s string) (uuid.UUID, error) {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, invalidInput("%s id %q is not a valid id", what, s)
+	}
+	return id, nil
+}

@@ -1,0 +1,99 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Error codes in extensions.code.
+const (
+	CodeNotFound        = "NOT_FOUND"
+	CodeAlreadyExists   = "ALREADY_EXISTS"
+	CodeInvalidInput    = "INVALID_INPUT"
+	CodeForbidden       = "FORBIDDEN"
+	CodeUnauthenticated = "UNAUTHENTICATED"
+	CodeConflict        = "CONFLICT"
+	CodeInternal        = "INTERNAL"
+)
+
+// apiError is an error whose message is safe to show the client.
+type apiError struct {
+	code string
+	msg  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func newError(code, format string, args ...any) error {
+	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func invalidInput(format string, args ...any) error {
+	return newError(CodeInvalidInput, format, args...)
+}
+
+func notFound(format string, args ...any) error { return newError(CodeNotFound, format, args...) }
+
+// errorPresenter maps every error to a GraphQL error with extensions.code.
+// Domain errors (store.DomainError) and API errors keep their message;
+// errors gqlgen raised itself (parse, validation, complexity) keep theirs;
+// anything else is logged and reported as a generic INTERNAL error, so no
+// SQL or driver detail reaches the client.
+func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		gqlErr := graphql.DefaultErrorPresenter(ctx, err)
+		var ae *apiError
+		var de *store.DomainError
+		switch {
+		case errors.As(err, &ae):
+			gqlErr.Message = ae.msg
+			setCode(gqlErr, ae.code)
+		case errors.As(err, &de):
+			gqlErr.Message = de.Message
+			setCode(gqlErr, string(de.Code))
+		case errors.Is(err, store.ErrRetryable):
+			// Lock timeout or deadlock: nothing was changed.
+			gqlErr.Message = "the resource is busy with a concurrent change; retry"
+			setCode(gqlErr, CodeConflict)
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			gqlErr.Message = "request cancelled or timed out"
+			setCode(gqlErr, CodeInternal)
+		default:
+			var ge *gqlerror.Error
+			if errors.As(err, &ge) && ge.Unwrap() == nil {
+				// Raised by gqlgen itself (argument coercion, validation,
+				// complexity): the message is about the request.
+				if gqlErr.Extensions == nil || gqlErr.Extensions["code"] == nil {
+					setCode(gqlErr, CodeInvalidInput)
+				}
+				return gqlErr
+			}
+			log.ErrorContext(ctx, "graphql: internal error", "path", gqlErr.Path.String(), "err", err)
+			gqlErr.Message = "internal error"
+			setCode(gqlErr, CodeInternal)
+		}
+		return gqlErr
+	}
+}
+
+func setCode(e *gqlerror.Error, code string) {
+	if e.Extensions == nil {
+		e.Extensions = map[string]any{}
+	}
+	e.Extensions["code"] = code
+}
+
+// recoverFunc turns a resolver panic into a logged INTERNAL error.
+func recoverFunc(log *slog.Logger) graphql.RecoverFunc {
+	return func(ctx context.Context, p any) error {
+		log.ErrorContext(ctx, "graphql: resolver panic", "panic", fmt.Sprint(p))
+		return errors.New("panic in resolver") // presented as INTERNAL
+	}
+}

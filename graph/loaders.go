@@ -1,0 +1,277 @@
+package graph
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/graph-gophers/dataloader/v7"
+
+	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Per-request dataloaders: nested fields queue their keys, and each loader
+// runs one store query per namespace (and page arguments) for all of them,
+// so a nested query issues a bounded number of statements whatever the
+// row count.
+
+// idKey names a row of a partitioned table: namespace first, so every
+// batch carries namespace_id = $1.
+type idKey struct {
+	ns uuid.UUID
+	id uuid.UUID
+}
+
+// pageKey names one page of a nested connection under one parent.
+type pageKey struct {
+	ns     uuid.UUID
+	parent uuid.UUID
+	limit  int
+	after  string // keyset value of the cursor ("" = first page)
+}
+
+type loaders struct {
+	namespace  *dataloader.Loader[uuid.UUID, *store.Namespace]
+	statistics *dataloader.Loader[uuid.UUID, *store.NamespaceStatistics]
+
+	repository  *dataloader.Loader[idKey, *store.Repository]
+	collections *dataloader.Loader[idKey, []*store.RepositoryCollection]
+
+	// Page loaders return limit+1 rows per parent (the extra one tells
+	// hasNextPage), as models whose Siblings are every row of the batch.
+	imagePage     *dataloader.Loader[pageKey, []*model.ContainerImage]
+	imageCount    *dataloader.Loader[idKey, int]
+	tagPage       *dataloader.Loader[pageKey, []*model.ContainerTag]
+	tagCount      *dataloader.Loader[idKey, int]
+	manifestPage  *dataloader.Loader[pageKey, []*model.ContainerManifest]
+	manifestCount *dataloader.Loader[idKey, int]
+
+	image      *dataloader.Loader[idKey, *store.ContainerImage]
+	manifest   *dataloader.Loader[idKey, *model.ContainerManifest]
+	tagNames   *dataloader.Loader[idKey, []string]
+	references *dataloader.Loader[idKey, []*model.ContainerManifest]
+	referrers  *dataloader.Loader[idKey, []*model.ContainerManifest]
+}
+
+type loadersKey struct{}
+
+func withLoaders(ctx context.Context, st *store.Store, wait time.Duration) context.Context {
+	return context.WithValue(ctx, loadersKey{}, newLoaders(st, wait))
+}
+
+func loadersFrom(ctx context.Context) *loaders {
+	return ctx.Value(loadersKey{}).(*loaders)
+}
+
+func newLoaders(st *store.Store, wait time.Duration) *loaders {
+	return &loaders{
+		namespace: newLoader(wait, func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Namespace, error) {
+			nss, err := st.NamespacesByIDs(ctx, ids)
+			return indexBy(nss, func(n *store.Namespace) uuid.UUID { return n.ID }), err
+		}),
+		statistics: newLoader(wait, st.StatisticsOfNamespaces),
+
+		repository: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*store.Repository, error) {
+			rs, err := st.RepositoriesByIDs(ctx, ns, ids)
+			return indexBy(rs, func(r *store.Repository) uuid.UUID { return r.ID }), err
+		})),
+		collections: newLoader(wait, perNamespace(st.CollectionsOfRepositories)),
+
+		imagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerImage, error) {
+			m, err := st.ImagesOfRepositories(ctx, k.ns, ids, optString(k.after), k.limit)
+			return siblingPages(m, k.limit, toImage,
+				func(i *store.ContainerImage) uuid.UUID { return i.ID },
+				func(i *model.ContainerImage, sib []uuid.UUID) { i.Siblings = sib }), err
+		})),
+		imageCount: newLoader(wait, perNamespace(st.CountImagesOfRepositories)),
+		tagPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerTag, error) {
+			m, err := st.TagsOfImages(ctx, k.ns, ids, optString(k.after), k.limit)
+			return siblingPages(m, k.limit, toTag,
+				func(t *store.ContainerTag) uuid.UUID { return t.ManifestID },
+				func(t *model.ContainerTag, sib []uuid.UUID) { t.Siblings = sib }), err
+		})),
+		tagCount: newLoader(wait, perNamespace(st.CountTagsOfImages)),
+		manifestPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
+			var after []byte
+			if k.after != "" {
+				after = []byte(k.after)
+			}
+			m, err := st.ManifestsOfImages(ctx, k.ns, ids, after, k.limit)
+			return siblingPages(m, k.limit, toManifest, manifestID, setManifestSiblings), err
+		})),
+		manifestCount: newLoader(wait, perNamespace(st.CountManifestsOfImages)),
+
+		image: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*store.ContainerImage, error) {
+			is, err := st.ImagesByIDs(ctx, ns, ids)
+			return indexBy(is, func(i *store.ContainerImage) uuid.UUID { return i.ID }), err
+		})),
+		manifest: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.ContainerManifest, error) {
+			ms, err := st.ManifestsByIDs(ctx, ns, ids)
+			if err != nil {
+				return nil, err
+			}
+			out := map[uuid.UUID]*model.ContainerManifest{}
+			for _, list := range siblingPages(map[uuid.UUID][]*store.ContainerManifest{uuid.Nil: ms}, len(ms), toManifest, manifestID, setManifestSiblings) {
+				for _, m := range list {
+					out[m.ID] = m
+				}
+			}
+			return out, nil
+		})),
+		references: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
+			m, err := st.ReferencesOfManifests(ctx, ns, ids)
+			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
+		})),
+		referrers: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
+			m, err := st.ReferrersOfManifests(ctx, ns, ids)
+			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
+		})),
+		tagNames: newLoader(wait, perNamespace(st.TagNamesOfManifests)),
+	}
+}
+
+func manifestID(m *store.ContainerManifest) uuid.UUID { return m.ID }
+
+func setManifestSiblings(m *model.ContainerManifest, sib []uuid.UUID) { m.Siblings = sib }
+
+// siblingPages converts a batch's rows to models that share one Siblings
+// slice: the ids (sibID) of every row shown, i.e. the first limit rows of
+// each parent (limit < 0: all rows).
+func siblingPages[S, M any](m map[uuid.UUID][]*S, limit int, conv func(*S) *M, sibID func(*S) uuid.UUID, set func(*M, []uuid.UUID)) map[uuid.UUID][]*M {
+	var sib []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, rows := range m {
+		for i, r := range rows {
+			if limit >= 0 && i >= limit {
+				break
+			}
+			if id := sibID(r); !seen[id] {
+				seen[id] = true
+				sib = append(sib, id)
+			}
+		}
+	}
+	out := make(map[uuid.UUID][]*M, len(m))
+	for parent, rows := range m {
+		ms := make([]*M, 0, len(rows))
+		for _, r := range rows {
+			v := conv(r)
+			set(v, sib)
+			ms = append(ms, v)
+		}
+		out[parent] = ms
+	}
+	return out
+}
+
+// prime queues the keys of all siblings synchronously, one after the other
+// (cache hits for those already queued), so the batch holds the whole level.
+// (LoadMany would queue them from one goroutine per key, which splits
+// batches under load.) The thunks are not awaited: each resolver awaits its
+// own key's.
+func prime[K comparable, V any](ctx context.Context, l *dataloader.Loader[K, V], keys []K) {
+	if len(keys) < 2 {
+		return
+	}
+	for _, k := range keys {
+		l.Load(ctx, k)
+	}
+}
+
+func idKeys(ns uuid.UUID, ids []uuid.UUID) []idKey {
+	out := make([]idKey, len(ids))
+	for i, id := range ids {
+		out[i] = idKey{ns: ns, id: id}
+	}
+	return out
+}
+
+func pageKeys(k pageKey, parents []uuid.UUID) []pageKey {
+	out := make([]pageKey, len(parents))
+	for i, p := range parents {
+		out[i] = k
+		out[i].parent = p
+	}
+	return out
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func indexBy[V any](vs []V, key func(V) uuid.UUID) map[uuid.UUID]V {
+	m := make(map[uuid.UUID]V, len(vs))
+	for _, v := range vs {
+		m[key(v)] = v
+	}
+	return m
+}
+
+// newLoader builds a loader from a fetch of many keys at once; keys the
+// fetch does not return resolve to V's zero value (nil: not found).
+func newLoader[K comparable, V any](wait time.Duration, fetch func(context.Context, []K) (map[K]V, error)) *dataloader.Loader[K, V] {
+	return dataloader.NewBatchedLoader(func(ctx context.Context, keys []K) []*dataloader.Result[V] {
+		m, err := fetch(ctx, keys)
+		out := make([]*dataloader.Result[V], len(keys))
+		for i, k := range keys {
+			if err != nil {
+				out[i] = &dataloader.Result[V]{Error: err}
+			} else {
+				out[i] = &dataloader.Result[V]{Data: m[k]}
+			}
+		}
+		return out
+	}, dataloader.WithWait[K, V](wait))
+}
+
+// perNamespace splits a batch of keys by namespace: one query per
+// namespace, each with namespace_id = $1 and id = ANY($2).
+func perNamespace[V any](fetch func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]V, error)) func(context.Context, []idKey) (map[idKey]V, error) {
+	return func(ctx context.Context, keys []idKey) (map[idKey]V, error) {
+		groups := map[uuid.UUID][]uuid.UUID{}
+		for _, k := range keys {
+			groups[k.ns] = append(groups[k.ns], k.id)
+		}
+		out := make(map[idKey]V, len(keys))
+		for ns, ids := range groups {
+			m, err := fetch(ctx, ns, ids)
+			if err != nil {
+				return nil, err
+			}
+			for id, v := range m {
+				out[idKey{ns: ns, id: id}] = v
+			}
+		}
+		return out, nil
+	}
+}
+
+// perPage splits a batch of page keys by namespace and page arguments:
+// one query per group, for all the parents of the group.
+func perPage[V any](fetch func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID]V, error)) func(context.Context, []pageKey) (map[pageKey]V, error) {
+	return func(ctx context.Context, keys []pageKey) (map[pageKey]V, error) {
+		groups := map[pageKey][]uuid.UUID{}
+		for _, k := range keys {
+			g := k
+			g.parent = uuid.Nil
+			groups[g] = append(groups[g], k.parent)
+		}
+		out := make(map[pageKey]V, len(keys))
+		for g, parents := range groups {
+			m, err := fetch(ctx, g, parents)
+			if err != nil {
+				return nil, err
+			}
+			for parent, v := range m {
+				k := g
+				k.parent = parent
+				out[k] = v
+			}
+		}
+		return out, nil
+	}
+}

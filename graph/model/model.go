@@ -1,0 +1,187 @@
+// Package model holds the Go types bound to schema.graphqls: hand-written
+// models here (fields they lack are resolved in package graph) and the ones
+// gqlgen generates into models_gen.go.
+package model
+
+import (
+	"context"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+type Namespace struct {
+	ID          uuid.UUID
+	Slug        string
+	Status      NamespaceStatus
+	CreatedAt   time.Time
+	DeletedAt   *time.Time
+	PurgedAt    *time.Time
+	BlockedAt   *time.Time
+	DisabledAt  *time.Time
+	SuspendedAt *time.Time
+}
+
+// Siblings (on Repository, ContainerImage, ContainerTag and
+// ContainerManifest) are the ids of the objects resolved together with
+// this one (the page it came in), shared by all of them: the first nested
+// resolver that loads for one of them queues the keys of all, so each
+// level of a nested query is one batch however the goroutines interleave.
+// For ContainerTag they are the manifest ids the tags point at.
+
+type Repository struct {
+	Siblings       []uuid.UUID
+	ID             uuid.UUID
+	NamespaceID    uuid.UUID
+	Name           string
+	Description    *string
+	Format         Format
+	Kind           RepositoryKind
+	Visibility     Visibility
+	ArtifactsCount int64
+	DownloadsCount int64
+	SizeBytes      int64
+	LastUpdatedAt  *time.Time
+	CreatedAt      time.Time
+	SoftDeletedAt  *time.Time
+}
+
+func (Repository) IsTrashItem() {}
+
+type RepositoryCollection struct {
+	ID          uuid.UUID
+	NamespaceID uuid.UUID
+	Name        string
+	IsDefault   bool
+	CreatedAt   time.Time
+}
+
+type ContainerImage struct {
+	Siblings         []uuid.UUID
+	ID               uuid.UUID
+	NamespaceID      uuid.UUID
+	RepositoryID     uuid.UUID // repositories.id of the owning repository
+	Name             string
+	LastDownloadedAt *time.Time
+	SoftDeletedAt    *time.Time
+}
+
+func (ContainerImage) IsTrashItem() {}
+
+type ContainerManifest struct {
+	Siblings      []uuid.UUID
+	ID            uuid.UUID
+	NamespaceID   uuid.UUID
+	ImageID       uuid.UUID
+	RepositoryID  uuid.UUID
+	Digest        string
+	MediaType     string
+	Size          int64
+	CreatedAt     time.Time
+	SoftDeletedAt *time.Time
+}
+
+// DigestBytes is the raw sha256 of Digest (sha256:<hex>).
+func (m *ContainerManifest) DigestBytes() []byte {
+	b, _ := hex.DecodeString(strings.TrimPrefix(m.Digest, "sha256:"))
+	return b
+}
+
+func (ContainerManifest) IsTrashItem()         {}
+func (ContainerManifest) IsPublishedArtifact() {}
+
+type ContainerTag struct {
+	Siblings    []uuid.UUID
+	ID          uuid.UUID
+	NamespaceID uuid.UUID
+	ImageID     uuid.UUID
+	ManifestID  uuid.UUID
+	Name        string
+}
+
+type ChecksumMatch struct {
+	Kind          ChecksumMatchKind
+	ArtifactID    uuid.UUID
+	ParentID      uuid.UUID
+	NamespaceID   uuid.UUID
+	RepositoryID  uuid.UUID
+	SoftDeletedAt *time.Time
+}
+
+type PublishEvent struct {
+	PublishedAt  time.Time
+	NamespaceID  uuid.UUID
+	RepositoryID uuid.UUID
+	Artifact     PublishedArtifact
+}
+
+// Counter computes a connection's totalCount when (and only when) the
+// query selects it.
+type Counter func(ctx context.Context) (int, error)
+
+func (c Counter) count(ctx context.Context) (int, error) {
+	if c == nil {
+		return 0, nil
+	}
+	return c(ctx)
+}
+
+type NamespaceConnection struct {
+	Edges    []*NamespaceEdge
+	PageInfo *PageInfo
+	Count    Counter
+}
+
+func (c *NamespaceConnection) TotalCount(ctx context.Context) (int, error) { return c.Count.count(ctx) }
+
+type RepositoryConnection struct {
+	Edges    []*RepositoryEdge
+	PageInfo *PageInfo
+	Count    Counter
+}
+
+func (c *RepositoryConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}
+
+type RepositoryCollectionConnection struct {
+	Edges    []*RepositoryCollectionEdge
+	PageInfo *PageInfo
+	Count    Counter
+}
+
+func (c *RepositoryCollectionConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}
+
+type ContainerImageConnection struct {
+	Edges    []*ContainerImageEdge
+	PageInfo *PageInfo
+	Count    Counter
+}
+
+func (c *ContainerImageConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}
+
+type ContainerTagConnection struct {
+	Edges    []*ContainerTagEdge
+	PageInfo *PageInfo
+	Count    Counter
+}
+
+func (c *ContainerTagConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}
+
+type ContainerManifestConnection struct {
+	Edges    []*ContainerManifestEdge
+	PageInfo *PageInfo
+	Count    Counter
+}
+
+func (c *ContainerManifestConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}

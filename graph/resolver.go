@@ -1,0 +1,14 @@
+package graph
+
+import (
+	"log/slog"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Resolver is the root resolver: the one store and a logger. Per-request
+// state (caller, dataloaders) travels in the context.
+type Resolver struct {
+	store *store.Store
+	log   *slog.Logger
+}

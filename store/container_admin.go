@@ -1,0 +1,496 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Management-side reads and changes of container artifacts (images,
+// manifests, tags). Every read takes many parents at once (= ANY / a
+// LATERAL join per parent) so the GraphQL dataloaders issue one statement
+// per level of a nested query, whatever the row count.
+
+// ContainerImage is a container_images row.
+type ContainerImage struct {
+	ID               uuid.UUID
+	NamespaceID      uuid.UUID
+	RepositoryID     uuid.UUID // repositories.id of the owning repository
+	Name             string
+	LastDownloadedAt *time.Time
+	SoftDeletedAt    *time.Time
+}
+
+// ContainerManifest is a container_manifests row.
+type ContainerManifest struct {
+	ID            uuid.UUID
+	NamespaceID   uuid.UUID
+	ImageID       uuid.UUID
+	RepositoryID  uuid.UUID
+	Digest        []byte // raw sha256
+	MediaType     string
+	Size          int64
+	CreatedAt     time.Time
+	SoftDeletedAt *time.Time
+}
+
+// DigestString renders the digest as sha256:<hex>.
+func (m *ContainerManifest) DigestString() string { return FormatDigest(m.Digest) }
+
+// ContainerTag is a container_tags row.
+type ContainerTag struct {
+	ID          uuid.UUID
+	NamespaceID uuid.UUID
+	ImageID     uuid.UUID
+	ManifestID  uuid.UUID
+	Name        string
+}
+
+// FormatDigest renders a raw sha256 as sha256:<hex>.
+func FormatDigest(b []byte) string { return "sha256:" + hex.EncodeToString(b) }
+
+// ParseDigest accepts sha256:<64 hex> or 64 hex digits.
+func ParseDigest(s string) ([]byte, error) {
+	h := strings.TrimPrefix(s, "sha256:")
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != 32 || strings.ToLower(h) != h {
+		return nil, domainErr(CodeInvalidInput, "digest %q is invalid: want sha256:<64 lowercase hex digits>", s)
+	}
+	return b, nil
+}
+
+const imageColumns = `ci.id, ci.namespace_id, cr.repository_id, ci.name, ci.last_downloaded_at, ci.soft_deleted_at`
+
+// imageFrom joins an image to its container repository for the parent
+// repositories.id.
+const imageFrom = `container_images ci
+	JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id`
+
+func scanImage(row pgx.Row) (*ContainerImage, error) {
+	var i ContainerImage
+	if err := row.Scan(&i.ID, &i.NamespaceID, &i.RepositoryID, &i.Name, &i.LastDownloadedAt, &i.SoftDeletedAt); err != nil {
+		return nil, err
+	}
+	return &i, nil
+}
+
+const manifestColumns = `cm.id, cm.namespace_id, cm.container_image_id, cr.repository_id, cm.digest, cm.media_type,
+	cm.size, cm.created_at, cm.soft_deleted_at`
+
+const manifestFrom = `container_manifests cm
+	JOIN container_images ci ON ci.namespace_id = cm.namespace_id AND ci.id = cm.container_image_id
+	JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id`
+
+func scanManifest(row pgx.Row) (*ContainerManifest, error) {
+	var m ContainerManifest
+	if err := row.Scan(&m.ID, &m.NamespaceID, &m.ImageID, &m.RepositoryID, &m.Digest, &m.MediaType,
+		&m.Size, &m.CreatedAt, &m.SoftDeletedAt); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+const tagColumns = `ct.id, ct.namespace_id, ct.container_image_id, ct.container_manifest_id, ct.name`
+
+func scanTag(row pgx.Row) (*ContainerTag, error) {
+	var t ContainerTag
+	if err := row.Scan(&t.ID, &t.NamespaceID, &t.ImageID, &t.ManifestID, &t.Name); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// groupBy runs a query whose first column is the parent id and scan reads
+// the rest, grouping rows by parent.
+func groupBy[T any](ctx context.Context, q querier, what, sql string, args []any, scan func(pgx.Row) (*T, error)) (map[uuid.UUID][]*T, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID][]*T{}
+	for rows.Next() {
+		var parent uuid.UUID
+		v, err := scan(&parentRow{rows: rows, parent: &parent})
+		if err != nil {
+			return nil, fmt.Errorf("load %s: %w", what, err)
+		}
+		out[parent] = append(out[parent], v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// parentRow scans the leading parent-id column of a row, then hands the
+// remaining destinations to the entity scanner.
+type parentRow struct {
+	rows   pgx.Rows
+	parent *uuid.UUID
+}
+
+func (p *parentRow) Scan(dest ...any) error {
+	return p.rows.Scan(append([]any{p.parent}, dest...)...)
+}
+
+// ImagesOfRepositories returns, per repository id, the first limit+1
+// active images by name after afterName (nil: from the start): one
+// LATERAL index range scan per repository on
+// (namespace_id, container_repository_id, name) WHERE soft_deleted_at IS NULL.
+func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*ContainerImage, error) {
+	keyset, args := "", []any{nsID, repoIDs, limit + 1}
+	if afterName != nil {
+		keyset, args = " AND ci.name > $4", append(args, *afterName)
+	}
+	return groupBy(ctx, s.pool, "container images", `
+		SELECT cr.repository_id, ci.id, ci.namespace_id, cr.repository_id, ci.name, ci.last_downloaded_at, ci.soft_deleted_at
+		FROM container_repositories cr
+		CROSS JOIN LATERAL (
+			SELECT ci.* FROM container_images ci
+			WHERE ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.soft_deleted_at IS NULL`+keyset+`
+			ORDER BY ci.name LIMIT $3) ci
+		WHERE cr.namespace_id = $1 AND cr.repository_id = ANY($2)
+		ORDER BY cr.repository_id, ci.name`, args, scanImage)
+}
+
+// CountImagesOfRepositories counts active images per repository id.
+func (s *Store) CountImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+	return countBy(ctx, s.pool, "container images", `
+		SELECT cr.repository_id, count(*) FROM container_repositories cr
+		JOIN container_images ci ON ci.namespace_id = cr.namespace_id AND ci.container_repository_id = cr.id
+		WHERE cr.namespace_id = $1 AND ci.namespace_id = $1 AND cr.repository_id = ANY($2) AND ci.soft_deleted_at IS NULL
+		GROUP BY cr.repository_id`, nsID, repoIDs)
+}
+
+func countBy(ctx context.Context, q querier, what, sql string, args ...any) (map[uuid.UUID]int, error) {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, fmt.Errorf("count %s: %w", what, err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]int{}
+	for rows.Next() {
+		var id uuid.UUID
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return nil, fmt.Errorf("count %s: %w", what, err)
+		}
+		out[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// TagsOfImages returns, per image id, the first limit+1 tags by name
+// after afterName: LATERAL range scans of (namespace_id, container_image_id, name).
+func (s *Store) TagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*ContainerTag, error) {
+	keyset, args := "", []any{nsID, imageIDs, limit + 1}
+	if afterName != nil {
+		keyset, args = " AND ct.name > $4", append(args, *afterName)
+	}
+	return groupBy(ctx, s.pool, "container tags", `
+		SELECT i.id, `+tagColumns+`
+		FROM unnest($2::uuid[]) AS i(id)
+		CROSS JOIN LATERAL (
+			SELECT ct.* FROM container_tags ct
+			WHERE ct.namespace_id = $1 AND ct.container_image_id = i.id`+keyset+`
+			ORDER BY ct.name LIMIT $3) ct
+		ORDER BY i.id, ct.name`, args, scanTag)
+}
+
+// CountTagsOfImages counts tags per image id.
+func (s *Store) CountTagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+	return countBy(ctx, s.pool, "container tags", `
+		SELECT container_image_id, count(*) FROM container_tags
+		WHERE namespace_id = $1 AND container_image_id = ANY($2) GROUP BY container_image_id`, nsID, imageIDs)
+}
+
+// ManifestsOfImages returns, per image id, the first limit+1 active
+// manifests by digest after afterDigest: LATERAL range scans of the
+// (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL index.
+func (s *Store) ManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, afterDigest []byte, limit int) (map[uuid.UUID][]*ContainerManifest, error) {
+	keyset, args := "", []any{nsID, imageIDs, limit + 1}
+	if afterDigest != nil {
+		keyset, args = " AND cm.digest > $4", append(args, afterDigest)
+	}
+	return groupBy(ctx, s.pool, "container manifests", `
+		SELECT i.id, `+manifestColumns+`
+		FROM unnest($2::uuid[]) AS i(id)
+		CROSS JOIN LATERAL (
+			SELECT cm.* FROM container_manifests cm
+			WHERE cm.namespace_id = $1 AND cm.container_image_id = i.id AND cm.soft_deleted_at IS NULL`+keyset+`
+			ORDER BY cm.digest LIMIT $3) cm
+		JOIN container_images ci ON ci.namespace_id = $1 AND ci.id = cm.container_image_id
+		JOIN container_repositories cr ON cr.namespace_id = $1 AND cr.id = ci.container_repository_id
+		ORDER BY i.id, cm.digest`, args, scanManifest)
+}
+
+// CountManifestsOfImages counts active manifests per image id.
+func (s *Store) CountManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+	return countBy(ctx, s.pool, "container manifests", `
+		SELECT container_image_id, count(*) FROM container_manifests
+		WHERE namespace_id = $1 AND container_image_id = ANY($2) AND soft_deleted_at IS NULL
+		GROUP BY container_image_id`, nsID, imageIDs)
+}
+
+// ImagesByIDs loads images (trash included) by id.
+func (s *Store) ImagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*ContainerImage, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+imageColumns+` FROM `+imageFrom+`
+		WHERE ci.namespace_id = $1 AND cr.namespace_id = $1 AND ci.id = ANY($2)`, nsID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load container images: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerImage, error) { return scanImage(r) })
+	if err != nil {
+		return nil, fmt.Errorf("load container images: %w", err)
+	}
+	return out, nil
+}
+
+// ManifestsByIDs loads manifests (trash included) by id.
+func (s *Store) ManifestsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*ContainerManifest, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
+		WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND cm.id = ANY($2)`, nsID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load container manifests: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerManifest, error) { return scanManifest(r) })
+	if err != nil {
+		return nil, fmt.Errorf("load container manifests: %w", err)
+	}
+	return out, nil
+}
+
+// TagNamesOfManifests returns the names of the tags pointing at each
+// manifest, by name ((namespace_id, container_manifest_id) index).
+func (s *Store) TagNamesOfManifests(ctx context.Context, nsID uuid.UUID, manifestIDs []uuid.UUID) (map[uuid.UUID][]string, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT container_manifest_id, name FROM container_tags
+		WHERE namespace_id = $1 AND container_manifest_id = ANY($2)
+		ORDER BY name`, nsID, manifestIDs)
+	if err != nil {
+		return nil, fmt.Errorf("load tag names: %w", err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID][]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, fmt.Errorf("load tag names: %w", err)
+		}
+		out[id] = append(out[id], name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load tag names: %w", err)
+	}
+	return out, nil
+}
+
+// ReferencesOfManifests returns, per parent manifest id, its child
+// manifests (index / manifest list entries), by digest.
+func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, parentIDs []uuid.UUID) (map[uuid.UUID][]*ContainerManifest, error) {
+	return groupBy(ctx, s.pool, "manifest references", `
+		SELECT rel.parent_container_manifest_id, `+manifestColumns+`
+		FROM container_manifest_relationships rel
+		JOIN `+manifestFrom+` ON cm.namespace_id = rel.namespace_id AND cm.id = rel.child_container_manifest_id
+		WHERE rel.namespace_id = $1 AND cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1
+		  AND rel.parent_container_manifest_id = ANY($2)
+		ORDER BY cm.digest`, []any{nsID, parentIDs}, scanManifest)
+}
+
+// ReferrersOfManifests returns, per child manifest id, the manifests
+// (indexes, manifest lists) that reference it, by digest.
+func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, childIDs []uuid.UUID) (map[uuid.UUID][]*ContainerManifest, error) {
+	return groupBy(ctx, s.pool, "manifest referrers", `
+		SELECT rel.child_container_manifest_id, `+manifestColumns+`
+		FROM container_manifest_relationships rel
+		JOIN `+manifestFrom+` ON cm.namespace_id = rel.namespace_id AND cm.id = rel.parent_container_manifest_id
+		WHERE rel.namespace_id = $1 AND cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1
+		  AND rel.child_container_manifest_id = ANY($2)
+		ORDER BY cm.digest`, []any{nsID, childIDs}, scanManifest)
+}
+
+// ContainerImageRef names one active image of a container repository.
+type ContainerImageRef struct {
+	Namespace  string
+	Repository string
+	Image      string
+}
+
+// activeImage resolves an active container repository and one of its
+// active images, and checks the namespace accepts changes.
+func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namespace, *ContainerImage, error) {
+	ns, repo, err := resolveRepository(ctx, tx, RepositoryRef{Namespace: ref.Namespace, Name: ref.Repository}, "FOR KEY SHARE")
+	if err != nil {
+		return nil, nil, err
+	}
+	if repo.SoftDeletedAt != nil {
+		return nil, nil, domainErr(CodeNotFound, "repository %s/%s not found (it is in the trash)", ref.Namespace, ref.Repository)
+	}
+	if !repo.IsContainer() {
+		return nil, nil, domainErr(CodeInvalidInput, "repository %s/%s is not a container repository", ref.Namespace, ref.Repository)
+	}
+	if err := ns.requireWrites(); err != nil {
+		return nil, nil, err
+	}
+	if !lookupable(ref.Image) {
+		return nil, nil, domainErr(CodeNotFound, "image %q not found", ref.Image)
+	}
+	img, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageColumns+` FROM `+imageFrom+`
+		WHERE ci.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = $2
+		  AND ci.name = $3 AND ci.soft_deleted_at IS NULL`, ns.ID, repo.ID, ref.Image))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, domainErr(CodeNotFound, "image %q not found in repository %s/%s", ref.Image, ref.Namespace, ref.Repository)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load image %q: %w", ref.Image, err)
+	}
+	return ns, img, nil
+}
+
+// DeleteContainerTag deletes one tag (tags have no soft delete); the
+// manifest stays addressable by digest.
+func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, tag string) (*ContainerImage, error) {
+	var out *ContainerImage
+	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, img, err := activeImage(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		if !lookupable(tag) {
+			return domainErr(CodeNotFound, "tag %q not found", tag)
+		}
+		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
+			ns.ID, img.ID, tag)
+		if err != nil {
+			return fmt.Errorf("delete tag %q: %w", tag, err)
+		}
+		if ct.RowsAffected() == 0 {
+			return domainErr(CodeNotFound, "tag %q not found in image %q", tag, ref.Image)
+		}
+		out = img
+		return nil
+	})
+	return out, err
+}
+
+// DeleteContainerManifest soft-deletes an active manifest and deletes the
+// tags pointing at it, in one transaction. A manifest still referenced by
+// an active index or manifest list is refused. Blob attachments stay until
+// the manifest is purged (the bytes count until then, as ADR-007 says).
+func (s *Store) DeleteContainerManifest(ctx context.Context, ref ContainerImageRef, digest string) (*ContainerManifest, error) {
+	d, err := ParseDigest(digest)
+	if err != nil {
+		return nil, err
+	}
+	var out *ContainerManifest
+	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, img, err := activeImage(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		var id uuid.UUID
+		err = tx.QueryRow(ctx, `SELECT id FROM container_manifests
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
+			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return domainErr(CodeNotFound, "manifest %s not found in image %q", digest, ref.Image)
+		}
+		if err != nil {
+			return fmt.Errorf("load manifest %s: %w", digest, err)
+		}
+		var parent []byte
+		err = tx.QueryRow(ctx, `
+			SELECT p.digest FROM container_manifest_relationships rel
+			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
+			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
+			  AND p.soft_deleted_at IS NULL
+			LIMIT 1`, ns.ID, id).Scan(&parent)
+		if err == nil {
+			return domainErr(CodeConflict, "manifest %s is referenced by %s: delete that index first", digest, FormatDigest(parent))
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("check manifest referrers: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`, ns.ID, id); err != nil {
+			return fmt.Errorf("delete tags of manifest %s: %w", digest, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+			ns.ID, id); err != nil {
+			return fmt.Errorf("soft-delete manifest %s: %w", digest, err)
+		}
+		out, err = scanManifest(tx.QueryRow(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
+			WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND cm.id = $2`, ns.ID, id))
+		if err != nil {
+			return fmt.Errorf("reload manifest %s: %w", digest, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// RestoreContainerManifest restores the most recently soft-deleted
+// manifest with the digest in an active image (untagged: its tags were
+// deleted with it). Refused while an active manifest has the same digest
+// or while one of its child manifests is in the trash.
+func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImageRef, digest string) (*ContainerManifest, error) {
+	d, err := ParseDigest(digest)
+	if err != nil {
+		return nil, err
+	}
+	var out *ContainerManifest
+	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, img, err := activeImage(ctx, tx, ref)
+		if err != nil {
+			return err
+		}
+		var id uuid.UUID
+		err = tx.QueryRow(ctx, `SELECT id FROM container_manifests
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NOT NULL
+			ORDER BY soft_deleted_at DESC LIMIT 1
+			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return domainErr(CodeNotFound, "no deleted manifest %s in image %q", digest, ref.Image)
+		}
+		if err != nil {
+			return fmt.Errorf("load manifest %s: %w", digest, err)
+		}
+		var trashedChild []byte
+		err = tx.QueryRow(ctx, `
+			SELECT c.digest FROM container_manifest_relationships rel
+			JOIN container_manifests c ON c.namespace_id = rel.namespace_id AND c.id = rel.child_container_manifest_id
+			WHERE rel.namespace_id = $1 AND c.namespace_id = $1 AND rel.parent_container_manifest_id = $2
+			  AND c.soft_deleted_at IS NOT NULL
+			LIMIT 1`, ns.ID, id).Scan(&trashedChild)
+		if err == nil {
+			return domainErr(CodeConflict, "manifest %s references %s, which is in the trash: restore that first", digest, FormatDigest(trashedChild))
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("check manifest references: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = NULL WHERE namespace_id = $1 AND id = $2`,
+			ns.ID, id); err != nil {
+			if code, _ := pgCode(err); code == pgUniqueViolation {
+				return domainErr(CodeConflict, "image %q already has an active manifest %s", ref.Image, digest)
+			}
+			return fmt.Errorf("restore manifest %s: %w", digest, err)
+		}
+		out, err = scanManifest(tx.QueryRow(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
+			WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND cm.id = $2`, ns.ID, id))
+		if err != nil {
+			return fmt.Errorf("reload manifest %s: %w", digest, err)
+		}
+		return nil
+	})
+	return out, err
+}

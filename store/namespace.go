@@ -1,0 +1,300 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Standalone anchors. ADR-007 gives namespaces an external anchor
+// (platform, entity_type, entity_id) and a billing anchor, both NOT NULL
+// without defaults. A standalone deployment has no external organization,
+// so a namespace created through the management API anchors to itself:
+// platform 'standalone', entity_type 'namespace', entity_id = the slug, and
+// the same triple for billing. Slugs are unique and immutable, so the anchor
+// is unique among unpurged rows as the partial index requires.
+const (
+	StandalonePlatform   = "standalone"
+	StandaloneEntityType = "namespace"
+)
+
+// NamespaceStatus is the derived status of ADR-007, in priority order.
+type NamespaceStatus string
+
+const (
+	NamespacePurged    NamespaceStatus = "PURGED"
+	NamespaceDeleted   NamespaceStatus = "DELETED"
+	NamespaceBlocked   NamespaceStatus = "BLOCKED"
+	NamespaceDisabled  NamespaceStatus = "DISABLED"
+	NamespaceSuspended NamespaceStatus = "SUSPENDED"
+	NamespaceActive    NamespaceStatus = "ACTIVE"
+)
+
+// NamespaceCondition is one of the reversible service conditions.
+type NamespaceCondition string
+
+const (
+	ConditionBlocked   NamespaceCondition = "BLOCKED"
+	ConditionDisabled  NamespaceCondition = "DISABLED"
+	ConditionSuspended NamespaceCondition = "SUSPENDED"
+)
+
+// Namespace is a namespaces row as the management API sees it.
+type Namespace struct {
+	ID          uuid.UUID
+	Slug        string
+	CreatedAt   time.Time
+	DeletedAt   *time.Time
+	PurgedAt    *time.Time
+	BlockedAt   *time.Time
+	DisabledAt  *time.Time
+	SuspendedAt *time.Time
+}
+
+// Status derives the status: purged, deleted, blocked, disabled,
+// suspended, active — the first that holds.
+func (n *Namespace) Status() NamespaceStatus {
+	switch {
+	case n.PurgedAt != nil:
+		return NamespacePurged
+	case n.DeletedAt != nil:
+		return NamespaceDeleted
+	case n.BlockedAt != nil:
+		return NamespaceBlocked
+	case n.DisabledAt != nil:
+		return NamespaceDisabled
+	case n.SuspendedAt != nil:
+		return NamespaceSuspended
+	}
+	return NamespaceActive
+}
+
+// ServesReads is the read-serving predicate: not deleted, purged, blocked
+// or disabled (a suspended namespace still serves reads).
+func (n *Namespace) ServesReads() bool {
+	return n.DeletedAt == nil && n.PurgedAt == nil && n.BlockedAt == nil && n.DisabledAt == nil
+}
+
+// ServesWrites is the write-serving predicate: all five columns NULL.
+func (n *Namespace) ServesWrites() bool { return n.ServesReads() && n.SuspendedAt == nil }
+
+func (n *Namespace) requireWrites() error {
+	if !n.ServesWrites() {
+		return domainErr(CodeForbidden, "namespace %q is %s and accepts no changes", n.Slug, n.Status())
+	}
+	return nil
+}
+
+const namespaceColumns = `id, slug, created_at, deleted_at, purged_at, blocked_at, disabled_at, suspended_at`
+
+func scanNamespace(row pgx.Row) (*Namespace, error) {
+	var n Namespace
+	err := row.Scan(&n.ID, &n.Slug, &n.CreatedAt, &n.DeletedAt, &n.PurgedAt, &n.BlockedAt, &n.DisabledAt, &n.SuspendedAt)
+	if err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// CreateNamespace creates a namespace and its default repository
+// collection in one transaction; the namespace_statistics row comes from
+// the AFTER INSERT trigger in the same transaction.
+func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, error) {
+	if err := ValidateNamespaceSlug(slug); err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("generate namespace id: %w", err)
+	}
+	collectionID, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("generate collection id: %w", err)
+	}
+	var ns *Namespace
+	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		ns, err = scanNamespace(tx.QueryRow(ctx, `
+			INSERT INTO namespaces (id, slug, platform, entity_type, entity_id, billing_entity_type, billing_entity_id)
+			VALUES ($1, $2, $3, $4, $2, $3, $2)
+			RETURNING `+namespaceColumns,
+			id, slug, StandalonePlatform, StandaloneEntityType))
+		if err != nil {
+			if code, _ := pgCode(err); code == pgUniqueViolation {
+				return domainErr(CodeAlreadyExists, "namespace %q already exists (a purged namespace's slug is never reused)", slug)
+			}
+			return fmt.Errorf("insert namespace: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO repository_collections (id, namespace_id, name, is_default)
+			VALUES ($1, $2, 'default', true)`, collectionID, id); err != nil {
+			return fmt.Errorf("insert default collection: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ns, nil
+}
+
+// NamespaceBySlug finds a namespace by slug, whatever its status.
+func (s *Store) NamespaceBySlug(ctx context.Context, slug string) (*Namespace, error) {
+	if !lookupable(slug) {
+		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
+	}
+	return namespaceBySlug(ctx, s.pool, slug, "")
+}
+
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func namespaceBySlug(ctx context.Context, q querier, slug, lock string) (*Namespace, error) {
+	ns, err := scanNamespace(q.QueryRow(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE slug = $1 `+lock, slug))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load namespace %q: %w", slug, err)
+	}
+	return ns, nil
+}
+
+// NamespacesByIDs loads namespaces by id (missing ids are left out).
+func (s *Store) NamespacesByIDs(ctx context.Context, ids []uuid.UUID) ([]*Namespace, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load namespaces: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Namespace, error) { return scanNamespace(r) })
+	if err != nil {
+		return nil, fmt.Errorf("load namespaces: %w", err)
+	}
+	return out, nil
+}
+
+// NamespaceKey is the keyset position of a namespace in the slug order.
+type NamespaceKey struct {
+	Slug string `json:"s"`
+}
+
+// ListNamespaces returns up to limit namespaces after the key, by slug
+// (the unique slug index), and whether more follow.
+func (s *Store) ListNamespaces(ctx context.Context, after *NamespaceKey, limit int) ([]*Namespace, bool, error) {
+	args := []any{limit + 1}
+	where := ""
+	if after != nil {
+		where = "WHERE slug > $2"
+		args = append(args, after.Slug)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+namespaceColumns+` FROM namespaces `+where+` ORDER BY slug LIMIT $1`, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list namespaces: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Namespace, error) { return scanNamespace(r) })
+	if err != nil {
+		return nil, false, fmt.Errorf("list namespaces: %w", err)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}
+
+// CountNamespaces counts every namespace row.
+func (s *Store) CountNamespaces(ctx context.Context) (int, error) {
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM namespaces`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count namespaces: %w", err)
+	}
+	return n, nil
+}
+
+// SoftDeleteNamespace sets deleted_at (idempotent); a purged namespace is
+// refused.
+func (s *Store) SoftDeleteNamespace(ctx context.Context, slug string) (*Namespace, error) {
+	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
+		if ns.PurgedAt != nil {
+			return "", domainErr(CodeConflict, "namespace %q is purged", slug)
+		}
+		return `deleted_at = COALESCE(deleted_at, now())`, nil
+	})
+}
+
+// RestoreNamespace clears deleted_at of a soft-deleted, unpurged namespace.
+func (s *Store) RestoreNamespace(ctx context.Context, slug string) (*Namespace, error) {
+	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
+		if ns.PurgedAt != nil {
+			return "", domainErr(CodeConflict, "namespace %q is purged and cannot be restored", slug)
+		}
+		if ns.DeletedAt == nil {
+			return "", domainErr(CodeConflict, "namespace %q is not deleted", slug)
+		}
+		return `deleted_at = NULL`, nil
+	})
+}
+
+// SetNamespaceCondition imposes (active) or lifts a service condition. The
+// timestamp records when the condition was first imposed; imposing it again
+// keeps it, lifting clears it. Conditions are independent of each other.
+func (s *Store) SetNamespaceCondition(ctx context.Context, slug string, cond NamespaceCondition, active bool) (*Namespace, error) {
+	var col string
+	switch cond {
+	case ConditionBlocked:
+		col = "blocked_at"
+	case ConditionDisabled:
+		col = "disabled_at"
+	case ConditionSuspended:
+		col = "suspended_at"
+	default:
+		return nil, domainErr(CodeInvalidInput, "unknown namespace condition %q", cond)
+	}
+	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
+		if ns.PurgedAt != nil {
+			return "", domainErr(CodeConflict, "namespace %q is purged", slug)
+		}
+		if active {
+			return col + ` = COALESCE(` + col + `, now())`, nil
+		}
+		return col + ` = NULL`, nil
+	})
+}
+
+// updateNamespace locks the namespace row, lets set decide the SET clause
+// (or refuse), and returns the updated row.
+func (s *Store) updateNamespace(ctx context.Context, slug string, set func(*Namespace) (string, error)) (*Namespace, error) {
+	if !lookupable(slug) {
+		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
+	}
+	var out *Namespace
+	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, err := namespaceBySlug(ctx, tx, slug, "FOR NO KEY UPDATE")
+		if err != nil {
+			return err
+		}
+		clause, err := set(ns)
+		if err != nil {
+			return err
+		}
+		out, err = scanNamespace(tx.QueryRow(ctx, `UPDATE namespaces SET `+clause+` WHERE id = $1 RETURNING `+namespaceColumns, ns.ID))
+		if err != nil {
+			return fmt.Errorf("update namespace %q: %w", slug, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// NamespaceStatistics are the buffered namespace counters.
+type NamespaceStatistics struct {
+	NamespaceID           uuid.UUID
+	DeduplicatedSizeBytes int64
+	ComponentsCount       int64
+}

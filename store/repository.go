@@ -1,0 +1,405 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Repository is a repositories row as the management API sees it.
+type Repository struct {
+	ID             uuid.UUID
+	NamespaceID    uuid.UUID
+	Name           string
+	Description    *string
+	Format         enum.Format
+	Kind           enum.Kind
+	Visibility     enum.Visibility
+	ArtifactsCount int64
+	DownloadsCount int64
+	SizeBytes      int64
+	LastUpdatedAt  *time.Time
+	CreatedAt      time.Time
+	SoftDeletedAt  *time.Time
+}
+
+// IsContainer reports whether the repository holds container images.
+func (r *Repository) IsContainer() bool {
+	return r.Format == enum.FormatDocker || r.Format == enum.FormatOCI
+}
+
+const repositoryColumns = `r.id, r.namespace_id, r.name, r.description, r.format, r.kind, r.visibility,
+	r.artifacts_count, r.downloads_count, r.size_bytes, r.last_updated_at, r.created_at, r.soft_deleted_at`
+
+func scanRepository(row pgx.Row) (*Repository, error) {
+	var r Repository
+	var format, kind, visibility int16
+	err := row.Scan(&r.ID, &r.NamespaceID, &r.Name, &r.Description, &format, &kind, &visibility,
+		&r.ArtifactsCount, &r.DownloadsCount, &r.SizeBytes, &r.LastUpdatedAt, &r.CreatedAt, &r.SoftDeletedAt)
+	if err != nil {
+		return nil, err
+	}
+	r.Format, r.Kind, r.Visibility = enum.Format(format), enum.Kind(kind), enum.Visibility(visibility)
+	return &r, nil
+}
+
+func collectRepositories(rows pgx.Rows) ([]*Repository, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Repository, error) { return scanRepository(r) })
+}
+
+// NewRepository describes a repository to create.
+type NewRepository struct {
+	Namespace   string // slug
+	Name        string
+	Format      enum.Format
+	Kind        enum.Kind
+	Visibility  enum.Visibility
+	Description *string
+}
+
+// CreateRepository creates the parent row, the format child row and the
+// link to the namespace's default collection in one transaction. Only
+// HOSTED repositories (container_repositories, maven_repositories,
+// npm_repositories) can be created so far: REMOTE needs its upstream
+// settings and VIRTUAL its upstream list, which arrive with their issues
+// (as sibling mutations over the same parent-row path).
+func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Repository, error) {
+	if err := ValidateRepositoryName("repository", in.Name); err != nil {
+		return nil, err
+	}
+	if in.Description != nil {
+		if err := ValidateDescription(*in.Description); err != nil {
+			return nil, err
+		}
+	}
+	child, err := hostedChildTable(in.Format, in.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if !lookupable(in.Namespace) {
+		return nil, domainErr(CodeNotFound, "namespace %q not found", in.Namespace)
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("generate repository id: %w", err)
+	}
+	childID, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("generate repository id: %w", err)
+	}
+	var repo *Repository
+	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		// FOR KEY SHARE: the namespace cannot be purged under us, and its
+		// conditions are read consistently with the insert.
+		ns, err := namespaceBySlug(ctx, tx, in.Namespace, "FOR KEY SHARE")
+		if err != nil {
+			return err
+		}
+		if err := ns.requireWrites(); err != nil {
+			return err
+		}
+		repo, err = scanRepository(tx.QueryRow(ctx, `
+			INSERT INTO repositories AS r (id, namespace_id, name, description, format, kind, visibility)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
+			RETURNING `+repositoryColumns,
+			id, ns.ID, in.Name, in.Description, int16(in.Format), int16(in.Kind), int16(in.Visibility)))
+		if err != nil {
+			if code, _ := pgCode(err); code == pgUniqueViolation {
+				return domainErr(CodeAlreadyExists,
+					"repository %q already exists in namespace %q (names are unique across the trash too)", in.Name, in.Namespace)
+			}
+			return fmt.Errorf("insert repository: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+child+` (id, namespace_id, repository_id) VALUES ($1, $2, $3)`,
+			childID, ns.ID, id); err != nil {
+			return fmt.Errorf("insert %s row: %w", child, err)
+		}
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO repository_collection_repositories (namespace_id, repository_collection_id, repository_id)
+			SELECT $1, rc.id, $2 FROM repository_collections rc
+			WHERE rc.namespace_id = $1 AND rc.is_default`, ns.ID, id)
+		if err != nil {
+			return fmt.Errorf("link repository to default collection: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("namespace %s has no default repository collection", ns.ID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return repo, nil
+}
+
+// hostedChildTable names the format child table of a hosted repository.
+func hostedChildTable(f enum.Format, k enum.Kind) (string, error) {
+	if k != enum.KindHosted {
+		return "", domainErr(CodeInvalidInput, "only HOSTED repositories can be created so far")
+	}
+	switch f {
+	case enum.FormatDocker, enum.FormatOCI:
+		return "container_repositories", nil
+	case enum.FormatMaven:
+		return "maven_repositories", nil
+	case enum.FormatNpm:
+		return "npm_repositories", nil
+	}
+	return "", domainErr(CodeInvalidInput, "unknown repository format %s", formatName(f))
+}
+
+func formatName(f enum.Format) string {
+	switch f {
+	case enum.FormatDocker:
+		return "DOCKER"
+	case enum.FormatMaven:
+		return "MAVEN"
+	case enum.FormatNpm:
+		return "NPM"
+	case enum.FormatOCI:
+		return "OCI"
+	}
+	return strconv.Itoa(int(f))
+}
+
+// RepositoryRef names one repository of a namespace: by ID, or by name.
+type RepositoryRef struct {
+	Namespace string    // slug, always required
+	Name      string    // used when ID is uuid.Nil
+	ID        uuid.UUID // uuid.Nil: use Name
+}
+
+func (ref RepositoryRef) String() string {
+	if ref.ID != uuid.Nil {
+		return ref.Namespace + "/" + ref.ID.String()
+	}
+	return ref.Namespace + "/" + ref.Name
+}
+
+// resolveRepository locks (lock: "", "FOR UPDATE", ...) and returns the
+// repository and its namespace. Trash rows are included; callers decide.
+func resolveRepository(ctx context.Context, q querier, ref RepositoryRef, lock string) (*Namespace, *Repository, error) {
+	notFound := domainErr(CodeNotFound, "repository %s not found", ref)
+	// The namespace is always named: every query of a partitioned table
+	// carries namespace_id, so an id alone would fan out to 64 partitions.
+	if !lookupable(ref.Namespace) {
+		return nil, nil, domainErr(CodeNotFound, "namespace %q not found", ref.Namespace)
+	}
+	if ref.ID == uuid.Nil && !lookupable(ref.Name) {
+		return nil, nil, notFound
+	}
+	ns, err := namespaceBySlug(ctx, q, ref.Namespace, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	where := `r.namespace_id = $1 AND r.name = $2`
+	arg := any(ref.Name)
+	if ref.ID != uuid.Nil {
+		where, arg = `r.namespace_id = $1 AND r.id = $2`, ref.ID
+	}
+	repo, err := scanRepository(q.QueryRow(ctx, `SELECT `+repositoryColumns+` FROM repositories r WHERE `+where+` `+lock, ns.ID, arg))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, notFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load repository %s: %w", ref, err)
+	}
+	return ns, repo, nil
+}
+
+// RepositoryByName returns an active repository and its namespace.
+func (s *Store) RepositoryByName(ctx context.Context, namespace, name string) (*Namespace, *Repository, error) {
+	ns, repo, err := resolveRepository(ctx, s.pool, RepositoryRef{Namespace: namespace, Name: name}, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if repo.SoftDeletedAt != nil {
+		return nil, nil, domainErr(CodeNotFound, "repository %s/%s not found (it is in the trash)", namespace, name)
+	}
+	return ns, repo, nil
+}
+
+// RepositoryByRef returns a repository (trash included) and its namespace.
+func (s *Store) RepositoryByRef(ctx context.Context, ref RepositoryRef) (*Namespace, *Repository, error) {
+	return resolveRepository(ctx, s.pool, ref, "")
+}
+
+// RepositoriesByIDs loads repositories of one namespace by id (trash
+// included; missing ids are left out).
+func (s *Store) RepositoriesByIDs(ctx context.Context, namespaceID uuid.UUID, ids []uuid.UUID) ([]*Repository, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+repositoryColumns+` FROM repositories r
+		WHERE r.namespace_id = $1 AND r.id = ANY($2)`, namespaceID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("load repositories: %w", err)
+	}
+	out, err := collectRepositories(rows)
+	if err != nil {
+		return nil, fmt.Errorf("load repositories: %w", err)
+	}
+	return out, nil
+}
+
+// RepositoryUpdate holds the fields to change; nil leaves a field as is.
+type RepositoryUpdate struct {
+	Description *string // "" clears it
+	Visibility  *enum.Visibility
+}
+
+// UpdateRepository changes description and/or visibility of an active
+// repository.
+func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd RepositoryUpdate) (*Repository, error) {
+	if upd.Description != nil {
+		if err := ValidateDescription(*upd.Description); err != nil {
+			return nil, err
+		}
+	}
+	if upd.Description == nil && upd.Visibility == nil {
+		return nil, domainErr(CodeInvalidInput, "nothing to update: give description and/or visibility")
+	}
+	var out *Repository
+	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR NO KEY UPDATE")
+		if err != nil {
+			return err
+		}
+		if err := ns.requireWrites(); err != nil {
+			return err
+		}
+		if repo.SoftDeletedAt != nil {
+			return domainErr(CodeConflict, "repository %s is in the trash: restore it first", ref)
+		}
+		var sets []string
+		args := []any{ns.ID, repo.ID}
+		if upd.Description != nil {
+			args = append(args, *upd.Description)
+			sets = append(sets, fmt.Sprintf("description = NULLIF($%d, '')", len(args)))
+		}
+		if upd.Visibility != nil {
+			args = append(args, int16(*upd.Visibility))
+			sets = append(sets, fmt.Sprintf("visibility = $%d", len(args)))
+		}
+		out, err = scanRepository(tx.QueryRow(ctx, `UPDATE repositories AS r SET `+strings.Join(sets, ", ")+`
+			WHERE r.namespace_id = $1 AND r.id = $2 RETURNING `+repositoryColumns, args...))
+		if err != nil {
+			return fmt.Errorf("update repository %s: %w", ref, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SoftDeleteRepository moves an active repository to the trash.
+func (s *Store) SoftDeleteRepository(ctx context.Context, ref RepositoryRef) (*Repository, error) {
+	return s.setRepositoryTrash(ctx, ref, true)
+}
+
+// RestoreRepository brings a repository back from the trash. Names are
+// unique across active and trashed rows, so a restore never collides.
+func (s *Store) RestoreRepository(ctx context.Context, ref RepositoryRef) (*Repository, error) {
+	return s.setRepositoryTrash(ctx, ref, false)
+}
+
+func (s *Store) setRepositoryTrash(ctx context.Context, ref RepositoryRef, trash bool) (*Repository, error) {
+	var out *Repository
+	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR NO KEY UPDATE")
+		if err != nil {
+			return err
+		}
+		if err := ns.requireWrites(); err != nil {
+			return err
+		}
+		set := `soft_deleted_at = now()`
+		if trash && repo.SoftDeletedAt != nil {
+			return domainErr(CodeConflict, "repository %s is already in the trash", ref)
+		}
+		if !trash {
+			if repo.SoftDeletedAt == nil {
+				return domainErr(CodeConflict, "repository %s is not in the trash", ref)
+			}
+			set = `soft_deleted_at = NULL`
+		}
+		out, err = scanRepository(tx.QueryRow(ctx, `UPDATE repositories AS r SET `+set+`
+			WHERE r.namespace_id = $1 AND r.id = $2 RETURNING `+repositoryColumns, ns.ID, repo.ID))
+		if err != nil {
+			return fmt.Errorf("update repository %s: %w", ref, err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// purgeBlockersSQL names the first reason a repository cannot be hard
+// deleted: artifacts of any format (the artifact -> format child keys are
+// NO ACTION), an upstream reference from a virtual repository of any format
+// (NO ACTION), upload sessions, or a lifecycle override (NO ACTION).
+// Each probe is an index lookup in the namespace's partition.
+const purgeBlockersSQL = `
+	SELECT CASE
+	  WHEN EXISTS (SELECT 1 FROM container_images a JOIN container_repositories c
+	                 ON c.namespace_id = a.namespace_id AND c.id = a.container_repository_id
+	               WHERE a.namespace_id = $1 AND c.namespace_id = $1 AND c.repository_id = $2)
+	    THEN 'it still holds container images (soft-deleted ones included)'
+	  WHEN EXISTS (SELECT 1 FROM maven_packages a JOIN maven_repositories c
+	                 ON c.namespace_id = a.namespace_id AND c.id = a.maven_repository_id
+	               WHERE a.namespace_id = $1 AND c.namespace_id = $1 AND c.repository_id = $2)
+	    THEN 'it still holds Maven packages (soft-deleted ones included)'
+	  WHEN EXISTS (SELECT 1 FROM npm_packages a JOIN npm_repositories c
+	                 ON c.namespace_id = a.namespace_id AND c.id = a.npm_repository_id
+	               WHERE a.namespace_id = $1 AND c.namespace_id = $1 AND c.repository_id = $2)
+	    THEN 'it still holds npm packages (soft-deleted ones included)'
+	  WHEN EXISTS (SELECT 1 FROM container_virtual_repository_upstreams u WHERE u.namespace_id = $1 AND u.upstream_repository_id = $2)
+	    OR EXISTS (SELECT 1 FROM maven_virtual_repository_upstreams u WHERE u.namespace_id = $1 AND u.upstream_repository_id = $2)
+	    OR EXISTS (SELECT 1 FROM npm_virtual_repository_upstreams u WHERE u.namespace_id = $1 AND u.upstream_repository_id = $2)
+	    THEN 'it is an upstream of a virtual repository'
+	  WHEN EXISTS (SELECT 1 FROM upload_sessions us WHERE us.namespace_id = $1 AND us.repository_id = $2)
+	    THEN 'it has upload sessions in progress'
+	  WHEN EXISTS (SELECT 1 FROM container_repository_lifecycle_policy_settings p WHERE p.namespace_id = $1 AND p.repository_id = $2)
+	    OR EXISTS (SELECT 1 FROM maven_repository_lifecycle_policy_settings p WHERE p.namespace_id = $1 AND p.repository_id = $2)
+	    OR EXISTS (SELECT 1 FROM npm_repository_lifecycle_policy_settings p WHERE p.namespace_id = $1 AND p.repository_id = $2)
+	    THEN 'it has a lifecycle policy override'
+	  ELSE '' END`
+
+// PurgeRepository hard-deletes a repository from the trash: one DELETE of
+// the parent row cascades to the format child row and collection links.
+// It is refused while the repository holds artifacts (soft-deleted ones
+// included), upload sessions or a lifecycle override, or while a virtual
+// repository lists it as an upstream; the checks run first so the caller
+// gets a clear reason, and the NO ACTION foreign keys stay the backstop.
+func (s *Store) PurgeRepository(ctx context.Context, ref RepositoryRef) (*Repository, error) {
+	var out *Repository
+	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR UPDATE")
+		if err != nil {
+			return err
+		}
+		if repo.SoftDeletedAt == nil {
+			return domainErr(CodeConflict, "repository %s is not in the trash: delete it first", ref)
+		}
+		var reason string
+		err = tx.QueryRow(ctx, purgeBlockersSQL, ns.ID, repo.ID).Scan(&reason)
+		if err != nil {
+			return fmt.Errorf("check repository %s before purge: %w", ref, err)
+		}
+		if reason != "" {
+			return domainErr(CodeConflict, "repository %s cannot be purged: %s", ref, reason)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM repositories WHERE namespace_id = $1 AND id = $2`, ns.ID, repo.ID); err != nil {
+			if code, _ := pgCode(err); code == pgForeignKeyViolation {
+				return domainErr(CodeConflict, "repository %s cannot be purged: other rows still reference it", ref)
+			}
+			return fmt.Errorf("delete repository %s: %w", ref, err)
+		}
+		out = repo
+		return nil
+	})
+	return out, err
+}

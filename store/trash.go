@@ -1,0 +1,150 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TrashKind is a kind of soft-deleted item.
+type TrashKind string
+
+const (
+	TrashRepository        TrashKind = "REPOSITORY"
+	TrashContainerImage    TrashKind = "CONTAINER_IMAGE"
+	TrashContainerManifest TrashKind = "CONTAINER_MANIFEST"
+)
+
+// AllTrashKinds lists every kind the trash merges.
+var AllTrashKinds = []TrashKind{TrashRepository, TrashContainerImage, TrashContainerManifest}
+
+// trashTables maps a kind to its table; each has the ADR-007 trash index
+// (namespace_id, soft_deleted_at DESC) WHERE soft_deleted_at IS NOT NULL.
+var trashTables = map[TrashKind]string{
+	TrashRepository:        "repositories",
+	TrashContainerImage:    "container_images",
+	TrashContainerManifest: "container_manifests",
+}
+
+// TrashKey is the keyset position in the trash: deletion time, then id
+// (UUIDv7 ids are unique across tables, so the merged order is total).
+type TrashKey struct {
+	DeletedAt time.Time `json:"t"`
+	ID        uuid.UUID `json:"i"`
+}
+
+// TrashEntry is one soft-deleted item; exactly one of the pointers is set.
+type TrashEntry struct {
+	Kind       TrashKind
+	ID         uuid.UUID
+	DeletedAt  time.Time
+	Repository *Repository
+	Image      *ContainerImage
+	Manifest   *ContainerManifest
+}
+
+// Key is the entry's keyset position.
+func (e *TrashEntry) Key() TrashKey { return TrashKey{DeletedAt: e.DeletedAt, ID: e.ID} }
+
+// ListTrash returns the most recently deleted items of the given kinds
+// (all when empty), newest first, after the key. Each kind is one
+// LIMITed range scan of its trash index; the arms are merged with
+// UNION ALL and cut to the page, then the rows are loaded by id.
+func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind, after *TrashKey, limit int) ([]*TrashEntry, bool, error) {
+	if len(kinds) == 0 {
+		kinds = AllTrashKinds
+	}
+	args := []any{nsID, limit + 1}
+	keyset := ""
+	if after != nil {
+		args = append(args, after.DeletedAt, after.ID)
+		keyset = " AND ROW(soft_deleted_at, id) < ROW($3, $4)"
+	}
+	arms := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		table, ok := trashTables[k]
+		if !ok {
+			return nil, false, domainErr(CodeInvalidInput, "unknown trash kind %q", k)
+		}
+		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, soft_deleted_at FROM %s
+			WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL%s
+			ORDER BY soft_deleted_at DESC, id DESC LIMIT $2)`, k, table, keyset))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT kind, id, soft_deleted_at FROM (`+strings.Join(arms, " UNION ALL ")+
+		`) t ORDER BY soft_deleted_at DESC, id DESC LIMIT $2`, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list trash: %w", err)
+	}
+	var entries []*TrashEntry
+	for rows.Next() {
+		var e TrashEntry
+		var kind string
+		if err := rows.Scan(&kind, &e.ID, &e.DeletedAt); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("list trash: %w", err)
+		}
+		e.Kind = TrashKind(kind)
+		entries = append(entries, &e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("list trash: %w", err)
+	}
+	more := len(entries) > limit
+	if more {
+		entries = entries[:limit]
+	}
+	ids := map[TrashKind][]uuid.UUID{}
+	for _, e := range entries {
+		ids[e.Kind] = append(ids[e.Kind], e.ID)
+	}
+	repos := map[uuid.UUID]*Repository{}
+	images := map[uuid.UUID]*ContainerImage{}
+	manifests := map[uuid.UUID]*ContainerManifest{}
+	if len(ids[TrashRepository]) > 0 {
+		rs, err := s.RepositoriesByIDs(ctx, nsID, ids[TrashRepository])
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range rs {
+			repos[r.ID] = r
+		}
+	}
+	if len(ids[TrashContainerImage]) > 0 {
+		is, err := s.ImagesByIDs(ctx, nsID, ids[TrashContainerImage])
+		if err != nil {
+			return nil, false, err
+		}
+		for _, i := range is {
+			images[i.ID] = i
+		}
+	}
+	if len(ids[TrashContainerManifest]) > 0 {
+		ms, err := s.ManifestsByIDs(ctx, nsID, ids[TrashContainerManifest])
+		if err != nil {
+			return nil, false, err
+		}
+		for _, m := range ms {
+			manifests[m.ID] = m
+		}
+	}
+	out := entries[:0]
+	for _, e := range entries {
+		switch e.Kind {
+		case TrashRepository:
+			e.Repository = repos[e.ID]
+		case TrashContainerImage:
+			e.Image = images[e.ID]
+		case TrashContainerManifest:
+			e.Manifest = manifests[e.ID]
+		}
+		// A row purged between the two reads is left out.
+		if e.Repository != nil || e.Image != nil || e.Manifest != nil {
+			out = append(out, e)
+		}
+	}
+	return out, more, nil
+}
