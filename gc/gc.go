@@ -73,7 +73,7 @@ const (
 const (
 	DefaultPhase             = PhaseDelete
 	DefaultSweepInterval     = time.Minute
-	DefaultSweepBatch        = 10_000
+	DefaultSweepBatch        = 50_000
 	DefaultCleanupWorkers    = 10
 	DefaultCleanupAttempts   = 5
 	DefaultReconcileInterval = 6 * time.Hour

@@ -58,14 +58,43 @@ type env struct {
 	ns    uuid.UUID
 	repo  uuid.UUID
 	g     *GC
+	delay time.Duration
 }
 
 const testReviewDelay = time.Hour
 
 func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
+	return newEnvWith(t, envOptions{cfg: cfg})
+}
+
+type envOptions struct {
+	cfg         Config
+	reviewDelay time.Duration // default testReviewDelay
+	maxConns    int32         // pool size; default pgxpool's
+}
+
+func newEnvWith(t testing.TB, o envOptions) *env {
+	t.Helper()
+	cfg := o.cfg
+	if o.reviewDelay == 0 {
+		o.reviewDelay = testReviewDelay
+	}
 	ctx := context.Background()
-	pool := testdb.New(t)
+	var pool *pgxpool.Pool
+	if o.maxConns > 0 {
+		pc, err := pgxpool.ParseConfig(testdb.NewURL(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc.MaxConns = o.maxConns
+		if pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+	} else {
+		pool = testdb.New(t)
+	}
 	applyProposedControls(t, pool)
 	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
 	if err != nil {
@@ -73,7 +102,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 	}
 	t.Cleanup(func() { _ = objs.Close() })
 	clock := &fakeClock{t: time.Now()}
-	st := store.New(pool, objs, store.Options{Clock: clock, ReviewDelay: testReviewDelay})
+	st := store.New(pool, objs, store.Options{Clock: clock, ReviewDelay: o.reviewDelay})
 	slug := "ns-" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
 	n, err := st.CreateNamespace(ctx, slug)
 	if err != nil {
@@ -88,7 +117,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	e := &env{t: t, ctx: ctx, pool: pool, st: st, clock: clock, ns: n.ID, repo: r.ID}
+	e := &env{t: t, ctx: ctx, pool: pool, st: st, clock: clock, ns: n.ID, repo: r.ID, delay: o.reviewDelay}
 	e.g = e.newGC(cfg)
 	return e
 }

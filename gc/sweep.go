@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/riverqueue/river"
+
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // SweepResult describes one gc:sweep run.
@@ -19,11 +21,12 @@ type SweepResult struct {
 	Enqueued, Duplicates int
 }
 
-const sweepInsertChunk = 1000
+// sweepPage: candidates read and enqueued per round trip.
+const sweepPage = 1000
 
 // Sweep is the body of gc:sweep: unless the phase, a sweep pause or the
 // kill switch forbids it, it reads up to SweepBatch due candidates, oldest
-// review time first, and enqueues a gc:cleanup job for each (unique among
+// review time first, in keyset pages, and enqueues a gc:cleanup job for each (unique among
 // in-flight jobs).
 func (g *GC) Sweep(ctx context.Context) (*SweepResult, error) {
 	res := &SweepResult{}
@@ -52,25 +55,31 @@ func (g *GC) Sweep(ctx context.Context) (*SweepResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := g.st.GCDueCandidates(ctx, now, g.cfg.SweepBatch)
-	if err != nil {
-		return nil, err
-	}
-	res.Due = len(keys)
 	opts := CleanupArgs{}.InsertOpts()
 	opts.MaxAttempts = g.cfg.CleanupAttempts
-	for start := 0; start < len(keys); start += sweepInsertChunk {
-		chunk := keys[start:min(start+sweepInsertChunk, len(keys))]
-		params := make([]river.InsertManyParams, len(chunk))
-		for i, k := range chunk {
-			params[i] = river.InsertManyParams{Args: cleanupArgs(k), InsertOpts: &opts}
-		}
-		ins, dup, err := insert.insertMany(ctx, params)
+	var cursor *store.GCDueCursor
+	for res.Due < g.cfg.SweepBatch {
+		var keys []store.GCCandidateKey
+		keys, cursor, err = g.st.GCDueCandidates(ctx, now, cursor, min(sweepPage, g.cfg.SweepBatch-res.Due))
 		if err != nil {
-			return nil, fmt.Errorf("gc: sweep: enqueue cleanups: %w", err)
+			return nil, err
 		}
-		res.Enqueued += ins
-		res.Duplicates += dup
+		res.Due += len(keys)
+		if len(keys) > 0 {
+			params := make([]river.InsertManyParams, len(keys))
+			for i, k := range keys {
+				params[i] = river.InsertManyParams{Args: cleanupArgs(k), InsertOpts: &opts}
+			}
+			ins, dup, err := insert.insertMany(ctx, params)
+			if err != nil {
+				return nil, fmt.Errorf("gc: sweep: enqueue cleanups: %w", err)
+			}
+			res.Enqueued += ins
+			res.Duplicates += dup
+		}
+		if cursor == nil {
+			break
+		}
 	}
 	g.metrics.sweepEnqueued.Add(float64(res.Enqueued))
 	if res.Due > 0 {
