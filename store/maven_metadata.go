@@ -135,9 +135,14 @@ func currentMavenFile(ctx context.Context, q mavenQuerier, nsID uuid.UUID, where
 		f   storedMavenFile
 		sha []byte
 	)
+	// The size comes from blob_storage_blobs_by_namespace, partitioned by
+	// namespace_id like maven_files, so both prune to one partition when
+	// planned (blob_storage_blobs, partitioned by sha256, could only be
+	// pruned at run time here).
 	err := q.QueryRow(ctx, `
-		SELECT f.id, f.blob_sha256, f.blob_storage_attachment_id, b.size
-		FROM maven_files f `+JoinBlob("f", "blob_sha256")+`
+		SELECT f.id, f.blob_sha256, f.blob_storage_attachment_id, bn.size
+		FROM maven_files f
+		JOIN blob_storage_blobs_by_namespace bn ON bn.namespace_id = $1 AND bn.sha256 = f.blob_sha256
 		WHERE f.namespace_id = $1 AND `+where+` AND f.file_name = $3 AND f.soft_deleted_at IS NULL `+lock,
 		nsID, arg, name).Scan(&f.id, &sha, &f.attachmentID, &f.size)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -1,0 +1,260 @@
+package maven
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Benchmarks (make bench): deploy throughput of a 50 MiB jar over raw
+// HTTP, maven-metadata.xml GET latency for a package with 1,000 versions,
+// and (MAVEN_BENCH_RESOLVE=1) resolution of 50 artifacts by the real mvn
+// from an empty local repository.
+
+func benchServer(b *testing.B) *testServer {
+	b.Helper()
+	s := newTestServer(b, serverOpts{rootRouter: true})
+	s.repo(b, "acme", "releases", enum.FormatMaven, enum.VisibilityPublic)
+	s.repo(b, "acme", "snapshots", enum.FormatMaven, enum.VisibilityPublic)
+	return s
+}
+
+func benchPut(b *testing.B, client *http.Client, url string, body []byte) {
+	req, _ := http.NewRequest(http.MethodPut, url, bytes.NewReader(body))
+	req.SetBasicAuth("deployer", testToken)
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		b.Fatalf("PUT %s: %d", url, resp.StatusCode)
+	}
+}
+
+// BenchmarkDeployLargeJar PUTs a 50 MiB jar (new bytes and a new version
+// each time, so nothing deduplicates): the bytes stream through the
+// md5/sha1/sha256/sha512 hashers into the file bucket once.
+func BenchmarkDeployLargeJar(b *testing.B) {
+	s := benchServer(b)
+	const size = 50 << 20
+	jar := make([]byte, size)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < size; i += 8 {
+		v := rng.Uint64()
+		for j := 0; j < 8 && i+j < size; j++ {
+			jar[i+j] = byte(v >> (8 * j))
+		}
+	}
+	client := &http.Client{}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		copy(jar, fmt.Sprintf("%016d", i))
+		v := fmt.Sprintf("1.0.%d", i)
+		benchPut(b, client, s.URL+relBase+"/"+v+"/anchor-lib-"+v+".jar", jar)
+	}
+}
+
+// BenchmarkDownloadLargeJar GETs a stored 50 MiB jar.
+func BenchmarkDownloadLargeJar(b *testing.B) {
+	s := benchServer(b)
+	const size = 50 << 20
+	jar := bytes.Repeat([]byte("0123456789abcdef"), size/16)
+	url := s.URL + relBase + "/1.0.0/anchor-lib-1.0.0.jar"
+	benchPut(b, http.DefaultClient, url, jar)
+	b.SetBytes(size)
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n != size {
+			b.Fatalf("read %d bytes", n)
+		}
+	}
+}
+
+// BenchmarkMetadataGet1000Versions GETs the package-level
+// maven-metadata.xml of a package with 1,000 versions (a stored,
+// server-generated document) and reports the latency percentiles.
+func BenchmarkMetadataGet1000Versions(b *testing.B) {
+	s := benchServer(b)
+	const versions = 1000
+	seedVersions(b, s, versions)
+	url := s.URL + relBase + "/maven-metadata.xml"
+	client := &http.Client{}
+	get := func() (int, time.Duration) {
+		start := time.Now()
+		resp, err := client.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET metadata: %d", resp.StatusCode)
+		}
+		return strings.Count(string(body), "<version>"), time.Since(start)
+	}
+	if n, _ := get(); n != versions {
+		b.Fatalf("metadata lists %d versions", n)
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		_, d := get()
+		lat = append(lat, d)
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// seedVersions deploys versions 1.0.0 … of anchor-lib (a POM each) with a
+// few concurrent clients.
+func seedVersions(b *testing.B, s *testServer, n int) {
+	b.Helper()
+	var wg sync.WaitGroup
+	next := make(chan int)
+	client := &http.Client{}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				v := fmt.Sprintf("1.%d.%d", i/100, i%100)
+				benchPut(b, client, s.URL+relBase+"/"+v+"/anchor-lib-"+v+".pom", pom(v))
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// BenchmarkMavenResolve50 runs a real mvn that resolves 50 artifacts (pom,
+// jar and their .sha1 each) from the registry into an empty local
+// repository, and a baseline run with no dependencies (JVM and plugin
+// start-up); it reports both and their difference. Set
+// MAVEN_BENCH_RESOLVE=1 to run it.
+func BenchmarkMavenResolve50(b *testing.B) {
+	if os.Getenv("MAVEN_BENCH_RESOLVE") == "" {
+		b.Skip("set MAVEN_BENCH_RESOLVE=1 to run the real-mvn resolution benchmark")
+	}
+	s := benchServer(b)
+	const artifacts = 50
+	var deps strings.Builder
+	client := &http.Client{}
+	for i := range artifacts {
+		a := fmt.Sprintf("dep-%02d", i)
+		base := fmt.Sprintf("%s/maven/acme/releases/com/example/bench/%s/1.0.0/%s-1.0.0", s.URL, a, a)
+		p := []byte(fmt.Sprintf(`<project><modelVersion>4.0.0</modelVersion><groupId>com.example.bench</groupId>`+
+			`<artifactId>%s</artifactId><version>1.0.0</version></project>`, a))
+		jar := bytes.Repeat([]byte(a), 4096)
+		benchPut(b, client, base+".pom", p)
+		benchPut(b, client, base+".jar", jar)
+		fmt.Fprintf(&deps, "<dependency><groupId>com.example.bench</groupId><artifactId>%s</artifactId><version>1.0.0</version></dependency>\n", a)
+	}
+	e := newBenchMvnEnv(b, s)
+	withDeps := e.pom(deps.String())
+	without := e.pom("")
+	goal := "org.apache.maven.plugins:maven-dependency-plugin:3.5.0:resolve"
+	var base, full []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		e.run(without, goal)
+		base = append(base, time.Since(start))
+		start = time.Now()
+		out := e.run(withDeps, goal)
+		full = append(full, time.Since(start))
+		if got := strings.Count(out, ":jar:1.0.0:compile"); got < artifacts {
+			b.Fatalf("resolved %d artifacts:\n%s", got, tail(out, 30))
+		}
+	}
+	b.StopTimer()
+	med := func(d []time.Duration) float64 { slices.Sort(d); return d[len(d)/2].Seconds() }
+	b.ReportMetric(med(full), "mvn-s")
+	b.ReportMetric(med(base), "baseline-s")
+	b.ReportMetric(med(full)-med(base), "resolve50-s")
+}
+
+type benchMvnEnv struct {
+	b        *testing.B
+	dir      string
+	settings string
+	url      string
+}
+
+func newBenchMvnEnv(b *testing.B, s *testServer) *benchMvnEnv {
+	dir := b.TempDir()
+	settings, err := os.ReadFile("testdata/settings.xml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sp := filepath.Join(dir, "settings.xml")
+	if err := os.WriteFile(sp, bytes.ReplaceAll(settings, []byte("@TOKEN@"), []byte(testToken)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return &benchMvnEnv{b: b, dir: dir, settings: sp, url: s.URL + "/maven/acme/releases"}
+}
+
+func (e *benchMvnEnv) pom(deps string) string {
+	d, err := os.MkdirTemp(e.dir, "proj-")
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	p := `<project><modelVersion>4.0.0</modelVersion><groupId>com.example</groupId><artifactId>bench</artifactId>` +
+		`<version>1</version><packaging>pom</packaging><repositories><repository><id>anchor</id><url>` + e.url +
+		`</url></repository></repositories><dependencies>` + deps + `</dependencies></project>`
+	if err := os.WriteFile(filepath.Join(d, "pom.xml"), []byte(p), 0o644); err != nil {
+		e.b.Fatal(err)
+	}
+	return d
+}
+
+// run runs mvn with a fresh, empty local repository.
+func (e *benchMvnEnv) run(dir string, args ...string) string {
+	repo, err := os.MkdirTemp(e.dir, "m2-")
+	if err != nil {
+		e.b.Fatal(err)
+	}
+	all := append([]string{"-s", e.settings, "-B", "--no-transfer-progress", "-Dmaven.repo.local=" + repo}, args...)
+	cmd := exec.Command("mvn", all...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "BUILD SUCCESS") {
+		e.b.Fatalf("mvn %v: %v\n%s", args, err, tail(string(out), 40))
+	}
+	return string(out)
+}
