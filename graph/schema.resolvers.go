@@ -9,10 +9,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/google/uuid"
 )
 
 // Repository is the resolver for the repository field.
