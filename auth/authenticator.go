@@ -1,0 +1,229 @@
+package auth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultAdminUser = "admin"
+	// DefaultCacheTTL is how long a token lookup is reused: the bound on how
+	// late a revocation (or expiry moved, namespace condition imposed) made
+	// on another replica takes effect here. Revocations made through this
+	// Authenticator take effect at once on this replica.
+	DefaultCacheTTL = 5 * time.Second
+	// DefaultCacheSize bounds the lookup cache (entries, positive and
+	// negative).
+	DefaultCacheSize = 10000
+	// DefaultFlushInterval is how often buffered last_used_at values are
+	// written.
+	DefaultFlushInterval = 30 * time.Second
+	// DefaultBearerTTL is the lifetime of OCI bearer tokens.
+	DefaultBearerTTL = 5 * time.Minute
+	// DefaultService is the OCI token service name.
+	DefaultService = "artifact-registry"
+	// Realm is the realm of the Basic challenges.
+	Realm = "artifact-registry"
+)
+
+// Options configures an Authenticator. Zero values take the defaults.
+type Options struct {
+	// AdminToken is the super-user credential; empty: there is none.
+	AdminToken string
+	// AdminUser is the admin's name in "who am I" answers.
+	AdminUser string
+	// CacheTTL, CacheSize: the token lookup cache.
+	CacheTTL  time.Duration
+	CacheSize int
+	// FlushInterval is the period of Run's last_used_at flush.
+	FlushInterval time.Duration
+	// Clock decides expiry and cache age; tests inject a fake one.
+	Clock  store.Clock
+	Logger *slog.Logger
+
+	// OCI bearer tokens (TokenHandler). SigningKey is the HMAC-SHA256 key;
+	// every replica must share it. Empty: derived from AdminToken when
+	// there is one, else random per process (then a token only works on
+	// the replica that issued it: configure a key when running several).
+	SigningKey []byte
+	// BearerTTL is the lifetime of issued bearer tokens.
+	BearerTTL time.Duration
+	// Service is the OCI token service name (challenge and token "aud").
+	Service string
+}
+
+func (o Options) withDefaults() Options {
+	if o.AdminUser == "" {
+		o.AdminUser = DefaultAdminUser
+	}
+	if o.CacheTTL <= 0 {
+		o.CacheTTL = DefaultCacheTTL
+	}
+	if o.CacheSize <= 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.Clock == nil {
+		o.Clock = store.SystemClock{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.BearerTTL <= 0 {
+		o.BearerTTL = DefaultBearerTTL
+	}
+	if o.Service == "" {
+		o.Service = DefaultService
+	}
+	return o
+}
+
+// tokenStore is the store side authentication uses (a *store.Store; tests
+// wrap it to count calls).
+type tokenStore interface {
+	AccessTokenByHash(ctx context.Context, namespaceID uuid.UUID, sha [32]byte) (*store.AccessTokenCredential, error)
+	AccessTokenByID(ctx context.Context, namespaceID, id uuid.UUID) (*store.AccessTokenCredential, error)
+	TouchAccessTokens(ctx context.Context, uses []store.AccessTokenUse) (int64, error)
+}
+
+// Authenticator turns credentials into Principals: the admin token, access
+// tokens (looked up by hash through a short cache) and the OCI bearer
+// tokens it issues. It buffers last_used_at (Run flushes it) and manages
+// tokens (CreateToken, RevokeToken, ListTokens). Safe for concurrent use;
+// one per process.
+type Authenticator struct {
+	st         *store.Store
+	tokens     tokenStore
+	opts       Options
+	admin      *Principal
+	adminHash  [32]byte
+	hasAdmin   bool
+	byHash     *ttlCache[[32]byte]
+	byID       *ttlCache[tokenKey]
+	usage      usageBuffer
+	signingKey []byte
+}
+
+type tokenKey struct{ ns, id uuid.UUID }
+
+// New returns an Authenticator over the store.
+func New(st *store.Store, opts Options) *Authenticator {
+	a := newAuthenticator(st, opts)
+	a.st = st
+	return a
+}
+
+func newAuthenticator(tokens tokenStore, opts Options) *Authenticator {
+	opts = opts.withDefaults()
+	a := &Authenticator{
+		tokens: tokens,
+		opts:   opts,
+		admin:  AdminPrincipal(opts.AdminUser),
+		byHash: newTTLCache[[32]byte](opts.CacheTTL, opts.CacheSize, opts.Clock),
+		byID:   newTTLCache[tokenKey](opts.CacheTTL, opts.CacheSize, opts.Clock),
+		usage:  usageBuffer{m: map[tokenKey]time.Time{}},
+	}
+	if opts.AdminToken != "" {
+		a.adminHash, a.hasAdmin = sha256.Sum256([]byte(opts.AdminToken)), true
+	}
+	a.signingKey = signingKey(opts)
+	return a
+}
+
+// Options returns the effective options.
+func (a *Authenticator) Options() Options { return a.opts }
+
+// Authenticate returns the principal of a request: anonymous without an
+// Authorization header, else the principal of its credential (see
+// CredentialFromRequest and AuthenticateSecret). Decision errors match
+// ErrUnauthenticated; other errors are internal (the store failed:
+// 500, or 503 for store.ErrRetryable).
+func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
+	cred, err := CredentialFromRequest(r)
+	if err != nil {
+		return nil, err
+	}
+	if cred == nil {
+		return anonymous, nil
+	}
+	return a.AuthenticateSecret(r.Context(), cred.Secret)
+}
+
+// AuthenticateSecret authenticates a secret presented some other way (npm
+// login sends the token as the password in a JSON body). The admin token
+// (compared in constant time, as SHA-256 digests), an access token (shape
+// checked, then looked up by hash: unknown, revoked and expired tokens
+// and tokens of a deleted namespace are ErrUnauthenticated) or an OCI
+// bearer token issued by TokenHandler.
+func (a *Authenticator) AuthenticateSecret(ctx context.Context, secret string) (*Principal, error) {
+	sum := sha256.Sum256([]byte(secret))
+	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
+		return a.admin, nil
+	}
+	if looksLikeBearerToken(secret) {
+		return a.verifyBearer(ctx, secret)
+	}
+	nsID, ok := ParseSecret(secret)
+	if !ok {
+		return nil, unauthenticated("invalid token")
+	}
+	e, err := a.byHash.get(ctx, sum, func(ctx context.Context) (*store.AccessTokenCredential, error) {
+		return a.tokens.AccessTokenByHash(ctx, nsID, sum)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a.accept(e)
+}
+
+// accept validates a looked-up token now (revocation, expiry, namespace)
+// and records its use.
+func (a *Authenticator) accept(e *cacheEntry) (*Principal, error) {
+	c := e.cred
+	if c == nil {
+		return nil, unauthenticated("invalid token")
+	}
+	now := a.opts.Clock.Now()
+	switch {
+	case c.RevokedAt != nil:
+		return nil, unauthenticated("the token has been revoked")
+	case c.ExpiresAt != nil && !now.Before(*c.ExpiresAt):
+		return nil, unauthenticated("the token expired at %s", c.ExpiresAt.UTC().Format(time.RFC3339))
+	case c.Namespace.DeletedAt != nil || c.Namespace.PurgedAt != nil:
+		return nil, unauthenticated("invalid token: its namespace no longer exists")
+	}
+	a.usage.record(tokenKey{c.NamespaceID, c.ID}, now)
+	return e.principal, nil
+}
+
+// Forget drops a token from this replica's lookup cache, so a revocation
+// made elsewhere takes effect here at once (RevokeToken calls it).
+func (a *Authenticator) Forget(namespaceID, tokenID uuid.UUID) {
+	a.byID.delete(tokenKey{namespaceID, tokenID})
+	a.byHash.deleteFunc(func(e *cacheEntry) bool {
+		return e.cred != nil && e.cred.ID == tokenID && e.cred.NamespaceID == namespaceID
+	})
+}
+
+// tokenByID is the cached lookup of the OCI bearer tokens' re-validation.
+func (a *Authenticator) tokenByID(ctx context.Context, nsID, id uuid.UUID) (*cacheEntry, error) {
+	return a.byID.get(ctx, tokenKey{nsID, id}, func(ctx context.Context) (*store.AccessTokenCredential, error) {
+		return a.tokens.AccessTokenByID(ctx, nsID, id)
+	})
+}
+
+var errNotFoundSentinel = store.ErrAccessTokenNotFound
+
+func isNotFound(err error) bool { return errors.Is(err, errNotFoundSentinel) }
