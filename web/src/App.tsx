@@ -1,0 +1,59 @@
+import { useMemo } from "react";
+import { Route, Routes } from "react-router";
+import { Provider } from "urql";
+import { AuthProvider, useAuth } from "./auth";
+import { makeClient } from "./client";
+import { Layout, NamespaceLayout } from "./components/Layout";
+import { Home } from "./pages/Home";
+import { SignIn } from "./pages/SignIn";
+import { NamespaceOverview } from "./pages/NamespaceOverview";
+import { RepositoryList } from "./pages/RepositoryList";
+import { NewRepository } from "./pages/NewRepository";
+import { RepositoryDetail } from "./pages/RepositoryDetail";
+import { ImageDetail } from "./pages/ImageDetail";
+import { Trash } from "./pages/Trash";
+import { PublishHistory } from "./pages/PublishHistory";
+import { ChecksumSearch } from "./pages/ChecksumSearch";
+import { NotFound } from "./pages/NotFound";
+
+/** The routes of every screen; each URL can be shared. */
+export function AppRoutes() {
+  return (
+    <Routes>
+      <Route element={<Layout />}>
+        <Route index element={<Home />} />
+        <Route path="sign-in" element={<SignIn />} />
+        <Route path="n/:ns" element={<NamespaceLayout />}>
+          <Route index element={<NamespaceOverview />} />
+          <Route path="repositories" element={<RepositoryList />} />
+          <Route path="repositories/new" element={<NewRepository />} />
+          <Route path="r/:repo" element={<RepositoryDetail />} />
+          <Route path="r/:repo/images/*" element={<ImageDetail />} />
+          <Route path="trash" element={<Trash />} />
+          <Route path="history" element={<PublishHistory />} />
+          <Route path="search" element={<ChecksumSearch />} />
+        </Route>
+        <Route path="*" element={<NotFound />} />
+      </Route>
+    </Routes>
+  );
+}
+
+function WithClient() {
+  const { token } = useAuth();
+  // A new client per token: nothing cached for one identity leaks to another.
+  const client = useMemo(() => makeClient(token), [token]);
+  return (
+    <Provider value={client}>
+      <AppRoutes />
+    </Provider>
+  );
+}
+
+export function App() {
+  return (
+    <AuthProvider>
+      <WithClient />
+    </AuthProvider>
+  );
+}

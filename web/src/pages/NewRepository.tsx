@@ -1,0 +1,137 @@
+import { useState, type FormEvent } from "react";
+import { Link, useNavigate, useParams } from "react-router";
+import { useMutation } from "urql";
+import { ErrorBox, PageTitle } from "../components/ui";
+import { graphql } from "../gql";
+import type { Format, Visibility } from "../gql/graphql";
+import { paths } from "../paths";
+import { FORMATS, VISIBILITIES } from "../repoQuery";
+
+const CreateRepositoryMutation = graphql(`
+  mutation CreateRepository($input: CreateRepositoryInput!) {
+    createRepository(input: $input) {
+      repository {
+        id
+        name
+        format
+        kind
+        visibility
+        description
+      }
+    }
+  }
+`);
+
+// Same rule as the server (store.ValidateRepositoryName); the server decides.
+export const NAME_RE = /^[a-z0-9]+(?:[._-][a-z0-9]+)*$/;
+
+const FORMAT_HELP: Record<Format, string> = {
+  DOCKER: "Container images for docker, podman, crane (Docker media types).",
+  OCI: "OCI images and artifacts (oras, helm, cosign …).",
+  NPM: "npm packages (npm, yarn, pnpm).",
+  MAVEN: "Maven artifacts (mvn, gradle).",
+};
+
+export function NewRepository() {
+  const { ns = "" } = useParams();
+  const navigate = useNavigate();
+  const [name, setName] = useState("");
+  const [format, setFormat] = useState<Format>("DOCKER");
+  const [visibility, setVisibility] = useState<Visibility>("PRIVATE");
+  const [description, setDescription] = useState("");
+  const [{ fetching, error }, create] = useMutation(CreateRepositoryMutation);
+  const nameOk = NAME_RE.test(name) && name.length <= 255;
+
+  const onSubmit = async (e: FormEvent) => {
+    e.preventDefault();
+    const res = await create(
+      {
+        input: {
+          namespace: ns,
+          name,
+          format,
+          kind: "HOSTED",
+          visibility,
+          description: description.trim() || null,
+        },
+      },
+      { additionalTypenames: ["Repository"] },
+    );
+    if (res.data) navigate(paths.repository(ns, res.data.createRepository.repository.name));
+  };
+
+  return (
+    <section className="narrow">
+      <PageTitle>Create repository</PageTitle>
+      <form className="form" onSubmit={onSubmit}>
+        <label htmlFor="repo-name">Name</label>
+        <input
+          id="repo-name"
+          value={name}
+          onChange={(e) => setName(e.target.value.toLowerCase())}
+          aria-invalid={name !== "" && !nameOk}
+          aria-describedby="repo-name-help"
+          autoComplete="off"
+          spellCheck={false}
+          autoFocus
+          required
+        />
+        <p id="repo-name-help" className="help">
+          Lowercase letters and digits joined by single <code>.</code>, <code>_</code> or <code>-</code>; at most 255
+          characters; unique in the namespace (trash included).
+        </p>
+
+        <fieldset>
+          <legend>Format</legend>
+          {FORMATS.map((f) => (
+            <label key={f} className="radio">
+              <input type="radio" name="format" value={f} checked={format === f} onChange={() => setFormat(f)} />
+              <span>
+                <strong>{f.toLowerCase()}</strong> <span className="muted">{FORMAT_HELP[f]}</span>
+              </span>
+            </label>
+          ))}
+        </fieldset>
+
+        <fieldset>
+          <legend>Kind</legend>
+          <label className="radio">
+            <input type="radio" name="kind" value="HOSTED" checked readOnly />
+            <span>
+              <strong>hosted</strong> <span className="muted">Artifacts are pushed to and stored in this registry.</span>
+            </span>
+          </label>
+        </fieldset>
+
+        <label htmlFor="repo-visibility">Visibility</label>
+        <select id="repo-visibility" value={visibility} onChange={(e) => setVisibility(e.target.value as Visibility)}>
+          {VISIBILITIES.map((v) => (
+            <option key={v} value={v}>
+              {v.toLowerCase()}
+            </option>
+          ))}
+        </select>
+        <p className="help">Public repositories can be read without a token.</p>
+
+        <label htmlFor="repo-description">Description</label>
+        <textarea
+          id="repo-description"
+          value={description}
+          maxLength={1024}
+          rows={3}
+          onChange={(e) => setDescription(e.target.value)}
+        />
+
+        <div className="form-actions">
+          <button type="submit" className="btn btn-primary" disabled={fetching || !nameOk}>
+            {fetching ? "Creating…" : "Create repository"}
+          </button>
+          <Link className="btn btn-ghost" to={paths.repositories(ns)}>
+            Cancel
+          </Link>
+        </div>
+      </form>
+      {error && <ErrorBox error={error} title="Could not create the repository" />}
+    </section>
+  );
+}

@@ -1,0 +1,267 @@
+import { useEffect, useRef, type ReactNode } from "react";
+import { Link, useParams, useSearchParams } from "react-router";
+import { useMutation, useQuery } from "urql";
+import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { Badge, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
+import { graphql } from "../gql";
+import type { TrashKind } from "../gql/graphql";
+import { formatBytes, formatTime, shortDigest } from "../format";
+import { paths } from "../paths";
+
+const TrashQuery = graphql(`
+  query Trash($namespace: String!, $first: Int, $after: String, $kind: TrashKind) {
+    namespace(slug: $namespace) {
+      id
+      trash(first: $first, after: $after, kind: $kind) {
+        pageInfo {
+          hasNextPage
+          endCursor
+        }
+        edges {
+          cursor
+          kind
+          deletedAt
+          node {
+            __typename
+            ... on Repository {
+              id
+              name
+              format
+              artifactsCount
+              sizeBytes
+            }
+            ... on ContainerImage {
+              id
+              name
+              repository {
+                id
+                name
+              }
+            }
+            ... on ContainerManifest {
+              id
+              digest
+              mediaType
+              size
+              image {
+                id
+                name
+                repository {
+                  id
+                  name
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
+const RestoreRepositoryMutation = graphql(`
+  mutation RestoreRepository($input: RepositoryRefInput!) {
+    restoreRepository(input: $input) {
+      repository {
+        id
+        name
+        softDeletedAt
+      }
+    }
+  }
+`);
+
+const PurgeRepositoryMutation = graphql(`
+  mutation PurgeRepository($input: RepositoryRefInput!) {
+    purgeRepository(input: $input) {
+      id
+      name
+    }
+  }
+`);
+
+const RestoreManifestMutation = graphql(`
+  mutation RestoreContainerManifest($input: ContainerManifestRefInput!) {
+    restoreContainerManifest(input: $input) {
+      manifest {
+        id
+        digest
+        softDeletedAt
+      }
+    }
+  }
+`);
+
+const PAGE = 50;
+const KINDS: { kind: TrashKind | ""; label: string }[] = [
+  { kind: "", label: "Everything" },
+  { kind: "REPOSITORY", label: "Repositories" },
+  { kind: "CONTAINER_IMAGE", label: "Images" },
+  { kind: "CONTAINER_MANIFEST", label: "Manifests" },
+];
+const ctx = { additionalTypenames: ["Repository", "ContainerImage", "ContainerManifest", "TrashEdge"] };
+
+export function Trash() {
+  const { ns = "" } = useParams();
+  const [params, setParams] = useSearchParams();
+  const k = (params.get("kind") ?? "").toUpperCase();
+  const kind = KINDS.some((x) => x.kind === k) ? (k as TrashKind | "") : "";
+  return (
+    <section>
+      <PageTitle>Trash</PageTitle>
+      <p className="muted">
+        Deleted repositories and artifacts, most recently deleted first. They keep their storage until restored or purged.
+      </p>
+      <div className="filters" role="group" aria-label="Show">
+        {KINDS.map((x) => (
+          <button
+            key={x.kind}
+            type="button"
+            className={`btn btn-toggle${x.kind === kind ? " active" : ""}`}
+            aria-pressed={x.kind === kind}
+            onClick={() => setParams(x.kind ? { kind: x.kind.toLowerCase() } : {}, { replace: true })}
+          >
+            {x.label}
+          </button>
+        ))}
+      </div>
+      <div className="table-wrap">
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Item</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Where</th>
+              <th scope="col">Deleted</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <PagedList resetKey={`${ns}/${kind}`} page={(p) => <TrashPage key={`${kind}#${p.index}`} {...p} ns={ns} kind={kind} />} />
+        </table>
+      </div>
+    </section>
+  );
+}
+
+function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns: string; kind: TrashKind | "" }) {
+  const [{ data, fetching, error }] = useQuery({
+    query: TrashQuery,
+    variables: { namespace: ns, first: PAGE, after, kind: kind || null },
+    context: ctx,
+  });
+  const [restoreRepo, doRestoreRepo] = useMutation(RestoreRepositoryMutation);
+  const [purgeRepo, doPurgeRepo] = useMutation(PurgeRepositoryMutation);
+  const [restoreManifest, doRestoreManifest] = useMutation(RestoreManifestMutation);
+  const busy = restoreRepo.fetching || purgeRepo.fetching || restoreManifest.fetching;
+  const mutationError = restoreRepo.error ?? purgeRepo.error ?? restoreManifest.error;
+  const conn = data?.namespace?.trash;
+  const body = useRef<HTMLTableSectionElement>(null);
+  useEffect(() => {
+    if (index > 0 && conn) focusFirstLinkIfLost(body.current);
+  }, [index, conn]);
+  const note = (c: ReactNode) => (
+    <tr className="row-note">
+      <td colSpan={5}>{c}</td>
+    </tr>
+  );
+  return (
+    <tbody ref={body}>
+      {error && note(<ErrorBox error={error} />)}
+      {mutationError && note(<ErrorBox error={mutationError} title="The action failed" />)}
+      {!conn && fetching && note(<Loading what="Loading the trash" />)}
+      {conn && conn.edges.length === 0 && index === 0 && note(<Empty>The trash is empty.</Empty>)}
+      {conn?.edges.map((edge) => {
+        const n = edge.node;
+        let item: ReactNode = null;
+        let where: ReactNode = null;
+        let actions: ReactNode = null;
+        switch (n.__typename) {
+          case "Repository":
+            item = (
+              <>
+                <strong>{n.name}</strong> <Badge>{n.format.toLowerCase()}</Badge>
+              </>
+            );
+            where = <span className="muted">{formatBytes(n.sizeBytes)}</span>;
+            actions = (
+              <>
+                <button
+                  type="button"
+                  className="btn btn-small"
+                  disabled={busy}
+                  aria-label={`Restore repository ${n.name}`}
+                  onClick={() => void doRestoreRepo({ input: { namespace: ns, id: n.id } }, ctx)}
+                >
+                  Restore
+                </button>
+                <button
+                  type="button"
+                  className="btn btn-small btn-danger-outline"
+                  disabled={busy}
+                  aria-label={`Purge repository ${n.name}`}
+                  onClick={() => {
+                    if (window.confirm(`Delete repository ${n.name} for good? This cannot be undone.`)) {
+                      void doPurgeRepo({ input: { namespace: ns, id: n.id } }, ctx);
+                    }
+                  }}
+                >
+                  Purge
+                </button>
+              </>
+            );
+            break;
+          case "ContainerImage":
+            item = <strong>{n.name}</strong>;
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            break;
+          case "ContainerManifest":
+            item = (
+              <>
+                <code className="mono" title={n.digest}>
+                  {shortDigest(n.digest)}
+                </code>{" "}
+                <span className="small muted">{formatBytes(n.size)}</span>
+              </>
+            );
+            where = (
+              <>
+                <Link to={paths.repository(ns, n.image.repository.name)}>{n.image.repository.name}</Link> /{" "}
+                {n.image.name}
+              </>
+            );
+            actions = (
+              <button
+                type="button"
+                className="btn btn-small"
+                disabled={busy}
+                aria-label={`Restore manifest ${shortDigest(n.digest)}`}
+                onClick={() =>
+                  void doRestoreManifest(
+                    { input: { namespace: ns, repository: n.image.repository.name, image: n.image.name, digest: n.digest } },
+                    ctx,
+                  )
+                }
+              >
+                Restore
+              </button>
+            );
+            break;
+        }
+        return (
+          <tr key={edge.cursor}>
+            <th scope="row" data-label="Item">
+              {item}
+            </th>
+            <td data-label="Kind">{edge.kind.toLowerCase().replace("_", " ")}</td>
+            <td data-label="Where">{where}</td>
+            <td data-label="Deleted">{formatTime(edge.deletedAt)}</td>
+            <td className="actions">{actions}</td>
+          </tr>
+        );
+      })}
+      {conn && isLast && note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} />)}
+    </tbody>
+  );
+}

@@ -1,0 +1,17 @@
+// Every screen has a route; these build the shareable URLs.
+const enc = encodeURIComponent;
+
+export const paths = {
+  home: () => "/",
+  signIn: (next?: string) => (next && next !== "/" ? `/sign-in?next=${enc(next)}` : "/sign-in"),
+  namespace: (ns: string) => `/n/${enc(ns)}`,
+  repositories: (ns: string, search = "") => `/n/${enc(ns)}/repositories${search ? `?${search}` : ""}`,
+  newRepository: (ns: string) => `/n/${enc(ns)}/repositories/new`,
+  repository: (ns: string, repo: string) => `/n/${enc(ns)}/r/${enc(repo)}`,
+  image: (ns: string, repo: string, image: string, manifest?: string) =>
+    `/n/${enc(ns)}/r/${enc(repo)}/images/${image.split("/").map(enc).join("/")}` +
+    (manifest ? `?manifest=${enc(manifest)}` : ""),
+  trash: (ns: string) => `/n/${enc(ns)}/trash`,
+  history: (ns: string) => `/n/${enc(ns)}/history`,
+  search: (ns: string, sha256?: string) => `/n/${enc(ns)}/search${sha256 ? `?sha256=${enc(sha256)}` : ""}`,
+};
