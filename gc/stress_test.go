@@ -31,7 +31,7 @@ func TestStressPushDeleteRepushWhileGCRuns(t *testing.T) {
 	const (
 		goroutines = 8
 		layers     = 64
-		hot        = 8 // layers most images share
+		hot        = 8           // layers most images share
 		delay      = time.Minute // the review delay, on the test clock
 		tick       = 10 * time.Minute
 	)
@@ -120,7 +120,7 @@ func TestStressPushDeleteRepushWhileGCRuns(t *testing.T) {
 				var set []int
 				var victim = -1
 				switch {
-				case op < 4 || len(images) == 0: // push a new image
+				case op < 3 || len(images) == 0: // push a new image
 					n := 1 + rng.IntN(3)
 					for range n {
 						if rng.IntN(2) == 0 {
