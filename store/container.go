@@ -71,20 +71,19 @@ func (t *ContainerTarget) Name() string {
 	return t.NamespaceSlug + "/" + t.RepositoryName + "/" + t.ImageName
 }
 
-// resolveTargetSQL resolves namespace, repository, container repository
-// and image in one round trip; each join names namespace_id so every
-// partitioned table is pruned to one partition (at run time, from n.id).
-const resolveTargetSQL = `
-SELECT n.id, n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
-       r.id, r.format, r.kind, r.visibility, cr.id, ci.id
-FROM namespaces n
-LEFT JOIN repositories r
-       ON r.namespace_id = n.id AND r.name = $2 AND r.soft_deleted_at IS NULL
+// resolveRepoSQL resolves repository, container repository and image once
+// the namespace is known. Every table is named with namespace_id = $1, so
+// the planner prunes each partitioned table to one partition before it
+// plans (a join on n.id instead would plan all 64 partitions of each, two
+// orders of magnitude slower to plan).
+const resolveRepoSQL = `
+SELECT r.id, r.format, r.kind, r.visibility, cr.id, ci.id
+FROM repositories r
 LEFT JOIN container_repositories cr
-       ON cr.namespace_id = n.id AND cr.repository_id = r.id
+       ON cr.namespace_id = $1 AND cr.repository_id = r.id
 LEFT JOIN container_images ci
-       ON ci.namespace_id = n.id AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL
-WHERE n.slug = $1`
+       ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL
+WHERE r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL`
 
 // ResolveContainerTarget resolves an OCI name. ErrContainerNameUnknown
 // (wrapped with the reason) when the namespace does not exist or is deleted,
@@ -97,28 +96,31 @@ func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repositor
 		nsID                                          uuid.UUID
 		deleted, purged, blocked, disabled, suspended *time.Time
 		repoID, crID, imageID                         *uuid.UUID
-		format, kind, visibility                      *int16
+		format, kind, visibility                      int16
 	)
-	err := s.pool.QueryRow(ctx, resolveTargetSQL, namespace, repository, image).Scan(
-		&nsID, &deleted, &purged, &blocked, &disabled, &suspended,
+	err := s.pool.QueryRow(ctx, `
+		SELECT id, deleted_at, purged_at, blocked_at, disabled_at, suspended_at
+		FROM namespaces WHERE slug = $1`, namespace).Scan(
+		&nsID, &deleted, &purged, &blocked, &disabled, &suspended)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (deleted != nil || purged != nil)) {
+		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: resolve namespace %s: %w", namespace, err))
+	}
+	err = s.pool.QueryRow(ctx, resolveRepoSQL, nsID, repository, image).Scan(
 		&repoID, &format, &kind, &visibility, &crID, &imageID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
+		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrContainerNameUnknown, repository, namespace)
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
 	}
-	if deleted != nil || purged != nil {
-		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
-	}
-	if repoID == nil {
-		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrContainerNameUnknown, repository, namespace)
-	}
-	f := enum.Format(*format)
+	f := enum.Format(format)
 	if f != enum.FormatDocker && f != enum.FormatOCI {
 		return nil, fmt.Errorf("%w: repository %s/%s is not a container repository", ErrContainerNameUnknown, namespace, repository)
 	}
-	if enum.Kind(*kind) != enum.KindHosted || crID == nil {
+	if enum.Kind(kind) != enum.KindHosted || crID == nil {
 		return nil, fmt.Errorf("%w: repository %s/%s is not a hosted container repository", ErrContainerNameUnknown, namespace, repository)
 	}
 	t.NamespaceID, t.RepositoryID, t.ContainerRepositoryID = nsID, *repoID, *crID
@@ -134,11 +136,46 @@ func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repositor
 	}
 	t.ServesReads = blocked == nil && disabled == nil
 	t.ServesWrites = t.ServesReads && suspended == nil
-	t.Format, t.Visibility = f, enum.Visibility(*visibility)
+	t.Format, t.Visibility = f, enum.Visibility(visibility)
 	if imageID != nil {
 		t.ImageID = *imageID
 	}
 	return t, nil
+}
+
+// containerQuerier is a pool or a transaction.
+type containerQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// statBlobs reads the blob rows of digests of one namespace. The digests
+// are constants of the statement, so blob_storage_blobs (HASH(sha256)) is
+// pruned to their partitions at plan time; joining it to a format table on
+// its sha256 column instead plans all 64 partitions, which costs far more
+// than this second round trip.
+func statBlobs(ctx context.Context, q containerQuerier, nsID uuid.UUID, shas [][]byte) (map[[32]byte]*Blob, error) {
+	rows, err := q.Query(ctx, `SELECT `+BlobColumns+` FROM blob_storage_blobs b
+		WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])`, nsID, shas)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: stat blobs: %w", err))
+	}
+	defer rows.Close()
+	out := make(map[[32]byte]*Blob, len(shas))
+	for rows.Next() {
+		b := &Blob{}
+		dest, finish := ScanBlobInto(b)
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("store: stat blobs: %w", err)
+		}
+		if err := finish(); err != nil {
+			return nil, err
+		}
+		out[b.SHA256] = b
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: stat blobs: %w", err))
+	}
+	return out, nil
 }
 
 // ensureImage returns the id of the target's active image, creating it on

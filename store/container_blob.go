@@ -21,20 +21,19 @@ func (s *Store) ContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]b
 	if t.ImageID == uuid.Nil {
 		return nil, digestErr(ErrContainerBlobUnknown, sha)
 	}
-	var b Blob
-	dest, finish := ScanBlobInto(&b)
+	var exists bool
 	err := s.pool.QueryRow(ctx, `
-		SELECT `+BlobColumns+`
-		FROM container_blobs cb `+JoinBlob("cb", "blob_sha256")+`
-		WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = $3 AND cb.soft_deleted_at IS NULL`,
-		t.NamespaceID, t.ImageID, sha[:]).Scan(dest...)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, digestErr(ErrContainerBlobUnknown, sha)
-	}
+		SELECT EXISTS (SELECT 1 FROM container_blobs
+		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`,
+		t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: container blob: %w", err))
 	}
-	return &b, finish()
+	if !exists {
+		return nil, digestErr(ErrContainerBlobUnknown, sha)
+	}
+	// container_blobs.digest = blob_sha256: the blob row is (namespace, digest).
+	return s.StatBlob(ctx, t.NamespaceID, sha)
 }
 
 // UploadRef returns the reference of an upload session of the target's

@@ -24,22 +24,45 @@ type ContainerManifestRow struct {
 	Payload Blob
 }
 
-const containerManifestRowColumns = `cm.id, cm.digest, cm.media_type, cm.size, ` + BlobColumns
+const containerManifestRowColumns = `cm.id, cm.digest, cm.media_type, cm.size`
 
 func scanContainerManifestRow(row pgx.Row) (*ContainerManifestRow, error) {
 	var (
 		m   ContainerManifestRow
 		dig []byte
 	)
-	dest, finish := ScanBlobInto(&m.Payload)
-	if err := row.Scan(append([]any{&m.ID, &dig, &m.MediaType, &m.Size}, dest...)...); err != nil {
+	if err := row.Scan(&m.ID, &dig, &m.MediaType, &m.Size); err != nil {
 		return nil, err
 	}
 	if len(dig) != 32 {
 		return nil, fmt.Errorf("store: manifest row with a %d-byte digest", len(dig))
 	}
 	m.Digest = [32]byte(dig)
-	return &m, finish()
+	return &m, nil
+}
+
+// withPayloads fills the payload blob rows of manifests (their digest is
+// their payload's sha256) in one pruned lookup.
+func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*ContainerManifestRow) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	shas := make([][]byte, len(ms))
+	for i, m := range ms {
+		shas[i] = m.Digest[:]
+	}
+	blobs, err := statBlobs(ctx, s.pool, nsID, shas)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		b, ok := blobs[m.Digest]
+		if !ok {
+			return digestErr(ErrBlobUnknown, m.Digest)
+		}
+		m.Payload = *b
+	}
+	return nil
 }
 
 // ContainerManifestByTag returns the active manifest a tag points at.
@@ -51,7 +74,6 @@ func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, 
 		SELECT `+containerManifestRowColumns+`
 		FROM container_tags ct
 		JOIN container_manifests cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_manifest_id
-		`+JoinBlob("cm", "blob_sha256")+`
 		WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = $2 AND ct.name = $3
 		  AND cm.soft_deleted_at IS NULL`, t.NamespaceID, t.ImageID, tag))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -59,6 +81,9 @@ func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, 
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: manifest by tag: %w", err))
+	}
+	if err := s.withPayloads(ctx, t.NamespaceID, []*ContainerManifestRow{m}); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -70,7 +95,7 @@ func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarge
 	}
 	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
 		SELECT `+containerManifestRowColumns+`
-		FROM container_manifests cm `+JoinBlob("cm", "blob_sha256")+`
+		FROM container_manifests cm
 		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
 		t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -78,6 +103,9 @@ func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarge
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: manifest by digest: %w", err))
+	}
+	if err := s.withPayloads(ctx, t.NamespaceID, []*ContainerManifestRow{m}); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -201,39 +229,39 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		}
 	})
 	if len(blobs) > 0 {
-		found := map[[32]byte]int64{}
+		found := map[[32]byte]bool{}
 		rows, err := tx.Query(ctx, `
-			SELECT cb.digest, b.size
-			FROM container_blobs cb `+JoinBlob("cb", "blob_sha256")+`
-			WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = ANY($3::bytea[])
-			  AND cb.soft_deleted_at IS NULL
-			ORDER BY cb.digest
-			FOR SHARE OF cb`, t.NamespaceID, imageID, blobs)
+			SELECT digest FROM container_blobs
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = ANY($3::bytea[])
+			  AND soft_deleted_at IS NULL
+			ORDER BY digest
+			FOR SHARE`, t.NamespaceID, imageID, blobs)
 		if err != nil {
 			return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for rows.Next() {
-			var (
-				d  []byte
-				sz int64
-			)
-			if err := rows.Scan(&d, &sz); err != nil {
+			var d []byte
+			if err := rows.Scan(&d); err != nil {
 				rows.Close()
 				return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
 			}
-			found[[32]byte(d)] = sz
+			found[[32]byte(d)] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for _, b := range in.Blobs {
-			if _, ok := found[b.SHA256]; !ok {
+			if !found[b.SHA256] {
 				return uuid.Nil, digestErr(ErrContainerManifestBlobUnknown, b.SHA256)
 			}
 		}
-		for _, sz := range found {
-			size += sz
+		stats, err := statBlobs(ctx, tx, t.NamespaceID, blobs)
+		if err != nil {
+			return uuid.Nil, err
+		}
+		for _, b := range stats {
+			size += b.Size
 		}
 	}
 	// Child manifests, locked in digest order.
@@ -405,7 +433,7 @@ func (s *Store) ContainerReferrerCandidates(ctx context.Context, t *ContainerTar
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+containerManifestRowColumns+`
-		FROM container_manifests cm `+JoinBlob("cm", "blob_sha256")+`
+		FROM container_manifests cm
 		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.soft_deleted_at IS NULL
 		  AND cm.media_type = ANY($3::text[])
 		ORDER BY cm.digest`, t.NamespaceID, t.ImageID, mediaTypes)
@@ -417,6 +445,9 @@ func (s *Store) ContainerReferrerCandidates(ctx context.Context, t *ContainerTar
 	})
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: referrer candidates: %w", err))
+	}
+	if err := s.withPayloads(ctx, t.NamespaceID, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

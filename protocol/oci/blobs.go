@@ -17,13 +17,13 @@ import (
 // getBlob serves GET and HEAD /v2/<name>/blobs/<digest>, with single byte
 // ranges (206, Content-Range; 416 when unsatisfiable).
 func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessRead)
-	if err != nil {
-		return err
-	}
 	d, aerr := parseDigest(mux.Vars(r)["digest"])
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessRead)
+	if err != nil {
+		return err
 	}
 	b, err := h.st.ContainerBlob(r.Context(), t, d)
 	if err != nil {
@@ -68,13 +68,13 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 
 // deleteBlob serves DELETE /v2/<name>/blobs/<digest>.
 func (h *handler) deleteBlob(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	d, aerr := parseDigest(mux.Vars(r)["digest"])
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
 	}
 	if err := h.st.DeleteContainerBlob(r.Context(), t, d); err != nil {
 		return err
@@ -121,34 +121,42 @@ func rangeMismatch(size int64) *apiError {
 // mount (?mount=&from=), a monolithic upload (?digest= with the body), or
 // a new resumable session.
 func (h *handler) startUpload(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
+	// Digests are checked before anything reaches the database.
 	q := r.URL.Query()
+	var mount, dg *digest
 	if m := q.Get("mount"); m != "" {
 		d, aerr := parseDigest(m)
 		if aerr != nil {
 			return aerr
 		}
-		ok, err := h.mount(r, t, d, q.Get("from"))
+		mount = &d
+	}
+	if s := q.Get("digest"); s != "" {
+		d, aerr := parseDigest(s)
+		if aerr != nil {
+			return aerr
+		}
+		dg = &d
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
+	if mount != nil {
+		ok, err := h.mount(r, t, *mount, q.Get("from"))
 		if err != nil {
 			return err
 		}
 		if ok {
-			return h.blobCreated(w, t, d)
+			return h.blobCreated(w, t, *mount)
 		}
 		// Nothing to mount: fall back to a normal upload session.
 	}
-	if dg := q.Get("digest"); dg != "" {
-		d, aerr := parseDigest(dg)
-		if aerr != nil {
-			return aerr
-		}
-		if _, err := h.st.PutContainerBlob(r.Context(), t, r.Body, store.Expected{SHA256: d, Size: r.ContentLength}); err != nil {
+	if dg != nil {
+		if _, err := h.st.PutContainerBlob(r.Context(), t, r.Body, store.Expected{SHA256: *dg, Size: r.ContentLength}); err != nil {
 			return err
 		}
-		return h.blobCreated(w, t, d)
+		return h.blobCreated(w, t, *dg)
 	}
 	u, err := h.st.StartUpload(r.Context(), t.NamespaceID, t.RepositoryID, store.UploadResumable)
 	if err != nil {
@@ -220,13 +228,13 @@ func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) 
 // patchUpload serves PATCH /v2/<name>/blobs/uploads/<id>: a chunk (with
 // Content-Range) or a stream (without).
 func (h *handler) patchUpload(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	id, aerr := uploadID(r)
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
 	}
 	ref := t.UploadRef(id)
 	offset, err := chunkOffset(r, func() (int64, error) {
@@ -261,10 +269,6 @@ func (h *handler) withLocation(err error, t *store.ContainerTarget, id uuid.UUID
 // putUpload serves PUT /v2/<name>/blobs/uploads/<id>?digest=: it appends
 // the last chunk (if any) and commits the upload.
 func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	id, aerr := uploadID(r)
 	if aerr != nil {
 		return aerr
@@ -276,6 +280,10 @@ func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
 	d, aerr := parseDigest(dg)
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
 	}
 	ref := t.UploadRef(id)
 	var final io.Reader
@@ -303,13 +311,13 @@ func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
 
 // uploadStatus serves GET /v2/<name>/blobs/uploads/<id>.
 func (h *handler) uploadStatus(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	id, aerr := uploadID(r)
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
 	}
 	u, err := h.st.UploadStatus(r.Context(), t.UploadRef(id))
 	if err != nil {
@@ -320,13 +328,13 @@ func (h *handler) uploadStatus(w http.ResponseWriter, r *http.Request) error {
 
 // cancelUpload serves DELETE /v2/<name>/blobs/uploads/<id>.
 func (h *handler) cancelUpload(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	id, aerr := uploadID(r)
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
 	}
 	if err := h.st.CancelUpload(r.Context(), t.UploadRef(id)); err != nil {
 		return err

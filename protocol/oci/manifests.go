@@ -18,13 +18,13 @@ import (
 // stored media type is always returned as is (every client accepts what it
 // pushed; no schema conversion).
 func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessRead)
-	if err != nil {
-		return err
-	}
 	ref, aerr := parseReference(mux.Vars(r)["reference"])
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessRead)
+	if err != nil {
+		return err
 	}
 	var m *store.ContainerManifestRow
 	if ref.IsTag {
@@ -71,13 +71,14 @@ func etagMatch(header, dg string) bool {
 
 // putManifest serves PUT /v2/<name>/manifests/<reference>[?tag=...].
 func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	ref, aerr := parseReference(mux.Vars(r)["reference"])
 	if aerr != nil {
 		return aerr
+	}
+	// Credentials first (no database), then the body: every digest in it is
+	// checked before anything reaches the database.
+	if c := h.authenticate(r); c != credAdmin {
+		return unauthorized(c)
 	}
 	if r.ContentLength > maxManifestSize {
 		return newErr(http.StatusRequestEntityTooLarge, codeSizeInvalid,
@@ -108,6 +109,10 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 		}
 		tags = append(tags, tg)
 	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
+	}
 	in := store.ContainerManifestPut{Digest: p.Digest, MediaType: p.MediaType, Payload: p.Payload, Tags: tags}
 	for _, b := range p.Blobs {
 		in.Blobs = append(in.Blobs, store.ContainerBlobRef{SHA256: b.Digest, Size: b.Size})
@@ -136,13 +141,13 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 // deleteManifest serves DELETE /v2/<name>/manifests/<reference>: a tag
 // deletes the tag, a digest soft-deletes the manifest and its tags.
 func (h *handler) deleteManifest(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessWrite)
-	if err != nil {
-		return err
-	}
 	ref, aerr := parseReference(mux.Vars(r)["reference"])
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessWrite)
+	if err != nil {
+		return err
 	}
 	if ref.IsTag {
 		err = h.st.DeleteContainerTagByName(r.Context(), t, ref.Tag)
@@ -178,9 +183,11 @@ func (h *handler) listTags(w http.ResponseWriter, r *http.Request) error {
 		return newErr(http.StatusNotFound, codeNameUnknown, "image %q has not been pushed", t.Name()).
 			withDetail(map[string]string{"name": t.Name()})
 	}
-	tags, err := h.st.ContainerTags(r.Context(), t, last, n+1)
-	if err != nil {
-		return err
+	var tags []string
+	if n > 0 {
+		if tags, err = h.st.ContainerTags(r.Context(), t, last, n+1); err != nil {
+			return err
+		}
 	}
 	if len(tags) > n {
 		tags = tags[:n]

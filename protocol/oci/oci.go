@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -67,6 +68,7 @@ func Handler(st *store.Store, opts Options) http.Handler {
 func (h *handler) routes(r *mux.Router) {
 	const name = "/v2/{name:.+}"
 	r.Handle("/v2/", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
+	r.Handle("/v2", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v2/_catalog", h.wrap(h.catalog)).Methods(http.MethodGet)
 	r.Handle(name+"/blobs/uploads/", h.wrap(h.startUpload)).Methods(http.MethodPost)
 	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.uploadStatus)).Methods(http.MethodGet)
@@ -93,6 +95,15 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (h *handler) wrap(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				h.log.Error("oci: panic", "method", r.Method, "path", r.URL.Path, "panic", p, "stack", string(debug.Stack()))
+				writeAPIError(w, r, newErr(http.StatusInternalServerError, codeUnknown, "internal error"))
+			}
+		}()
 		if err := fn(w, r); err != nil {
 			h.writeError(w, r, err)
 		}

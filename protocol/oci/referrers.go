@@ -89,13 +89,13 @@ type referrerDescriptor struct {
 // an OCI index of the image's manifests whose subject is the digest (the
 // subject itself need not exist). Always 200.
 func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessRead)
-	if err != nil {
-		return err
-	}
 	subject, aerr := parseDigest(mux.Vars(r)["digest"])
 	if aerr != nil {
 		return aerr
+	}
+	t, err := h.target(r, accessRead)
+	if err != nil {
+		return err
 	}
 	filter := r.URL.Query().Get("artifactType")
 	descs, err := h.referrersOf(r.Context(), t, subject)
