@@ -23,9 +23,13 @@ import (
 // and (MAVEN_BENCH_RESOLVE=1) resolution of 50 artifacts by the real mvn
 // from an empty local repository.
 
-func benchServer(b *testing.B) *testServer {
+func benchServer(b *testing.B, stats ...*reqStats) *testServer {
 	b.Helper()
-	s := newTestServer(b, serverOpts{rootRouter: true})
+	o := serverOpts{rootRouter: true}
+	if len(stats) > 0 {
+		o.stats = stats[0]
+	}
+	s := newTestServer(b, o)
 	s.repo(b, "acme", "releases", enum.FormatMaven, enum.VisibilityPublic)
 	s.repo(b, "acme", "snapshots", enum.FormatMaven, enum.VisibilityPublic)
 	return s
@@ -171,7 +175,8 @@ func BenchmarkMavenResolve50(b *testing.B) {
 	if os.Getenv("MAVEN_BENCH_RESOLVE") == "" {
 		b.Skip("set MAVEN_BENCH_RESOLVE=1 to run the real-mvn resolution benchmark")
 	}
-	s := benchServer(b)
+	stats := &reqStats{}
+	s := benchServer(b, stats)
 	const artifacts = 50
 	var deps strings.Builder
 	client := &http.Client{}
@@ -189,15 +194,23 @@ func BenchmarkMavenResolve50(b *testing.B) {
 	withDeps := e.pom(deps.String())
 	without := e.pom("")
 	goal := "org.apache.maven.plugins:maven-dependency-plugin:3.5.0:resolve"
-	var base, full []time.Duration
+	var (
+		base, full []time.Duration
+		requests   int
+		serverTime time.Duration
+	)
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
 		e.run(without, goal)
 		base = append(base, time.Since(start))
+		stats.reset()
 		start = time.Now()
 		out := e.run(withDeps, goal)
 		full = append(full, time.Since(start))
+		n, d := stats.reset()
+		requests += n
+		serverTime += d
 		if got := strings.Count(out, ":jar:1.0.0:compile"); got < artifacts {
 			b.Fatalf("resolved %d artifacts:\n%s", got, tail(out, 30))
 		}
@@ -207,6 +220,8 @@ func BenchmarkMavenResolve50(b *testing.B) {
 	b.ReportMetric(med(full), "mvn-s")
 	b.ReportMetric(med(base), "baseline-s")
 	b.ReportMetric(med(full)-med(base), "resolve50-s")
+	b.ReportMetric(float64(requests)/float64(len(full)), "requests/op")
+	b.ReportMetric(serverTime.Seconds()/float64(len(full)), "server-s/op")
 }
 
 type benchMvnEnv struct {

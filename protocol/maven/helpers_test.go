@@ -14,7 +14,9 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
@@ -40,6 +42,35 @@ type serverOpts struct {
 	// which cleans paths with a 301) instead of the standalone Handler.
 	rootRouter bool
 	maven      Options
+	// stats, when set, records every request's server-side duration.
+	stats *reqStats
+}
+
+// reqStats sums server-side request time (benchmarks attribute a client's
+// wall time to the server and to itself).
+type reqStats struct {
+	mu    sync.Mutex
+	n     int
+	total time.Duration
+}
+
+func (r *reqStats) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		start := time.Now()
+		h.ServeHTTP(w, req)
+		r.mu.Lock()
+		r.n++
+		r.total += time.Since(start)
+		r.mu.Unlock()
+	})
+}
+
+func (r *reqStats) reset() (int, time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, d := r.n, r.total
+	r.n, r.total = 0, 0
+	return n, d
 }
 
 func newTestServer(t testing.TB, so ...serverOpts) *testServer {
@@ -72,6 +103,9 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 		h = hs.Handler()
 	} else {
 		h = Handler(st, mo)
+	}
+	if o.stats != nil {
+		h = o.stats.wrap(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
