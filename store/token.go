@@ -235,7 +235,10 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 			RETURNING `+accessTokenColumns,
 			id, ns.ID, in.Name, in.SecretSHA256[:], scopes, repoIDs, in.ExpiresAt, s.opts.Clock.Now()))
 		if err != nil {
-			if code, constraint := pgCode(err); code == pgUniqueViolation && constraint == "access_tokens_live_name_key" {
+			// On a partition the violated index is the partition's
+			// (access_tokens_pNN_namespace_id_name_idx).
+			if code, constraint := pgCode(err); code == pgUniqueViolation &&
+				(constraint == "access_tokens_live_name_key" || strings.HasSuffix(constraint, "_namespace_id_name_idx")) {
 				return domainErr(CodeAlreadyExists, "namespace %q already has a live token named %q", ns.Slug, in.Name)
 			}
 			return fmt.Errorf("insert access token: %w", err)
