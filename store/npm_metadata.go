@@ -88,11 +88,10 @@ type NpmVersionDoc struct {
 	ID        uuid.UUID
 	Version   string
 	CreatedAt time.Time
-	// Manifest is the stored package.json without readme and with
-	// dist.tarball set to the registry's absolute URL.
+	// Manifest is the stored package.json without its readme (JSON text
+	// as PostgreSQL renders jsonb). The protocol adds dist.tarball and
+	// derives the abbreviated form.
 	Manifest []byte
-	// Abbreviated is Manifest projected to NpmMetadataOptions.AbbreviatedFields.
-	Abbreviated []byte
 	// Readme is set for the version the latest tag points at.
 	Readme *string
 }
@@ -112,12 +111,6 @@ type NpmBuildFunc func(st *NpmPackageState) (NpmDocuments, error)
 
 // NpmMetadataOptions configure a rebuild.
 type NpmMetadataOptions struct {
-	// TarballPrefix is prepended to a file name to form dist.tarball, for
-	// example "https://registry.example/npm/acme/js/@scope/lib/-/".
-	TarballPrefix string
-	// AbbreviatedFields are the package.json fields kept in the
-	// abbreviated ("corgi") projection of a version.
-	AbbreviatedFields []string
 	// TTL is npm.packument_cache_ttl (default DefaultNpmPackumentTTL).
 	TTL time.Duration
 	// Force rebuilds even when every kind has a fresh row.
@@ -158,24 +151,14 @@ SELECT md5(
 	          FROM npm_tags t
 	          WHERE t.namespace_id = $1 AND t.npm_package_id = $2), ''))`
 
-// npmLoadVersionsSQL projects every active version in the database: the
-// stored package.json without readme, with dist.tarball, and its
-// abbreviated projection; the readme only for the latest version.
+// npmLoadVersionsSQL reads every active version's stored package.json
+// without its readme (only the latest version's readme is read).
 const npmLoadVersionsSQL = `
-SELECT v.id, v.version, v.created_at, x.pj::text,
-       coalesce((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(x.pj) e WHERE e.key = ANY($4::text[])), '{}')::text,
+SELECT v.id, v.version, v.created_at, (v.package_json - 'readme')::text,
        CASE WHEN v.id = (SELECT t.npm_version_id FROM npm_tags t
                          WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest')
             THEN v.package_json->>'readme' END
 FROM npm_versions v
-CROSS JOIN LATERAL (
-	SELECT f.file_name FROM npm_files f
-	WHERE f.namespace_id = $1 AND f.npm_version_id = v.id AND f.soft_deleted_at IS NULL
-	ORDER BY f.file_name LIMIT 1
-) f
-CROSS JOIN LATERAL (
-	SELECT jsonb_set(v.package_json - 'readme', '{dist,tarball}', to_jsonb($3::text || f.file_name)) AS pj
-) x
 WHERE v.namespace_id = $1 AND v.npm_package_id = $2 AND v.soft_deleted_at IS NULL
 ORDER BY v.created_at, v.id`
 
@@ -230,7 +213,7 @@ func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enu
 // NpmLoadPackageState reads a package's state in one REPEATABLE READ
 // snapshot (versions, tags and fingerprint pipelined in one round trip).
 // ErrNpmPackageUnknown when it has no active version.
-func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef, opts NpmMetadataOptions) (*NpmPackageState, error) {
+func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*NpmPackageState, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: npm load state: %w", err))
@@ -238,21 +221,20 @@ func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef, opts
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	st := &NpmPackageState{Package: pkg}
 	batch := &pgx.Batch{}
-	batch.Queue(npmLoadVersionsSQL, pkg.NamespaceID, pkg.PackageID, opts.TarballPrefix, opts.AbbreviatedFields).
-		Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var (
-					v            NpmVersionDoc
-					full, abbrev string
-				)
-				if err := rows.Scan(&v.ID, &v.Version, &v.CreatedAt, &full, &abbrev, &v.Readme); err != nil {
-					return err
-				}
-				v.Manifest, v.Abbreviated = []byte(full), []byte(abbrev)
-				st.Versions = append(st.Versions, v)
+	batch.Queue(npmLoadVersionsSQL, pkg.NamespaceID, pkg.PackageID).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				v        NpmVersionDoc
+				manifest string
+			)
+			if err := rows.Scan(&v.ID, &v.Version, &v.CreatedAt, &manifest, &v.Readme); err != nil {
+				return err
 			}
-			return rows.Err()
-		})
+			v.Manifest = []byte(manifest)
+			st.Versions = append(st.Versions, v)
+		}
+		return rows.Err()
+	})
 	var tagRows []NpmTag
 	batch.Queue(npmLoadTagsSQL, pkg.NamespaceID, pkg.PackageID).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -313,7 +295,7 @@ func (s *Store) NpmRebuildMetadata(ctx context.Context, repo *NpmRepository, pkg
 			}
 			return res, nil
 		}
-		st, err := s.NpmLoadPackageState(ctx, pkg, opts)
+		st, err := s.NpmLoadPackageState(ctx, pkg)
 		if err != nil {
 			return nil, err
 		}

@@ -149,26 +149,24 @@ func (h *handler) serveBlob(req *request, b *store.Blob, contentType string) err
 	return nil
 }
 
-// metadataOptions are the rebuild options of a repository.
-func (h *handler) metadataOptions(r *http.Request, repo *store.NpmRepository, name string, force bool) store.NpmMetadataOptions {
-	return store.NpmMetadataOptions{
-		TarballPrefix:     h.registryURL(r, repo) + "/" + name + "/-/",
-		AbbreviatedFields: abbreviatedFields,
-		TTL:               h.opts.PackumentTTL,
-		Force:             force,
-	}
+// tarballPrefix is what a tarball file name is appended to in dist.tarball.
+func (h *handler) tarballPrefix(r *http.Request, repo *store.NpmRepository, name string) string {
+	return h.registryURL(r, repo) + "/" + name + "/-/"
 }
 
 // rebuild rebuilds a package's metadata files, once at a time per package
 // in this process (concurrent readers share the result; across replicas
 // the package row lock serialises the swaps).
 func (h *handler) rebuild(ctx context.Context, r *http.Request, repo *store.NpmRepository, pkg store.NpmPackageRef, force bool) (*store.NpmRebuildResult, error) {
-	opts := h.metadataOptions(r, repo, pkg.Name, force)
-	key := pkg.PackageID.String() + "|" + opts.TarballPrefix
+	prefix := h.tarballPrefix(r, repo, pkg.Name)
+	opts := store.NpmMetadataOptions{TTL: h.opts.PackumentTTL, Force: force}
+	key := pkg.PackageID.String() + "|" + prefix
 	ch := h.rebuilds.DoChan(key, func() (any, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
 		defer cancel()
-		return h.st.NpmRebuildMetadata(rctx, repo, pkg, opts, h.buildDocuments)
+		return h.st.NpmRebuildMetadata(rctx, repo, pkg, opts, func(st *store.NpmPackageState) (store.NpmDocuments, error) {
+			return buildDocuments(st, prefix)
+		})
 	})
 	select {
 	case res := <-ch:
@@ -182,33 +180,116 @@ func (h *handler) rebuild(ctx context.Context, r *http.Request, repo *store.NpmR
 }
 
 // jsonString encodes a string as JSON.
-func jsonString(s string) []byte {
-	b, _ := json.Marshal(s)
-	return b
+func jsonString(s string) []byte { return appendJSONString(nil, s) }
+
+// appendJSONString appends s as a JSON string; strings without characters
+// to escape (versions, URLs, names) are copied as they are.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayoutPackage) }
 
-// buildDocuments renders the three metadata files of a package state. The
-// per-version JSON comes projected from the database (stored package.json
-// without readme, with dist.tarball; and its abbreviated projection); only
-// the envelope is written here, so a build is linear in the document size
-// and never parses every version.
-func (h *handler) buildDocuments(st *store.NpmPackageState) (store.NpmDocuments, error) {
+var abbreviatedSet = func() map[string]bool {
+	m := map[string]bool{}
+	for _, f := range abbreviatedFields {
+		m[f] = true
+	}
+	return m
+}()
+
+// versionRenderer writes versions into the full and abbreviated documents.
+type versionRenderer struct {
+	full, corgi    *bytes.Buffer
+	buf, dist, tmp []byte
+}
+
+// render writes one version: the stored package.json with dist.tarball
+// set, and its abbreviated projection. keep, when not nil, receives copies
+// of the top-level values (for the latest version's hoisted fields).
+func (r *versionRenderer) render(v *store.NpmVersionDoc, fileBase, version string, keep map[string]json.RawMessage) error {
+	r.full.WriteByte('{')
+	r.corgi.WriteByte('{')
+	nf, nc := 0, 0
+	err := eachMember(v.Manifest, &r.buf, func(key, val []byte) error {
+		if keyIs(key, "dist") {
+			d := append(r.dist[:0], '{')
+			var inner []byte
+			err := eachMember(val, &inner, func(k, dv []byte) error {
+				if keyIs(k, "tarball") {
+					return nil
+				}
+				d = append(d, k...)
+				d = append(d, ':')
+				d = append(d, dv...)
+				d = append(d, ',')
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			d = append(d, `"tarball":`...)
+			d = appendJSONString(d, fileBase+version+".tgz")
+			d = append(d, '}')
+			r.dist, val = d, d
+		}
+		if nf > 0 {
+			r.full.WriteByte(',')
+		}
+		r.full.Write(key)
+		r.full.WriteByte(':')
+		r.full.Write(val)
+		nf++
+		plain := bytes.IndexByte(key, '\\') < 0
+		if plain && abbreviatedSet[string(key[1:len(key)-1])] {
+			if nc > 0 {
+				r.corgi.WriteByte(',')
+			}
+			r.corgi.Write(key)
+			r.corgi.WriteByte(':')
+			r.corgi.Write(val)
+			nc++
+		}
+		if keep != nil && plain {
+			keep[string(key[1:len(key)-1])] = append(json.RawMessage(nil), val...)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("stored package.json of %s: %w", v.Version, err)
+	}
+	r.full.WriteByte('}')
+	r.corgi.WriteByte('}')
+	return nil
+}
+
+// buildDocuments renders the three metadata files of a package state:
+// one pass over the versions (each stored package.json split at its top
+// level and compacted while copied, never decoded or deep-cloned), then the
+// envelope around them.
+func buildDocuments(st *store.NpmPackageState, tarballPrefix string) (store.NpmDocuments, error) {
 	name := st.Package.Name
-	latest := &st.Versions[len(st.Versions)-1]
-	for i := range st.Versions {
-		for _, t := range st.Tags {
-			if t.Name == "latest" && t.VersionID == st.Versions[i].ID {
-				latest = &st.Versions[i]
+	latestIdx := len(st.Versions) - 1
+	for _, t := range st.Tags {
+		if t.Name == "latest" {
+			for i := range st.Versions {
+				if st.Versions[i].ID == t.VersionID {
+					latestIdx = i
+				}
 			}
 		}
 	}
-	var latestFields map[string]json.RawMessage
-	if err := json.Unmarshal(latest.Manifest, &latestFields); err != nil {
-		return nil, fmt.Errorf("latest manifest of %s: %w", name, err)
-	}
+	latest := &st.Versions[latestIdx]
 	created, modified := st.Versions[0].CreatedAt, st.Versions[0].CreatedAt
+	size := 0
 	for _, v := range st.Versions {
 		if v.CreatedAt.Before(created) {
 			created = v.CreatedAt
@@ -216,6 +297,7 @@ func (h *handler) buildDocuments(st *store.NpmPackageState) (store.NpmDocuments,
 		if v.CreatedAt.After(modified) {
 			modified = v.CreatedAt
 		}
+		size += len(v.Manifest) + 256
 	}
 
 	var tags bytes.Buffer
@@ -230,11 +312,32 @@ func (h *handler) buildDocuments(st *store.NpmPackageState) (store.NpmDocuments,
 	}
 	tags.WriteByte('}')
 
-	size := 0
-	for _, v := range st.Versions {
-		size += len(v.Manifest) + len(v.Version) + 64
+	// The versions, rendered once into both documents.
+	versions := bytes.NewBuffer(make([]byte, 0, size))
+	corgiVersions := bytes.NewBuffer(make([]byte, 0, size*3/4))
+	latestFields := map[string]json.RawMessage{}
+	r := &versionRenderer{full: versions, corgi: corgiVersions}
+	fileBase := tarballPrefix + baseName(name) + "-"
+	for i := range st.Versions {
+		v := &st.Versions[i]
+		if i > 0 {
+			versions.WriteByte(',')
+			corgiVersions.WriteByte(',')
+		}
+		r.tmp = appendJSONString(r.tmp[:0], v.Version)
+		r.tmp = append(r.tmp, ':')
+		versions.Write(r.tmp)
+		corgiVersions.Write(r.tmp)
+		var keep map[string]json.RawMessage
+		if i == latestIdx {
+			keep = latestFields
+		}
+		if err := r.render(v, fileBase, v.Version, keep); err != nil {
+			return nil, err
+		}
 	}
-	full := bytes.NewBuffer(make([]byte, 0, size+4096))
+
+	full := bytes.NewBuffer(make([]byte, 0, versions.Len()+4096))
 	full.WriteString(`{"_id":`)
 	full.Write(jsonString(name))
 	full.WriteString(`,"_rev":`)
@@ -250,23 +353,15 @@ func (h *handler) buildDocuments(st *store.NpmPackageState) (store.NpmDocuments,
 	full.WriteString(`,"dist-tags":`)
 	full.Write(tags.Bytes())
 	full.WriteString(`,"versions":{`)
-	for i, v := range st.Versions {
-		if i > 0 {
-			full.WriteByte(',')
-		}
-		full.Write(jsonString(v.Version))
-		full.WriteByte(':')
-		full.Write(v.Manifest)
-	}
+	full.Write(versions.Bytes())
 	full.WriteString(`},"time":{"created":`)
 	full.Write(jsonString(formatTime(created)))
 	full.WriteString(`,"modified":`)
 	full.Write(jsonString(formatTime(modified)))
 	for _, v := range st.Versions {
-		full.WriteByte(',')
-		full.Write(jsonString(v.Version))
-		full.WriteByte(':')
-		full.Write(jsonString(formatTime(v.CreatedAt)))
+		r.tmp = append(appendJSONString(append(r.tmp[:0], ','), v.Version), ':', '"')
+		r.tmp = append(v.CreatedAt.UTC().AppendFormat(r.tmp, timeLayoutPackage), '"')
+		full.Write(r.tmp)
 	}
 	full.WriteString(`},"maintainers":[`)
 	if u, ok := latestFields["_npmUser"]; ok {
@@ -283,7 +378,7 @@ func (h *handler) buildDocuments(st *store.NpmPackageState) (store.NpmDocuments,
 	}
 	full.WriteString(`,"users":{},"_attachments":{}}`)
 
-	corgi := bytes.NewBuffer(make([]byte, 0, size/2+1024))
+	corgi := bytes.NewBuffer(make([]byte, 0, corgiVersions.Len()+1024))
 	corgi.WriteString(`{"name":`)
 	corgi.Write(jsonString(name))
 	corgi.WriteString(`,"modified":`)
@@ -291,14 +386,7 @@ func (h *handler) buildDocuments(st *store.NpmPackageState) (store.NpmDocuments,
 	corgi.WriteString(`,"dist-tags":`)
 	corgi.Write(tags.Bytes())
 	corgi.WriteString(`,"versions":{`)
-	for i, v := range st.Versions {
-		if i > 0 {
-			corgi.WriteByte(',')
-		}
-		corgi.Write(jsonString(v.Version))
-		corgi.WriteByte(':')
-		corgi.Write(v.Abbreviated)
-	}
+	corgi.Write(corgiVersions.Bytes())
 	corgi.WriteString(`}}`)
 
 	return store.NpmDocuments{
