@@ -25,6 +25,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
+	"github.com/artifact-registry/artifact-registry/web"
 )
 
 func runServe(ctx context.Context, args []string) error {
@@ -76,6 +77,7 @@ func runServe(ctx context.Context, args []string) error {
 	npm.Mount(r, st, npmOpts)
 	maven.Mount(r, st, maven.Options{AdminToken: cfg.AdminToken, Logger: log})
 	graph.Mount(r, st, graph.Options{AdminToken: cfg.AdminToken, Logger: log})
+	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen,
 		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "",
