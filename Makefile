@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test generate lint bench clean deps
+.PHONY: build run test generate lint bench clean deps test-deps
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
@@ -12,10 +12,13 @@ build:
 deps:
 	./scripts/ensure-postgres
 
+test-deps:
+	./scripts/ensure-test-tools
+
 run: deps build
 	./$(BIN) serve
 
-test: deps
+test: test-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
 
@@ -27,7 +30,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-bench: deps
+bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
 
 clean:
