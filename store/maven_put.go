@@ -146,6 +146,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 		}
 	}
 	snapshot := IsMavenSnapshotVersion(in.Version)
+	var stored *MavenFile
 	if !snapshot && !in.AllowRedeploy {
 		// A release file that is already stored with another size or
 		// another announced checksum is a conflict: refuse it before its
@@ -162,13 +163,28 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 					return nil, fmt.Errorf("%w: %s (stored %s %s, upload announces %s)", ErrMavenReleaseExists, in.MavenFileRef, alg, have, want)
 				}
 			}
+			stored = cur
 		case !errors.Is(err, ErrMavenNotFound):
 			return nil, err
 		}
 	}
-	sums, err := s.streamMavenBlob(ctx, t, in, r)
+	// For a stored release file the bytes decide before they are
+	// committed: the same bytes need no new blob, other bytes are refused
+	// without leaving a blob behind.
+	sums, same, err := s.streamMavenBlob(ctx, t, in, r, func(sums mavenSums) (bool, error) {
+		switch {
+		case stored == nil:
+			return false, nil
+		case sums.SHA256 == stored.Checksums.SHA256:
+			return true, nil
+		}
+		return false, fmt.Errorf("%w: %s", ErrMavenReleaseExists, in.MavenFileRef)
+	})
 	if err != nil {
 		return nil, err
+	}
+	if same {
+		return &MavenPutResult{File: *stored}, nil
 	}
 	var res *MavenPutResult
 	err = s.mavenTx(ctx, func(tx pgx.Tx) error {
@@ -217,40 +233,47 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 }
 
 // streamMavenBlob reads the body once into an upload session, hashing it
-// on the way, checks it against the announced size and checksums, and
-// commits it as a blob. On any failure the session is cancelled: nothing
-// stays behind.
-func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut, r io.Reader) (mavenSums, error) {
+// on the way, checks it against the announced size and checksums and
+// against decide, and commits it as a blob. decide may refuse the bytes
+// (an error) or report that they need not be stored (skip: the same bytes
+// are stored already). Unless committed, the session is cancelled:
+// nothing stays behind.
+func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut, r io.Reader,
+	decide func(mavenSums) (skip bool, err error)) (mavenSums, bool, error) {
 	u, err := s.StartUpload(ctx, t.NamespaceID, t.RepositoryID, UploadMonolithic)
 	if err != nil {
-		return mavenSums{}, err
+		return mavenSums{}, false, err
 	}
 	ref := u.Ref()
-	cancel := func(err error) (mavenSums, error) {
+	cancel := func(err error) error {
 		if cerr := s.CancelUpload(context.WithoutCancel(ctx), ref); cerr != nil && !errors.Is(cerr, ErrUploadUnknown) {
-			return mavenSums{}, errors.Join(err, cerr)
+			return errors.Join(err, cerr)
 		}
-		return mavenSums{}, err
+		return err
 	}
 	h := newMavenHashes()
 	if _, err := s.AppendUpload(ctx, ref, 0, io.TeeReader(r, h)); err != nil {
-		return cancel(err)
+		return mavenSums{}, false, cancel(err)
 	}
 	sums := h.sums()
 	if in.Size >= 0 && sums.Size != in.Size {
-		return cancel(fmt.Errorf("%w: received %d bytes, announced %d", ErrSizeMismatch, sums.Size, in.Size))
+		return mavenSums{}, false, cancel(fmt.Errorf("%w: received %d bytes, announced %d", ErrSizeMismatch, sums.Size, in.Size))
 	}
 	got := sums.checksums()
 	for alg, want := range in.Expect {
 		have, _ := got.Hex(alg)
 		if subtle.ConstantTimeCompare([]byte(have), []byte(want)) != 1 {
-			return cancel(fmt.Errorf("%w: %s of %s is %s, the client announced %s", ErrMavenChecksumMismatch, alg, in.FileName, have, want))
+			return mavenSums{}, false, cancel(fmt.Errorf("%w: %s of %s is %s, the client announced %s", ErrMavenChecksumMismatch, alg, in.FileName, have, want))
 		}
 	}
-	if _, err := s.CommitUpload(ctx, ref, nil, Expected{SHA256: sums.SHA256, Size: sums.Size}); err != nil {
-		return mavenSums{}, err // CommitUpload deletes the session on a verification failure
+	skip, err := decide(sums)
+	if err != nil || skip {
+		return sums, skip, cancel(err)
 	}
-	return sums, nil
+	if _, err := s.CommitUpload(ctx, ref, nil, Expected{SHA256: sums.SHA256, Size: sums.Size}); err != nil {
+		return mavenSums{}, false, err // CommitUpload deletes the session on a verification failure
+	}
+	return sums, false, nil
 }
 
 // VerifyMavenChecksum answers the upload of a checksum sidecar of a stored

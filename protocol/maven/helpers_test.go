@@ -44,6 +44,7 @@ type serverOpts struct {
 	maven      Options
 	// stats, when set, records every request's server-side duration.
 	stats *reqStats
+	store store.Options
 }
 
 // reqStats sums server-side request time (benchmarks attribute a client's
@@ -86,7 +87,7 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = objs.Close() })
-	st := store.New(pool, objs, store.Options{})
+	st := store.New(pool, objs, o.store)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if os.Getenv("MAVEN_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
