@@ -409,3 +409,49 @@ func readJSONFile(t testing.TB, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
+
+// TestNpmCLILogin: npm login and npm adduser on a terminal, with the
+// legacy flow npm falls back to after our 404 on the web login; the
+// password is the registry token, which npm writes to .npmrc.
+func TestNpmCLILogin(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	npm := e.newNPM(t, "js", false)
+	work := t.TempDir()
+	for _, cmd := range []string{"login", "adduser"} {
+		s := startPTY(t, work, npm.env, "npm", cmd)
+		s.expect("Username:")
+		s.send("alice")
+		s.expect("Password:")
+		s.send(testToken)
+		if cmd == "adduser" {
+			s.expect("Email")
+			s.expect(":")
+			s.send("alice@example.com")
+		}
+		out, err := s.wait()
+		t.Logf("npm %s:%s", cmd, out)
+		if err != nil {
+			t.Fatalf("npm %s: %v", cmd, err)
+		}
+		rc, err := os.ReadFile(filepath.Join(npm.home, ".npmrc"))
+		if err != nil || !strings.Contains(string(rc), ":_authToken="+testToken) {
+			t.Fatalf("after npm %s, .npmrc has no token: %s", cmd, rc)
+		}
+		if out := npm.must(work, "whoami"); strings.TrimSpace(out) != "admin" {
+			t.Errorf("whoami after %s: %q", cmd, out)
+		}
+		npm.must(work, "logout")
+		if rc, _ := os.ReadFile(filepath.Join(npm.home, ".npmrc")); strings.Contains(string(rc), "_authToken") {
+			t.Errorf("after logout: %s", rc)
+		}
+	}
+	// A wrong password is refused.
+	s := startPTY(t, work, npm.env, "npm", "login")
+	s.expect("Username:")
+	s.send("alice")
+	s.expect("Password:")
+	s.send("wrong-password")
+	if out, err := s.wait(); err == nil || !strings.Contains(out, "401") {
+		t.Errorf("login with a wrong password: %v\n%s", err, out)
+	}
+}
