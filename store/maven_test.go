@@ -1,0 +1,266 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+// mavenFixture is a fresh database with one namespace and one hosted
+// Maven repository, and a Store over it and a file bucket.
+type mavenFixture struct {
+	store *Store
+	t     *MavenTarget
+}
+
+func newMavenFixture(t *testing.T) *mavenFixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objs.Close() })
+	st := New(pool, objs, Options{})
+	ns, repo, mr := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO namespaces (id, slug, platform, entity_type, entity_id, billing_entity_type, billing_entity_id)
+		  VALUES ($1, 'acme', 'test', 'organization', 'acme', 'organization', 'acme')`, []any{ns}},
+		{`INSERT INTO repositories (id, namespace_id, name, format, kind, visibility) VALUES ($1, $2, 'releases', 1, 0, 0)`, []any{repo, ns}},
+		{`INSERT INTO maven_repositories (id, namespace_id, repository_id) VALUES ($1, $2, $3)`, []any{mr, ns, repo}},
+	} {
+		if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tg, err := st.ResolveMavenTarget(ctx, "acme", "releases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &mavenFixture{store: st, t: tg}
+}
+
+func (f *mavenFixture) put(t *testing.T, version, name, body string) *MavenPutResult {
+	t.Helper()
+	res, err := f.store.PutMavenFile(context.Background(), f.t, MavenPut{
+		MavenFileRef: MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: version, FileName: name},
+		Size:         int64(len(body)),
+	}, strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("put %s %s: %v", version, name, err)
+	}
+	return res
+}
+
+// metadata returns the stored package-level document ("" when none).
+func (f *mavenFixture) metadata(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	mf, err := f.store.MavenFile(ctx, f.t, MavenFileRef{GroupID: "com.example", ArtifactID: "lib", FileName: MavenMetadataFile})
+	if errors.Is(err, ErrMavenNotFound) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.store.OpenBlobObject(ctx, &mf.Blob, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+var versionTagRE = regexp.MustCompile(`<version>([^<]+)</version>`)
+
+func listed(doc string) []string {
+	var out []string
+	for _, m := range versionTagRE.FindAllStringSubmatch(doc, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestMavenSoftDeleteAndRestore(t *testing.T) {
+	f := newMavenFixture(t)
+	ctx := context.Background()
+	f.put(t, "1.0", "lib-1.0.jar", "one")
+	v11 := f.put(t, "1.1", "lib-1.1.jar", "eleven")
+	if got := listed(f.metadata(t)); fmt.Sprint(got) != "[1.0 1.1]" {
+		t.Fatalf("versions %v", got)
+	}
+	vid := *v11.File.VersionID
+	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !errors.Is(err, ErrMavenStateConflict) {
+		t.Fatalf("second delete: %v", err)
+	}
+	md := f.metadata(t)
+	if got := listed(md); fmt.Sprint(got) != "[1.0]" || !strings.Contains(md, "<release>1.0</release>") {
+		t.Fatalf("after delete:\n%s", md)
+	}
+	ref := MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: "1.1", FileName: "lib-1.1.jar"}
+	if _, err := f.store.MavenFile(ctx, f.t, ref); !errors.Is(err, ErrMavenNotFound) {
+		t.Fatalf("file of a trashed version: %v", err)
+	}
+	// A re-deploy after the delete is a new version; the trashed one can
+	// only come back once the name is free again.
+	again := f.put(t, "1.1", "lib-1.1.jar", "eleven, again")
+	if _, err := f.store.RestoreMavenVersion(ctx, f.t.NamespaceID, vid); !errors.Is(err, ErrMavenStateConflict) {
+		t.Fatalf("restore over an active namesake: %v", err)
+	}
+	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, *again.File.VersionID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.RestoreMavenVersion(ctx, f.t.NamespaceID, vid); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(f.metadata(t)); fmt.Sprint(got) != "[1.0 1.1]" {
+		t.Fatalf("after restore %v", got)
+	}
+	mf, err := f.store.MavenFile(ctx, f.t, ref)
+	if err != nil || mf.Blob.Size != int64(len("eleven")) {
+		t.Fatalf("restored file: %+v %v", mf, err)
+	}
+
+	// Package delete marks the package row only.
+	pkg := v11.File.PackageID
+	if _, err := f.store.SoftDeleteMavenPackage(ctx, f.t.NamespaceID, pkg); err != nil {
+		t.Fatal(err)
+	}
+	if f.metadata(t) != "" {
+		t.Fatal("metadata of a trashed package is served")
+	}
+	if _, err := f.store.MavenFile(ctx, f.t, ref); !errors.Is(err, ErrMavenNotFound) {
+		t.Fatalf("file of a trashed package: %v", err)
+	}
+	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !errors.Is(err, ErrMavenStateConflict) {
+		t.Fatalf("version delete under a trashed package: %v", err)
+	}
+	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, pkg); err != nil {
+		t.Fatal(err)
+	}
+	if got := listed(f.metadata(t)); fmt.Sprint(got) != "[1.0 1.1]" {
+		t.Fatalf("after package restore %v", got)
+	}
+	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, uuid.Must(uuid.NewV7())); !errors.Is(err, ErrMavenUnknown) {
+		t.Fatalf("restore of an unknown package: %v", err)
+	}
+}
+
+func TestMavenListings(t *testing.T) {
+	f := newMavenFixture(t)
+	ctx := context.Background()
+	for i := range 5 {
+		v := fmt.Sprintf("1.%d", i)
+		f.put(t, v, "lib-"+v+".pom", "pom "+v)
+		f.put(t, v, "lib-"+v+".jar", "jar "+v)
+	}
+	pkgs, more, err := f.store.ListMavenPackages(ctx, f.t.NamespaceID, f.t.RepositoryID, nil, 10)
+	if err != nil || more || len(pkgs) != 1 || pkgs[0].GroupID != "com.example" || pkgs[0].ArtifactID != "lib" {
+		t.Fatalf("packages %+v %v %v", pkgs, more, err)
+	}
+	var all []string
+	var after *string
+	for {
+		vs, more, err := f.store.ListMavenVersions(ctx, f.t.NamespaceID, pkgs[0].ID, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			all = append(all, v.Version)
+			if want := int64(len("pom "+v.Version) + len("jar "+v.Version)); v.SizeBytes != want {
+				t.Errorf("version %s size %d, want %d", v.Version, v.SizeBytes, want)
+			}
+		}
+		if !more {
+			break
+		}
+		after = &vs[len(vs)-1].Version
+	}
+	if fmt.Sprint(all) != "[1.0 1.1 1.2 1.3 1.4]" {
+		t.Fatalf("versions %v", all)
+	}
+	vs, _, _ := f.store.ListMavenVersions(ctx, f.t.NamespaceID, pkgs[0].ID, nil, 1)
+	files, more, err := f.store.ListMavenFiles(ctx, f.t.NamespaceID, pkgs[0].ID, &vs[0].ID, nil, 10)
+	if err != nil || more || len(files) != 2 || files[0].FileName != "lib-1.0.jar" || files[1].FileName != "lib-1.0.pom" || files[0].Size != 7 {
+		t.Fatalf("files %+v %v %v", files, more, err)
+	}
+	pf, _, err := f.store.ListMavenFiles(ctx, f.t.NamespaceID, pkgs[0].ID, nil, nil, 10)
+	if err != nil || len(pf) != 1 || pf[0].FileName != MavenMetadataFile || pf[0].VersionID != nil {
+		t.Fatalf("package files %+v %v", pf, err)
+	}
+}
+
+// Writers of versions and metadata uploads race; whatever the schedule,
+// the stored document ends up listing every version, and the metadata
+// rows and attachments stay one per document.
+func TestMavenMetadataRefreshRace(t *testing.T) {
+	f := newMavenFixture(t)
+	ctx := context.Background()
+	const n = 24
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*n)
+	for i := range n {
+		wg.Add(2)
+		v := fmt.Sprintf("2.%d", i)
+		go func() {
+			defer wg.Done()
+			_, err := f.store.PutMavenFile(ctx, f.t, MavenPut{
+				MavenFileRef: MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: v, FileName: "lib-" + v + ".pom"},
+				Size:         -1,
+			}, bytes.NewReader([]byte("pom "+v)))
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := f.store.PutMavenMetadata(ctx, f.t, MavenFileRef{GroupID: "com.example", ArtifactID: "lib"},
+				strings.NewReader(`<metadata><groupId>com.example</groupId><artifactId>lib</artifactId></metadata>`))
+			if errors.Is(err, ErrMavenNothingToDescribe) {
+				err = nil // no version committed yet
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := listed(f.metadata(t)); len(got) != n {
+		t.Fatalf("metadata lists %d versions, want %d: %v", len(got), n, got)
+	}
+	var rows, atts int
+	pool := f.store.Pool()
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM maven_files WHERE maven_version_id IS NULL`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM blob_storage_attachments) - (SELECT count(*) FROM maven_files)`).Scan(&atts); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 1 || atts != 0 {
+		t.Fatalf("%d package-level rows, %d extra attachments", rows, atts)
+	}
+}
