@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -132,4 +131,3 @@ func junitCounts(path string) (junitSuites, error) {
 	return s, nil
 }
 
-var _ = regexp.MustCompile

@@ -84,8 +84,6 @@ func isManifestMediaType(mt string) bool {
 	return false
 }
 
-func isIndexMediaType(mt string) bool { return mt == mtOCIIndex || mt == mtDockerList }
-
 // isForeignLayer reports whether a layer descriptor points outside the
 // registry (non-distributable / foreign layers), so it need not be pushed.
 func isForeignLayer(d descriptor) bool {

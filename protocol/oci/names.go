@@ -67,12 +67,6 @@ func (d digest) String() string { return "sha256:" + hex.EncodeToString(d[:]) }
 // Bytes returns the raw 32 bytes as a new slice.
 func (d digest) Bytes() []byte { b := d; return b[:] }
 
-func digestFromBytes(b []byte) digest {
-	var d digest
-	copy(d[:], b)
-	return d
-}
-
 // parseDigest parses "sha256:<64 lowercase hex>". Other well-formed
 // algorithms (sha512, blake3, ...) are UNSUPPORTED; anything else is
 // DIGEST_INVALID. Both errors are decided here, before any database access.

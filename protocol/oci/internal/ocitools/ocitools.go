@@ -157,11 +157,19 @@ func ensure(name, version string, build func(ctx context.Context, out string) er
 	return out, nil
 }
 
+// goBinary finds the go command: $GOROOT/bin/go when GOROOT is set (go
+// test sets it for the test binary), else the one on PATH.
 func goBinary() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
 }
 
 func goCmd(ctx context.Context, dir string, args ...string) ([]byte, error) {
