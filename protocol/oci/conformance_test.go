@@ -130,4 +130,3 @@ func junitCounts(path string) (junitSuites, error) {
 	}
 	return s, nil
 }
-
