@@ -49,9 +49,14 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	payload, err := h.st.ReadContainerManifest(r.Context(), m, maxManifestSize)
-	if err != nil {
-		return err
+	payload, ok := h.payloads.get(digest(m.Digest))
+	if !ok {
+		if payload, err = h.st.ReadContainerManifest(r.Context(), m, maxManifestSize); err != nil {
+			return err
+		}
+		if len(payload) <= payloadCacheMax {
+			h.payloads.put(digest(m.Digest), payload)
+		}
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(payload)

@@ -43,11 +43,23 @@ type handler struct {
 	tokenHash []byte
 	publicURL string
 	referrers *referrerCache
+	// payloads caches manifest payloads by digest: served only after the
+	// database said the manifest is live in the image (so its attachment
+	// keeps the bytes), it saves a storage read on hot tags.
+	payloads *lru[digest, []byte]
 }
+
+// payloadCacheBytes bounds the manifest payload cache; payloads over
+// payloadCacheMax are not cached.
+const (
+	payloadCacheBytes = 64 << 20
+	payloadCacheMax   = 1 << 20
+)
 
 // Mount registers the /v2/ routes on r.
 func Mount(r *mux.Router, st *store.Store, opts Options) {
-	h := &handler{st: st, log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries)}
+	h := &handler{st: st, log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries),
+		payloads: newLRU[digest, []byte](payloadCacheBytes, func(b []byte) int64 { return int64(len(b)) })}
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -179,3 +179,23 @@ func TestParseManifest(t *testing.T) {
 		}
 	}
 }
+
+func TestLRU(t *testing.T) {
+	c := newLRU[int, string](10, func(s string) int64 { return int64(len(s)) })
+	c.put(1, "aaaa")
+	c.put(2, "bbbb")
+	if _, ok := c.get(1); !ok { // 1 is now the most recent
+		t.Fatal("1 missing")
+	}
+	c.put(3, "cccc") // 12 > 10: evicts 2, the least recent
+	if _, ok := c.get(2); ok {
+		t.Fatal("2 not evicted")
+	}
+	if v, ok := c.get(1); !ok || v != "aaaa" {
+		t.Fatal("1 evicted")
+	}
+	c.put(4, "way too large for the cache")
+	if _, ok := c.get(4); ok {
+		t.Fatal("oversized entry cached")
+	}
+}

@@ -1,10 +1,8 @@
 package oci
 
 import (
-	"container/list"
 	"context"
 	"net/http"
-	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -29,49 +27,14 @@ func referrerInfoOf(p *parsedManifest) referrerInfo {
 	return ri
 }
 
-// referrerCacheEntries bounds the cache (entries without a subject are a
-// few dozen bytes; with one, their annotations).
+// referrerCacheEntries bounds the referrer cache (entries without a
+// subject cost a few dozen bytes; with one, their annotations).
 const referrerCacheEntries = 100_000
 
-type referrerCache struct {
-	mu    sync.Mutex
-	max   int
-	ll    *list.List
-	items map[digest]*list.Element
-}
-
-type referrerCacheEntry struct {
-	key  digest
-	info referrerInfo
-}
+type referrerCache = lru[digest, referrerInfo]
 
 func newReferrerCache(max int) *referrerCache {
-	return &referrerCache{max: max, ll: list.New(), items: map[digest]*list.Element{}}
-}
-
-func (c *referrerCache) get(d digest) (referrerInfo, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[d]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*referrerCacheEntry).info, true
-	}
-	return referrerInfo{}, false
-}
-
-func (c *referrerCache) put(d digest, info referrerInfo) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[d]; ok {
-		c.ll.MoveToFront(e)
-		return
-	}
-	c.items[d] = c.ll.PushFront(&referrerCacheEntry{key: d, info: info})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.items, last.Value.(*referrerCacheEntry).key)
-	}
+	return newLRU[digest, referrerInfo](int64(max), func(referrerInfo) int64 { return 1 })
 }
 
 // subjectMediaTypes are the manifest types that can carry a subject.
