@@ -20,7 +20,8 @@ import (
 // PostgreSQL, for spec versions 1.1 and dev, with every API and data
 // category enabled except sha512 content (ADR-007: sha256 only). It fails
 // unless the suite reports 0 failures and 0 errors, and prints the suite's
-// result block.
+// result block (go test -v, or on failure; set OCI_CONFORMANCE_OUT=<dir>
+// to keep the reports and the block in <dir>/<version>/).
 func TestConformance(t *testing.T) {
 	bin := ocitools.Conformance(t)
 	for _, version := range []string{"1.1", "dev"} {
@@ -80,6 +81,9 @@ func TestConformance(t *testing.T) {
 			runErr := cmd.Run()
 			block := resultBlock(out.String())
 			t.Logf("conformance suite, OCI_VERSION=%s, %s:\n%s", version, time.Since(start).Round(time.Millisecond), block)
+			if dir := os.Getenv("OCI_CONFORMANCE_OUT"); dir != "" {
+				keepResults(t, results, filepath.Join(dir, version), block)
+			}
 			counts, err := junitCounts(filepath.Join(results, "junit.xml"))
 			if err != nil {
 				t.Fatalf("conformance suite wrote no usable junit.xml (%v); exit: %v; output:\n%s", err, runErr, out.String())
@@ -91,6 +95,22 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepResults copies the suite's reports (junit.xml, results.yaml,
+// report.html) and its result block (summary.txt) to dir, for CI to show
+// or archive: go test prints a passing test's log only with -v.
+func keepResults(t *testing.T, from, dir, block string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Errorf("OCI_CONFORMANCE_OUT: %v", err)
+		return
+	}
+	for _, f := range []string{"junit.xml", "results.yaml", "report.html"} {
+		if b, err := os.ReadFile(filepath.Join(from, f)); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(block), 0o644)
 }
 
 func filterEnv(env []string, prefix string) []string {
