@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -82,14 +83,14 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			m, err := st.ImagesOfRepositories(ctx, k.ns, ids, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toImage,
 				func(i *store.ContainerImage) uuid.UUID { return i.ID },
-				func(i *model.ContainerImage, sib []uuid.UUID) { i.Siblings = sib }), err
+				func(i *model.ContainerImage, g *model.Group) { i.Siblings = g }), err
 		})),
 		imageCount: newLoader(wait, perNamespace(st.CountImagesOfRepositories)),
 		tagPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerTag, error) {
 			m, err := st.TagsOfImages(ctx, k.ns, ids, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toTag,
 				func(t *store.ContainerTag) uuid.UUID { return t.ManifestID },
-				func(t *model.ContainerTag, sib []uuid.UUID) { t.Siblings = sib }), err
+				func(t *model.ContainerTag, g *model.Group) { t.Siblings = g }), err
 		})),
 		tagCount: newLoader(wait, perNamespace(st.CountTagsOfImages)),
 		manifestPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
@@ -133,12 +134,12 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 
 func manifestID(m *store.ContainerManifest) uuid.UUID { return m.ID }
 
-func setManifestSiblings(m *model.ContainerManifest, sib []uuid.UUID) { m.Siblings = sib }
+func setManifestSiblings(m *model.ContainerManifest, g *model.Group) { m.Siblings = g }
 
 // siblingPages converts a batch's rows to models that share one Siblings
 // slice: the ids (sibID) of every row shown, i.e. the first limit rows of
 // each parent (limit < 0: all rows).
-func siblingPages[S, M any](m map[uuid.UUID][]*S, limit int, conv func(*S) *M, sibID func(*S) uuid.UUID, set func(*M, []uuid.UUID)) map[uuid.UUID][]*M {
+func siblingPages[S, M any](m map[uuid.UUID][]*S, limit int, conv func(*S) *M, sibID func(*S) uuid.UUID, set func(*M, *model.Group)) map[uuid.UUID][]*M {
 	var sib []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for _, rows := range m {
@@ -152,12 +153,13 @@ func siblingPages[S, M any](m map[uuid.UUID][]*S, limit int, conv func(*S) *M, s
 			}
 		}
 	}
+	g := model.NewGroup(sib)
 	out := make(map[uuid.UUID][]*M, len(m))
 	for parent, rows := range m {
 		ms := make([]*M, 0, len(rows))
 		for _, r := range rows {
 			v := conv(r)
-			set(v, sib)
+			set(v, g)
 			ms = append(ms, v)
 		}
 		out[parent] = ms
@@ -165,35 +167,45 @@ func siblingPages[S, M any](m map[uuid.UUID][]*S, limit int, conv func(*S) *M, s
 	return out
 }
 
-// prime queues the keys of all siblings synchronously, one after the other
-// (cache hits for those already queued), so the batch holds the whole level.
+// prime queues, once per group and loader (name), the keys of all the
+// group's members synchronously, one after the other, so the batch holds
+// the whole level; each resolver then awaits its own key (a cache hit).
 // (LoadMany would queue them from one goroutine per key, which splits
-// batches under load.) The thunks are not awaited: each resolver awaits its
-// own key's.
-func prime[K comparable, V any](ctx context.Context, l *dataloader.Loader[K, V], keys []K) {
-	if len(keys) < 2 {
+// batches under load.)
+func prime[K comparable, V any](ctx context.Context, l *dataloader.Loader[K, V], g *model.Group, name string, keys func([]uuid.UUID) []K) {
+	if !g.First(name) {
 		return
 	}
-	for _, k := range keys {
+	for _, k := range keys(g.IDs) {
 		l.Load(ctx, k)
 	}
 }
 
-func idKeys(ns uuid.UUID, ids []uuid.UUID) []idKey {
-	out := make([]idKey, len(ids))
-	for i, id := range ids {
-		out[i] = idKey{ns: ns, id: id}
+func idKeys(ns uuid.UUID) func([]uuid.UUID) []idKey {
+	return func(ids []uuid.UUID) []idKey {
+		out := make([]idKey, len(ids))
+		for i, id := range ids {
+			out[i] = idKey{ns: ns, id: id}
+		}
+		return out
 	}
-	return out
 }
 
-func pageKeys(k pageKey, parents []uuid.UUID) []pageKey {
-	out := make([]pageKey, len(parents))
-	for i, p := range parents {
-		out[i] = k
-		out[i].parent = p
+func pageKeys(k pageKey) func([]uuid.UUID) []pageKey {
+	return func(parents []uuid.UUID) []pageKey {
+		out := make([]pageKey, len(parents))
+		for i, p := range parents {
+			out[i] = k
+			out[i].parent = p
+		}
+		return out
 	}
-	return out
+}
+
+// pageName names a page loader with its page arguments (aliases may ask
+// one group for pages of different shapes).
+func pageName(loader string, k pageKey) string {
+	return fmt.Sprintf("%s/%d/%x", loader, k.limit, k.after)
 }
 
 func optString(s string) *string {

@@ -36,7 +36,7 @@ func (r *containerImageResolver) Tags(ctx context.Context, obj *model.ContainerI
 	}
 	l := loadersFrom(ctx)
 	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: key.Name}
-	prime(ctx, l.tagPage, pageKeys(pk, obj.Siblings))
+	prime(ctx, l.tagPage, obj.Siblings, pageName("tagPage", pk), pageKeys(pk))
 	rows, err := l.tagPage.Load(ctx, pk)()
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func (r *containerImageResolver) Tags(ctx context.Context, obj *model.ContainerI
 	rows, more := trim(rows, limit)
 	conn := &model.ContainerTagConnection{
 		Count: func(ctx context.Context) (int, error) {
-			prime(ctx, l.tagCount, idKeys(obj.NamespaceID, obj.Siblings))
+			prime(ctx, l.tagCount, obj.Siblings, "tagCount", idKeys(obj.NamespaceID))
 			return l.tagCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 		},
 	}
@@ -71,7 +71,7 @@ func (r *containerImageResolver) Manifests(ctx context.Context, obj *model.Conta
 	}
 	l := loadersFrom(ctx)
 	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: string(key.Digest)}
-	prime(ctx, l.manifestPage, pageKeys(pk, obj.Siblings))
+	prime(ctx, l.manifestPage, obj.Siblings, pageName("manifestPage", pk), pageKeys(pk))
 	rows, err := l.manifestPage.Load(ctx, pk)()
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (r *containerImageResolver) Manifests(ctx context.Context, obj *model.Conta
 	rows, more := trim(rows, limit)
 	conn := &model.ContainerManifestConnection{
 		Count: func(ctx context.Context) (int, error) {
-			prime(ctx, l.manifestCount, idKeys(obj.NamespaceID, obj.Siblings))
+			prime(ctx, l.manifestCount, obj.Siblings, "manifestCount", idKeys(obj.NamespaceID))
 			return l.manifestCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 		},
 	}
@@ -109,7 +109,7 @@ func (r *containerManifestResolver) Image(ctx context.Context, obj *model.Contai
 // Tags is the resolver for the tags field.
 func (r *containerManifestResolver) Tags(ctx context.Context, obj *model.ContainerManifest) ([]string, error) {
 	l := loadersFrom(ctx)
-	prime(ctx, l.tagNames, idKeys(obj.NamespaceID, obj.Siblings))
+	prime(ctx, l.tagNames, obj.Siblings, "tagNames", idKeys(obj.NamespaceID))
 	names, err := l.tagNames.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 	return nonNil(names), err
 }
@@ -117,7 +117,7 @@ func (r *containerManifestResolver) Tags(ctx context.Context, obj *model.Contain
 // References is the resolver for the references field.
 func (r *containerManifestResolver) References(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error) {
 	l := loadersFrom(ctx)
-	prime(ctx, l.references, idKeys(obj.NamespaceID, obj.Siblings))
+	prime(ctx, l.references, obj.Siblings, "references", idKeys(obj.NamespaceID))
 	ms, err := l.references.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 	return nonNil(ms), err
 }
@@ -125,7 +125,7 @@ func (r *containerManifestResolver) References(ctx context.Context, obj *model.C
 // Referrers is the resolver for the referrers field.
 func (r *containerManifestResolver) Referrers(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error) {
 	l := loadersFrom(ctx)
-	prime(ctx, l.referrers, idKeys(obj.NamespaceID, obj.Siblings))
+	prime(ctx, l.referrers, obj.Siblings, "referrers", idKeys(obj.NamespaceID))
 	ms, err := l.referrers.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 	return nonNil(ms), err
 }
@@ -133,7 +133,7 @@ func (r *containerManifestResolver) Referrers(ctx context.Context, obj *model.Co
 // Manifest is the resolver for the manifest field.
 func (r *containerTagResolver) Manifest(ctx context.Context, obj *model.ContainerTag) (*model.ContainerManifest, error) {
 	l := loadersFrom(ctx)
-	prime(ctx, l.manifest, idKeys(obj.NamespaceID, obj.Siblings))
+	prime(ctx, l.manifest, obj.Siblings, "manifest", idKeys(obj.NamespaceID))
 	m, err := l.manifest.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ManifestID})()
 	if err != nil {
 		return nil, err
@@ -400,10 +400,11 @@ func (r *namespaceResolver) Repositories(ctx context.Context, obj *model.Namespa
 		Count: func(ctx context.Context) (int, error) { return r.store.CountRepositories(ctx, q) },
 	}
 	var cursors []string
-	siblings := make([]uuid.UUID, 0, len(rows))
+	ids := make([]uuid.UUID, 0, len(rows))
 	for _, repo := range rows {
-		siblings = append(siblings, repo.ID)
+		ids = append(ids, repo.ID)
 	}
+	siblings := model.NewGroup(ids)
 	for _, repo := range rows {
 		c := encodeCursor("repository", q.Order.KeyOf(repo, q.Desc))
 		cursors = append(cursors, c)
@@ -651,7 +652,7 @@ func (r *repositoryResolver) Namespace(ctx context.Context, obj *model.Repositor
 // Collections is the resolver for the collections field.
 func (r *repositoryResolver) Collections(ctx context.Context, obj *model.Repository) ([]*model.RepositoryCollection, error) {
 	l := loadersFrom(ctx)
-	prime(ctx, l.collections, idKeys(obj.NamespaceID, obj.Siblings))
+	prime(ctx, l.collections, obj.Siblings, "collections", idKeys(obj.NamespaceID))
 	cs, err := l.collections.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 	if err != nil {
 		return nil, err
@@ -678,7 +679,7 @@ func (r *repositoryResolver) Images(ctx context.Context, obj *model.Repository, 
 	}
 	l := loadersFrom(ctx)
 	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: key.Name}
-	prime(ctx, l.imagePage, pageKeys(pk, obj.Siblings))
+	prime(ctx, l.imagePage, obj.Siblings, pageName("imagePage", pk), pageKeys(pk))
 	rows, err := l.imagePage.Load(ctx, pk)()
 	if err != nil {
 		return nil, err
@@ -686,7 +687,7 @@ func (r *repositoryResolver) Images(ctx context.Context, obj *model.Repository, 
 	rows, more := trim(rows, limit)
 	conn := &model.ContainerImageConnection{
 		Count: func(ctx context.Context) (int, error) {
-			prime(ctx, l.imageCount, idKeys(obj.NamespaceID, obj.Siblings))
+			prime(ctx, l.imageCount, obj.Siblings, "imageCount", idKeys(obj.NamespaceID))
 			return l.imageCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 		},
 	}

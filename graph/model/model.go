@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,15 +25,42 @@ type Namespace struct {
 	SuspendedAt *time.Time
 }
 
-// Siblings (on Repository, ContainerImage, ContainerTag and
-// ContainerManifest) are the ids of the objects resolved together with
-// this one (the page it came in), shared by all of them: the first nested
-// resolver that loads for one of them queues the keys of all, so each
-// level of a nested query is one batch however the goroutines interleave.
-// For ContainerTag they are the manifest ids the tags point at.
+// Group (Siblings on Repository, ContainerImage, ContainerTag and
+// ContainerManifest) holds the ids of the objects resolved together (the
+// page, or the dataloader batch, they came in), shared by all of them: the
+// first nested resolver that loads for one of them queues the keys of all,
+// once, so each level of a nested query is one batch however the
+// goroutines interleave. For ContainerTag the ids are the manifests the
+// tags point at.
+type Group struct {
+	IDs  []uuid.UUID
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+// NewGroup groups ids.
+func NewGroup(ids []uuid.UUID) *Group { return &Group{IDs: ids} }
+
+// First reports whether this is the first call for key (then the caller
+// primes the loader named by key for the whole group).
+func (g *Group) First(key string) bool {
+	if g == nil || len(g.IDs) < 2 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done[key] {
+		return false
+	}
+	if g.done == nil {
+		g.done = map[string]bool{}
+	}
+	g.done[key] = true
+	return true
+}
 
 type Repository struct {
-	Siblings       []uuid.UUID
+	Siblings       *Group
 	ID             uuid.UUID
 	NamespaceID    uuid.UUID
 	Name           string
@@ -59,7 +87,7 @@ type RepositoryCollection struct {
 }
 
 type ContainerImage struct {
-	Siblings         []uuid.UUID
+	Siblings         *Group
 	ID               uuid.UUID
 	NamespaceID      uuid.UUID
 	RepositoryID     uuid.UUID // repositories.id of the owning repository
@@ -71,7 +99,7 @@ type ContainerImage struct {
 func (ContainerImage) IsTrashItem() {}
 
 type ContainerManifest struct {
-	Siblings      []uuid.UUID
+	Siblings      *Group
 	ID            uuid.UUID
 	NamespaceID   uuid.UUID
 	ImageID       uuid.UUID
@@ -93,7 +121,7 @@ func (ContainerManifest) IsTrashItem()         {}
 func (ContainerManifest) IsPublishedArtifact() {}
 
 type ContainerTag struct {
-	Siblings    []uuid.UUID
+	Siblings    *Group
 	ID          uuid.UUID
 	NamespaceID uuid.UUID
 	ImageID     uuid.UUID
