@@ -50,6 +50,17 @@ func newTTLCache[K comparable](ttl time.Duration, max int, clock store.Clock) *t
 	return &ttlCache[K]{ttl: ttl, max: max, clock: clock, entries: map[K]*cacheEntry{}, inflight: map[K]*cacheCall{}}
 }
 
+// peek returns the live cached entry of k, if any.
+func (c *ttlCache[K]) peek(k K) (*cacheEntry, bool) {
+	c.mu.RLock()
+	e, ok := c.entries[k]
+	c.mu.RUnlock()
+	if ok && c.clock.Now().Before(e.expires) {
+		return e, true
+	}
+	return nil, false
+}
+
 // get returns the cached entry of k or loads it.
 func (c *ttlCache[K]) get(ctx context.Context, k K, load func(context.Context) (*store.AccessTokenCredential, error)) (*cacheEntry, error) {
 	now := c.clock.Now()

@@ -66,7 +66,7 @@ func (c *countingStore) TouchAccessTokens(ctx context.Context, uses []store.Acce
 // "images" (PRIVATE); namespace "other" with an INTERNAL repository
 // "shared".
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	st      *store.Store
 	clock   *fakeClock
 	authn   *Authenticator
@@ -82,7 +82,7 @@ type fixture struct {
 	tokens  map[string]*store.AccessToken
 }
 
-func newFixture(t *testing.T, opts Options) *fixture {
+func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &fixture{
@@ -176,7 +176,7 @@ func (f *fixture) outcome(authorization string, action Action, target Target) st
 	return statusText(f.t, err)
 }
 
-func statusText(t *testing.T, err error) string {
+func statusText(t testing.TB, err error) string {
 	t.Helper()
 	if err == nil {
 		return "ok"

@@ -107,8 +107,12 @@ func ParseSecret(secret string) (namespaceID uuid.UUID, ok bool) {
 		return uuid.Nil, false
 	}
 	rest := body[len(SecretPrefix):]
-	if _, ok := unbase62(rest[nsChars:], 32); !ok {
-		return uuid.Nil, false
+	// The random part is not decoded: its alphabet is enough, the
+	// checksum catches typos.
+	for i := nsChars; i < len(rest); i++ {
+		if strings.IndexByte(base62Alphabet, rest[i]) < 0 {
+			return uuid.Nil, false
+		}
 	}
 	b, ok := unbase62(rest[:nsChars], 16)
 	if !ok {
