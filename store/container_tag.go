@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // ContainerTags lists the image's tag names in order after last ("" from
@@ -48,4 +50,34 @@ func (s *Store) DeleteContainerTagByName(ctx context.Context, t *ContainerTarget
 		}
 		return nil
 	})
+}
+
+// RecordContainerPull buffers the counters of one image pull (ADR-007
+// buffered counters): +1 on the repository's downloads_count and the pull
+// time for the image's last_downloaded_at (which the keep_last_downloaded_at
+// lifecycle rule reads). Only counter_deltas rows are inserted; the merge
+// job applies them, so no hot row is updated on the request path.
+func (s *Store) RecordContainerPull(ctx context.Context, t *ContainerTarget) error {
+	if t.ImageID == uuid.Nil {
+		return nil
+	}
+	id1, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	id2, err := uuid.NewV7()
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `
+		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
+		VALUES ($1, $3, $4, $5, $6, 1, NULL), ($2, $3, $7, $8, $9, NULL, $10)`,
+		id1, id2, t.NamespaceID,
+		int16(enum.CounterTargetRepository), t.RepositoryID, int16(enum.CounterFieldDownloadsCount),
+		int16(enum.CounterTargetContainerImage), t.ImageID, int16(enum.CounterFieldLastDownloadedAt),
+		s.opts.Clock.Now())
+	if err != nil {
+		return mapErr(fmt.Errorf("store: record pull: %w", err))
+	}
+	return nil
 }

@@ -334,6 +334,22 @@ func TestManifestData(t *testing.T) {
 		t.Fatalf("container_blobs without attachment: %d %v", blobsWithoutAttachment, err)
 	}
 
+	// A GET is a pull: its counters are buffered in counter_deltas (a HEAD is not).
+	wantStatus(t, s.do(t, http.MethodHead, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
+	wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
+	var downloads, pulledAt int
+	if err := pool.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE target = $2 AND target_id = $3 AND field = $4 AND delta = 1),
+		count(*) FILTER (WHERE target = $5 AND target_id = $6 AND field = $7 AND observed_at IS NOT NULL)
+		FROM counter_deltas WHERE namespace_id = $1`, tg.NamespaceID,
+		int16(enum.CounterTargetRepository), tg.RepositoryID, int16(enum.CounterFieldDownloadsCount),
+		int16(enum.CounterTargetContainerImage), tg.ImageID, int16(enum.CounterFieldLastDownloadedAt)).Scan(&downloads, &pulledAt); err != nil {
+		t.Fatal(err)
+	}
+	if downloads != 1 || pulledAt != 1 {
+		t.Fatalf("pull counters: downloads %d, last_downloaded_at %d; want 1, 1", downloads, pulledAt)
+	}
+
 	// Moving a tag updates its row.
 	tagRow := func() (id, manifest uuid.UUID) {
 		t.Helper()
