@@ -3,8 +3,33 @@
 //
 //	/v2/<namespace-slug>/<repository>/<image...>/{blobs,manifests,tags,referrers}/...
 //
-// Handlers parse the wire format, call one store operation and write the
-// wire response; all data goes through package store and its blob layer.
+// Handlers parse the wire format, call store operations (store/container*.go
+// over the blob layer) and write the wire response; no SQL or object storage
+// here. The rules that are not obvious from the spec:
+//
+//   - Authentication: the admin token, as the HTTP Basic password (any
+//     username) or a Bearer token, may do everything; anonymous callers may
+//     pull PUBLIC repositories. Everything else is a 401 with
+//     `WWW-Authenticate: Basic realm="artifact-registry"` (GET /v2/ too, so
+//     clients learn to send credentials); unknown names are a 401 for
+//     anonymous callers, so private names do not leak. Blocked or disabled
+//     namespaces are DENIED; suspended ones are read-only.
+//   - Digests are sha256 only (ADR-007): any other algorithm, in a URL or in
+//     a manifest, is UNSUPPORTED (400) before the database is asked.
+//   - Images are created by their first push. Manifests must reference blobs
+//     and child manifests of the same image (MANIFEST_BLOB_UNKNOWN,
+//     MANIFEST_UNKNOWN), except non-distributable layers; at most 4 MiB,
+//     200 references, 25,000 manifests per image.
+//   - DELETE of a manifest (by digest) or blob soft-deletes the row (the
+//     trash can restore it; its blob attachment stays until the row is
+//     purged); tags pointing at a deleted manifest are deleted; a manifest
+//     listed by a live index cannot be deleted (409 DENIED). DELETE by tag
+//     deletes the tag only.
+//   - Referrers: ADR-007 has no subject column, so the image's OCI
+//     manifests are scanned and each payload's subject is parsed once and
+//     cached by digest.
+//   - Lock timeouts and deadlocks are 503 with Retry-After (code
+//     TOO_MANY_REQUESTS); no client mistake is a 500.
 package oci
 
 import (
