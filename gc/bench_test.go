@@ -42,6 +42,7 @@ func BenchmarkDrainDueCandidates(b *testing.B) {
 		e.st = store.New(e.pool, objs, store.Options{Clock: e.clock, ReviewDelay: testReviewDelay})
 		e.g = e.newGC(Config{SweepBatch: n})
 		loadDueCandidates(b, e, dir, n)
+		e.waitTimeout = 30 * time.Minute
 		c := e.riverClient(e.g)
 		b.StartTimer()
 
@@ -82,7 +83,7 @@ func loadDueCandidates(b *testing.B, e *env, dir string, n int) {
 	now := e.clock.Now()
 	_, err := e.pool.Exec(e.ctx, `
 		INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, created_at)
-		SELECT $1, d, $1::text || '/blobs/sha256/' || substr(encode(d, 'hex'), 1, 2) || '/' || encode(d, 'hex'), 64, $3
+		SELECT $1::uuid, d, $1::uuid::text || '/blobs/sha256/' || substr(encode(d, 'hex'), 1, 2) || '/' || encode(d, 'hex'), 64, $3
 		FROM (SELECT sha256(int8send(i)) AS d FROM generate_series(1, $2::bigint) i) s`,
 		e.ns, n, now.Add(-2*store.GCGracePeriod))
 	if err != nil {
@@ -90,7 +91,7 @@ func loadDueCandidates(b *testing.B, e *env, dir string, n int) {
 	}
 	_, err = e.pool.Exec(e.ctx, `
 		INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after)
-		SELECT $1, sha256(int8send(i)), $3 - make_interval(secs => i) FROM generate_series(1, $2::bigint) i`,
+		SELECT $1, sha256(int8send(i)), $3::timestamptz - make_interval(secs => i) FROM generate_series(1, $2::bigint) i`,
 		e.ns, n, now)
 	if err != nil {
 		b.Fatal(err)

@@ -2,6 +2,7 @@ package gc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -59,6 +60,8 @@ type env struct {
 	repo  uuid.UUID
 	g     *GC
 	delay time.Duration
+	// waitTimeout bounds waitJobs (default 2 min).
+	waitTimeout time.Duration
 }
 
 const testReviewDelay = time.Hour
@@ -394,7 +397,7 @@ func (e *env) riverClient(g *GC) *river.Client[pgx.Tx] {
 // retryable (a short poll on River's job list; not a test of time).
 func (e *env) waitJobs(c *river.Client[pgx.Tx]) {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(cmp.Or(e.waitTimeout, 2*time.Minute))
 	for {
 		res, err := c.JobList(e.ctx, river.NewJobListParams().
 			Kinds(KindSweep, KindCleanup, KindReconcileScan, KindStagingSweep).
