@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -439,6 +438,5 @@ func (s *Store) MavenVersions(ctx context.Context, t *MavenTarget, groupID, arti
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(vs, CompareMavenVersions)
-	return vs, nil
+	return sortMavenVersions(vs), nil
 }

@@ -244,8 +244,7 @@ const mavenTimestampLayout = "20060102150405"
 // inputs, so the same stored state always yields the same bytes (and
 // checksums).
 func mavenPackageMetadata(groupID, artifactID string, versions []string, lastUpdated time.Time) []byte {
-	sorted := slices.Clone(versions)
-	slices.SortStableFunc(sorted, CompareMavenVersions)
+	sorted := sortMavenVersions(versions)
 	var latest, release string
 	if len(sorted) > 0 {
 		latest = sorted[len(sorted)-1]

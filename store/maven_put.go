@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -251,11 +253,12 @@ func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut
 		}
 		return err
 	}
-	h := newMavenHashes()
-	if _, err := s.AppendUpload(ctx, ref, 0, io.TeeReader(r, h)); err != nil {
+	h := newMavenHashPipe()
+	_, err = s.AppendUpload(ctx, ref, 0, io.TeeReader(r, h))
+	sums := h.sums() // also stops the hashing workers on error
+	if err != nil {
 		return mavenSums{}, false, cancel(err)
 	}
-	sums := h.sums()
 	if in.Size >= 0 && sums.Size != in.Size {
 		return mavenSums{}, false, cancel(fmt.Errorf("%w: received %d bytes, announced %d", ErrSizeMismatch, sums.Size, in.Size))
 	}
@@ -365,4 +368,83 @@ func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenF
 		return false, err
 	}
 	return s.refreshMavenMetadata(ctx, t, m)
+}
+
+// mavenHashPipe computes the four digests of a stream off the reader's
+// goroutine: each chunk written is copied into one of a few pooled
+// buffers and hashed by two workers (md5 and sha1, sha256 and sha512), so
+// hashing overlaps with reading the request and writing the upload.
+// Close waits for the workers; sums is valid after it.
+type mavenHashPipe struct {
+	h     *mavenHashes
+	free  chan *mavenChunk
+	work  [2]chan *mavenChunk
+	done  sync.WaitGroup
+	n     int64
+	close sync.Once
+}
+
+type mavenChunk struct {
+	buf  []byte
+	n    int
+	refs atomic.Int32
+}
+
+const (
+	mavenHashChunk   = 1 << 20
+	mavenHashBuffers = 4
+)
+
+func newMavenHashPipe() *mavenHashPipe {
+	p := &mavenHashPipe{h: newMavenHashes(), free: make(chan *mavenChunk, mavenHashBuffers)}
+	for range mavenHashBuffers {
+		p.free <- &mavenChunk{buf: make([]byte, mavenHashChunk)}
+	}
+	workers := [2][2]interface{ Write([]byte) (int, error) }{{p.h.md5, p.h.sha1}, {p.h.sha256, p.h.sha512}}
+	for i := range p.work {
+		p.work[i] = make(chan *mavenChunk, mavenHashBuffers)
+		p.done.Add(1)
+		go func() {
+			defer p.done.Done()
+			for c := range p.work[i] {
+				for _, w := range workers[i] {
+					_, _ = w.Write(c.buf[:c.n])
+				}
+				if c.refs.Add(-1) == 0 {
+					p.free <- c
+				}
+			}
+		}()
+	}
+	return p
+}
+
+func (p *mavenHashPipe) Write(b []byte) (int, error) {
+	total := len(b)
+	for len(b) > 0 {
+		c := <-p.free
+		c.n = copy(c.buf, b)
+		b = b[c.n:]
+		p.n += int64(c.n)
+		c.refs.Store(2)
+		p.work[0] <- c
+		p.work[1] <- c
+	}
+	return total, nil
+}
+
+// Close stops the workers once every chunk is hashed.
+func (p *mavenHashPipe) Close() {
+	p.close.Do(func() {
+		close(p.work[0])
+		close(p.work[1])
+		p.done.Wait()
+	})
+}
+
+// sums closes the pipe and returns the digests.
+func (p *mavenHashPipe) sums() mavenSums {
+	p.Close()
+	p.h.n = p.n
+	return p.h.sums()
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -238,4 +239,23 @@ func CompareMavenVersions(a, b string) int {
 // version ("1.0-SNAPSHOT"; Maven compares the suffix case-sensitively).
 func IsMavenSnapshotVersion(v string) bool {
 	return strings.HasSuffix(v, "-SNAPSHOT") && len(v) > len("-SNAPSHOT")
+}
+
+// sortMavenVersions returns the versions in Maven order (ties keep their
+// input order), parsing each version once.
+func sortMavenVersions(versions []string) []string {
+	type parsed struct {
+		v  string
+		it *mvItem
+	}
+	ps := make([]parsed, len(versions))
+	for i, v := range versions {
+		ps[i] = parsed{v, mvParse(v)}
+	}
+	slices.SortStableFunc(ps, func(a, b parsed) int { return a.it.compare(b.it) })
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.v
+	}
+	return out
 }
