@@ -171,6 +171,9 @@ func (a *Authenticator) verifyBearer(ctx context.Context, s string) (*Principal,
 	var base *Principal
 	switch c.Kind {
 	case KindAdmin.String():
+		if !a.hasAdmin { // the admin token was removed from the configuration
+			return nil, invalid
+		}
 		base = a.admin
 	case KindAnonymous.String():
 		base = anonymous

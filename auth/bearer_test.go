@@ -213,6 +213,15 @@ func TestTokenEndpointRefusals(t *testing.T) {
 	if _, err := sibling.Authenticate(request(bearer(tok))); err != nil {
 		t.Errorf("a replica with the same derived key: %v", err)
 	}
+	// Admin bearer tokens die with the admin token's configuration.
+	adminTok := f.fetchToken(basic("admin", testAdminToken), scope).body.Token
+	noAdmin := New(f.st, Options{Clock: f.clock, SigningKey: signingKey(Options{AdminToken: testAdminToken})})
+	if _, err := noAdmin.Authenticate(request(bearer(tok))); err != nil {
+		t.Errorf("same key, token bearer: %v", err)
+	}
+	if _, err := noAdmin.Authenticate(request(bearer(adminTok))); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("admin bearer token without a configured admin: %v", err)
+	}
 	f.clock.Advance(DefaultBearerTTL)
 	if _, err := f.authn.Authenticate(request(bearer(tok))); !errors.Is(err, ErrUnauthenticated) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("expired bearer token: %v", err)

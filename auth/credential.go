@@ -85,9 +85,6 @@ func ParseAuthorization(h string) (*Credential, error) {
 		if pass == "" {
 			return nil, unauthenticated("the password must be the access token (any user name); an empty password is not accepted")
 		}
-		if strings.ContainsAny(pass, " \t\r\n") {
-			return nil, unauthenticated("invalid credentials: the password is not a token")
-		}
 		return &Credential{Scheme: "basic", Username: user, Secret: pass}, nil
 	}
 	return nil, unauthenticated("unsupported Authorization scheme: use Basic (the token as password) or Bearer <token>")
