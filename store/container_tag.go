@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -52,32 +53,63 @@ func (s *Store) DeleteContainerTagByName(ctx context.Context, t *ContainerTarget
 	})
 }
 
-// RecordContainerPull buffers the counters of one image pull (ADR-007
-// buffered counters): +1 on the repository's downloads_count and the pull
-// time for the image's last_downloaded_at (which the keep_last_downloaded_at
-// lifecycle rule reads). Only counter_deltas rows are inserted; the merge
-// job applies them, so no hot row is updated on the request path.
-func (s *Store) RecordContainerPull(ctx context.Context, t *ContainerTarget) error {
-	if t.ImageID == uuid.Nil {
+// ContainerPull is one image pull (a manifest GET).
+type ContainerPull struct {
+	NamespaceID, RepositoryID, ImageID uuid.UUID
+	At                                 time.Time
+}
+
+// Pull returns the pull of the target's image now.
+func (s *Store) Pull(t *ContainerTarget) ContainerPull {
+	return ContainerPull{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, ImageID: t.ImageID, At: s.opts.Clock.Now()}
+}
+
+// RecordContainerPulls buffers the counters of image pulls (ADR-007
+// buffered counters) in one statement: +1 on the repository's
+// downloads_count and the pull time for the image's last_downloaded_at
+// (which the keep_last_downloaded_at lifecycle rule reads). Only
+// counter_deltas rows are inserted; the merge job applies them, so no hot
+// row is updated on the request path.
+func (s *Store) RecordContainerPulls(ctx context.Context, pulls []ContainerPull) error {
+	n := 2 * len(pulls)
+	if n == 0 {
 		return nil
 	}
-	id1, err := uuid.NewV7()
-	if err != nil {
-		return err
+	var (
+		ids     = make([]uuid.UUID, 0, n)
+		nss     = make([]uuid.UUID, 0, n)
+		targets = make([]int16, 0, n)
+		tids    = make([]uuid.UUID, 0, n)
+		fields  = make([]int16, 0, n)
+		deltas  = make([]*int64, 0, n)
+		ats     = make([]*time.Time, 0, n)
+	)
+	one := int64(1)
+	for _, p := range pulls {
+		if p.ImageID == uuid.Nil {
+			continue
+		}
+		for range 2 {
+			id, err := uuid.NewV7()
+			if err != nil {
+				return err
+			}
+			ids = append(ids, id)
+		}
+		at := p.At
+		nss = append(nss, p.NamespaceID, p.NamespaceID)
+		targets = append(targets, int16(enum.CounterTargetRepository), int16(enum.CounterTargetContainerImage))
+		tids = append(tids, p.RepositoryID, p.ImageID)
+		fields = append(fields, int16(enum.CounterFieldDownloadsCount), int16(enum.CounterFieldLastDownloadedAt))
+		deltas = append(deltas, &one, nil)
+		ats = append(ats, nil, &at)
 	}
-	id2, err := uuid.NewV7()
-	if err != nil {
-		return err
-	}
-	_, err = s.pool.Exec(ctx, `
+	_, err := s.pool.Exec(ctx, `
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
-		VALUES ($1, $3, $4, $5, $6, 1, NULL), ($2, $3, $7, $8, $9, NULL, $10)`,
-		id1, id2, t.NamespaceID,
-		int16(enum.CounterTargetRepository), t.RepositoryID, int16(enum.CounterFieldDownloadsCount),
-		int16(enum.CounterTargetContainerImage), t.ImageID, int16(enum.CounterFieldLastDownloadedAt),
-		s.opts.Clock.Now())
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`,
+		ids, nss, targets, tids, fields, deltas, ats)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: record pull: %w", err))
+		return mapErr(fmt.Errorf("store: record pulls: %w", err))
 	}
 	return nil
 }

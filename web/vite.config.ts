@@ -15,6 +15,12 @@ export default defineConfig({
     sourcemap: false,
     reportCompressedSize: true,
     chunkSizeWarningLimit: 400,
+    rolldownOptions: {
+      output: {
+        // Libraries in their own file: a UI change leaves it cached.
+        codeSplitting: { groups: [{ name: "vendor", test: /node_modules/ }] },
+      },
+    },
   },
   server: {
     // `npm run dev` against `make run` on :8080.

@@ -338,6 +338,11 @@ func TestManifestData(t *testing.T) {
 	wantStatus(t, s.do(t, http.MethodHead, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
 	wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
 	var downloads, pulledAt int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM counter_deltas WHERE namespace_id = $1`, tg.NamespaceID).Scan(&downloads); err != nil || downloads >= 2 {
+			break
+		}
+	}
 	if err := pool.QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE target = $2 AND target_id = $3 AND field = $4 AND delta = 1),
 		count(*) FILTER (WHERE target = $5 AND target_id = $6 AND field = $7 AND observed_at IS NOT NULL)

@@ -1,14 +1,12 @@
 package oci
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -62,13 +60,8 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(payload)
-	// A GET is a pull: buffer its counters once the client has the bytes.
-	_ = http.NewResponseController(w).Flush()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 2*time.Second)
-	defer cancel()
-	if err := h.st.RecordContainerPull(ctx, t); err != nil {
-		h.log.Warn("oci: pull counters not recorded", "name", t.Name(), "err", err)
-	}
+	// A GET is a pull: its counters are recorded off the request path.
+	h.pulls.record(h.st.Pull(t))
 	return nil
 }
 

@@ -72,6 +72,7 @@ type handler struct {
 	// database said the manifest is live in the image (so its attachment
 	// keeps the bytes), it saves a storage read on hot tags.
 	payloads *lru[digest, []byte]
+	pulls    *pullRecorder
 }
 
 // payloadCacheBytes bounds the manifest payload cache; payloads over
@@ -88,6 +89,7 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
+	h.pulls = newPullRecorder(st, h.log)
 	if opts.AdminToken != "" {
 		sum := sha256.Sum256([]byte(opts.AdminToken))
 		h.tokenHash = sum[:]

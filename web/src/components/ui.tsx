@@ -22,7 +22,7 @@ export function ErrorBox({ error, title }: { error: CombinedError; title?: strin
           </li>
         ))}
       </ul>
-      {unauth && (
+      {unauth && location.pathname !== "/sign-in" && (
         <p>
           <Link to={paths.signIn(location.pathname + location.search)}>Sign in</Link>
         </p>

@@ -213,11 +213,9 @@ export function ImageDetail() {
       </section>
     );
   }
-  const host = registryHost();
   return (
     <section>
       {header}
-      <CopyBlock label="Pull the latest tag" text={dockerPull(host, ns, repo, image, "latest")} />
       <h2 id="tags">Tags</h2>
       <div className="table-wrap">
         <table className="table" aria-labelledby="tags">
@@ -454,9 +452,9 @@ function ManifestPage({
           rows.push(
             <tr key={`${m.id}-detail`} className="row-detail" id={`manifest-${m.id}`}>
               <td colSpan={6}>
+                <CopyBlock label="Digest" text={m.digest} />
                 <Dl
                   items={[
-                    ["Digest", <code className="mono break">{m.digest}</code>],
                     ["Media type", m.mediaType],
                     ["Size (tree)", formatBytes(m.size)],
                     ["Created", formatTime(m.createdAt)],

@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from "react";
 import { Link, useParams } from "react-router";
-import { useMutation, useQuery } from "urql";
+import { useMutation, useQuery, type CombinedError } from "urql";
+import { errorCode } from "../errors";
 import { useAuth } from "../auth";
 import { StatusBadge } from "../components/status";
 import { Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
@@ -108,10 +109,11 @@ export function NamespaceOverview() {
 function PublicOverview() {
   const { ns = "" } = useParams();
   const [{ data, fetching, error }] = useQuery({ query: PublicOverviewQuery, variables: { slug: ns } });
-  if (error) return <ErrorBox error={error} />;
+  const notFound = errorCode(error) === "NOT_FOUND";
+  if (error && !notFound) return <ErrorBox error={error} />;
   if (!data && fetching) return <Loading what="Loading namespace" />;
   const n = data?.namespace;
-  if (!n) return <NoNamespace slug={ns} />;
+  if (!n) return <NoNamespace slug={ns} error={error} />;
   return (
     <section>
       <PageTitle>
@@ -128,10 +130,11 @@ function PublicOverview() {
   );
 }
 
-function NoNamespace({ slug }: { slug: string }) {
+function NoNamespace({ slug, error }: { slug: string; error?: CombinedError }) {
   return (
     <section>
       <PageTitle>Namespace not found</PageTitle>
+      {error && <ErrorBox error={error} />}
       <Empty>
         There is no namespace <code>{slug}</code>, or you may not see it.
       </Empty>
@@ -142,10 +145,11 @@ function NoNamespace({ slug }: { slug: string }) {
 function AdminOverview() {
   const { ns = "" } = useParams();
   const [{ data, fetching, error }] = useQuery({ query: OverviewQuery, variables: { slug: ns }, context: ctx });
-  if (error && !data?.namespace) return <ErrorBox error={error} />;
+  const notFound = errorCode(error) === "NOT_FOUND";
+  if (error && !data?.namespace && !notFound) return <ErrorBox error={error} />;
   if (!data && fetching) return <Loading what="Loading namespace" />;
   const n = data?.namespace;
-  if (!n) return <NoNamespace slug={ns} />;
+  if (!n) return <NoNamespace slug={ns} error={error} />;
   const q = n.gcQueue;
   return (
     <section>

@@ -7,6 +7,7 @@ import { VisibilityBadge } from "../components/status";
 import { Usage } from "../components/usage";
 import { Badge, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
+import { errorCode } from "../errors";
 import type { Visibility } from "../gql/graphql";
 import { formatBytes, formatCount, formatTime } from "../format";
 import { paths } from "../paths";
@@ -151,13 +152,15 @@ export function RepositoryDetail() {
     variables: { namespace: ns, name: repo },
     context: ctx,
   });
-  if (error && !data?.repository) return <ErrorBox error={error} />;
+  const notFound = errorCode(error) === "NOT_FOUND";
+  if (error && !data?.repository && !notFound) return <ErrorBox error={error} />;
   if (!data && fetching) return <Loading what="Loading repository" />;
   const r = data?.repository;
   if (!r) {
     return (
       <section>
         <PageTitle>Repository not found</PageTitle>
+        {error && <ErrorBox error={error} />}
         <Empty>
           There is no active repository <code>{repo}</code> in <code>{ns}</code>. It may be in the{" "}
           <Link to={paths.trash(ns)}>trash</Link>.

@@ -1,0 +1,302 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// chromiumPath finds Debian's Chromium: $CHROMIUM if set, else the
+// binaries of the chromium and chromium-headless-shell packages.
+func chromiumPath() string {
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-headless-shell", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// requireChromium skips without Chromium on a developer machine, and fails
+// in CI, where a skipped browser test would pass silently.
+func requireChromium(t testing.TB) string {
+	t.Helper()
+	p := chromiumPath()
+	if p != "" {
+		return p
+	}
+	msg := "Chromium not found (set CHROMIUM or install it: apt-get update && apt-get install -y chromium fonts-dejavu-core)"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// artifactsDir is where screenshots go: $E2E_ARTIFACTS, else
+// web/e2e/screenshots (ignored by git).
+func artifactsDir(t testing.TB) string {
+	dir := os.Getenv("E2E_ARTIFACTS")
+	if dir == "" {
+		dir = "screenshots"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// tab is one browser tab on the server, with step helpers that fail the
+// test with the step's name.
+type tab struct {
+	t     testing.TB
+	ctx   context.Context
+	base  string
+	shots string
+	step  time.Duration
+
+	mu       sync.Mutex
+	problems []string // uncaught exceptions and CSP violations
+}
+
+// newBrowser starts Chromium with the flags this machine needs (no
+// sandbox as root, nothing that phones home) and a fresh profile.
+func newBrowser(t testing.TB, base string, width, height int) *tab {
+	t.Helper()
+	execPath := requireChromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(execPath),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("lang", "en-US"),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(width, height),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+	})
+	b := &tab{t: t, ctx: ctx, base: base, shots: artifactsDir(t), step: 20 * time.Second}
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		t.Fatalf("start Chromium %s: %v", execPath, err)
+	}
+	// Clipboard access for the copy buttons, as a user would allow it.
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: name},
+			Setting:    browser.PermissionSettingGranted,
+			Origin:     base,
+		}); err != nil {
+			t.Logf("grant %s: %v", name, err)
+		}
+	}
+	// Accept every confirm() (delete, purge): a person would click OK.
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	console := chromedp.Console(ctx)
+	go func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleException || strings.Contains(m.Text, "Content Security Policy") ||
+				(m.Type == chromedp.ConsoleError && !strings.Contains(m.Text, "Failed to load resource")) {
+				b.mu.Lock()
+				b.problems = append(b.problems, fmt.Sprintf("%s: %s", m.Type, m.Text))
+				b.mu.Unlock()
+			}
+		}
+	}()
+	return b
+}
+
+// checkConsole fails the test if the page threw or broke its CSP.
+func (b *tab) checkConsole() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range b.problems {
+		b.t.Errorf("browser console: %s", p)
+	}
+	b.problems = nil
+}
+
+func (b *tab) do(what string, steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, b.step)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.shot("failed-" + sanitize(what))
+		b.t.Fatalf("%s: %v (at %s)", what, err, b.location())
+	}
+}
+
+func run[T any](b *tab, what string, a chromedp.Action[T]) T {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, b.step)
+	defer cancel()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		b.shot("failed-" + sanitize(what))
+		b.t.Fatalf("%s: %v (at %s)", what, err, b.location())
+	}
+	return v
+}
+
+func (b *tab) location() string {
+	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Second)
+	defer cancel()
+	l, _ := chromedp.Run(ctx, chromedp.Location())
+	return l
+}
+
+// open loads a path of the UI.
+func (b *tab) open(path string) {
+	b.t.Helper()
+	b.do("open "+path, chromedp.Navigate(b.base+path))
+}
+
+// xp quotes s for an XPath string literal.
+func xp(s string) string {
+	if !strings.Contains(s, `"`) {
+		return `"` + s + `"`
+	}
+	if !strings.Contains(s, "'") {
+		return "'" + s + "'"
+	}
+	return "concat('" + strings.ReplaceAll(s, "'", `', "'", '`) + "', '')"
+}
+
+// Selectors (XPath, through DOM.performSearch).
+func button(label string) string {
+	return `//button[normalize-space()=` + xp(label) + ` or @aria-label=` + xp(label) + `]`
+}
+func link(label string) string { return `//a[normalize-space()=` + xp(label) + `]` }
+
+// text is the innermost element whose text contains s.
+func text(s string) string {
+	c := `contains(normalize-space(.), ` + xp(s) + `)`
+	return `//body//*[not(self::script) and not(self::style)][` + c + ` and not(*[` + c + `])]`
+}
+func heading(s string) string { return `//h1[contains(normalize-space(.), ` + xp(s) + `)]` }
+
+func (b *tab) click(sel string) {
+	b.t.Helper()
+	b.do("click "+sel, chromedp.WaitVisible(sel), chromedp.Click(sel, chromedp.NodeVisible))
+}
+
+func (b *tab) see(sel string) {
+	b.t.Helper()
+	b.do("see "+sel, chromedp.WaitVisible(sel))
+}
+
+func (b *tab) gone(sel string) {
+	b.t.Helper()
+	b.do("gone "+sel, chromedp.WaitNotPresent(sel))
+}
+
+func (b *tab) typeInto(css, s string) {
+	b.t.Helper()
+	b.do("type into "+css, chromedp.WaitVisible(chromedp.CSS(css)), chromedp.SendKeys(chromedp.CSS(css), s))
+}
+
+// choose selects an option of a <select> as a user would, firing change.
+func (b *tab) choose(css, value string) {
+	b.t.Helper()
+	js := fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.value = %q; if (s.value !== %q) return false; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })()`, css, value, value)
+	b.do("wait for "+css, chromedp.WaitVisible(chromedp.CSS(css)))
+	if !run(b, "choose "+value+" in "+css, chromedp.Evaluate[bool](js)) {
+		b.t.Fatalf("choose %s in %s: no such option", value, css)
+	}
+	// The select is controlled by the URL: wait until it shows the choice.
+	b.waitFor(css+" shows "+value, fmt.Sprintf(`document.querySelector(%q).value === %q`, css, value))
+}
+
+func (b *tab) eval(js string) string {
+	b.t.Helper()
+	return run(b, "eval "+js, chromedp.Evaluate[string](js))
+}
+
+// waitFor polls a JavaScript condition.
+func (b *tab) waitFor(what, cond string) {
+	b.t.Helper()
+	deadline := time.Now().Add(b.step)
+	for {
+		ok := run(b, what, chromedp.Evaluate[bool](cond))
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.shot("failed-" + sanitize(what))
+			b.t.Fatalf("timed out waiting for %s (%s) at %s", what, cond, b.location())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (b *tab) count(css string) int {
+	b.t.Helper()
+	n := run(b, "count "+css, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(css)+`).length`))
+	return n
+}
+
+// shot saves a full-page PNG screenshot.
+func (b *tab) shot(name string) {
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	p := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(p, buf, 0o644); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+func sanitize(s string) string {
+	var out strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-':
+			out.WriteRune(r)
+		default:
+			out.WriteRune('_')
+		}
+		if out.Len() > 60 {
+			break
+		}
+	}
+	return out.String()
+}
