@@ -106,23 +106,53 @@ const npmResolveColumns = `
 	r.id, r.name, r.format, r.kind, r.visibility, nr.id`
 
 // resolveNpmSQL resolves namespace, repository and npm repository in one
-// round trip; the joins name namespace_id, so each partitioned table is
-// pruned to one partition at run time.
+// round trip. The namespace id is a parameter (not a join column) so that
+// every partitioned table is pruned to one partition while the statement
+// is planned: joined on n.id instead, PostgreSQL plans all 64 partitions
+// of each table (over 100 ms of planning for this statement).
 const resolveNpmSQL = `
 SELECT ` + npmResolveColumns + `
 FROM namespaces n
 LEFT JOIN repositories r
-       ON r.namespace_id = n.id AND r.name = $2 AND r.soft_deleted_at IS NULL
+       ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
 LEFT JOIN npm_repositories nr
-       ON nr.namespace_id = n.id AND nr.repository_id = r.id
-WHERE n.slug = $1`
+       ON nr.namespace_id = $1 AND nr.repository_id = r.id
+WHERE n.id = $1`
 
 const npmRepositoryByIDSQL = `
 SELECT ` + npmResolveColumns + `
 FROM namespaces n
-JOIN npm_repositories nr ON nr.namespace_id = n.id AND nr.id = $2
-JOIN repositories r ON r.namespace_id = nr.namespace_id AND r.id = nr.repository_id AND r.soft_deleted_at IS NULL
+JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.id = $2
+JOIN repositories r ON r.namespace_id = $1 AND r.id = nr.repository_id AND r.soft_deleted_at IS NULL
 WHERE n.id = $1`
+
+// npmNamespaceIDs caches namespace slug -> id per Store. The mapping never
+// changes: slugs are unique and immutable, and a purged namespace's slug
+// is never reused.
+var npmNamespaceIDs sync.Map // npmNamespaceKey -> uuid.UUID
+
+type npmNamespaceKey struct {
+	s    *Store
+	slug string
+}
+
+// npmNamespaceID returns the id of a namespace slug (cached).
+func (s *Store) npmNamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
+	key := npmNamespaceKey{s, slug}
+	if id, ok := npmNamespaceIDs.Load(key); ok {
+		return id.(uuid.UUID), nil
+	}
+	var id uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, npmExecMode, slug).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fmt.Errorf("%w: namespace %s not found", ErrNpmRepositoryUnknown, slug)
+	}
+	if err != nil {
+		return uuid.Nil, mapErr(fmt.Errorf("store: resolve namespace %s: %w", slug, err))
+	}
+	npmNamespaceIDs.Store(key, id)
+	return id, nil
+}
 
 func scanNpmRepository(row pgx.Row, what string) (*NpmRepository, error) {
 	var (
@@ -173,13 +203,24 @@ func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository 
 	if namespace == "" || repository == "" || len(namespace) > 255 || len(repository) > 255 {
 		return nil, fmt.Errorf("%w: %s/%s not found", ErrNpmRepositoryUnknown, namespace, repository)
 	}
-	return scanNpmRepository(s.pool.QueryRow(ctx, resolveNpmSQL, namespace, repository), namespace+"/"+repository)
+	nsID, err := s.npmNamespaceID(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := scanNpmRepository(s.pool.QueryRow(ctx, resolveNpmSQL, npmExecMode, nsID, repository), namespace+"/"+repository)
+	if err != nil && errors.Is(err, ErrNpmRepositoryUnknown) {
+		var gone bool
+		if s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM namespaces WHERE id = $1)`, npmExecMode, nsID).Scan(&gone) == nil && gone {
+			npmNamespaceIDs.Delete(npmNamespaceKey{s, namespace})
+		}
+	}
+	return repo, err
 }
 
 // NpmRepositoryByID resolves an npm repository by its npm_repositories id
 // (background jobs carry ids, not names).
 func (s *Store) NpmRepositoryByID(ctx context.Context, namespaceID, npmRepositoryID uuid.UUID) (*NpmRepository, error) {
-	return scanNpmRepository(s.pool.QueryRow(ctx, npmRepositoryByIDSQL, namespaceID, npmRepositoryID), npmRepositoryID.String())
+	return scanNpmRepository(s.pool.QueryRow(ctx, npmRepositoryByIDSQL, npmExecMode, namespaceID, npmRepositoryID), npmRepositoryID.String())
 }
 
 // --- JSON schema of npm_versions.package_json (ADR-007: every jsonb is
@@ -333,10 +374,20 @@ func insertNpmCounterDeltas(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUI
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta)
 		SELECT u.id, $1, u.target, u.target_id, u.field, u.delta
 		FROM unnest($2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[])
-		     AS u(id, target, target_id, field, delta)`,
+		     AS u(id, target, target_id, field, delta)`, npmExecMode,
 		namespaceID, ids, targets, tids, fields, values)
 	if err != nil {
 		return fmt.Errorf("store: npm counter deltas: %w", err)
 	}
 	return nil
 }
+
+// npmExecMode is the query mode of every npm statement: the statement
+// description is cached (one round trip per execution), and each execution
+// uses the unnamed prepared statement, which PostgreSQL always plans with
+// the actual parameters, so the namespace_id = $1 of every statement
+// prunes each partitioned table to one partition while planning. A named
+// prepared statement may switch to a generic plan, which in PostgreSQL 15
+// keeps all 64 partitions of each table in the plan and locks them at
+// every execution.
+const npmExecMode = pgx.QueryExecModeCacheDescribe

@@ -30,36 +30,36 @@ type NpmCachedMetadata struct {
 }
 
 const npmCachedMetadataSQL = `
-SELECT p.id, b.id, b.sha256, b.object_storage_key, b.size, b.created_at
+SELECT p.id, m.blob_sha256
 FROM npm_packages p
 LEFT JOIN npm_metadata_files m
        ON m.namespace_id = $1 AND m.npm_package_id = p.id AND m.kind = $4 AND m.expires_at > now()
-LEFT JOIN blob_storage_blobs b
-       ON b.namespace_id = m.namespace_id AND b.sha256 = m.blob_sha256
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
 
 // NpmCachedMetadata finds the active package of a name and its fresh
-// metadata file of a kind, in one round trip. ErrNpmPackageUnknown when
-// there is no active package.
+// metadata file of a kind. ErrNpmPackageUnknown when there is no active
+// package. Two index lookups, each planned on one partition: the package
+// and metadata row, then the blob row by digest (blob_storage_blobs is
+// partitioned by sha256; joined instead of looked up by a parameter, the
+// planner would consider all its partitions).
 func (s *Store) NpmCachedMetadata(ctx context.Context, repo *NpmRepository, name string, kind enum.NpmMetadataKind) (*NpmCachedMetadata, error) {
-	var (
-		out     = &NpmCachedMetadata{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
-		blobID  *int64
-		sha     []byte
-		key     *string
-		size    *int64
-		created *time.Time
-	)
-	err := s.pool.QueryRow(ctx, npmCachedMetadataSQL, repo.NamespaceID, repo.NpmRepositoryID, name, int16(kind)).
-		Scan(&out.Package.PackageID, &blobID, &sha, &key, &size, &created)
+	out := &NpmCachedMetadata{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
+	var sha []byte
+	err := s.pool.QueryRow(ctx, npmCachedMetadataSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, name, int16(kind)).
+		Scan(&out.Package.PackageID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrNpmPackageUnknown, name)
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: npm packument %s: %w", name, err))
 	}
-	if blobID != nil && len(sha) == 32 {
-		out.Blob = &Blob{ID: *blobID, NamespaceID: repo.NamespaceID, SHA256: [32]byte(sha), ObjectStorageKey: *key, Size: *size, CreatedAt: *created}
+	if len(sha) == 32 {
+		b, err := s.StatBlob(ctx, repo.NamespaceID, [32]byte(sha))
+		if err == nil {
+			out.Blob = b
+		} else if !errors.Is(err, ErrBlobUnknown) {
+			return nil, mapErr(err)
+		}
 	}
 	return out, nil
 }
@@ -167,23 +167,20 @@ SELECT t.name, t.npm_version_id FROM npm_tags t
 WHERE t.namespace_id = $1 AND t.npm_package_id = $2
 ORDER BY t.name COLLATE "C"`
 
-// npmMetadataRowsSQL lists the package's metadata rows with freshness and
-// blob (for serving a fresh row without a rebuild).
+// npmMetadataRowsSQL lists the package's metadata rows with freshness.
 const npmMetadataRowsSQL = `
-SELECT m.kind, m.blob_sha256, m.expires_at > now(), b.id, b.object_storage_key, b.size, b.created_at
+SELECT m.kind, m.blob_sha256, m.expires_at > now()
 FROM npm_metadata_files m
-JOIN blob_storage_blobs b ON b.namespace_id = m.namespace_id AND b.sha256 = m.blob_sha256
 WHERE m.namespace_id = $1 AND m.npm_package_id = $2`
 
 type npmMetadataRow struct {
 	kind  enum.NpmMetadataKind
 	sha   [32]byte
 	fresh bool
-	blob  *Blob
 }
 
 func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enum.NpmMetadataKind]*npmMetadataRow, error) {
-	rows, err := s.pool.Query(ctx, npmMetadataRowsSQL, pkg.NamespaceID, pkg.PackageID)
+	rows, err := s.pool.Query(ctx, npmMetadataRowsSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: npm metadata rows: %w", err))
 	}
@@ -194,14 +191,11 @@ func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enu
 			r    npmMetadataRow
 			kind int16
 			sha  []byte
-			b    = &Blob{NamespaceID: pkg.NamespaceID}
 		)
-		if err := rows.Scan(&kind, &sha, &r.fresh, &b.ID, &b.ObjectStorageKey, &b.Size, &b.CreatedAt); err != nil {
+		if err := rows.Scan(&kind, &sha, &r.fresh); err != nil {
 			return nil, fmt.Errorf("store: npm metadata rows: %w", err)
 		}
 		r.kind, r.sha = enum.NpmMetadataKind(kind), [32]byte(sha)
-		b.SHA256 = r.sha
-		r.blob = b
 		out[r.kind] = &r
 	}
 	if err := rows.Err(); err != nil {
@@ -210,8 +204,8 @@ func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enu
 	return out, nil
 }
 
-// NpmLoadPackageState reads a package's state in one REPEATABLE READ
-// snapshot (versions, tags and fingerprint pipelined in one round trip).
+// NpmLoadPackageState reads a package's state (versions, tags and
+// fingerprint) in one REPEATABLE READ snapshot.
 // ErrNpmPackageUnknown when it has no active version.
 func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*NpmPackageState, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -220,37 +214,47 @@ func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*Np
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	st := &NpmPackageState{Package: pkg}
-	batch := &pgx.Batch{}
-	batch.Queue(npmLoadVersionsSQL, pkg.NamespaceID, pkg.PackageID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var (
-				v        NpmVersionDoc
-				manifest string
-			)
-			if err := rows.Scan(&v.ID, &v.Version, &v.CreatedAt, &manifest, &v.Readme); err != nil {
-				return err
-			}
-			v.Manifest = []byte(manifest)
-			st.Versions = append(st.Versions, v)
+	// Three statements in one snapshot (a pgx batch would pipeline them,
+	// but batches cannot use npmExecMode).
+	rows, err := tx.Query(ctx, npmLoadVersionsSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err))
+	}
+	for rows.Next() {
+		var (
+			v        NpmVersionDoc
+			manifest string
+		)
+		if err := rows.Scan(&v.ID, &v.Version, &v.CreatedAt, &manifest, &v.Readme); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err)
 		}
-		return rows.Err()
-	})
+		v.Manifest = []byte(manifest)
+		st.Versions = append(st.Versions, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err))
+	}
 	var tagRows []NpmTag
-	batch.Queue(npmLoadTagsSQL, pkg.NamespaceID, pkg.PackageID).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var t NpmTag
-			if err := rows.Scan(&t.Name, &t.VersionID); err != nil {
-				return err
-			}
-			tagRows = append(tagRows, t)
+	rows, err = tx.Query(ctx, npmLoadTagsSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err))
+	}
+	for rows.Next() {
+		var t NpmTag
+		if err := rows.Scan(&t.Name, &t.VersionID); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err)
 		}
-		return rows.Err()
-	})
-	batch.Queue(npmFingerprintSQL, pkg.NamespaceID, pkg.PackageID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&st.Fingerprint)
-	})
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm load state %s: %w", pkg.Name, err))
+		tagRows = append(tagRows, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err))
+	}
+	if err := tx.QueryRow(ctx, npmFingerprintSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID).Scan(&st.Fingerprint); err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm fingerprint of %s: %w", pkg.Name, err))
 	}
 	if len(st.Versions) == 0 {
 		return nil, fmt.Errorf("%w: %s has no active version", ErrNpmPackageUnknown, pkg.Name)
@@ -291,7 +295,11 @@ func (s *Store) NpmRebuildMetadata(ctx context.Context, repo *NpmRepository, pkg
 		if !opts.Force && allFresh(existing) {
 			res := &NpmRebuildResult{Files: map[enum.NpmMetadataKind]*NpmMetadataFile{}}
 			for k, r := range existing {
-				res.Files[k] = &NpmMetadataFile{Kind: k, SHA256: r.sha, Blob: r.blob}
+				b, err := s.StatBlob(ctx, pkg.NamespaceID, r.sha)
+				if err != nil {
+					return nil, mapErr(err)
+				}
+				res.Files[k] = &NpmMetadataFile{Kind: k, SHA256: r.sha, Blob: b}
 			}
 			return res, nil
 		}
@@ -370,7 +378,7 @@ SELECT o.blob_storage_attachment_id, o.blob_sha256 FROM old o`
 // swapNpmMetadata is the swap transaction of NpmRebuildMetadata.
 func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef, fingerprint string, res *NpmRebuildResult, ttl time.Duration) error {
 	var active bool
-	err := tx.QueryRow(ctx, `SELECT soft_deleted_at IS NULL FROM npm_packages WHERE namespace_id = $1 AND id = $2 FOR NO KEY UPDATE`,
+	err := tx.QueryRow(ctx, `SELECT soft_deleted_at IS NULL FROM npm_packages WHERE namespace_id = $1 AND id = $2 FOR NO KEY UPDATE`, npmExecMode,
 		pkg.NamespaceID, pkg.PackageID).Scan(&active)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !active) {
 		return fmt.Errorf("%w: %s", ErrNpmPackageUnknown, pkg.Name)
@@ -379,7 +387,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 		return fmt.Errorf("store: npm swap lock %s: %w", pkg.Name, err)
 	}
 	var now string
-	if err := tx.QueryRow(ctx, npmFingerprintSQL, pkg.NamespaceID, pkg.PackageID).Scan(&now); err != nil {
+	if err := tx.QueryRow(ctx, npmFingerprintSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID).Scan(&now); err != nil {
 		return fmt.Errorf("store: npm swap fingerprint %s: %w", pkg.Name, err)
 	}
 	if now != fingerprint {
@@ -388,7 +396,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 	// The current rows, locked.
 	rows, err := tx.Query(ctx, `
 		SELECT kind, blob_sha256 FROM npm_metadata_files
-		WHERE namespace_id = $1 AND npm_package_id = $2 FOR UPDATE`, pkg.NamespaceID, pkg.PackageID)
+		WHERE namespace_id = $1 AND npm_package_id = $2 FOR UPDATE`, npmExecMode, pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
 		return fmt.Errorf("store: npm swap rows %s: %w", pkg.Name, err)
 	}
@@ -446,7 +454,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 			attIDs[i] = a.ID
 			shas[i] = changedDigests[i][:]
 		}
-		rows, err := tx.Query(ctx, npmSwapSQL, pkg.NamespaceID, pkg.PackageID,
+		rows, err := tx.Query(ctx, npmSwapSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID,
 			newNpmIDs(len(changedKinds)), changedKinds, attIDs, shas, ttl.Seconds())
 		if err != nil {
 			return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
@@ -473,7 +481,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 	if len(bump) > 0 {
 		if _, err := tx.Exec(ctx, `
 			UPDATE npm_metadata_files SET expires_at = now() + make_interval(secs => $4)
-			WHERE namespace_id = $1 AND npm_package_id = $2 AND kind = ANY($3::smallint[])`,
+			WHERE namespace_id = $1 AND npm_package_id = $2 AND kind = ANY($3::smallint[])`, npmExecMode,
 			pkg.NamespaceID, pkg.PackageID, bump, ttl.Seconds()); err != nil {
 			return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
 		}
@@ -486,7 +494,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 func expireNpmMetadata(ctx context.Context, tx pgx.Tx, namespaceID, packageID uuid.UUID) error {
 	_, err := tx.Exec(ctx, `
 		UPDATE npm_metadata_files SET expires_at = now()
-		WHERE namespace_id = $1 AND npm_package_id = $2 AND expires_at > now()`, namespaceID, packageID)
+		WHERE namespace_id = $1 AND npm_package_id = $2 AND expires_at > now()`, npmExecMode, namespaceID, packageID)
 	if err != nil {
 		return fmt.Errorf("store: expire npm metadata: %w", err)
 	}
@@ -498,7 +506,7 @@ func expireNpmMetadata(ctx context.Context, tx pgx.Tx, namespaceID, packageID uu
 func (s *Store) dropNpmMetadata(ctx context.Context, tx pgx.Tx, namespaceID, packageID uuid.UUID) error {
 	rows, err := tx.Query(ctx, `
 		SELECT blob_storage_attachment_id, blob_sha256 FROM npm_metadata_files
-		WHERE namespace_id = $1 AND npm_package_id = $2 FOR UPDATE`, namespaceID, packageID)
+		WHERE namespace_id = $1 AND npm_package_id = $2 FOR UPDATE`, npmExecMode, namespaceID, packageID)
 	if err != nil {
 		return fmt.Errorf("store: drop npm metadata: %w", err)
 	}
@@ -520,7 +528,7 @@ func (s *Store) dropNpmMetadata(ctx context.Context, tx pgx.Tx, namespaceID, pac
 	if len(atts) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `DELETE FROM npm_metadata_files WHERE namespace_id = $1 AND npm_package_id = $2`,
+	if _, err := tx.Exec(ctx, `DELETE FROM npm_metadata_files WHERE namespace_id = $1 AND npm_package_id = $2`, npmExecMode,
 		namespaceID, packageID); err != nil {
 		return fmt.Errorf("store: drop npm metadata: %w", err)
 	}

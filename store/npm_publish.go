@@ -131,7 +131,7 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 		buffered, active, tcs int64
 		hasLatest             bool
 	)
-	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
+	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
 		Scan(&exists, &existed, &buffered, &active, &tcs, &hasLatest)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: npm publish check: %w", err))
@@ -174,7 +174,7 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 		}
 		versionID, fileID := newNpmID(), newNpmID()
 		tagIDs := newNpmIDs(len(tags))
-		err = tx.QueryRow(ctx, npmPublishSQL,
+		err = tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
 			versionID, repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
 			fileID, in.FileName, att[0].ID, sum[:],
 			tagIDs, tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
@@ -226,7 +226,7 @@ func lockOrCreateNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository,
 			INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, scope)
 			VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (namespace_id, npm_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
-			RETURNING id`, newNpmID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
+			RETURNING id`, npmExecMode, newNpmID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
 		if err == nil {
 			return id, true, nil
 		}
@@ -244,7 +244,7 @@ func lockNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name, l
 	var id uuid.UUID
 	err := tx.QueryRow(ctx, `
 		SELECT id FROM npm_packages
-		WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL `+lock,
+		WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL `+lock, npmExecMode,
 		repo.NamespaceID, repo.NpmRepositoryID, name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, fmt.Errorf("%w: %s", ErrNpmPackageUnknown, name)

@@ -21,34 +21,36 @@ type NpmTarball struct {
 	Blob      Blob
 }
 
-// npmTarballSQL joins package, version, file and blob (AP1: the file row
-// joins its blob row on (namespace_id, sha256)).
+// npmTarballSQL finds an active file of an active version of an active
+// package (every table pruned to the namespace's partition at plan time);
+// its blob row is then read by digest (StatBlob).
 const npmTarballSQL = `
-SELECT p.id, v.id, ` + BlobColumns + `
+SELECT p.id, v.id, f.blob_sha256
 FROM npm_packages p
 JOIN npm_versions v
   ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4 AND v.soft_deleted_at IS NULL
 JOIN npm_files f
   ON f.namespace_id = $1 AND f.npm_version_id = v.id AND f.file_name = $5 AND f.soft_deleted_at IS NULL
-` + `JOIN blob_storage_blobs b ON b.namespace_id = f.namespace_id AND b.sha256 = f.blob_sha256` + `
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
 
 // NpmTarball finds the tarball fileName of name@version. ErrNpmFileUnknown
 // when the package, the version or the file is not active.
 func (s *Store) NpmTarball(ctx context.Context, repo *NpmRepository, name, version, fileName string) (*NpmTarball, error) {
 	t := &NpmTarball{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
-	dest, finish := ScanBlobInto(&t.Blob)
-	err := s.pool.QueryRow(ctx, npmTarballSQL, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
-		Scan(append([]any{&t.Package.PackageID, &t.VersionID}, dest...)...)
+	var sha []byte
+	err := s.pool.QueryRow(ctx, npmTarballSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
+		Scan(&t.Package.PackageID, &t.VersionID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("%w: %s", ErrNpmFileUnknown, fileName)
 	}
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: npm tarball %s: %w", fileName, err))
 	}
-	if err := finish(); err != nil {
-		return nil, err
+	b, err := s.StatBlob(ctx, repo.NamespaceID, [32]byte(sha))
+	if err != nil {
+		return nil, mapErr(err)
 	}
+	t.Blob = *b
 	return t, nil
 }
 
@@ -90,7 +92,7 @@ func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload)
 	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`,
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`, npmExecMode,
 		ids, nss, targets, tids, fields, deltas, ats)
 	if err != nil {
 		return mapErr(fmt.Errorf("store: npm downloads: %w", err))
@@ -148,7 +150,7 @@ func (s *Store) NpmSearch(ctx context.Context, repo *NpmRepository, text string,
 	if pats == nil {
 		pats = []string{}
 	}
-	rows, err := s.pool.Query(ctx, npmSearchSQL, repo.NamespaceID, repo.NpmRepositoryID, pats, strings.TrimSpace(text), size, from)
+	rows, err := s.pool.Query(ctx, npmSearchSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, pats, strings.TrimSpace(text), size, from)
 	if err != nil {
 		return nil, 0, mapErr(fmt.Errorf("store: npm search: %w", err))
 	}

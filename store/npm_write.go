@@ -28,7 +28,7 @@ func checkNpmRev(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef, rev string) 
 	}
 	_, want, _ := strings.Cut(rev, "-")
 	var now string
-	if err := tx.QueryRow(ctx, npmFingerprintSQL, pkg.NamespaceID, pkg.PackageID).Scan(&now); err != nil {
+	if err := tx.QueryRow(ctx, npmFingerprintSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID).Scan(&now); err != nil {
 		return fmt.Errorf("store: npm revision of %s: %w", pkg.Name, err)
 	}
 	if want != now {
@@ -55,7 +55,7 @@ func (s *Store) NpmSetTag(ctx context.Context, repo *NpmRepository, name, tag, v
 		err = tx.QueryRow(ctx, `
 			SELECT v.id, (SELECT count(*) FROM npm_tags t WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name <> $4)
 			FROM npm_versions v
-			WHERE v.namespace_id = $1 AND v.npm_package_id = $2 AND v.version = $3 AND v.soft_deleted_at IS NULL`,
+			WHERE v.namespace_id = $1 AND v.npm_package_id = $2 AND v.version = $3 AND v.soft_deleted_at IS NULL`, npmExecMode,
 			repo.NamespaceID, pkgID, version, tag).Scan(&versionID, &count)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: %s@%s", ErrNpmVersionUnknown, name, version)
@@ -70,7 +70,7 @@ func (s *Store) NpmSetTag(ctx context.Context, repo *NpmRepository, name, tag, v
 			INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
 			VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
-			RETURNING t.id = $1`, newNpmID(), repo.NamespaceID, pkgID, versionID, tag).Scan(&created)
+			RETURNING t.id = $1`, npmExecMode, newNpmID(), repo.NamespaceID, pkgID, versionID, tag).Scan(&created)
 		if err != nil {
 			return fmt.Errorf("store: npm dist-tag %s: %w", name, err)
 		}
@@ -90,7 +90,7 @@ func (s *Store) NpmRemoveTag(ctx context.Context, repo *NpmRepository, name, tag
 		if err != nil {
 			return err
 		}
-		tag2, err := tx.Exec(ctx, `DELETE FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2 AND name = $3`,
+		tag2, err := tx.Exec(ctx, `DELETE FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2 AND name = $3`, npmExecMode,
 			repo.NamespaceID, pkgID, tag)
 		if err != nil {
 			return fmt.Errorf("store: npm dist-tag %s: %w", name, err)
@@ -255,7 +255,7 @@ func (s *Store) NpmUpdatePackage(ctx context.Context, repo *NpmRepository, upd N
 		if err := tx.QueryRow(ctx, `
 			SELECT v.version FROM npm_tags t
 			JOIN npm_versions v ON v.namespace_id = t.namespace_id AND v.id = t.npm_version_id
-			WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest'`,
+			WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest'`, npmExecMode,
 			pkg.NamespaceID, pkg.PackageID).Scan(&res.Latest); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("store: npm latest of %s: %w", upd.Name, err)
 		}
@@ -271,7 +271,7 @@ func npmActiveVersions(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef) ([]npm
 	rows, err := tx.Query(ctx, `
 		SELECT id, version, coalesce(package_json->>'deprecated', '') FROM npm_versions
 		WHERE namespace_id = $1 AND npm_package_id = $2 AND soft_deleted_at IS NULL
-		ORDER BY created_at, id`, pkg.NamespaceID, pkg.PackageID)
+		ORDER BY created_at, id`, npmExecMode, pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
 		return nil, fmt.Errorf("store: npm versions of %s: %w", pkg.Name, err)
 	}
@@ -295,7 +295,7 @@ func setNpmDeprecations(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef, ids [
 	}
 	rows, err := tx.Query(ctx, `
 		SELECT id, package_json FROM npm_versions
-		WHERE namespace_id = $1 AND id = ANY($2::uuid[])`, pkg.NamespaceID, ids)
+		WHERE namespace_id = $1 AND id = ANY($2::uuid[])`, npmExecMode, pkg.NamespaceID, ids)
 	if err != nil {
 		return fmt.Errorf("store: npm deprecate %s: %w", pkg.Name, err)
 	}
@@ -337,7 +337,7 @@ func setNpmDeprecations(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef, ids [
 	_, err = tx.Exec(ctx, `
 		UPDATE npm_versions v SET package_json = u.doc
 		FROM unnest($2::uuid[], $3::jsonb[]) AS u(id, doc)
-		WHERE v.namespace_id = $1 AND v.id = u.id`, pkg.NamespaceID, ids, newDocs)
+		WHERE v.namespace_id = $1 AND v.id = u.id`, npmExecMode, pkg.NamespaceID, ids, newDocs)
 	if err != nil {
 		return fmt.Errorf("store: npm deprecate %s: %w", pkg.Name, err)
 	}
@@ -359,7 +359,7 @@ func (s *Store) unpublishNpmVersions(ctx context.Context, tx pgx.Tx, pkg NpmPack
 			DELETE FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2 AND npm_version_id = ANY($3::uuid[])
 			RETURNING 1
 		)
-		SELECT count(*) FROM t`, pkg.NamespaceID, pkg.PackageID, removed).Scan(&tagsGone)
+		SELECT count(*) FROM t`, npmExecMode, pkg.NamespaceID, pkg.PackageID, removed).Scan(&tagsGone)
 	if err != nil {
 		return nil, fmt.Errorf("store: npm unpublish %s: %w", pkg.Name, err)
 	}
@@ -370,7 +370,7 @@ func (s *Store) unpublishNpmVersions(ctx context.Context, tx pgx.Tx, pkg NpmPack
 	// latest: recomputed here, never taken from the client (npm picks the
 	// highest version including prereleases).
 	var hasLatest bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2 AND name = 'latest')`,
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2 AND name = 'latest')`, npmExecMode,
 		pkg.NamespaceID, pkg.PackageID).Scan(&hasLatest); err != nil {
 		return nil, fmt.Errorf("store: npm unpublish %s: %w", pkg.Name, err)
 	}
@@ -380,7 +380,7 @@ func (s *Store) unpublishNpmVersions(ctx context.Context, tx pgx.Tx, pkg NpmPack
 	latest := npmPickLatest(remaining)
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO npm_tags (id, namespace_id, npm_package_id, npm_version_id, name)
-		VALUES ($1, $2, $3, $4, 'latest')`, newNpmID(), pkg.NamespaceID, pkg.PackageID, latest.id); err != nil {
+		VALUES ($1, $2, $3, $4, 'latest')`, npmExecMode, newNpmID(), pkg.NamespaceID, pkg.PackageID, latest.id); err != nil {
 		return nil, fmt.Errorf("store: npm unpublish %s: latest: %w", pkg.Name, err)
 	}
 	deltas[0].delta++
@@ -424,7 +424,7 @@ func (s *Store) trashNpmPackage(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 			UPDATE npm_files SET soft_deleted_at = now()
 			WHERE namespace_id = $1 AND npm_version_id IN (SELECT id FROM v) AND soft_deleted_at IS NULL
 		)
-		UPDATE npm_packages SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+		UPDATE npm_packages SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`, npmExecMode,
 		pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
 		return fmt.Errorf("store: npm delete %s: %w", pkg.Name, err)
@@ -490,7 +490,7 @@ func (s *Store) NpmUnpublishFile(ctx context.Context, repo *NpmRepository, name,
 				var ok bool
 				if err := tx.QueryRow(ctx, `
 					SELECT EXISTS (SELECT 1 FROM npm_files WHERE namespace_id = $1 AND npm_version_id = $2
-					               AND file_name = $3 AND soft_deleted_at IS NULL)`,
+					               AND file_name = $3 AND soft_deleted_at IS NULL)`, npmExecMode,
 					repo.NamespaceID, hit.id, fileName).Scan(&ok); err != nil {
 					return fmt.Errorf("store: npm unpublish %s: %w", name, err)
 				}
@@ -519,7 +519,7 @@ func (s *Store) NpmUnpublishFile(ctx context.Context, repo *NpmRepository, name,
 				JOIN npm_packages p ON p.namespace_id = v.namespace_id AND p.id = v.npm_package_id
 				WHERE f.namespace_id = $1 AND v.namespace_id = $1 AND p.namespace_id = $1
 				  AND p.npm_repository_id = $2 AND p.name = $3 AND v.version = $4 AND f.file_name = $5
-				  AND v.soft_deleted_at IS NOT NULL)`,
+				  AND v.soft_deleted_at IS NOT NULL)`, npmExecMode,
 			repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).Scan(&existed); err != nil {
 			return fmt.Errorf("store: npm unpublish %s: %w", name, err)
 		}
