@@ -584,3 +584,36 @@ func TestConcurrentPushes(t *testing.T) {
 		t.Fatalf("manifests %d blobs %d tags %d attachments %d; want 1 2 8 3", manifests, blobs, tags, attachments)
 	}
 }
+
+// TestDockerMediaTypes: Docker schema 2 manifests and manifest lists are
+// stored and served with their own media types (never a 415).
+func TestDockerMediaTypes(t *testing.T) {
+	s := newTestServer(t)
+	s.repo(t, "acme", "images", enum.FormatDocker, enum.VisibilityPrivate)
+	const name = "acme/images/app"
+	c := newBenchClient(t, s, name)
+	cfg := []byte(`{"architecture":"amd64","os":"linux"}`)
+	layer := []byte("docker layer")
+	cd, ld := c.pushBlob(cfg), c.pushBlob(layer)
+	m, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mtDockerManifest,
+		"config": map[string]any{"mediaType": "application/vnd.docker.container.image.v1+json", "digest": cd, "size": len(cfg)},
+		"layers": []any{map[string]any{"mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip", "digest": ld, "size": len(layer)}}})
+	wantStatus(t, putManifest(s, t, name, "amd64", m, mtDockerManifest), http.StatusCreated)
+	list, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mtDockerList, "manifests": []any{
+		map[string]any{"mediaType": mtDockerManifest, "digest": sha(m), "size": len(m), "platform": map[string]string{"architecture": "amd64", "os": "linux"}},
+	}})
+	wantStatus(t, putManifest(s, t, name, "latest", list, mtDockerList), http.StatusCreated)
+	for ref, want := range map[string]string{"amd64": mtDockerManifest, "latest": mtDockerList} {
+		resp := s.do(t, http.MethodGet, "/v2/"+name+"/manifests/"+ref, nil, map[string]string{"Accept": mtDockerList + ", " + mtDockerManifest}, true)
+		body := wantStatus(t, resp, http.StatusOK)
+		if resp.Header.Get("Content-Type") != want || (ref == "latest" && body != string(list)) {
+			t.Fatalf("%s: Content-Type %q", ref, resp.Header.Get("Content-Type"))
+		}
+	}
+	// A Docker manifest cannot carry a subject.
+	var withSubject map[string]any
+	_ = json.Unmarshal(m, &withSubject)
+	withSubject["subject"] = map[string]any{"mediaType": mtOCIManifest, "digest": sha(m), "size": len(m)}
+	ws, _ := json.Marshal(withSubject)
+	wantError(t, putManifest(s, t, name, "subject", ws, mtDockerManifest), http.StatusBadRequest, codeManifestInvalid)
+}
