@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+type npmFixture struct {
+	ctx  context.Context
+	pool *pgxpool.Pool
+	s    *Store
+	repo *NpmRepository
+}
+
+func newNpmFixture(t *testing.T) *npmFixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	f := &npmFixture{ctx: ctx, pool: pool, s: New(pool, objstore.NewMem(), Options{})}
+	nsID, repoID, npmRepoID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO namespaces (id, slug, platform, entity_type, entity_id, billing_entity_type, billing_entity_id)
+		  VALUES ($1, 'npmfix', 'test', 'organization', 'npmfix', 'organization', 'npmfix')`, []any{nsID}},
+		{`INSERT INTO repositories (id, namespace_id, name, format, kind, visibility) VALUES ($1, $2, 'js', 2, 0, 0)`, []any{repoID, nsID}},
+		{`INSERT INTO npm_repositories (id, namespace_id, repository_id) VALUES ($1, $2, $3)`, []any{npmRepoID, nsID, repoID}},
+	} {
+		if _, err := pool.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	if f.repo, err = f.s.ResolveNpmRepository(ctx, "npmfix", "js"); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *npmFixture) publish(t *testing.T, name, version string) NpmPackageRef {
+	t.Helper()
+	tgz := npmTestTarball(t, version)
+	s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
+	pj, _ := json.Marshal(map[string]any{
+		"name": name, "version": version, "_id": name + "@" + version, "_hasShrinkwrap": false,
+		"_npmUser": map[string]string{"name": "admin"},
+		"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
+	})
+	res, err := f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: name, Version: version, PackageJSON: pj,
+		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: []string{"latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Package
+}
+
+func countingBuild(st *NpmPackageState) (NpmDocuments, error) {
+	return NpmDocuments{
+		enum.NpmMetadataFull:        []byte(fmt.Sprintf(`{"versions":%d,"rev":%q}`, len(st.Versions), st.Rev())),
+		enum.NpmMetadataDistTags:    []byte(fmt.Sprintf(`{"tags":%d}`, len(st.Tags))),
+		enum.NpmMetadataAbbreviated: []byte(fmt.Sprintf(`{"corgi":%d}`, len(st.Versions))),
+	}, nil
+}
+
+// storedFull reads the stored full document of a package.
+func (f *npmFixture) storedFull(t *testing.T, name string) (string, bool) {
+	t.Helper()
+	c, err := f.s.NpmCachedMetadata(f.ctx, f.repo, name, enum.NpmMetadataFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Blob == nil {
+		return "", false
+	}
+	r, err := f.s.OpenBlobObject(f.ctx, c.Blob, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b, _ := io.ReadAll(r)
+	return string(b), true
+}
+
+// TestNpmRebuildRacesWrites: a write that lands while a rebuild is
+// building makes the swap see a new fingerprint; the rebuild starts over
+// and never stores a document older than the data.
+func TestNpmRebuildRacesWrites(t *testing.T) {
+	f := newNpmFixture(t)
+	pkg := f.publish(t, "lib", "1.0.0")
+
+	calls := 0
+	build := func(st *NpmPackageState) (NpmDocuments, error) {
+		calls++
+		if calls == 1 {
+			f.publish(t, "lib", "1.1.0") // lands between the load and the swap
+		}
+		return countingBuild(st)
+	}
+	res, err := f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || !res.Stored || !res.Rebuilt {
+		t.Errorf("calls %d, stored %v", calls, res.Stored)
+	}
+	if doc, ok := f.storedFull(t, "lib"); !ok || doc[:13] != `{"versions":2` {
+		t.Errorf("stored full document %q (fresh %v)", doc, ok)
+	}
+
+	// A package that changes under every attempt: the documents are
+	// returned but not stored.
+	if _, err := f.pool.Exec(f.ctx, `UPDATE npm_metadata_files SET expires_at = now()`); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	res, err = f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, func(st *NpmPackageState) (NpmDocuments, error) {
+		n++
+		f.publish(t, "lib", fmt.Sprintf("2.0.%d", n))
+		return countingBuild(st)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stored || n != 3 {
+		t.Errorf("stored %v after %d attempts", res.Stored, n)
+	}
+	if _, ok := f.storedFull(t, "lib"); ok {
+		t.Errorf("a stale document is fresh")
+	}
+	// Fresh rows are served without a rebuild.
+	if _, err := f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, countingBuild); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, func(*NpmPackageState) (NpmDocuments, error) {
+		t.Fatal("rebuilt although fresh")
+		return nil, nil
+	})
+	if err != nil || res.Rebuilt || res.Files[enum.NpmMetadataFull].Blob == nil {
+		t.Errorf("fresh read: %v %+v", err, res)
+	}
+}
+
+// TestNpmPickLatest: the highest release, else the highest prerelease.
+func TestNpmPickLatest(t *testing.T) {
+	for _, c := range []struct {
+		versions []string
+		want     string
+	}{
+		{[]string{"1.0.0", "2.0.0-beta.1", "1.5.0"}, "1.5.0"},
+		{[]string{"2.0.0-beta.1", "2.0.0-beta.10", "2.0.0-beta.2"}, "2.0.0-beta.10"},
+		{[]string{"0.9.0", "0.10.0"}, "0.10.0"},
+	} {
+		var vs []npmActiveVersion
+		for _, v := range c.versions {
+			vs = append(vs, npmActiveVersion{version: v})
+		}
+		if got := npmPickLatest(vs).version; got != c.want {
+			t.Errorf("%v: %s, want %s", c.versions, got, c.want)
+		}
+	}
+}
+
+// TestNpmPackageJSONSchema: the schema accepts what publish stores and
+// refuses wrong types.
+func TestNpmPackageJSONSchema(t *testing.T) {
+	ok := `{"name":"a","version":"1.0.0","_id":"a@1.0.0","_hasShrinkwrap":false,"_npmUser":{"name":"admin"},
+		"dist":{"integrity":"sha512-` + base64.StdEncoding.EncodeToString(make([]byte, 64)) + `","shasum":"` + hex.EncodeToString(make([]byte, 20)) + `"},
+		"dependencies":{"b":"^1"},"custom":{"any":"thing"}}`
+	if err := ValidateNpmPackageJSON([]byte(ok)); err != nil {
+		t.Fatalf("valid document refused: %v", err)
+	}
+	for _, bad := range []string{
+		`{}`, `[]`, `nope`,
+		`{"name":"a","version":"1.0.0","_id":"a@1.0.0","_hasShrinkwrap":false,"_npmUser":{"name":"admin"},"dist":{"shasum":"x"}}`,
+	} {
+		if err := ValidateNpmPackageJSON([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	var m map[string]any
+	_ = json.Unmarshal([]byte(ok), &m)
+	for field, value := range map[string]any{"dependencies": map[string]any{"b": 1}, "deprecated": "", "bin": 3, "dist": map[string]any{"integrity": "x", "shasum": "y", "tarball": "z"}} {
+		m2 := map[string]any{}
+		for k, v := range m {
+			m2[k] = v
+		}
+		m2[field] = value
+		b, _ := json.Marshal(m2)
+		if err := ValidateNpmPackageJSON(b); err == nil {
+			t.Errorf("%s = %v accepted", field, value)
+		}
+	}
+}
