@@ -7,7 +7,7 @@
 //
 // Wiring (cmd/artifact-registry/serve.go):
 //
-//	g, err := gc.New(st, gc.Config{Phase: gc.PhaseDelete})
+//	g, err := gc.New(st, gc.Config{Phase: gc.PhaseDelete}) // also installs the push-path metrics on st
 //	workers := river.NewWorkers()
 //	periodic := g.Register(workers)
 //	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
@@ -100,7 +100,10 @@ type Config struct {
 	SweepInterval time.Duration
 	// SweepBatch: at most this many cleanup jobs enqueued per sweep.
 	SweepBatch int
-	// CleanupWorkers: MaxWorkers of QueueCleanup (see Queues).
+	// CleanupWorkers: MaxWorkers of QueueCleanup (see Queues). Each
+	// running cleanup holds one pool connection for its transaction, so
+	// the pool (pgxpool's default MaxConns is max(4, NumCPU)) must leave
+	// room for the foreground paths: size it above this count.
 	CleanupWorkers int
 	// CleanupAttempts: River MaxAttempts of a gc:cleanup job (bounds a job
 	// that keeps failing with an unclassified error; the candidate
