@@ -510,6 +510,7 @@ func TestAPI(t *testing.T) {
 		{"ContainerArtifacts", testContainerArtifacts},
 		{"ContainerMutations", testContainerMutations},
 		{"TrashHistoryAndChecksumSearch", testTrashHistoryAndChecksumSearch},
+		{"MavenAndNpmArtifacts", testMavenAndNpmArtifacts},
 		{"GCQueue", testGCQueue},
 		{"QueryLimits", testQueryLimits},
 		{"NoNPlusOne", testNoNPlusOne},

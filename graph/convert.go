@@ -90,12 +90,18 @@ func toManifest(m *store.ContainerManifest) *model.ContainerManifest {
 	}
 }
 
-func toManifests(ms []*store.ContainerManifest) []*model.ContainerManifest {
-	out := make([]*model.ContainerManifest, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, toManifest(m))
+func toMavenVersion(v *store.MavenArtifact) *model.MavenVersion {
+	return &model.MavenVersion{
+		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, GroupID: v.GroupID, ArtifactID: v.ArtifactID,
+		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, SoftDeletedAt: v.SoftDeletedAt,
 	}
-	return out
+}
+
+func toNpmVersion(v *store.NpmArtifact) *model.NpmVersion {
+	return &model.NpmVersion{
+		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageName: v.PackageName,
+		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, SoftDeletedAt: v.SoftDeletedAt,
+	}
 }
 
 func toTag(t *store.ContainerTag) *model.ContainerTag {

@@ -33,8 +33,10 @@ type ResolverRoot interface {
 	ContainerImage() ContainerImageResolver
 	ContainerManifest() ContainerManifestResolver
 	ContainerTag() ContainerTagResolver
+	MavenVersion() MavenVersionResolver
 	Mutation() MutationResolver
 	Namespace() NamespaceResolver
+	NpmVersion() NpmVersionResolver
 	PublishEvent() PublishEventResolver
 	Query() QueryResolver
 	Repository() RepositoryResolver
@@ -131,6 +133,17 @@ type ComplexityRoot struct {
 		Tracked             func(childComplexity int) int
 	}
 
+	MavenVersion struct {
+		ArtifactID    func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		GroupID       func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Repository    func(childComplexity int) int
+		SizeBytes     func(childComplexity int) int
+		SoftDeletedAt func(childComplexity int) int
+		Version       func(childComplexity int) int
+	}
+
 	Mutation struct {
 		CreateNamespace                func(childComplexity int, input model.CreateNamespaceInput) int
 		CreateRepository               func(childComplexity int, input model.CreateRepositoryInput) int
@@ -186,6 +199,16 @@ type ComplexityRoot struct {
 	NamespaceStatistics struct {
 		ComponentsCount       func(childComplexity int) int
 		DeduplicatedSizeBytes func(childComplexity int) int
+	}
+
+	NpmVersion struct {
+		CreatedAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		PackageName   func(childComplexity int) int
+		Repository    func(childComplexity int) int
+		SizeBytes     func(childComplexity int) int
+		SoftDeletedAt func(childComplexity int) int
+		Version       func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -312,6 +335,9 @@ type ContainerManifestResolver interface {
 type ContainerTagResolver interface {
 	Manifest(ctx context.Context, obj *model.ContainerTag) (*model.ContainerManifest, error)
 }
+type MavenVersionResolver interface {
+	Repository(ctx context.Context, obj *model.MavenVersion) (*model.Repository, error)
+}
 type MutationResolver interface {
 	CreateNamespace(ctx context.Context, input model.CreateNamespaceInput) (*model.NamespacePayload, error)
 	DeleteNamespace(ctx context.Context, slug string) (*model.NamespacePayload, error)
@@ -337,6 +363,9 @@ type NamespaceResolver interface {
 	GcQueue(ctx context.Context, obj *model.Namespace) (*model.GCQueue, error)
 	PublishHistory(ctx context.Context, obj *model.Namespace, from *time.Time, to *time.Time, first *int, after *string) (*model.PublishEventConnection, error)
 	ChecksumSearch(ctx context.Context, obj *model.Namespace, sha256 string, activeOnly *bool, first *int) ([]*model.ChecksumMatch, error)
+}
+type NpmVersionResolver interface {
+	Repository(ctx context.Context, obj *model.NpmVersion) (*model.Repository, error)
 }
 type PublishEventResolver interface {
 	Repository(ctx context.Context, obj *model.PublishEvent) (*model.Repository, error)
@@ -682,6 +711,55 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.GCQueue.Tracked(childComplexity), true
 
+	case "MavenVersion.artifactId":
+		if e.ComplexityRoot.MavenVersion.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.ArtifactID(childComplexity), true
+	case "MavenVersion.createdAt":
+		if e.ComplexityRoot.MavenVersion.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.CreatedAt(childComplexity), true
+	case "MavenVersion.groupId":
+		if e.ComplexityRoot.MavenVersion.GroupID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.GroupID(childComplexity), true
+	case "MavenVersion.id":
+		if e.ComplexityRoot.MavenVersion.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.ID(childComplexity), true
+	case "MavenVersion.repository":
+		if e.ComplexityRoot.MavenVersion.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.Repository(childComplexity), true
+	case "MavenVersion.sizeBytes":
+		if e.ComplexityRoot.MavenVersion.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.SizeBytes(childComplexity), true
+	case "MavenVersion.softDeletedAt":
+		if e.ComplexityRoot.MavenVersion.SoftDeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.SoftDeletedAt(childComplexity), true
+	case "MavenVersion.version":
+		if e.ComplexityRoot.MavenVersion.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.Version(childComplexity), true
+
 	case "Mutation.createNamespace":
 		if e.ComplexityRoot.Mutation.CreateNamespace == nil {
 			break
@@ -1021,6 +1099,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NamespaceStatistics.DeduplicatedSizeBytes(childComplexity), true
+
+	case "NpmVersion.createdAt":
+		if e.ComplexityRoot.NpmVersion.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.CreatedAt(childComplexity), true
+	case "NpmVersion.id":
+		if e.ComplexityRoot.NpmVersion.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.ID(childComplexity), true
+	case "NpmVersion.packageName":
+		if e.ComplexityRoot.NpmVersion.PackageName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.PackageName(childComplexity), true
+	case "NpmVersion.repository":
+		if e.ComplexityRoot.NpmVersion.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Repository(childComplexity), true
+	case "NpmVersion.sizeBytes":
+		if e.ComplexityRoot.NpmVersion.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.SizeBytes(childComplexity), true
+	case "NpmVersion.softDeletedAt":
+		if e.ComplexityRoot.NpmVersion.SoftDeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.SoftDeletedAt(childComplexity), true
+	case "NpmVersion.version":
+		if e.ComplexityRoot.NpmVersion.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Version(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1604,8 +1725,9 @@ type Namespace {
   "Garbage-collection review queue of the namespace (admin only)."
   gcQueue: GCQueue!
   """
-  Published artifacts (container manifests), newest first, including ones
-  soft-deleted since (admin only). ` + "`" + `from` + "`" + ` is inclusive, ` + "`" + `to` + "`" + ` exclusive.
+  Published artifacts (container manifests, Maven and npm versions), newest
+  first, including ones soft-deleted since (admin only). ` + "`" + `from` + "`" + ` is
+  inclusive, ` + "`" + `to` + "`" + ` exclusive.
   """
   publishHistory(from: Time, to: Time, first: Int, after: String): PublishEventConnection!
   """
@@ -1755,10 +1877,38 @@ enum TrashKind {
   REPOSITORY
   CONTAINER_IMAGE
   CONTAINER_MANIFEST
+  MAVEN_VERSION
+  NPM_VERSION
 }
 
 "A soft-deleted item."
-union TrashItem = Repository | ContainerImage | ContainerManifest
+union TrashItem = Repository | ContainerImage | ContainerManifest | MavenVersion | NpmVersion
+
+"A version of a Maven package (as the trash and the publish history show it)."
+type MavenVersion {
+  id: ID!
+  groupId: String!
+  artifactId: String!
+  version: String!
+  "Buffered counter: bytes of the version's files."
+  sizeBytes: Int64!
+  createdAt: Time!
+  softDeletedAt: Time
+  repository: Repository!
+}
+
+"A version of an npm package (as the trash and the publish history show it)."
+type NpmVersion {
+  id: ID!
+  "Full package name, scope included (@scope/name)."
+  packageName: String!
+  version: String!
+  "Buffered counter: bytes of the version's files."
+  sizeBytes: Int64!
+  createdAt: Time!
+  softDeletedAt: Time
+  repository: Repository!
+}
 
 type TrashConnection {
   edges: [TrashEdge!]!
@@ -1789,7 +1939,7 @@ type GCQueue {
 }
 
 "A published artifact."
-union PublishedArtifact = ContainerManifest
+union PublishedArtifact = ContainerManifest | MavenVersion | NpmVersion
 
 type PublishEvent {
   publishedAt: Time!
@@ -1810,13 +1960,20 @@ type PublishEventEdge {
 enum ChecksumMatchKind {
   CONTAINER_BLOB
   CONTAINER_MANIFEST
+  MAVEN_FILE
+  NPM_FILE
+  NPM_METADATA_FILE
 }
 
 type ChecksumMatch {
   kind: ChecksumMatchKind!
-  "Id of the matching row (container blob, manifest ...)."
+  "Id of the matching row (container blob or manifest, Maven or npm file)."
   artifactId: ID!
-  "Id of its parent (the container image ...)."
+  """
+  Id of its parent: the container image (CONTAINER_*), the Maven version
+  (the package for package-level files such as maven-metadata.xml), the npm
+  version (NPM_FILE) or the npm package (NPM_METADATA_FILE).
+  """
   parentId: ID!
   repository: Repository!
   softDeletedAt: Time
@@ -4424,6 +4581,199 @@ func (ec *executionContext) fieldContext_GCQueue_lastReclaimedAt(_ context.Conte
 	return graphql.NewScalarFieldContext("GCQueue", field, false, false, "Time")
 }
 
+func (ec *executionContext) _MavenVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MavenVersion_groupId(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_groupId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GroupID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_groupId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenVersion_artifactId(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenVersion_version(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenVersion_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _MavenVersion_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MavenVersion_softDeletedAt(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_softDeletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SoftDeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_softDeletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MavenVersion_repository(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MavenVersion().Repository(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createNamespace(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5793,6 +6143,176 @@ func (ec *executionContext) _NamespaceStatistics_componentsCount(ctx context.Con
 }
 func (ec *executionContext) fieldContext_NamespaceStatistics_componentsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("NamespaceStatistics", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _NpmVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "ID")
+}
+
+func (ec *executionContext) _NpmVersion_packageName(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_packageName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PackageName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_packageName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmVersion_version(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmVersion_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _NpmVersion_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NpmVersion_softDeletedAt(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_softDeletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SoftDeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_softDeletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NpmVersion_repository(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Repository(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *model.PageInfo) (ret graphql.Marshaler) {
@@ -8994,6 +9514,20 @@ func (ec *executionContext) _PublishedArtifact(ctx context.Context, sel ast.Sele
 	switch obj := (obj).(type) {
 	case nil:
 		return graphql.Null
+	case model.NpmVersion:
+		return ec._NpmVersion(ctx, sel, &obj)
+	case *model.NpmVersion:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._NpmVersion(ctx, sel, obj)
+	case model.MavenVersion:
+		return ec._MavenVersion(ctx, sel, &obj)
+	case *model.MavenVersion:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._MavenVersion(ctx, sel, obj)
 	case model.ContainerManifest:
 		return ec._ContainerManifest(ctx, sel, &obj)
 	case *model.ContainerManifest:
@@ -9021,6 +9555,20 @@ func (ec *executionContext) _TrashItem(ctx context.Context, sel ast.SelectionSet
 			return graphql.Null
 		}
 		return ec._Repository(ctx, sel, obj)
+	case model.NpmVersion:
+		return ec._NpmVersion(ctx, sel, &obj)
+	case *model.NpmVersion:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._NpmVersion(ctx, sel, obj)
+	case model.MavenVersion:
+		return ec._MavenVersion(ctx, sel, &obj)
+	case *model.MavenVersion:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._MavenVersion(ctx, sel, obj)
 	case model.ContainerManifest:
 		return ec._ContainerManifest(ctx, sel, &obj)
 	case *model.ContainerManifest:
@@ -9664,6 +10212,75 @@ func (ec *executionContext) _GCQueue(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var mavenVersionImplementors = []string{"MavenVersion", "TrashItem", "PublishedArtifact"}
+
+func (ec *executionContext) _MavenVersion(ctx context.Context, sel ast.SelectionSet, obj *model.MavenVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenVersion")
+		case "id":
+			out.Values[i] = ec._MavenVersion_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "groupId":
+			out.Values[i] = ec._MavenVersion_groupId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "artifactId":
+			out.Values[i] = ec._MavenVersion_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._MavenVersion_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._MavenVersion_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._MavenVersion_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "softDeletedAt":
+			out.Values[i] = ec._MavenVersion_softDeletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "repository":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenVersion_repository(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mutationImplementors = []string{"Mutation"}
 
 func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet) graphql.Marshaler {
@@ -10056,6 +10673,70 @@ func (ec *executionContext) _NamespaceStatistics(ctx context.Context, sel ast.Se
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmVersionImplementors = []string{"NpmVersion", "TrashItem", "PublishedArtifact"}
+
+func (ec *executionContext) _NpmVersion(ctx context.Context, sel ast.SelectionSet, obj *model.NpmVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmVersion")
+		case "id":
+			out.Values[i] = ec._NpmVersion_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "packageName":
+			out.Values[i] = ec._NpmVersion_packageName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.Values[i] = ec._NpmVersion_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._NpmVersion_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._NpmVersion_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "softDeletedAt":
+			out.Values[i] = ec._NpmVersion_softDeletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "repository":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_repository(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

@@ -33,26 +33,26 @@ type pageKey struct {
 }
 
 type loaders struct {
-	namespace  *dataloader.Loader[uuid.UUID, *store.Namespace]
-	statistics *dataloader.Loader[uuid.UUID, *store.NamespaceStatistics]
+	namespace  *loader[uuid.UUID, *store.Namespace]
+	statistics *loader[uuid.UUID, *store.NamespaceStatistics]
 
-	repository  *dataloader.Loader[idKey, *store.Repository]
-	collections *dataloader.Loader[idKey, []*store.RepositoryCollection]
+	repository  *loader[idKey, *store.Repository]
+	collections *loader[idKey, []*store.RepositoryCollection]
 
 	// Page loaders return limit+1 rows per parent (the extra one tells
 	// hasNextPage), as models whose Siblings are every row of the batch.
-	imagePage     *dataloader.Loader[pageKey, []*model.ContainerImage]
-	imageCount    *dataloader.Loader[idKey, int]
-	tagPage       *dataloader.Loader[pageKey, []*model.ContainerTag]
-	tagCount      *dataloader.Loader[idKey, int]
-	manifestPage  *dataloader.Loader[pageKey, []*model.ContainerManifest]
-	manifestCount *dataloader.Loader[idKey, int]
+	imagePage     *loader[pageKey, []*model.ContainerImage]
+	imageCount    *loader[idKey, int]
+	tagPage       *loader[pageKey, []*model.ContainerTag]
+	tagCount      *loader[idKey, int]
+	manifestPage  *loader[pageKey, []*model.ContainerManifest]
+	manifestCount *loader[idKey, int]
 
-	image      *dataloader.Loader[idKey, *store.ContainerImage]
-	manifest   *dataloader.Loader[idKey, *model.ContainerManifest]
-	tagNames   *dataloader.Loader[idKey, []string]
-	references *dataloader.Loader[idKey, []*model.ContainerManifest]
-	referrers  *dataloader.Loader[idKey, []*model.ContainerManifest]
+	image      *loader[idKey, *store.ContainerImage]
+	manifest   *loader[idKey, *model.ContainerManifest]
+	tagNames   *loader[idKey, []string]
+	references *loader[idKey, []*model.ContainerManifest]
+	referrers  *loader[idKey, []*model.ContainerManifest]
 }
 
 type loadersKey struct{}
@@ -167,18 +167,20 @@ func siblingPages[S, M any](m map[uuid.UUID][]*S, limit int, conv func(*S) *M, s
 	return out
 }
 
-// prime queues, once per group and loader (name), the keys of all the
-// group's members synchronously, one after the other, so the batch holds
-// the whole level; each resolver then awaits its own key (a cache hit).
-// (LoadMany would queue them from one goroutine per key, which splits
-// batches under load.)
-func prime[K comparable, V any](ctx context.Context, l *dataloader.Loader[K, V], g *model.Group, name string, keys func([]uuid.UUID) []K) {
-	if !g.First(name) {
-		return
-	}
-	for _, k := range keys(g.IDs) {
-		l.Load(ctx, k)
-	}
+// prime loads, once per group and loader (name), the values of all the
+// group's members in one synchronous batch and primes the loader's cache
+// with them; every member's resolver then finds its own key cached. Members
+// that arrive while the batch runs wait for it, so a level of a nested
+// query is exactly one statement per loader, whatever the timing.
+func prime[K comparable, V any](ctx context.Context, l *loader[K, V], g *model.Group, name string, keys func([]uuid.UUID) []K) {
+	g.Do(name, func() {
+		ks := keys(g.IDs)
+		for i, r := range l.batch(ctx, ks) {
+			if r.Error == nil { // on error the member's own Load retries and reports it
+				l.Prime(ctx, ks[i], r.Data)
+			}
+		}
+	})
 }
 
 func idKeys(ns uuid.UUID) func([]uuid.UUID) []idKey {
@@ -223,10 +225,17 @@ func indexBy[V any](vs []V, key func(V) uuid.UUID) map[uuid.UUID]V {
 	return m
 }
 
+// loader is a dataloader that keeps its batch function, so a group can
+// run one batch for all its members synchronously (prime).
+type loader[K comparable, V any] struct {
+	*dataloader.Loader[K, V]
+	batch dataloader.BatchFunc[K, V]
+}
+
 // newLoader builds a loader from a fetch of many keys at once; keys the
 // fetch does not return resolve to V's zero value (nil: not found).
-func newLoader[K comparable, V any](wait time.Duration, fetch func(context.Context, []K) (map[K]V, error)) *dataloader.Loader[K, V] {
-	return dataloader.NewBatchedLoader(func(ctx context.Context, keys []K) []*dataloader.Result[V] {
+func newLoader[K comparable, V any](wait time.Duration, fetch func(context.Context, []K) (map[K]V, error)) *loader[K, V] {
+	batch := func(ctx context.Context, keys []K) []*dataloader.Result[V] {
 		m, err := fetch(ctx, keys)
 		out := make([]*dataloader.Result[V], len(keys))
 		for i, k := range keys {
@@ -237,7 +246,8 @@ func newLoader[K comparable, V any](wait time.Duration, fetch func(context.Conte
 			}
 		}
 		return out
-	}, dataloader.WithWait[K, V](wait))
+	}
+	return &loader[K, V]{Loader: dataloader.NewBatchedLoader(batch, dataloader.WithWait[K, V](wait)), batch: batch}
 }
 
 // perNamespace splits a batch of keys by namespace: one query per

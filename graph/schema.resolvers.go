@@ -144,6 +144,11 @@ func (r *containerTagResolver) Manifest(ctx context.Context, obj *model.Containe
 	return m, nil
 }
 
+// Repository is the resolver for the repository field.
+func (r *mavenVersionResolver) Repository(ctx context.Context, obj *model.MavenVersion) (*model.Repository, error) {
+	return r.loadRepository(ctx, obj.NamespaceID, obj.RepositoryID)
+}
+
 // CreateNamespace is the resolver for the createNamespace field.
 func (r *mutationResolver) CreateNamespace(ctx context.Context, input model.CreateNamespaceInput) (*model.NamespacePayload, error) {
 	if err := requireAdmin(ctx); err != nil {
@@ -488,6 +493,10 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 			edge.Node = toImage(e.Image)
 		case e.Manifest != nil:
 			edge.Node = toManifest(e.Manifest)
+		case e.Maven != nil:
+			edge.Node = toMavenVersion(e.Maven)
+		case e.Npm != nil:
+			edge.Node = toNpmVersion(e.Npm)
 		}
 		conn.Edges = append(conn.Edges, edge)
 	}
@@ -533,12 +542,19 @@ func (r *namespaceResolver) PublishHistory(ctx context.Context, obj *model.Names
 	}
 	conn := &model.PublishEventConnection{}
 	var cursors []string
-	for _, m := range rows {
-		c := encodeCursor("history", store.HistoryKey{CreatedAt: m.CreatedAt, ID: m.ID})
+	for _, e := range rows {
+		c := encodeCursor("history", e.Key())
 		cursors = append(cursors, c)
-		conn.Edges = append(conn.Edges, &model.PublishEventEdge{Cursor: c, Node: &model.PublishEvent{
-			PublishedAt: m.CreatedAt, NamespaceID: m.NamespaceID, RepositoryID: m.RepositoryID, Artifact: toManifest(m),
-		}})
+		ev := &model.PublishEvent{PublishedAt: e.CreatedAt, NamespaceID: obj.ID, RepositoryID: e.RepositoryID()}
+		switch {
+		case e.Manifest != nil:
+			ev.Artifact = toManifest(e.Manifest)
+		case e.Maven != nil:
+			ev.Artifact = toMavenVersion(e.Maven)
+		case e.Npm != nil:
+			ev.Artifact = toNpmVersion(e.Npm)
+		}
+		conn.Edges = append(conn.Edges, &model.PublishEventEdge{Cursor: c, Node: ev})
 	}
 	conn.Edges = nonNil(conn.Edges)
 	conn.PageInfo = pageInfo(cursors, more, after)
@@ -574,6 +590,11 @@ func (r *namespaceResolver) ChecksumSearch(ctx context.Context, obj *model.Names
 		})
 	}
 	return out, nil
+}
+
+// Repository is the resolver for the repository field.
+func (r *npmVersionResolver) Repository(ctx context.Context, obj *model.NpmVersion) (*model.Repository, error) {
+	return r.loadRepository(ctx, obj.NamespaceID, obj.RepositoryID)
 }
 
 // Repository is the resolver for the repository field.
@@ -716,11 +737,17 @@ func (r *Resolver) ContainerManifest() ContainerManifestResolver {
 // ContainerTag returns ContainerTagResolver implementation.
 func (r *Resolver) ContainerTag() ContainerTagResolver { return &containerTagResolver{r} }
 
+// MavenVersion returns MavenVersionResolver implementation.
+func (r *Resolver) MavenVersion() MavenVersionResolver { return &mavenVersionResolver{r} }
+
 // Mutation returns MutationResolver implementation.
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
 // Namespace returns NamespaceResolver implementation.
 func (r *Resolver) Namespace() NamespaceResolver { return &namespaceResolver{r} }
+
+// NpmVersion returns NpmVersionResolver implementation.
+func (r *Resolver) NpmVersion() NpmVersionResolver { return &npmVersionResolver{r} }
 
 // PublishEvent returns PublishEventResolver implementation.
 func (r *Resolver) PublishEvent() PublishEventResolver { return &publishEventResolver{r} }
@@ -736,8 +763,10 @@ type (
 	containerImageResolver    struct{ *Resolver }
 	containerManifestResolver struct{ *Resolver }
 	containerTagResolver      struct{ *Resolver }
+	mavenVersionResolver      struct{ *Resolver }
 	mutationResolver          struct{ *Resolver }
 	namespaceResolver         struct{ *Resolver }
+	npmVersionResolver        struct{ *Resolver }
 	publishEventResolver      struct{ *Resolver }
 	queryResolver             struct{ *Resolver }
 	repositoryResolver        struct{ *Resolver }

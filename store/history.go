@@ -3,49 +3,168 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
-// HistoryKey is the keyset position in the publish history.
+// HistoryKey is the keyset position in the publish history: publish time,
+// then id (UUIDv7 ids are unique across tables, so the merged order is
+// total).
 type HistoryKey struct {
 	CreatedAt time.Time `json:"t"`
 	ID        uuid.UUID `json:"i"`
 }
 
-// PublishHistory returns manifests published in [from, to) (nil: open),
-// newest first, after the key, soft-deleted ones included (a publish event
-// is not erased by a delete). It rides the unconditional
-// (namespace_id, created_at DESC) index of container_manifests.
-func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *time.Time, after *HistoryKey, limit int) ([]*ContainerManifest, bool, error) {
+// PublishKind names the table a publish event comes from.
+type PublishKind string
+
+const (
+	PublishContainerManifest PublishKind = "CONTAINER_MANIFEST"
+	PublishMavenVersion      PublishKind = "MAVEN_VERSION"
+	PublishNpmVersion        PublishKind = "NPM_VERSION"
+)
+
+// PublishEvent is one published artifact; exactly one pointer is set.
+type PublishEvent struct {
+	Kind      PublishKind
+	ID        uuid.UUID
+	CreatedAt time.Time
+	Manifest  *ContainerManifest
+	Maven     *MavenArtifact
+	Npm       *NpmArtifact
+}
+
+// Key is the event's keyset position.
+func (e *PublishEvent) Key() HistoryKey { return HistoryKey{CreatedAt: e.CreatedAt, ID: e.ID} }
+
+// RepositoryID is the repository the artifact was published to.
+func (e *PublishEvent) RepositoryID() uuid.UUID {
+	switch {
+	case e.Manifest != nil:
+		return e.Manifest.RepositoryID
+	case e.Maven != nil:
+		return e.Maven.RepositoryID
+	case e.Npm != nil:
+		return e.Npm.RepositoryID
+	}
+	return uuid.Nil
+}
+
+var historyTables = []struct {
+	kind  PublishKind
+	table string
+}{
+	{PublishContainerManifest, "container_manifests"},
+	{PublishMavenVersion, "maven_versions"},
+	{PublishNpmVersion, "npm_versions"},
+}
+
+// PublishHistory returns artifacts published in [from, to) (nil: open) —
+// container manifests, Maven and npm versions — newest first, after the
+// key, soft-deleted ones included (a publish event is not erased by a
+// delete). Each arm is a LIMITed range scan of its table's unconditional
+// (namespace_id, created_at DESC) index; the arms are merged with UNION ALL
+// and cut to the page, then the rows are loaded by id.
+func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *time.Time, after *HistoryKey, limit int) ([]*PublishEvent, bool, error) {
 	args := []any{nsID, limit + 1}
-	where := "cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1"
+	where := "namespace_id = $1"
 	if from != nil {
 		args = append(args, *from)
-		where += fmt.Sprintf(" AND cm.created_at >= $%d", len(args))
+		where += fmt.Sprintf(" AND created_at >= $%d", len(args))
 	}
 	if to != nil {
 		args = append(args, *to)
-		where += fmt.Sprintf(" AND cm.created_at < $%d", len(args))
+		where += fmt.Sprintf(" AND created_at < $%d", len(args))
 	}
 	if after != nil {
 		args = append(args, after.CreatedAt, after.ID)
-		where += fmt.Sprintf(" AND ROW(cm.created_at, cm.id) < ROW($%d, $%d)", len(args)-1, len(args))
+		where += fmt.Sprintf(" AND ROW(created_at, id) < ROW($%d, $%d)", len(args)-1, len(args))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
-		WHERE `+where+` ORDER BY cm.created_at DESC, cm.id DESC LIMIT $2`, args...)
+	arms := make([]string, 0, len(historyTables))
+	for _, t := range historyTables {
+		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, created_at FROM %s WHERE %s
+			ORDER BY created_at DESC, id DESC LIMIT $2)`, t.kind, t.table, where))
+	}
+	rows, err := s.pool.Query(ctx, `SELECT kind, id, created_at FROM (`+strings.Join(arms, " UNION ALL ")+
+		`) h ORDER BY created_at DESC, id DESC LIMIT $2`, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("publish history: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerManifest, error) { return scanManifest(r) })
-	if err != nil {
+	var events []*PublishEvent
+	for rows.Next() {
+		var e PublishEvent
+		var kind string
+		if err := rows.Scan(&kind, &e.ID, &e.CreatedAt); err != nil {
+			rows.Close()
+			return nil, false, fmt.Errorf("publish history: %w", err)
+		}
+		e.Kind = PublishKind(kind)
+		events = append(events, &e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return nil, false, fmt.Errorf("publish history: %w", err)
 	}
-	more := len(out) > limit
+	more := len(events) > limit
 	if more {
-		out = out[:limit]
+		events = events[:limit]
+	}
+	ids := map[PublishKind][]uuid.UUID{}
+	for _, e := range events {
+		ids[e.Kind] = append(ids[e.Kind], e.ID)
+	}
+	l, err := s.loadArtifacts(ctx, nsID, ids[PublishContainerManifest], ids[PublishMavenVersion], ids[PublishNpmVersion])
+	if err != nil {
+		return nil, false, err
+	}
+	out := events[:0]
+	for _, e := range events {
+		e.Manifest, e.Maven, e.Npm = l.manifests[e.ID], l.maven[e.ID], l.npm[e.ID]
+		if e.Manifest != nil || e.Maven != nil || e.Npm != nil { // purged in between: left out
+			out = append(out, e)
+		}
 	}
 	return out, more, nil
+}
+
+type loadedArtifacts struct {
+	manifests map[uuid.UUID]*ContainerManifest
+	maven     map[uuid.UUID]*MavenArtifact
+	npm       map[uuid.UUID]*NpmArtifact
+}
+
+// loadArtifacts loads manifests and Maven and npm versions by id, one
+// query per non-empty kind.
+func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
+	l := &loadedArtifacts{map[uuid.UUID]*ContainerManifest{}, map[uuid.UUID]*MavenArtifact{}, map[uuid.UUID]*NpmArtifact{}}
+	if len(manifestIDs) > 0 {
+		ms, err := s.ManifestsByIDs(ctx, nsID, manifestIDs)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range ms {
+			l.manifests[m.ID] = m
+		}
+	}
+	if len(mavenIDs) > 0 {
+		vs, err := s.MavenArtifactsByIDs(ctx, nsID, mavenIDs)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			l.maven[v.ID] = v
+		}
+	}
+	if len(npmIDs) > 0 {
+		vs, err := s.NpmArtifactsByIDs(ctx, nsID, npmIDs)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range vs {
+			l.npm[v.ID] = v
+		}
+	}
+	return l, nil
 }

@@ -15,13 +15,16 @@ type ChecksumMatchKind string
 const (
 	MatchContainerBlob     ChecksumMatchKind = "CONTAINER_BLOB"
 	MatchContainerManifest ChecksumMatchKind = "CONTAINER_MANIFEST"
+	MatchMavenFile         ChecksumMatchKind = "MAVEN_FILE"
+	MatchNpmFile           ChecksumMatchKind = "NPM_FILE"
+	MatchNpmMetadataFile   ChecksumMatchKind = "NPM_METADATA_FILE"
 )
 
 // ChecksumMatch is one artifact row referencing a blob.
 type ChecksumMatch struct {
 	Kind          ChecksumMatchKind
 	ArtifactID    uuid.UUID
-	ParentID      uuid.UUID // container image
+	ParentID      uuid.UUID // container image, Maven version (package for package-level files), npm version or package
 	RepositoryID  uuid.UUID
 	SoftDeletedAt *time.Time
 }
@@ -31,9 +34,10 @@ type ChecksumMatch struct {
 // table, each pruned to the namespace's partition. container_blobs rides
 // its (namespace_id, digest) index (digest = blob_sha256); the
 // container_manifests arm scans the namespace's partition (no standalone
-// digest index, accepted by ADR-007). activeOnly adds
-// soft_deleted_at IS NULL (vulnerability impact). Maven and npm arms join
-// when their tables land.
+// digest index, accepted by ADR-007); maven_files, npm_files and
+// npm_metadata_files ride their (namespace_id, blob_sha256) indexes.
+// activeOnly adds soft_deleted_at IS NULL (vulnerability impact);
+// npm_metadata_files rows have no soft delete and always count as active.
 func (s *Store) ChecksumSearch(ctx context.Context, nsID uuid.UUID, sha256 []byte, activeOnly bool, limit int) ([]*ChecksumMatch, error) {
 	if len(sha256) != 32 {
 		return nil, domainErr(CodeInvalidInput, "sha256 must be 32 bytes")
@@ -54,6 +58,26 @@ func (s *Store) ChecksumSearch(ctx context.Context, nsID uuid.UUID, sha256 []byt
 		JOIN container_images ci ON ci.namespace_id = x.namespace_id AND ci.id = x.container_image_id
 		JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id
 		WHERE x.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND x.digest = $2`+active+`
+		UNION ALL
+		SELECT 'MAVEN_FILE', x.id, COALESCE(x.maven_version_id, x.maven_package_id), mr.repository_id, x.soft_deleted_at
+		FROM maven_files x
+		JOIN maven_packages mp ON mp.namespace_id = x.namespace_id AND mp.id = x.maven_package_id
+		JOIN maven_repositories mr ON mr.namespace_id = mp.namespace_id AND mr.id = mp.maven_repository_id
+		WHERE x.namespace_id = $1 AND mp.namespace_id = $1 AND mr.namespace_id = $1 AND x.blob_sha256 = $2`+active+`
+		UNION ALL
+		SELECT 'NPM_FILE', x.id, x.npm_version_id, nr.repository_id, x.soft_deleted_at
+		FROM npm_files x
+		JOIN npm_versions nv ON nv.namespace_id = x.namespace_id AND nv.id = x.npm_version_id
+		JOIN npm_packages np ON np.namespace_id = nv.namespace_id AND np.id = nv.npm_package_id
+		JOIN npm_repositories nr ON nr.namespace_id = np.namespace_id AND nr.id = np.npm_repository_id
+		WHERE x.namespace_id = $1 AND nv.namespace_id = $1 AND np.namespace_id = $1 AND nr.namespace_id = $1
+		  AND x.blob_sha256 = $2`+active+`
+		UNION ALL
+		SELECT 'NPM_METADATA_FILE', x.id, x.npm_package_id, nr.repository_id, NULL::timestamptz
+		FROM npm_metadata_files x
+		JOIN npm_packages np ON np.namespace_id = x.namespace_id AND np.id = x.npm_package_id
+		JOIN npm_repositories nr ON nr.namespace_id = np.namespace_id AND nr.id = np.npm_repository_id
+		WHERE x.namespace_id = $1 AND np.namespace_id = $1 AND nr.namespace_id = $1 AND x.blob_sha256 = $2
 		LIMIT $3`, nsID, sha256, limit)
 	if err != nil {
 		return nil, fmt.Errorf("checksum search: %w", err)

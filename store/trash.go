@@ -16,10 +16,12 @@ const (
 	TrashRepository        TrashKind = "REPOSITORY"
 	TrashContainerImage    TrashKind = "CONTAINER_IMAGE"
 	TrashContainerManifest TrashKind = "CONTAINER_MANIFEST"
+	TrashMavenVersion      TrashKind = "MAVEN_VERSION"
+	TrashNpmVersion        TrashKind = "NPM_VERSION"
 )
 
 // AllTrashKinds lists every kind the trash merges.
-var AllTrashKinds = []TrashKind{TrashRepository, TrashContainerImage, TrashContainerManifest}
+var AllTrashKinds = []TrashKind{TrashRepository, TrashContainerImage, TrashContainerManifest, TrashMavenVersion, TrashNpmVersion}
 
 // trashTables maps a kind to its table; each has the ADR-007 trash index
 // (namespace_id, soft_deleted_at DESC) WHERE soft_deleted_at IS NOT NULL.
@@ -27,6 +29,8 @@ var trashTables = map[TrashKind]string{
 	TrashRepository:        "repositories",
 	TrashContainerImage:    "container_images",
 	TrashContainerManifest: "container_manifests",
+	TrashMavenVersion:      "maven_versions",
+	TrashNpmVersion:        "npm_versions",
 }
 
 // TrashKey is the keyset position in the trash: deletion time, then id
@@ -44,6 +48,8 @@ type TrashEntry struct {
 	Repository *Repository
 	Image      *ContainerImage
 	Manifest   *ContainerManifest
+	Maven      *MavenArtifact
+	Npm        *NpmArtifact
 }
 
 // Key is the entry's keyset position.
@@ -103,7 +109,6 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 	}
 	repos := map[uuid.UUID]*Repository{}
 	images := map[uuid.UUID]*ContainerImage{}
-	manifests := map[uuid.UUID]*ContainerManifest{}
 	if len(ids[TrashRepository]) > 0 {
 		rs, err := s.RepositoriesByIDs(ctx, nsID, ids[TrashRepository])
 		if err != nil {
@@ -122,14 +127,9 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 			images[i.ID] = i
 		}
 	}
-	if len(ids[TrashContainerManifest]) > 0 {
-		ms, err := s.ManifestsByIDs(ctx, nsID, ids[TrashContainerManifest])
-		if err != nil {
-			return nil, false, err
-		}
-		for _, m := range ms {
-			manifests[m.ID] = m
-		}
+	l, err := s.loadArtifacts(ctx, nsID, ids[TrashContainerManifest], ids[TrashMavenVersion], ids[TrashNpmVersion])
+	if err != nil {
+		return nil, false, err
 	}
 	out := entries[:0]
 	for _, e := range entries {
@@ -139,10 +139,14 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 		case TrashContainerImage:
 			e.Image = images[e.ID]
 		case TrashContainerManifest:
-			e.Manifest = manifests[e.ID]
+			e.Manifest = l.manifests[e.ID]
+		case TrashMavenVersion:
+			e.Maven = l.maven[e.ID]
+		case TrashNpmVersion:
+			e.Npm = l.npm[e.ID]
 		}
 		// A row purged between the two reads is left out.
-		if e.Repository != nil || e.Image != nil || e.Manifest != nil {
+		if e.Repository != nil || e.Image != nil || e.Manifest != nil || e.Maven != nil || e.Npm != nil {
 			out = append(out, e)
 		}
 	}

@@ -33,30 +33,32 @@ type Namespace struct {
 // goroutines interleave. For ContainerTag the ids are the manifests the
 // tags point at.
 type Group struct {
-	IDs  []uuid.UUID
-	mu   sync.Mutex
-	done map[string]bool
+	IDs   []uuid.UUID
+	mu    sync.Mutex
+	onces map[string]*sync.Once
 }
 
 // NewGroup groups ids.
 func NewGroup(ids []uuid.UUID) *Group { return &Group{IDs: ids} }
 
-// First reports whether this is the first call for key (then the caller
-// primes the loader named by key for the whole group).
-func (g *Group) First(key string) bool {
+// Do runs f once per key for the group (a group of fewer than two members
+// has nothing to share: Do does nothing). Concurrent callers with the same
+// key wait until the first one's f has returned.
+func (g *Group) Do(key string, f func()) {
 	if g == nil || len(g.IDs) < 2 {
-		return false
+		return
 	}
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.done[key] {
-		return false
+	if g.onces == nil {
+		g.onces = map[string]*sync.Once{}
 	}
-	if g.done == nil {
-		g.done = map[string]bool{}
+	o := g.onces[key]
+	if o == nil {
+		o = &sync.Once{}
+		g.onces[key] = o
 	}
-	g.done[key] = true
-	return true
+	g.mu.Unlock()
+	o.Do(f)
 }
 
 type Repository struct {
@@ -119,6 +121,35 @@ func (m *ContainerManifest) DigestBytes() []byte {
 
 func (ContainerManifest) IsTrashItem()         {}
 func (ContainerManifest) IsPublishedArtifact() {}
+
+type MavenVersion struct {
+	ID            uuid.UUID
+	NamespaceID   uuid.UUID
+	RepositoryID  uuid.UUID
+	GroupID       string
+	ArtifactID    string
+	Version       string
+	SizeBytes     int64
+	CreatedAt     time.Time
+	SoftDeletedAt *time.Time
+}
+
+func (MavenVersion) IsTrashItem()         {}
+func (MavenVersion) IsPublishedArtifact() {}
+
+type NpmVersion struct {
+	ID            uuid.UUID
+	NamespaceID   uuid.UUID
+	RepositoryID  uuid.UUID
+	PackageName   string
+	Version       string
+	SizeBytes     int64
+	CreatedAt     time.Time
+	SoftDeletedAt *time.Time
+}
+
+func (NpmVersion) IsTrashItem()         {}
+func (NpmVersion) IsPublishedArtifact() {}
 
 type ContainerTag struct {
 	Siblings    *Group

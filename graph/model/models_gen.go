@@ -220,16 +220,22 @@ type ChecksumMatchKind string
 const (
 	ChecksumMatchKindContainerBlob     ChecksumMatchKind = "CONTAINER_BLOB"
 	ChecksumMatchKindContainerManifest ChecksumMatchKind = "CONTAINER_MANIFEST"
+	ChecksumMatchKindMavenFile         ChecksumMatchKind = "MAVEN_FILE"
+	ChecksumMatchKindNpmFile           ChecksumMatchKind = "NPM_FILE"
+	ChecksumMatchKindNpmMetadataFile   ChecksumMatchKind = "NPM_METADATA_FILE"
 )
 
 var AllChecksumMatchKind = []ChecksumMatchKind{
 	ChecksumMatchKindContainerBlob,
 	ChecksumMatchKindContainerManifest,
+	ChecksumMatchKindMavenFile,
+	ChecksumMatchKindNpmFile,
+	ChecksumMatchKindNpmMetadataFile,
 }
 
 func (e ChecksumMatchKind) IsValid() bool {
 	switch e {
-	case ChecksumMatchKindContainerBlob, ChecksumMatchKindContainerManifest:
+	case ChecksumMatchKindContainerBlob, ChecksumMatchKindContainerManifest, ChecksumMatchKindMavenFile, ChecksumMatchKindNpmFile, ChecksumMatchKindNpmMetadataFile:
 		return true
 	}
 	return false
@@ -635,17 +641,21 @@ const (
 	TrashKindRepository        TrashKind = "REPOSITORY"
 	TrashKindContainerImage    TrashKind = "CONTAINER_IMAGE"
 	TrashKindContainerManifest TrashKind = "CONTAINER_MANIFEST"
+	TrashKindMavenVersion      TrashKind = "MAVEN_VERSION"
+	TrashKindNpmVersion        TrashKind = "NPM_VERSION"
 )
 
 var AllTrashKind = []TrashKind{
 	TrashKindRepository,
 	TrashKindContainerImage,
 	TrashKindContainerManifest,
+	TrashKindMavenVersion,
+	TrashKindNpmVersion,
 }
 
 func (e TrashKind) IsValid() bool {
 	switch e {
-	case TrashKindRepository, TrashKindContainerImage, TrashKindContainerManifest:
+	case TrashKindRepository, TrashKindContainerImage, TrashKindContainerManifest, TrashKindMavenVersion, TrashKindNpmVersion:
 		return true
 	}
 	return false
