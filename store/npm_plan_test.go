@@ -183,6 +183,18 @@ func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 		func() error { return s.NpmUnpublishFile(ctx, repo, "lib", "2.0.0", "lib-2.0.0.tgz", "", nil) },
 		func() error { return s.NpmUnpublishFile(ctx, repo, "lib", "1.1.0", "lib-1.1.0.tgz", "", nil) },
 		func() error { return s.NpmDeletePackage(ctx, repo, "lib", "", nil) },
+		func() error { return s.NpmRestorePackage(ctx, nsID, pkg.PackageID, nil) },
+		func() error {
+			var v uuid.UUID
+			if err := pool.QueryRow(ctx, `SELECT id FROM npm_versions WHERE version = '1.0.0'`).Scan(&v); err != nil {
+				return err
+			}
+			if err := s.NpmDeleteVersionByID(ctx, nsID, v, nil); err != nil {
+				return err
+			}
+			return s.NpmRestoreVersion(ctx, nsID, v, nil)
+		},
+		func() error { return s.NpmDeletePackageByID(ctx, nsID, pkg.PackageID, nil) },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
@@ -204,5 +205,72 @@ func TestNpmPackageJSONSchema(t *testing.T) {
 		if err := ValidateNpmPackageJSON(b); err == nil {
 			t.Errorf("%s = %v accepted", field, value)
 		}
+	}
+}
+
+// TestNpmTrash: delete and restore versions and packages by id; restores
+// refuse to collide with newer rows; the cache follows.
+func TestNpmTrash(t *testing.T) {
+	f := newNpmFixture(t)
+	f.publish(t, "lib", "1.0.0")
+	pkg := f.publish(t, "lib", "2.0.0")
+	versionID := func(v string) uuid.UUID {
+		var id uuid.UUID
+		if err := f.pool.QueryRow(f.ctx, `SELECT id FROM npm_versions WHERE version = $1`, v).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	latest := func() string {
+		var v string
+		_ = f.pool.QueryRow(f.ctx, `SELECT v.version FROM npm_tags t JOIN npm_versions v ON v.id = t.npm_version_id WHERE t.name = 'latest' AND t.npm_package_id = $1`, pkg.PackageID).Scan(&v)
+		return v
+	}
+	v2 := versionID("2.0.0")
+	if err := f.s.NpmDeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if latest() != "1.0.0" {
+		t.Errorf("latest after delete: %q", latest())
+	}
+	if err := f.s.NpmDeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !errors.Is(err, ErrNpmInvalid) {
+		t.Errorf("second delete: %v", err)
+	}
+	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.NpmTarball(f.ctx, f.repo, "lib", "2.0.0", "lib-2.0.0.tgz"); err != nil {
+		t.Errorf("restored tarball: %v", err)
+	}
+	// latest stays where unpublish moved it (a restore does not retag).
+	if latest() != "1.0.0" {
+		t.Errorf("latest after restore: %q", latest())
+	}
+
+	// The whole package.
+	if err := f.s.NpmDeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.NpmCachedMetadata(f.ctx, f.repo, "lib", enum.NpmMetadataFull); !errors.Is(err, ErrNpmPackageUnknown) {
+		t.Errorf("trashed package: %v", err)
+	}
+	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.s.NpmLoadPackageState(f.ctx, pkg)
+	if err != nil || len(st.Versions) != 2 {
+		t.Fatalf("restored package: %v %+v", err, st)
+	}
+	// Trash it again, publish the name anew: the old package cannot come
+	// back, nor can its versions be published again.
+	if err := f.s.NpmDeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, "lib", "3.0.0")
+	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); !errors.Is(err, ErrNpmConflict) {
+		t.Errorf("restore over a new package: %v", err)
+	}
+	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); !errors.Is(err, ErrNpmConflict) {
+		t.Errorf("restore of a version of an old package over a new one: %v", err)
 	}
 }
