@@ -98,7 +98,6 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 	} else {
 		pool = testdb.New(t)
 	}
-	applyProposedControls(t, pool)
 	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -143,28 +142,6 @@ func testLogger() *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
-// applyProposedControls creates the kill-switch table of the proposed
-// migration (gc/testdata) unless the migrations already have it.
-func applyProposedControls(t testing.TB, pool *pgxpool.Pool) {
-	t.Helper()
-	ctx := context.Background()
-	var exists bool
-	if err := pool.QueryRow(ctx, `SELECT to_regclass('gc_controls') IS NOT NULL`).Scan(&exists); err != nil {
-		t.Fatal(err)
-	}
-	if exists {
-		return
-	}
-	b, err := os.ReadFile("testdata/proposed_gc_controls.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	up, _, _ := strings.Cut(string(b), "-- +goose Down")
-	if _, err := pool.Exec(ctx, up); err != nil {
-		t.Fatalf("apply proposed gc_controls migration: %v", err)
-	}
 }
 
 // collectInserter stands in for the River client in direct tests: it

@@ -13,8 +13,8 @@ import (
 // singleton row): when Enabled is false the garbage collector deletes no
 // object. gc:cleanup reads it before every delete and fails closed.
 //
-// The table is not in migrations/ yet (see gc/testdata/proposed_gc_controls.sql):
-// until it is, GCReclaimSwitch fails, and so GC deletes nothing.
+// A missing table or row fails (migrations/00030_gc_controls.sql creates
+// both), and so GC deletes nothing.
 type GCReclaimSwitch struct {
 	Enabled   bool
 	ChangedBy *string
