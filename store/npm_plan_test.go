@@ -186,7 +186,7 @@ func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 		func() error { return s.NpmRestorePackage(ctx, nsID, pkg.PackageID, nil) },
 		func() error {
 			var v uuid.UUID
-			if err := pool.QueryRow(ctx, `SELECT id FROM npm_versions WHERE version = '1.0.0'`).Scan(&v); err != nil {
+			if err := pool.QueryRow(ctx, `SELECT id FROM npm_versions WHERE namespace_id = $1 AND version = '1.0.0'`, nsID).Scan(&v); err != nil {
 				return err
 			}
 			if err := s.NpmDeleteVersionByID(ctx, nsID, v, nil); err != nil {

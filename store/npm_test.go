@@ -2,12 +2,12 @@ package store
 
 import (
 	"context"
-	"errors"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
