@@ -87,7 +87,7 @@ func (s *server) interrupt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("server exited with %v; logs:\n%s", err, s.logs)
 		}
-	case <-time.After(3 * time.Minute):
+	case <-time.After(12 * time.Minute):
 		_ = s.cmd.Process.Kill()
 		t.Fatalf("server did not stop on SIGINT; logs:\n%s", s.logs)
 	}

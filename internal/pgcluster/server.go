@@ -288,7 +288,10 @@ func (c *Cluster) stopServer(ctx context.Context) error {
 	if _, err := os.Stat(pidPath); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	err := c.pgctl(ctx, "stop", "-m", "fast", "-w", "-t", secondsLeft(ctx, time.Minute))
+	// The shutdown checkpoint fsyncs every one of the schema's ~20,000 relation
+	// files: on a busy machine that alone can take minutes, and returning
+	// early would leave a server running behind a process that has exited.
+	err := c.pgctl(ctx, "stop", "-m", "fast", "-w", "-t", secondsLeft(ctx, 10*time.Minute))
 	if _, statErr := os.Stat(pidPath); err == nil || errors.Is(statErr, os.ErrNotExist) {
 		return nil
 	}
