@@ -157,7 +157,7 @@ func (s *server) fillCache(ctx context.Context) error {
 
 func (s *server) removeCluster() error {
 	if s.cluster != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
 		if err := s.cluster.Stop(ctx); err != nil {
 			return fmt.Errorf("stop test cluster: %w", err)
