@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test generate lint bench clean deps test-deps
+.PHONY: build run test generate lint bench clean deps test-deps web-test web-build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
@@ -21,6 +21,16 @@ run: deps build
 test: test-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) web-test
+
+# UI component tests (Vitest); the browser end-to-end tests are Go tests
+# in web/e2e and run above.
+web-test:
+	cd web && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm test
+
+# Rebuilds the UI into web/dist, which the binary embeds.
+web-build:
+	web/check-dist.sh --fix
 
 generate:
 	$(GO) generate ./...
