@@ -71,56 +71,80 @@ func (t *ContainerTarget) Name() string {
 	return t.NamespaceSlug + "/" + t.RepositoryName + "/" + t.ImageName
 }
 
-// resolveRepoSQL resolves repository, container repository and image once
-// the namespace is known. Every table is named with namespace_id = $1, so
-// the planner prunes each partitioned table to one partition before it
-// plans (a join on n.id instead would plan all 64 partitions of each, two
-// orders of magnitude slower to plan).
-const resolveRepoSQL = `
-SELECT r.id, r.format, r.kind, r.visibility, cr.id, ci.id
-FROM repositories r
+// resolveTargetSQL resolves the namespace's state, the repository, the
+// container repository and the image in one round trip once the namespace
+// id is known. Every partitioned table is named with namespace_id = $1, so
+// the planner prunes each one to one partition before it plans (a join on
+// n.id instead would plan all 64 partitions of each: two orders of
+// magnitude slower to plan).
+const resolveTargetSQL = `
+SELECT n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
+       r.id, r.format, r.kind, r.visibility, cr.id, ci.id
+FROM namespaces n
+LEFT JOIN repositories r
+       ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
 LEFT JOIN container_repositories cr
        ON cr.namespace_id = $1 AND cr.repository_id = r.id
 LEFT JOIN container_images ci
        ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL
-WHERE r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL`
+WHERE n.id = $1`
 
-// ResolveContainerTarget resolves an OCI name. ErrContainerNameUnknown
-// (wrapped with the reason) when the namespace does not exist or is deleted,
-// or when the repository is missing, in the trash, not a container
-// repository, or not HOSTED. Blocked, disabled and suspended namespaces
-// resolve, with ServesReads/ServesWrites telling what they allow.
+// ContainerNamespaceID returns the id of a namespace by slug (deleted ones
+// included). Slugs are immutable and never reused (namespaces_slug_key
+// spans purged rows too), so callers may cache the answer forever.
+// ErrContainerNameUnknown when there is none.
+func (s *Store) ContainerNamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, slug).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, slug)
+	}
+	if err != nil {
+		return uuid.Nil, mapErr(fmt.Errorf("store: namespace %s: %w", slug, err))
+	}
+	return id, nil
+}
+
+// ResolveContainerTarget resolves an OCI name (two round trips; see
+// ResolveContainerTargetIn for one).
 func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repository, image string) (*ContainerTarget, error) {
+	nsID, err := s.ContainerNamespaceID(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return s.ResolveContainerTargetIn(ctx, nsID, namespace, repository, image)
+}
+
+// ResolveContainerTargetIn resolves an OCI name in the namespace nsID (whose
+// slug is namespace). ErrContainerNameUnknown (wrapped with the reason) when
+// the namespace does not exist or is deleted, or when the repository is
+// missing, in the trash, not a container repository, or not HOSTED.
+// Blocked, disabled and suspended namespaces resolve, with
+// ServesReads/ServesWrites telling what they allow.
+func (s *Store) ResolveContainerTargetIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string) (*ContainerTarget, error) {
 	t := &ContainerTarget{NamespaceSlug: namespace, RepositoryName: repository, ImageName: image}
 	var (
-		nsID                                          uuid.UUID
 		deleted, purged, blocked, disabled, suspended *time.Time
 		repoID, crID, imageID                         *uuid.UUID
-		format, kind, visibility                      int16
+		format, kind, visibility                      *int16
 	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT id, deleted_at, purged_at, blocked_at, disabled_at, suspended_at
-		FROM namespaces WHERE slug = $1`, namespace).Scan(
-		&nsID, &deleted, &purged, &blocked, &disabled, &suspended)
+	err := s.pool.QueryRow(ctx, resolveTargetSQL, nsID, repository, image).Scan(
+		&deleted, &purged, &blocked, &disabled, &suspended,
+		&repoID, &format, &kind, &visibility, &crID, &imageID)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (deleted != nil || purged != nil)) {
 		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: resolve namespace %s: %w", namespace, err))
-	}
-	err = s.pool.QueryRow(ctx, resolveRepoSQL, nsID, repository, image).Scan(
-		&repoID, &format, &kind, &visibility, &crID, &imageID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrContainerNameUnknown, repository, namespace)
-	}
-	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
 	}
-	f := enum.Format(format)
+	if repoID == nil {
+		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrContainerNameUnknown, repository, namespace)
+	}
+	f := enum.Format(*format)
 	if f != enum.FormatDocker && f != enum.FormatOCI {
 		return nil, fmt.Errorf("%w: repository %s/%s is not a container repository", ErrContainerNameUnknown, namespace, repository)
 	}
-	if enum.Kind(kind) != enum.KindHosted || crID == nil {
+	if enum.Kind(*kind) != enum.KindHosted || crID == nil {
 		return nil, fmt.Errorf("%w: repository %s/%s is not a hosted container repository", ErrContainerNameUnknown, namespace, repository)
 	}
 	t.NamespaceID, t.RepositoryID, t.ContainerRepositoryID = nsID, *repoID, *crID
@@ -136,7 +160,7 @@ func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repositor
 	}
 	t.ServesReads = blocked == nil && disabled == nil
 	t.ServesWrites = t.ServesReads && suspended == nil
-	t.Format, t.Visibility = f, enum.Visibility(visibility)
+	t.Format, t.Visibility = f, enum.Visibility(*visibility)
 	if imageID != nil {
 		t.ImageID = *imageID
 	}

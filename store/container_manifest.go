@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// ContainerManifestRow is an active manifest of an image with the blob row
-// holding its payload.
+// ContainerManifestRow is an active manifest of an image. Payload, the blob
+// row holding its bytes, is filled by ContainerManifestPayload (lookups by
+// tag or digest leave it empty, so that a caller holding the bytes in a
+// cache saves the round trip).
 type ContainerManifestRow struct {
 	ID        uuid.UUID
 	Digest    [32]byte
@@ -22,6 +24,11 @@ type ContainerManifestRow struct {
 	// size is Payload.Size.
 	Size    int64
 	Payload Blob
+}
+
+// ContainerManifestPayload fills m.Payload (one pruned lookup).
+func (s *Store) ContainerManifestPayload(ctx context.Context, t *ContainerTarget, m *ContainerManifestRow) error {
+	return s.withPayloads(ctx, t.NamespaceID, []*ContainerManifestRow{m})
 }
 
 const containerManifestRowColumns = `cm.id, cm.digest, cm.media_type, cm.size`
@@ -82,9 +89,6 @@ func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, 
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: manifest by tag: %w", err))
 	}
-	if err := s.withPayloads(ctx, t.NamespaceID, []*ContainerManifestRow{m}); err != nil {
-		return nil, err
-	}
 	return m, nil
 }
 
@@ -104,14 +108,14 @@ func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarge
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: manifest by digest: %w", err))
 	}
-	if err := s.withPayloads(ctx, t.NamespaceID, []*ContainerManifestRow{m}); err != nil {
-		return nil, err
-	}
 	return m, nil
 }
 
 // ReadContainerManifest reads a manifest's payload (bounded by max bytes).
 func (s *Store) ReadContainerManifest(ctx context.Context, m *ContainerManifestRow, max int64) ([]byte, error) {
+	if m.Payload.ObjectStorageKey == "" {
+		return nil, fmt.Errorf("store: manifest %s: payload row not loaded", FormatSHA256(m.Digest))
+	}
 	if m.Payload.Size > max {
 		return nil, fmt.Errorf("store: manifest %s payload is %d bytes, over %d", FormatSHA256(m.Digest), m.Payload.Size, max)
 	}

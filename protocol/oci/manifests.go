@@ -44,13 +44,23 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
 	}
-	hdr.Set("Content-Length", strconv.FormatInt(m.Payload.Size, 10))
+	// The payload cache (by digest) spares the blob lookup and the storage
+	// read; it is consulted only after the database said the manifest is
+	// live in the image.
+	payload, cached := h.payloads.get(digest(m.Digest))
+	size := int64(len(payload))
+	if !cached {
+		if err := h.st.ContainerManifestPayload(r.Context(), t, m); err != nil {
+			return err
+		}
+		size = m.Payload.Size
+	}
+	hdr.Set("Content-Length", strconv.FormatInt(size, 10))
 	if r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
-	payload, ok := h.payloads.get(digest(m.Digest))
-	if !ok {
+	if !cached {
 		if payload, err = h.st.ReadContainerManifest(r.Context(), m, maxManifestSize); err != nil {
 			return err
 		}

@@ -33,6 +33,7 @@
 package oci
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -42,7 +43,9 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -73,6 +76,7 @@ type handler struct {
 	// keeps the bytes), it saves a storage read on hot tags.
 	payloads *lru[digest, []byte]
 	pulls    *pullRecorder
+	nsIDs    sync.Map // namespace slug -> uuid.UUID
 }
 
 // payloadCacheBytes bounds the manifest payload cache; payloads over
@@ -192,7 +196,7 @@ func (h *handler) target(r *http.Request, want access) (*store.ContainerTarget, 
 	if cred == credInvalid || (want == accessWrite && cred != credAdmin) {
 		return nil, unauthorized(cred)
 	}
-	t, err := h.st.ResolveContainerTarget(r.Context(), n.Namespace, n.Repository, n.Image)
+	t, err := h.resolve(r.Context(), n)
 	if err != nil {
 		if errors.Is(err, store.ErrContainerNameUnknown) {
 			if cred != credAdmin {
@@ -213,6 +217,23 @@ func (h *handler) target(r *http.Request, want access) (*store.ContainerTarget, 
 		return nil, newErr(http.StatusForbidden, codeDenied, "namespace %q is %s: it is read-only", n.Namespace, t.NamespaceState)
 	}
 	return t, nil
+}
+
+// resolve resolves a name in one round trip: namespace slugs are immutable
+// and never reused, so their ids are cached for the life of the process.
+func (h *handler) resolve(ctx context.Context, n imageName) (*store.ContainerTarget, error) {
+	var nsID uuid.UUID
+	if v, ok := h.nsIDs.Load(n.Namespace); ok {
+		nsID = v.(uuid.UUID)
+	} else {
+		id, err := h.st.ContainerNamespaceID(ctx, n.Namespace)
+		if err != nil {
+			return nil, err
+		}
+		h.nsIDs.Store(n.Namespace, id)
+		nsID = id
+	}
+	return h.st.ResolveContainerTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
 }
 
 // location makes a Location header value for a /v2/ path.
