@@ -138,16 +138,37 @@ func (s *Store) repositoryWhere(ctx context.Context, q RepositoryListQuery) (str
 // after the key (keyset: ROW(sort, id) beyond ROW($k, $id), never OFFSET),
 // and whether more rows follow.
 func (s *Store) ListRepositories(ctx context.Context, q RepositoryListQuery) ([]*Repository, bool, error) {
+	sql, args, err := s.repositoryListSQL(ctx, q)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list repositories: %w", err)
+	}
+	out, err := collectRepositories(rows)
+	if err != nil {
+		return nil, false, fmt.Errorf("list repositories: %w", err)
+	}
+	more := len(out) > q.Limit
+	if more {
+		out = out[:q.Limit]
+	}
+	return out, more, nil
+}
+
+// repositoryListSQL builds the page query (limit+1 rows).
+func (s *Store) repositoryListSQL(ctx context.Context, q RepositoryListQuery) (string, []any, error) {
 	expr, ok := q.Order.sortExpr()
 	if !ok {
-		return nil, false, domainErr(CodeInvalidInput, "unknown repository order %q", q.Order)
+		return "", nil, domainErr(CodeInvalidInput, "unknown repository order %q", q.Order)
 	}
 	if q.Limit < 1 {
-		return nil, false, domainErr(CodeInvalidInput, "page size must be positive")
+		return "", nil, domainErr(CodeInvalidInput, "page size must be positive")
 	}
 	where, args, err := s.repositoryWhere(ctx, q)
 	if err != nil {
-		return nil, false, err
+		return "", nil, err
 	}
 	cmp, dir := ">", "ASC"
 	if q.Desc {
@@ -155,7 +176,7 @@ func (s *Store) ListRepositories(ctx context.Context, q RepositoryListQuery) ([]
 	}
 	if k := q.After; k != nil {
 		if k.Order != q.Order || k.Desc != q.Desc {
-			return nil, false, domainErr(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
+			return "", nil, domainErr(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
 		}
 		var v any
 		switch q.Order {
@@ -181,21 +202,8 @@ func (s *Store) ListRepositories(ctx context.Context, q RepositoryListQuery) ([]
 		order += ", r.id " + dir
 	}
 	args = append(args, q.Limit+1)
-	sql := `SELECT ` + repositoryColumns + ` FROM repositories r WHERE ` + where +
-		` ORDER BY ` + order + fmt.Sprintf(` LIMIT $%d`, len(args))
-	rows, err := s.pool.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("list repositories: %w", err)
-	}
-	out, err := collectRepositories(rows)
-	if err != nil {
-		return nil, false, fmt.Errorf("list repositories: %w", err)
-	}
-	more := len(out) > q.Limit
-	if more {
-		out = out[:q.Limit]
-	}
-	return out, more, nil
+	return `SELECT ` + repositoryColumns + ` FROM repositories r WHERE ` + where +
+		` ORDER BY ` + order + fmt.Sprintf(` LIMIT $%d`, len(args)), args, nil
 }
 
 // CountRepositories counts the active repositories matching the filter.
