@@ -284,7 +284,7 @@ func (s *Store) setMavenVersionTrash(ctx context.Context, nsID, versionID uuid.U
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.refreshMavenMetadata(ctx, t, mavenMetadataScope{pkgID: pkg.ID, groupID: pkg.GroupID, artifactID: pkg.ArtifactID}); err != nil {
+	if _, err := s.refreshAfterWrite(ctx, t, mavenMetadataScope{pkgID: pkg.ID, groupID: pkg.GroupID, artifactID: pkg.ArtifactID}); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -345,7 +345,7 @@ func (s *Store) setMavenPackageTrash(ctx context.Context, nsID, packageID uuid.U
 		// Versions cannot change while the package is in the trash, but
 		// the stored document may be stale from a crash: refresh it on the
 		// way back (a no-op when it is current).
-		if _, err := s.refreshMavenMetadata(ctx, t, mavenMetadataScope{pkgID: out.ID, groupID: out.GroupID, artifactID: out.ArtifactID}); err != nil {
+		if _, err := s.refreshAfterWrite(ctx, t, mavenMetadataScope{pkgID: out.ID, groupID: out.GroupID, artifactID: out.ArtifactID}); err != nil {
 			return nil, err
 		}
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // Server-generated maven-metadata.xml.
@@ -233,7 +235,24 @@ func (s *Store) refreshMavenMetadata(ctx context.Context, t *MavenTarget, m mave
 			return created, nil
 		}
 	}
-	return false, fmt.Errorf("%w: maven-metadata.xml of %s:%s kept changing during its refresh", ErrRetryable, m.groupID, m.artifactID)
+	return false, fmt.Errorf("%w: %w: maven-metadata.xml of %s:%s", ErrRetryable, errMavenRefreshContended, m.groupID, m.artifactID)
+}
+
+// errMavenRefreshContended: a refresh gave up because the rows kept
+// changing under it. Every one of those changes is followed by its own
+// refresh, and the last of them meets no further change, so a writer
+// whose change is already committed may ignore this error: the document
+// will include its change.
+var errMavenRefreshContended = errors.New("the rows kept changing during the refresh")
+
+// refreshAfterWrite is refreshMavenMetadata for a writer whose change is
+// committed: contention is not its failure (see errMavenRefreshContended).
+func (s *Store) refreshAfterWrite(ctx context.Context, t *MavenTarget, m mavenMetadataScope) (bool, error) {
+	created, err := s.refreshMavenMetadata(ctx, t, m)
+	if errors.Is(err, errMavenRefreshContended) {
+		return false, nil
+	}
+	return created, err
 }
 
 // removeMavenFile deletes a file row and its attachment (same
@@ -249,6 +268,10 @@ func (s *Store) removeMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget, 
 		return mapErr(fmt.Errorf("store: delete maven file: %w", err))
 	}
 	if _, err := s.Detach(ctx, tx, t.NamespaceID, []Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
+		return err
+	}
+	if err := insertMavenDeltas(ctx, tx, t.NamespaceID, []mavenDelta{{target: enum.CounterTargetRepository,
+		targetID: t.RepositoryID, field: enum.CounterFieldSizeBytes, delta: -cur.size}}); err != nil {
 		return err
 	}
 	return addMavenVersionSize(ctx, tx, t.NamespaceID, versionID, -cur.size)
@@ -294,6 +317,10 @@ func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget,
 	delta := sums.Size
 	if cur != nil {
 		delta -= cur.size
+	}
+	if err := insertMavenDeltas(ctx, tx, t.NamespaceID, []mavenDelta{{target: enum.CounterTargetRepository,
+		targetID: t.RepositoryID, field: enum.CounterFieldSizeBytes, delta: delta}}); err != nil {
+		return uuid.Nil, err
 	}
 	return id, addMavenVersionSize(ctx, tx, t.NamespaceID, versionID, delta)
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // MavenPut describes a version file upload.
@@ -59,10 +61,10 @@ func (s *Store) mavenTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // first upload, and holds its row lock (FOR NO KEY UPDATE: writers of one
 // package queue here; foreign-key checks of new versions and files are not
 // blocked).
-func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID, artifactID string) (uuid.UUID, error) {
+func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID, artifactID string) (uuid.UUID, bool, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("store: maven package id: %w", err)
+		return uuid.Nil, false, fmt.Errorf("store: maven package id: %w", err)
 	}
 	var got uuid.UUID
 	err = tx.QueryRow(ctx, `
@@ -70,6 +72,9 @@ func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID,
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (namespace_id, maven_repository_id, group_id, artifact_id) WHERE soft_deleted_at IS NULL DO NOTHING
 		RETURNING id`, id, t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&got)
+	if err == nil {
+		return got, true, nil
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = tx.QueryRow(ctx, `
 			SELECT id FROM maven_packages
@@ -77,13 +82,13 @@ func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID,
 			  AND soft_deleted_at IS NULL
 			FOR NO KEY UPDATE`, t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&got)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return uuid.Nil, errMavenRace // soft-deleted between the two statements
+			return uuid.Nil, false, errMavenRace // soft-deleted between the two statements
 		}
 	}
 	if err != nil {
-		return uuid.Nil, mapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
+		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
 	}
-	return got, nil
+	return got, false, nil
 }
 
 // ensureMavenVersion returns the id of the active version, creating it on
@@ -191,7 +196,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 	var res *MavenPutResult
 	err = s.mavenTx(ctx, func(tx pgx.Tx) error {
 		res = &MavenPutResult{}
-		pkgID, err := ensureMavenPackage(ctx, tx, t, in.GroupID, in.ArtifactID)
+		pkgID, pkgCreated, err := ensureMavenPackage(ctx, tx, t, in.GroupID, in.ArtifactID)
 		if err != nil {
 			return err
 		}
@@ -200,6 +205,18 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 			return err
 		}
 		res.VersionCreated = created
+		var counts []mavenDelta
+		if pkgCreated {
+			counts = append(counts, mavenDelta{target: enum.CounterTargetRepository, targetID: t.RepositoryID,
+				field: enum.CounterFieldArtifactsCount, delta: 1})
+		}
+		if created {
+			counts = append(counts, mavenDelta{target: enum.CounterTargetNamespaceStatistics, targetID: t.NamespaceID,
+				field: enum.CounterFieldComponentsCount, delta: 1})
+		}
+		if err := insertMavenDeltas(ctx, tx, t.NamespaceID, counts); err != nil {
+			return err
+		}
 		cur, err := currentMavenFile(ctx, tx, t.NamespaceID, `f.maven_version_id = $2`, versionID, in.FileName, "FOR UPDATE OF f")
 		if err != nil {
 			return err
@@ -225,7 +242,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 	}
 	res.File.Blob = *blob
 	if res.VersionCreated {
-		if _, err := s.refreshMavenMetadata(ctx, t, mavenMetadataScope{
+		if _, err := s.refreshAfterWrite(ctx, t, mavenMetadataScope{
 			pkgID: res.File.PackageID, groupID: in.GroupID, artifactID: in.ArtifactID,
 		}); err != nil {
 			return nil, err
@@ -367,7 +384,7 @@ func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenF
 	if err != nil {
 		return false, err
 	}
-	return s.refreshMavenMetadata(ctx, t, m)
+	return s.refreshAfterWrite(ctx, t, m)
 }
 
 // mavenHashPipe computes the four digests of a stream off the reader's

@@ -61,16 +61,49 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 	hdr.Set("X-Checksum-Sha256", sha256hex)
 	br := &blobReader{ctx: ctx, st: h.st, blob: &f.Blob}
 	defer br.Close()
-	if r.Method == http.MethodGet {
-		// Open before any header is written, so a missing object is an
-		// error response and not a truncated body.
-		if err := br.open(0); err != nil {
-			return err
+	if r.Method != http.MethodGet {
+		http.ServeContent(w, r, "", time.Time{}, br)
+		return nil
+	}
+	// Open before any header is written, so a missing object is an error
+	// response and not a truncated body.
+	if err := br.open(0); err != nil {
+		return err
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	http.ServeContent(sw, r, "", time.Time{}, br)
+	if sw.status == http.StatusOK && f.VersionID != nil {
+		// A download of a version file (not a range, a revalidation, a
+		// checksum or metadata): buffered counters.
+		if err := h.st.RecordMavenDownload(context.WithoutCancel(ctx), t, f); err != nil {
+			h.log.Warn("maven: recording a download failed", "path", r.URL.Path, "err", err)
 		}
 	}
-	http.ServeContent(w, r, "", time.Time{}, br)
 	return nil
 }
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(p []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(p)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // find looks a file up: the stored row, or for metadata with no stored
 // document the rendered bytes, or for a non-timestamped SNAPSHOT file

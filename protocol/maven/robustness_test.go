@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -134,6 +135,11 @@ func TestMetadataMissingIsRenderedAndRepaired(t *testing.T) {
 	}
 }
 
+func repoID(t *testing.T, s *testServer) uuid.UUID {
+	t.Helper()
+	return mustTarget(t, s, "releases").MavenRepositoryID
+}
+
 func dropMetadataRow(t *testing.T, s *testServer) {
 	t.Helper()
 	ctx := context.Background()
@@ -147,7 +153,17 @@ func dropMetadataRow(t *testing.T, s *testServer) {
 			RETURNING namespace_id, blob_storage_attachment_id, blob_sha256`).Scan(&ns, &id, &sha); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM blob_storage_attachments WHERE namespace_id = $1 AND id = $2 AND sha256 = $3`, ns, id, sha)
+		if _, err := tx.Exec(ctx, `DELETE FROM blob_storage_attachments WHERE namespace_id = $1 AND id = $2 AND sha256 = $3`, ns, id, sha); err != nil {
+			return err
+		}
+		// Keep the buffered repository size in line with the rows, as a
+		// real removal does.
+		_, err := tx.Exec(ctx, `
+			INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta)
+			SELECT $4, $1, 0, mr.repository_id, 2, -b.size
+			FROM blob_storage_blobs b, maven_repositories mr
+			WHERE b.namespace_id = $1 AND b.sha256 = $2 AND mr.namespace_id = $1 AND mr.id = $3`,
+			ns, sha, repoID(t, s), uuid.Must(uuid.NewV7()))
 		return err
 	})
 	if err != nil {

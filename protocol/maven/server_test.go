@@ -517,6 +517,20 @@ func TestVersionSizeAndFileRows(t *testing.T) {
 	if n := s.count(t, `SELECT count(*) FROM blob_storage_blobs WHERE size = 10`); n != 1 {
 		t.Errorf("%d blobs for one content", n)
 	}
+	// Downloads of version files are buffered counters; checksums,
+	// metadata, HEAD and ranges are not downloads.
+	s.get(t, relBase+"/1.0.0/anchor-lib-1.0.0.jar", http.StatusOK)
+	s.get(t, relBase+"/1.0.0/anchor-lib-1.0.0.pom", http.StatusOK)
+	s.get(t, relBase+"/1.0.0/anchor-lib-1.0.0.jar.sha1", http.StatusOK)
+	s.get(t, relBase+"/maven-metadata.xml", http.StatusOK)
+	s.do(t, http.MethodHead, relBase+"/1.0.0/anchor-lib-1.0.0.jar", nil, true)
+	s.do(t, http.MethodGet, relBase+"/1.0.0/anchor-lib-1.0.0.jar", nil, true, "Range", "bytes=0-1")
+	if n := s.count(t, `SELECT COALESCE(sum(delta), 0) FROM counter_deltas WHERE target = 0 AND field = 1`); n != 2 {
+		t.Errorf("downloads_count deltas %d, want 2", n)
+	}
+	if n := s.count(t, `SELECT count(*) FROM counter_deltas WHERE target IN (4, 5) AND field = 7 AND observed_at IS NOT NULL`); n != 4 {
+		t.Errorf("%d last_downloaded_at deltas, want 4", n)
+	}
 	vs, err := s.Store.MavenVersions(context.Background(), mustTarget(t, s, "releases"), "com.example.anchor", "anchor-lib")
 	if err != nil || len(vs) != 1 || vs[0] != "1.0.0" {
 		t.Errorf("versions %v %v", vs, err)

@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Buffered counters of the Maven data path (ADR-007 "buffered and
+// asynchronous writes"): only counter_deltas rows are inserted on the
+// request path; the merge job sums counters and takes the maximum of
+// timestamps. Per upload: repositories.size_bytes (bytes of file rows
+// added or replaced), repositories.artifacts_count (+1 per new package),
+// namespace_statistics.components_count (+1 per new version). Per
+// download of a version file: repositories.downloads_count and the
+// last_downloaded_at of the package and the version.
+//
+// maven_versions.size_bytes is also a buffered column in ADR-007; until
+// the merge job exists it is kept exact in the writing transaction
+// (addMavenVersionSize), where the version row is already serialized
+// behind the package lock.
+
+type mavenDelta struct {
+	target   enum.CounterTarget
+	targetID uuid.UUID
+	field    enum.CounterField
+	delta    int64      // counters
+	at       *time.Time // timestamps
+}
+
+// insertMavenDeltas appends counter_deltas rows (in the caller's
+// transaction, or on the pool); zero counter deltas are skipped.
+func insertMavenDeltas(ctx context.Context, q mavenExecer, nsID uuid.UUID, deltas []mavenDelta) error {
+	var (
+		ids     []uuid.UUID
+		targets []int16
+		tids    []uuid.UUID
+		fields  []int16
+		values  []*int64
+		ats     []*time.Time
+	)
+	for _, d := range deltas {
+		if d.at == nil && d.delta == 0 {
+			continue
+		}
+		id, err := uuid.NewV7()
+		if err != nil {
+			return fmt.Errorf("store: counter delta id: %w", err)
+		}
+		ids = append(ids, id)
+		targets = append(targets, int16(d.target))
+		tids = append(tids, d.targetID)
+		fields = append(fields, int16(d.field))
+		if d.at != nil {
+			values, ats = append(values, nil), append(ats, d.at)
+		} else {
+			v := d.delta
+			values, ats = append(values, &v), append(ats, nil)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := q.Exec(ctx, `
+		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
+		SELECT u.id, $1, u.target, u.target_id, u.field, u.delta, u.observed_at
+		FROM unnest($2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])
+		     AS u(id, target, target_id, field, delta, observed_at)`,
+		nsID, ids, targets, tids, fields, values, ats)
+	if err != nil {
+		return mapErr(fmt.Errorf("store: maven counter deltas: %w", err))
+	}
+	return nil
+}
+
+// RecordMavenDownload buffers the counters of one download of a version
+// file: +1 on the repository's downloads_count, and the download time as
+// the package's and the version's last_downloaded_at (read by the
+// keep_last_downloaded_at lifecycle rule).
+func (s *Store) RecordMavenDownload(ctx context.Context, t *MavenTarget, f *MavenFile) error {
+	if f.VersionID == nil {
+		return nil
+	}
+	now := s.opts.Clock.Now()
+	return insertMavenDeltas(ctx, s.pool, t.NamespaceID, []mavenDelta{
+		{target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
+		{target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+		{target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+	})
+}
+
+// mavenExecer is what both a pool and a transaction offer.
+type mavenExecer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
