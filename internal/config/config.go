@@ -29,6 +29,8 @@ type Config struct {
 	// recheck and discard but delete nothing, 3 delete.
 	GCPhase       int
 	GCReviewDelay time.Duration
+	// Legacy is proxy mode and the migration from a registry:2.
+	Legacy Legacy
 }
 
 // envString declares a flag whose default comes from the environment.
@@ -74,6 +76,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envBool(fs, &c.NoMigrate, "no-migrate", "ARTIFACT_REGISTRY_NO_MIGRATE", "do not apply pending migrations at start")
 	envInt(fs, &c.GCPhase, "gc-phase", "ARTIFACT_REGISTRY_GC_PHASE", 3, "garbage collection rollout phase: 1 record only, 2 recheck without deleting, 3 delete")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
+	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
 
@@ -103,7 +106,7 @@ func (c *Config) Finish() error {
 	if _, err := c.level(); err != nil {
 		return err
 	}
-	return nil
+	return c.Legacy.Finish()
 }
 
 func (c *Config) level() (slog.Level, error) {

@@ -63,6 +63,9 @@ type Options struct {
 	// (PublicURL + "/v2/..."); empty keeps them relative, which every
 	// client resolves against the request URL.
 	PublicURL string
+	// Legacy, when set, turns on proxy mode in front of a legacy
+	// registry:2 (legacy_proxy.go).
+	Legacy *LegacyOptions
 }
 
 type handler struct {
@@ -77,6 +80,7 @@ type handler struct {
 	payloads *lru[digest, []byte]
 	pulls    *pullRecorder
 	nsIDs    sync.Map // namespace slug -> uuid.UUID
+	legacy   *legacyProxy
 }
 
 // payloadCacheBytes bounds the manifest payload cache; payloads over
@@ -97,6 +101,15 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 	if opts.AdminToken != "" {
 		sum := sha256.Sum256([]byte(opts.AdminToken))
 		h.tokenHash = sum[:]
+	}
+	if opts.Legacy != nil {
+		p, err := newLegacyProxy(*opts.Legacy, h.log)
+		if err != nil {
+			panic(err) // the configuration was validated before Mount
+		}
+		h.legacy = p
+		r = r.NewRoute().Subrouter()
+		r.Use(h.legacyFront)
 	}
 	h.routes(r)
 }
