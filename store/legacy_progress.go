@@ -94,13 +94,13 @@ func secs(f *float64) time.Duration {
 
 // LegacyControls is the legacy_migration_controls row.
 type LegacyControls struct {
-	Paused               bool
-	Concurrency          int
-	Cadence              time.Duration
-	PreImportSkipRecent  time.Duration
-	FinalTimeLimit       time.Duration
-	ChangedBy            *string
-	UpdatedAt            time.Time
+	Paused              bool
+	Concurrency         int
+	Cadence             time.Duration
+	PreImportSkipRecent time.Duration
+	FinalTimeLimit      time.Duration
+	ChangedBy           *string
+	UpdatedAt           time.Time
 }
 
 // LegacyControls reads the operator controls of the migration service.

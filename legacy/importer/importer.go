@@ -54,7 +54,9 @@ type Item struct {
 	Reason   string
 }
 
-func (i Item) String() string { return fmt.Sprintf("%s %s: %s (%s)", i.Kind, i.Ref, i.Decision, i.Reason) }
+func (i Item) String() string {
+	return fmt.Sprintf("%s %s: %s (%s)", i.Kind, i.Ref, i.Decision, i.Reason)
+}
 
 // Report is what a pass did for one repository.
 type Report struct {

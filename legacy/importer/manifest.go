@@ -52,8 +52,8 @@ type blobRef struct {
 // parsed is a manifest ready to store.
 type parsed struct {
 	MediaType string
-	Blobs     []blobRef      // config and distributable layers
-	Foreign   []string       // foreign / non-distributable layers, not copied
+	Blobs     []blobRef       // config and distributable layers
+	Foreign   []string        // foreign / non-distributable layers, not copied
 	Children  []layout.Digest // index entries
 	Subject   *layout.Digest
 }
