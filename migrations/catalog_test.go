@@ -37,7 +37,9 @@ var shaPartitioned = map[string]bool{
 
 // unpartitioned are the two exceptions of the partitioning invariant that
 // carry namespace_id (namespaces defines it and has no namespace_id column).
-var unpartitioned = map[string]bool{"namespaces": true, "namespace_statistics": true}
+// legacy_repositories is the migration inventory: read across namespaces by
+// priority, keyed by a registry-wide legacy path (migration 00031).
+var unpartitioned = map[string]bool{"namespaces": true, "namespace_statistics": true, "legacy_repositories": true}
 
 // checkPartitioningInvariant checks, for every table in public, the ADR-007
 // invariant: a table with namespace_id is hash-partitioned on namespace_id
@@ -232,6 +234,7 @@ func enumColumns() []enumColumn {
 		{"counter_deltas", "target", int16s(enum.CounterTargetValues()), false},
 		{"counter_deltas", "field", int16s(enum.CounterFieldValues()), false},
 		{"access_tokens", "scopes", int16s(enum.TokenScopeValues()), true},
+		{"legacy_repositories", "status", int16s(enum.LegacyStatusValues()), false},
 	}
 }
 
@@ -417,6 +420,7 @@ func checkTables(t *testing.T, pool *pgxpool.Pool) {
 		"namespace_encryption_keys", "blob_storage_blobs", "blob_storage_attachments",
 		"blob_storage_blobs_by_namespace", "upload_sessions", "gc_blob_review_queue", "gc_sweep_state", "gc_controls",
 		"counter_deltas", "access_tokens",
+		"legacy_repositories", "legacy_imported_manifests", "legacy_migration_controls",
 		"container_repositories", "container_images", "container_blobs", "container_manifests",
 		"container_manifest_relationships", "container_tags",
 		"container_remote_repositories", "container_remote_images", "container_remote_blobs",

@@ -100,6 +100,11 @@ func cases() []enumCase {
 			func(v int16) string { return TokenScope(v).String() },
 			func(s string) (int16, error) { v, err := ParseTokenScope(s); return int16(v), err },
 			func(v int16) bool { return TokenScope(v).Valid() }},
+		{"LegacyStatus", []string{"pending", "pre_importing", "pre_imported", "importing", "migrated", "failed", "skipped"},
+			func() []int16 { return ints(LegacyStatusValues()) },
+			func(v int16) string { return LegacyStatus(v).String() },
+			func(s string) (int16, error) { v, err := ParseLegacyStatus(s); return int16(v), err },
+			func(v int16) bool { return LegacyStatus(v).Valid() }},
 	}
 }
 
