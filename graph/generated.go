@@ -133,6 +133,65 @@ type ComplexityRoot struct {
 		Tracked             func(childComplexity int) int
 	}
 
+	LegacyMigrationControls struct {
+		Paused    func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	LegacyMigrationProgress struct {
+		ByStatus             func(childComplexity int) int
+		FinalImport          func(childComplexity int) int
+		MigratedLastDay      func(childComplexity int) int
+		MigratedLastHour     func(childComplexity int) int
+		OverTimeLimit        func(childComplexity int) int
+		OverTimeLimitPercent func(childComplexity int) int
+		Paused               func(childComplexity int) int
+		PercentDone          func(childComplexity int) int
+		PreImport            func(childComplexity int) int
+		RatePerHour          func(childComplexity int) int
+		Total                func(childComplexity int) int
+	}
+
+	LegacyPassDurations struct {
+		Count  func(childComplexity int) int
+		Max    func(childComplexity int) int
+		Median func(childComplexity int) int
+		Min    func(childComplexity int) int
+	}
+
+	LegacyRepository struct {
+		Attempts            func(childComplexity int) int
+		CreatedAt           func(childComplexity int) int
+		ID                  func(childComplexity int) int
+		ImportFinishedAt    func(childComplexity int) int
+		ImportStartedAt     func(childComplexity int) int
+		LastError           func(childComplexity int) int
+		LegacyPath          func(childComplexity int) int
+		PreImportFinishedAt func(childComplexity int) int
+		PreImportStartedAt  func(childComplexity int) int
+		Priority            func(childComplexity int) int
+		Status              func(childComplexity int) int
+		TagCount            func(childComplexity int) int
+		Target              func(childComplexity int) int
+		TimeLimitExceededAt func(childComplexity int) int
+		UpdatedAt           func(childComplexity int) int
+	}
+
+	LegacyRepositoryConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	LegacyRepositoryEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	LegacyStatusCount struct {
+		Count  func(childComplexity int) int
+		Status func(childComplexity int) int
+	}
+
 	MavenVersion struct {
 		ArtifactID    func(childComplexity int) int
 		CreatedAt     func(childComplexity int) int
@@ -153,11 +212,16 @@ type ComplexityRoot struct {
 		DeleteNamespace                func(childComplexity int, slug string) int
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
+		PauseLegacyMigration           func(childComplexity int) int
+		PrioritizeLegacyRepository     func(childComplexity int, id string, priority int) int
 		PurgeRepository                func(childComplexity int, input model.RepositoryRefInput) int
 		RestoreContainerManifest       func(childComplexity int, input model.ContainerManifestRefInput) int
 		RestoreNamespace               func(childComplexity int, slug string) int
 		RestoreRepository              func(childComplexity int, input model.RepositoryRefInput) int
+		ResumeLegacyMigration          func(childComplexity int) int
+		RetryLegacyRepository          func(childComplexity int, id string) int
 		SetNamespaceCondition          func(childComplexity int, slug string, condition model.NamespaceCondition, active bool) int
+		SkipLegacyRepository           func(childComplexity int, id string, reason *string) int
 		UnlinkRepositoryFromCollection func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		UpdateRepository               func(childComplexity int, input model.UpdateRepositoryInput) int
 	}
@@ -240,9 +304,11 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Namespace  func(childComplexity int, slug string) int
-		Namespaces func(childComplexity int, first *int, after *string) int
-		Repository func(childComplexity int, namespace string, name string) int
+		LegacyMigrationProgress func(childComplexity int) int
+		LegacyRepositories      func(childComplexity int, status []model.LegacyMigrationStatus, first *int, after *string) int
+		Namespace               func(childComplexity int, slug string) int
+		Namespaces              func(childComplexity int, first *int, after *string) int
+		Repository              func(childComplexity int, namespace string, name string) int
 	}
 
 	Repository struct {
@@ -354,6 +420,11 @@ type MutationResolver interface {
 	DeleteContainerTag(ctx context.Context, input model.ContainerTagRefInput) (*model.DeleteContainerTagPayload, error)
 	DeleteContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error)
 	RestoreContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error)
+	PrioritizeLegacyRepository(ctx context.Context, id string, priority int) (*model.LegacyRepository, error)
+	SkipLegacyRepository(ctx context.Context, id string, reason *string) (*model.LegacyRepository, error)
+	RetryLegacyRepository(ctx context.Context, id string) (*model.LegacyRepository, error)
+	PauseLegacyMigration(ctx context.Context) (*model.LegacyMigrationControls, error)
+	ResumeLegacyMigration(ctx context.Context) (*model.LegacyMigrationControls, error)
 }
 type NamespaceResolver interface {
 	Statistics(ctx context.Context, obj *model.Namespace) (*model.NamespaceStatistics, error)
@@ -374,6 +445,8 @@ type QueryResolver interface {
 	Namespace(ctx context.Context, slug string) (*model.Namespace, error)
 	Namespaces(ctx context.Context, first *int, after *string) (*model.NamespaceConnection, error)
 	Repository(ctx context.Context, namespace string, name string) (*model.Repository, error)
+	LegacyRepositories(ctx context.Context, status []model.LegacyMigrationStatus, first *int, after *string) (*model.LegacyRepositoryConnection, error)
+	LegacyMigrationProgress(ctx context.Context) (*model.LegacyMigrationProgress, error)
 }
 type RepositoryResolver interface {
 	Namespace(ctx context.Context, obj *model.Repository) (*model.Namespace, error)
@@ -711,6 +784,241 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.GCQueue.Tracked(childComplexity), true
 
+	case "LegacyMigrationControls.paused":
+		if e.ComplexityRoot.LegacyMigrationControls.Paused == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationControls.Paused(childComplexity), true
+	case "LegacyMigrationControls.updatedAt":
+		if e.ComplexityRoot.LegacyMigrationControls.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationControls.UpdatedAt(childComplexity), true
+
+	case "LegacyMigrationProgress.byStatus":
+		if e.ComplexityRoot.LegacyMigrationProgress.ByStatus == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.ByStatus(childComplexity), true
+	case "LegacyMigrationProgress.finalImport":
+		if e.ComplexityRoot.LegacyMigrationProgress.FinalImport == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.FinalImport(childComplexity), true
+	case "LegacyMigrationProgress.migratedLastDay":
+		if e.ComplexityRoot.LegacyMigrationProgress.MigratedLastDay == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.MigratedLastDay(childComplexity), true
+	case "LegacyMigrationProgress.migratedLastHour":
+		if e.ComplexityRoot.LegacyMigrationProgress.MigratedLastHour == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.MigratedLastHour(childComplexity), true
+	case "LegacyMigrationProgress.overTimeLimit":
+		if e.ComplexityRoot.LegacyMigrationProgress.OverTimeLimit == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.OverTimeLimit(childComplexity), true
+	case "LegacyMigrationProgress.overTimeLimitPercent":
+		if e.ComplexityRoot.LegacyMigrationProgress.OverTimeLimitPercent == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.OverTimeLimitPercent(childComplexity), true
+	case "LegacyMigrationProgress.paused":
+		if e.ComplexityRoot.LegacyMigrationProgress.Paused == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.Paused(childComplexity), true
+	case "LegacyMigrationProgress.percentDone":
+		if e.ComplexityRoot.LegacyMigrationProgress.PercentDone == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.PercentDone(childComplexity), true
+	case "LegacyMigrationProgress.preImport":
+		if e.ComplexityRoot.LegacyMigrationProgress.PreImport == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.PreImport(childComplexity), true
+	case "LegacyMigrationProgress.ratePerHour":
+		if e.ComplexityRoot.LegacyMigrationProgress.RatePerHour == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.RatePerHour(childComplexity), true
+	case "LegacyMigrationProgress.total":
+		if e.ComplexityRoot.LegacyMigrationProgress.Total == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationProgress.Total(childComplexity), true
+
+	case "LegacyPassDurations.count":
+		if e.ComplexityRoot.LegacyPassDurations.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyPassDurations.Count(childComplexity), true
+	case "LegacyPassDurations.max":
+		if e.ComplexityRoot.LegacyPassDurations.Max == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyPassDurations.Max(childComplexity), true
+	case "LegacyPassDurations.median":
+		if e.ComplexityRoot.LegacyPassDurations.Median == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyPassDurations.Median(childComplexity), true
+	case "LegacyPassDurations.min":
+		if e.ComplexityRoot.LegacyPassDurations.Min == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyPassDurations.Min(childComplexity), true
+
+	case "LegacyRepository.attempts":
+		if e.ComplexityRoot.LegacyRepository.Attempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.Attempts(childComplexity), true
+	case "LegacyRepository.createdAt":
+		if e.ComplexityRoot.LegacyRepository.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.CreatedAt(childComplexity), true
+	case "LegacyRepository.id":
+		if e.ComplexityRoot.LegacyRepository.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.ID(childComplexity), true
+	case "LegacyRepository.importFinishedAt":
+		if e.ComplexityRoot.LegacyRepository.ImportFinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.ImportFinishedAt(childComplexity), true
+	case "LegacyRepository.importStartedAt":
+		if e.ComplexityRoot.LegacyRepository.ImportStartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.ImportStartedAt(childComplexity), true
+	case "LegacyRepository.lastError":
+		if e.ComplexityRoot.LegacyRepository.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.LastError(childComplexity), true
+	case "LegacyRepository.legacyPath":
+		if e.ComplexityRoot.LegacyRepository.LegacyPath == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.LegacyPath(childComplexity), true
+	case "LegacyRepository.preImportFinishedAt":
+		if e.ComplexityRoot.LegacyRepository.PreImportFinishedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.PreImportFinishedAt(childComplexity), true
+	case "LegacyRepository.preImportStartedAt":
+		if e.ComplexityRoot.LegacyRepository.PreImportStartedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.PreImportStartedAt(childComplexity), true
+	case "LegacyRepository.priority":
+		if e.ComplexityRoot.LegacyRepository.Priority == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.Priority(childComplexity), true
+	case "LegacyRepository.status":
+		if e.ComplexityRoot.LegacyRepository.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.Status(childComplexity), true
+	case "LegacyRepository.tagCount":
+		if e.ComplexityRoot.LegacyRepository.TagCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.TagCount(childComplexity), true
+	case "LegacyRepository.target":
+		if e.ComplexityRoot.LegacyRepository.Target == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.Target(childComplexity), true
+	case "LegacyRepository.timeLimitExceededAt":
+		if e.ComplexityRoot.LegacyRepository.TimeLimitExceededAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.TimeLimitExceededAt(childComplexity), true
+	case "LegacyRepository.updatedAt":
+		if e.ComplexityRoot.LegacyRepository.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepository.UpdatedAt(childComplexity), true
+
+	case "LegacyRepositoryConnection.edges":
+		if e.ComplexityRoot.LegacyRepositoryConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepositoryConnection.Edges(childComplexity), true
+	case "LegacyRepositoryConnection.pageInfo":
+		if e.ComplexityRoot.LegacyRepositoryConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepositoryConnection.PageInfo(childComplexity), true
+
+	case "LegacyRepositoryEdge.cursor":
+		if e.ComplexityRoot.LegacyRepositoryEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepositoryEdge.Cursor(childComplexity), true
+	case "LegacyRepositoryEdge.node":
+		if e.ComplexityRoot.LegacyRepositoryEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyRepositoryEdge.Node(childComplexity), true
+
+	case "LegacyStatusCount.count":
+		if e.ComplexityRoot.LegacyStatusCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyStatusCount.Count(childComplexity), true
+	case "LegacyStatusCount.status":
+		if e.ComplexityRoot.LegacyStatusCount.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyStatusCount.Status(childComplexity), true
+
 	case "MavenVersion.artifactId":
 		if e.ComplexityRoot.MavenVersion.ArtifactID == nil {
 			break
@@ -848,6 +1156,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.LinkRepositoryToCollection(childComplexity, args["input"].(model.RepositoryCollectionLinkInput)), true
+	case "Mutation.pauseLegacyMigration":
+		if e.ComplexityRoot.Mutation.PauseLegacyMigration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.PauseLegacyMigration(childComplexity), true
+	case "Mutation.prioritizeLegacyRepository":
+		if e.ComplexityRoot.Mutation.PrioritizeLegacyRepository == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_prioritizeLegacyRepository_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PrioritizeLegacyRepository(childComplexity, args["id"].(string), args["priority"].(int)), true
 	case "Mutation.purgeRepository":
 		if e.ComplexityRoot.Mutation.PurgeRepository == nil {
 			break
@@ -892,6 +1217,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RestoreRepository(childComplexity, args["input"].(model.RepositoryRefInput)), true
+	case "Mutation.resumeLegacyMigration":
+		if e.ComplexityRoot.Mutation.ResumeLegacyMigration == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Mutation.ResumeLegacyMigration(childComplexity), true
+	case "Mutation.retryLegacyRepository":
+		if e.ComplexityRoot.Mutation.RetryLegacyRepository == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_retryLegacyRepository_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RetryLegacyRepository(childComplexity, args["id"].(string)), true
 	case "Mutation.setNamespaceCondition":
 		if e.ComplexityRoot.Mutation.SetNamespaceCondition == nil {
 			break
@@ -903,6 +1245,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetNamespaceCondition(childComplexity, args["slug"].(string), args["condition"].(model.NamespaceCondition), args["active"].(bool)), true
+	case "Mutation.skipLegacyRepository":
+		if e.ComplexityRoot.Mutation.SkipLegacyRepository == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_skipLegacyRepository_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SkipLegacyRepository(childComplexity, args["id"].(string), args["reason"].(*string)), true
 	case "Mutation.unlinkRepositoryFromCollection":
 		if e.ComplexityRoot.Mutation.UnlinkRepositoryFromCollection == nil {
 			break
@@ -1226,6 +1579,23 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PurgeRepositoryPayload.Name(childComplexity), true
 
+	case "Query.legacyMigrationProgress":
+		if e.ComplexityRoot.Query.LegacyMigrationProgress == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.LegacyMigrationProgress(childComplexity), true
+	case "Query.legacyRepositories":
+		if e.ComplexityRoot.Query.LegacyRepositories == nil {
+			break
+		}
+
+		args, err := ec.field_Query_legacyRepositories_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.LegacyRepositories(childComplexity, args["status"].([]model.LegacyMigrationStatus), args["first"].(*int), args["after"].(*string)), true
 	case "Query.namespace":
 		if e.ComplexityRoot.Query.Namespace == nil {
 			break
@@ -1592,6 +1962,116 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../migration.graphqls", Input: `# Migration from an existing registry:2 (issue 12): the inventory of legacy
+# repositories, the progress of the migration service and the operator's
+# controls. Admin only.
+
+"Where a legacy repository stands in its migration."
+enum LegacyMigrationStatus {
+  "In the inventory, nothing imported yet."
+  PENDING
+  "Pass 1 (manifests and blobs, no tags) running; the legacy registry serves it."
+  PRE_IMPORTING
+  "Pass 1 done; waiting for pass 2."
+  PRE_IMPORTED
+  "Pass 2 running: the read-only window (writes get 503, reads are served)."
+  IMPORTING
+  "Served here."
+  MIGRATED
+  "The last pass failed (lastError); the legacy registry serves it."
+  FAILED
+  "Taken out of the migration by an operator or the importer; the legacy registry serves it."
+  SKIPPED
+}
+
+type LegacyRepository {
+  id: ID!
+  "Repository path in the legacy registry (may be nested: a/b/c)."
+  legacyPath: String!
+  "Mapped target: <namespace slug>/<repository>/<image>."
+  target: String!
+  tagCount: Int!
+  "Higher first."
+  priority: Int!
+  status: LegacyMigrationStatus!
+  preImportStartedAt: Time
+  preImportFinishedAt: Time
+  importStartedAt: Time
+  importFinishedAt: Time
+  "The last final pass that ran over the time limit (the repository stayed on the legacy registry)."
+  timeLimitExceededAt: Time
+  attempts: Int!
+  lastError: String
+  createdAt: Time!
+  updatedAt: Time!
+}
+
+type LegacyRepositoryConnection {
+  edges: [LegacyRepositoryEdge!]!
+  pageInfo: PageInfo!
+}
+
+type LegacyRepositoryEdge {
+  cursor: String!
+  node: LegacyRepository!
+}
+
+type LegacyStatusCount {
+  status: LegacyMigrationStatus!
+  count: Int!
+}
+
+"Run times of one pass over every repository that finished it, in seconds."
+type LegacyPassDurations {
+  count: Int!
+  min: Float
+  median: Float
+  max: Float
+}
+
+type LegacyMigrationProgress {
+  total: Int!
+  "Every status, zero counts included."
+  byStatus: [LegacyStatusCount!]!
+  "Migrated over the inventory less skipped repositories, in percent (0 for an empty inventory)."
+  percentDone: Float!
+  "Repositories migrated in the last hour and the last 24 hours."
+  migratedLastHour: Int!
+  migratedLastDay: Int!
+  "Migrated per hour over the last 24 hours."
+  ratePerHour: Float!
+  preImport: LegacyPassDurations!
+  finalImport: LegacyPassDurations!
+  "Repositories whose last final pass ran over the time limit."
+  overTimeLimit: Int!
+  "Over-time-limit repositories as a percentage of those that tried pass 2."
+  overTimeLimitPercent: Float!
+  paused: Boolean!
+}
+
+type LegacyMigrationControls {
+  paused: Boolean!
+  updatedAt: Time!
+}
+
+extend type Query {
+  "The inventory in legacy path order (keyset paged), optionally only some statuses."
+  legacyRepositories(status: [LegacyMigrationStatus!], first: Int, after: String): LegacyRepositoryConnection!
+  legacyMigrationProgress: LegacyMigrationProgress!
+}
+
+extend type Mutation {
+  "Sets the priority of a repository (higher is migrated first)."
+  prioritizeLegacyRepository(id: ID!, priority: Int!): LegacyRepository!
+  "Takes a repository out of the migration; refused while a pass runs or once migrated (CONFLICT)."
+  skipLegacyRepository(id: ID!, reason: String): LegacyRepository!
+  "Puts a failed or skipped repository back to pending (CONFLICT otherwise)."
+  retryLegacyRepository(id: ID!): LegacyRepository!
+  "Stops the migration service from claiming repositories; passes already running finish."
+  pauseLegacyMigration: LegacyMigrationControls!
+  resumeLegacyMigration: LegacyMigrationControls!
+}
+`, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `# Artifact Registry management API.
 #
 # Conventions
@@ -2302,6 +2782,124 @@ func (ec *executionContext) childFields_GCQueue(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type GCQueue", field.Name)
 }
 
+func (ec *executionContext) childFields_LegacyMigrationControls(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "paused":
+		return ec.fieldContext_LegacyMigrationControls_paused(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_LegacyMigrationControls_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyMigrationControls", field.Name)
+}
+
+func (ec *executionContext) childFields_LegacyMigrationProgress(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "total":
+		return ec.fieldContext_LegacyMigrationProgress_total(ctx, field)
+	case "byStatus":
+		return ec.fieldContext_LegacyMigrationProgress_byStatus(ctx, field)
+	case "percentDone":
+		return ec.fieldContext_LegacyMigrationProgress_percentDone(ctx, field)
+	case "migratedLastHour":
+		return ec.fieldContext_LegacyMigrationProgress_migratedLastHour(ctx, field)
+	case "migratedLastDay":
+		return ec.fieldContext_LegacyMigrationProgress_migratedLastDay(ctx, field)
+	case "ratePerHour":
+		return ec.fieldContext_LegacyMigrationProgress_ratePerHour(ctx, field)
+	case "preImport":
+		return ec.fieldContext_LegacyMigrationProgress_preImport(ctx, field)
+	case "finalImport":
+		return ec.fieldContext_LegacyMigrationProgress_finalImport(ctx, field)
+	case "overTimeLimit":
+		return ec.fieldContext_LegacyMigrationProgress_overTimeLimit(ctx, field)
+	case "overTimeLimitPercent":
+		return ec.fieldContext_LegacyMigrationProgress_overTimeLimitPercent(ctx, field)
+	case "paused":
+		return ec.fieldContext_LegacyMigrationProgress_paused(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyMigrationProgress", field.Name)
+}
+
+func (ec *executionContext) childFields_LegacyPassDurations(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "count":
+		return ec.fieldContext_LegacyPassDurations_count(ctx, field)
+	case "min":
+		return ec.fieldContext_LegacyPassDurations_min(ctx, field)
+	case "median":
+		return ec.fieldContext_LegacyPassDurations_median(ctx, field)
+	case "max":
+		return ec.fieldContext_LegacyPassDurations_max(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyPassDurations", field.Name)
+}
+
+func (ec *executionContext) childFields_LegacyRepository(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_LegacyRepository_id(ctx, field)
+	case "legacyPath":
+		return ec.fieldContext_LegacyRepository_legacyPath(ctx, field)
+	case "target":
+		return ec.fieldContext_LegacyRepository_target(ctx, field)
+	case "tagCount":
+		return ec.fieldContext_LegacyRepository_tagCount(ctx, field)
+	case "priority":
+		return ec.fieldContext_LegacyRepository_priority(ctx, field)
+	case "status":
+		return ec.fieldContext_LegacyRepository_status(ctx, field)
+	case "preImportStartedAt":
+		return ec.fieldContext_LegacyRepository_preImportStartedAt(ctx, field)
+	case "preImportFinishedAt":
+		return ec.fieldContext_LegacyRepository_preImportFinishedAt(ctx, field)
+	case "importStartedAt":
+		return ec.fieldContext_LegacyRepository_importStartedAt(ctx, field)
+	case "importFinishedAt":
+		return ec.fieldContext_LegacyRepository_importFinishedAt(ctx, field)
+	case "timeLimitExceededAt":
+		return ec.fieldContext_LegacyRepository_timeLimitExceededAt(ctx, field)
+	case "attempts":
+		return ec.fieldContext_LegacyRepository_attempts(ctx, field)
+	case "lastError":
+		return ec.fieldContext_LegacyRepository_lastError(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_LegacyRepository_createdAt(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_LegacyRepository_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyRepository", field.Name)
+}
+
+func (ec *executionContext) childFields_LegacyRepositoryConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_LegacyRepositoryConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_LegacyRepositoryConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyRepositoryConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_LegacyRepositoryEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_LegacyRepositoryEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_LegacyRepositoryEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyRepositoryEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_LegacyStatusCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "status":
+		return ec.fieldContext_LegacyStatusCount_status(ctx, field)
+	case "count":
+		return ec.fieldContext_LegacyStatusCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LegacyStatusCount", field.Name)
+}
+
 func (ec *executionContext) childFields_Namespace(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -2842,6 +3440,28 @@ func (ec *executionContext) field_Mutation_linkRepositoryToCollection_args(ctx c
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_prioritizeLegacyRepository_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "priority",
+		func(ctx context.Context, v any) (int, error) {
+			return ec.unmarshalNInt2int(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["priority"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_purgeRepository_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2898,6 +3518,20 @@ func (ec *executionContext) field_Mutation_restoreRepository_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_retryLegacyRepository_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setNamespaceCondition_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2925,6 +3559,28 @@ func (ec *executionContext) field_Mutation_setNamespaceCondition_args(ctx contex
 		return nil, err
 	}
 	args["active"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_skipLegacyRepository_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg1
 	return args, nil
 }
 
@@ -3125,6 +3781,36 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_legacyRepositories_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "status",
+		func(ctx context.Context, v any) ([]model.LegacyMigrationStatus, error) {
+			return ec.unmarshalOLegacyMigrationStatus2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatusᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["status"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -4581,6 +5267,934 @@ func (ec *executionContext) fieldContext_GCQueue_lastReclaimedAt(_ context.Conte
 	return graphql.NewScalarFieldContext("GCQueue", field, false, false, "Time")
 }
 
+func (ec *executionContext) _LegacyMigrationControls_paused(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationControls_paused(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Paused, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationControls_paused(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _LegacyMigrationControls_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationControls_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationControls_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_total(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_total(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Total, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_total(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_byStatus(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_byStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ByStatus, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.LegacyStatusCount) graphql.Marshaler {
+			return ec.marshalNLegacyStatusCount2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyStatusCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_byStatus(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LegacyMigrationProgress",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyStatusCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_percentDone(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_percentDone(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PercentDone, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_percentDone(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_migratedLastHour(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_migratedLastHour(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MigratedLastHour, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_migratedLastHour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_migratedLastDay(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_migratedLastDay(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MigratedLastDay, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_migratedLastDay(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_ratePerHour(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_ratePerHour(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RatePerHour, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_ratePerHour(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_preImport(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_preImport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreImport, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyPassDurations) graphql.Marshaler {
+			return ec.marshalNLegacyPassDurations2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyPassDurations(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_preImport(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LegacyMigrationProgress",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyPassDurations(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_finalImport(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_finalImport(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinalImport, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyPassDurations) graphql.Marshaler {
+			return ec.marshalNLegacyPassDurations2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyPassDurations(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_finalImport(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LegacyMigrationProgress",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyPassDurations(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_overTimeLimit(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_overTimeLimit(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OverTimeLimit, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_overTimeLimit(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_overTimeLimitPercent(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_overTimeLimitPercent(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OverTimeLimitPercent, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_overTimeLimitPercent(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyMigrationProgress_paused(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationProgress) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationProgress_paused(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Paused, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationProgress_paused(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationProgress", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _LegacyPassDurations_count(ctx context.Context, field graphql.CollectedField, obj *model.LegacyPassDurations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyPassDurations_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyPassDurations_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyPassDurations", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyPassDurations_min(ctx context.Context, field graphql.CollectedField, obj *model.LegacyPassDurations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyPassDurations_min(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Min, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyPassDurations_min(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyPassDurations", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyPassDurations_median(ctx context.Context, field graphql.CollectedField, obj *model.LegacyPassDurations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyPassDurations_median(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Median, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyPassDurations_median(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyPassDurations", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyPassDurations_max(ctx context.Context, field graphql.CollectedField, obj *model.LegacyPassDurations) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyPassDurations_max(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Max, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyPassDurations_max(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyPassDurations", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyRepository_id(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "ID")
+}
+
+func (ec *executionContext) _LegacyRepository_legacyPath(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_legacyPath(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LegacyPath, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_legacyPath(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "String")
+}
+
+func (ec *executionContext) _LegacyRepository_target(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_target(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Target, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_target(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "String")
+}
+
+func (ec *executionContext) _LegacyRepository_tagCount(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_tagCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TagCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_tagCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyRepository_priority(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_priority(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Priority, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_priority(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyRepository_status(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.LegacyMigrationStatus) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationStatus2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "LegacyMigrationStatus")
+}
+
+func (ec *executionContext) _LegacyRepository_preImportStartedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_preImportStartedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreImportStartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_preImportStartedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepository_preImportFinishedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_preImportFinishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PreImportFinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_preImportFinishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepository_importStartedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_importStartedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImportStartedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_importStartedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepository_importFinishedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_importFinishedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ImportFinishedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_importFinishedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepository_timeLimitExceededAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_timeLimitExceededAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TimeLimitExceededAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_timeLimitExceededAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepository_attempts(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_attempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyRepository_lastError(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "String")
+}
+
+func (ec *executionContext) _LegacyRepository_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepository_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepository_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepository_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LegacyRepositoryConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepositoryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepositoryConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.LegacyRepositoryEdge) graphql.Marshaler {
+			return ec.marshalNLegacyRepositoryEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepositoryEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepositoryConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LegacyRepositoryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyRepositoryEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LegacyRepositoryConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepositoryConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepositoryConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepositoryConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LegacyRepositoryConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LegacyRepositoryEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepositoryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepositoryEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepositoryEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyRepositoryEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _LegacyRepositoryEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.LegacyRepositoryEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyRepositoryEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyRepository) graphql.Marshaler {
+			return ec.marshalNLegacyRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyRepositoryEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LegacyRepositoryEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyRepository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LegacyStatusCount_status(ctx context.Context, field graphql.CollectedField, obj *model.LegacyStatusCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyStatusCount_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.LegacyMigrationStatus) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationStatus2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatus(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyStatusCount_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyStatusCount", field, false, false, "LegacyMigrationStatus")
+}
+
+func (ec *executionContext) _LegacyStatusCount_count(ctx context.Context, field graphql.CollectedField, obj *model.LegacyStatusCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyStatusCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyStatusCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyStatusCount", field, false, false, "Int")
+}
+
 func (ec *executionContext) _MavenVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5430,6 +7044,202 @@ func (ec *executionContext) fieldContext_Mutation_restoreContainerManifest(ctx c
 	if fc.Args, err = ec.field_Mutation_restoreContainerManifest_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_prioritizeLegacyRepository(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_prioritizeLegacyRepository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PrioritizeLegacyRepository(ctx, fc.Args["id"].(string), fc.Args["priority"].(int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyRepository) graphql.Marshaler {
+			return ec.marshalNLegacyRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_prioritizeLegacyRepository(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyRepository(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_prioritizeLegacyRepository_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_skipLegacyRepository(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_skipLegacyRepository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SkipLegacyRepository(ctx, fc.Args["id"].(string), fc.Args["reason"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyRepository) graphql.Marshaler {
+			return ec.marshalNLegacyRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_skipLegacyRepository(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyRepository(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_skipLegacyRepository_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_retryLegacyRepository(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_retryLegacyRepository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RetryLegacyRepository(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyRepository) graphql.Marshaler {
+			return ec.marshalNLegacyRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_retryLegacyRepository(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyRepository(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_retryLegacyRepository_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_pauseLegacyMigration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_pauseLegacyMigration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().PauseLegacyMigration(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyMigrationControls) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControls(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_pauseLegacyMigration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyMigrationControls(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_resumeLegacyMigration(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_resumeLegacyMigration(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Mutation().ResumeLegacyMigration(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyMigrationControls) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControls(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_resumeLegacyMigration(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyMigrationControls(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -6778,6 +8588,82 @@ func (ec *executionContext) fieldContext_Query_repository(ctx context.Context, f
 	if fc.Args, err = ec.field_Query_repository_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_legacyRepositories(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_legacyRepositories(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().LegacyRepositories(ctx, fc.Args["status"].([]model.LegacyMigrationStatus), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyRepositoryConnection) graphql.Marshaler {
+			return ec.marshalNLegacyRepositoryConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepositoryConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_legacyRepositories(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyRepositoryConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_legacyRepositories_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_legacyMigrationProgress(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_legacyMigrationProgress(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().LegacyMigrationProgress(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyMigrationProgress) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationProgress2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationProgress(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_legacyMigrationProgress(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyMigrationProgress(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -10212,6 +12098,392 @@ func (ec *executionContext) _GCQueue(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var legacyMigrationControlsImplementors = []string{"LegacyMigrationControls"}
+
+func (ec *executionContext) _LegacyMigrationControls(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyMigrationControls) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyMigrationControlsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyMigrationControls")
+		case "paused":
+			out.Values[i] = ec._LegacyMigrationControls_paused(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._LegacyMigrationControls_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var legacyMigrationProgressImplementors = []string{"LegacyMigrationProgress"}
+
+func (ec *executionContext) _LegacyMigrationProgress(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyMigrationProgress) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyMigrationProgressImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyMigrationProgress")
+		case "total":
+			out.Values[i] = ec._LegacyMigrationProgress_total(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "byStatus":
+			out.Values[i] = ec._LegacyMigrationProgress_byStatus(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "percentDone":
+			out.Values[i] = ec._LegacyMigrationProgress_percentDone(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "migratedLastHour":
+			out.Values[i] = ec._LegacyMigrationProgress_migratedLastHour(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "migratedLastDay":
+			out.Values[i] = ec._LegacyMigrationProgress_migratedLastDay(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "ratePerHour":
+			out.Values[i] = ec._LegacyMigrationProgress_ratePerHour(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "preImport":
+			out.Values[i] = ec._LegacyMigrationProgress_preImport(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finalImport":
+			out.Values[i] = ec._LegacyMigrationProgress_finalImport(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "overTimeLimit":
+			out.Values[i] = ec._LegacyMigrationProgress_overTimeLimit(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "overTimeLimitPercent":
+			out.Values[i] = ec._LegacyMigrationProgress_overTimeLimitPercent(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "paused":
+			out.Values[i] = ec._LegacyMigrationProgress_paused(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var legacyPassDurationsImplementors = []string{"LegacyPassDurations"}
+
+func (ec *executionContext) _LegacyPassDurations(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyPassDurations) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyPassDurationsImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyPassDurations")
+		case "count":
+			out.Values[i] = ec._LegacyPassDurations_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "min":
+			out.Values[i] = ec._LegacyPassDurations_min(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "median":
+			out.Values[i] = ec._LegacyPassDurations_median(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "max":
+			out.Values[i] = ec._LegacyPassDurations_max(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var legacyRepositoryImplementors = []string{"LegacyRepository"}
+
+func (ec *executionContext) _LegacyRepository(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyRepository) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyRepositoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyRepository")
+		case "id":
+			out.Values[i] = ec._LegacyRepository_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "legacyPath":
+			out.Values[i] = ec._LegacyRepository_legacyPath(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "target":
+			out.Values[i] = ec._LegacyRepository_target(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tagCount":
+			out.Values[i] = ec._LegacyRepository_tagCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "priority":
+			out.Values[i] = ec._LegacyRepository_priority(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "status":
+			out.Values[i] = ec._LegacyRepository_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "preImportStartedAt":
+			out.Values[i] = ec._LegacyRepository_preImportStartedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "preImportFinishedAt":
+			out.Values[i] = ec._LegacyRepository_preImportFinishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "importStartedAt":
+			out.Values[i] = ec._LegacyRepository_importStartedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "importFinishedAt":
+			out.Values[i] = ec._LegacyRepository_importFinishedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "timeLimitExceededAt":
+			out.Values[i] = ec._LegacyRepository_timeLimitExceededAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "attempts":
+			out.Values[i] = ec._LegacyRepository_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastError":
+			out.Values[i] = ec._LegacyRepository_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._LegacyRepository_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._LegacyRepository_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var legacyRepositoryConnectionImplementors = []string{"LegacyRepositoryConnection"}
+
+func (ec *executionContext) _LegacyRepositoryConnection(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyRepositoryConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyRepositoryConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyRepositoryConnection")
+		case "edges":
+			out.Values[i] = ec._LegacyRepositoryConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._LegacyRepositoryConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var legacyRepositoryEdgeImplementors = []string{"LegacyRepositoryEdge"}
+
+func (ec *executionContext) _LegacyRepositoryEdge(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyRepositoryEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyRepositoryEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyRepositoryEdge")
+		case "cursor":
+			out.Values[i] = ec._LegacyRepositoryEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._LegacyRepositoryEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var legacyStatusCountImplementors = []string{"LegacyStatusCount"}
+
+func (ec *executionContext) _LegacyStatusCount(ctx context.Context, sel ast.SelectionSet, obj *model.LegacyStatusCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, legacyStatusCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LegacyStatusCount")
+		case "status":
+			out.Values[i] = ec._LegacyStatusCount_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._LegacyStatusCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mavenVersionImplementors = []string{"MavenVersion", "TrashItem", "PublishedArtifact"}
 
 func (ec *executionContext) _MavenVersion(ctx context.Context, sel ast.SelectionSet, obj *model.MavenVersion) graphql.Marshaler {
@@ -10401,6 +12673,41 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "restoreContainerManifest":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_restoreContainerManifest(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "prioritizeLegacyRepository":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_prioritizeLegacyRepository(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "skipLegacyRepository":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_skipLegacyRepository(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "retryLegacyRepository":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_retryLegacyRepository(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pauseLegacyMigration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_pauseLegacyMigration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "resumeLegacyMigration":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_resumeLegacyMigration(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -10996,6 +13303,18 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_repository(ctx, field)
+				})
+		case "legacyRepositories":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_legacyRepositories(ctx, field)
+				})
+		case "legacyMigrationProgress":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_legacyMigrationProgress(ctx, field)
 				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
@@ -12077,6 +14396,20 @@ func (ec *executionContext) marshalNDeleteContainerTagPayload2ᚖgithubᚗcomᚋ
 	return ec._DeleteContainerTagPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNFloat2float64(ctx context.Context, sel ast.SelectionSet, v float64) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalFloatContext(v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Float!")
+	}
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
 func (ec *executionContext) unmarshalNFormat2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐFormat(ctx context.Context, v any) (model.Format, error) {
 	var res model.Format
 	err := res.UnmarshalGQL(v)
@@ -12149,6 +14482,104 @@ func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.Sel
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int64!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControls(ctx context.Context, sel ast.SelectionSet, v *model.LegacyMigrationControls) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyMigrationControls!")
+		return graphql.Null
+	}
+	return ec._LegacyMigrationControls(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLegacyMigrationProgress2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationProgress(ctx context.Context, sel ast.SelectionSet, v *model.LegacyMigrationProgress) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyMigrationProgress!")
+		return graphql.Null
+	}
+	return ec._LegacyMigrationProgress(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNLegacyMigrationStatus2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatus(ctx context.Context, v any) (model.LegacyMigrationStatus, error) {
+	var res model.LegacyMigrationStatus
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLegacyMigrationStatus2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatus(ctx context.Context, sel ast.SelectionSet, v model.LegacyMigrationStatus) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNLegacyPassDurations2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyPassDurations(ctx context.Context, sel ast.SelectionSet, v *model.LegacyPassDurations) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyPassDurations!")
+		return graphql.Null
+	}
+	return ec._LegacyPassDurations(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLegacyRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepository(ctx context.Context, sel ast.SelectionSet, v *model.LegacyRepository) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyRepository!")
+		return graphql.Null
+	}
+	return ec._LegacyRepository(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLegacyRepositoryConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepositoryConnection(ctx context.Context, sel ast.SelectionSet, v *model.LegacyRepositoryConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyRepositoryConnection!")
+		return graphql.Null
+	}
+	return ec._LegacyRepositoryConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLegacyRepositoryEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepositoryEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.LegacyRepositoryEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLegacyRepositoryEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepositoryEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLegacyRepositoryEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyRepositoryEdge(ctx context.Context, sel ast.SelectionSet, v *model.LegacyRepositoryEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyRepositoryEdge!")
+		return graphql.Null
+	}
+	return ec._LegacyRepositoryEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLegacyStatusCount2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyStatusCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.LegacyStatusCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLegacyStatusCount2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyStatusCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLegacyStatusCount2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyStatusCount(ctx context.Context, sel ast.SelectionSet, v *model.LegacyStatusCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LegacyStatusCount!")
+		return graphql.Null
+	}
+	return ec._LegacyStatusCount(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNNamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx context.Context, sel ast.SelectionSet, v *model.Namespace) graphql.Marshaler {
@@ -12744,6 +15175,23 @@ func (ec *executionContext) marshalOContainerImageConnection2ᚖgithubᚗcomᚋa
 	return ec._ContainerImageConnection(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalFloatContext(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOFloat2ᚖfloat64(ctx context.Context, sel ast.SelectionSet, v *float64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalFloatContext(*v)
+	return graphql.WrapContextMarshaler(ctx, res)
+}
+
 func (ec *executionContext) unmarshalOFormat2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐFormat(ctx context.Context, v any) (*model.Format, error) {
 	if v == nil {
 		return nil, nil
@@ -12794,6 +15242,42 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = ctx
 	res := graphql.MarshalInt(*v)
 	return res
+}
+
+func (ec *executionContext) unmarshalOLegacyMigrationStatus2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatusᚄ(ctx context.Context, v any) ([]model.LegacyMigrationStatus, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.LegacyMigrationStatus, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNLegacyMigrationStatus2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatus(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOLegacyMigrationStatus2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatusᚄ(ctx context.Context, sel ast.SelectionSet, v []model.LegacyMigrationStatus) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLegacyMigrationStatus2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationStatus(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) marshalONamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx context.Context, sel ast.SelectionSet, v *model.Namespace) graphql.Marshaler {

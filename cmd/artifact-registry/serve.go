@@ -59,8 +59,14 @@ func runServe(ctx context.Context, args []string) error {
 	defer objects.Close()
 	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay})
 
+	legacy, err := newLegacySetup(ctx, &cfg.Legacy, st, log)
+	if err != nil {
+		return err
+	}
+	defer legacy.Close()
+
 	npmOpts := npm.Options{AdminToken: cfg.AdminToken, PublicURL: cfg.PublicURL, Logger: log}
-	jobs, collector, err := newJobClient(db.Pool, st, &cfg, npmOpts, log)
+	jobs, collector, err := newJobClient(db.Pool, st, &cfg, npmOpts, legacy, log)
 	if err != nil {
 		return err
 	}
@@ -72,8 +78,9 @@ func runServe(ctx context.Context, args []string) error {
 
 	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool)})
 	srv.Registry().MustRegister(collector.Collectors()...)
+	srv.Registry().MustRegister(legacy.collectors()...)
 	r := srv.Router()
-	oci.Mount(r, st, oci.Options{AdminToken: cfg.AdminToken, Logger: log})
+	oci.Mount(r, st, oci.Options{AdminToken: cfg.AdminToken, Logger: log, Legacy: legacy.oci})
 	npm.Mount(r, st, npmOpts)
 	maven.Mount(r, st, maven.Options{AdminToken: cfg.AdminToken, Logger: log})
 	graph.Mount(r, st, graph.Options{AdminToken: cfg.AdminToken, Logger: log})
@@ -86,8 +93,9 @@ func runServe(ctx context.Context, args []string) error {
 }
 
 // newJobClient wires River on the same pool with every job kind: the GC
-// family (periodic, leader-elected) and the npm packument rebuild.
-func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
+// family (periodic, leader-elected), the npm packument rebuild and, when
+// enabled, the registry:2 migration service.
+func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), Logger: log})
 	if err != nil {
@@ -99,6 +107,8 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOp
 	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
 	maps.Copy(queues, collector.Queues())
+	legacy.register(workers, queues)
+	periodic = append(periodic, legacy.periodic...)
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:       log,
 		Queues:       queues,

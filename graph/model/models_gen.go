@@ -100,6 +100,76 @@ type GCQueue struct {
 	LastReclaimedAt *time.Time `json:"lastReclaimedAt,omitempty"`
 }
 
+type LegacyMigrationControls struct {
+	Paused    bool      `json:"paused"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+type LegacyMigrationProgress struct {
+	Total int `json:"total"`
+	// Every status, zero counts included.
+	ByStatus []*LegacyStatusCount `json:"byStatus"`
+	// Migrated over the inventory less skipped repositories, in percent (0 for an empty inventory).
+	PercentDone float64 `json:"percentDone"`
+	// Repositories migrated in the last hour and the last 24 hours.
+	MigratedLastHour int `json:"migratedLastHour"`
+	MigratedLastDay  int `json:"migratedLastDay"`
+	// Migrated per hour over the last 24 hours.
+	RatePerHour float64              `json:"ratePerHour"`
+	PreImport   *LegacyPassDurations `json:"preImport"`
+	FinalImport *LegacyPassDurations `json:"finalImport"`
+	// Repositories whose last final pass ran over the time limit.
+	OverTimeLimit int `json:"overTimeLimit"`
+	// Over-time-limit repositories as a percentage of those that tried pass 2.
+	OverTimeLimitPercent float64 `json:"overTimeLimitPercent"`
+	Paused               bool    `json:"paused"`
+}
+
+// Run times of one pass over every repository that finished it, in seconds.
+type LegacyPassDurations struct {
+	Count  int      `json:"count"`
+	Min    *float64 `json:"min,omitempty"`
+	Median *float64 `json:"median,omitempty"`
+	Max    *float64 `json:"max,omitempty"`
+}
+
+type LegacyRepository struct {
+	ID string `json:"id"`
+	// Repository path in the legacy registry (may be nested: a/b/c).
+	LegacyPath string `json:"legacyPath"`
+	// Mapped target: <namespace slug>/<repository>/<image>.
+	Target   string `json:"target"`
+	TagCount int    `json:"tagCount"`
+	// Higher first.
+	Priority            int                   `json:"priority"`
+	Status              LegacyMigrationStatus `json:"status"`
+	PreImportStartedAt  *time.Time            `json:"preImportStartedAt,omitempty"`
+	PreImportFinishedAt *time.Time            `json:"preImportFinishedAt,omitempty"`
+	ImportStartedAt     *time.Time            `json:"importStartedAt,omitempty"`
+	ImportFinishedAt    *time.Time            `json:"importFinishedAt,omitempty"`
+	// The last final pass that ran over the time limit (the repository stayed on the legacy registry).
+	TimeLimitExceededAt *time.Time `json:"timeLimitExceededAt,omitempty"`
+	Attempts            int        `json:"attempts"`
+	LastError           *string    `json:"lastError,omitempty"`
+	CreatedAt           time.Time  `json:"createdAt"`
+	UpdatedAt           time.Time  `json:"updatedAt"`
+}
+
+type LegacyRepositoryConnection struct {
+	Edges    []*LegacyRepositoryEdge `json:"edges"`
+	PageInfo *PageInfo               `json:"pageInfo"`
+}
+
+type LegacyRepositoryEdge struct {
+	Cursor string            `json:"cursor"`
+	Node   *LegacyRepository `json:"node"`
+}
+
+type LegacyStatusCount struct {
+	Status LegacyMigrationStatus `json:"status"`
+	Count  int                   `json:"count"`
+}
+
 type Mutation struct {
 }
 
@@ -330,6 +400,79 @@ func (e *Format) UnmarshalJSON(b []byte) error {
 }
 
 func (e Format) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// Where a legacy repository stands in its migration.
+type LegacyMigrationStatus string
+
+const (
+	// In the inventory, nothing imported yet.
+	LegacyMigrationStatusPending LegacyMigrationStatus = "PENDING"
+	// Pass 1 (manifests and blobs, no tags) running; the legacy registry serves it.
+	LegacyMigrationStatusPreImporting LegacyMigrationStatus = "PRE_IMPORTING"
+	// Pass 1 done; waiting for pass 2.
+	LegacyMigrationStatusPreImported LegacyMigrationStatus = "PRE_IMPORTED"
+	// Pass 2 running: the read-only window (writes get 503, reads are served).
+	LegacyMigrationStatusImporting LegacyMigrationStatus = "IMPORTING"
+	// Served here.
+	LegacyMigrationStatusMigrated LegacyMigrationStatus = "MIGRATED"
+	// The last pass failed (lastError); the legacy registry serves it.
+	LegacyMigrationStatusFailed LegacyMigrationStatus = "FAILED"
+	// Taken out of the migration by an operator or the importer; the legacy registry serves it.
+	LegacyMigrationStatusSkipped LegacyMigrationStatus = "SKIPPED"
+)
+
+var AllLegacyMigrationStatus = []LegacyMigrationStatus{
+	LegacyMigrationStatusPending,
+	LegacyMigrationStatusPreImporting,
+	LegacyMigrationStatusPreImported,
+	LegacyMigrationStatusImporting,
+	LegacyMigrationStatusMigrated,
+	LegacyMigrationStatusFailed,
+	LegacyMigrationStatusSkipped,
+}
+
+func (e LegacyMigrationStatus) IsValid() bool {
+	switch e {
+	case LegacyMigrationStatusPending, LegacyMigrationStatusPreImporting, LegacyMigrationStatusPreImported, LegacyMigrationStatusImporting, LegacyMigrationStatusMigrated, LegacyMigrationStatusFailed, LegacyMigrationStatusSkipped:
+		return true
+	}
+	return false
+}
+
+func (e LegacyMigrationStatus) String() string {
+	return string(e)
+}
+
+func (e *LegacyMigrationStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = LegacyMigrationStatus(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid LegacyMigrationStatus", str)
+	}
+	return nil
+}
+
+func (e LegacyMigrationStatus) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *LegacyMigrationStatus) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e LegacyMigrationStatus) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -1,0 +1,83 @@
+// Package proxy decides, for proxy mode (protocol/oci legacy_proxy.go),
+// where a legacy repository path lives: the migration inventory first
+// (migrated: here; importing: read-only window; otherwise the legacy
+// registry), then, for a path the inventory does not know, the mapping
+// rules and the include/exclude lists of the rollout.
+package proxy
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/artifact-registry/artifact-registry/legacy/mapping"
+	"github.com/artifact-registry/artifact-registry/protocol/oci"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// Router implements oci.LegacyRouter.
+type Router struct {
+	st    *store.Store
+	rules *mapping.Rules
+	local func(path string) bool
+	// migrated caches routes of migrated repositories: migrated is final,
+	// so the hottest names skip the database.
+	migrated sync.Map // legacy path -> target
+}
+
+// New builds a Router. local decides whether a path not in the inventory
+// is created here (true) or in the legacy registry.
+func New(st *store.Store, rules *mapping.Rules, local func(path string) bool) *Router {
+	return &Router{st: st, rules: rules, local: local}
+}
+
+var _ oci.LegacyRouter = (*Router)(nil)
+
+// Route decides where path lives.
+func (r *Router) Route(ctx context.Context, path string) (oci.LegacyRoute, error) {
+	if t, ok := r.migrated.Load(path); ok {
+		return oci.LegacyRoute{Decision: oci.LegacyLocal, Target: t.(string)}, nil
+	}
+	row, found, err := r.st.LegacyRoute(ctx, path)
+	if err != nil {
+		return oci.LegacyRoute{}, err
+	}
+	return r.decide(path, row, found), nil
+}
+
+// GuardWrite decides under a share lock of the inventory row (see
+// store.WithLegacyRouteShared) and calls fn inside it.
+func (r *Router) GuardWrite(ctx context.Context, path string, fn func(oci.LegacyRoute) error) error {
+	err := r.st.WithLegacyRouteShared(ctx, path, func(row store.LegacyRouteRow, found bool) error {
+		return fn(r.decide(path, row, found))
+	})
+	if err != nil {
+		return fmt.Errorf("legacy write guard %q: %w", path, err)
+	}
+	return nil
+}
+
+func (r *Router) decide(path string, row store.LegacyRouteRow, found bool) oci.LegacyRoute {
+	if !found {
+		t, ok := r.rules.Map(path)
+		if !ok {
+			return oci.LegacyRoute{Decision: oci.LegacyNotMapped}
+		}
+		target := t.Namespace + "/" + t.Repository + "/" + t.Image
+		if r.local(path) {
+			return oci.LegacyRoute{Decision: oci.LegacyLocal, Target: target}
+		}
+		return oci.LegacyRoute{Decision: oci.LegacyForward, Target: target}
+	}
+	target := row.NamespaceSlug + "/" + row.RepositoryName + "/" + row.ImageName
+	switch row.Status {
+	case enum.LegacyMigrated:
+		r.migrated.Store(path, target)
+		return oci.LegacyRoute{Decision: oci.LegacyLocal, Target: target}
+	case enum.LegacyImporting:
+		return oci.LegacyRoute{Decision: oci.LegacyReadOnly, Target: target}
+	default:
+		return oci.LegacyRoute{Decision: oci.LegacyForward, Target: target}
+	}
+}

@@ -1,0 +1,269 @@
+// Package service is the migration service of issue 12: River jobs that
+// work through the legacy inventory by priority. A periodic legacy:tick
+// (every cadence, leader only) starts up to `concurrency` legacy:migrate
+// slot jobs; each slot claims the next repository and runs pass 1
+// (pre-import, no read-only) and, right after it, pass 2 (the read-only
+// window, bounded by the final-pass time limit), then the next repository,
+// until there is no work or the migration is paused. Pending repositories
+// go first; pre-imported ones left over (a restart between the passes) are
+// finished after them.
+//
+// A final pass over its time limit changes nothing on our side (the
+// importer's one transaction rolls back): the repository goes back to
+// pre_imported with time_limit_exceeded_at set and is then skipped, so it
+// stays on the legacy registry until an operator retries it (it would only
+// run over again). Attempts and the last error are recorded on the row.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"gocloud.dev/blob"
+
+	"github.com/artifact-registry/artifact-registry/legacy/importer"
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Config of the service.
+type Config struct {
+	// Concurrency is the number of slots (repositories at once).
+	Concurrency int
+	// Cadence is the tick interval and the pause of a slot between two
+	// repositories.
+	Cadence time.Duration
+	// FinalPassLimit bounds pass 2.
+	FinalPassLimit time.Duration
+	// PreImportLease bounds pass 1 before another worker may claim the
+	// repository again; default store.LegacyPreImportLease.
+	PreImportLease time.Duration
+	Logger         *slog.Logger
+}
+
+// Service is the migration service.
+type Service struct {
+	st      *store.Store
+	src     *blob.Bucket
+	cfg     Config
+	metrics *Metrics
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// New builds the service.
+func New(st *store.Store, src *blob.Bucket, m *Metrics, cfg Config) (*Service, error) {
+	if cfg.Concurrency < 1 || cfg.Cadence <= 0 || cfg.FinalPassLimit <= 0 {
+		return nil, fmt.Errorf("legacy service: concurrency, cadence and final pass limit must be positive (%d, %s, %s)",
+			cfg.Concurrency, cfg.Cadence, cfg.FinalPassLimit)
+	}
+	if cfg.PreImportLease <= 0 {
+		cfg.PreImportLease = store.LegacyPreImportLease
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if m == nil {
+		m = NewMetrics(st)
+	}
+	return &Service{st: st, src: src, cfg: cfg, metrics: m, log: cfg.Logger, now: time.Now}, nil
+}
+
+// Step migrates at most one repository: the next pending one (pass 1 then
+// pass 2 right after it), else the next pre-imported one (pass 2). It
+// reports whether it found work. A failed pass is recorded on the row by
+// the importer, not returned: the error is the repository's, not the
+// service's.
+func (s *Service) Step(ctx context.Context) (bool, error) {
+	paused, err := s.paused(ctx)
+	if err != nil || paused {
+		return false, err
+	}
+	repo, err := s.st.ClaimNextLegacyRepository(ctx, store.LegacyPassPre, s.cfg.PreImportLease)
+	switch {
+	case err == nil:
+		if !s.preImport(ctx, *repo) {
+			return true, ctx.Err()
+		}
+	case errors.Is(err, store.ErrLegacyNoWork):
+		repo, err = s.st.ClaimNextLegacyRepository(ctx, store.LegacyPassFinal, s.cfg.FinalPassLimit)
+		if errors.Is(err, store.ErrLegacyNoWork) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("legacy service: claim final pass: %w", err)
+		}
+	default:
+		return false, fmt.Errorf("legacy service: claim pre-import: %w", err)
+	}
+	return true, s.finalImport(ctx, *repo)
+}
+
+func (s *Service) paused(ctx context.Context) (bool, error) {
+	c, err := s.st.LegacyControls(ctx)
+	if err != nil {
+		return false, fmt.Errorf("legacy service: read controls: %w", err)
+	}
+	return c.Paused, nil
+}
+
+// preImport runs pass 1 of a claimed repository; false when it failed.
+func (s *Service) preImport(ctx context.Context, repo store.LegacyRepository) bool {
+	start := s.now()
+	rep, err := importer.PreImportWith(ctx, s.st, s.src, repo, importer.Options{Lease: s.cfg.PreImportLease})
+	d := s.now().Sub(start)
+	if rep != nil {
+		s.metrics.bytes.Add(float64(rep.BytesCopied))
+	}
+	if err != nil {
+		s.metrics.pass(store.LegacyPassPre, "failed", d)
+		s.log.Warn("legacy pre-import failed", "path", repo.LegacyPath, "attempt", repo.Attempts, "err", err)
+		return false
+	}
+	s.metrics.pass(store.LegacyPassPre, "done", d)
+	s.log.Info("legacy pre-import done", "path", repo.LegacyPath, "tags", rep.TagsSeen,
+		"bytes", rep.BytesCopied, "left_behind", len(rep.Items), "took", d)
+	return true
+}
+
+// finalImport runs pass 2 (the read-only window). repo is claimed
+// (importing) or pre-imported (the importer starts the pass).
+func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository) error {
+	start := s.now()
+	deadline := start.Add(s.cfg.FinalPassLimit)
+	rep, err := importer.FinalImport(ctx, s.st, s.src, repo, deadline)
+	d := s.now().Sub(start)
+	if rep != nil {
+		s.metrics.bytes.Add(float64(rep.BytesCopied))
+	}
+	switch {
+	case err == nil:
+		s.metrics.pass(store.LegacyPassFinal, "done", d)
+		s.log.Info("legacy repository migrated", "path", repo.LegacyPath, "tags", rep.TagsImported, "read_only", d)
+		return nil
+	case errors.Is(err, importer.ErrTimeLimit):
+		// The importer put it back to pre_imported, nothing changed here.
+		// Skip it, so it is not claimed again (it would only run over
+		// again): it stays on the legacy registry until an operator
+		// retries it, e.g. in an arranged longer window.
+		s.metrics.pass(store.LegacyPassFinal, "over_time_limit", d)
+		s.log.Warn("legacy final pass over the time limit", "path", repo.LegacyPath, "tags", repo.TagCount, "limit", s.cfg.FinalPassLimit)
+		reason := fmt.Sprintf("final pass ran over its time limit of %s; it stays on the legacy registry until retried", s.cfg.FinalPassLimit)
+		if _, err := s.st.SkipLegacyRepository(context.WithoutCancel(ctx), repo.ID, reason); err != nil {
+			return fmt.Errorf("legacy service: skip %s over the time limit: %w", repo.LegacyPath, err)
+		}
+		return nil
+	default:
+		s.metrics.pass(store.LegacyPassFinal, "failed", d)
+		s.log.Warn("legacy final pass failed", "path", repo.LegacyPath, "attempt", repo.Attempts, "err", err)
+		return ctx.Err() // shutdown stops the slot; a repository's failure does not
+	}
+}
+
+// ---------------------------------------------------------------- River
+
+// Job kinds and queue.
+const (
+	KindTick    = "legacy:tick"
+	KindMigrate = "legacy:migrate"
+	Queue       = "legacy_migration"
+)
+
+// TickArgs is legacy:tick.
+type TickArgs struct{}
+
+// Kind implements river.JobArgs.
+func (TickArgs) Kind() string { return KindTick }
+
+// InsertOpts: one tick in flight.
+func (TickArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: inFlight}}
+}
+
+// MigrateArgs is legacy:migrate, one slot.
+type MigrateArgs struct {
+	Slot int `json:"slot" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (MigrateArgs) Kind() string { return KindMigrate }
+
+// InsertOpts: one job per slot in flight, so at most Concurrency run.
+func (MigrateArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: inFlight}}
+}
+
+// inFlight: uniqueness among jobs still going to run.
+var inFlight = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+}
+
+// Register adds the workers and returns the periodic tick (pass it in
+// river.Config.PeriodicJobs; River runs it on the elected leader).
+func (s *Service) Register(workers *river.Workers) []*river.PeriodicJob {
+	river.AddWorker(workers, &tickWorker{s: s})
+	river.AddWorker(workers, &migrateWorker{s: s})
+	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.Cadence),
+		func() (river.JobArgs, *river.InsertOpts) { return TickArgs{}, nil },
+		&river.PeriodicJobOpts{ID: KindTick, RunOnStart: true})}
+}
+
+// Queues returns the service's River queue: the slots and the tick.
+func (s *Service) Queues() map[string]river.QueueConfig {
+	return map[string]river.QueueConfig{Queue: {MaxWorkers: s.cfg.Concurrency + 1}}
+}
+
+type tickWorker struct {
+	river.WorkerDefaults[TickArgs]
+	s *Service
+}
+
+func (w *tickWorker) Timeout(*river.Job[TickArgs]) time.Duration { return time.Minute }
+
+// Work starts the slots unless paused; slots already in flight are kept
+// (unique by slot).
+func (w *tickWorker) Work(ctx context.Context, _ *river.Job[TickArgs]) error {
+	paused, err := w.s.paused(ctx)
+	if err != nil || paused {
+		return err
+	}
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	params := make([]river.InsertManyParams, w.s.cfg.Concurrency)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: MigrateArgs{Slot: i}}
+	}
+	if _, err := client.InsertMany(ctx, params); err != nil {
+		return fmt.Errorf("legacy service: start slots: %w", err)
+	}
+	return nil
+}
+
+type migrateWorker struct {
+	river.WorkerDefaults[MigrateArgs]
+	s *Service
+}
+
+// Timeout: none; a slot runs as long as there is work (pass 1 of a large
+// repository takes hours), and stops at shutdown through its context.
+func (w *migrateWorker) Timeout(*river.Job[MigrateArgs]) time.Duration { return -1 }
+
+func (w *migrateWorker) Work(ctx context.Context, _ *river.Job[MigrateArgs]) error {
+	for {
+		found, err := w.s.Step(ctx)
+		if err != nil || !found {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(w.s.cfg.Cadence):
+		}
+	}
+}
