@@ -1,4 +1,5 @@
-// Command artifact-registry is the one binary: serve, migrate and version.
+// Command artifact-registry is the one binary: serve, migrate, import and
+// version.
 // It only wires packages together; behaviour lives in those packages.
 package main
 
@@ -22,6 +23,7 @@ commands:
   serve            run the registry (applies pending migrations unless --no-migrate)
   migrate up       apply pending migrations (ours and River's)
   migrate status   list applied and pending migrations
+  import ...       migrate from a registry:2 tree: inventory, pre, final, status
   version          print the version
 
 Run "artifact-registry <command> -h" for the flags of a command.
@@ -40,6 +42,8 @@ func main() {
 		err = runServe(ctx, os.Args[2:])
 	case "migrate":
 		err = runMigrate(ctx, os.Args[2:])
+	case "import":
+		err = runImport(ctx, os.Args[2:])
 	case "version":
 		fmt.Println(versionString())
 	case "-h", "--help", "help":

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/artifact-registry/artifact-registry/protocol/oci/internal/ocitools"
+	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 

@@ -1,5 +1,6 @@
-// Package ocitools fetches and builds the real OCI clients the protocol
-// tests drive: the distribution-spec conformance suite, crane and oras.
+// Package ocitools fetches and builds the real OCI tools the tests drive:
+// the distribution-spec conformance suite, crane, oras and distribution's
+// registry (the legacy registry of the migration tests).
 //
 // They are built from the Go module proxy with the ordinary go command,
 // never linked into our binary, and cached (per version) under
@@ -35,6 +36,13 @@ const (
 	CraneVersion       = "v0.22.1"
 	OrasPackage        = "oras.land/oras/cmd/oras"
 	OrasVersion        = "v1.3.6"
+	// RegistryPackage is distribution's registry (registry:2's v3 line),
+	// the legacy registry of the migration tests.
+	RegistryPackage = "github.com/distribution/distribution/v3/cmd/registry"
+	RegistryVersion = "v3.1.2"
+	// Registry28Binary is Debian's docker-registry package (distribution
+	// 2.8), installed by scripts/ensure-test-tools.
+	Registry28Binary = "docker-registry"
 )
 
 var (
@@ -65,6 +73,27 @@ func Crane(t testing.TB) string {
 // Oras returns the path of the oras binary.
 func Oras(t testing.TB) string {
 	return tool(t, "oras", OrasVersion, installer(OrasPackage, OrasVersion))
+}
+
+// Registry returns the path of distribution's registry binary (v3).
+func Registry(t testing.TB) string {
+	return tool(t, "registry", RegistryVersion, installer(RegistryPackage, RegistryVersion))
+}
+
+// Registry28 returns the path of Debian's docker-registry (distribution
+// 2.8). It is not built here: scripts/ensure-test-tools installs it. The
+// test fails when CI=true and it is missing, and is skipped otherwise.
+func Registry28(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath(Registry28Binary)
+	if err != nil {
+		msg := fmt.Sprintf("%s not found (run scripts/ensure-test-tools): %v", Registry28Binary, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg + " (skipped because CI is not set)")
+	}
+	return p
 }
 
 func installer(pkg, version string) func(ctx context.Context, out string) error {
