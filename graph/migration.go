@@ -93,7 +93,7 @@ func legacyError(err error) error {
 }
 
 func (r *Resolver) legacyRepositories(ctx context.Context, status []model.LegacyMigrationStatus, first *int, after *string) (*model.LegacyRepositoryConnection, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	n, err := pageSize(first)
@@ -134,7 +134,7 @@ func (r *Resolver) legacyRepositories(ctx context.Context, status []model.Legacy
 }
 
 func (r *Resolver) legacyProgress(ctx context.Context) (*model.LegacyMigrationProgress, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	p, err := r.store.LegacyMigrationProgress(ctx)
@@ -172,7 +172,7 @@ func toPassDurations(d store.LegacyDurations) *model.LegacyPassDurations {
 }
 
 func (r *Resolver) setLegacyPaused(ctx context.Context, paused bool) (*model.LegacyMigrationControls, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	c, err := r.store.SetLegacyControls(ctx, store.LegacyControlsUpdate{Paused: &paused, ChangedBy: "admin"})
@@ -183,7 +183,7 @@ func (r *Resolver) setLegacyPaused(ctx context.Context, paused bool) (*model.Leg
 }
 
 func (r *Resolver) legacyMutate(ctx context.Context, id string, fn func(uuid.UUID) (*store.LegacyRepository, error)) (*model.LegacyRepository, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	uid, err := parseID("legacy repository", id)
