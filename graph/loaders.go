@@ -53,6 +53,8 @@ type loaders struct {
 	tagNames   *loader[idKey, []string]
 	references *loader[idKey, []*model.ContainerManifest]
 	referrers  *loader[idKey, []*model.ContainerManifest]
+
+	pkg *packageLoaders // npm and Maven (packages_loaders.go)
 }
 
 type loadersKey struct{}
@@ -129,6 +131,7 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
 		tagNames: newLoader(wait, perNamespace(st.TagNamesOfManifests)),
+		pkg:      newPackageLoaders(st, wait),
 	}
 }
 

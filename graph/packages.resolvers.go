@@ -7,184 +7,423 @@ package graph
 
 import (
 	"context"
-	"fmt"
+	"encoding/hex"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // Repository is the resolver for the repository field.
 func (r *mavenPackageResolver) Repository(ctx context.Context, obj *model.MavenPackage) (*model.Repository, error) {
-	panic(fmt.Errorf("not implemented: Repository - repository"))
+	return r.loadRepository(ctx, obj.NamespaceID, obj.RepositoryID)
 }
 
 // Versions is the resolver for the versions field.
 func (r *mavenPackageResolver) Versions(ctx context.Context, obj *model.MavenPackage, first *int, after *string) (*model.MavenVersionConnection, error) {
-	panic(fmt.Errorf("not implemented: Versions - versions"))
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key versionKey
+	if _, err := decodeCursor(after, "mavenVersion", &key); err != nil {
+		return nil, err
+	}
+	l := pkgLoaders(ctx)
+	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: key.V}
+	prime(ctx, l.mavenVersionPage, obj.Siblings, pageName("mavenVersionPage", pk), pageKeys(pk))
+	rows, err := l.mavenVersionPage.Load(ctx, pk)()
+	if err != nil {
+		return nil, err
+	}
+	rows, more := trim(rows, limit)
+	conn := &model.MavenVersionConnection{
+		Count: func(ctx context.Context) (int, error) {
+			prime(ctx, l.mavenVersionCount, obj.Siblings, "mavenVersionCount", idKeys(obj.NamespaceID))
+			return l.mavenVersionCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+		},
+	}
+	var cursors []string
+	for _, v := range rows {
+		c := encodeCursor("mavenVersion", versionKey{V: v.Version})
+		cursors = append(cursors, c)
+		conn.Edges = append(conn.Edges, &model.MavenVersionEdge{Cursor: c, Node: v})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
 }
 
 // Version is the resolver for the version field.
 func (r *mavenPackageResolver) Version(ctx context.Context, obj *model.MavenPackage, version string) (*model.MavenVersion, error) {
-	panic(fmt.Errorf("not implemented: Version - version"))
+	return pkgLoaders(ctx).mavenVersionByName.Load(ctx, versionNameKey{ns: obj.NamespaceID, pkg: obj.ID, version: version})()
 }
 
 // Files is the resolver for the files field.
 func (r *mavenPackageResolver) Files(ctx context.Context, obj *model.MavenPackage, first *int, after *string) (*model.MavenFileConnection, error) {
-	panic(fmt.Errorf("not implemented: Files - files"))
+	return mavenFiles(ctx, pkgLoaders(ctx).mavenPackageFiles, obj.Siblings, "mavenPackageFiles", obj.NamespaceID, obj.ID, first, after)
 }
 
 // Package is the resolver for the package field.
 func (r *mavenVersionResolver) Package(ctx context.Context, obj *model.MavenVersion) (*model.MavenPackage, error) {
-	panic(fmt.Errorf("not implemented: Package - package"))
+	return mavenPackageByID(ctx, obj.NamespaceID, obj.PackageID)
 }
 
 // Files is the resolver for the files field.
 func (r *mavenVersionResolver) Files(ctx context.Context, obj *model.MavenVersion, first *int, after *string) (*model.MavenFileConnection, error) {
-	panic(fmt.Errorf("not implemented: Files - files"))
+	return mavenFiles(ctx, pkgLoaders(ctx).mavenVersionFiles, obj.Siblings, "mavenVersionFiles", obj.NamespaceID, obj.ID, first, after)
 }
 
 // DeleteNpmVersion is the resolver for the deleteNpmVersion field.
 func (r *mutationResolver) DeleteNpmVersion(ctx context.Context, input model.PackageItemRefInput) (*model.NpmVersionPayload, error) {
-	panic(fmt.Errorf("not implemented: DeleteNpmVersion - deleteNpmVersion"))
+	ns, id, err := r.packageItemRef(ctx, input, "npm version")
+	if err != nil {
+		return nil, err
+	}
+	if err := npmError(r.store.NpmDeleteVersionByID(ctx, ns, id, nil), CodeConflict); err != nil {
+		return nil, err
+	}
+	v, err := npmVersionByID(ctx, ns, id)
+	return &model.NpmVersionPayload{Version: v}, err
 }
 
 // RestoreNpmVersion is the resolver for the restoreNpmVersion field.
 func (r *mutationResolver) RestoreNpmVersion(ctx context.Context, input model.PackageItemRefInput) (*model.NpmVersionPayload, error) {
-	panic(fmt.Errorf("not implemented: RestoreNpmVersion - restoreNpmVersion"))
+	ns, id, err := r.packageItemRef(ctx, input, "npm version")
+	if err != nil {
+		return nil, err
+	}
+	if err := npmError(r.store.NpmRestoreVersion(ctx, ns, id, nil), CodeConflict); err != nil {
+		return nil, err
+	}
+	v, err := npmVersionByID(ctx, ns, id)
+	return &model.NpmVersionPayload{Version: v}, err
 }
 
 // DeleteNpmPackage is the resolver for the deleteNpmPackage field.
 func (r *mutationResolver) DeleteNpmPackage(ctx context.Context, input model.PackageItemRefInput) (*model.NpmPackagePayload, error) {
-	panic(fmt.Errorf("not implemented: DeleteNpmPackage - deleteNpmPackage"))
+	ns, id, err := r.packageItemRef(ctx, input, "npm package")
+	if err != nil {
+		return nil, err
+	}
+	if err := npmError(r.store.NpmDeletePackageByID(ctx, ns, id, nil), CodeConflict); err != nil {
+		return nil, err
+	}
+	p, err := npmPackageByID(ctx, ns, id)
+	return &model.NpmPackagePayload{Package: p}, err
 }
 
 // RestoreNpmPackage is the resolver for the restoreNpmPackage field.
 func (r *mutationResolver) RestoreNpmPackage(ctx context.Context, input model.PackageItemRefInput) (*model.NpmPackagePayload, error) {
-	panic(fmt.Errorf("not implemented: RestoreNpmPackage - restoreNpmPackage"))
+	ns, id, err := r.packageItemRef(ctx, input, "npm package")
+	if err != nil {
+		return nil, err
+	}
+	if err := npmError(r.store.NpmRestorePackage(ctx, ns, id, nil), CodeConflict); err != nil {
+		return nil, err
+	}
+	p, err := npmPackageByID(ctx, ns, id)
+	return &model.NpmPackagePayload{Package: p}, err
 }
 
 // SetNpmDistTag is the resolver for the setNpmDistTag field.
 func (r *mutationResolver) SetNpmDistTag(ctx context.Context, input model.NpmDistTagInput) (*model.NpmPackagePayload, error) {
-	panic(fmt.Errorf("not implemented: SetNpmDistTag - setNpmDistTag"))
+	if input.Version == nil || *input.Version == "" {
+		return nil, invalidInput("give the version the dist-tag points at")
+	}
+	version := *input.Version
+	return r.npmTagMutation(ctx, input, func(repo *store.NpmRepository) error {
+		_, err := r.store.NpmSetTag(ctx, repo, input.Package, input.Tag, version, nil)
+		return err
+	})
 }
 
 // RemoveNpmDistTag is the resolver for the removeNpmDistTag field.
 func (r *mutationResolver) RemoveNpmDistTag(ctx context.Context, input model.NpmDistTagInput) (*model.NpmPackagePayload, error) {
-	panic(fmt.Errorf("not implemented: RemoveNpmDistTag - removeNpmDistTag"))
+	return r.npmTagMutation(ctx, input, func(repo *store.NpmRepository) error {
+		return r.store.NpmRemoveTag(ctx, repo, input.Package, input.Tag, nil)
+	})
 }
 
 // DeleteMavenVersion is the resolver for the deleteMavenVersion field.
 func (r *mutationResolver) DeleteMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error) {
-	panic(fmt.Errorf("not implemented: DeleteMavenVersion - deleteMavenVersion"))
+	return r.mavenVersionMutation(ctx, input, r.store.SoftDeleteMavenVersion)
 }
 
 // RestoreMavenVersion is the resolver for the restoreMavenVersion field.
 func (r *mutationResolver) RestoreMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error) {
-	panic(fmt.Errorf("not implemented: RestoreMavenVersion - restoreMavenVersion"))
+	return r.mavenVersionMutation(ctx, input, r.store.RestoreMavenVersion)
 }
 
 // DeleteMavenPackage is the resolver for the deleteMavenPackage field.
 func (r *mutationResolver) DeleteMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error) {
-	panic(fmt.Errorf("not implemented: DeleteMavenPackage - deleteMavenPackage"))
+	return r.mavenPackageMutation(ctx, input, r.store.SoftDeleteMavenPackage)
 }
 
 // RestoreMavenPackage is the resolver for the restoreMavenPackage field.
 func (r *mutationResolver) RestoreMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error) {
-	panic(fmt.Errorf("not implemented: RestoreMavenPackage - restoreMavenPackage"))
+	return r.mavenPackageMutation(ctx, input, r.store.RestoreMavenPackage)
 }
 
 // Version is the resolver for the version field.
 func (r *npmDistTagResolver) Version(ctx context.Context, obj *model.NpmDistTag) (*model.NpmVersion, error) {
-	panic(fmt.Errorf("not implemented: Version - version"))
+	l := pkgLoaders(ctx)
+	prime(ctx, l.npmVersion, obj.Siblings, "npmVersion", idKeys(obj.NamespaceID))
+	return npmVersionByID(ctx, obj.NamespaceID, obj.VersionID)
 }
 
 // Repository is the resolver for the repository field.
 func (r *npmPackageResolver) Repository(ctx context.Context, obj *model.NpmPackage) (*model.Repository, error) {
-	panic(fmt.Errorf("not implemented: Repository - repository"))
+	return r.loadRepository(ctx, obj.NamespaceID, obj.RepositoryID)
 }
 
 // DistTags is the resolver for the distTags field.
 func (r *npmPackageResolver) DistTags(ctx context.Context, obj *model.NpmPackage) ([]*model.NpmDistTag, error) {
-	panic(fmt.Errorf("not implemented: DistTags - distTags"))
+	tags, err := npmTags(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*model.NpmDistTag, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Latest is the resolver for the latest field.
 func (r *npmPackageResolver) Latest(ctx context.Context, obj *model.NpmPackage) (*model.NpmVersion, error) {
-	panic(fmt.Errorf("not implemented: Latest - latest"))
+	tags, err := npmTags(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tags {
+		if t.Name == "latest" {
+			return npmVersionByID(ctx, obj.NamespaceID, t.VersionID)
+		}
+	}
+	return nil, nil
 }
 
 // Versions is the resolver for the versions field.
 func (r *npmPackageResolver) Versions(ctx context.Context, obj *model.NpmPackage, first *int, after *string) (*model.NpmVersionConnection, error) {
-	panic(fmt.Errorf("not implemented: Versions - versions"))
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key store.NpmVersionKey
+	afterKey := ""
+	if ok, err := decodeCursor(after, "npmVersion", &key); err != nil {
+		return nil, err
+	} else if ok {
+		afterKey = keysetJSON(key)
+	}
+	l := pkgLoaders(ctx)
+	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: afterKey}
+	prime(ctx, l.npmVersionPage, obj.Siblings, pageName("npmVersionPage", pk), pageKeys(pk))
+	rows, err := l.npmVersionPage.Load(ctx, pk)()
+	if err != nil {
+		return nil, err
+	}
+	rows, more := trim(rows, limit)
+	conn := &model.NpmVersionConnection{
+		Count: func(ctx context.Context) (int, error) {
+			prime(ctx, l.npmVersionCount, obj.Siblings, "npmVersionCount", idKeys(obj.NamespaceID))
+			return l.npmVersionCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+		},
+	}
+	var cursors []string
+	for _, v := range rows {
+		c := encodeCursor("npmVersion", v.key)
+		cursors = append(cursors, c)
+		conn.Edges = append(conn.Edges, &model.NpmVersionEdge{Cursor: c, Node: v.NpmVersion})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
 }
 
 // Version is the resolver for the version field.
 func (r *npmPackageResolver) Version(ctx context.Context, obj *model.NpmPackage, version string) (*model.NpmVersion, error) {
-	panic(fmt.Errorf("not implemented: Version - version"))
+	return pkgLoaders(ctx).npmVersionByName.Load(ctx, versionNameKey{ns: obj.NamespaceID, pkg: obj.ID, version: version})()
 }
 
 // Package is the resolver for the package field.
 func (r *npmVersionResolver) Package(ctx context.Context, obj *model.NpmVersion) (*model.NpmPackage, error) {
-	panic(fmt.Errorf("not implemented: Package - package"))
+	return npmPackageByID(ctx, obj.NamespaceID, obj.PackageID)
 }
 
 // Deprecated is the resolver for the deprecated field.
 func (r *npmVersionResolver) Deprecated(ctx context.Context, obj *model.NpmVersion) (*string, error) {
-	panic(fmt.Errorf("not implemented: Deprecated - deprecated"))
+	d, err := npmDetails(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return d.Deprecated, nil
 }
 
 // Description is the resolver for the description field.
 func (r *npmVersionResolver) Description(ctx context.Context, obj *model.NpmVersion) (*string, error) {
-	panic(fmt.Errorf("not implemented: Description - description"))
+	d, err := npmDetails(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return d.Description, nil
 }
 
 // License is the resolver for the license field.
 func (r *npmVersionResolver) License(ctx context.Context, obj *model.NpmVersion) (*string, error) {
-	panic(fmt.Errorf("not implemented: License - license"))
+	d, err := npmDetails(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return d.License, nil
 }
 
 // Integrity is the resolver for the integrity field.
 func (r *npmVersionResolver) Integrity(ctx context.Context, obj *model.NpmVersion) (*string, error) {
-	panic(fmt.Errorf("not implemented: Integrity - integrity"))
+	d, err := npmDetails(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return d.Integrity, nil
 }
 
 // Shasum is the resolver for the shasum field.
 func (r *npmVersionResolver) Shasum(ctx context.Context, obj *model.NpmVersion) (*string, error) {
-	panic(fmt.Errorf("not implemented: Shasum - shasum"))
+	d, err := npmDetails(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return d.Shasum, nil
 }
 
 // DistTags is the resolver for the distTags field.
 func (r *npmVersionResolver) DistTags(ctx context.Context, obj *model.NpmVersion) ([]string, error) {
-	panic(fmt.Errorf("not implemented: DistTags - distTags"))
+	l := pkgLoaders(ctx)
+	prime(ctx, l.npmTagNames, obj.Siblings, "npmTagNames", idKeys(obj.NamespaceID))
+	names, err := l.npmTagNames.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+	return nonNil(names), err
 }
 
 // Dependencies is the resolver for the dependencies field.
 func (r *npmVersionResolver) Dependencies(ctx context.Context, obj *model.NpmVersion, kind *model.NpmDependencyKind) ([]*model.NpmDependency, error) {
-	panic(fmt.Errorf("not implemented: Dependencies - dependencies"))
+	field := npmDependencyFields[model.NpmDependencyKindProd]
+	if kind != nil {
+		field = npmDependencyFields[*kind]
+	}
+	d, err := npmDetails(ctx, obj)
+	if err != nil {
+		return nil, err
+	}
+	return npmDependencies(d.Dependencies[field])
 }
 
 // Tarball is the resolver for the tarball field.
 func (r *npmVersionResolver) Tarball(ctx context.Context, obj *model.NpmVersion) (*model.NpmFile, error) {
-	panic(fmt.Errorf("not implemented: Tarball - tarball"))
+	l := pkgLoaders(ctx)
+	prime(ctx, l.npmTarball, obj.Siblings, "npmTarball", idKeys(obj.NamespaceID))
+	f, err := l.npmTarball.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+	if err != nil || f == nil {
+		return nil, err
+	}
+	return &model.NpmFile{
+		ID: f.ID, FileName: f.FileName, SizeBytes: f.Size,
+		SHA256: "sha256:" + hex.EncodeToString(f.SHA256[:]), SoftDeletedAt: f.SoftDeletedAt,
+	}, nil
 }
 
 // NpmPackages is the resolver for the npmPackages field.
 func (r *repositoryResolver) NpmPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.NpmPackageConnection, error) {
-	panic(fmt.Errorf("not implemented: NpmPackages - npmPackages"))
+	if obj.Format != model.FormatNpm {
+		return nil, nil
+	}
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key nameKey
+	if _, err := decodeCursor(after, "npmPackage", &key); err != nil {
+		return nil, err
+	}
+	l := pkgLoaders(ctx)
+	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: key.Name}
+	prime(ctx, l.npmPackagePage, obj.Siblings, pageName("npmPackagePage", pk), pageKeys(pk))
+	rows, err := l.npmPackagePage.Load(ctx, pk)()
+	if err != nil {
+		return nil, err
+	}
+	rows, more := trim(rows, limit)
+	conn := &model.NpmPackageConnection{
+		Count: func(ctx context.Context) (int, error) {
+			prime(ctx, l.npmPackageCount, obj.Siblings, "npmPackageCount", idKeys(obj.NamespaceID))
+			return l.npmPackageCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+		},
+	}
+	var cursors []string
+	for _, p := range rows {
+		c := encodeCursor("npmPackage", nameKey{Name: p.Name})
+		cursors = append(cursors, c)
+		conn.Edges = append(conn.Edges, &model.NpmPackageEdge{Cursor: c, Node: p})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
 }
 
 // NpmPackage is the resolver for the npmPackage field.
 func (r *repositoryResolver) NpmPackage(ctx context.Context, obj *model.Repository, name string) (*model.NpmPackage, error) {
-	panic(fmt.Errorf("not implemented: NpmPackage - npmPackage"))
+	if obj.Format != model.FormatNpm {
+		return nil, nil
+	}
+	return pkgLoaders(ctx).npmPackageByName.Load(ctx, npmNameKey{ns: obj.NamespaceID, repo: obj.ID, name: name})()
 }
 
 // MavenPackages is the resolver for the mavenPackages field.
 func (r *repositoryResolver) MavenPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.MavenPackageConnection, error) {
-	panic(fmt.Errorf("not implemented: MavenPackages - mavenPackages"))
+	if obj.Format != model.FormatMaven {
+		return nil, nil
+	}
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key store.MavenPackageKey
+	afterKey := ""
+	if ok, err := decodeCursor(after, "mavenPackage", &key); err != nil {
+		return nil, err
+	} else if ok {
+		afterKey = keysetJSON(key)
+	}
+	l := pkgLoaders(ctx)
+	pk := pageKey{ns: obj.NamespaceID, parent: obj.ID, limit: limit, after: afterKey}
+	prime(ctx, l.mavenPackagePage, obj.Siblings, pageName("mavenPackagePage", pk), pageKeys(pk))
+	rows, err := l.mavenPackagePage.Load(ctx, pk)()
+	if err != nil {
+		return nil, err
+	}
+	rows, more := trim(rows, limit)
+	conn := &model.MavenPackageConnection{
+		Count: func(ctx context.Context) (int, error) {
+			prime(ctx, l.mavenPackageCount, obj.Siblings, "mavenPackageCount", idKeys(obj.NamespaceID))
+			return l.mavenPackageCount.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+		},
+	}
+	var cursors []string
+	for _, p := range rows {
+		c := encodeCursor("mavenPackage", store.MavenPackageKey{GroupID: p.GroupID, ArtifactID: p.ArtifactID})
+		cursors = append(cursors, c)
+		conn.Edges = append(conn.Edges, &model.MavenPackageEdge{Cursor: c, Node: p})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
 }
 
 // MavenPackage is the resolver for the mavenPackage field.
 func (r *repositoryResolver) MavenPackage(ctx context.Context, obj *model.Repository, groupID string, artifactID string) (*model.MavenPackage, error) {
-	panic(fmt.Errorf("not implemented: MavenPackage - mavenPackage"))
+	if obj.Format != model.FormatMaven {
+		return nil, nil
+	}
+	return pkgLoaders(ctx).mavenPackageByCoord.Load(ctx, mavenCoordKey{ns: obj.NamespaceID, repo: obj.ID, group: groupID, artifact: artifactID})()
 }
 
 // MavenPackage returns MavenPackageResolver implementation.

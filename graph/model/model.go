@@ -123,11 +123,11 @@ func (ContainerManifest) IsTrashItem()         {}
 func (ContainerManifest) IsPublishedArtifact() {}
 
 type MavenVersion struct {
-	Siblings      *Group
-	ID            uuid.UUID
-	PackageID     uuid.UUID
-	NamespaceID   uuid.UUID
-	RepositoryID  uuid.UUID
+	Siblings         *Group
+	ID               uuid.UUID
+	PackageID        uuid.UUID
+	NamespaceID      uuid.UUID
+	RepositoryID     uuid.UUID
 	GroupID          string
 	ArtifactID       string
 	Version          string
@@ -141,11 +141,11 @@ func (MavenVersion) IsTrashItem()         {}
 func (MavenVersion) IsPublishedArtifact() {}
 
 type NpmVersion struct {
-	Siblings      *Group
-	ID            uuid.UUID
-	PackageID     uuid.UUID
-	NamespaceID   uuid.UUID
-	RepositoryID  uuid.UUID
+	Siblings         *Group
+	ID               uuid.UUID
+	PackageID        uuid.UUID
+	NamespaceID      uuid.UUID
+	RepositoryID     uuid.UUID
 	PackageName      string
 	Version          string
 	SizeBytes        int64

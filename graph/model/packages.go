@@ -26,6 +26,8 @@ type NpmPackage struct {
 func (NpmPackage) IsTrashItem() {}
 
 type NpmDistTag struct {
+	// Siblings holds the versions the package's tags point at.
+	Siblings    *Group
 	Name        string
 	NamespaceID uuid.UUID
 	VersionID   uuid.UUID
@@ -71,7 +73,9 @@ type NpmPackageConnection struct {
 	Count    Counter
 }
 
-func (c *NpmPackageConnection) TotalCount(ctx context.Context) (int, error) { return c.Count.count(ctx) }
+func (c *NpmPackageConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}
 
 type NpmVersionConnection struct {
 	Edges    []*NpmVersionEdge
@@ -79,7 +83,9 @@ type NpmVersionConnection struct {
 	Count    Counter
 }
 
-func (c *NpmVersionConnection) TotalCount(ctx context.Context) (int, error) { return c.Count.count(ctx) }
+func (c *NpmVersionConnection) TotalCount(ctx context.Context) (int, error) {
+	return c.Count.count(ctx)
+}
 
 type MavenPackageConnection struct {
 	Edges    []*MavenPackageEdge
