@@ -92,15 +92,15 @@ func toManifest(m *store.ContainerManifest) *model.ContainerManifest {
 
 func toMavenVersion(v *store.MavenArtifact) *model.MavenVersion {
 	return &model.MavenVersion{
-		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, GroupID: v.GroupID, ArtifactID: v.ArtifactID,
-		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, SoftDeletedAt: v.SoftDeletedAt,
+		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageID: v.PackageID, GroupID: v.GroupID, ArtifactID: v.ArtifactID,
+		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, LastDownloadedAt: v.LastDownloadedAt, SoftDeletedAt: v.SoftDeletedAt,
 	}
 }
 
 func toNpmVersion(v *store.NpmArtifact) *model.NpmVersion {
 	return &model.NpmVersion{
-		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageName: v.PackageName,
-		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, SoftDeletedAt: v.SoftDeletedAt,
+		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageID: v.PackageID, PackageName: v.PackageName,
+		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, LastDownloadedAt: v.LastDownloadedAt, SoftDeletedAt: v.SoftDeletedAt,
 	}
 }
 

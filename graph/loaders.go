@@ -72,6 +72,8 @@ type loaders struct {
 	tagNames   *loader[idKey, []string]
 	references *loader[idKey, []*model.ContainerManifest]
 	referrers  *loader[idKey, []*model.ContainerManifest]
+
+	pkg *packageLoaders // npm and Maven (packages_loaders.go)
 }
 
 type loadersKey struct{}
@@ -172,6 +174,7 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
 		tagNames: newLoader(wait, perNamespace(st.TagNamesOfManifests)),
+		pkg:      newPackageLoaders(st, wait),
 	}
 }
 

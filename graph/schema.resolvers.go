@@ -495,6 +495,8 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 			edge.Node = toMavenVersion(e.Maven)
 		case e.Npm != nil:
 			edge.Node = toNpmVersion(e.Npm)
+		default:
+			edge.Node = trashPackageNode(e)
 		}
 		conn.Edges = append(conn.Edges, edge)
 	}

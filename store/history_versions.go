@@ -12,32 +12,36 @@ import (
 // MavenArtifact is a Maven version with its package coordinates and
 // repository, as the trash and the publish history show it.
 type MavenArtifact struct {
-	ID            uuid.UUID
-	NamespaceID   uuid.UUID
-	RepositoryID  uuid.UUID
-	GroupID       string
-	ArtifactID    string
-	Version       string
-	SizeBytes     int64
-	CreatedAt     time.Time
-	SoftDeletedAt *time.Time
+	ID               uuid.UUID
+	NamespaceID      uuid.UUID
+	RepositoryID     uuid.UUID
+	PackageID        uuid.UUID
+	GroupID          string
+	ArtifactID       string
+	Version          string
+	SizeBytes        int64
+	CreatedAt        time.Time
+	LastDownloadedAt *time.Time
+	SoftDeletedAt    *time.Time
 }
 
 // NpmArtifact is an npm version with its package name and repository, as
 // the trash and the publish history show it.
 type NpmArtifact struct {
-	ID            uuid.UUID
-	NamespaceID   uuid.UUID
-	RepositoryID  uuid.UUID
-	PackageName   string
-	Version       string
-	SizeBytes     int64
-	CreatedAt     time.Time
-	SoftDeletedAt *time.Time
+	ID               uuid.UUID
+	NamespaceID      uuid.UUID
+	RepositoryID     uuid.UUID
+	PackageID        uuid.UUID
+	PackageName      string
+	Version          string
+	SizeBytes        int64
+	CreatedAt        time.Time
+	LastDownloadedAt *time.Time
+	SoftDeletedAt    *time.Time
 }
 
-const mavenArtifactColumns = `mv.id, mv.namespace_id, mr.repository_id, mp.group_id, mp.artifact_id, mv.version,
-	mv.size_bytes, mv.created_at, mv.soft_deleted_at`
+const mavenArtifactColumns = `mv.id, mv.namespace_id, mr.repository_id, mv.maven_package_id, mp.group_id, mp.artifact_id, mv.version,
+	mv.size_bytes, mv.created_at, mv.last_downloaded_at, mv.soft_deleted_at`
 
 const mavenArtifactFrom = `maven_versions mv
 	JOIN maven_packages mp ON mp.namespace_id = mv.namespace_id AND mp.id = mv.maven_package_id
@@ -45,15 +49,15 @@ const mavenArtifactFrom = `maven_versions mv
 
 func scanMavenArtifact(row pgx.Row) (*MavenArtifact, error) {
 	var v MavenArtifact
-	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.GroupID, &v.ArtifactID, &v.Version,
-		&v.SizeBytes, &v.CreatedAt, &v.SoftDeletedAt); err != nil {
+	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.PackageID, &v.GroupID, &v.ArtifactID, &v.Version,
+		&v.SizeBytes, &v.CreatedAt, &v.LastDownloadedAt, &v.SoftDeletedAt); err != nil {
 		return nil, err
 	}
 	return &v, nil
 }
 
-const npmArtifactColumns = `nv.id, nv.namespace_id, nr.repository_id, np.name, nv.version,
-	nv.size_bytes, nv.created_at, nv.soft_deleted_at`
+const npmArtifactColumns = `nv.id, nv.namespace_id, nr.repository_id, nv.npm_package_id, np.name, nv.version,
+	nv.size_bytes, nv.created_at, nv.last_downloaded_at, nv.soft_deleted_at`
 
 const npmArtifactFrom = `npm_versions nv
 	JOIN npm_packages np ON np.namespace_id = nv.namespace_id AND np.id = nv.npm_package_id
@@ -61,8 +65,8 @@ const npmArtifactFrom = `npm_versions nv
 
 func scanNpmArtifact(row pgx.Row) (*NpmArtifact, error) {
 	var v NpmArtifact
-	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.PackageName, &v.Version,
-		&v.SizeBytes, &v.CreatedAt, &v.SoftDeletedAt); err != nil {
+	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.PackageID, &v.PackageName, &v.Version,
+		&v.SizeBytes, &v.CreatedAt, &v.LastDownloadedAt, &v.SoftDeletedAt); err != nil {
 		return nil, err
 	}
 	return &v, nil

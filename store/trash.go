@@ -18,10 +18,13 @@ const (
 	TrashContainerManifest TrashKind = "CONTAINER_MANIFEST"
 	TrashMavenVersion      TrashKind = "MAVEN_VERSION"
 	TrashNpmVersion        TrashKind = "NPM_VERSION"
+	TrashMavenPackage      TrashKind = "MAVEN_PACKAGE"
+	TrashNpmPackage        TrashKind = "NPM_PACKAGE"
 )
 
 // AllTrashKinds lists every kind the trash merges.
-var AllTrashKinds = []TrashKind{TrashRepository, TrashContainerImage, TrashContainerManifest, TrashMavenVersion, TrashNpmVersion}
+var AllTrashKinds = []TrashKind{TrashRepository, TrashContainerImage, TrashContainerManifest, TrashMavenVersion, TrashNpmVersion,
+	TrashMavenPackage, TrashNpmPackage}
 
 // trashTables maps a kind to its table; each has the ADR-007 trash index
 // (namespace_id, soft_deleted_at DESC) WHERE soft_deleted_at IS NOT NULL.
@@ -31,6 +34,8 @@ var trashTables = map[TrashKind]string{
 	TrashContainerManifest: "container_manifests",
 	TrashMavenVersion:      "maven_versions",
 	TrashNpmVersion:        "npm_versions",
+	TrashMavenPackage:      "maven_packages",
+	TrashNpmPackage:        "npm_packages",
 }
 
 // TrashKey is the keyset position in the trash: deletion time, then id
@@ -50,6 +55,10 @@ type TrashEntry struct {
 	Manifest   *ContainerManifest
 	Maven      *MavenArtifact
 	Npm        *NpmArtifact
+	// MavenPackage and NpmPackage: a package in the trash. An npm package
+	// goes with its versions (each listed too); a Maven package alone.
+	MavenPackage *MavenPackageInfo
+	NpmPackage   *NpmPackage
 }
 
 // Key is the entry's keyset position.
@@ -131,6 +140,10 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 	if err != nil {
 		return nil, false, err
 	}
+	mavenPkgs, npmPkgs, err := s.loadTrashedPackages(ctx, nsID, ids[TrashMavenPackage], ids[TrashNpmPackage])
+	if err != nil {
+		return nil, false, err
+	}
 	out := entries[:0]
 	for _, e := range entries {
 		switch e.Kind {
@@ -144,11 +157,36 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 			e.Maven = l.maven[e.ID]
 		case TrashNpmVersion:
 			e.Npm = l.npm[e.ID]
+		case TrashMavenPackage:
+			e.MavenPackage = mavenPkgs[e.ID]
+		case TrashNpmPackage:
+			e.NpmPackage = npmPkgs[e.ID]
 		}
 		// A row purged between the two reads is left out.
-		if e.Repository != nil || e.Image != nil || e.Manifest != nil || e.Maven != nil || e.Npm != nil {
+		if e.Repository != nil || e.Image != nil || e.Manifest != nil || e.Maven != nil || e.Npm != nil ||
+			e.MavenPackage != nil || e.NpmPackage != nil {
 			out = append(out, e)
 		}
 	}
 	return out, more, nil
+}
+
+// loadTrashedPackages loads the package entries of a trash page by id.
+func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*MavenPackageInfo, map[uuid.UUID]*NpmPackage, error) {
+	var (
+		maven = map[uuid.UUID]*MavenPackageInfo{}
+		npm   = map[uuid.UUID]*NpmPackage{}
+		err   error
+	)
+	if len(mavenIDs) > 0 {
+		if maven, err = s.MavenPackagesByIDs(ctx, nsID, mavenIDs); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(npmIDs) > 0 {
+		if npm, err = s.NpmPackagesByIDs(ctx, nsID, npmIDs); err != nil {
+			return nil, nil, err
+		}
+	}
+	return maven, npm, nil
 }

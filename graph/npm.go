@@ -1,0 +1,42 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// npmTags loads a package's dist-tags; the first package asking queues the
+// whole page's packages.
+func npmTags(ctx context.Context, p *model.NpmPackage) ([]*model.NpmDistTag, error) {
+	l := pkgLoaders(ctx)
+	prime(ctx, l.npmTags, p.Siblings, "npmTags", idKeys(p.NamespaceID))
+	return l.npmTags.Load(ctx, idKey{ns: p.NamespaceID, id: p.ID})()
+}
+
+// npmTagMutation validates a dist-tag input, resolves the repository and
+// runs do; the payload is the package afterwards.
+func (r *mutationResolver) npmTagMutation(ctx context.Context, in model.NpmDistTagInput, do func(*store.NpmRepository) error) (*model.NpmPackagePayload, error) {
+	if err := requireAdmin(ctx); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateNpmDistTag(in.Tag); err != nil {
+		return nil, invalidInput("%s", err.Error())
+	}
+	repo, err := r.store.ResolveNpmRepository(ctx, in.Namespace, in.Repository)
+	if err != nil {
+		return nil, npmError(err, CodeInvalidInput)
+	}
+	if err := npmError(do(repo), CodeInvalidInput); err != nil {
+		return nil, err
+	}
+	p, err := pkgLoaders(ctx).npmPackageByName.Load(ctx, npmNameKey{ns: repo.NamespaceID, repo: repo.RepositoryID, name: in.Package})()
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, notFound("npm package %s not found", in.Package)
+	}
+	return &model.NpmPackagePayload{Package: p}, nil
+}

@@ -1,0 +1,265 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Dataloaders of the npm and Maven package fields: every nested field of a
+// page is one store statement for the whole page (see loaders.go).
+
+// npmNameKey names an active npm package of a repository.
+type npmNameKey struct {
+	ns   uuid.UUID
+	repo uuid.UUID
+	name string
+}
+
+// mavenCoordKey names an active Maven package of a repository.
+type mavenCoordKey struct {
+	ns       uuid.UUID
+	repo     uuid.UUID
+	group    string
+	artifact string
+}
+
+// versionNameKey names an active version of a package (npm or Maven).
+type versionNameKey struct {
+	ns      uuid.UUID
+	pkg     uuid.UUID
+	version string
+}
+
+// npmVersionNode is a listed npm version with its keyset position.
+type npmVersionNode struct {
+	*model.NpmVersion
+	key store.NpmVersionKey
+}
+
+type packageLoaders struct {
+	npmPackagePage   *loader[pageKey, []*model.NpmPackage]
+	npmPackageCount  *loader[idKey, int]
+	npmPackage       *loader[idKey, *model.NpmPackage]
+	npmPackageByName *loader[npmNameKey, *model.NpmPackage]
+	npmVersionPage   *loader[pageKey, []*npmVersionNode]
+	npmVersionCount  *loader[idKey, int]
+	npmVersion       *loader[idKey, *model.NpmVersion]
+	npmVersionByName *loader[versionNameKey, *model.NpmVersion]
+	npmTags          *loader[idKey, []*model.NpmDistTag]
+	npmTagNames      *loader[idKey, []string]
+	npmDetails       *loader[idKey, *store.NpmVersionDetails]
+	npmTarball       *loader[idKey, *store.NpmFileInfo]
+
+	mavenPackagePage    *loader[pageKey, []*model.MavenPackage]
+	mavenPackageCount   *loader[idKey, int]
+	mavenPackage        *loader[idKey, *model.MavenPackage]
+	mavenPackageByCoord *loader[mavenCoordKey, *model.MavenPackage]
+	mavenVersionPage    *loader[pageKey, []*model.MavenVersion]
+	mavenVersionCount   *loader[idKey, int]
+	mavenVersionByName  *loader[versionNameKey, *model.MavenVersion]
+	mavenVersionFiles   *loader[pageKey, []*store.MavenFileInfo]
+	mavenPackageFiles   *loader[pageKey, []*store.MavenFileInfo]
+}
+
+func newPackageLoaders(st *store.Store, wait time.Duration) *packageLoaders {
+	return &packageLoaders{
+		npmPackagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, repos []uuid.UUID) (map[uuid.UUID][]*model.NpmPackage, error) {
+			m, err := st.NpmPackagesOfRepositories(ctx, k.ns, repos, optString(k.after), k.limit)
+			return siblingPages(m, k.limit, toNpmPackage, npmPackageID, setNpmPackageSiblings), err
+		})),
+		npmPackageCount: newLoader(wait, perNamespace(st.CountNpmPackages)),
+		npmPackage: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.NpmPackage, error) {
+			m, err := st.NpmPackagesByIDs(ctx, ns, ids)
+			return convertMap(m, toNpmPackage), err
+		})),
+		npmPackageByName: newLoader(wait, fetchNpmPackagesByName(st)),
+		npmVersionPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, pkgs []uuid.UUID) (map[uuid.UUID][]*npmVersionNode, error) {
+			var after *store.NpmVersionKey
+			if k.after != "" {
+				after = &store.NpmVersionKey{}
+				if err := json.Unmarshal([]byte(k.after), after); err != nil {
+					return nil, err
+				}
+			}
+			m, err := st.NpmVersionsOfPackages(ctx, k.ns, pkgs, after, k.limit)
+			return siblingPages(m, k.limit, toNpmVersionNode,
+				func(v *store.NpmVersionRow) uuid.UUID { return v.ID },
+				func(v *npmVersionNode, g *model.Group) { v.Siblings = g }), err
+		})),
+		npmVersionCount: newLoader(wait, perNamespace(st.CountNpmVersionsOfPackages)),
+		npmVersion: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.NpmVersion, error) {
+			vs, err := st.NpmArtifactsByIDs(ctx, ns, ids)
+			return convertMap(indexBy(vs, func(v *store.NpmArtifact) uuid.UUID { return v.ID }), toNpmVersion), err
+		})),
+		npmVersionByName: newLoader(wait, fetchNpmVersionsByName(st)),
+		npmTags: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, pkgs []uuid.UUID) (map[uuid.UUID][]*model.NpmDistTag, error) {
+			m, err := st.NpmTagsOfPackages(ctx, ns, pkgs)
+			return siblingPages(m, -1, func(t *store.NpmDistTag) *model.NpmDistTag {
+				return &model.NpmDistTag{Name: t.Name, NamespaceID: ns, VersionID: t.VersionID}
+			}, func(t *store.NpmDistTag) uuid.UUID { return t.VersionID },
+				func(t *model.NpmDistTag, g *model.Group) { t.Siblings = g }), err
+		})),
+		npmTagNames: newLoader(wait, perNamespace(st.NpmTagNamesOfVersions)),
+		npmDetails:  newLoader(wait, perNamespace(st.NpmVersionDetailsByIDs)),
+		npmTarball:  newLoader(wait, perNamespace(st.NpmTarballsOfVersions)),
+
+		mavenPackagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, repos []uuid.UUID) (map[uuid.UUID][]*model.MavenPackage, error) {
+			var after *store.MavenPackageKey
+			if k.after != "" {
+				after = &store.MavenPackageKey{}
+				if err := json.Unmarshal([]byte(k.after), after); err != nil {
+					return nil, err
+				}
+			}
+			m, err := st.MavenPackagesOfRepositories(ctx, k.ns, repos, after, k.limit)
+			return siblingPages(m, k.limit, toMavenPackage,
+				func(p *store.MavenPackageInfo) uuid.UUID { return p.ID },
+				func(p *model.MavenPackage, g *model.Group) { p.Siblings = g }), err
+		})),
+		mavenPackageCount: newLoader(wait, perNamespace(st.CountMavenPackages)),
+		mavenPackage: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.MavenPackage, error) {
+			m, err := st.MavenPackagesByIDs(ctx, ns, ids)
+			return convertMap(m, toMavenPackage), err
+		})),
+		mavenPackageByCoord: newLoader(wait, fetchMavenPackagesByCoordinates(st)),
+		mavenVersionPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, pkgs []uuid.UUID) (map[uuid.UUID][]*model.MavenVersion, error) {
+			m, err := st.MavenVersionsOfPackages(ctx, k.ns, pkgs, optString(k.after), k.limit)
+			return siblingPages(m, k.limit, toMavenVersion,
+				func(v *store.MavenArtifact) uuid.UUID { return v.ID },
+				func(v *model.MavenVersion, g *model.Group) { v.Siblings = g }), err
+		})),
+		mavenVersionCount:  newLoader(wait, perNamespace(st.CountMavenVersionsOfPackages)),
+		mavenVersionByName: newLoader(wait, fetchMavenVersionsByName(st)),
+		mavenVersionFiles: newLoader(wait, perPage(func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID][]*store.MavenFileInfo, error) {
+			return st.MavenFilesOfParents(ctx, k.ns, parents, true, optString(k.after), k.limit)
+		})),
+		mavenPackageFiles: newLoader(wait, perPage(func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID][]*store.MavenFileInfo, error) {
+			return st.MavenFilesOfParents(ctx, k.ns, parents, false, optString(k.after), k.limit)
+		})),
+	}
+}
+
+// byNamespace groups keys by namespace for the by-name loaders.
+func byNamespace[K comparable](keys []K, ns func(K) uuid.UUID) map[uuid.UUID][]K {
+	out := map[uuid.UUID][]K{}
+	for _, k := range keys {
+		out[ns(k)] = append(out[ns(k)], k)
+	}
+	return out
+}
+
+func fetchNpmPackagesByName(st *store.Store) func(context.Context, []npmNameKey) (map[npmNameKey]*model.NpmPackage, error) {
+	return func(ctx context.Context, keys []npmNameKey) (map[npmNameKey]*model.NpmPackage, error) {
+		out := map[npmNameKey]*model.NpmPackage{}
+		for ns, ks := range byNamespace(keys, func(k npmNameKey) uuid.UUID { return k.ns }) {
+			names := make([]store.NpmPackageName, len(ks))
+			for i, k := range ks {
+				names[i] = store.NpmPackageName{RepositoryID: k.repo, Name: k.name}
+			}
+			m, err := st.NpmPackagesByName(ctx, ns, names)
+			if err != nil {
+				return nil, err
+			}
+			for n, p := range m {
+				out[npmNameKey{ns: ns, repo: n.RepositoryID, name: n.Name}] = toNpmPackage(p)
+			}
+		}
+		return out, nil
+	}
+}
+
+func fetchNpmVersionsByName(st *store.Store) func(context.Context, []versionNameKey) (map[versionNameKey]*model.NpmVersion, error) {
+	return func(ctx context.Context, keys []versionNameKey) (map[versionNameKey]*model.NpmVersion, error) {
+		out := map[versionNameKey]*model.NpmVersion{}
+		for ns, ks := range byNamespace(keys, func(k versionNameKey) uuid.UUID { return k.ns }) {
+			names := make([]store.NpmVersionName, len(ks))
+			for i, k := range ks {
+				names[i] = store.NpmVersionName{PackageID: k.pkg, Version: k.version}
+			}
+			m, err := st.NpmVersionsByName(ctx, ns, names)
+			if err != nil {
+				return nil, err
+			}
+			for n, v := range m {
+				out[versionNameKey{ns: ns, pkg: n.PackageID, version: n.Version}] = toNpmVersion(v)
+			}
+		}
+		return out, nil
+	}
+}
+
+func fetchMavenPackagesByCoordinates(st *store.Store) func(context.Context, []mavenCoordKey) (map[mavenCoordKey]*model.MavenPackage, error) {
+	return func(ctx context.Context, keys []mavenCoordKey) (map[mavenCoordKey]*model.MavenPackage, error) {
+		out := map[mavenCoordKey]*model.MavenPackage{}
+		for ns, ks := range byNamespace(keys, func(k mavenCoordKey) uuid.UUID { return k.ns }) {
+			cs := make([]store.MavenCoordinates, len(ks))
+			for i, k := range ks {
+				cs[i] = store.MavenCoordinates{RepositoryID: k.repo, GroupID: k.group, ArtifactID: k.artifact}
+			}
+			m, err := st.MavenPackagesByCoordinates(ctx, ns, cs)
+			if err != nil {
+				return nil, err
+			}
+			for c, p := range m {
+				out[mavenCoordKey{ns: ns, repo: c.RepositoryID, group: c.GroupID, artifact: c.ArtifactID}] = toMavenPackage(p)
+			}
+		}
+		return out, nil
+	}
+}
+
+func fetchMavenVersionsByName(st *store.Store) func(context.Context, []versionNameKey) (map[versionNameKey]*model.MavenVersion, error) {
+	return func(ctx context.Context, keys []versionNameKey) (map[versionNameKey]*model.MavenVersion, error) {
+		out := map[versionNameKey]*model.MavenVersion{}
+		for ns, ks := range byNamespace(keys, func(k versionNameKey) uuid.UUID { return k.ns }) {
+			names := make([]store.MavenVersionName, len(ks))
+			for i, k := range ks {
+				names[i] = store.MavenVersionName{PackageID: k.pkg, Version: k.version}
+			}
+			m, err := st.MavenVersionsByName(ctx, ns, names)
+			if err != nil {
+				return nil, err
+			}
+			for n, v := range m {
+				out[versionNameKey{ns: ns, pkg: n.PackageID, version: n.Version}] = toMavenVersion(v)
+			}
+		}
+		return out, nil
+	}
+}
+
+func convertMap[K comparable, S, M any](m map[K]*S, conv func(*S) *M) map[K]*M {
+	out := make(map[K]*M, len(m))
+	for k, v := range m {
+		out[k] = conv(v)
+	}
+	return out
+}
+
+func npmPackageID(p *store.NpmPackage) uuid.UUID { return p.ID }
+
+func setNpmPackageSiblings(p *model.NpmPackage, g *model.Group) { p.Siblings = g }
+
+func toNpmPackage(p *store.NpmPackage) *model.NpmPackage {
+	return &model.NpmPackage{
+		ID: p.ID, NamespaceID: p.NamespaceID, RepositoryID: p.RepositoryID, Name: p.Name, Scope: p.Scope,
+		LastDownloadedAt: p.LastDownloadedAt, SoftDeletedAt: p.SoftDeletedAt,
+	}
+}
+
+func toNpmVersionNode(v *store.NpmVersionRow) *npmVersionNode {
+	return &npmVersionNode{NpmVersion: toNpmVersion(&v.NpmArtifact), key: v.Key}
+}
+
+func toMavenPackage(p *store.MavenPackageInfo) *model.MavenPackage {
+	return &model.MavenPackage{
+		ID: p.ID, NamespaceID: p.NamespaceID, RepositoryID: p.RepositoryID, GroupID: p.GroupID, ArtifactID: p.ArtifactID,
+		LastDownloadedAt: p.LastDownloadedAt, SoftDeletedAt: p.SoftDeletedAt,
+	}
+}

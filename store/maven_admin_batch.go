@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Batched reads of Maven packages, versions and files for the management
+// API's dataloaders: each loads for many parents in one statement (LATERAL
+// range scans of the active-row indexes), so nested GraphQL fields never
+// query per row.
+
+// MavenPackageInfo is a package with the repository (repositories.id) it
+// belongs to.
+type MavenPackageInfo struct {
+	MavenPackage
+	RepositoryID uuid.UUID
+}
+
+func scanMavenPackageInfo(row pgx.Row) (*MavenPackageInfo, error) {
+	var p MavenPackageInfo
+	err := row.Scan(&p.ID, &p.NamespaceID, &p.MavenRepositoryID, &p.GroupID, &p.ArtifactID, &p.LastDownloadedAt, &p.SoftDeletedAt, &p.RepositoryID)
+	return &p, err
+}
+
+// CountMavenPackages counts active packages per repositories.id.
+func (s *Store) CountMavenPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+	return countBy(ctx, s.pool, "maven packages", `
+		SELECT mr.repository_id, count(*)
+		FROM maven_repositories mr
+		JOIN maven_packages p ON p.namespace_id = $1 AND p.maven_repository_id = mr.id
+		WHERE mr.namespace_id = $1 AND mr.repository_id = ANY($2) AND p.soft_deleted_at IS NULL
+		GROUP BY mr.repository_id`, nsID, repositoryIDs)
+}
+
+// MavenPackagesByIDs loads packages (trash included) by id.
+func (s *Store) MavenPackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*MavenPackageInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+mavenPackageColumns+`, mr.repository_id
+		FROM maven_packages p
+		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = p.maven_repository_id
+		WHERE p.namespace_id = $1 AND p.id = ANY($2)`, nsID, ids)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: load maven packages: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackageInfo, error) { return scanMavenPackageInfo(r) })
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: load maven packages: %w", err))
+	}
+	m := make(map[uuid.UUID]*MavenPackageInfo, len(out))
+	for _, p := range out {
+		m[p.ID] = p
+	}
+	return m, nil
+}
+
+// MavenCoordinates names an active package of a repository (repositories.id).
+type MavenCoordinates struct {
+	RepositoryID uuid.UUID
+	GroupID      string
+	ArtifactID   string
+}
+
+// MavenPackagesByCoordinates loads active packages by coordinates.
+func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, cs []MavenCoordinates) (map[MavenCoordinates]*MavenPackageInfo, error) {
+	repos, gs, as := make([]uuid.UUID, len(cs)), make([]string, len(cs)), make([]string, len(cs))
+	for i, c := range cs {
+		repos[i], gs[i], as[i] = c.RepositoryID, c.GroupID, c.ArtifactID
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+mavenPackageColumns+`, mr.repository_id
+		FROM unnest($2::uuid[], $3::text[], $4::text[]) AS k(repository_id, group_id, artifact_id)
+		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.repository_id = k.repository_id
+		JOIN maven_packages p ON p.namespace_id = $1 AND p.maven_repository_id = mr.id
+		                     AND p.group_id = k.group_id AND p.artifact_id = k.artifact_id
+		WHERE p.soft_deleted_at IS NULL`, nsID, repos, gs, as)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackageInfo, error) { return scanMavenPackageInfo(r) })
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
+	}
+	m := make(map[MavenCoordinates]*MavenPackageInfo, len(out))
+	for _, p := range out {
+		m[MavenCoordinates{RepositoryID: p.RepositoryID, GroupID: p.GroupID, ArtifactID: p.ArtifactID}] = p
+	}
+	return m, nil
+}
+
+// MavenVersionsOfPackages returns, per package id, the first limit+1
+// active versions by version string after afterVersion (nil: from the
+// start): one LATERAL range scan of maven_versions_active_version_key per
+// package.
+func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, afterVersion *string, limit int) (map[uuid.UUID][]*MavenArtifact, error) {
+	args := []any{nsID, pkgIDs, limit + 1}
+	keyset := ""
+	if afterVersion != nil {
+		args, keyset = append(args, *afterVersion), ` AND v.version > $4`
+	}
+	return groupBy(ctx, s.pool, "maven versions", `
+		SELECT mv.maven_package_id, `+mavenArtifactColumns+`
+		FROM unnest($2::uuid[]) AS pk(id)
+		CROSS JOIN LATERAL (
+			SELECT v.* FROM maven_versions v
+			WHERE v.namespace_id = $1 AND v.maven_package_id = pk.id AND v.soft_deleted_at IS NULL`+keyset+`
+			ORDER BY v.version LIMIT $3) mv
+		JOIN maven_packages mp ON mp.namespace_id = $1 AND mp.id = mv.maven_package_id
+		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = mp.maven_repository_id
+		ORDER BY mv.maven_package_id, mv.version`, args, scanMavenArtifact)
+}
+
+// CountMavenVersionsOfPackages counts active versions per package id.
+func (s *Store) CountMavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+	return countBy(ctx, s.pool, "maven versions", `
+		SELECT maven_package_id, count(*) FROM maven_versions
+		WHERE namespace_id = $1 AND maven_package_id = ANY($2) AND soft_deleted_at IS NULL
+		GROUP BY maven_package_id`, nsID, pkgIDs)
+}
+
+// MavenVersionName names an active version of a package.
+type MavenVersionName struct {
+	PackageID uuid.UUID
+	Version   string
+}
+
+// MavenVersionsByName loads active versions by (package id, version).
+func (s *Store) MavenVersionsByName(ctx context.Context, nsID uuid.UUID, names []MavenVersionName) (map[MavenVersionName]*MavenArtifact, error) {
+	pkgs, vs := make([]uuid.UUID, len(names)), make([]string, len(names))
+	for i, n := range names {
+		pkgs[i], vs[i] = n.PackageID, n.Version
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+mavenArtifactColumns+`
+		FROM unnest($2::uuid[], $3::text[]) AS k(package_id, version)
+		JOIN maven_versions mv ON mv.namespace_id = $1 AND mv.maven_package_id = k.package_id AND mv.version = k.version
+		JOIN maven_packages mp ON mp.namespace_id = $1 AND mp.id = mv.maven_package_id
+		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = mp.maven_repository_id
+		WHERE mv.soft_deleted_at IS NULL`, nsID, pkgs, vs)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: maven versions by name: %w", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenArtifact, error) { return scanMavenArtifact(r) })
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: maven versions by name: %w", err))
+	}
+	m := make(map[MavenVersionName]*MavenArtifact, len(out))
+	for _, v := range out {
+		m[MavenVersionName{PackageID: v.PackageID, Version: v.Version}] = v
+	}
+	return m, nil
+}
+
+// MavenFilesOfParents returns, per parent, the first limit+1 active files
+// by name after afterName: the files of versions (byVersion, parents are
+// version ids; maven_files_active_version_file_key) or the package-level
+// files of packages (parents are package ids;
+// maven_files_active_package_file_key).
+func (s *Store) MavenFilesOfParents(ctx context.Context, nsID uuid.UUID, parents []uuid.UUID, byVersion bool, afterName *string, limit int) (map[uuid.UUID][]*MavenFileInfo, error) {
+	args := []any{nsID, parents, limit + 1}
+	scope := `f.maven_package_id = pk.id AND f.maven_version_id IS NULL`
+	parent := `f.maven_package_id`
+	if byVersion {
+		scope, parent = `f.maven_version_id = pk.id`, `f.maven_version_id`
+	}
+	if afterName != nil {
+		args, scope = append(args, *afterName), scope+` AND f.file_name > $4`
+	}
+	return groupBy(ctx, s.pool, "maven files", `
+		SELECT f.parent, f.id, f.maven_package_id, f.maven_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512, bn.size
+		FROM unnest($2::uuid[]) AS pk(id)
+		CROSS JOIN LATERAL (
+			SELECT `+parent+` AS parent, f.* FROM maven_files f
+			WHERE f.namespace_id = $1 AND `+scope+` AND f.soft_deleted_at IS NULL
+			ORDER BY f.file_name LIMIT $3) f
+		JOIN blob_storage_blobs_by_namespace bn ON bn.namespace_id = $1 AND bn.sha256 = f.blob_sha256
+		ORDER BY f.parent, f.file_name`, args, scanMavenFileInfo)
+}
+
+func scanMavenFileInfo(r pgx.Row) (*MavenFileInfo, error) {
+	var (
+		fi                        MavenFileInfo
+		sha256, sha1, md5, sha512 []byte
+	)
+	if err := r.Scan(&fi.ID, &fi.PackageID, &fi.VersionID, &fi.FileName, &sha256, &sha1, &md5, &sha512, &fi.Size); err != nil {
+		return nil, err
+	}
+	if len(sha256) != 32 || len(sha1) != 20 || len(sha512) != 64 || (md5 != nil && len(md5) != 16) {
+		return nil, fmt.Errorf("maven file %s has malformed checksums", fi.ID)
+	}
+	fi.Checksums.SHA256, fi.Checksums.SHA1, fi.Checksums.SHA512 = [32]byte(sha256), [20]byte(sha1), [64]byte(sha512)
+	if md5 != nil {
+		v := [16]byte(md5)
+		fi.Checksums.MD5 = &v
+	}
+	return &fi, nil
+}
+
+// MavenPackagesOfRepositories returns, per repository (repositories.id),
+// the first limit+1 active packages by (groupId, artifactId) after the key
+// (nil: from the start): one LATERAL range scan of
+// maven_packages_active_coordinates_key per repository.
+func (s *Store) MavenPackagesOfRepositories(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID, after *MavenPackageKey, limit int) (map[uuid.UUID][]*MavenPackageInfo, error) {
+	args := []any{nsID, repositoryIDs, limit + 1}
+	keyset := ""
+	if after != nil {
+		args, keyset = append(args, after.GroupID, after.ArtifactID), ` AND (p.group_id, p.artifact_id) > ($4, $5)`
+	}
+	return groupBy(ctx, s.pool, "maven packages", `
+		SELECT mr.repository_id, p.id, p.namespace_id, p.maven_repository_id, p.group_id, p.artifact_id,
+		       p.last_downloaded_at, p.soft_deleted_at, mr.repository_id
+		FROM maven_repositories mr
+		CROSS JOIN LATERAL (
+			SELECT p.* FROM maven_packages p
+			WHERE p.namespace_id = $1 AND p.maven_repository_id = mr.id AND p.soft_deleted_at IS NULL`+keyset+`
+			ORDER BY p.group_id, p.artifact_id LIMIT $3) p
+		WHERE mr.namespace_id = $1 AND mr.repository_id = ANY($2)
+		ORDER BY mr.repository_id, p.group_id, p.artifact_id`, args, scanMavenPackageInfo)
+}
