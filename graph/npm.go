@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -18,7 +19,7 @@ func npmTags(ctx context.Context, p *model.NpmPackage) ([]*model.NpmDistTag, err
 // npmTagMutation validates a dist-tag input, resolves the repository and
 // runs do; the payload is the package afterwards.
 func (r *mutationResolver) npmTagMutation(ctx context.Context, in model.NpmDistTagInput, do func(*store.NpmRepository) error) (*model.NpmPackagePayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: in.Namespace, Name: in.Repository}, auth.ActionWrite); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateNpmDistTag(in.Tag); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -17,7 +18,7 @@ import (
 // Helpers of the npm and Maven resolvers (packages.resolvers.go). Reads
 // follow the existing resolvers: a repository, once returned, has passed
 // canRead, and its nested fields need no further check. Mutations are
-// admin-only (requireAdmin) until the auth package takes over.
+// authorized through package auth like every other resolver (graph/auth.go).
 
 // versionKey is the keyset of Maven versions (by version string).
 type versionKey struct {
@@ -30,7 +31,9 @@ func pkgLoaders(ctx context.Context) *packageLoaders { return loadersFrom(ctx).p
 // packageItemRef resolves a PackageItemRefInput to the namespace id and the
 // item id.
 func (r *Resolver) packageItemRef(ctx context.Context, in model.PackageItemRefInput, what string) (uuid.UUID, uuid.UUID, error) {
-	if err := requireAdmin(ctx); err != nil {
+	// Items are addressed by id within a namespace, so the decision is on
+	// the namespace: trash operations are namespace administration.
+	if err := r.authorizeNamespaceSlug(ctx, in.Namespace, auth.ActionAdmin); err != nil {
 		return uuid.Nil, uuid.Nil, err
 	}
 	id, err := parseID(what, in.ID)
