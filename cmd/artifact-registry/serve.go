@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/gc"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
@@ -59,7 +60,16 @@ func runServe(ctx context.Context, args []string) error {
 	defer objects.Close()
 	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay})
 
-	npmOpts := npm.Options{AdminToken: cfg.AdminToken, PublicURL: cfg.PublicURL, Logger: log}
+	// One authenticator for every surface: its token cache and buffered
+	// last_used_at are per process. Run flushes last_used_at until the
+	// server stops, then once more before the database closes.
+	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log})
+	authCtx, stopAuth := context.WithCancel(ctx)
+	flushed := make(chan struct{})
+	go func() { defer close(flushed); authn.Run(authCtx) }()
+	defer func() { stopAuth(); <-flushed }()
+
+	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log}
 	jobs, collector, err := newJobClient(db.Pool, st, &cfg, npmOpts, log)
 	if err != nil {
 		return err
@@ -73,9 +83,9 @@ func runServe(ctx context.Context, args []string) error {
 	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool)})
 	srv.Registry().MustRegister(collector.Collectors()...)
 	r := srv.Router()
-	oci.Mount(r, st, oci.Options{AdminToken: cfg.AdminToken, Logger: log})
+	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log})
 	npm.Mount(r, st, npmOpts)
-	maven.Mount(r, st, maven.Options{AdminToken: cfg.AdminToken, Logger: log})
+	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
 	graph.Mount(r, st, graph.Options{AdminToken: cfg.AdminToken, Logger: log})
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
