@@ -127,3 +127,11 @@ func ParseSecret(secret string) (namespaceID uuid.UUID, ok bool) {
 
 // HashSecret is what access_tokens.token_sha256 holds for a secret.
 func HashSecret(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
+
+// SecretNamespacePrefix is the public start of every secret of a
+// namespace ("arp_" + its id): what token listings may show (npm's
+// `npm token list` prints it and matches pasted secrets against it),
+// since it reveals nothing of the random part.
+func SecretNamespacePrefix(namespaceID uuid.UUID) string {
+	return SecretPrefix + base62(namespaceID[:], nsChars)
+}

@@ -251,15 +251,47 @@ type ContainerCatalogEntry struct {
 	Namespace, Repository, Image string
 }
 
+// ReadFilter selects repositories by visibility or id: every one
+// (All), or those whose visibility is in Visibilities, or whose id is in
+// IDs. auth.ReadableRepositories computes it for a caller.
+type ReadFilter struct {
+	All          bool
+	Visibilities []enum.Visibility
+	IDs          []uuid.UUID
+}
+
+func (f ReadFilter) args() (bool, []int16, []uuid.UUID) {
+	vis := make([]int16, len(f.Visibilities))
+	for i, v := range f.Visibilities {
+		vis[i] = int16(v)
+	}
+	ids := f.IDs
+	if ids == nil {
+		ids = []uuid.UUID{}
+	}
+	return f.All, vis, ids
+}
+
+// CatalogFilter is what a catalog caller may read: Own applies to the
+// repositories of namespace NamespaceID (the caller's own, uuid.Nil for
+// none), Others to every other namespace.
+type CatalogFilter struct {
+	NamespaceID uuid.UUID
+	Own         ReadFilter
+	Others      ReadFilter
+}
+
 // ContainerCatalog lists active images of active hosted container
 // repositories across namespaces that serve reads, ordered by (namespace,
-// repository, image), after the given entry (nil: from the start). Only
-// PUBLIC repositories unless includePrivate.
-func (s *Store) ContainerCatalog(ctx context.Context, includePrivate bool, after *ContainerCatalogEntry, limit int) ([]ContainerCatalogEntry, error) {
+// repository, image), after the given entry (nil: from the start), limited
+// to the repositories the filter admits.
+func (s *Store) ContainerCatalog(ctx context.Context, filter CatalogFilter, after *ContainerCatalogEntry, limit int) ([]ContainerCatalogEntry, error) {
 	var a ContainerCatalogEntry
 	if after != nil {
 		a = *after
 	}
+	ownAll, ownVis, ownIDs := filter.Own.args()
+	othAll, othVis, othIDs := filter.Others.args()
 	rows, err := s.pool.Query(ctx, `
 		SELECT n.slug, r.name, ci.name
 		FROM container_images ci
@@ -268,11 +300,14 @@ func (s *Store) ContainerCatalog(ctx context.Context, includePrivate bool, after
 		JOIN namespaces n ON n.id = ci.namespace_id
 		WHERE ci.soft_deleted_at IS NULL AND r.soft_deleted_at IS NULL AND r.kind = $1
 		  AND n.deleted_at IS NULL AND n.purged_at IS NULL AND n.blocked_at IS NULL AND n.disabled_at IS NULL
-		  AND ($2 OR r.visibility = $3)
-		  AND (n.slug, r.name, ci.name) > ($4, $5, $6)
+		  AND CASE WHEN n.id = $2
+		      THEN $3 OR r.visibility = ANY($4::smallint[]) OR r.id = ANY($5::uuid[])
+		      ELSE $6 OR r.visibility = ANY($7::smallint[]) OR r.id = ANY($8::uuid[]) END
+		  AND (n.slug, r.name, ci.name) > ($9, $10, $11)
 		ORDER BY n.slug, r.name, ci.name
-		LIMIT $7`,
-		int16(enum.KindHosted), includePrivate, int16(enum.VisibilityPublic), a.Namespace, a.Repository, a.Image, limit)
+		LIMIT $12`,
+		int16(enum.KindHosted), filter.NamespaceID, ownAll, ownVis, ownIDs, othAll, othVis, othIDs,
+		a.Namespace, a.Repository, a.Image, limit)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: catalog: %w", err))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/gc"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
@@ -59,13 +60,22 @@ func runServe(ctx context.Context, args []string) error {
 	defer objects.Close()
 	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay})
 
+	// One authenticator for every surface: its token cache and buffered
+	// last_used_at are per process. Run flushes last_used_at until the
+	// server stops, then once more before the database closes.
+	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log})
+	authCtx, stopAuth := context.WithCancel(ctx)
+	flushed := make(chan struct{})
+	go func() { defer close(flushed); authn.Run(authCtx) }()
+	defer func() { stopAuth(); <-flushed }()
+
 	legacy, err := newLegacySetup(ctx, &cfg.Legacy, st, log)
 	if err != nil {
 		return err
 	}
 	defer legacy.Close()
 
-	npmOpts := npm.Options{AdminToken: cfg.AdminToken, PublicURL: cfg.PublicURL, Logger: log}
+	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log}
 	jobs, collector, err := newJobClient(db.Pool, st, &cfg, npmOpts, legacy, log)
 	if err != nil {
 		return err
@@ -80,10 +90,10 @@ func runServe(ctx context.Context, args []string) error {
 	srv.Registry().MustRegister(collector.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
 	r := srv.Router()
-	oci.Mount(r, st, oci.Options{AdminToken: cfg.AdminToken, Logger: log, Legacy: legacy.oci})
+	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci})
 	npm.Mount(r, st, npmOpts)
-	maven.Mount(r, st, maven.Options{AdminToken: cfg.AdminToken, Logger: log})
-	graph.Mount(r, st, graph.Options{AdminToken: cfg.AdminToken, Logger: log})
+	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
+	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen,

@@ -1,62 +1,52 @@
 package maven
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
+	"errors"
 	"net/http"
-	"strings"
+
+	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// challenge is the WWW-Authenticate value of every 401. Maven (wagon over
-// Apache HttpClient) sends credentials on GET only after a 401 that
-// carries a Basic challenge; on PUT it sends them pre-emptively.
-const challenge = `Basic realm="artifact-registry"`
+// Access control is package auth's. Maven (wagon over Apache HttpClient)
+// sends credentials on GET only after a 401 that carries a Basic
+// challenge, and on PUT pre-emptively, so every 401 carries
+// auth.BasicChallenge: settings.xml <server><username>any</username>
+// <password>TOKEN</password></server>. Bearer <token> (settings.xml
+// httpHeaders) works too.
 
-// credential is what the Authorization header presented.
-type credential int
-
-const (
-	credNone    credential = iota // no Authorization header
-	credInvalid                   // presented but not valid
-	credAdmin                     // the admin token
-)
-
-// authenticate checks the Authorization header against the admin token:
-// HTTP Basic with the token as password (any username: settings.xml
-// <server><username>…</username><password>TOKEN</password>), or Bearer
-// <token> (settings.xml httpHeaders). Until the access-control issue lands
-// this is the only credential.
-func (h *handler) authenticate(r *http.Request) credential {
-	a := r.Header.Get("Authorization")
-	if a == "" {
-		return credNone
+// access authenticates the request, resolves its repository and
+// authorizes the action: 401 with the Basic challenge, 403 with the
+// reason, or 404 only for callers allowed to know a repository does not
+// exist (auth.MaskNotFound).
+func (h *handler) access(r *http.Request, q *request, action auth.Action) (*store.MavenTarget, error) {
+	p, err := h.authn.Authenticate(r)
+	if err != nil {
+		return nil, denied(err)
 	}
-	scheme, rest, _ := strings.Cut(a, " ")
-	rest = strings.TrimSpace(rest)
-	var secret string
-	switch strings.ToLower(scheme) {
-	case "basic":
-		raw, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return credInvalid
+	t, err := h.st.ResolveMavenTarget(r.Context(), q.namespace, q.repository)
+	if errors.Is(err, store.ErrMavenRepositoryUnknown) {
+		if masked := auth.MaskNotFound(p, q.namespace, err); masked != err {
+			return nil, denied(masked)
 		}
-		_, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return credInvalid
-		}
-		secret = pass
-	case "bearer":
-		secret = rest
-	default:
-		return credInvalid
+		return nil, err
 	}
-	if h.tokenHash == nil || secret == "" {
-		return credInvalid
+	if err != nil {
+		return nil, err
 	}
-	sum := sha256.Sum256([]byte(secret))
-	if subtle.ConstantTimeCompare(sum[:], h.tokenHash) == 1 {
-		return credAdmin
+	if err := auth.Authorize(r.Context(), p, action, auth.MavenTarget(t)); err != nil {
+		return nil, denied(err)
 	}
-	return credInvalid
+	return t, nil
+}
+
+// denied maps an auth error to its response; other errors pass through.
+func denied(err error) error {
+	switch st := auth.HTTPStatus(err); st {
+	case http.StatusUnauthorized:
+		return &httpError{status: st, msg: err.Error(), header: map[string]string{"WWW-Authenticate": auth.BasicChallenge}, err: err}
+	case http.StatusForbidden, http.StatusNotFound:
+		return &httpError{status: st, msg: err.Error(), err: err}
+	}
+	return err
 }

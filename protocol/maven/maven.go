@@ -28,7 +28,6 @@
 package maven
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -36,19 +35,19 @@ import (
 	"net/http"
 	"path"
 	"strconv"
-	"strings"
 
 	"github.com/gorilla/mux"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // Options configure the Maven surface.
 type Options struct {
-	// AdminToken is the super-user credential (HTTP Basic password with any
-	// username, or Bearer). Empty: nobody can deploy or read private
-	// repositories.
+	// Auth authenticates requests: the process's one Authenticator.
+	Auth *auth.Authenticator
+	// AdminToken is only used when Auth is nil (tests, embedding): Mount
+	// then builds an Authenticator with this super-user token.
 	AdminToken string
 	Logger     *slog.Logger
 	// AllowReleaseRedeploy lets a release file be overwritten with
@@ -64,10 +63,10 @@ const (
 )
 
 type handler struct {
-	st        *store.Store
-	log       *slog.Logger
-	tokenHash []byte
-	opts      Options
+	st    *store.Store
+	log   *slog.Logger
+	authn *auth.Authenticator
+	opts  Options
 }
 
 // Mount registers the /maven/ routes on r.
@@ -85,9 +84,9 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 	if h.opts.MaxMetadataSize <= 0 {
 		h.opts.MaxMetadataSize = defaultMaxMetadataSize
 	}
-	if opts.AdminToken != "" {
-		sum := sha256.Sum256([]byte(opts.AdminToken))
-		h.tokenHash = sum[:]
+	h.authn = opts.Auth
+	if h.authn == nil {
+		h.authn = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: h.log})
 	}
 	r.PathPrefix(Prefix).Handler(h)
 }
@@ -113,14 +112,6 @@ func (e *httpError) Unwrap() error { return e.err }
 
 func newErr(status int, format string, args ...any) *httpError {
 	return &httpError{status: status, msg: fmt.Sprintf(format, args...)}
-}
-
-func unauthorized(cred credential) *httpError {
-	msg := "authentication required"
-	if cred == credInvalid {
-		msg = "invalid credentials"
-	}
-	return &httpError{status: http.StatusUnauthorized, msg: msg, header: map[string]string{"WWW-Authenticate": challenge}}
 }
 
 // errBodyRead marks a failure to read the request body (client went away,
@@ -218,26 +209,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cred := h.authenticate(r)
-	if cred == credInvalid || (write && cred != credAdmin) {
-		return unauthorized(cred)
+	action := auth.ActionRead
+	if write {
+		action = auth.ActionWrite
 	}
-	t, err := h.st.ResolveMavenTarget(r.Context(), q.namespace, q.repository)
+	t, err := h.access(r, q, action)
 	if err != nil {
-		if errors.Is(err, store.ErrMavenRepositoryUnknown) && cred != credAdmin {
-			// Anonymous: do not tell missing from private repositories.
-			return unauthorized(cred)
-		}
 		return err
-	}
-	if !write && t.Visibility != enum.VisibilityPublic && cred != credAdmin {
-		return unauthorized(cred)
-	}
-	if !t.ServesReads {
-		return newErr(http.StatusForbidden, "namespace %q is %s", t.NamespaceSlug, strings.ToLower(t.NamespaceCondition))
-	}
-	if write && !t.ServesWrites {
-		return newErr(http.StatusForbidden, "namespace %q is %s and accepts no uploads", t.NamespaceSlug, strings.ToLower(t.NamespaceCondition))
 	}
 	if write {
 		return h.put(w, r, t, q)

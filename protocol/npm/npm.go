@@ -13,9 +13,6 @@ package npm
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,8 +29,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // Defaults of Options.
@@ -54,14 +51,15 @@ type JobInserter interface {
 // Options configure the npm surface (Mount) and its rebuild worker
 // (RegisterWorkers); pass the same values to both.
 type Options struct {
-	// AdminToken is the one credential until access control lands: npm's
+	// Auth authenticates requests and manages tokens (npm login, logout,
+	// npm token): the process's one Authenticator. Credentials are npm's
 	// _authToken (Authorization: Bearer) or the password of Basic auth.
-	// Required for writes and for reads of non-public repositories. Empty:
-	// nobody can write.
+	Auth *auth.Authenticator
+	// AdminToken and AdminUser are only used when Auth is nil (tests,
+	// embedding): Mount then builds an Authenticator with this super-user
+	// token and name.
 	AdminToken string
-	// AdminUser is the user name whoami reports and publishes record
-	// (default "admin").
-	AdminUser string
+	AdminUser  string
 	// PublicURL is the external base URL ("https://registry.example"); the
 	// tarball URLs of packuments are built from it. Empty: taken from the
 	// request (Host, X-Forwarded-Proto), and the background worker does not
@@ -106,17 +104,16 @@ type handler struct {
 	st        *store.Store
 	opts      Options
 	log       *slog.Logger
-	tokenHash []byte
+	authn     *auth.Authenticator
 	rebuilds  singleflight.Group
 	downloads *downloadRecorder
 }
 
 func newHandler(st *store.Store, opts Options) *handler {
 	opts = opts.withDefaults()
-	h := &handler{st: st, opts: opts, log: opts.Logger}
-	if opts.AdminToken != "" {
-		sum := sha256.Sum256([]byte(opts.AdminToken))
-		h.tokenHash = sum[:]
+	h := &handler{st: st, opts: opts, log: opts.Logger, authn: opts.Auth}
+	if h.authn == nil {
+		h.authn = auth.New(st, auth.Options{AdminToken: opts.AdminToken, AdminUser: opts.AdminUser, Logger: h.log})
 	}
 	h.downloads = newDownloadRecorder(st, h.log)
 	return h
@@ -222,74 +219,14 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(body)
 }
 
-// --- auth
-
-type credential int
-
-const (
-	credNone    credential = iota // no Authorization header
-	credInvalid                   // presented but not valid
-	credAdmin                     // the admin token
-)
-
-// authenticate checks the Authorization header against the admin token:
-// Bearer <token> (npm _authToken) or Basic with the token as the password.
-// One sha256 and a constant-time compare: npm authenticates every request.
-func (h *handler) authenticate(r *http.Request) credential {
-	a := r.Header.Get("Authorization")
-	if a == "" {
-		return credNone
-	}
-	scheme, rest, _ := strings.Cut(a, " ")
-	rest = strings.TrimSpace(rest)
-	var secret string
-	switch strings.ToLower(scheme) {
-	case "bearer":
-		secret = rest
-	case "basic":
-		raw, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return credInvalid
-		}
-		_, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return credInvalid
-		}
-		secret = pass
-	default:
-		return credInvalid
-	}
-	if h.checkSecret(secret) {
-		return credAdmin
-	}
-	return credInvalid
-}
-
-func (h *handler) checkSecret(secret string) bool {
-	if h.tokenHash == nil || secret == "" {
-		return false
-	}
-	sum := sha256.Sum256([]byte(secret))
-	return subtle.ConstantTimeCompare(sum[:], h.tokenHash) == 1
-}
-
-func unauthorized(cred credential, what string) *apiError {
-	msg := "authentication required to " + what + ": set _authToken for this registry in .npmrc"
-	if cred == credInvalid {
-		msg = "invalid token: the registry does not accept the credentials in .npmrc"
-	}
-	e := errorf(http.StatusUnauthorized, "%s", msg)
-	e.header = map[string]string{"WWW-Authenticate": `Bearer realm="artifact-registry"`}
-	return e
-}
-
 // --- routing
 
 // request is one parsed registry request.
 type request struct {
-	w    http.ResponseWriter
-	r    *http.Request
-	cred credential
+	w http.ResponseWriter
+	r *http.Request
+	// who is the authenticated caller (see principal).
+	who *identity
 	// namespace and repository of the registry URL, and the path after it
 	// split into unescaped segments.
 	namespace, repository string
@@ -316,7 +253,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, errorf(http.StatusNotFound, "no such registry: the npm registry URL is %s<namespace>/<repository>/", PathPrefix))
 		return
 	}
-	req := &request{w: w, r: r, cred: h.authenticate(r), namespace: segs[0], repository: segs[1], rest: segs[2:]}
+	req := &request{w: w, r: r, namespace: segs[0], repository: segs[1], rest: segs[2:]}
 	if len(req.rest) > 0 && req.rest[len(req.rest)-1] == "" {
 		req.rest = req.rest[:len(req.rest)-1] // trailing slash
 	}
@@ -415,11 +352,18 @@ func (h *handler) routeSpecial(req *request, rest []string) error {
 	case path == "npm/v1/user":
 		return h.profile(req)
 	case path == "npm/v1/tokens":
-		if req.cred != credAdmin {
-			return unauthorized(req.cred, "list tokens")
+		switch m {
+		case http.MethodGet:
+			return h.listTokens(req)
+		case http.MethodPost:
+			return h.createToken(req)
 		}
-		writeJSON(req.w, http.StatusOK, map[string]any{"objects": []any{}, "total": 0, "urls": map[string]string{}})
-		return nil
+		return methodNotAllowed(req.r)
+	case len(rest) == 5 && path == "npm/v1/tokens/token/"+rest[4]:
+		if m != http.MethodDelete {
+			return methodNotAllowed(req.r)
+		}
+		return h.revokeToken(req, rest[4])
 	case len(rest) >= 2 && rest[0] == "user" && strings.HasPrefix(rest[1], "org.couchdb.user:"):
 		user := strings.TrimPrefix(rest[1], "org.couchdb.user:")
 		switch {
@@ -433,10 +377,7 @@ func (h *handler) routeSpecial(req *request, rest []string) error {
 		if m != http.MethodDelete {
 			return methodNotAllowed(req.r)
 		}
-		// The admin token cannot be revoked from npm; logout just drops it
-		// from the client's .npmrc.
-		writeJSON(req.w, http.StatusOK, map[string]string{"ok": "Logged out"})
-		return nil
+		return h.logout(req, rest[2])
 	case len(rest) >= 3 && rest[0] == "package":
 		return h.routeDistTags(req, rest[1:])
 	}
@@ -477,45 +418,6 @@ func (h *handler) resolve(req *request) (*store.NpmRepository, error) {
 		return nil, err
 	}
 	req.repo = repo
-	return repo, nil
-}
-
-// readRepo resolves the registry for a read: anonymous reads of PUBLIC
-// repositories, a valid token for everything else; a presented but invalid
-// token is refused even where anonymous reads would pass.
-func (h *handler) readRepo(req *request) (*store.NpmRepository, error) {
-	if req.cred == credInvalid {
-		return nil, unauthorized(req.cred, "read")
-	}
-	repo, err := h.resolve(req)
-	if err != nil {
-		if errors.Is(err, store.ErrNpmRepositoryUnknown) && req.cred != credAdmin {
-			// Do not tell anonymous clients which private registries exist.
-			return nil, unauthorized(req.cred, "read this registry")
-		}
-		return nil, err
-	}
-	if repo.Visibility != enum.VisibilityPublic && req.cred != credAdmin {
-		return nil, unauthorized(req.cred, "read this registry")
-	}
-	if !repo.ServesReads {
-		return nil, errorf(http.StatusForbidden, "namespace %s is %s", repo.NamespaceSlug, repo.Condition)
-	}
-	return repo, nil
-}
-
-// writeRepo resolves the registry for a write: the token is required.
-func (h *handler) writeRepo(req *request, what string) (*store.NpmRepository, error) {
-	if req.cred != credAdmin {
-		return nil, unauthorized(req.cred, what)
-	}
-	repo, err := h.resolve(req)
-	if err != nil {
-		return nil, err
-	}
-	if !repo.ServesWrites {
-		return nil, errorf(http.StatusForbidden, "namespace %s is %s and accepts no changes", repo.NamespaceSlug, repo.Condition)
-	}
 	return repo, nil
 }
 

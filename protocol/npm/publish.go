@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -43,7 +44,12 @@ type attachment struct {
 // body has no attachment) and PUT /<name>/-rev/<rev> (unpublish of versions:
 // the document without them).
 func (h *handler) putPackage(req *request, name, rev string, withRev bool) error {
-	repo, err := h.writeRepo(req, "publish")
+	// A PUT with a revision is npm's unpublish of versions: a deletion.
+	action := auth.ActionWrite
+	if withRev {
+		action = auth.ActionDelete
+	}
+	repo, err := h.writeRepo(req, action)
 	if err != nil {
 		return err
 	}
@@ -206,7 +212,7 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	}
 	manifest["dist"], _ = json.Marshal(newDist)
 	manifest["_id"] = jsonString(name + "@" + version)
-	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": h.opts.AdminUser, "email": ""})
+	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": h.publisher(req), "email": ""})
 	manifest["_hasShrinkwrap"], _ = json.Marshal(shrinkwrap)
 	if hasInstallScript(manifest["scripts"], gyp) {
 		manifest["hasInstallScript"] = json.RawMessage("true")
@@ -351,7 +357,7 @@ func (h *handler) updateMetadata(req *request, repo *store.NpmRepository, name, 
 
 // deletePackage is DELETE /<name>/-rev/<rev>: unpublish the whole package.
 func (h *handler) deletePackage(req *request, name, rev string) error {
-	repo, err := h.writeRepo(req, "unpublish")
+	repo, err := h.writeRepo(req, auth.ActionDelete)
 	if err != nil {
 		return err
 	}
@@ -369,7 +375,7 @@ func (h *handler) deletePackage(req *request, name, rev string) error {
 // the PUT that removed the version (then nothing is left to do); a DELETE
 // of an active version's tarball unpublishes that version.
 func (h *handler) deleteTarball(req *request, name, file, rev string) error {
-	repo, err := h.writeRepo(req, "unpublish")
+	repo, err := h.writeRepo(req, auth.ActionDelete)
 	if err != nil {
 		return err
 	}

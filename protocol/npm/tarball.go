@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -60,7 +61,7 @@ func (h *handler) getTarball(req *request, name, file string) error {
 // putDistTag is PUT /-/package/<name>/dist-tags/<tag>; the body is the
 // version as a JSON string.
 func (h *handler) putDistTag(req *request, name, tag string) error {
-	repo, err := h.writeRepo(req, "change dist-tags")
+	repo, err := h.writeRepo(req, auth.ActionWrite)
 	if err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func (h *handler) putDistTag(req *request, name, tag string) error {
 
 // deleteDistTag is DELETE /-/package/<name>/dist-tags/<tag>.
 func (h *handler) deleteDistTag(req *request, name, tag string) error {
-	repo, err := h.writeRepo(req, "change dist-tags")
+	repo, err := h.writeRepo(req, auth.ActionWrite)
 	if err != nil {
 		return err
 	}

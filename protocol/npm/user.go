@@ -1,78 +1,11 @@
 package npm
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// whoami is GET /-/whoami.
-func (h *handler) whoami(req *request) error {
-	if req.cred != credAdmin {
-		return unauthorized(req.cred, "ask who you are")
-	}
-	writeJSON(req.w, http.StatusOK, map[string]string{"username": h.opts.AdminUser})
-	return nil
-}
-
-// profile is GET /-/npm/v1/user (npm profile get).
-func (h *handler) profile(req *request) error {
-	if req.cred != credAdmin {
-		return unauthorized(req.cred, "read the profile")
-	}
-	if req.r.Method != http.MethodGet {
-		return methodNotAllowed(req.r)
-	}
-	writeJSON(req.w, http.StatusOK, map[string]any{
-		"tfa": false, "name": h.opts.AdminUser, "email": "", "email_verified": false,
-		"created": "", "updated": "", "cidr_whitelist": nil, "fullname": "",
-	})
-	return nil
-}
-
-// getUser is GET /-/user/org.couchdb.user:<name> (step 3 of npm's login
-// fallback after a 409, which this registry never sends; answered anyway).
-func (h *handler) getUser(req *request, user string) error {
-	if req.cred != credAdmin {
-		return unauthorized(req.cred, "read users")
-	}
-	writeJSON(req.w, http.StatusOK, map[string]string{"_id": "org.couchdb.user:" + user, "name": user})
-	return nil
-}
-
-// login is npm's legacy (CouchDB) login and adduser: PUT
-// /-/user/org.couchdb.user:<name>[/-rev/<rev>] with {"name", "password"}.
-// Until access control lands the only credential is the admin token: a
-// password equal to it (or a request already carrying it) gets it back as
-// the npm token, which npm writes to .npmrc as _authToken. No password hash
-// is involved: the check is one sha256 and a constant-time compare.
-func (h *handler) login(req *request, user string) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, 64<<10))
-	if err != nil {
-		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
-	}
-	var body struct {
-		Name     string `json:"name"`
-		Password string `json:"password"`
-	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
-	}
-	if body.Name == "" {
-		body.Name = user
-	}
-	if req.cred != credAdmin && !h.checkSecret(body.Password) {
-		return errorf(http.StatusUnauthorized, "incorrect username or password: the password is the registry token")
-	}
-	writeJSON(req.w, http.StatusCreated, map[string]string{
-		"ok":    "you are authenticated as '" + body.Name + "'",
-		"token": h.opts.AdminToken,
-	})
-	return nil
-}
 
 // search is GET /-/v1/search?text=&size=&from= over the repository's
 // active packages (name, description and keywords of the latest version).

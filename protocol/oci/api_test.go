@@ -78,7 +78,7 @@ func TestAuthentication(t *testing.T) {
 
 	// Base check: a challenge without credentials, 200 with them.
 	resp := s.do(t, http.MethodGet, "/v2/", nil, nil, false)
-	if got := resp.Header.Get("WWW-Authenticate"); got != `Basic realm="artifact-registry"` {
+	if got, want := resp.Header.Get("WWW-Authenticate"), `Bearer realm="`+s.URL+`/v2/token",service="artifact-registry"`; got != want {
 		t.Fatalf("WWW-Authenticate = %q", got)
 	}
 	wantError(t, resp, http.StatusUnauthorized, codeUnauthorized)

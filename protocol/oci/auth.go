@@ -1,68 +1,116 @@
 package oci
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
+	"errors"
 	"net/http"
-	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// challenge is the WWW-Authenticate value of every 401. docker, podman,
-// crane, oras, regctl and skopeo all answer a Basic challenge with the
-// stored credentials.
-const challenge = `Basic realm="artifact-registry"`
+// Access control is package auth's: wrap authenticates every request once
+// (a presented but unusable credential is a 401 wherever it goes), target
+// resolves the name and asks auth.Authorize. Refusals take the OCI form:
+//
+//   - 401 UNAUTHORIZED with the token flow's challenge,
+//     WWW-Authenticate: Bearer realm="<base>/v2/token",service="artifact-registry",scope="repository:<name>:<actions>"
+//     which docker, podman, crane, oras, regctl and skopeo answer by
+//     fetching a bearer token at /v2/token (auth.TokenHandler) with their
+//     stored credentials. HTTP Basic with the token as the password is
+//     accepted directly on every route too (curl, scripts, the suite);
+//   - 403 DENIED for a valid credential that does not allow the action, or
+//     a blocked, disabled or suspended (for changes) namespace;
+//   - 404 NAME_UNKNOWN only for callers allowed to know that the name does
+//     not exist (auth.MaskNotFound): others get the 401 or 403 a private
+//     repository of that name would give.
 
-// credential is what the Authorization header presented.
-type credential int
-
-const (
-	credNone    credential = iota // no Authorization header
-	credInvalid                   // presented but not valid
-	credAdmin                     // the admin token
-)
-
-// authenticate checks the Authorization header against the admin token:
-// HTTP Basic with the token as password (any username), or Bearer <token>.
-// Until the access-control issue lands this is the only credential.
-func (h *handler) authenticate(r *http.Request) credential {
-	a := r.Header.Get("Authorization")
-	if a == "" {
-		return credNone
+// scopeActions are the token-spec actions a challenge asks for.
+func scopeActions(a auth.Action) []auth.Action {
+	switch a {
+	case auth.ActionRead:
+		return []auth.Action{auth.ActionRead}
+	case auth.ActionDelete:
+		return []auth.Action{auth.ActionDelete}
 	}
-	scheme, rest, _ := strings.Cut(a, " ")
-	rest = strings.TrimSpace(rest)
-	var secret string
-	switch strings.ToLower(scheme) {
-	case "basic":
-		raw, err := base64.StdEncoding.DecodeString(rest)
-		if err != nil {
-			return credInvalid
-		}
-		_, pass, ok := strings.Cut(string(raw), ":")
-		if !ok {
-			return credInvalid
-		}
-		secret = pass
-	case "bearer":
-		secret = rest
-	default:
-		return credInvalid
-	}
-	if h.tokenHash == nil || secret == "" {
-		return credInvalid
-	}
-	sum := sha256.Sum256([]byte(secret))
-	if subtle.ConstantTimeCompare(sum[:], h.tokenHash) == 1 {
-		return credAdmin
-	}
-	return credInvalid
+	// Pushing also reads (HEAD of blobs and manifests).
+	return []auth.Action{auth.ActionRead, auth.ActionWrite}
 }
 
-func unauthorized(cred credential) *apiError {
-	msg := "authentication required"
-	if cred == credInvalid {
-		msg = "invalid credentials"
+// errLogin is the 401 of anonymous callers where any action needs a
+// credential.
+var errLogin = &auth.Error{Kind: auth.ErrUnauthenticated, Message: "authentication required: log in with an access token"}
+
+// principal is the caller wrap authenticated.
+func principal(r *http.Request) *auth.Principal { return auth.FromContext(r.Context()) }
+
+// authenticate runs once per request (in wrap) and stores the principal
+// in the request context.
+func (h *handler) authenticate(r *http.Request) (*http.Request, error) {
+	p, err := h.authn.Authenticate(r)
+	if err != nil {
+		return r, h.denied(r, err, "")
 	}
-	return newErr(http.StatusUnauthorized, codeUnauthorized, "%s", msg).withHeader("WWW-Authenticate", challenge)
+	return r.WithContext(auth.WithPrincipal(r.Context(), p)), nil
+}
+
+// denied turns an auth error into the OCI response; scope is the
+// challenge's scope ("" for /v2/ and the catalog). Errors that are not
+// decisions (the store failed) pass through to fromStoreError.
+func (h *handler) denied(r *http.Request, err error, scope string) error {
+	switch auth.HTTPStatus(err) {
+	case http.StatusUnauthorized:
+		c := h.authn.OCIChallenge(r, true, h.tokenURL, scope)
+		if auth.InsufficientScope(err) {
+			c += `,error="insufficient_scope"`
+		}
+		return newErr(http.StatusUnauthorized, codeUnauthorized, "%s", err.Error()).withHeader("WWW-Authenticate", c)
+	case http.StatusForbidden:
+		return newErr(http.StatusForbidden, codeDenied, "%s", err.Error())
+	case http.StatusNotFound:
+		return newErr(http.StatusNotFound, codeNameUnknown, "%s", err.Error())
+	}
+	return err
+}
+
+// authorize checks the caller against a resolved target.
+func (h *handler) authorize(r *http.Request, action auth.Action, t *store.ContainerTarget) error {
+	if err := auth.Authorize(r.Context(), principal(r), action, auth.ContainerTarget(t)); err != nil {
+		return h.denied(r, err, auth.OCIScope(t.Name(), scopeActions(action)...))
+	}
+	return nil
+}
+
+// requireCredential refuses anonymous callers before any work: writes
+// never pass without a credential, so the body need not be read.
+func (h *handler) requireCredential(r *http.Request, n imageName, action auth.Action) error {
+	if !principal(r).IsAnonymous() {
+		return nil
+	}
+	return h.denied(r, errLogin, auth.OCIScope(n.String(), scopeActions(action)...))
+}
+
+// unknownName answers a name that does not resolve: NAME_UNKNOWN for
+// those allowed to know, else what a hidden private repository answers.
+func (h *handler) unknownName(r *http.Request, n imageName, action auth.Action, notFound error) error {
+	masked := auth.MaskNotFound(principal(r), n.Namespace, notFound)
+	if errors.Is(masked, store.ErrContainerNameUnknown) {
+		return newErr(http.StatusNotFound, codeNameUnknown, "%v", notFound).withDetail(map[string]string{"name": n.String()})
+	}
+	return h.denied(r, masked, auth.OCIScope(n.String(), scopeActions(action)...))
+}
+
+// catalogFilter is what the caller may list: its own namespace's rules
+// and everyone else's, both from auth.ReadableRepositories.
+func catalogFilter(p *auth.Principal) store.CatalogFilter {
+	conv := func(f auth.RepositoryFilter) store.ReadFilter {
+		return store.ReadFilter{All: f.All, Visibilities: f.Visibilities, IDs: f.IDs}
+	}
+	own := p.NamespaceID() // uuid.Nil unless a token: never a namespace id
+	return store.CatalogFilter{
+		NamespaceID: own,
+		Own:         conv(auth.ReadableRepositories(p, auth.Namespace{ID: own})),
+		Others:      conv(auth.ReadableRepositories(p, auth.Namespace{ID: uuid.Nil})),
+	}
 }

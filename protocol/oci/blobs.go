@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -21,7 +22,7 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessRead)
+	t, err := h.target(r, auth.ActionRead)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (h *handler) deleteBlob(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionDelete)
 	if err != nil {
 		return err
 	}
@@ -138,7 +139,7 @@ func (h *handler) startUpload(w http.ResponseWriter, r *http.Request) error {
 		}
 		dg = &d
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionWrite)
 	if err != nil {
 		return err
 	}
@@ -182,9 +183,12 @@ func (h *handler) mount(r *http.Request, t *store.ContainerTarget, d digest, fro
 		if err != nil {
 			return false, err
 		}
-		// The caller must be able to read the source (the admin token can).
-		if h.authenticate(r) != credAdmin || !s.ServesReads {
-			return false, nil
+		// The caller must be able to read the source; if not, upload.
+		if err := auth.Authorize(r.Context(), principal(r), auth.ActionRead, auth.ContainerTarget(s)); err != nil {
+			if auth.IsDecision(err) {
+				return false, nil
+			}
+			return false, err
 		}
 		src = s
 	}
@@ -232,7 +236,7 @@ func (h *handler) patchUpload(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionWrite)
 	if err != nil {
 		return err
 	}
@@ -281,7 +285,7 @@ func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionWrite)
 	if err != nil {
 		return err
 	}
@@ -315,7 +319,7 @@ func (h *handler) uploadStatus(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionWrite)
 	if err != nil {
 		return err
 	}
@@ -332,7 +336,7 @@ func (h *handler) cancelUpload(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionWrite)
 	if err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func TestOras(t *testing.T) {
 	writeFile(t, work, "data.json", `{"answer":42}`)
 	oras.run(with("push", priv+":v1", "--artifact-type", "application/vnd.example.thing.v1",
 		"readme.md:text/markdown", "data.json:application/json")...)
-	oras.fail("credential", "pull", "--plain-http", priv+":v1", "-o", filepath.Join(work, "denied"))
+	oras.fail("authentication required", "pull", "--plain-http", priv+":v1", "-o", filepath.Join(work, "denied"))
 
 	// Attach two referrers to v1 and discover them through the referrers API.
 	writeFile(t, work, "sig.txt", "signature")

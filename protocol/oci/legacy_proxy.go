@@ -13,7 +13,8 @@ import (
 
 	"github.com/gorilla/mux"
 
-	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // Proxy mode (issue 12): Artifact Registry stands in front of an existing
@@ -144,21 +145,22 @@ func (p *legacyProxy) rewrite(pr *httputil.ProxyRequest) {
 }
 
 // modifyResponse keeps clients on our host: a Location on the legacy
-// registry (upload sessions, redirects) becomes a path on ours; a legacy
-// auth challenge becomes ours (the client authenticates to us, we to it).
+// registry (upload sessions, redirects) becomes a path on ours. Clients
+// authenticate to us and we to the legacy registry, so a 401 from it means
+// the configured credentials are wrong: the client cannot fix that, and
+// gets a 502 naming the cause instead of a challenge it cannot answer.
 func (p *legacyProxy) modifyResponse(resp *http.Response) error {
+	if resp.StatusCode == http.StatusUnauthorized {
+		return errLegacyCredentials
+	}
 	if loc := resp.Header.Get("Location"); loc != "" {
 		resp.Header.Set("Location", p.localLocation(loc))
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		if resp.Request != nil && resp.Request.Header.Get("Authorization") != "" {
-			p.log.Warn("legacy registry refused our credentials", "path", resp.Request.URL.Path)
-		}
-		resp.Header.Set("WWW-Authenticate", challenge)
 	}
 	p.observe("forwarded")
 	return nil
 }
+
+var errLegacyCredentials = errors.New("the legacy registry refused the configured credentials")
 
 // localLocation turns a Location on the legacy registry into a relative
 // one; any other host (a storage redirect) is left alone.
@@ -179,8 +181,13 @@ func (p *legacyProxy) errorHandler(w http.ResponseWriter, r *http.Request, err e
 		p.observe("canceled")
 		return
 	}
-	p.log.Warn("legacy registry unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
 	p.observe("error")
+	if errors.Is(err, errLegacyCredentials) {
+		p.log.Error("legacy registry refused our credentials: check the legacy registry username and password", "path", r.URL.Path)
+		writeAPIError(w, r, newErr(http.StatusBadGateway, codeUnknown, "%s", errLegacyCredentials.Error()))
+		return
+	}
+	p.log.Warn("legacy registry unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
 	writeAPIError(w, r, newErr(http.StatusBadGateway, codeUnknown, "the legacy registry did not answer"))
 }
 
@@ -249,27 +256,62 @@ func (h *handler) legacyDispatch(w http.ResponseWriter, r *http.Request, next ht
 	}
 }
 
-// forward sends the request to the legacy registry after our own
-// authentication: writes need the admin token, reads the admin token or a
-// public target repository here.
+// forward sends the request to the legacy registry once package auth
+// allows it on the mapped target, exactly as if it were served here.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, route LegacyRoute) {
-	w.Header().Del("Docker-Distribution-API-Version") // the legacy registry sends its own
-	cred := h.authenticate(r)
-	if cred != credAdmin && (cred == credInvalid || isWrite(r) || !h.publicTarget(r.Context(), route.Target)) {
+	r, err := h.authenticate(r)
+	if err == nil {
+		err = h.authorizeForward(r, route.Target)
+	}
+	if err != nil {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
-		writeAPIError(w, r, unauthorized(cred))
+		h.writeError(w, r, err)
 		return
 	}
+	w.Header().Del("Docker-Distribution-API-Version") // the legacy registry sends its own
 	h.legacy.rp.ServeHTTP(w, r)
 }
 
-func (h *handler) publicTarget(ctx context.Context, target string) bool {
+// authorizeForward decides a forwarded request on its mapped target. A
+// target not created here yet has no visibility to decide on, so only the
+// admin token reaches it; others get what a hidden repository answers.
+func (h *handler) authorizeForward(r *http.Request, target string) error {
 	n, aerr := parseName(target)
 	if aerr != nil {
-		return false
+		return aerr
 	}
-	t, err := h.resolve(ctx, n)
-	return err == nil && t.Visibility == enum.VisibilityPublic
+	action := forwardAction(r)
+	if err := h.requireCredentialFor(r, n, action); err != nil {
+		return err
+	}
+	t, err := h.resolve(r.Context(), n)
+	switch {
+	case err == nil:
+		return h.authorize(r, action, t)
+	case !errors.Is(err, store.ErrContainerNameUnknown):
+		return err
+	case principal(r).IsAdmin():
+		return nil
+	}
+	return h.unknownName(r, n, action, err)
+}
+
+// requireCredentialFor refuses anonymous changes before any lookup.
+func (h *handler) requireCredentialFor(r *http.Request, n imageName, action auth.Action) error {
+	if action == auth.ActionRead {
+		return nil
+	}
+	return h.requireCredential(r, n, action)
+}
+
+func forwardAction(r *http.Request) auth.Action {
+	switch {
+	case r.Method == http.MethodDelete:
+		return auth.ActionDelete
+	case isWrite(r):
+		return auth.ActionWrite
+	}
+	return auth.ActionRead
 }
 
 func isWrite(r *http.Request) bool {

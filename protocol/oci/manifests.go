@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -22,7 +23,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessRead)
+	t, err := h.target(r, auth.ActionRead)
 	if err != nil {
 		return err
 	}
@@ -92,10 +93,14 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	// Credentials first (no database), then the body: every digest in it is
-	// checked before anything reaches the database.
-	if c := h.authenticate(r); c != credAdmin {
-		return unauthorized(c)
+	// Credentials first (anonymous callers never write), then the body:
+	// every digest in it is checked before the name is resolved.
+	n, aerr := parseName(mux.Vars(r)["name"])
+	if aerr != nil {
+		return aerr
+	}
+	if err := h.requireCredential(r, n, auth.ActionWrite); err != nil {
+		return err
 	}
 	if r.ContentLength > maxManifestSize {
 		return newErr(http.StatusRequestEntityTooLarge, codeSizeInvalid,
@@ -126,7 +131,7 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 		}
 		tags = append(tags, tg)
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionWrite)
 	if err != nil {
 		return err
 	}
@@ -162,7 +167,7 @@ func (h *handler) deleteManifest(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessWrite)
+	t, err := h.target(r, auth.ActionDelete)
 	if err != nil {
 		return err
 	}
@@ -186,7 +191,7 @@ const (
 
 // listTags serves GET /v2/<name>/tags/list?n=&last=.
 func (h *handler) listTags(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.target(r, accessRead)
+	t, err := h.target(r, auth.ActionRead)
 	if err != nil {
 		return err
 	}
@@ -225,12 +230,9 @@ const (
 )
 
 // catalog serves GET /v2/_catalog?n=&last=: the images the caller may
-// pull (all for the admin token, PUBLIC repositories for anonymous).
+// pull (auth.ReadableRepositories: all for the admin token, PUBLIC
+// repositories for anonymous callers, and what a token reads).
 func (h *handler) catalog(w http.ResponseWriter, r *http.Request) error {
-	cred := h.authenticate(r)
-	if cred == credInvalid {
-		return unauthorized(cred)
-	}
 	q := r.URL.Query()
 	n, aerr := pageSize(q, defaultCatalogPage, maxCatalogPage)
 	if aerr != nil {
@@ -246,7 +248,7 @@ func (h *handler) catalog(w http.ResponseWriter, r *http.Request) error {
 	}
 	names := []string{}
 	if n > 0 {
-		entries, err := h.st.ContainerCatalog(r.Context(), cred == credAdmin, after, n+1)
+		entries, err := h.st.ContainerCatalog(r.Context(), catalogFilter(principal(r)), after, n+1)
 		if err != nil {
 			return err
 		}

@@ -7,13 +7,13 @@
 // over the blob layer) and write the wire response; no SQL or object storage
 // here. The rules that are not obvious from the spec:
 //
-//   - Authentication: the admin token, as the HTTP Basic password (any
-//     username) or a Bearer token, may do everything; anonymous callers may
-//     pull PUBLIC repositories. Everything else is a 401 with
-//     `WWW-Authenticate: Basic realm="artifact-registry"` (GET /v2/ too, so
-//     clients learn to send credentials); unknown names are a 401 for
-//     anonymous callers, so private names do not leak. Blocked or disabled
-//     namespaces are DENIED; suspended ones are read-only.
+//   - Access control is package auth's (see auth.go): the admin token,
+//     namespace access tokens (HTTP Basic password with any user name, or
+//     Bearer) and the bearer tokens of the token endpoint /v2/token. A 401
+//     carries the token flow's Bearer challenge (GET /v2/ too, so clients
+//     learn to authenticate); 403 DENIED for insufficient credentials and
+//     for blocked, disabled or (for changes) suspended namespaces; unknown
+//     names answer like private ones to callers who may not know.
 //   - Digests are sha256 only (ADR-007): any other algorithm, in a URL or in
 //     a manifest, is UNSUPPORTED (400) before the database is asked.
 //   - Images are created by their first push. Manifests must reference blobs
@@ -34,7 +34,6 @@ package oci
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -48,15 +47,17 @@ import (
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // Options configure the OCI surface.
 type Options struct {
-	// AdminToken is the super-user credential (HTTP Basic password with any
-	// username, or Bearer). Empty: nobody can write or read private
-	// repositories.
+	// Auth authenticates and issues bearer tokens: the process's one
+	// Authenticator (its Run flushes last_used_at).
+	Auth *auth.Authenticator
+	// AdminToken is only used when Auth is nil (tests, embedding): Mount
+	// then builds an Authenticator with this super-user token.
 	AdminToken string
 	Logger     *slog.Logger
 	// PublicURL, when set, makes Location headers absolute
@@ -69,9 +70,12 @@ type Options struct {
 }
 
 type handler struct {
-	st        *store.Store
-	log       *slog.Logger
-	tokenHash []byte
+	st    *store.Store
+	log   *slog.Logger
+	authn *auth.Authenticator
+	// tokenURL is the realm of the challenges: PublicURL + /v2/token, or
+	// "" to derive it from each request's Host.
+	tokenURL  string
 	publicURL string
 	referrers *referrerCache
 	// payloads caches manifest payloads by digest: served only after the
@@ -98,9 +102,12 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		h.log = slog.Default()
 	}
 	h.pulls = newPullRecorder(st, h.log)
-	if opts.AdminToken != "" {
-		sum := sha256.Sum256([]byte(opts.AdminToken))
-		h.tokenHash = sum[:]
+	h.authn = opts.Auth
+	if h.authn == nil {
+		h.authn = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: h.log})
+	}
+	if h.publicURL != "" {
+		h.tokenURL = h.publicURL + "/v2/token"
 	}
 	if opts.Legacy != nil {
 		p, err := newLegacyProxy(*opts.Legacy, h.log)
@@ -126,6 +133,9 @@ func (h *handler) routes(r *mux.Router) {
 	r.Handle("/v2/", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v2", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v2/_catalog", h.wrap(h.catalog)).Methods(http.MethodGet)
+	// The token endpoint of the challenges (GET with Basic credentials or
+	// none, POST for the OAuth2 password grant).
+	r.Handle("/v2/token", h.authn.TokenHandler(auth.ContainerResolver(h.st))).Methods(http.MethodGet, http.MethodHead, http.MethodPost)
 	r.Handle(name+"/blobs/uploads/", h.wrap(h.startUpload)).Methods(http.MethodPost)
 	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.uploadStatus)).Methods(http.MethodGet)
 	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.patchUpload)).Methods(http.MethodPatch)
@@ -160,7 +170,11 @@ func (h *handler) wrap(fn handlerFunc) http.Handler {
 				writeAPIError(w, r, newErr(http.StatusInternalServerError, codeUnknown, "internal error"))
 			}
 		}()
-		if err := fn(w, r); err != nil {
+		r, err := h.authenticate(r)
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			h.writeError(w, r, err)
 		}
 	})
@@ -181,53 +195,32 @@ func (h *handler) fallback(w http.ResponseWriter, r *http.Request) error {
 	return newErr(http.StatusNotFound, codeNameUnknown, "no such endpoint: %s", p)
 }
 
-// base is GET /v2/: 200 for valid credentials, a 401 challenge otherwise,
-// so clients learn they should authenticate. Anonymous clients still pull
-// public repositories: they go on after the challenge without credentials.
+// base is GET /v2/: 200 for any valid credential, a 401 challenge for
+// anonymous callers, so clients learn they should authenticate. Anonymous
+// clients still pull public repositories: they fetch an anonymous bearer
+// token (or go on without credentials).
 func (h *handler) base(w http.ResponseWriter, r *http.Request) error {
-	if c := h.authenticate(r); c != credAdmin {
-		return unauthorized(c)
+	if principal(r).IsAnonymous() {
+		return h.denied(r, errLogin, "")
 	}
 	return writeJSON(w, r, http.StatusOK, "application/json", struct{}{})
 }
 
-// access is what a request wants to do with a repository.
-type access int
-
-const (
-	accessRead access = iota
-	accessWrite
-)
-
-// target resolves the {name} of the route and authorizes the request.
-func (h *handler) target(r *http.Request, want access) (*store.ContainerTarget, error) {
+// target resolves the {name} of the route and authorizes the action.
+func (h *handler) target(r *http.Request, action auth.Action) (*store.ContainerTarget, error) {
 	n, aerr := parseName(mux.Vars(r)["name"])
 	if aerr != nil {
 		return nil, aerr
 	}
-	cred := h.authenticate(r)
-	if cred == credInvalid || (want == accessWrite && cred != credAdmin) {
-		return nil, unauthorized(cred)
-	}
 	t, err := h.resolve(r.Context(), n)
+	if errors.Is(err, store.ErrContainerNameUnknown) {
+		return nil, h.unknownName(r, n, action, err)
+	}
 	if err != nil {
-		if errors.Is(err, store.ErrContainerNameUnknown) {
-			if cred != credAdmin {
-				// Do not tell anonymous callers which private names exist.
-				return nil, unauthorized(cred)
-			}
-			return nil, newErr(http.StatusNotFound, codeNameUnknown, "%v", err).withDetail(map[string]string{"name": n.String()})
-		}
 		return nil, err
 	}
-	if want == accessRead && cred != credAdmin && t.Visibility != enum.VisibilityPublic {
-		return nil, unauthorized(cred)
-	}
-	if !t.ServesReads {
-		return nil, newErr(http.StatusForbidden, codeDenied, "namespace %q is %s: its repositories are not served", n.Namespace, t.NamespaceState)
-	}
-	if want == accessWrite && !t.ServesWrites {
-		return nil, newErr(http.StatusForbidden, codeDenied, "namespace %q is %s: it is read-only", n.Namespace, t.NamespaceState)
+	if err := h.authorize(r, action, t); err != nil {
+		return nil, err
 	}
 	return t, nil
 }

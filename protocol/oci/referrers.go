@@ -6,6 +6,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -56,7 +57,7 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, accessRead)
+	t, err := h.target(r, auth.ActionRead)
 	if err != nil {
 		return err
 	}
