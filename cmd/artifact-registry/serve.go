@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/artifact-registry/artifact-registry/counters"
 	"github.com/artifact-registry/artifact-registry/gc"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
@@ -86,7 +87,8 @@ func runServe(ctx context.Context, args []string) error {
 }
 
 // newJobClient wires River on the same pool with every job kind: the GC
-// family (periodic, leader-elected) and the npm packument rebuild.
+// family and the counter fold (periodic, leader-elected) and the npm
+// packument rebuild.
 func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), Logger: log})
@@ -94,11 +96,14 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOp
 		return nil, nil, fmt.Errorf("configure garbage collection: %w", err)
 	}
 	periodic := collector.Register(workers)
+	folder := counters.New(st, counters.Config{Logger: log})
+	periodic = append(periodic, folder.Register(workers)...)
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, err
 	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
 	maps.Copy(queues, collector.Queues())
+	maps.Copy(queues, folder.Queues())
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:       log,
 		Queues:       queues,
