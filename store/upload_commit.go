@@ -250,6 +250,8 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		}
 	}()
 
+	// The statement waits for the blob-row lock when the row exists.
+	lockStart := time.Now()
 	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg))
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
@@ -268,6 +270,9 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 			return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 		}
 	}
+	if !*c.inserted { // a dedup commit: it locked the existing row
+		s.ObserveBlobLockWait(lockStart)
+	}
 	res := &CommitResult{Blob: &c.blob}
 	switch {
 	case *c.inserted:
@@ -285,6 +290,7 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 			// crashed before its commit). Check under the lock we hold.
 			res.ObjectChecked = true
 			ok, err := s.objectExists(ctx, c.blob.ObjectStorageKey)
+			s.ObserveDedupObjectCheck(ok, err)
 			if err != nil {
 				return nil, err
 			}
