@@ -142,6 +142,12 @@ func (s *Store) abandonUpload(ctx context.Context, ref UploadRef) {
 		ref.NamespaceID, ref.UploadID)
 }
 
+// A new blob row's created_at is the store clock's time ($8 here, $6 in
+// commitRetrySQL), not the database's now(): the GC grace window is
+// measured from created_at against the same clock (GCCleanupPolicy.Now,
+// ReconcileGCPage's now), so a clock that differs from the database
+// server's can neither shorten the window nor stretch it.
+//
 // commitSQL is the common path of a commit in one statement: delete the
 // session (compare-and-swap), insert the blob row or, when it exists, lock it
 // FOR UPDATE and report whether a live GC candidate exists. It always returns
@@ -155,8 +161,8 @@ WITH sess AS (
 	WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $3 AND NOT dirty
 	RETURNING 1
 ), ins AS (
-	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1)
-	VALUES ($1, $4, $5, $6, $7)
+	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at)
+	VALUES ($1, $4, $5, $6, $7, $8)
 	ON CONFLICT (namespace_id, sha256) DO NOTHING
 	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
 ), locked AS (
@@ -179,8 +185,8 @@ FROM (SELECT) one LEFT JOIN res r ON true`
 // was deleted while we waited for its lock).
 const commitRetrySQL = `
 WITH ins AS (
-	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1)
-	VALUES ($1, $2, $3, $4, $5)
+	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (namespace_id, sha256) DO NOTHING
 	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
 ), locked AS (
@@ -252,7 +258,8 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 
 	// The statement waits for the blob-row lock when the row exists.
 	lockStart := time.Now()
-	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg))
+	createdAt := s.opts.Clock.Now()
+	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg, createdAt))
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 	}
@@ -265,7 +272,7 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		if attempt >= commitAttempts {
 			return nil, fmt.Errorf("%w: blob row kept changing under the commit", ErrRetryable)
 		}
-		c, err = scanCommitRow(tx.QueryRow(ctx, commitRetrySQL, ref.NamespaceID, sum[:], key, size, sha1Arg))
+		c, err = scanCommitRow(tx.QueryRow(ctx, commitRetrySQL, ref.NamespaceID, sum[:], key, size, sha1Arg, createdAt))
 		if err != nil {
 			return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 		}
