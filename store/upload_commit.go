@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,11 @@ type Expected struct {
 	// new blob row (rows are immutable: an existing row keeps its value).
 	SHA1 *[20]byte
 }
+
+// SHA1MetadataKey is the object metadata key of a blob's SHA-1 (hex),
+// set when the committer supplies Expected.SHA1 (on S3 the header
+// x-amz-meta-checksum-sha1).
+const SHA1MetadataKey = "checksum-sha1"
 
 // CommitResult describes a committed upload.
 type CommitResult struct {
@@ -88,6 +94,11 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 	st, err := unmarshalUploadState(raw, u.Size)
 	if err != nil {
 		return nil, err
+	}
+	if h != nil && want.SHA1 != nil {
+		// The SHA-1 the client supplied also travels with the object, so
+		// storage-side tools can verify it without the database.
+		h.SetMetadata(map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])})
 	}
 	size := u.Size
 	var finalPart *objstore.Part
