@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -63,6 +64,15 @@ func lockBlobs(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests []
 	return keys, nil
 }
 
+// lockBlobsObserved is lockBlobs for Attach and Detach: the time until
+// every row is locked goes to the push observer (ADR-025's blob-row lock
+// wait histogram), successful or not.
+func (s *Store) lockBlobsObserved(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
+	start := time.Now()
+	defer s.ObserveBlobLockWait(start)
+	return lockBlobs(ctx, tx, namespaceID, digests)
+}
+
 // attachSQL creates one attachment per digest use and clears the live GC
 // candidates of the attached blobs, reporting which ones it cleared. It
 // runs as its own statement after lockBlobsSQL, so its snapshot already
@@ -98,7 +108,7 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 		return nil, nil
 	}
 	distinct := sortedDigests(digests)
-	keys, err := lockBlobs(ctx, tx, namespaceID, distinct)
+	keys, err := s.lockBlobsObserved(ctx, tx, namespaceID, distinct)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +173,7 @@ func (s *Store) checkObjects(ctx context.Context, digests [][32]byte, keys map[[
 	for _, d := range digests {
 		g.Go(func() error {
 			ok, err := s.objectExists(gctx, keys[d])
+			s.ObserveDedupObjectCheck(ok, err)
 			if err != nil {
 				return err
 			}
@@ -225,7 +236,7 @@ func (s *Store) Detach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, at
 		uses[i] = attachments[i].SHA256[:]
 	}
 	distinct := sortedDigests(shas)
-	if _, err := lockBlobs(ctx, tx, namespaceID, distinct); err != nil {
+	if _, err := s.lockBlobsObserved(ctx, tx, namespaceID, distinct); err != nil {
 		return nil, err
 	}
 	var (

@@ -20,10 +20,12 @@ import (
 // download of a version file: repositories.downloads_count and the
 // last_downloaded_at of the package and the version.
 //
-// maven_versions.size_bytes is also a buffered column in ADR-007; until
-// the merge job exists it is kept exact in the writing transaction
+// The periodic counters:fold job (package counters, FoldCounterDeltas)
+// merges these rows. maven_versions.size_bytes is also a buffered column
+// in ADR-007, but it is kept exact in the writing transaction
 // (addMavenVersionSize), where the version row is already serialized
-// behind the package lock.
+// behind the package lock; no delta is written for it, so the fold never
+// counts it twice.
 
 type mavenDelta struct {
 	target   enum.CounterTarget

@@ -21,8 +21,10 @@ type RepositoryCounterDelta struct {
 // MergeRepositoryCounters applies buffered deltas of one namespace's
 // repositories in one statement, with the ADR-007 merge semantics: counter
 // deltas are summed into the stored value, timestamps take the maximum.
-// Deltas for the same repository are combined first. It is the write side
-// of the periodic flusher, never called on a request path.
+// Deltas for the same repository are combined first. It sets counters
+// directly (test fixtures, imports); the buffered counters of the request
+// paths go through counter_deltas and FoldCounterDeltas. Never called on a
+// request path.
 func (s *Store) MergeRepositoryCounters(ctx context.Context, nsID uuid.UUID, deltas []RepositoryCounterDelta) error {
 	if len(deltas) == 0 {
 		return nil

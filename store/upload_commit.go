@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,11 @@ type Expected struct {
 	// new blob row (rows are immutable: an existing row keeps its value).
 	SHA1 *[20]byte
 }
+
+// SHA1MetadataKey is the object metadata key of a blob's SHA-1 (hex),
+// set when the committer supplies Expected.SHA1 (on S3 the header
+// x-amz-meta-checksum-sha1).
+const SHA1MetadataKey = "checksum-sha1"
 
 // CommitResult describes a committed upload.
 type CommitResult struct {
@@ -89,6 +95,11 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 	if err != nil {
 		return nil, err
 	}
+	if h != nil && want.SHA1 != nil {
+		// The SHA-1 the client supplied also travels with the object, so
+		// storage-side tools can verify it without the database.
+		h.SetMetadata(map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])})
+	}
 	size := u.Size
 	var finalPart *objstore.Part
 	if final != nil {
@@ -142,6 +153,12 @@ func (s *Store) abandonUpload(ctx context.Context, ref UploadRef) {
 		ref.NamespaceID, ref.UploadID)
 }
 
+// A new blob row's created_at is the store clock's time ($8 here, $6 in
+// commitRetrySQL), not the database's now(): the GC grace window is
+// measured from created_at against the same clock (GCCleanupPolicy.Now,
+// ReconcileGCPage's now), so a clock that differs from the database
+// server's can neither shorten the window nor stretch it.
+//
 // commitSQL is the common path of a commit in one statement: delete the
 // session (compare-and-swap), insert the blob row or, when it exists, lock it
 // FOR UPDATE and report whether a live GC candidate exists. It always returns
@@ -155,8 +172,8 @@ WITH sess AS (
 	WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $3 AND NOT dirty
 	RETURNING 1
 ), ins AS (
-	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1)
-	VALUES ($1, $4, $5, $6, $7)
+	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at)
+	VALUES ($1, $4, $5, $6, $7, $8)
 	ON CONFLICT (namespace_id, sha256) DO NOTHING
 	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
 ), locked AS (
@@ -179,8 +196,8 @@ FROM (SELECT) one LEFT JOIN res r ON true`
 // was deleted while we waited for its lock).
 const commitRetrySQL = `
 WITH ins AS (
-	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1)
-	VALUES ($1, $2, $3, $4, $5)
+	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at)
+	VALUES ($1, $2, $3, $4, $5, $6)
 	ON CONFLICT (namespace_id, sha256) DO NOTHING
 	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
 ), locked AS (
@@ -250,7 +267,10 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		}
 	}()
 
-	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg))
+	// The statement waits for the blob-row lock when the row exists.
+	lockStart := time.Now()
+	createdAt := s.opts.Clock.Now()
+	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg, createdAt))
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 	}
@@ -263,10 +283,13 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		if attempt >= commitAttempts {
 			return nil, fmt.Errorf("%w: blob row kept changing under the commit", ErrRetryable)
 		}
-		c, err = scanCommitRow(tx.QueryRow(ctx, commitRetrySQL, ref.NamespaceID, sum[:], key, size, sha1Arg))
+		c, err = scanCommitRow(tx.QueryRow(ctx, commitRetrySQL, ref.NamespaceID, sum[:], key, size, sha1Arg, createdAt))
 		if err != nil {
 			return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 		}
+	}
+	if !*c.inserted { // a dedup commit: it locked the existing row
+		s.ObserveBlobLockWait(lockStart)
 	}
 	res := &CommitResult{Blob: &c.blob}
 	switch {
@@ -285,6 +308,7 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 			// crashed before its commit). Check under the lock we hold.
 			res.ObjectChecked = true
 			ok, err := s.objectExists(ctx, c.blob.ObjectStorageKey)
+			s.ObserveDedupObjectCheck(ok, err)
 			if err != nil {
 				return nil, err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/counters"
 	"github.com/artifact-registry/artifact-registry/gc"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
@@ -103,8 +104,8 @@ func runServe(ctx context.Context, args []string) error {
 }
 
 // newJobClient wires River on the same pool with every job kind: the GC
-// family (periodic, leader-elected), the npm packument rebuild and, when
-// enabled, the registry:2 migration service.
+// family and the counter fold (periodic, leader-elected), the npm packument
+// rebuild and, when enabled, the registry:2 migration service.
 func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), Logger: log})
@@ -112,11 +113,14 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOp
 		return nil, nil, fmt.Errorf("configure garbage collection: %w", err)
 	}
 	periodic := collector.Register(workers)
+	folder := counters.New(st, counters.Config{Logger: log})
+	periodic = append(periodic, folder.Register(workers)...)
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, err
 	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
 	maps.Copy(queues, collector.Queues())
+	maps.Copy(queues, folder.Queues())
 	legacy.register(workers, queues)
 	periodic = append(periodic, legacy.periodic...)
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{

@@ -54,6 +54,22 @@ func reportLatencies(b *testing.B, lat []time.Duration, unit string) {
 	b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
 }
 
+// reportServer reports the server side of runs: requests per run, the
+// median request time and the summed request time per run.
+func reportServer(b *testing.B, d []time.Duration, runs int) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	b.ReportMetric(float64(len(d))/float64(runs), "requests/run")
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "server-p50-ms")
+	b.ReportMetric(float64(sum.Microseconds())/1000/float64(runs), "server-sum-ms/run")
+}
+
 // BenchmarkPublish200 is the server time per publish over raw HTTP:
 // each iteration PUTs 200 sequential versions (1.0.0..1.0.199) of a new
 // unscoped package, like the rawpublish.js anchor (Verdaccio 6.8 with JWT:
@@ -182,35 +198,41 @@ func BenchmarkNpmInstall50(b *testing.B) {
 	npm.must(proj, "install")
 
 	b.Run("install", func(b *testing.B) {
-		var lat []time.Duration
+		var lat, server []time.Duration
 		for i := range b.N {
 			b.StopTimer()
-			dir := filepath.Join(work, fmt.Sprintf("install-%d", i))
+			dir := filepath.Join(b.TempDir(), fmt.Sprintf("install-%d", i))
 			writeJSONFile(b, filepath.Join(dir, "package.json"), map[string]any{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": deps})
 			c := e.newNPM(b, "js", true)
 			c.setCache(filepath.Join(dir, "cache"))
+			e.takeDurations()
 			b.StartTimer()
 			start := time.Now()
 			c.must(dir, "install", "--prefer-online")
 			lat = append(lat, time.Since(start))
+			server = append(server, e.takeDurations()...)
 		}
 		reportLatencies(b, lat, "install")
+		reportServer(b, server, b.N)
 	})
 	b.Run("ci", func(b *testing.B) {
-		var lat []time.Duration
+		var lat, server []time.Duration
 		for i := range b.N {
 			b.StopTimer()
 			if err := os.RemoveAll(filepath.Join(proj, "node_modules")); err != nil {
 				b.Fatal(err)
 			}
 			c := e.newNPM(b, "js", true)
-			c.setCache(filepath.Join(work, fmt.Sprintf("ci-cache-%d", i)))
+			c.setCache(filepath.Join(b.TempDir(), fmt.Sprintf("ci-cache-%d", i)))
+			e.takeDurations()
 			b.StartTimer()
 			start := time.Now()
 			c.must(proj, "ci", "--prefer-online")
 			lat = append(lat, time.Since(start))
+			server = append(server, e.takeDurations()...)
 		}
 		reportLatencies(b, lat, "ci")
+		reportServer(b, server, b.N)
 	})
 }
 

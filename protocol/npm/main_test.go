@@ -52,8 +52,9 @@ type env struct {
 	jobs    *river.Client[pgx.Tx]
 	handler *handler
 
-	mu       sync.Mutex
-	requests []string // "METHOD path" of every request, for assertions
+	mu        sync.Mutex
+	requests  []string        // "METHOD path" of every request, for assertions
+	durations []time.Duration // server time of every request
 }
 
 type envOptions struct {
@@ -140,10 +141,12 @@ func newEnv(t testing.TB, eo envOptions) *env {
 	e.handler = newHandler(e.st, opts)
 	srv.Router().PathPrefix(PathPrefix).Handler(e.handler)
 	e.server.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		srv.Handler().ServeHTTP(w, r)
 		e.mu.Lock()
 		e.requests = append(e.requests, r.Method+" "+r.URL.RequestURI())
+		e.durations = append(e.durations, time.Since(start))
 		e.mu.Unlock()
-		srv.Handler().ServeHTTP(w, r)
 	})
 	e.server.Start()
 	t.Cleanup(e.server.Close)
@@ -158,7 +161,16 @@ func (e *env) takeRequests() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	out := e.requests
-	e.requests = nil
+	e.requests, e.durations = nil, nil
+	return out
+}
+
+// takeDurations returns the server time of the requests since the last take.
+func (e *env) takeDurations() []time.Duration {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := e.durations
+	e.requests, e.durations = nil, nil
 	return out
 }
 

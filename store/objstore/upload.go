@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
@@ -12,6 +13,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"cloud.google.com/go/storage"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
 	"golang.org/x/sync/errgroup"
@@ -42,6 +47,18 @@ type Upload struct {
 	s      *Store
 	prefix string
 	f      *os.File // file backend only
+	// meta is the user metadata of the objects written from now on and of
+	// the promoted blob (SetMetadata).
+	meta map[string]string
+}
+
+// SetMetadata sets the user metadata (gocloud WriterOptions.Metadata; on
+// S3 the x-amz-meta-<key> headers) that the promoted blob object carries,
+// and that parts written from now on carry. Keys should be lowercase.
+func (u *Upload) SetMetadata(m map[string]string) { u.meta = m }
+
+func (u *Upload) writerOptions() *blob.WriterOptions {
+	return &blob.WriterOptions{ContentType: contentType, Metadata: u.meta}
 }
 
 // CreateUpload prepares the temporary storage of a new upload (file
@@ -125,7 +142,7 @@ func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Ha
 	key := partKey(u.prefix, p)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := u.s.bucket.NewWriter(wctx, key, &blob.WriterOptions{ContentType: contentType})
+	w, err := u.s.bucket.NewWriter(wctx, key, u.writerOptions())
 	if err != nil {
 		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
 	}
@@ -166,6 +183,9 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
 			return fmt.Errorf("objstore: promote: %w", err)
 		}
+		if err := writeFileAttrs(to, u.meta); err != nil {
+			return err
+		}
 		if err := os.Rename(u.s.path(u.prefix), to); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("objstore: promote: %w", ErrNotFound)
@@ -188,13 +208,71 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 	case len(parts) == 0: // empty blob
 		return u.s.WriteAll(ctx, dst, nil)
 	case len(parts) == 1 && size <= maxServerCopy:
-		err := u.s.bucket.Copy(ctx, dst, partKey(u.prefix, parts[0]), nil)
-		if err != nil {
-			return wrapErr("copy to", dst, err)
-		}
-		return nil
+		return u.copyPart(ctx, parts[0], dst)
 	}
 	return u.compose(ctx, parts, dst)
+}
+
+// copyPart promotes a single part by a server-side copy. The copy keeps
+// the part's attributes, unless the upload has metadata: S3 and GCS copies
+// then replace it (BeforeCopy); elsewhere, when the part was written
+// before the metadata was known, the object is composed (streamed) again
+// with it.
+func (u *Upload) copyPart(ctx context.Context, p Part, dst string) error {
+	replaced := false
+	var opts *blob.CopyOptions
+	if u.meta != nil {
+		opts = &blob.CopyOptions{BeforeCopy: func(as func(any) bool) error {
+			var in *s3.CopyObjectInput
+			if as(&in) {
+				in.Metadata = u.meta
+				in.MetadataDirective = s3types.MetadataDirectiveReplace
+				in.ContentType = aws.String(contentType)
+				replaced = true
+			}
+			var c *storage.Copier
+			if as(&c) {
+				c.ObjectAttrs.Metadata = u.meta
+				c.ObjectAttrs.ContentType = contentType
+				replaced = true
+			}
+			return nil
+		}}
+	}
+	if err := u.s.bucket.Copy(ctx, dst, partKey(u.prefix, p), opts); err != nil {
+		return wrapErr("copy to", dst, err)
+	}
+	if u.meta == nil || replaced {
+		return nil
+	}
+	attrs, err := u.s.bucket.Attributes(ctx, dst)
+	if err != nil {
+		return wrapErr("attributes of", dst, err)
+	}
+	for k, v := range u.meta {
+		if attrs.Metadata[k] != v {
+			return u.compose(ctx, []Part{p}, dst)
+		}
+	}
+	return nil
+}
+
+// writeFileAttrs writes the sidecar in which the file backend (gocloud
+// fileblob) keeps an object's attributes, <path>.attrs, before the data
+// file is renamed into place; nothing when there is no metadata. fileblob
+// reads it for Attributes and removes it with the object.
+func writeFileAttrs(path string, meta map[string]string) error {
+	if meta == nil {
+		return nil
+	}
+	b, err := json.Marshal(map[string]any{"user.content_type": contentType, "user.metadata": meta})
+	if err != nil {
+		return fmt.Errorf("objstore: promote: attributes: %w", err)
+	}
+	if err := os.WriteFile(path+".attrs", b, 0o666); err != nil {
+		return fmt.Errorf("objstore: promote: attributes: %w", err)
+	}
+	return nil
 }
 
 // maxServerCopy is the largest single-request server-side copy (S3
@@ -205,7 +283,7 @@ const maxServerCopy = 5 << 30
 func (u *Upload) compose(ctx context.Context, parts []Part, dst string) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := u.s.bucket.NewWriter(wctx, dst, &blob.WriterOptions{ContentType: contentType})
+	w, err := u.s.bucket.NewWriter(wctx, dst, u.writerOptions())
 	if err != nil {
 		return fmt.Errorf("objstore: compose %s: %w", dst, err)
 	}
