@@ -52,6 +52,27 @@ const TrashQuery = graphql(`
                 }
               }
             }
+            ... on MavenVersion {
+              id
+              groupId
+              artifactId
+              version
+              sizeBytes
+              repository {
+                id
+                name
+              }
+            }
+            ... on NpmVersion {
+              id
+              packageName
+              version
+              sizeBytes
+              repository {
+                id
+                name
+              }
+            }
           }
         }
       }
@@ -98,8 +119,20 @@ const KINDS: { kind: TrashKind | ""; label: string }[] = [
   { kind: "REPOSITORY", label: "Repositories" },
   { kind: "CONTAINER_IMAGE", label: "Images" },
   { kind: "CONTAINER_MANIFEST", label: "Manifests" },
+  { kind: "NPM_VERSION", label: "npm versions" },
+  { kind: "MAVEN_VERSION", label: "Maven versions" },
 ];
-const ctx = { additionalTypenames: ["Repository", "ContainerImage", "ContainerManifest", "TrashEdge"] };
+/** How a trash kind reads in the table. */
+export const KIND_LABEL: Record<TrashKind, string> = {
+  REPOSITORY: "repository",
+  CONTAINER_IMAGE: "image",
+  CONTAINER_MANIFEST: "manifest",
+  NPM_VERSION: "npm version",
+  MAVEN_VERSION: "Maven version",
+};
+const ctx = {
+  additionalTypenames: ["Repository", "ContainerImage", "ContainerManifest", "MavenVersion", "NpmVersion", "TrashEdge"],
+};
 
 export function Trash() {
   const { ns = "" } = useParams();
@@ -248,13 +281,35 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               </button>
             );
             break;
+          case "NpmVersion":
+            item = (
+              <>
+                <strong>
+                  {n.packageName}@{n.version}
+                </strong>{" "}
+                <span className="small muted">{formatBytes(n.sizeBytes)}</span>
+              </>
+            );
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            break;
+          case "MavenVersion":
+            item = (
+              <>
+                <strong>
+                  {n.groupId}:{n.artifactId}:{n.version}
+                </strong>{" "}
+                <span className="small muted">{formatBytes(n.sizeBytes)}</span>
+              </>
+            );
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            break;
         }
         return (
           <tr key={edge.cursor}>
             <th scope="row" data-label="Item">
               {item}
             </th>
-            <td data-label="Kind">{edge.kind.toLowerCase().replace("_", " ")}</td>
+            <td data-label="Kind">{KIND_LABEL[edge.kind]}</td>
             <td data-label="Where">{where}</td>
             <td data-label="Deleted">{formatTime(edge.deletedAt)}</td>
             <td className="actions">{actions}</td>
