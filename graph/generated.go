@@ -29,10 +29,12 @@ func NewExecutableSchema(cfg Config) graphql.ExecutableSchema {
 type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
+	AccessToken() AccessTokenResolver
 	ChecksumMatch() ChecksumMatchResolver
 	ContainerImage() ContainerImageResolver
 	ContainerManifest() ContainerManifestResolver
 	ContainerTag() ContainerTagResolver
+	GCCandidate() GCCandidateResolver
 	MavenVersion() MavenVersionResolver
 	Mutation() MutationResolver
 	Namespace() NamespaceResolver
@@ -46,6 +48,32 @@ type DirectiveRoot struct {
 }
 
 type ComplexityRoot struct {
+	AccessToken struct {
+		CreatedAt    func(childComplexity int) int
+		ExpiresAt    func(childComplexity int) int
+		ID           func(childComplexity int) int
+		LastUsedAt   func(childComplexity int) int
+		Name         func(childComplexity int) int
+		Namespace    func(childComplexity int) int
+		Repositories func(childComplexity int) int
+		RevokedAt    func(childComplexity int) int
+		Scopes       func(childComplexity int) int
+	}
+
+	AccessTokenConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	AccessTokenEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	AccessTokenPayload struct {
+		Token func(childComplexity int) int
+	}
+
 	ChecksumMatch struct {
 		ArtifactID    func(childComplexity int) int
 		Kind          func(childComplexity int) int
@@ -120,9 +148,40 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	CreateAccessTokenPayload struct {
+		Secret func(childComplexity int) int
+		Token  func(childComplexity int) int
+	}
+
 	DeleteContainerTagPayload struct {
 		Image func(childComplexity int) int
 		Tag   func(childComplexity int) int
+	}
+
+	GCCandidate struct {
+		Attempts     func(childComplexity int) int
+		BackoffUntil func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Digest       func(childComplexity int) int
+		ExcludedAt   func(childComplexity int) int
+		LastError    func(childComplexity int) int
+		Namespace    func(childComplexity int) int
+		ReviewAfter  func(childComplexity int) int
+		Strikes      func(childComplexity int) int
+	}
+
+	GCCandidateConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	GCCandidateEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	GCCandidatePayload struct {
+		Candidate func(childComplexity int) int
 	}
 
 	GCQueue struct {
@@ -130,7 +189,19 @@ type ComplexityRoot struct {
 		Excluded            func(childComplexity int) int
 		LastReclaimedAt     func(childComplexity int) int
 		OldestDueAgeSeconds func(childComplexity int) int
+		Reclaim             func(childComplexity int) int
 		Tracked             func(childComplexity int) int
+	}
+
+	GarbageCollection struct {
+		ChangedBy func(childComplexity int) int
+		Enabled   func(childComplexity int) int
+		Reason    func(childComplexity int) int
+		UpdatedAt func(childComplexity int) int
+	}
+
+	GarbageCollectionPayload struct {
+		GarbageCollection func(childComplexity int) int
 	}
 
 	MavenVersion struct {
@@ -145,6 +216,7 @@ type ComplexityRoot struct {
 	}
 
 	Mutation struct {
+		CreateAccessToken              func(childComplexity int, input model.CreateAccessTokenInput) int
 		CreateNamespace                func(childComplexity int, input model.CreateNamespaceInput) int
 		CreateRepository               func(childComplexity int, input model.CreateRepositoryInput) int
 		CreateRepositoryCollection     func(childComplexity int, input model.CreateRepositoryCollectionInput) int
@@ -154,9 +226,12 @@ type ComplexityRoot struct {
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		PurgeRepository                func(childComplexity int, input model.RepositoryRefInput) int
+		RequeueGcCandidate             func(childComplexity int, input model.RequeueGcCandidateInput) int
 		RestoreContainerManifest       func(childComplexity int, input model.ContainerManifestRefInput) int
 		RestoreNamespace               func(childComplexity int, slug string) int
 		RestoreRepository              func(childComplexity int, input model.RepositoryRefInput) int
+		RevokeAccessToken              func(childComplexity int, input model.RevokeAccessTokenInput) int
+		SetGarbageCollection           func(childComplexity int, enabled bool, reason *string) int
 		SetNamespaceCondition          func(childComplexity int, slug string, condition model.NamespaceCondition, active bool) int
 		UnlinkRepositoryFromCollection func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		UpdateRepository               func(childComplexity int, input model.UpdateRepositoryInput) int
@@ -173,7 +248,7 @@ type ComplexityRoot struct {
 		ID             func(childComplexity int) int
 		PublishHistory func(childComplexity int, from *time.Time, to *time.Time, first *int, after *string) int
 		PurgedAt       func(childComplexity int) int
-		Repositories   func(childComplexity int, first *int, after *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) int
+		Repositories   func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) int
 		Slug           func(childComplexity int) int
 		Statistics     func(childComplexity int) int
 		Status         func(childComplexity int) int
@@ -240,9 +315,13 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Namespace  func(childComplexity int, slug string) int
-		Namespaces func(childComplexity int, first *int, after *string) int
-		Repository func(childComplexity int, namespace string, name string) int
+		AccessTokens         func(childComplexity int, namespace string, first *int, after *string, includeRevoked *bool) int
+		ExcludedGcCandidates func(childComplexity int, namespace string, first *int, after *string) int
+		GarbageCollection    func(childComplexity int) int
+		Namespace            func(childComplexity int, slug string) int
+		Namespaces           func(childComplexity int, first *int, after *string) int
+		Repository           func(childComplexity int, namespace string, name string) int
+		Viewer               func(childComplexity int) int
 	}
 
 	Repository struct {
@@ -253,6 +332,7 @@ type ComplexityRoot struct {
 		DownloadsCount func(childComplexity int) int
 		Format         func(childComplexity int) int
 		ID             func(childComplexity int) int
+		Image          func(childComplexity int, name string) int
 		Images         func(childComplexity int, first *int, after *string) int
 		Kind           func(childComplexity int) int
 		LastUpdatedAt  func(childComplexity int) int
@@ -311,12 +391,24 @@ type ComplexityRoot struct {
 		Kind      func(childComplexity int) int
 		Node      func(childComplexity int) int
 	}
+
+	Viewer struct {
+		Kind      func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Namespace func(childComplexity int) int
+		Scopes    func(childComplexity int) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
 
 // region    ************************** generated!.gotpl **************************
 
+type AccessTokenResolver interface {
+	Namespace(ctx context.Context, obj *model.AccessToken) (*model.Namespace, error)
+
+	Repositories(ctx context.Context, obj *model.AccessToken) ([]*model.Repository, error)
+}
 type ChecksumMatchResolver interface {
 	Repository(ctx context.Context, obj *model.ChecksumMatch) (*model.Repository, error)
 }
@@ -334,6 +426,9 @@ type ContainerManifestResolver interface {
 }
 type ContainerTagResolver interface {
 	Manifest(ctx context.Context, obj *model.ContainerTag) (*model.ContainerManifest, error)
+}
+type GCCandidateResolver interface {
+	Namespace(ctx context.Context, obj *model.GCCandidate) (*model.Namespace, error)
 }
 type MavenVersionResolver interface {
 	Repository(ctx context.Context, obj *model.MavenVersion) (*model.Repository, error)
@@ -354,10 +449,14 @@ type MutationResolver interface {
 	DeleteContainerTag(ctx context.Context, input model.ContainerTagRefInput) (*model.DeleteContainerTagPayload, error)
 	DeleteContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error)
 	RestoreContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error)
+	RequeueGcCandidate(ctx context.Context, input model.RequeueGcCandidateInput) (*model.GCCandidatePayload, error)
+	SetGarbageCollection(ctx context.Context, enabled bool, reason *string) (*model.GarbageCollectionPayload, error)
+	CreateAccessToken(ctx context.Context, input model.CreateAccessTokenInput) (*model.CreateAccessTokenPayload, error)
+	RevokeAccessToken(ctx context.Context, input model.RevokeAccessTokenInput) (*model.AccessTokenPayload, error)
 }
 type NamespaceResolver interface {
 	Statistics(ctx context.Context, obj *model.Namespace) (*model.NamespaceStatistics, error)
-	Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error)
+	Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error)
 	Collections(ctx context.Context, obj *model.Namespace, first *int, after *string) (*model.RepositoryCollectionConnection, error)
 	Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, kind *model.TrashKind) (*model.TrashConnection, error)
 	GcQueue(ctx context.Context, obj *model.Namespace) (*model.GCQueue, error)
@@ -374,12 +473,17 @@ type QueryResolver interface {
 	Namespace(ctx context.Context, slug string) (*model.Namespace, error)
 	Namespaces(ctx context.Context, first *int, after *string) (*model.NamespaceConnection, error)
 	Repository(ctx context.Context, namespace string, name string) (*model.Repository, error)
+	GarbageCollection(ctx context.Context) (*model.GarbageCollection, error)
+	ExcludedGcCandidates(ctx context.Context, namespace string, first *int, after *string) (*model.GCCandidateConnection, error)
+	Viewer(ctx context.Context) (*model.Viewer, error)
+	AccessTokens(ctx context.Context, namespace string, first *int, after *string, includeRevoked *bool) (*model.AccessTokenConnection, error)
 }
 type RepositoryResolver interface {
 	Namespace(ctx context.Context, obj *model.Repository) (*model.Namespace, error)
 
 	Collections(ctx context.Context, obj *model.Repository) ([]*model.RepositoryCollection, error)
 	Images(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.ContainerImageConnection, error)
+	Image(ctx context.Context, obj *model.Repository, name string) (*model.ContainerImage, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -399,6 +503,94 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 	ec := newExecutionContext(nil, e, nil)
 	_ = ec
 	switch typeName + "." + field {
+
+	case "AccessToken.createdAt":
+		if e.ComplexityRoot.AccessToken.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.CreatedAt(childComplexity), true
+	case "AccessToken.expiresAt":
+		if e.ComplexityRoot.AccessToken.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.ExpiresAt(childComplexity), true
+	case "AccessToken.id":
+		if e.ComplexityRoot.AccessToken.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.ID(childComplexity), true
+	case "AccessToken.lastUsedAt":
+		if e.ComplexityRoot.AccessToken.LastUsedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.LastUsedAt(childComplexity), true
+	case "AccessToken.name":
+		if e.ComplexityRoot.AccessToken.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.Name(childComplexity), true
+	case "AccessToken.namespace":
+		if e.ComplexityRoot.AccessToken.Namespace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.Namespace(childComplexity), true
+	case "AccessToken.repositories":
+		if e.ComplexityRoot.AccessToken.Repositories == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.Repositories(childComplexity), true
+	case "AccessToken.revokedAt":
+		if e.ComplexityRoot.AccessToken.RevokedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.RevokedAt(childComplexity), true
+	case "AccessToken.scopes":
+		if e.ComplexityRoot.AccessToken.Scopes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessToken.Scopes(childComplexity), true
+
+	case "AccessTokenConnection.edges":
+		if e.ComplexityRoot.AccessTokenConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenConnection.Edges(childComplexity), true
+	case "AccessTokenConnection.pageInfo":
+		if e.ComplexityRoot.AccessTokenConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenConnection.PageInfo(childComplexity), true
+
+	case "AccessTokenEdge.cursor":
+		if e.ComplexityRoot.AccessTokenEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenEdge.Cursor(childComplexity), true
+	case "AccessTokenEdge.node":
+		if e.ComplexityRoot.AccessTokenEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenEdge.Node(childComplexity), true
+
+	case "AccessTokenPayload.token":
+		if e.ComplexityRoot.AccessTokenPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AccessTokenPayload.Token(childComplexity), true
 
 	case "ChecksumMatch.artifactId":
 		if e.ComplexityRoot.ChecksumMatch.ArtifactID == nil {
@@ -667,6 +859,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ContainerTagEdge.Node(childComplexity), true
 
+	case "CreateAccessTokenPayload.secret":
+		if e.ComplexityRoot.CreateAccessTokenPayload.Secret == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateAccessTokenPayload.Secret(childComplexity), true
+	case "CreateAccessTokenPayload.token":
+		if e.ComplexityRoot.CreateAccessTokenPayload.Token == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CreateAccessTokenPayload.Token(childComplexity), true
+
 	case "DeleteContainerTagPayload.image":
 		if e.ComplexityRoot.DeleteContainerTagPayload.Image == nil {
 			break
@@ -679,6 +884,94 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.DeleteContainerTagPayload.Tag(childComplexity), true
+
+	case "GCCandidate.attempts":
+		if e.ComplexityRoot.GCCandidate.Attempts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.Attempts(childComplexity), true
+	case "GCCandidate.backoffUntil":
+		if e.ComplexityRoot.GCCandidate.BackoffUntil == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.BackoffUntil(childComplexity), true
+	case "GCCandidate.createdAt":
+		if e.ComplexityRoot.GCCandidate.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.CreatedAt(childComplexity), true
+	case "GCCandidate.digest":
+		if e.ComplexityRoot.GCCandidate.Digest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.Digest(childComplexity), true
+	case "GCCandidate.excludedAt":
+		if e.ComplexityRoot.GCCandidate.ExcludedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.ExcludedAt(childComplexity), true
+	case "GCCandidate.lastError":
+		if e.ComplexityRoot.GCCandidate.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.LastError(childComplexity), true
+	case "GCCandidate.namespace":
+		if e.ComplexityRoot.GCCandidate.Namespace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.Namespace(childComplexity), true
+	case "GCCandidate.reviewAfter":
+		if e.ComplexityRoot.GCCandidate.ReviewAfter == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.ReviewAfter(childComplexity), true
+	case "GCCandidate.strikes":
+		if e.ComplexityRoot.GCCandidate.Strikes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidate.Strikes(childComplexity), true
+
+	case "GCCandidateConnection.edges":
+		if e.ComplexityRoot.GCCandidateConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidateConnection.Edges(childComplexity), true
+	case "GCCandidateConnection.pageInfo":
+		if e.ComplexityRoot.GCCandidateConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidateConnection.PageInfo(childComplexity), true
+
+	case "GCCandidateEdge.cursor":
+		if e.ComplexityRoot.GCCandidateEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidateEdge.Cursor(childComplexity), true
+	case "GCCandidateEdge.node":
+		if e.ComplexityRoot.GCCandidateEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidateEdge.Node(childComplexity), true
+
+	case "GCCandidatePayload.candidate":
+		if e.ComplexityRoot.GCCandidatePayload.Candidate == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCCandidatePayload.Candidate(childComplexity), true
 
 	case "GCQueue.due":
 		if e.ComplexityRoot.GCQueue.Due == nil {
@@ -704,12 +997,50 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.GCQueue.OldestDueAgeSeconds(childComplexity), true
+	case "GCQueue.reclaim":
+		if e.ComplexityRoot.GCQueue.Reclaim == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GCQueue.Reclaim(childComplexity), true
 	case "GCQueue.tracked":
 		if e.ComplexityRoot.GCQueue.Tracked == nil {
 			break
 		}
 
 		return e.ComplexityRoot.GCQueue.Tracked(childComplexity), true
+
+	case "GarbageCollection.changedBy":
+		if e.ComplexityRoot.GarbageCollection.ChangedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GarbageCollection.ChangedBy(childComplexity), true
+	case "GarbageCollection.enabled":
+		if e.ComplexityRoot.GarbageCollection.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GarbageCollection.Enabled(childComplexity), true
+	case "GarbageCollection.reason":
+		if e.ComplexityRoot.GarbageCollection.Reason == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GarbageCollection.Reason(childComplexity), true
+	case "GarbageCollection.updatedAt":
+		if e.ComplexityRoot.GarbageCollection.UpdatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GarbageCollection.UpdatedAt(childComplexity), true
+
+	case "GarbageCollectionPayload.garbageCollection":
+		if e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection == nil {
+			break
+		}
+
+		return e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection(childComplexity), true
 
 	case "MavenVersion.artifactId":
 		if e.ComplexityRoot.MavenVersion.ArtifactID == nil {
@@ -760,6 +1091,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MavenVersion.Version(childComplexity), true
 
+	case "Mutation.createAccessToken":
+		if e.ComplexityRoot.Mutation.CreateAccessToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_createAccessToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.CreateAccessToken(childComplexity, args["input"].(model.CreateAccessTokenInput)), true
 	case "Mutation.createNamespace":
 		if e.ComplexityRoot.Mutation.CreateNamespace == nil {
 			break
@@ -859,6 +1201,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PurgeRepository(childComplexity, args["input"].(model.RepositoryRefInput)), true
+	case "Mutation.requeueGcCandidate":
+		if e.ComplexityRoot.Mutation.RequeueGcCandidate == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_requeueGcCandidate_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RequeueGcCandidate(childComplexity, args["input"].(model.RequeueGcCandidateInput)), true
 	case "Mutation.restoreContainerManifest":
 		if e.ComplexityRoot.Mutation.RestoreContainerManifest == nil {
 			break
@@ -892,6 +1245,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RestoreRepository(childComplexity, args["input"].(model.RepositoryRefInput)), true
+	case "Mutation.revokeAccessToken":
+		if e.ComplexityRoot.Mutation.RevokeAccessToken == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_revokeAccessToken_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RevokeAccessToken(childComplexity, args["input"].(model.RevokeAccessTokenInput)), true
+	case "Mutation.setGarbageCollection":
+		if e.ComplexityRoot.Mutation.SetGarbageCollection == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setGarbageCollection_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetGarbageCollection(childComplexity, args["enabled"].(bool), args["reason"].(*string)), true
 	case "Mutation.setNamespaceCondition":
 		if e.ComplexityRoot.Mutation.SetNamespaceCondition == nil {
 			break
@@ -1011,7 +1386,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Namespace.Repositories(childComplexity, args["first"].(*int), args["after"].(*string), args["orderBy"].(*model.RepositoryOrder), args["filter"].(*model.RepositoryFilter)), true
+		return e.ComplexityRoot.Namespace.Repositories(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.RepositoryOrder), args["filter"].(*model.RepositoryFilter)), true
 	case "Namespace.slug":
 		if e.ComplexityRoot.Namespace.Slug == nil {
 			break
@@ -1226,6 +1601,35 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.PurgeRepositoryPayload.Name(childComplexity), true
 
+	case "Query.accessTokens":
+		if e.ComplexityRoot.Query.AccessTokens == nil {
+			break
+		}
+
+		args, err := ec.field_Query_accessTokens_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.AccessTokens(childComplexity, args["namespace"].(string), args["first"].(*int), args["after"].(*string), args["includeRevoked"].(*bool)), true
+	case "Query.excludedGcCandidates":
+		if e.ComplexityRoot.Query.ExcludedGcCandidates == nil {
+			break
+		}
+
+		args, err := ec.field_Query_excludedGcCandidates_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.ExcludedGcCandidates(childComplexity, args["namespace"].(string), args["first"].(*int), args["after"].(*string)), true
+	case "Query.garbageCollection":
+		if e.ComplexityRoot.Query.GarbageCollection == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.GarbageCollection(childComplexity), true
+
 	case "Query.namespace":
 		if e.ComplexityRoot.Query.Namespace == nil {
 			break
@@ -1259,6 +1663,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Repository(childComplexity, args["namespace"].(string), args["name"].(string)), true
+	case "Query.viewer":
+		if e.ComplexityRoot.Query.Viewer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 
 	case "Repository.artifactsCount":
 		if e.ComplexityRoot.Repository.ArtifactsCount == nil {
@@ -1302,6 +1712,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Repository.ID(childComplexity), true
+	case "Repository.image":
+		if e.ComplexityRoot.Repository.Image == nil {
+			break
+		}
+
+		args, err := ec.field_Repository_image_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Repository.Image(childComplexity, args["name"].(string)), true
 	case "Repository.images":
 		if e.ComplexityRoot.Repository.Images == nil {
 			break
@@ -1497,6 +1918,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TrashEdge.Node(childComplexity), true
 
+	case "Viewer.kind":
+		if e.ComplexityRoot.Viewer.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.Kind(childComplexity), true
+	case "Viewer.name":
+		if e.ComplexityRoot.Viewer.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.Name(childComplexity), true
+	case "Viewer.namespace":
+		if e.ComplexityRoot.Viewer.Namespace == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.Namespace(childComplexity), true
+	case "Viewer.scopes":
+		if e.ComplexityRoot.Viewer.Scopes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Viewer.Scopes(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -1508,6 +1954,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 		return graphql.NewInputUnmarshalerIndex(
 			graphql.NewInputUnmarshaler("ContainerManifestRefInput", ec.unmarshalInputContainerManifestRefInput),
 			graphql.NewInputUnmarshaler("ContainerTagRefInput", ec.unmarshalInputContainerTagRefInput),
+			graphql.NewInputUnmarshaler("CreateAccessTokenInput", ec.unmarshalInputCreateAccessTokenInput),
 			graphql.NewInputUnmarshaler("CreateNamespaceInput", ec.unmarshalInputCreateNamespaceInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryCollectionInput", ec.unmarshalInputCreateRepositoryCollectionInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryInput", ec.unmarshalInputCreateRepositoryInput),
@@ -1515,6 +1962,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RepositoryFilter", ec.unmarshalInputRepositoryFilter),
 			graphql.NewInputUnmarshaler("RepositoryOrder", ec.unmarshalInputRepositoryOrder),
 			graphql.NewInputUnmarshaler("RepositoryRefInput", ec.unmarshalInputRepositoryRefInput),
+			graphql.NewInputUnmarshaler("RequeueGcCandidateInput", ec.unmarshalInputRequeueGcCandidateInput),
+			graphql.NewInputUnmarshaler("RevokeAccessTokenInput", ec.unmarshalInputRevokeAccessTokenInput),
 			graphql.NewInputUnmarshaler("UpdateRepositoryInput", ec.unmarshalInputUpdateRepositoryInput),
 		)
 	}
@@ -1592,20 +2041,121 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
+	{Name: "../gc.graphqls", Input: `# Garbage-collection controls (ADR-025): the operator kill switch, the
+# excluded review candidates and their requeue. Everything here is admin
+# only: the admin token, or (namespace fields) an ADMIN token of the
+# namespace; the kill switch is instance-wide and needs the admin token.
+
+"""
+The instance-wide kill switch of the garbage collector. While ` + "`" + `enabled` + "`" + ` is
+false no object is deleted (candidates are still recorded and rechecked).
+"""
+type GarbageCollection {
+  enabled: Boolean!
+  "Who changed the switch last (the admin user name), null if never changed."
+  changedBy: String
+  "Reason given with the last change."
+  reason: String
+  updatedAt: Time!
+}
+
+"A blob waiting for, or struck out of, garbage-collection review."
+type GCCandidate {
+  "sha256:<hex> of the blob."
+  digest: String!
+  namespace: Namespace!
+  "When the candidate becomes due (recorded time plus the review delay)."
+  reviewAfter: Time!
+  attempts: Int!
+  strikes: Int!
+  backoffUntil: Time
+  excludedAt: Time
+  "Last failure, as the cleanup worker recorded it."
+  lastError: String
+  createdAt: Time!
+}
+
+type GCCandidateConnection {
+  edges: [GCCandidateEdge!]!
+  pageInfo: PageInfo!
+}
+
+type GCCandidateEdge {
+  cursor: String!
+  node: GCCandidate!
+}
+
+extend type GCQueue {
+  "The instance-wide kill switch (admin token only; null for namespace tokens)."
+  reclaim: GarbageCollection
+}
+
+extend type Query {
+  "The instance-wide kill switch (admin token only)."
+  garbageCollection: GarbageCollection!
+  """
+  Candidates of a namespace excluded after repeated cleanup failures, most
+  recently excluded first. Requeue them with requeueGcCandidate once the
+  cause is fixed.
+  """
+  excludedGcCandidates(namespace: String!, first: Int, after: String): GCCandidateConnection!
+}
+
+input RequeueGcCandidateInput {
+  "Namespace slug."
+  namespace: String!
+  "sha256:<hex> (or 64 hex digits) of an excluded candidate."
+  digest: String!
+}
+
+type GCCandidatePayload {
+  candidate: GCCandidate!
+}
+
+type GarbageCollectionPayload {
+  garbageCollection: GarbageCollection!
+}
+
+extend type Mutation {
+  """
+  Put an excluded candidate back into the queue: exclusion, strikes and
+  backoff are cleared and the next sweep reviews it. NOT_FOUND when the
+  namespace has no excluded candidate with that digest.
+  """
+  requeueGcCandidate(input: RequeueGcCandidateInput!): GCCandidatePayload!
+  """
+  The kill switch: enabled false stops every object deletion of the garbage
+  collector at once, on every replica, until set back to true (admin token
+  only). ` + "`" + `reason` + "`" + ` (at most 1024 characters) is recorded with the change.
+  """
+  setGarbageCollection(enabled: Boolean!, reason: String): GarbageCollectionPayload!
+}
+`, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `# Artifact Registry management API.
 #
 # Conventions
 # - Every list is a Relay connection with opaque cursors: pass ` + "`" + `first` + "`" + `
 #   (1..100, default 20) and the ` + "`" + `endCursor` + "`" + ` of the previous page as ` + "`" + `after` + "`" + `.
+#   Namespace.repositories also pages backward: ` + "`" + `last` + "`" + ` and the ` + "`" + `startCursor` + "`" + `
+#   of the following page as ` + "`" + `before` + "`" + ` (rows keep the order asked for).
 #   Pages are keyset-paginated on the ADR-007 indexes, so walking all pages
 #   returns every row exactly once even while rows are inserted.
 # - Errors carry ` + "`" + `extensions.code` + "`" + `: NOT_FOUND, ALREADY_EXISTS, INVALID_INPUT,
 #   FORBIDDEN, UNAUTHENTICATED, CONFLICT or INTERNAL (details are logged, never
 #   returned).
-# - Authorization: ` + "`" + `Authorization: Bearer <admin token>` + "`" + ` may do everything.
-#   Without a token a caller may read namespaces that serve reads and their
-#   PUBLIC repositories (and their artifacts); everything else answers
-#   UNAUTHENTICATED.
+# - Authorization (package auth, the same decision as every protocol):
+#   ` + "`" + `Authorization: Bearer <secret>` + "`" + ` (or HTTP Basic with the secret as the
+#   password) carries the admin token, which may do everything, or a
+#   namespace access token (tokens.graphqls), which reads what its scopes,
+#   repository list and the repositories' visibility allow and administers
+#   its namespace with ADMIN. Without a token a caller may read namespaces
+#   that serve reads and their PUBLIC repositories (and their artifacts).
+#   Lists only show what the caller may read. Refusals answer
+#   UNAUTHENTICATED (no or invalid credential), FORBIDDEN (valid but not
+#   allowed) or NAMESPACE_UNAVAILABLE (blocked, disabled, or suspended for
+#   changes; extensions.reason says which). Creating namespaces, changing
+#   their conditions and the garbage-collection kill switch need the admin
+#   token.
 # - Counters (artifactsCount, downloadsCount, sizeBytes, statistics) are
 #   buffered: they lag reality by at most one flush interval.
 
@@ -1685,8 +2235,9 @@ input RepositoryFilter {
 }
 
 type PageInfo {
+  "Forward paging: true when rows follow the page. Backward paging: true when ` + "`" + `before` + "`" + ` was given."
   hasNextPage: Boolean!
-  "True when ` + "`" + `after` + "`" + ` was given (the page is not the first)."
+  "Forward paging: true when ` + "`" + `after` + "`" + ` was given. Backward paging: true when rows precede the page."
   hasPreviousPage: Boolean!
   startCursor: String
   endCursor: String
@@ -1713,8 +2264,11 @@ type Namespace {
   suspendedAt: Time
   "Precomputed, buffered namespace counters (admin only)."
   statistics: NamespaceStatistics!
-  "Active repositories. Anonymous callers only see PUBLIC ones."
-  repositories(first: Int, after: String, orderBy: RepositoryOrder, filter: RepositoryFilter): RepositoryConnection!
+  """
+  Active repositories the caller may read (anonymous callers: PUBLIC ones).
+  Page forward with first/after or backward with last/before, not both.
+  """
+  repositories(first: Int, after: String, last: Int, before: String, orderBy: RepositoryOrder, filter: RepositoryFilter): RepositoryConnection!
   "Repository collections, by name (admin only)."
   collections(first: Int, after: String): RepositoryCollectionConnection!
   """
@@ -1773,6 +2327,8 @@ type Repository {
   collections: [RepositoryCollection!]!
   "Images of a container (DOCKER or OCI) repository, by name; null for other formats."
   images(first: Int, after: String): ContainerImageConnection
+  "One active image of a container repository by name; null when there is none (or for other formats)."
+  image(name: String!): ContainerImage
 }
 
 type RepositoryConnection {
@@ -1932,8 +2488,8 @@ type GCQueue {
   "Candidates excluded after repeated failures, left for an operator."
   excluded: Int!
   """
-  Time of the last reclaimed blob. Always null for now: the schema records no
-  reclaim history yet.
+  When the garbage collector last deleted a blob of the namespace (set in
+  the transaction that deletes it); null if it never has.
   """
   lastReclaimedAt: Time
 }
@@ -2121,12 +2677,169 @@ type ContainerManifestPayload {
   manifest: ContainerManifest!
 }
 `, BuiltIn: false},
+	{Name: "../tokens.graphqls", Input: `# Namespace access tokens (issue 7) and who the caller is.
+#
+# A token's secret is returned once, by createAccessToken, and only its
+# SHA-256 is stored. Send it as ` + "`" + `Authorization: Bearer <secret>` + "`" + ` (or as the
+# password of HTTP Basic). Managing tokens needs the admin token or an
+# unrestricted ADMIN token of the namespace.
+
+enum AccessTokenScope {
+  "Read (pull, download, list) repositories of the namespace."
+  READ
+  "Push and publish (implies READ)."
+  WRITE
+  "Delete artifacts and tags (implies READ)."
+  DELETE
+  "Administer the namespace: repositories, tokens, trash (implies all)."
+  ADMIN
+}
+
+type AccessToken {
+  id: ID!
+  name: String!
+  namespace: Namespace!
+  scopes: [AccessTokenScope!]!
+  """
+  Repositories the token is restricted to; null means every repository of
+  the namespace (also future ones). Repositories deleted since are left out.
+  """
+  repositories: [Repository!]
+  expiresAt: Time
+  revokedAt: Time
+  "Last use, buffered: it lags by up to a flush interval (30 s)."
+  lastUsedAt: Time
+  createdAt: Time!
+}
+
+type AccessTokenConnection {
+  edges: [AccessTokenEdge!]!
+  pageInfo: PageInfo!
+}
+
+type AccessTokenEdge {
+  cursor: String!
+  node: AccessToken!
+}
+
+enum ViewerKind {
+  ANONYMOUS
+  ADMIN
+  TOKEN
+}
+
+"The caller, as authenticated from the Authorization header."
+type Viewer {
+  kind: ViewerKind!
+  "The admin user name, the token's name, or \"anonymous\"."
+  name: String!
+  "The token's namespace (TOKEN only)."
+  namespace: Namespace
+  "The token's scopes as created (TOKEN only; empty otherwise)."
+  scopes: [AccessTokenScope!]!
+}
+
+extend type Query {
+  "Who the caller is."
+  viewer: Viewer!
+  "Access tokens of a namespace, newest first (revoked ones only with includeRevoked)."
+  accessTokens(namespace: String!, first: Int, after: String, includeRevoked: Boolean = false): AccessTokenConnection!
+}
+
+input CreateAccessTokenInput {
+  "Namespace slug."
+  namespace: String!
+  "1-255 characters, unique among the namespace's active tokens."
+  name: String!
+  "At least one scope."
+  scopes: [AccessTokenScope!]!
+  "Names of repositories of the namespace to restrict the token to; omit for every repository."
+  repositories: [String!]
+  "Expiry, in the future; omit for none."
+  expiresAt: Time
+}
+
+type CreateAccessTokenPayload {
+  token: AccessToken!
+  "The secret: shown this once, never again."
+  secret: String!
+}
+
+input RevokeAccessTokenInput {
+  "Namespace slug."
+  namespace: String!
+  id: ID!
+}
+
+type AccessTokenPayload {
+  token: AccessToken!
+}
+
+extend type Mutation {
+  "Create an access token; the payload carries its secret, shown only here."
+  createAccessToken(input: CreateAccessTokenInput!): CreateAccessTokenPayload!
+  "Revoke a token (idempotent). A token may always revoke itself."
+  revokeAccessToken(input: RevokeAccessTokenInput!): AccessTokenPayload!
+}
+`, BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
 
 // childFields_* functions provide shared child field context lookups.
 // Each function is generated once per unique object type, deduplicating the
 // switch statements that were previously inlined in every fieldContext_* function.
+
+func (ec *executionContext) childFields_AccessToken(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_AccessToken_id(ctx, field)
+	case "name":
+		return ec.fieldContext_AccessToken_name(ctx, field)
+	case "namespace":
+		return ec.fieldContext_AccessToken_namespace(ctx, field)
+	case "scopes":
+		return ec.fieldContext_AccessToken_scopes(ctx, field)
+	case "repositories":
+		return ec.fieldContext_AccessToken_repositories(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_AccessToken_expiresAt(ctx, field)
+	case "revokedAt":
+		return ec.fieldContext_AccessToken_revokedAt(ctx, field)
+	case "lastUsedAt":
+		return ec.fieldContext_AccessToken_lastUsedAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_AccessToken_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessToken", field.Name)
+}
+
+func (ec *executionContext) childFields_AccessTokenConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AccessTokenConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_AccessTokenConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessTokenConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AccessTokenEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AccessTokenEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AccessTokenEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessTokenEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_AccessTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_AccessTokenPayload_token(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AccessTokenPayload", field.Name)
+}
 
 func (ec *executionContext) childFields_ChecksumMatch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
@@ -2276,6 +2989,16 @@ func (ec *executionContext) childFields_ContainerTagEdge(ctx context.Context, fi
 	return nil, fmt.Errorf("no field named %q was found under type ContainerTagEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_CreateAccessTokenPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "token":
+		return ec.fieldContext_CreateAccessTokenPayload_token(ctx, field)
+	case "secret":
+		return ec.fieldContext_CreateAccessTokenPayload_secret(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CreateAccessTokenPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_DeleteContainerTagPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "image":
@@ -2284,6 +3007,58 @@ func (ec *executionContext) childFields_DeleteContainerTagPayload(ctx context.Co
 		return ec.fieldContext_DeleteContainerTagPayload_tag(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type DeleteContainerTagPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_GCCandidate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "digest":
+		return ec.fieldContext_GCCandidate_digest(ctx, field)
+	case "namespace":
+		return ec.fieldContext_GCCandidate_namespace(ctx, field)
+	case "reviewAfter":
+		return ec.fieldContext_GCCandidate_reviewAfter(ctx, field)
+	case "attempts":
+		return ec.fieldContext_GCCandidate_attempts(ctx, field)
+	case "strikes":
+		return ec.fieldContext_GCCandidate_strikes(ctx, field)
+	case "backoffUntil":
+		return ec.fieldContext_GCCandidate_backoffUntil(ctx, field)
+	case "excludedAt":
+		return ec.fieldContext_GCCandidate_excludedAt(ctx, field)
+	case "lastError":
+		return ec.fieldContext_GCCandidate_lastError(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_GCCandidate_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GCCandidate", field.Name)
+}
+
+func (ec *executionContext) childFields_GCCandidateConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_GCCandidateConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_GCCandidateConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GCCandidateConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_GCCandidateEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_GCCandidateEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_GCCandidateEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GCCandidateEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_GCCandidatePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "candidate":
+		return ec.fieldContext_GCCandidatePayload_candidate(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GCCandidatePayload", field.Name)
 }
 
 func (ec *executionContext) childFields_GCQueue(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2298,8 +3073,32 @@ func (ec *executionContext) childFields_GCQueue(ctx context.Context, field graph
 		return ec.fieldContext_GCQueue_excluded(ctx, field)
 	case "lastReclaimedAt":
 		return ec.fieldContext_GCQueue_lastReclaimedAt(ctx, field)
+	case "reclaim":
+		return ec.fieldContext_GCQueue_reclaim(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type GCQueue", field.Name)
+}
+
+func (ec *executionContext) childFields_GarbageCollection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "enabled":
+		return ec.fieldContext_GarbageCollection_enabled(ctx, field)
+	case "changedBy":
+		return ec.fieldContext_GarbageCollection_changedBy(ctx, field)
+	case "reason":
+		return ec.fieldContext_GarbageCollection_reason(ctx, field)
+	case "updatedAt":
+		return ec.fieldContext_GarbageCollection_updatedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GarbageCollection", field.Name)
+}
+
+func (ec *executionContext) childFields_GarbageCollectionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "garbageCollection":
+		return ec.fieldContext_GarbageCollectionPayload_garbageCollection(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type GarbageCollectionPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Namespace(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2468,6 +3267,8 @@ func (ec *executionContext) childFields_Repository(ctx context.Context, field gr
 		return ec.fieldContext_Repository_collections(ctx, field)
 	case "images":
 		return ec.fieldContext_Repository_images(ctx, field)
+	case "image":
+		return ec.fieldContext_Repository_image(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Repository", field.Name)
 }
@@ -2568,6 +3369,20 @@ func (ec *executionContext) childFields_TrashEdge(ctx context.Context, field gra
 		return ec.fieldContext_TrashEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TrashEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_Viewer_kind(ctx, field)
+	case "name":
+		return ec.fieldContext_Viewer_name(ctx, field)
+	case "namespace":
+		return ec.fieldContext_Viewer_namespace(ctx, field)
+	case "scopes":
+		return ec.fieldContext_Viewer_scopes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Viewer", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2730,6 +3545,20 @@ func (ec *executionContext) field_ContainerImage_tags_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_createAccessToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.CreateAccessTokenInput, error) {
+			return ec.unmarshalNCreateAccessTokenInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐCreateAccessTokenInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createNamespace_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2856,6 +3685,20 @@ func (ec *executionContext) field_Mutation_purgeRepository_args(ctx context.Cont
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_requeueGcCandidate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RequeueGcCandidateInput, error) {
+			return ec.unmarshalNRequeueGcCandidateInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRequeueGcCandidateInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_restoreContainerManifest_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2895,6 +3738,42 @@ func (ec *executionContext) field_Mutation_restoreRepository_args(ctx context.Co
 		return nil, err
 	}
 	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_revokeAccessToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RevokeAccessTokenInput, error) {
+			return ec.unmarshalNRevokeAccessTokenInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRevokeAccessTokenInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setGarbageCollection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "enabled",
+		func(ctx context.Context, v any) (bool, error) {
+			return ec.unmarshalNBoolean2bool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["enabled"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "reason",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["reason"] = arg1
 	return args, nil
 }
 
@@ -3065,22 +3944,38 @@ func (ec *executionContext) field_Namespace_repositories_args(ctx context.Contex
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
 		func(ctx context.Context, v any) (*model.RepositoryOrder, error) {
 			return ec.unmarshalORepositoryOrder2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryOrder(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["orderBy"] = arg2
-	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
+	args["orderBy"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "filter",
 		func(ctx context.Context, v any) (*model.RepositoryFilter, error) {
 			return ec.unmarshalORepositoryFilter2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryFilter(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["filter"] = arg3
+	args["filter"] = arg5
 	return args, nil
 }
 
@@ -3125,6 +4020,74 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_accessTokens_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "namespace",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["namespace"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "includeRevoked",
+		func(ctx context.Context, v any) (*bool, error) {
+			return ec.unmarshalOBoolean2ᚖbool(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["includeRevoked"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_excludedGcCandidates_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "namespace",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["namespace"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -3183,6 +4146,20 @@ func (ec *executionContext) field_Query_repository_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["name"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Repository_image_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
 	return args, nil
 }
 
@@ -3281,6 +4258,382 @@ func (ec *executionContext) field___Type_inputFields_args(ctx context.Context, r
 // endregion ***************************** args.gotpl *****************************
 
 // region    **************************** field.gotpl *****************************
+
+func (ec *executionContext) _AccessToken_id(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "ID")
+}
+
+func (ec *executionContext) _AccessToken_name(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "String")
+}
+
+func (ec *executionContext) _AccessToken_namespace(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_namespace(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AccessToken().Namespace(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Namespace) graphql.Marshaler {
+			return ec.marshalNNamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_namespace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessToken",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Namespace(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessToken_scopes(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_scopes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scopes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.AccessTokenScope) graphql.Marshaler {
+			return ec.marshalNAccessTokenScope2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScopeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "AccessTokenScope")
+}
+
+func (ec *executionContext) _AccessToken_repositories(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_repositories(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.AccessToken().Repositories(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.Repository) graphql.Marshaler {
+			return ec.marshalORepository2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_repositories(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessToken",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessToken_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AccessToken_revokedAt(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_revokedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.RevokedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_revokedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AccessToken_lastUsedAt(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_lastUsedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastUsedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_lastUsedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AccessToken_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.AccessToken) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessToken_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessToken_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessToken", field, false, false, "Time")
+}
+
+func (ec *executionContext) _AccessTokenConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.AccessTokenConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.AccessTokenEdge) graphql.Marshaler {
+			return ec.marshalNAccessTokenEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessTokenEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessTokenConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.AccessTokenConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessTokenEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.AccessTokenEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AccessTokenEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _AccessTokenEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.AccessTokenEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AccessTokenPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.AccessTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AccessTokenPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AccessTokenPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AccessTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
 
 func (ec *executionContext) _ChecksumMatch_kind(ctx context.Context, field graphql.CollectedField, obj *model.ChecksumMatch) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
@@ -4411,6 +5764,61 @@ func (ec *executionContext) fieldContext_ContainerTagEdge_node(_ context.Context
 	return fc, nil
 }
 
+func (ec *executionContext) _CreateAccessTokenPayload_token(ctx context.Context, field graphql.CollectedField, obj *model.CreateAccessTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateAccessTokenPayload_token(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Token, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AccessToken) graphql.Marshaler {
+			return ec.marshalNAccessToken2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessToken(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateAccessTokenPayload_token(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CreateAccessTokenPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessToken(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CreateAccessTokenPayload_secret(ctx context.Context, field graphql.CollectedField, obj *model.CreateAccessTokenPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CreateAccessTokenPayload_secret(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Secret, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CreateAccessTokenPayload_secret(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CreateAccessTokenPayload", field, false, false, "String")
+}
+
 func (ec *executionContext) _DeleteContainerTagPayload_image(ctx context.Context, field graphql.CollectedField, obj *model.DeleteContainerTagPayload) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4464,6 +5872,373 @@ func (ec *executionContext) _DeleteContainerTagPayload_tag(ctx context.Context, 
 }
 func (ec *executionContext) fieldContext_DeleteContainerTagPayload_tag(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("DeleteContainerTagPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _GCCandidate_digest(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_digest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Digest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_digest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "String")
+}
+
+func (ec *executionContext) _GCCandidate_namespace(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_namespace(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.GCCandidate().Namespace(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Namespace) graphql.Marshaler {
+			return ec.marshalNNamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_namespace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GCCandidate",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Namespace(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GCCandidate_reviewAfter(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_reviewAfter(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReviewAfter, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_reviewAfter(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "Time")
+}
+
+func (ec *executionContext) _GCCandidate_attempts(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_attempts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Attempts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_attempts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "Int")
+}
+
+func (ec *executionContext) _GCCandidate_strikes(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_strikes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Strikes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_strikes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "Int")
+}
+
+func (ec *executionContext) _GCCandidate_backoffUntil(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_backoffUntil(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BackoffUntil, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_backoffUntil(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "Time")
+}
+
+func (ec *executionContext) _GCCandidate_excludedAt(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_excludedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExcludedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_excludedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "Time")
+}
+
+func (ec *executionContext) _GCCandidate_lastError(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "String")
+}
+
+func (ec *executionContext) _GCCandidate_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidate_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidate_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidate", field, false, false, "Time")
+}
+
+func (ec *executionContext) _GCCandidateConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidateConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidateConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.GCCandidateEdge) graphql.Marshaler {
+			return ec.marshalNGCCandidateEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidateEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidateConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GCCandidateConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GCCandidateEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GCCandidateConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidateConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidateConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidateConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GCCandidateConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GCCandidateEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidateEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidateEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidateEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GCCandidateEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _GCCandidateEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidateEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidateEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GCCandidate) graphql.Marshaler {
+			return ec.marshalNGCCandidate2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidateEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GCCandidateEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GCCandidate(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GCCandidatePayload_candidate(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidatePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCCandidatePayload_candidate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Candidate, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GCCandidate) graphql.Marshaler {
+			return ec.marshalNGCCandidate2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidate(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GCCandidatePayload_candidate(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GCCandidatePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GCCandidate(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _GCQueue_tracked(ctx context.Context, field graphql.CollectedField, obj *model.GCQueue) (ret graphql.Marshaler) {
@@ -4579,6 +6354,162 @@ func (ec *executionContext) _GCQueue_lastReclaimedAt(ctx context.Context, field 
 }
 func (ec *executionContext) fieldContext_GCQueue_lastReclaimedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("GCQueue", field, false, false, "Time")
+}
+
+func (ec *executionContext) _GCQueue_reclaim(ctx context.Context, field graphql.CollectedField, obj *model.GCQueue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GCQueue_reclaim(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reclaim, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GarbageCollection) graphql.Marshaler {
+			return ec.marshalOGarbageCollection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GCQueue_reclaim(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GCQueue",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GarbageCollection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _GarbageCollection_enabled(ctx context.Context, field graphql.CollectedField, obj *model.GarbageCollection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GarbageCollection_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GarbageCollection_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GarbageCollection", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _GarbageCollection_changedBy(ctx context.Context, field graphql.CollectedField, obj *model.GarbageCollection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GarbageCollection_changedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChangedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GarbageCollection_changedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GarbageCollection", field, false, false, "String")
+}
+
+func (ec *executionContext) _GarbageCollection_reason(ctx context.Context, field graphql.CollectedField, obj *model.GarbageCollection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GarbageCollection_reason(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reason, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_GarbageCollection_reason(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GarbageCollection", field, false, false, "String")
+}
+
+func (ec *executionContext) _GarbageCollection_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.GarbageCollection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GarbageCollection_updatedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GarbageCollection_updatedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("GarbageCollection", field, false, false, "Time")
+}
+
+func (ec *executionContext) _GarbageCollectionPayload_garbageCollection(ctx context.Context, field graphql.CollectedField, obj *model.GarbageCollectionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_GarbageCollectionPayload_garbageCollection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GarbageCollection, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GarbageCollection) graphql.Marshaler {
+			return ec.marshalNGarbageCollection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_GarbageCollectionPayload_garbageCollection(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "GarbageCollectionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GarbageCollection(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _MavenVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
@@ -5434,6 +7365,182 @@ func (ec *executionContext) fieldContext_Mutation_restoreContainerManifest(ctx c
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_requeueGcCandidate(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_requeueGcCandidate(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RequeueGcCandidate(ctx, fc.Args["input"].(model.RequeueGcCandidateInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GCCandidatePayload) graphql.Marshaler {
+			return ec.marshalNGCCandidatePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidatePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_requeueGcCandidate(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GCCandidatePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_requeueGcCandidate_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setGarbageCollection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setGarbageCollection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetGarbageCollection(ctx, fc.Args["enabled"].(bool), fc.Args["reason"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GarbageCollectionPayload) graphql.Marshaler {
+			return ec.marshalNGarbageCollectionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollectionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setGarbageCollection(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GarbageCollectionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setGarbageCollection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_createAccessToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_createAccessToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().CreateAccessToken(ctx, fc.Args["input"].(model.CreateAccessTokenInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.CreateAccessTokenPayload) graphql.Marshaler {
+			return ec.marshalNCreateAccessTokenPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐCreateAccessTokenPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_createAccessToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CreateAccessTokenPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_createAccessToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_revokeAccessToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_revokeAccessToken(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RevokeAccessToken(ctx, fc.Args["input"].(model.RevokeAccessTokenInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AccessTokenPayload) graphql.Marshaler {
+			return ec.marshalNAccessTokenPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_revokeAccessToken(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessTokenPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_revokeAccessToken_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Namespace_id(ctx context.Context, field graphql.CollectedField, obj *model.Namespace) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5683,7 +7790,7 @@ func (ec *executionContext) _Namespace_repositories(ctx context.Context, field g
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Namespace().Repositories(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["orderBy"].(*model.RepositoryOrder), fc.Args["filter"].(*model.RepositoryFilter))
+			return ec.Resolvers.Namespace().Repositories(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["orderBy"].(*model.RepositoryOrder), fc.Args["filter"].(*model.RepositoryFilter))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.RepositoryConnection) graphql.Marshaler {
@@ -6782,6 +8889,158 @@ func (ec *executionContext) fieldContext_Query_repository(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_garbageCollection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_garbageCollection(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().GarbageCollection(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GarbageCollection) graphql.Marshaler {
+			return ec.marshalNGarbageCollection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_garbageCollection(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GarbageCollection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_excludedGcCandidates(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_excludedGcCandidates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().ExcludedGcCandidates(ctx, fc.Args["namespace"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.GCCandidateConnection) graphql.Marshaler {
+			return ec.marshalNGCCandidateConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidateConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_excludedGcCandidates(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_GCCandidateConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_excludedGcCandidates_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_viewer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().Viewer(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Viewer) graphql.Marshaler {
+			return ec.marshalNViewer2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐViewer(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_viewer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Viewer(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_accessTokens(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_accessTokens(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().AccessTokens(ctx, fc.Args["namespace"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["includeRevoked"].(*bool))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.AccessTokenConnection) graphql.Marshaler {
+			return ec.marshalNAccessTokenConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_accessTokens(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AccessTokenConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_accessTokens_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query___type(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7236,6 +9495,50 @@ func (ec *executionContext) fieldContext_Repository_images(ctx context.Context, 
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Repository_images_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Repository_image(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Repository().Image(ctx, obj, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerImage) graphql.Marshaler {
+			return ec.marshalOContainerImage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_image(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerImage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Repository_image_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -7836,6 +10139,107 @@ func (ec *executionContext) _TrashEdge_node(ctx context.Context, field graphql.C
 }
 func (ec *executionContext) fieldContext_TrashEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TrashEdge", field, false, false, "TrashItem")
+}
+
+func (ec *executionContext) _Viewer_kind(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.ViewerKind) graphql.Marshaler {
+			return ec.marshalNViewerKind2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐViewerKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, "ViewerKind")
+}
+
+func (ec *executionContext) _Viewer_name(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, "String")
+}
+
+func (ec *executionContext) _Viewer_namespace(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_namespace(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Namespace, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Namespace) graphql.Marshaler {
+			return ec.marshalONamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_namespace(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Viewer",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Namespace(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Viewer_scopes(ctx context.Context, field graphql.CollectedField, obj *model.Viewer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Viewer_scopes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scopes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []model.AccessTokenScope) graphql.Marshaler {
+			return ec.marshalNAccessTokenScope2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScopeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Viewer_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Viewer", field, false, false, "AccessTokenScope")
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -9037,6 +11441,76 @@ func UnmarshalContainerTagRefInput(ctx context.Context, raw any) (model.Containe
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputCreateAccessTokenInput(ctx context.Context, obj any) (model.CreateAccessTokenInput, error) {
+	var it model.CreateAccessTokenInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "name", "scopes", "repositories", "expiresAt"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "name":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("name"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Name = data
+		case "scopes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("scopes"))
+			data, err := ec.unmarshalNAccessTokenScope2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScopeᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Scopes = data
+		case "repositories":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repositories"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repositories = data
+		case "expiresAt":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("expiresAt"))
+			data, err := ec.unmarshalOTime2ᚖtimeᚐTime(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ExpiresAt = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalCreateAccessTokenInput unmarshals raw into the CreateAccessTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalCreateAccessTokenInput(ctx context.Context, raw any) (model.CreateAccessTokenInput, error) {
+	var out model.CreateAccessTokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "CreateAccessTokenInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputCreateNamespaceInput(ctx context.Context, obj any) (model.CreateNamespaceInput, error) {
 	var it model.CreateNamespaceInput
 	if obj == nil {
@@ -9436,6 +11910,104 @@ func UnmarshalRepositoryRefInput(ctx context.Context, raw any) (model.Repository
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRequeueGcCandidateInput(ctx context.Context, obj any) (model.RequeueGcCandidateInput, error) {
+	var it model.RequeueGcCandidateInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "digest"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "digest":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("digest"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Digest = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRequeueGcCandidateInput unmarshals raw into the RequeueGcCandidateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRequeueGcCandidateInput(ctx context.Context, raw any) (model.RequeueGcCandidateInput, error) {
+	var out model.RequeueGcCandidateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RequeueGcCandidateInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRevokeAccessTokenInput(ctx context.Context, obj any) (model.RevokeAccessTokenInput, error) {
+	var it model.RevokeAccessTokenInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRevokeAccessTokenInput unmarshals raw into the RevokeAccessTokenInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRevokeAccessTokenInput(ctx context.Context, raw any) (model.RevokeAccessTokenInput, error) {
+	var out model.RevokeAccessTokenInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeAccessTokenInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputUpdateRepositoryInput(ctx context.Context, obj any) (model.UpdateRepositoryInput, error) {
 	var it model.UpdateRepositoryInput
 	if obj == nil {
@@ -9595,6 +12167,190 @@ func (ec *executionContext) _TrashItem(ctx context.Context, sel ast.SelectionSet
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
+
+var accessTokenImplementors = []string{"AccessToken"}
+
+func (ec *executionContext) _AccessToken(ctx context.Context, sel ast.SelectionSet, obj *model.AccessToken) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessToken")
+		case "id":
+			out.Values[i] = ec._AccessToken_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._AccessToken_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "namespace":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AccessToken_namespace(ctx, field, obj)
+				})
+		case "scopes":
+			out.Values[i] = ec._AccessToken_scopes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "repositories":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._AccessToken_repositories(ctx, field, obj)
+				})
+		case "expiresAt":
+			out.Values[i] = ec._AccessToken_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "revokedAt":
+			out.Values[i] = ec._AccessToken_revokedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastUsedAt":
+			out.Values[i] = ec._AccessToken_lastUsedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._AccessToken_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var accessTokenConnectionImplementors = []string{"AccessTokenConnection"}
+
+func (ec *executionContext) _AccessTokenConnection(ctx context.Context, sel ast.SelectionSet, obj *model.AccessTokenConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessTokenConnection")
+		case "edges":
+			out.Values[i] = ec._AccessTokenConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._AccessTokenConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var accessTokenEdgeImplementors = []string{"AccessTokenEdge"}
+
+func (ec *executionContext) _AccessTokenEdge(ctx context.Context, sel ast.SelectionSet, obj *model.AccessTokenEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessTokenEdge")
+		case "cursor":
+			out.Values[i] = ec._AccessTokenEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AccessTokenEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var accessTokenPayloadImplementors = []string{"AccessTokenPayload"}
+
+func (ec *executionContext) _AccessTokenPayload(ctx context.Context, sel ast.SelectionSet, obj *model.AccessTokenPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, accessTokenPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AccessTokenPayload")
+		case "token":
+			out.Values[i] = ec._AccessTokenPayload_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
 
 var checksumMatchImplementors = []string{"ChecksumMatch"}
 
@@ -10121,6 +12877,44 @@ func (ec *executionContext) _ContainerTagEdge(ctx context.Context, sel ast.Selec
 	return out
 }
 
+var createAccessTokenPayloadImplementors = []string{"CreateAccessTokenPayload"}
+
+func (ec *executionContext) _CreateAccessTokenPayload(ctx context.Context, sel ast.SelectionSet, obj *model.CreateAccessTokenPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, createAccessTokenPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CreateAccessTokenPayload")
+		case "token":
+			out.Values[i] = ec._CreateAccessTokenPayload_token(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "secret":
+			out.Values[i] = ec._CreateAccessTokenPayload_secret(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var deleteContainerTagPayloadImplementors = []string{"DeleteContainerTagPayload"}
 
 func (ec *executionContext) _DeleteContainerTagPayload(ctx context.Context, sel ast.SelectionSet, obj *model.DeleteContainerTagPayload) graphql.Marshaler {
@@ -10139,6 +12933,189 @@ func (ec *executionContext) _DeleteContainerTagPayload(ctx context.Context, sel 
 			}
 		case "tag":
 			out.Values[i] = ec._DeleteContainerTagPayload_tag(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var gCCandidateImplementors = []string{"GCCandidate"}
+
+func (ec *executionContext) _GCCandidate(ctx context.Context, sel ast.SelectionSet, obj *model.GCCandidate) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, gCCandidateImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GCCandidate")
+		case "digest":
+			out.Values[i] = ec._GCCandidate_digest(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "namespace":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._GCCandidate_namespace(ctx, field, obj)
+				})
+		case "reviewAfter":
+			out.Values[i] = ec._GCCandidate_reviewAfter(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "attempts":
+			out.Values[i] = ec._GCCandidate_attempts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "strikes":
+			out.Values[i] = ec._GCCandidate_strikes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "backoffUntil":
+			out.Values[i] = ec._GCCandidate_backoffUntil(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "excludedAt":
+			out.Values[i] = ec._GCCandidate_excludedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastError":
+			out.Values[i] = ec._GCCandidate_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._GCCandidate_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var gCCandidateConnectionImplementors = []string{"GCCandidateConnection"}
+
+func (ec *executionContext) _GCCandidateConnection(ctx context.Context, sel ast.SelectionSet, obj *model.GCCandidateConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, gCCandidateConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GCCandidateConnection")
+		case "edges":
+			out.Values[i] = ec._GCCandidateConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._GCCandidateConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var gCCandidateEdgeImplementors = []string{"GCCandidateEdge"}
+
+func (ec *executionContext) _GCCandidateEdge(ctx context.Context, sel ast.SelectionSet, obj *model.GCCandidateEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, gCCandidateEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GCCandidateEdge")
+		case "cursor":
+			out.Values[i] = ec._GCCandidateEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._GCCandidateEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var gCCandidatePayloadImplementors = []string{"GCCandidatePayload"}
+
+func (ec *executionContext) _GCCandidatePayload(ctx context.Context, sel ast.SelectionSet, obj *model.GCCandidatePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, gCCandidatePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GCCandidatePayload")
+		case "candidate":
+			out.Values[i] = ec._GCCandidatePayload_candidate(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -10193,6 +13170,92 @@ func (ec *executionContext) _GCQueue(ctx context.Context, sel ast.SelectionSet, 
 		case "lastReclaimedAt":
 			out.Values[i] = ec._GCQueue_lastReclaimedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reclaim":
+			out.Values[i] = ec._GCQueue_reclaim(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var garbageCollectionImplementors = []string{"GarbageCollection"}
+
+func (ec *executionContext) _GarbageCollection(ctx context.Context, sel ast.SelectionSet, obj *model.GarbageCollection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, garbageCollectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GarbageCollection")
+		case "enabled":
+			out.Values[i] = ec._GarbageCollection_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changedBy":
+			out.Values[i] = ec._GarbageCollection_changedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reason":
+			out.Values[i] = ec._GarbageCollection_reason(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "updatedAt":
+			out.Values[i] = ec._GarbageCollection_updatedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var garbageCollectionPayloadImplementors = []string{"GarbageCollectionPayload"}
+
+func (ec *executionContext) _GarbageCollectionPayload(ctx context.Context, sel ast.SelectionSet, obj *model.GarbageCollectionPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, garbageCollectionPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("GarbageCollectionPayload")
+		case "garbageCollection":
+			out.Values[i] = ec._GarbageCollectionPayload_garbageCollection(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -10401,6 +13464,34 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "restoreContainerManifest":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_restoreContainerManifest(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "requeueGcCandidate":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_requeueGcCandidate(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setGarbageCollection":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setGarbageCollection(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createAccessToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_createAccessToken(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "revokeAccessToken":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_revokeAccessToken(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -10997,6 +14088,30 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_repository(ctx, field)
 				})
+		case "garbageCollection":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_garbageCollection(ctx, field)
+				})
+		case "excludedGcCandidates":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_excludedGcCandidates(ctx, field)
+				})
+		case "viewer":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_viewer(ctx, field)
+				})
+		case "accessTokens":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_accessTokens(ctx, field)
+				})
 		case "__type":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Query___type(ctx, field)
@@ -11116,6 +14231,12 @@ func (ec *executionContext) _Repository(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Repository_images(ctx, field, obj)
+				})
+		case "image":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_image(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -11498,6 +14619,54 @@ func (ec *executionContext) _TrashEdge(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
+var viewerImplementors = []string{"Viewer"}
+
+func (ec *executionContext) _Viewer(ctx context.Context, sel ast.SelectionSet, obj *model.Viewer) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, viewerImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Viewer")
+		case "kind":
+			out.Values[i] = ec._Viewer_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._Viewer_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "namespace":
+			out.Values[i] = ec._Viewer_namespace(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "scopes":
+			out.Values[i] = ec._Viewer_scopes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var __DirectiveImplementors = []string{"__Directive"}
 
 func (ec *executionContext) ___Directive(ctx context.Context, sel ast.SelectionSet, obj *introspection.Directive) graphql.Marshaler {
@@ -11860,6 +15029,94 @@ func (ec *executionContext) ___Type(ctx context.Context, sel ast.SelectionSet, o
 
 // region    ***************************** type.gotpl *****************************
 
+func (ec *executionContext) marshalNAccessToken2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessToken(ctx context.Context, sel ast.SelectionSet, v *model.AccessToken) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AccessToken!")
+		return graphql.Null
+	}
+	return ec._AccessToken(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAccessTokenConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenConnection(ctx context.Context, sel ast.SelectionSet, v *model.AccessTokenConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AccessTokenConnection!")
+		return graphql.Null
+	}
+	return ec._AccessTokenConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAccessTokenEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.AccessTokenEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAccessTokenEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAccessTokenEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenEdge(ctx context.Context, sel ast.SelectionSet, v *model.AccessTokenEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AccessTokenEdge!")
+		return graphql.Null
+	}
+	return ec._AccessTokenEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAccessTokenPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.AccessTokenPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AccessTokenPayload!")
+		return graphql.Null
+	}
+	return ec._AccessTokenPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNAccessTokenScope2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScope(ctx context.Context, v any) (model.AccessTokenScope, error) {
+	var res model.AccessTokenScope
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNAccessTokenScope2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScope(ctx context.Context, sel ast.SelectionSet, v model.AccessTokenScope) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNAccessTokenScope2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScopeᚄ(ctx context.Context, v any) ([]model.AccessTokenScope, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]model.AccessTokenScope, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNAccessTokenScope2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScope(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNAccessTokenScope2ᚕgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScopeᚄ(ctx context.Context, sel ast.SelectionSet, v []model.AccessTokenScope) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAccessTokenScope2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐAccessTokenScope(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
 	res, err := graphql.UnmarshalBoolean(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12054,6 +15311,19 @@ func (ec *executionContext) unmarshalNContainerTagRefInput2githubᚗcomᚋartifa
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNCreateAccessTokenInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐCreateAccessTokenInput(ctx context.Context, v any) (model.CreateAccessTokenInput, error) {
+	res, err := ec.unmarshalInputCreateAccessTokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNCreateAccessTokenPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐCreateAccessTokenPayload(ctx context.Context, sel ast.SelectionSet, v *model.CreateAccessTokenPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CreateAccessTokenPayload!")
+		return graphql.Null
+	}
+	return ec._CreateAccessTokenPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNCreateNamespaceInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐCreateNamespaceInput(ctx context.Context, v any) (model.CreateNamespaceInput, error) {
 	res, err := ec.unmarshalInputCreateNamespaceInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12087,12 +15357,76 @@ func (ec *executionContext) marshalNFormat2githubᚗcomᚋartifactᚑregistryᚋ
 	return v
 }
 
+func (ec *executionContext) marshalNGCCandidate2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidate(ctx context.Context, sel ast.SelectionSet, v *model.GCCandidate) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GCCandidate!")
+		return graphql.Null
+	}
+	return ec._GCCandidate(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGCCandidateConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidateConnection(ctx context.Context, sel ast.SelectionSet, v *model.GCCandidateConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GCCandidateConnection!")
+		return graphql.Null
+	}
+	return ec._GCCandidateConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGCCandidateEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidateEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.GCCandidateEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNGCCandidateEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidateEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNGCCandidateEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidateEdge(ctx context.Context, sel ast.SelectionSet, v *model.GCCandidateEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GCCandidateEdge!")
+		return graphql.Null
+	}
+	return ec._GCCandidateEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGCCandidatePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCCandidatePayload(ctx context.Context, sel ast.SelectionSet, v *model.GCCandidatePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GCCandidatePayload!")
+		return graphql.Null
+	}
+	return ec._GCCandidatePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNGCQueue2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGCQueue(ctx context.Context, sel ast.SelectionSet, v *model.GCQueue) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "GCQueue!")
 		return graphql.Null
 	}
 	return ec._GCQueue(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGarbageCollection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollection(ctx context.Context, sel ast.SelectionSet, v *model.GarbageCollection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GarbageCollection!")
+		return graphql.Null
+	}
+	return ec._GarbageCollection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNGarbageCollectionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollectionPayload(ctx context.Context, sel ast.SelectionSet, v *model.GarbageCollectionPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "GarbageCollectionPayload!")
+		return graphql.Null
+	}
+	return ec._GarbageCollectionPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx context.Context, v any) (uuid.UUID, error) {
@@ -12443,6 +15777,16 @@ func (ec *executionContext) unmarshalNRepositoryRefInput2githubᚗcomᚋartifact
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNRequeueGcCandidateInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRequeueGcCandidateInput(ctx context.Context, v any) (model.RequeueGcCandidateInput, error) {
+	res, err := ec.unmarshalInputRequeueGcCandidateInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRevokeAccessTokenInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRevokeAccessTokenInput(ctx context.Context, v any) (model.RevokeAccessTokenInput, error) {
+	res, err := ec.unmarshalInputRevokeAccessTokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNString2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalString(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -12553,6 +15897,24 @@ func (ec *executionContext) marshalNTrashKind2githubᚗcomᚋartifactᚑregistry
 func (ec *executionContext) unmarshalNUpdateRepositoryInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐUpdateRepositoryInput(ctx context.Context, v any) (model.UpdateRepositoryInput, error) {
 	res, err := ec.unmarshalInputUpdateRepositoryInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNViewer2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐViewer(ctx context.Context, sel ast.SelectionSet, v *model.Viewer) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Viewer!")
+		return graphql.Null
+	}
+	return ec._Viewer(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNViewerKind2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐViewerKind(ctx context.Context, v any) (model.ViewerKind, error) {
+	var res model.ViewerKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNViewerKind2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐViewerKind(ctx context.Context, sel ast.SelectionSet, v model.ViewerKind) graphql.Marshaler {
+	return v
 }
 
 func (ec *executionContext) unmarshalNVisibility2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVisibility(ctx context.Context, v any) (model.Visibility, error) {
@@ -12737,6 +16099,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOContainerImage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImage(ctx context.Context, sel ast.SelectionSet, v *model.ContainerImage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ContainerImage(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOContainerImageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImageConnection(ctx context.Context, sel ast.SelectionSet, v *model.ContainerImageConnection) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -12758,6 +16127,13 @@ func (ec *executionContext) marshalOFormat2ᚖgithubᚗcomᚋartifactᚑregistry
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOGarbageCollection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐGarbageCollection(ctx context.Context, sel ast.SelectionSet, v *model.GarbageCollection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._GarbageCollection(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {
@@ -12803,6 +16179,25 @@ func (ec *executionContext) marshalONamespace2ᚖgithubᚗcomᚋartifactᚑregis
 	return ec._Namespace(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalORepository2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Repository) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) marshalORepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx context.Context, sel ast.SelectionSet, v *model.Repository) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -12840,6 +16235,41 @@ func (ec *executionContext) unmarshalORepositoryOrder2ᚖgithubᚗcomᚋartifact
 	}
 	res, err := ec.unmarshalInputRepositoryOrder(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOString2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNString2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalOString2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNString2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

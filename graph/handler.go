@@ -124,9 +124,14 @@ func setComplexity(c *ComplexityRoot) {
 		return 1 + n*child
 	}
 	c.Query.Namespaces = func(child int, first *int, _ *string) int { return conn(child, first) }
-	c.Namespace.Repositories = func(child int, first *int, _ *string, _ *model.RepositoryOrder, _ *model.RepositoryFilter) int {
+	c.Namespace.Repositories = func(child int, first *int, _ *string, last *int, _ *string, _ *model.RepositoryOrder, _ *model.RepositoryFilter) int {
+		if last != nil {
+			return conn(child, last)
+		}
 		return conn(child, first)
 	}
+	c.Query.ExcludedGcCandidates = func(child int, _ string, first *int, _ *string) int { return conn(child, first) }
+	c.Query.AccessTokens = func(child int, _ string, first *int, _ *string, _ *bool) int { return conn(child, first) }
 	c.Namespace.Collections = func(child int, first *int, _ *string) int { return conn(child, first) }
 	c.Namespace.Trash = func(child int, first *int, _ *string, _ *model.TrashKind) int { return conn(child, first) }
 	c.Namespace.PublishHistory = func(child int, _, _ *time.Time, first *int, _ *string) int { return conn(child, first) }

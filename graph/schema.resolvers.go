@@ -358,7 +358,7 @@ func (r *namespaceResolver) Statistics(ctx context.Context, obj *model.Namespace
 }
 
 // Repositories is the resolver for the repositories field.
-func (r *namespaceResolver) Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error) {
+func (r *namespaceResolver) Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error) {
 	limit, err := pageSize(first)
 	if err != nil {
 		return nil, err
@@ -721,6 +721,11 @@ func (r *repositoryResolver) Images(ctx context.Context, obj *model.Repository, 
 	conn.Edges = nonNil(conn.Edges)
 	conn.PageInfo = pageInfo(cursors, more, after)
 	return conn, nil
+}
+
+// Image is the resolver for the image field.
+func (r *repositoryResolver) Image(ctx context.Context, obj *model.Repository, name string) (*model.ContainerImage, error) {
+	return nil, newError(CodeInternal, "image is not implemented yet")
 }
 
 // ChecksumMatch returns ChecksumMatchResolver implementation.

@@ -20,6 +20,20 @@ type TrashItem interface {
 	IsTrashItem()
 }
 
+type AccessTokenConnection struct {
+	Edges    []*AccessTokenEdge `json:"edges"`
+	PageInfo *PageInfo          `json:"pageInfo"`
+}
+
+type AccessTokenEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   *AccessToken `json:"node"`
+}
+
+type AccessTokenPayload struct {
+	Token *AccessToken `json:"token"`
+}
+
 type ContainerImageEdge struct {
 	Cursor string          `json:"cursor"`
 	Node   *ContainerImage `json:"node"`
@@ -54,6 +68,25 @@ type ContainerTagRefInput struct {
 	Tag        string `json:"tag"`
 }
 
+type CreateAccessTokenInput struct {
+	// Namespace slug.
+	Namespace string `json:"namespace"`
+	// 1-255 characters, unique among the namespace's active tokens.
+	Name string `json:"name"`
+	// At least one scope.
+	Scopes []AccessTokenScope `json:"scopes"`
+	// Names of repositories of the namespace to restrict the token to; omit for every repository.
+	Repositories []string `json:"repositories,omitempty"`
+	// Expiry, in the future; omit for none.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+type CreateAccessTokenPayload struct {
+	Token *AccessToken `json:"token"`
+	// The secret: shown this once, never again.
+	Secret string `json:"secret"`
+}
+
 type CreateNamespaceInput struct {
 	// 2-63 characters: lowercase letters, digits and single hyphens, starting with
 	// a letter and not ending with a hyphen. Immutable.
@@ -86,6 +119,20 @@ type DeleteContainerTagPayload struct {
 	Tag string `json:"tag"`
 }
 
+type GCCandidateConnection struct {
+	Edges    []*GCCandidateEdge `json:"edges"`
+	PageInfo *PageInfo          `json:"pageInfo"`
+}
+
+type GCCandidateEdge struct {
+	Cursor string       `json:"cursor"`
+	Node   *GCCandidate `json:"node"`
+}
+
+type GCCandidatePayload struct {
+	Candidate *GCCandidate `json:"candidate"`
+}
+
 type GCQueue struct {
 	// Review candidates recorded for the namespace (excluded ones included).
 	Tracked int `json:"tracked"`
@@ -95,9 +142,26 @@ type GCQueue struct {
 	OldestDueAgeSeconds int64 `json:"oldestDueAgeSeconds"`
 	// Candidates excluded after repeated failures, left for an operator.
 	Excluded int `json:"excluded"`
-	// Time of the last reclaimed blob. Always null for now: the schema records no
-	// reclaim history yet.
+	// When the garbage collector last deleted a blob of the namespace (set in
+	// the transaction that deletes it); null if it never has.
 	LastReclaimedAt *time.Time `json:"lastReclaimedAt,omitempty"`
+	// The instance-wide kill switch (admin token only; null for namespace tokens).
+	Reclaim *GarbageCollection `json:"reclaim,omitempty"`
+}
+
+// The instance-wide kill switch of the garbage collector. While `enabled` is
+// false no object is deleted (candidates are still recorded and rechecked).
+type GarbageCollection struct {
+	Enabled bool `json:"enabled"`
+	// Who changed the switch last (the admin user name), null if never changed.
+	ChangedBy *string `json:"changedBy,omitempty"`
+	// Reason given with the last change.
+	Reason    *string   `json:"reason,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+type GarbageCollectionPayload struct {
+	GarbageCollection *GarbageCollection `json:"garbageCollection"`
 }
 
 type Mutation struct {
@@ -120,8 +184,9 @@ type NamespaceStatistics struct {
 }
 
 type PageInfo struct {
+	// Forward paging: true when rows follow the page. Backward paging: true when `before` was given.
 	HasNextPage bool `json:"hasNextPage"`
-	// True when `after` was given (the page is not the first).
+	// Forward paging: true when `after` was given. Backward paging: true when rows precede the page.
 	HasPreviousPage bool    `json:"hasPreviousPage"`
 	StartCursor     *string `json:"startCursor,omitempty"`
 	EndCursor       *string `json:"endCursor,omitempty"`
@@ -193,6 +258,19 @@ type RepositoryRefInput struct {
 	ID        *string `json:"id,omitempty"`
 }
 
+type RequeueGcCandidateInput struct {
+	// Namespace slug.
+	Namespace string `json:"namespace"`
+	// sha256:<hex> (or 64 hex digits) of an excluded candidate.
+	Digest string `json:"digest"`
+}
+
+type RevokeAccessTokenInput struct {
+	// Namespace slug.
+	Namespace string `json:"namespace"`
+	ID        string `json:"id"`
+}
+
 type TrashConnection struct {
 	Edges    []*TrashEdge `json:"edges"`
 	PageInfo *PageInfo    `json:"pageInfo"`
@@ -213,6 +291,80 @@ type UpdateRepositoryInput struct {
 	// New description; an empty string clears it.
 	Description *string     `json:"description,omitempty"`
 	Visibility  *Visibility `json:"visibility,omitempty"`
+}
+
+// The caller, as authenticated from the Authorization header.
+type Viewer struct {
+	Kind ViewerKind `json:"kind"`
+	// The admin user name, the token's name, or "anonymous".
+	Name string `json:"name"`
+	// The token's namespace (TOKEN only).
+	Namespace *Namespace `json:"namespace,omitempty"`
+	// The token's scopes as created (TOKEN only; empty otherwise).
+	Scopes []AccessTokenScope `json:"scopes"`
+}
+
+type AccessTokenScope string
+
+const (
+	// Read (pull, download, list) repositories of the namespace.
+	AccessTokenScopeRead AccessTokenScope = "READ"
+	// Push and publish (implies READ).
+	AccessTokenScopeWrite AccessTokenScope = "WRITE"
+	// Delete artifacts and tags (implies READ).
+	AccessTokenScopeDelete AccessTokenScope = "DELETE"
+	// Administer the namespace: repositories, tokens, trash (implies all).
+	AccessTokenScopeAdmin AccessTokenScope = "ADMIN"
+)
+
+var AllAccessTokenScope = []AccessTokenScope{
+	AccessTokenScopeRead,
+	AccessTokenScopeWrite,
+	AccessTokenScopeDelete,
+	AccessTokenScopeAdmin,
+}
+
+func (e AccessTokenScope) IsValid() bool {
+	switch e {
+	case AccessTokenScopeRead, AccessTokenScopeWrite, AccessTokenScopeDelete, AccessTokenScopeAdmin:
+		return true
+	}
+	return false
+}
+
+func (e AccessTokenScope) String() string {
+	return string(e)
+}
+
+func (e *AccessTokenScope) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = AccessTokenScope(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid AccessTokenScope", str)
+	}
+	return nil
+}
+
+func (e AccessTokenScope) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *AccessTokenScope) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e AccessTokenScope) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
 }
 
 type ChecksumMatchKind string
@@ -691,6 +843,63 @@ func (e *TrashKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e TrashKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type ViewerKind string
+
+const (
+	ViewerKindAnonymous ViewerKind = "ANONYMOUS"
+	ViewerKindAdmin     ViewerKind = "ADMIN"
+	ViewerKindToken     ViewerKind = "TOKEN"
+)
+
+var AllViewerKind = []ViewerKind{
+	ViewerKindAnonymous,
+	ViewerKindAdmin,
+	ViewerKindToken,
+}
+
+func (e ViewerKind) IsValid() bool {
+	switch e {
+	case ViewerKindAnonymous, ViewerKindAdmin, ViewerKindToken:
+		return true
+	}
+	return false
+}
+
+func (e ViewerKind) String() string {
+	return string(e)
+}
+
+func (e *ViewerKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = ViewerKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid ViewerKind", str)
+	}
+	return nil
+}
+
+func (e ViewerKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *ViewerKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e ViewerKind) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

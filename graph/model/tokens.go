@@ -1,0 +1,21 @@
+package model
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// AccessToken is a namespace access token (never its secret or hash);
+// namespace and repositories are resolved through the dataloaders.
+type AccessToken struct {
+	ID            uuid.UUID
+	NamespaceID   uuid.UUID
+	Name          string
+	Scopes        []AccessTokenScope
+	RepositoryIDs []uuid.UUID // nil: every repository
+	ExpiresAt     *time.Time
+	RevokedAt     *time.Time
+	LastUsedAt    *time.Time
+	CreatedAt     time.Time
+}
