@@ -35,9 +35,12 @@ type ResolverRoot interface {
 	ContainerManifest() ContainerManifestResolver
 	ContainerTag() ContainerTagResolver
 	GCCandidate() GCCandidateResolver
+	MavenPackage() MavenPackageResolver
 	MavenVersion() MavenVersionResolver
 	Mutation() MutationResolver
 	Namespace() NamespaceResolver
+	NpmDistTag() NpmDistTagResolver
+	NpmPackage() NpmPackageResolver
 	NpmVersion() NpmVersionResolver
 	PublishEvent() PublishEventResolver
 	Query() QueryResolver
@@ -204,15 +207,81 @@ type ComplexityRoot struct {
 		GarbageCollection func(childComplexity int) int
 	}
 
+	MavenFile struct {
+		FileName  func(childComplexity int) int
+		ID        func(childComplexity int) int
+		Md5       func(childComplexity int) int
+		SHA1      func(childComplexity int) int
+		SHA256    func(childComplexity int) int
+		SHA512    func(childComplexity int) int
+		SizeBytes func(childComplexity int) int
+	}
+
+	MavenFileConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	MavenFileEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	MavenPackage struct {
+		ArtifactID       func(childComplexity int) int
+		Files            func(childComplexity int, first *int, after *string) int
+		GroupID          func(childComplexity int) int
+		ID               func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		Repository       func(childComplexity int) int
+		SoftDeletedAt    func(childComplexity int) int
+		Version          func(childComplexity int, version string) int
+		Versions         func(childComplexity int, first *int, after *string) int
+	}
+
+	MavenPackageConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	MavenPackageEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	MavenPackagePayload struct {
+		Package func(childComplexity int) int
+	}
+
 	MavenVersion struct {
-		ArtifactID    func(childComplexity int) int
-		CreatedAt     func(childComplexity int) int
-		GroupID       func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Repository    func(childComplexity int) int
-		SizeBytes     func(childComplexity int) int
-		SoftDeletedAt func(childComplexity int) int
-		Version       func(childComplexity int) int
+		ArtifactID       func(childComplexity int) int
+		CreatedAt        func(childComplexity int) int
+		Files            func(childComplexity int, first *int, after *string) int
+		GroupID          func(childComplexity int) int
+		ID               func(childComplexity int) int
+		IsSnapshot       func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		Package          func(childComplexity int) int
+		Repository       func(childComplexity int) int
+		SizeBytes        func(childComplexity int) int
+		SoftDeletedAt    func(childComplexity int) int
+		Version          func(childComplexity int) int
+	}
+
+	MavenVersionConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	MavenVersionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	MavenVersionPayload struct {
+		Version func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -222,17 +291,27 @@ type ComplexityRoot struct {
 		CreateRepositoryCollection     func(childComplexity int, input model.CreateRepositoryCollectionInput) int
 		DeleteContainerManifest        func(childComplexity int, input model.ContainerManifestRefInput) int
 		DeleteContainerTag             func(childComplexity int, input model.ContainerTagRefInput) int
+		DeleteMavenPackage             func(childComplexity int, input model.PackageItemRefInput) int
+		DeleteMavenVersion             func(childComplexity int, input model.PackageItemRefInput) int
 		DeleteNamespace                func(childComplexity int, slug string) int
+		DeleteNpmPackage               func(childComplexity int, input model.PackageItemRefInput) int
+		DeleteNpmVersion               func(childComplexity int, input model.PackageItemRefInput) int
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		PurgeRepository                func(childComplexity int, input model.RepositoryRefInput) int
+		RemoveNpmDistTag               func(childComplexity int, input model.NpmDistTagInput) int
 		RequeueGcCandidate             func(childComplexity int, input model.RequeueGcCandidateInput) int
 		RestoreContainerManifest       func(childComplexity int, input model.ContainerManifestRefInput) int
+		RestoreMavenPackage            func(childComplexity int, input model.PackageItemRefInput) int
+		RestoreMavenVersion            func(childComplexity int, input model.PackageItemRefInput) int
 		RestoreNamespace               func(childComplexity int, slug string) int
+		RestoreNpmPackage              func(childComplexity int, input model.PackageItemRefInput) int
+		RestoreNpmVersion              func(childComplexity int, input model.PackageItemRefInput) int
 		RestoreRepository              func(childComplexity int, input model.RepositoryRefInput) int
 		RevokeAccessToken              func(childComplexity int, input model.RevokeAccessTokenInput) int
 		SetGarbageCollection           func(childComplexity int, enabled bool, reason *string) int
 		SetNamespaceCondition          func(childComplexity int, slug string, condition model.NamespaceCondition, active bool) int
+		SetNpmDistTag                  func(childComplexity int, input model.NpmDistTagInput) int
 		UnlinkRepositoryFromCollection func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		UpdateRepository               func(childComplexity int, input model.UpdateRepositoryInput) int
 	}
@@ -276,14 +355,85 @@ type ComplexityRoot struct {
 		DeduplicatedSizeBytes func(childComplexity int) int
 	}
 
-	NpmVersion struct {
-		CreatedAt     func(childComplexity int) int
+	NpmDependency struct {
+		Name  func(childComplexity int) int
+		Range func(childComplexity int) int
+	}
+
+	NpmDistTag struct {
+		Name    func(childComplexity int) int
+		Version func(childComplexity int) int
+	}
+
+	NpmFile struct {
+		FileName      func(childComplexity int) int
 		ID            func(childComplexity int) int
-		PackageName   func(childComplexity int) int
-		Repository    func(childComplexity int) int
+		SHA256        func(childComplexity int) int
 		SizeBytes     func(childComplexity int) int
 		SoftDeletedAt func(childComplexity int) int
-		Version       func(childComplexity int) int
+	}
+
+	NpmPackage struct {
+		DistTags         func(childComplexity int) int
+		ID               func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		Latest           func(childComplexity int) int
+		Name             func(childComplexity int) int
+		Repository       func(childComplexity int) int
+		Scope            func(childComplexity int) int
+		SoftDeletedAt    func(childComplexity int) int
+		Version          func(childComplexity int, version string) int
+		Versions         func(childComplexity int, first *int, after *string) int
+	}
+
+	NpmPackageConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	NpmPackageEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	NpmPackagePayload struct {
+		Package func(childComplexity int) int
+	}
+
+	NpmVersion struct {
+		CreatedAt        func(childComplexity int) int
+		Dependencies     func(childComplexity int, kind *model.NpmDependencyKind) int
+		Deprecated       func(childComplexity int) int
+		Description      func(childComplexity int) int
+		DistTags         func(childComplexity int) int
+		ID               func(childComplexity int) int
+		Integrity        func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		License          func(childComplexity int) int
+		Package          func(childComplexity int) int
+		PackageName      func(childComplexity int) int
+		Repository       func(childComplexity int) int
+		Shasum           func(childComplexity int) int
+		SizeBytes        func(childComplexity int) int
+		SoftDeletedAt    func(childComplexity int) int
+		Tarball          func(childComplexity int) int
+		Version          func(childComplexity int) int
+	}
+
+	NpmVersionConnection struct {
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	NpmVersionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	NpmVersionPayload struct {
+		Version func(childComplexity int) int
 	}
 
 	PageInfo struct {
@@ -336,8 +486,12 @@ type ComplexityRoot struct {
 		Images         func(childComplexity int, first *int, after *string) int
 		Kind           func(childComplexity int) int
 		LastUpdatedAt  func(childComplexity int) int
+		MavenPackage   func(childComplexity int, groupID string, artifactID string) int
+		MavenPackages  func(childComplexity int, first *int, after *string) int
 		Name           func(childComplexity int) int
 		Namespace      func(childComplexity int) int
+		NpmPackage     func(childComplexity int, name string) int
+		NpmPackages    func(childComplexity int, first *int, after *string) int
 		SizeBytes      func(childComplexity int) int
 		SoftDeletedAt  func(childComplexity int) int
 		Visibility     func(childComplexity int) int
@@ -430,8 +584,18 @@ type ContainerTagResolver interface {
 type GCCandidateResolver interface {
 	Namespace(ctx context.Context, obj *model.GCCandidate) (*model.Namespace, error)
 }
+type MavenPackageResolver interface {
+	Repository(ctx context.Context, obj *model.MavenPackage) (*model.Repository, error)
+
+	Versions(ctx context.Context, obj *model.MavenPackage, first *int, after *string) (*model.MavenVersionConnection, error)
+	Version(ctx context.Context, obj *model.MavenPackage, version string) (*model.MavenVersion, error)
+	Files(ctx context.Context, obj *model.MavenPackage, first *int, after *string) (*model.MavenFileConnection, error)
+}
 type MavenVersionResolver interface {
 	Repository(ctx context.Context, obj *model.MavenVersion) (*model.Repository, error)
+	Package(ctx context.Context, obj *model.MavenVersion) (*model.MavenPackage, error)
+
+	Files(ctx context.Context, obj *model.MavenVersion, first *int, after *string) (*model.MavenFileConnection, error)
 }
 type MutationResolver interface {
 	CreateNamespace(ctx context.Context, input model.CreateNamespaceInput) (*model.NamespacePayload, error)
@@ -451,6 +615,16 @@ type MutationResolver interface {
 	RestoreContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error)
 	RequeueGcCandidate(ctx context.Context, input model.RequeueGcCandidateInput) (*model.GCCandidatePayload, error)
 	SetGarbageCollection(ctx context.Context, enabled bool, reason *string) (*model.GarbageCollectionPayload, error)
+	DeleteNpmVersion(ctx context.Context, input model.PackageItemRefInput) (*model.NpmVersionPayload, error)
+	RestoreNpmVersion(ctx context.Context, input model.PackageItemRefInput) (*model.NpmVersionPayload, error)
+	DeleteNpmPackage(ctx context.Context, input model.PackageItemRefInput) (*model.NpmPackagePayload, error)
+	RestoreNpmPackage(ctx context.Context, input model.PackageItemRefInput) (*model.NpmPackagePayload, error)
+	SetNpmDistTag(ctx context.Context, input model.NpmDistTagInput) (*model.NpmPackagePayload, error)
+	RemoveNpmDistTag(ctx context.Context, input model.NpmDistTagInput) (*model.NpmPackagePayload, error)
+	DeleteMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error)
+	RestoreMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error)
+	DeleteMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
+	RestoreMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
 	CreateAccessToken(ctx context.Context, input model.CreateAccessTokenInput) (*model.CreateAccessTokenPayload, error)
 	RevokeAccessToken(ctx context.Context, input model.RevokeAccessTokenInput) (*model.AccessTokenPayload, error)
 }
@@ -463,8 +637,29 @@ type NamespaceResolver interface {
 	PublishHistory(ctx context.Context, obj *model.Namespace, from *time.Time, to *time.Time, first *int, after *string) (*model.PublishEventConnection, error)
 	ChecksumSearch(ctx context.Context, obj *model.Namespace, sha256 string, activeOnly *bool, first *int) ([]*model.ChecksumMatch, error)
 }
+type NpmDistTagResolver interface {
+	Version(ctx context.Context, obj *model.NpmDistTag) (*model.NpmVersion, error)
+}
+type NpmPackageResolver interface {
+	Repository(ctx context.Context, obj *model.NpmPackage) (*model.Repository, error)
+
+	DistTags(ctx context.Context, obj *model.NpmPackage) ([]*model.NpmDistTag, error)
+	Latest(ctx context.Context, obj *model.NpmPackage) (*model.NpmVersion, error)
+	Versions(ctx context.Context, obj *model.NpmPackage, first *int, after *string) (*model.NpmVersionConnection, error)
+	Version(ctx context.Context, obj *model.NpmPackage, version string) (*model.NpmVersion, error)
+}
 type NpmVersionResolver interface {
 	Repository(ctx context.Context, obj *model.NpmVersion) (*model.Repository, error)
+	Package(ctx context.Context, obj *model.NpmVersion) (*model.NpmPackage, error)
+
+	Deprecated(ctx context.Context, obj *model.NpmVersion) (*string, error)
+	Description(ctx context.Context, obj *model.NpmVersion) (*string, error)
+	License(ctx context.Context, obj *model.NpmVersion) (*string, error)
+	Integrity(ctx context.Context, obj *model.NpmVersion) (*string, error)
+	Shasum(ctx context.Context, obj *model.NpmVersion) (*string, error)
+	DistTags(ctx context.Context, obj *model.NpmVersion) ([]string, error)
+	Dependencies(ctx context.Context, obj *model.NpmVersion, kind *model.NpmDependencyKind) ([]*model.NpmDependency, error)
+	Tarball(ctx context.Context, obj *model.NpmVersion) (*model.NpmFile, error)
 }
 type PublishEventResolver interface {
 	Repository(ctx context.Context, obj *model.PublishEvent) (*model.Repository, error)
@@ -484,6 +679,10 @@ type RepositoryResolver interface {
 	Collections(ctx context.Context, obj *model.Repository) ([]*model.RepositoryCollection, error)
 	Images(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.ContainerImageConnection, error)
 	Image(ctx context.Context, obj *model.Repository, name string) (*model.ContainerImage, error)
+	NpmPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.NpmPackageConnection, error)
+	NpmPackage(ctx context.Context, obj *model.Repository, name string) (*model.NpmPackage, error)
+	MavenPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.MavenPackageConnection, error)
+	MavenPackage(ctx context.Context, obj *model.Repository, groupID string, artifactID string) (*model.MavenPackage, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1042,6 +1241,184 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection(childComplexity), true
 
+	case "MavenFile.fileName":
+		if e.ComplexityRoot.MavenFile.FileName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.FileName(childComplexity), true
+	case "MavenFile.id":
+		if e.ComplexityRoot.MavenFile.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.ID(childComplexity), true
+	case "MavenFile.md5":
+		if e.ComplexityRoot.MavenFile.Md5 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.Md5(childComplexity), true
+	case "MavenFile.sha1":
+		if e.ComplexityRoot.MavenFile.SHA1 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.SHA1(childComplexity), true
+	case "MavenFile.sha256":
+		if e.ComplexityRoot.MavenFile.SHA256 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.SHA256(childComplexity), true
+	case "MavenFile.sha512":
+		if e.ComplexityRoot.MavenFile.SHA512 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.SHA512(childComplexity), true
+	case "MavenFile.sizeBytes":
+		if e.ComplexityRoot.MavenFile.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFile.SizeBytes(childComplexity), true
+
+	case "MavenFileConnection.edges":
+		if e.ComplexityRoot.MavenFileConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFileConnection.Edges(childComplexity), true
+	case "MavenFileConnection.pageInfo":
+		if e.ComplexityRoot.MavenFileConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFileConnection.PageInfo(childComplexity), true
+
+	case "MavenFileEdge.cursor":
+		if e.ComplexityRoot.MavenFileEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFileEdge.Cursor(childComplexity), true
+	case "MavenFileEdge.node":
+		if e.ComplexityRoot.MavenFileEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenFileEdge.Node(childComplexity), true
+
+	case "MavenPackage.artifactId":
+		if e.ComplexityRoot.MavenPackage.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackage.ArtifactID(childComplexity), true
+	case "MavenPackage.files":
+		if e.ComplexityRoot.MavenPackage.Files == nil {
+			break
+		}
+
+		args, err := ec.field_MavenPackage_files_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.MavenPackage.Files(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "MavenPackage.groupId":
+		if e.ComplexityRoot.MavenPackage.GroupID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackage.GroupID(childComplexity), true
+	case "MavenPackage.id":
+		if e.ComplexityRoot.MavenPackage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackage.ID(childComplexity), true
+	case "MavenPackage.lastDownloadedAt":
+		if e.ComplexityRoot.MavenPackage.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackage.LastDownloadedAt(childComplexity), true
+	case "MavenPackage.repository":
+		if e.ComplexityRoot.MavenPackage.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackage.Repository(childComplexity), true
+	case "MavenPackage.softDeletedAt":
+		if e.ComplexityRoot.MavenPackage.SoftDeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackage.SoftDeletedAt(childComplexity), true
+	case "MavenPackage.version":
+		if e.ComplexityRoot.MavenPackage.Version == nil {
+			break
+		}
+
+		args, err := ec.field_MavenPackage_version_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.MavenPackage.Version(childComplexity, args["version"].(string)), true
+	case "MavenPackage.versions":
+		if e.ComplexityRoot.MavenPackage.Versions == nil {
+			break
+		}
+
+		args, err := ec.field_MavenPackage_versions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.MavenPackage.Versions(childComplexity, args["first"].(*int), args["after"].(*string)), true
+
+	case "MavenPackageConnection.edges":
+		if e.ComplexityRoot.MavenPackageConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackageConnection.Edges(childComplexity), true
+	case "MavenPackageConnection.pageInfo":
+		if e.ComplexityRoot.MavenPackageConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackageConnection.PageInfo(childComplexity), true
+	case "MavenPackageConnection.totalCount":
+		if e.ComplexityRoot.MavenPackageConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackageConnection.TotalCount(childComplexity), true
+
+	case "MavenPackageEdge.cursor":
+		if e.ComplexityRoot.MavenPackageEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackageEdge.Cursor(childComplexity), true
+	case "MavenPackageEdge.node":
+		if e.ComplexityRoot.MavenPackageEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackageEdge.Node(childComplexity), true
+
+	case "MavenPackagePayload.package":
+		if e.ComplexityRoot.MavenPackagePayload.Package == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenPackagePayload.Package(childComplexity), true
+
 	case "MavenVersion.artifactId":
 		if e.ComplexityRoot.MavenVersion.ArtifactID == nil {
 			break
@@ -1054,6 +1431,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MavenVersion.CreatedAt(childComplexity), true
+	case "MavenVersion.files":
+		if e.ComplexityRoot.MavenVersion.Files == nil {
+			break
+		}
+
+		args, err := ec.field_MavenVersion_files_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.MavenVersion.Files(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "MavenVersion.groupId":
 		if e.ComplexityRoot.MavenVersion.GroupID == nil {
 			break
@@ -1066,6 +1454,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MavenVersion.ID(childComplexity), true
+	case "MavenVersion.isSnapshot":
+		if e.ComplexityRoot.MavenVersion.IsSnapshot == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.IsSnapshot(childComplexity), true
+	case "MavenVersion.lastDownloadedAt":
+		if e.ComplexityRoot.MavenVersion.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.LastDownloadedAt(childComplexity), true
+	case "MavenVersion.package":
+		if e.ComplexityRoot.MavenVersion.Package == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersion.Package(childComplexity), true
 	case "MavenVersion.repository":
 		if e.ComplexityRoot.MavenVersion.Repository == nil {
 			break
@@ -1090,6 +1496,45 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MavenVersion.Version(childComplexity), true
+
+	case "MavenVersionConnection.edges":
+		if e.ComplexityRoot.MavenVersionConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersionConnection.Edges(childComplexity), true
+	case "MavenVersionConnection.pageInfo":
+		if e.ComplexityRoot.MavenVersionConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersionConnection.PageInfo(childComplexity), true
+	case "MavenVersionConnection.totalCount":
+		if e.ComplexityRoot.MavenVersionConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersionConnection.TotalCount(childComplexity), true
+
+	case "MavenVersionEdge.cursor":
+		if e.ComplexityRoot.MavenVersionEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersionEdge.Cursor(childComplexity), true
+	case "MavenVersionEdge.node":
+		if e.ComplexityRoot.MavenVersionEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersionEdge.Node(childComplexity), true
+
+	case "MavenVersionPayload.version":
+		if e.ComplexityRoot.MavenVersionPayload.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MavenVersionPayload.Version(childComplexity), true
 
 	case "Mutation.createAccessToken":
 		if e.ComplexityRoot.Mutation.CreateAccessToken == nil {
@@ -1157,6 +1602,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteContainerTag(childComplexity, args["input"].(model.ContainerTagRefInput)), true
+	case "Mutation.deleteMavenPackage":
+		if e.ComplexityRoot.Mutation.DeleteMavenPackage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteMavenPackage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteMavenPackage(childComplexity, args["input"].(model.PackageItemRefInput)), true
+	case "Mutation.deleteMavenVersion":
+		if e.ComplexityRoot.Mutation.DeleteMavenVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteMavenVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteMavenVersion(childComplexity, args["input"].(model.PackageItemRefInput)), true
 	case "Mutation.deleteNamespace":
 		if e.ComplexityRoot.Mutation.DeleteNamespace == nil {
 			break
@@ -1168,6 +1635,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteNamespace(childComplexity, args["slug"].(string)), true
+	case "Mutation.deleteNpmPackage":
+		if e.ComplexityRoot.Mutation.DeleteNpmPackage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteNpmPackage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteNpmPackage(childComplexity, args["input"].(model.PackageItemRefInput)), true
+	case "Mutation.deleteNpmVersion":
+		if e.ComplexityRoot.Mutation.DeleteNpmVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_deleteNpmVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.DeleteNpmVersion(childComplexity, args["input"].(model.PackageItemRefInput)), true
 	case "Mutation.deleteRepository":
 		if e.ComplexityRoot.Mutation.DeleteRepository == nil {
 			break
@@ -1201,6 +1690,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PurgeRepository(childComplexity, args["input"].(model.RepositoryRefInput)), true
+	case "Mutation.removeNpmDistTag":
+		if e.ComplexityRoot.Mutation.RemoveNpmDistTag == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_removeNpmDistTag_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RemoveNpmDistTag(childComplexity, args["input"].(model.NpmDistTagInput)), true
 	case "Mutation.requeueGcCandidate":
 		if e.ComplexityRoot.Mutation.RequeueGcCandidate == nil {
 			break
@@ -1223,6 +1723,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RestoreContainerManifest(childComplexity, args["input"].(model.ContainerManifestRefInput)), true
+	case "Mutation.restoreMavenPackage":
+		if e.ComplexityRoot.Mutation.RestoreMavenPackage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_restoreMavenPackage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RestoreMavenPackage(childComplexity, args["input"].(model.PackageItemRefInput)), true
+	case "Mutation.restoreMavenVersion":
+		if e.ComplexityRoot.Mutation.RestoreMavenVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_restoreMavenVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RestoreMavenVersion(childComplexity, args["input"].(model.PackageItemRefInput)), true
 	case "Mutation.restoreNamespace":
 		if e.ComplexityRoot.Mutation.RestoreNamespace == nil {
 			break
@@ -1234,6 +1756,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RestoreNamespace(childComplexity, args["slug"].(string)), true
+	case "Mutation.restoreNpmPackage":
+		if e.ComplexityRoot.Mutation.RestoreNpmPackage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_restoreNpmPackage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RestoreNpmPackage(childComplexity, args["input"].(model.PackageItemRefInput)), true
+	case "Mutation.restoreNpmVersion":
+		if e.ComplexityRoot.Mutation.RestoreNpmVersion == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_restoreNpmVersion_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RestoreNpmVersion(childComplexity, args["input"].(model.PackageItemRefInput)), true
 	case "Mutation.restoreRepository":
 		if e.ComplexityRoot.Mutation.RestoreRepository == nil {
 			break
@@ -1278,6 +1822,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetNamespaceCondition(childComplexity, args["slug"].(string), args["condition"].(model.NamespaceCondition), args["active"].(bool)), true
+	case "Mutation.setNpmDistTag":
+		if e.ComplexityRoot.Mutation.SetNpmDistTag == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setNpmDistTag_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetNpmDistTag(childComplexity, args["input"].(model.NpmDistTagInput)), true
 	case "Mutation.unlinkRepositoryFromCollection":
 		if e.ComplexityRoot.Mutation.UnlinkRepositoryFromCollection == nil {
 			break
@@ -1475,18 +2030,238 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NamespaceStatistics.DeduplicatedSizeBytes(childComplexity), true
 
+	case "NpmDependency.name":
+		if e.ComplexityRoot.NpmDependency.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmDependency.Name(childComplexity), true
+	case "NpmDependency.range":
+		if e.ComplexityRoot.NpmDependency.Range == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmDependency.Range(childComplexity), true
+
+	case "NpmDistTag.name":
+		if e.ComplexityRoot.NpmDistTag.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmDistTag.Name(childComplexity), true
+	case "NpmDistTag.version":
+		if e.ComplexityRoot.NpmDistTag.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmDistTag.Version(childComplexity), true
+
+	case "NpmFile.fileName":
+		if e.ComplexityRoot.NpmFile.FileName == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmFile.FileName(childComplexity), true
+	case "NpmFile.id":
+		if e.ComplexityRoot.NpmFile.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmFile.ID(childComplexity), true
+	case "NpmFile.sha256":
+		if e.ComplexityRoot.NpmFile.SHA256 == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmFile.SHA256(childComplexity), true
+	case "NpmFile.sizeBytes":
+		if e.ComplexityRoot.NpmFile.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmFile.SizeBytes(childComplexity), true
+	case "NpmFile.softDeletedAt":
+		if e.ComplexityRoot.NpmFile.SoftDeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmFile.SoftDeletedAt(childComplexity), true
+
+	case "NpmPackage.distTags":
+		if e.ComplexityRoot.NpmPackage.DistTags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.DistTags(childComplexity), true
+	case "NpmPackage.id":
+		if e.ComplexityRoot.NpmPackage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.ID(childComplexity), true
+	case "NpmPackage.lastDownloadedAt":
+		if e.ComplexityRoot.NpmPackage.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.LastDownloadedAt(childComplexity), true
+	case "NpmPackage.latest":
+		if e.ComplexityRoot.NpmPackage.Latest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.Latest(childComplexity), true
+	case "NpmPackage.name":
+		if e.ComplexityRoot.NpmPackage.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.Name(childComplexity), true
+	case "NpmPackage.repository":
+		if e.ComplexityRoot.NpmPackage.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.Repository(childComplexity), true
+	case "NpmPackage.scope":
+		if e.ComplexityRoot.NpmPackage.Scope == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.Scope(childComplexity), true
+	case "NpmPackage.softDeletedAt":
+		if e.ComplexityRoot.NpmPackage.SoftDeletedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackage.SoftDeletedAt(childComplexity), true
+	case "NpmPackage.version":
+		if e.ComplexityRoot.NpmPackage.Version == nil {
+			break
+		}
+
+		args, err := ec.field_NpmPackage_version_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.NpmPackage.Version(childComplexity, args["version"].(string)), true
+	case "NpmPackage.versions":
+		if e.ComplexityRoot.NpmPackage.Versions == nil {
+			break
+		}
+
+		args, err := ec.field_NpmPackage_versions_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.NpmPackage.Versions(childComplexity, args["first"].(*int), args["after"].(*string)), true
+
+	case "NpmPackageConnection.edges":
+		if e.ComplexityRoot.NpmPackageConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackageConnection.Edges(childComplexity), true
+	case "NpmPackageConnection.pageInfo":
+		if e.ComplexityRoot.NpmPackageConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackageConnection.PageInfo(childComplexity), true
+	case "NpmPackageConnection.totalCount":
+		if e.ComplexityRoot.NpmPackageConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackageConnection.TotalCount(childComplexity), true
+
+	case "NpmPackageEdge.cursor":
+		if e.ComplexityRoot.NpmPackageEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackageEdge.Cursor(childComplexity), true
+	case "NpmPackageEdge.node":
+		if e.ComplexityRoot.NpmPackageEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackageEdge.Node(childComplexity), true
+
+	case "NpmPackagePayload.package":
+		if e.ComplexityRoot.NpmPackagePayload.Package == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmPackagePayload.Package(childComplexity), true
+
 	case "NpmVersion.createdAt":
 		if e.ComplexityRoot.NpmVersion.CreatedAt == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NpmVersion.CreatedAt(childComplexity), true
+	case "NpmVersion.dependencies":
+		if e.ComplexityRoot.NpmVersion.Dependencies == nil {
+			break
+		}
+
+		args, err := ec.field_NpmVersion_dependencies_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.NpmVersion.Dependencies(childComplexity, args["kind"].(*model.NpmDependencyKind)), true
+	case "NpmVersion.deprecated":
+		if e.ComplexityRoot.NpmVersion.Deprecated == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Deprecated(childComplexity), true
+	case "NpmVersion.description":
+		if e.ComplexityRoot.NpmVersion.Description == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Description(childComplexity), true
+	case "NpmVersion.distTags":
+		if e.ComplexityRoot.NpmVersion.DistTags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.DistTags(childComplexity), true
 	case "NpmVersion.id":
 		if e.ComplexityRoot.NpmVersion.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NpmVersion.ID(childComplexity), true
+	case "NpmVersion.integrity":
+		if e.ComplexityRoot.NpmVersion.Integrity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Integrity(childComplexity), true
+	case "NpmVersion.lastDownloadedAt":
+		if e.ComplexityRoot.NpmVersion.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.LastDownloadedAt(childComplexity), true
+	case "NpmVersion.license":
+		if e.ComplexityRoot.NpmVersion.License == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.License(childComplexity), true
+	case "NpmVersion.package":
+		if e.ComplexityRoot.NpmVersion.Package == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Package(childComplexity), true
 	case "NpmVersion.packageName":
 		if e.ComplexityRoot.NpmVersion.PackageName == nil {
 			break
@@ -1499,6 +2274,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NpmVersion.Repository(childComplexity), true
+	case "NpmVersion.shasum":
+		if e.ComplexityRoot.NpmVersion.Shasum == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Shasum(childComplexity), true
 	case "NpmVersion.sizeBytes":
 		if e.ComplexityRoot.NpmVersion.SizeBytes == nil {
 			break
@@ -1511,12 +2292,57 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NpmVersion.SoftDeletedAt(childComplexity), true
+	case "NpmVersion.tarball":
+		if e.ComplexityRoot.NpmVersion.Tarball == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersion.Tarball(childComplexity), true
 	case "NpmVersion.version":
 		if e.ComplexityRoot.NpmVersion.Version == nil {
 			break
 		}
 
 		return e.ComplexityRoot.NpmVersion.Version(childComplexity), true
+
+	case "NpmVersionConnection.edges":
+		if e.ComplexityRoot.NpmVersionConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersionConnection.Edges(childComplexity), true
+	case "NpmVersionConnection.pageInfo":
+		if e.ComplexityRoot.NpmVersionConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersionConnection.PageInfo(childComplexity), true
+	case "NpmVersionConnection.totalCount":
+		if e.ComplexityRoot.NpmVersionConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersionConnection.TotalCount(childComplexity), true
+
+	case "NpmVersionEdge.cursor":
+		if e.ComplexityRoot.NpmVersionEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersionEdge.Cursor(childComplexity), true
+	case "NpmVersionEdge.node":
+		if e.ComplexityRoot.NpmVersionEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersionEdge.Node(childComplexity), true
+
+	case "NpmVersionPayload.version":
+		if e.ComplexityRoot.NpmVersionPayload.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NpmVersionPayload.Version(childComplexity), true
 
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
@@ -1746,6 +2572,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Repository.LastUpdatedAt(childComplexity), true
+	case "Repository.mavenPackage":
+		if e.ComplexityRoot.Repository.MavenPackage == nil {
+			break
+		}
+
+		args, err := ec.field_Repository_mavenPackage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Repository.MavenPackage(childComplexity, args["groupId"].(string), args["artifactId"].(string)), true
+	case "Repository.mavenPackages":
+		if e.ComplexityRoot.Repository.MavenPackages == nil {
+			break
+		}
+
+		args, err := ec.field_Repository_mavenPackages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Repository.MavenPackages(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Repository.name":
 		if e.ComplexityRoot.Repository.Name == nil {
 			break
@@ -1758,6 +2606,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Repository.Namespace(childComplexity), true
+	case "Repository.npmPackage":
+		if e.ComplexityRoot.Repository.NpmPackage == nil {
+			break
+		}
+
+		args, err := ec.field_Repository_npmPackage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Repository.NpmPackage(childComplexity, args["name"].(string)), true
+	case "Repository.npmPackages":
+		if e.ComplexityRoot.Repository.NpmPackages == nil {
+			break
+		}
+
+		args, err := ec.field_Repository_npmPackages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Repository.NpmPackages(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Repository.sizeBytes":
 		if e.ComplexityRoot.Repository.SizeBytes == nil {
 			break
@@ -1958,6 +2828,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateNamespaceInput", ec.unmarshalInputCreateNamespaceInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryCollectionInput", ec.unmarshalInputCreateRepositoryCollectionInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryInput", ec.unmarshalInputCreateRepositoryInput),
+			graphql.NewInputUnmarshaler("NpmDistTagInput", ec.unmarshalInputNpmDistTagInput),
+			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
 			graphql.NewInputUnmarshaler("RepositoryCollectionLinkInput", ec.unmarshalInputRepositoryCollectionLinkInput),
 			graphql.NewInputUnmarshaler("RepositoryFilter", ec.unmarshalInputRepositoryFilter),
 			graphql.NewInputUnmarshaler("RepositoryOrder", ec.unmarshalInputRepositoryOrder),
@@ -2129,6 +3001,272 @@ extend type Mutation {
   only). ` + "`" + `reason` + "`" + ` (at most 1024 characters) is recorded with the change.
   """
   setGarbageCollection(enabled: Boolean!, reason: String): GarbageCollectionPayload!
+}
+`, BuiltIn: false},
+	{Name: "../packages.graphqls", Input: `# npm and Maven packages of hosted repositories (issues 9 and 10).
+#
+# Same conventions as schema.graphqls: Relay connections with opaque cursors
+# (` + "`" + `first` + "`" + ` 1..100, default 20; ` + "`" + `after` + "`" + ` = a previous ` + "`" + `endCursor` + "`" + `), keyset
+# pagination on the ADR-007 indexes, errors with ` + "`" + `extensions.code` + "`" + `. Reads
+# follow the repository's read rule; mutations need the admin token.
+
+extend type Repository {
+  "Active packages of an npm repository, by name; null for other formats."
+  npmPackages(first: Int, after: String): NpmPackageConnection
+  """
+  The active npm package with this full name (` + "`" + `@scope/name` + "`" + ` or ` + "`" + `name` + "`" + `); null
+  when there is none or the repository is not an npm repository.
+  """
+  npmPackage(name: String!): NpmPackage
+  "Active packages of a Maven repository, by (groupId, artifactId); null for other formats."
+  mavenPackages(first: Int, after: String): MavenPackageConnection
+  "The active Maven package with these coordinates; null when there is none or the repository is not a Maven repository."
+  mavenPackage(groupId: String!, artifactId: String!): MavenPackage
+}
+
+# ------------------------------------------------------------------- npm
+
+"A package of a hosted npm repository."
+type NpmPackage {
+  id: ID!
+  "Full name, scope included (@scope/name)."
+  name: String!
+  "Scope without the @, null for unscoped packages."
+  scope: String
+  repository: Repository!
+  "Buffered: last tarball download."
+  lastDownloadedAt: Time
+  softDeletedAt: Time
+  "dist-tags, by tag name."
+  distTags: [NpmDistTag!]!
+  "The version the ` + "`" + `latest` + "`" + ` dist-tag points at."
+  latest: NpmVersion
+  "Active versions, highest semver precedence first (prereleases below their release)."
+  versions(first: Int, after: String): NpmVersionConnection!
+  "The active version with exactly this version string; null when there is none."
+  version(version: String!): NpmVersion
+}
+
+"A dist-tag: a name pointing at one version of the package."
+type NpmDistTag {
+  name: String!
+  version: NpmVersion!
+}
+
+enum NpmDependencyKind {
+  "` + "`" + `dependencies` + "`" + `"
+  PROD
+  "` + "`" + `devDependencies` + "`" + `"
+  DEV
+  "` + "`" + `peerDependencies` + "`" + `"
+  PEER
+  "` + "`" + `optionalDependencies` + "`" + `"
+  OPTIONAL
+}
+
+"A dependency declared by a version's package.json."
+type NpmDependency {
+  name: String!
+  "The semver range (or URL, tag, alias) as published."
+  range: String!
+}
+
+"A file of an npm version (the tarball)."
+type NpmFile {
+  id: ID!
+  fileName: String!
+  "Exact size in bytes."
+  sizeBytes: Int64!
+  "sha256:<hex> of the bytes (the blob digest; use with checksumSearch)."
+  sha256: String!
+  softDeletedAt: Time
+}
+
+extend type NpmVersion {
+  package: NpmPackage!
+  "Buffered: last tarball download."
+  lastDownloadedAt: Time
+  "The deprecation message; null when the version is not deprecated."
+  deprecated: String
+  description: String
+  license: String
+  "dist.integrity of the tarball (sha512-<base64>)."
+  integrity: String
+  "dist.shasum of the tarball (sha1 hex)."
+  shasum: String
+  "Names of the dist-tags that point at this version."
+  distTags: [String!]!
+  "Declared dependencies of one kind, by name."
+  dependencies(kind: NpmDependencyKind = PROD): [NpmDependency!]!
+  "The version's tarball with its exact size; null if it is gone."
+  tarball: NpmFile
+}
+
+type NpmPackageConnection {
+  edges: [NpmPackageEdge!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type NpmPackageEdge {
+  cursor: String!
+  node: NpmPackage!
+}
+
+type NpmVersionConnection {
+  edges: [NpmVersionEdge!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type NpmVersionEdge {
+  cursor: String!
+  node: NpmVersion!
+}
+
+# ----------------------------------------------------------------- Maven
+
+"A package (groupId:artifactId) of a hosted Maven repository."
+type MavenPackage {
+  id: ID!
+  groupId: String!
+  artifactId: String!
+  repository: Repository!
+  "Buffered: last download of one of its files."
+  lastDownloadedAt: Time
+  softDeletedAt: Time
+  "Active versions, releases and SNAPSHOTs, by version string."
+  versions(first: Int, after: String): MavenVersionConnection!
+  "The active version with exactly this version string; null when there is none."
+  version(version: String!): MavenVersion
+  "Package-level files (maven-metadata.xml and its checksums), by name."
+  files(first: Int, after: String): MavenFileConnection!
+}
+
+extend type MavenVersion {
+  package: MavenPackage!
+  "True for a -SNAPSHOT version."
+  isSnapshot: Boolean!
+  "Buffered: last download of one of its files."
+  lastDownloadedAt: Time
+  "Active files of the version (jar, pom, sources, timestamped SNAPSHOT builds...), by name."
+  files(first: Int, after: String): MavenFileConnection!
+}
+
+"A file of a Maven version or package, with the checksums its sidecars serve."
+type MavenFile {
+  id: ID!
+  fileName: String!
+  "Exact size in bytes."
+  sizeBytes: Int64!
+  "sha256:<hex>"
+  sha256: String!
+  "Lowercase hex."
+  sha1: String!
+  "Lowercase hex; null when not recorded."
+  md5: String
+  "Lowercase hex."
+  sha512: String!
+}
+
+type MavenPackageConnection {
+  edges: [MavenPackageEdge!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type MavenPackageEdge {
+  cursor: String!
+  node: MavenPackage!
+}
+
+type MavenVersionConnection {
+  edges: [MavenVersionEdge!]!
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type MavenVersionEdge {
+  cursor: String!
+  node: MavenVersion!
+}
+
+type MavenFileConnection {
+  edges: [MavenFileEdge!]!
+  pageInfo: PageInfo!
+}
+
+type MavenFileEdge {
+  cursor: String!
+  node: MavenFile!
+}
+
+# ------------------------------------------------------------- mutations
+
+extend type Mutation {
+  """
+  Move an npm version to the trash, as ` + "`" + `npm unpublish pkg@version` + "`" + ` does: it
+  leaves the packument, its dist-tags move or go, ` + "`" + `latest` + "`" + ` is recomputed, and
+  its version string is never reusable. The last active version takes the
+  package to the trash with it.
+  """
+  deleteNpmVersion(input: PackageItemRefInput!): NpmVersionPayload!
+  "Bring an npm version (and its package, if that is in the trash too) back. CONFLICT if the name was published again."
+  restoreNpmVersion(input: PackageItemRefInput!): NpmVersionPayload!
+  "Move an npm package with all its versions to the trash (` + "`" + `npm unpublish pkg --force` + "`" + `)."
+  deleteNpmPackage(input: PackageItemRefInput!): NpmPackagePayload!
+  "Bring an npm package back with the versions that went to the trash with it."
+  restoreNpmPackage(input: PackageItemRefInput!): NpmPackagePayload!
+  """
+  Point a dist-tag at an active version (create or move it). A tag that is a
+  valid semver range is refused (INVALID_INPUT), as npm does.
+  """
+  setNpmDistTag(input: NpmDistTagInput!): NpmPackagePayload!
+  "Remove a dist-tag (` + "`" + `latest` + "`" + ` cannot be removed)."
+  removeNpmDistTag(input: NpmDistTagInput!): NpmPackagePayload!
+
+  "Move a Maven version to the trash; maven-metadata.xml stops listing it."
+  deleteMavenVersion(input: PackageItemRefInput!): MavenVersionPayload!
+  "Bring a Maven version back. CONFLICT if it was deployed again, or its package is in the trash."
+  restoreMavenVersion(input: PackageItemRefInput!): MavenVersionPayload!
+  "Move a Maven package to the trash (its versions come back with it)."
+  deleteMavenPackage(input: PackageItemRefInput!): MavenPackagePayload!
+  "Bring a Maven package back. CONFLICT if the coordinates were deployed again."
+  restoreMavenPackage(input: PackageItemRefInput!): MavenPackagePayload!
+}
+
+"Names an npm or Maven package or version by id (as listed, or as the trash shows it)."
+input PackageItemRefInput {
+  "Namespace slug."
+  namespace: String!
+  id: ID!
+}
+
+input NpmDistTagInput {
+  "Namespace slug."
+  namespace: String!
+  repository: String!
+  "Full package name (@scope/name)."
+  package: String!
+  tag: String!
+  "Version to point at (setNpmDistTag only; ignored by removeNpmDistTag)."
+  version: String
+}
+
+type NpmVersionPayload {
+  version: NpmVersion!
+}
+
+type NpmPackagePayload {
+  package: NpmPackage!
+}
+
+type MavenVersionPayload {
+  version: MavenVersion!
+}
+
+type MavenPackagePayload {
+  package: MavenPackage!
 }
 `, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `# Artifact Registry management API.
@@ -2435,10 +3573,12 @@ enum TrashKind {
   CONTAINER_MANIFEST
   MAVEN_VERSION
   NPM_VERSION
+  MAVEN_PACKAGE
+  NPM_PACKAGE
 }
 
 "A soft-deleted item."
-union TrashItem = Repository | ContainerImage | ContainerManifest | MavenVersion | NpmVersion
+union TrashItem = Repository | ContainerImage | ContainerManifest | MavenVersion | NpmVersion | MavenPackage | NpmPackage
 
 "A version of a Maven package (as the trash and the publish history show it)."
 type MavenVersion {
@@ -3101,6 +4241,160 @@ func (ec *executionContext) childFields_GarbageCollectionPayload(ctx context.Con
 	return nil, fmt.Errorf("no field named %q was found under type GarbageCollectionPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_MavenFile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MavenFile_id(ctx, field)
+	case "fileName":
+		return ec.fieldContext_MavenFile_fileName(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_MavenFile_sizeBytes(ctx, field)
+	case "sha256":
+		return ec.fieldContext_MavenFile_sha256(ctx, field)
+	case "sha1":
+		return ec.fieldContext_MavenFile_sha1(ctx, field)
+	case "md5":
+		return ec.fieldContext_MavenFile_md5(ctx, field)
+	case "sha512":
+		return ec.fieldContext_MavenFile_sha512(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenFile", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenFileConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_MavenFileConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_MavenFileConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenFileConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenFileEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_MavenFileEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_MavenFileEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenFileEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenPackage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MavenPackage_id(ctx, field)
+	case "groupId":
+		return ec.fieldContext_MavenPackage_groupId(ctx, field)
+	case "artifactId":
+		return ec.fieldContext_MavenPackage_artifactId(ctx, field)
+	case "repository":
+		return ec.fieldContext_MavenPackage_repository(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_MavenPackage_lastDownloadedAt(ctx, field)
+	case "softDeletedAt":
+		return ec.fieldContext_MavenPackage_softDeletedAt(ctx, field)
+	case "versions":
+		return ec.fieldContext_MavenPackage_versions(ctx, field)
+	case "version":
+		return ec.fieldContext_MavenPackage_version(ctx, field)
+	case "files":
+		return ec.fieldContext_MavenPackage_files(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenPackage", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenPackageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_MavenPackageConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_MavenPackageConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_MavenPackageConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenPackageConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenPackageEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_MavenPackageEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_MavenPackageEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenPackageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenPackagePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "package":
+		return ec.fieldContext_MavenPackagePayload_package(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenPackagePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_MavenVersion_id(ctx, field)
+	case "groupId":
+		return ec.fieldContext_MavenVersion_groupId(ctx, field)
+	case "artifactId":
+		return ec.fieldContext_MavenVersion_artifactId(ctx, field)
+	case "version":
+		return ec.fieldContext_MavenVersion_version(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_MavenVersion_sizeBytes(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_MavenVersion_createdAt(ctx, field)
+	case "softDeletedAt":
+		return ec.fieldContext_MavenVersion_softDeletedAt(ctx, field)
+	case "repository":
+		return ec.fieldContext_MavenVersion_repository(ctx, field)
+	case "package":
+		return ec.fieldContext_MavenVersion_package(ctx, field)
+	case "isSnapshot":
+		return ec.fieldContext_MavenVersion_isSnapshot(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_MavenVersion_lastDownloadedAt(ctx, field)
+	case "files":
+		return ec.fieldContext_MavenVersion_files(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenVersion", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenVersionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_MavenVersionConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_MavenVersionConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_MavenVersionConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenVersionConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenVersionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_MavenVersionEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_MavenVersionEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenVersionEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_MavenVersionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "version":
+		return ec.fieldContext_MavenVersionPayload_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MavenVersionPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_Namespace(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -3177,6 +4471,168 @@ func (ec *executionContext) childFields_NamespaceStatistics(ctx context.Context,
 		return ec.fieldContext_NamespaceStatistics_componentsCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NamespaceStatistics", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmDependency(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_NpmDependency_name(ctx, field)
+	case "range":
+		return ec.fieldContext_NpmDependency_range(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmDependency", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmDistTag(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_NpmDistTag_name(ctx, field)
+	case "version":
+		return ec.fieldContext_NpmDistTag_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmDistTag", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmFile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NpmFile_id(ctx, field)
+	case "fileName":
+		return ec.fieldContext_NpmFile_fileName(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_NpmFile_sizeBytes(ctx, field)
+	case "sha256":
+		return ec.fieldContext_NpmFile_sha256(ctx, field)
+	case "softDeletedAt":
+		return ec.fieldContext_NpmFile_softDeletedAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmFile", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmPackage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NpmPackage_id(ctx, field)
+	case "name":
+		return ec.fieldContext_NpmPackage_name(ctx, field)
+	case "scope":
+		return ec.fieldContext_NpmPackage_scope(ctx, field)
+	case "repository":
+		return ec.fieldContext_NpmPackage_repository(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_NpmPackage_lastDownloadedAt(ctx, field)
+	case "softDeletedAt":
+		return ec.fieldContext_NpmPackage_softDeletedAt(ctx, field)
+	case "distTags":
+		return ec.fieldContext_NpmPackage_distTags(ctx, field)
+	case "latest":
+		return ec.fieldContext_NpmPackage_latest(ctx, field)
+	case "versions":
+		return ec.fieldContext_NpmPackage_versions(ctx, field)
+	case "version":
+		return ec.fieldContext_NpmPackage_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmPackage", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmPackageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_NpmPackageConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_NpmPackageConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_NpmPackageConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmPackageConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmPackageEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_NpmPackageEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_NpmPackageEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmPackageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmPackagePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "package":
+		return ec.fieldContext_NpmPackagePayload_package(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmPackagePayload", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_NpmVersion_id(ctx, field)
+	case "packageName":
+		return ec.fieldContext_NpmVersion_packageName(ctx, field)
+	case "version":
+		return ec.fieldContext_NpmVersion_version(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_NpmVersion_sizeBytes(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_NpmVersion_createdAt(ctx, field)
+	case "softDeletedAt":
+		return ec.fieldContext_NpmVersion_softDeletedAt(ctx, field)
+	case "repository":
+		return ec.fieldContext_NpmVersion_repository(ctx, field)
+	case "package":
+		return ec.fieldContext_NpmVersion_package(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_NpmVersion_lastDownloadedAt(ctx, field)
+	case "deprecated":
+		return ec.fieldContext_NpmVersion_deprecated(ctx, field)
+	case "description":
+		return ec.fieldContext_NpmVersion_description(ctx, field)
+	case "license":
+		return ec.fieldContext_NpmVersion_license(ctx, field)
+	case "integrity":
+		return ec.fieldContext_NpmVersion_integrity(ctx, field)
+	case "shasum":
+		return ec.fieldContext_NpmVersion_shasum(ctx, field)
+	case "distTags":
+		return ec.fieldContext_NpmVersion_distTags(ctx, field)
+	case "dependencies":
+		return ec.fieldContext_NpmVersion_dependencies(ctx, field)
+	case "tarball":
+		return ec.fieldContext_NpmVersion_tarball(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmVersion", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmVersionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_NpmVersionConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_NpmVersionConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_NpmVersionConnection_totalCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmVersionConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmVersionEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_NpmVersionEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_NpmVersionEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmVersionEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_NpmVersionPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "version":
+		return ec.fieldContext_NpmVersionPayload_version(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type NpmVersionPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -3269,6 +4725,14 @@ func (ec *executionContext) childFields_Repository(ctx context.Context, field gr
 		return ec.fieldContext_Repository_images(ctx, field)
 	case "image":
 		return ec.fieldContext_Repository_image(ctx, field)
+	case "npmPackages":
+		return ec.fieldContext_Repository_npmPackages(ctx, field)
+	case "npmPackage":
+		return ec.fieldContext_Repository_npmPackage(ctx, field)
+	case "mavenPackages":
+		return ec.fieldContext_Repository_mavenPackages(ctx, field)
+	case "mavenPackage":
+		return ec.fieldContext_Repository_mavenPackage(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Repository", field.Name)
 }
@@ -3545,6 +5009,86 @@ func (ec *executionContext) field_ContainerImage_tags_args(ctx context.Context, 
 	return args, nil
 }
 
+func (ec *executionContext) field_MavenPackage_files_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_MavenPackage_version_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_MavenPackage_versions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_MavenVersion_files_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_createAccessToken_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3629,6 +5173,34 @@ func (ec *executionContext) field_Mutation_deleteContainerTag_args(ctx context.C
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_deleteMavenPackage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteMavenVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_deleteNamespace_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3640,6 +5212,34 @@ func (ec *executionContext) field_Mutation_deleteNamespace_args(ctx context.Cont
 		return nil, err
 	}
 	args["slug"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteNpmPackage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_deleteNpmVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -3685,6 +5285,20 @@ func (ec *executionContext) field_Mutation_purgeRepository_args(ctx context.Cont
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_removeNpmDistTag_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.NpmDistTagInput, error) {
+			return ec.unmarshalNNpmDistTagInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTagInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_requeueGcCandidate_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3713,6 +5327,34 @@ func (ec *executionContext) field_Mutation_restoreContainerManifest_args(ctx con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_restoreMavenPackage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_restoreMavenVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_restoreNamespace_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3724,6 +5366,34 @@ func (ec *executionContext) field_Mutation_restoreNamespace_args(ctx context.Con
 		return nil, err
 	}
 	args["slug"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_restoreNpmPackage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_restoreNpmVersion_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+			return ec.unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -3804,6 +5474,20 @@ func (ec *executionContext) field_Mutation_setNamespaceCondition_args(ctx contex
 		return nil, err
 	}
 	args["active"] = arg2
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setNpmDistTag_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.NpmDistTagInput, error) {
+			return ec.unmarshalNNpmDistTagInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTagInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -4009,6 +5693,56 @@ func (ec *executionContext) field_Namespace_trash_args(ctx context.Context, rawA
 	return args, nil
 }
 
+func (ec *executionContext) field_NpmPackage_version_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_NpmPackage_versions_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_NpmVersion_dependencies_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+		func(ctx context.Context, v any) (*model.NpmDependencyKind, error) {
+			return ec.unmarshalONpmDependencyKind2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependencyKind(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kind"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -4164,6 +5898,86 @@ func (ec *executionContext) field_Repository_image_args(ctx context.Context, raw
 }
 
 func (ec *executionContext) field_Repository_images_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Repository_mavenPackage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "groupId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["groupId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "artifactId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactId"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Repository_mavenPackages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Repository_npmPackage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Repository_npmPackages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -6512,6 +8326,739 @@ func (ec *executionContext) fieldContext_GarbageCollectionPayload_garbageCollect
 	return fc, nil
 }
 
+func (ec *executionContext) _MavenFile_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MavenFile_fileName(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_fileName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FileName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_fileName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenFile_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _MavenFile_sha256(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_sha256(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA256, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_sha256(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenFile_sha1(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_sha1(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA1, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_sha1(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenFile_md5(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_md5(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Md5, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_md5(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenFile_sha512(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFile_sha512(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA512, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFile_sha512(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenFileConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MavenFileConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFileConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MavenFileEdge) graphql.Marshaler {
+			return ec.marshalNMavenFileEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFileConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenFileConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenFileEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenFileConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.MavenFileConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFileConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFileConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenFileConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenFileEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MavenFileEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFileEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFileEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenFileEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenFileEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.MavenFileEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenFileEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenFile) graphql.Marshaler {
+			return ec.marshalNMavenFile2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFile(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenFileEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenFileEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenFile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackage_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _MavenPackage_groupId(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_groupId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GroupID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_groupId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenPackage_artifactId(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenPackage_repository(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MavenPackage().Repository(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackage_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MavenPackage_softDeletedAt(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_softDeletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SoftDeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_softDeletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MavenPackage_versions(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_versions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.MavenPackage().Versions(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenVersionConnection) graphql.Marshaler {
+			return ec.marshalNMavenVersionConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_versions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersionConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_MavenPackage_versions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackage_version(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.MavenPackage().Version(ctx, obj, fc.Args["version"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenVersion) graphql.Marshaler {
+			return ec.marshalOMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_version(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersion(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_MavenPackage_version_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackage_files(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackage_files(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.MavenPackage().Files(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenFileConnection) graphql.Marshaler {
+			return ec.marshalNMavenFileConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackage_files(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenFileConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_MavenPackage_files_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackageConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MavenPackageEdge) graphql.Marshaler {
+			return ec.marshalNMavenPackageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackageEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackageConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackageEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackageConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackageConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackageConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackageConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackageConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackageConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackageConnection", field, true, false, "Int")
+}
+
+func (ec *executionContext) _MavenPackageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackageEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackageEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenPackageEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenPackageEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackageEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {
+			return ec.marshalNMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackageEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenPackagePayload_package(ctx context.Context, field graphql.CollectedField, obj *model.MavenPackagePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenPackagePayload_package(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Package, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {
+			return ec.marshalNMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenPackagePayload_package(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenPackagePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _MavenVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6700,6 +9247,302 @@ func (ec *executionContext) fieldContext_MavenVersion_repository(_ context.Conte
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenVersion_package(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_package(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.MavenVersion().Package(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {
+			return ec.marshalNMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_package(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenVersion_isSnapshot(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_isSnapshot(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IsSnapshot(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_isSnapshot(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, true, false, "Boolean")
+}
+
+func (ec *executionContext) _MavenVersion_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _MavenVersion_files(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersion_files(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.MavenVersion().Files(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenFileConnection) graphql.Marshaler {
+			return ec.marshalNMavenFileConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersion_files(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenFileConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_MavenVersion_files_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenVersionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersionConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.MavenVersionEdge) graphql.Marshaler {
+			return ec.marshalNMavenVersionEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersionConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersionEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenVersionConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersionConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersionConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenVersionConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersionConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersionConnection", field, true, false, "Int")
+}
+
+func (ec *executionContext) _MavenVersionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersionEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MavenVersionEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _MavenVersionEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersionEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenVersion) graphql.Marshaler {
+			return ec.marshalNMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersion(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersionEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersionEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MavenVersionPayload_version(ctx context.Context, field graphql.CollectedField, obj *model.MavenVersionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MavenVersionPayload_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenVersion) graphql.Marshaler {
+			return ec.marshalNMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersion(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MavenVersionPayload_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MavenVersionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersion(ctx, field)
 		},
 	}
 	return fc, nil
@@ -7447,6 +10290,446 @@ func (ec *executionContext) fieldContext_Mutation_setGarbageCollection(ctx conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Mutation_setGarbageCollection_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteNpmVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteNpmVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteNpmVersion(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersionPayload) graphql.Marshaler {
+			return ec.marshalNNpmVersionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteNpmVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteNpmVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_restoreNpmVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_restoreNpmVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RestoreNpmVersion(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersionPayload) graphql.Marshaler {
+			return ec.marshalNNpmVersionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_restoreNpmVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_restoreNpmVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteNpmPackage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteNpmPackage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteNpmPackage(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackagePayload) graphql.Marshaler {
+			return ec.marshalNNpmPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteNpmPackage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteNpmPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_restoreNpmPackage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_restoreNpmPackage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RestoreNpmPackage(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackagePayload) graphql.Marshaler {
+			return ec.marshalNNpmPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_restoreNpmPackage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_restoreNpmPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setNpmDistTag(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setNpmDistTag(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetNpmDistTag(ctx, fc.Args["input"].(model.NpmDistTagInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackagePayload) graphql.Marshaler {
+			return ec.marshalNNpmPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setNpmDistTag(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setNpmDistTag_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_removeNpmDistTag(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_removeNpmDistTag(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RemoveNpmDistTag(ctx, fc.Args["input"].(model.NpmDistTagInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackagePayload) graphql.Marshaler {
+			return ec.marshalNNpmPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_removeNpmDistTag(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_removeNpmDistTag_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteMavenVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteMavenVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteMavenVersion(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenVersionPayload) graphql.Marshaler {
+			return ec.marshalNMavenVersionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteMavenVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteMavenVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_restoreMavenVersion(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_restoreMavenVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RestoreMavenVersion(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenVersionPayload) graphql.Marshaler {
+			return ec.marshalNMavenVersionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_restoreMavenVersion(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenVersionPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_restoreMavenVersion_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_deleteMavenPackage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_deleteMavenPackage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().DeleteMavenPackage(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackagePayload) graphql.Marshaler {
+			return ec.marshalNMavenPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_deleteMavenPackage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_deleteMavenPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_restoreMavenPackage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_restoreMavenPackage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RestoreMavenPackage(ctx, fc.Args["input"].(model.PackageItemRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackagePayload) graphql.Marshaler {
+			return ec.marshalNMavenPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_restoreMavenPackage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_restoreMavenPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -8252,6 +11535,695 @@ func (ec *executionContext) fieldContext_NamespaceStatistics_componentsCount(_ c
 	return graphql.NewScalarFieldContext("NamespaceStatistics", field, false, false, "Int64")
 }
 
+func (ec *executionContext) _NpmDependency_name(ctx context.Context, field graphql.CollectedField, obj *model.NpmDependency) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmDependency_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmDependency_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmDependency", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmDependency_range(ctx context.Context, field graphql.CollectedField, obj *model.NpmDependency) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmDependency_range(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Range, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmDependency_range(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmDependency", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmDistTag_name(ctx context.Context, field graphql.CollectedField, obj *model.NpmDistTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmDistTag_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmDistTag_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmDistTag", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmDistTag_version(ctx context.Context, field graphql.CollectedField, obj *model.NpmDistTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmDistTag_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmDistTag().Version(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+			return ec.marshalNNpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmDistTag_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmDistTag",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmFile_id(ctx context.Context, field graphql.CollectedField, obj *model.NpmFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmFile_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmFile_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmFile", field, false, false, "ID")
+}
+
+func (ec *executionContext) _NpmFile_fileName(ctx context.Context, field graphql.CollectedField, obj *model.NpmFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmFile_fileName(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FileName, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmFile_fileName(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmFile_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.NpmFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmFile_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmFile_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmFile", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _NpmFile_sha256(ctx context.Context, field graphql.CollectedField, obj *model.NpmFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmFile_sha256(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SHA256, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmFile_sha256(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmFile", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmFile_softDeletedAt(ctx context.Context, field graphql.CollectedField, obj *model.NpmFile) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmFile_softDeletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SoftDeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmFile_softDeletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmFile", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NpmPackage_id(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _NpmPackage_name(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmPackage_scope(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_scope(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Scope, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_scope(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmPackage_repository(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmPackage().Repository(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackage_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NpmPackage_softDeletedAt(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_softDeletedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SoftDeletedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_softDeletedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NpmPackage_distTags(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_distTags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmPackage().DistTags(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.NpmDistTag) graphql.Marshaler {
+			return ec.marshalNNpmDistTag2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTagᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_distTags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmDistTag(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackage_latest(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_latest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmPackage().Latest(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+			return ec.marshalONpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_latest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackage_versions(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_versions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.NpmPackage().Versions(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersionConnection) graphql.Marshaler {
+			return ec.marshalNNpmVersionConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_versions(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersionConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_NpmPackage_versions_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackage_version(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackage_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.NpmPackage().Version(ctx, obj, fc.Args["version"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+			return ec.marshalONpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackage_version(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersion(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_NpmPackage_version_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackageConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.NpmPackageEdge) graphql.Marshaler {
+			return ec.marshalNNpmPackageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackageEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackageConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackageEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackageConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackageConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackageConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackageConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackageConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackageConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackageConnection", field, true, false, "Int")
+}
+
+func (ec *executionContext) _NpmPackageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackageEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackageEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmPackageEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmPackageEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackageEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackage) graphql.Marshaler {
+			return ec.marshalNNpmPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackageEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmPackagePayload_package(ctx context.Context, field graphql.CollectedField, obj *model.NpmPackagePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmPackagePayload_package(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Package, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackage) graphql.Marshaler {
+			return ec.marshalNNpmPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmPackagePayload_package(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmPackagePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _NpmVersion_id(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8417,6 +12389,449 @@ func (ec *executionContext) fieldContext_NpmVersion_repository(_ context.Context
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersion_package(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_package(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Package(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackage) graphql.Marshaler {
+			return ec.marshalNNpmPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_package(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersion_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _NpmVersion_deprecated(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_deprecated(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Deprecated(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_deprecated(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, true, true, "String")
+}
+
+func (ec *executionContext) _NpmVersion_description(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_description(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Description(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_description(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, true, true, "String")
+}
+
+func (ec *executionContext) _NpmVersion_license(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_license(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().License(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_license(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, true, true, "String")
+}
+
+func (ec *executionContext) _NpmVersion_integrity(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_integrity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Integrity(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_integrity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, true, true, "String")
+}
+
+func (ec *executionContext) _NpmVersion_shasum(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_shasum(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Shasum(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_shasum(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, true, true, "String")
+}
+
+func (ec *executionContext) _NpmVersion_distTags(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_distTags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().DistTags(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_distTags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersion", field, true, true, "String")
+}
+
+func (ec *executionContext) _NpmVersion_dependencies(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_dependencies(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.NpmVersion().Dependencies(ctx, obj, fc.Args["kind"].(*model.NpmDependencyKind))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.NpmDependency) graphql.Marshaler {
+			return ec.marshalNNpmDependency2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependencyᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_dependencies(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmDependency(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_NpmVersion_dependencies_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersion_tarball(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersion_tarball(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NpmVersion().Tarball(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmFile) graphql.Marshaler {
+			return ec.marshalONpmFile2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmFile(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersion_tarball(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersion",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmFile(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersionConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.NpmVersionEdge) graphql.Marshaler {
+			return ec.marshalNNpmVersionEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersionConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersionEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersionConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersionConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersionConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersionConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersionConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersionConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersionConnection", field, true, false, "Int")
+}
+
+func (ec *executionContext) _NpmVersionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersionEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersionEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NpmVersionEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _NpmVersionEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersionEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersionEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+			return ec.marshalNNpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersionEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersionEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NpmVersionPayload_version(ctx context.Context, field graphql.CollectedField, obj *model.NpmVersionPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NpmVersionPayload_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+			return ec.marshalNNpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NpmVersionPayload_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NpmVersionPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmVersion(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9539,6 +13954,182 @@ func (ec *executionContext) fieldContext_Repository_image(ctx context.Context, f
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Repository_image_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Repository_npmPackages(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_npmPackages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Repository().NpmPackages(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackageConnection) graphql.Marshaler {
+			return ec.marshalONpmPackageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackageConnection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_npmPackages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Repository_npmPackages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Repository_npmPackage(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_npmPackage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Repository().NpmPackage(ctx, obj, fc.Args["name"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NpmPackage) graphql.Marshaler {
+			return ec.marshalONpmPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_npmPackage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NpmPackage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Repository_npmPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Repository_mavenPackages(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_mavenPackages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Repository().MavenPackages(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackageConnection) graphql.Marshaler {
+			return ec.marshalOMavenPackageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackageConnection(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_mavenPackages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Repository_mavenPackages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Repository_mavenPackage(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_mavenPackage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Repository().MavenPackage(ctx, obj, fc.Args["groupId"].(string), fc.Args["artifactId"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {
+			return ec.marshalOMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_mavenPackage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MavenPackage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Repository_mavenPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -11686,6 +16277,125 @@ func UnmarshalCreateRepositoryInput(ctx context.Context, raw any) (model.CreateR
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputNpmDistTagInput(ctx context.Context, obj any) (model.NpmDistTagInput, error) {
+	var it model.NpmDistTagInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository", "package", "tag", "version"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "package":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("package"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Package = data
+		case "tag":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tag"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tag = data
+		case "version":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("version"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Version = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalNpmDistTagInput unmarshals raw into the NpmDistTagInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNpmDistTagInput(ctx context.Context, raw any) (model.NpmDistTagInput, error) {
+	var out model.NpmDistTagInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NpmDistTagInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputPackageItemRefInput(ctx context.Context, obj any) (model.PackageItemRefInput, error) {
+	var it model.PackageItemRefInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "id"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "id":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("id"))
+			data, err := ec.unmarshalNID2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalPackageItemRefInput unmarshals raw into the PackageItemRefInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalPackageItemRefInput(ctx context.Context, raw any) (model.PackageItemRefInput, error) {
+	var out model.PackageItemRefInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "PackageItemRefInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRepositoryCollectionLinkInput(ctx context.Context, obj any) (model.RepositoryCollectionLinkInput, error) {
 	var it model.RepositoryCollectionLinkInput
 	if obj == nil {
@@ -12134,6 +16844,13 @@ func (ec *executionContext) _TrashItem(ctx context.Context, sel ast.SelectionSet
 			return graphql.Null
 		}
 		return ec._NpmVersion(ctx, sel, obj)
+	case model.NpmPackage:
+		return ec._NpmPackage(ctx, sel, &obj)
+	case *model.NpmPackage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._NpmPackage(ctx, sel, obj)
 	case model.MavenVersion:
 		return ec._MavenVersion(ctx, sel, &obj)
 	case *model.MavenVersion:
@@ -12141,6 +16858,13 @@ func (ec *executionContext) _TrashItem(ctx context.Context, sel ast.SelectionSet
 			return graphql.Null
 		}
 		return ec._MavenVersion(ctx, sel, obj)
+	case model.MavenPackage:
+		return ec._MavenPackage(ctx, sel, &obj)
+	case *model.MavenPackage:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._MavenPackage(ctx, sel, obj)
 	case model.ContainerManifest:
 		return ec._ContainerManifest(ctx, sel, &obj)
 	case *model.ContainerManifest:
@@ -13275,6 +17999,337 @@ func (ec *executionContext) _GarbageCollectionPayload(ctx context.Context, sel a
 	return out
 }
 
+var mavenFileImplementors = []string{"MavenFile"}
+
+func (ec *executionContext) _MavenFile(ctx context.Context, sel ast.SelectionSet, obj *model.MavenFile) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenFileImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenFile")
+		case "id":
+			out.Values[i] = ec._MavenFile_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fileName":
+			out.Values[i] = ec._MavenFile_fileName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._MavenFile_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sha256":
+			out.Values[i] = ec._MavenFile_sha256(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sha1":
+			out.Values[i] = ec._MavenFile_sha1(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "md5":
+			out.Values[i] = ec._MavenFile_md5(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sha512":
+			out.Values[i] = ec._MavenFile_sha512(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenFileConnectionImplementors = []string{"MavenFileConnection"}
+
+func (ec *executionContext) _MavenFileConnection(ctx context.Context, sel ast.SelectionSet, obj *model.MavenFileConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenFileConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenFileConnection")
+		case "edges":
+			out.Values[i] = ec._MavenFileConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._MavenFileConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenFileEdgeImplementors = []string{"MavenFileEdge"}
+
+func (ec *executionContext) _MavenFileEdge(ctx context.Context, sel ast.SelectionSet, obj *model.MavenFileEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenFileEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenFileEdge")
+		case "cursor":
+			out.Values[i] = ec._MavenFileEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._MavenFileEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenPackageImplementors = []string{"MavenPackage", "TrashItem"}
+
+func (ec *executionContext) _MavenPackage(ctx context.Context, sel ast.SelectionSet, obj *model.MavenPackage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenPackageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenPackage")
+		case "id":
+			out.Values[i] = ec._MavenPackage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "groupId":
+			out.Values[i] = ec._MavenPackage_groupId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "artifactId":
+			out.Values[i] = ec._MavenPackage_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "repository":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenPackage_repository(ctx, field, obj)
+				})
+		case "lastDownloadedAt":
+			out.Values[i] = ec._MavenPackage_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "softDeletedAt":
+			out.Values[i] = ec._MavenPackage_softDeletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "versions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenPackage_versions(ctx, field, obj)
+				})
+		case "version":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenPackage_version(ctx, field, obj)
+				})
+		case "files":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenPackage_files(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenPackageConnectionImplementors = []string{"MavenPackageConnection"}
+
+func (ec *executionContext) _MavenPackageConnection(ctx context.Context, sel ast.SelectionSet, obj *model.MavenPackageConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenPackageConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenPackageConnection")
+		case "edges":
+			out.Values[i] = ec._MavenPackageConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageInfo":
+			out.Values[i] = ec._MavenPackageConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "totalCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenPackageConnection_totalCount(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenPackageEdgeImplementors = []string{"MavenPackageEdge"}
+
+func (ec *executionContext) _MavenPackageEdge(ctx context.Context, sel ast.SelectionSet, obj *model.MavenPackageEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenPackageEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenPackageEdge")
+		case "cursor":
+			out.Values[i] = ec._MavenPackageEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._MavenPackageEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenPackagePayloadImplementors = []string{"MavenPackagePayload"}
+
+func (ec *executionContext) _MavenPackagePayload(ctx context.Context, sel ast.SelectionSet, obj *model.MavenPackagePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenPackagePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenPackagePayload")
+		case "package":
+			out.Values[i] = ec._MavenPackagePayload_package(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mavenVersionImplementors = []string{"MavenVersion", "TrashItem", "PublishedArtifact"}
 
 func (ec *executionContext) _MavenVersion(ctx context.Context, sel ast.SelectionSet, obj *model.MavenVersion) graphql.Marshaler {
@@ -13327,6 +18382,143 @@ func (ec *executionContext) _MavenVersion(ctx context.Context, sel ast.Selection
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._MavenVersion_repository(ctx, field, obj)
 				})
+		case "package":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenVersion_package(ctx, field, obj)
+				})
+		case "isSnapshot":
+			out.Values[i] = ec._MavenVersion_isSnapshot(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastDownloadedAt":
+			out.Values[i] = ec._MavenVersion_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "files":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenVersion_files(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenVersionConnectionImplementors = []string{"MavenVersionConnection"}
+
+func (ec *executionContext) _MavenVersionConnection(ctx context.Context, sel ast.SelectionSet, obj *model.MavenVersionConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenVersionConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenVersionConnection")
+		case "edges":
+			out.Values[i] = ec._MavenVersionConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageInfo":
+			out.Values[i] = ec._MavenVersionConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "totalCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._MavenVersionConnection_totalCount(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenVersionEdgeImplementors = []string{"MavenVersionEdge"}
+
+func (ec *executionContext) _MavenVersionEdge(ctx context.Context, sel ast.SelectionSet, obj *model.MavenVersionEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenVersionEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenVersionEdge")
+		case "cursor":
+			out.Values[i] = ec._MavenVersionEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._MavenVersionEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var mavenVersionPayloadImplementors = []string{"MavenVersionPayload"}
+
+func (ec *executionContext) _MavenVersionPayload(ctx context.Context, sel ast.SelectionSet, obj *model.MavenVersionPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, mavenVersionPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MavenVersionPayload")
+		case "version":
+			out.Values[i] = ec._MavenVersionPayload_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -13478,6 +18670,76 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "setGarbageCollection":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_setGarbageCollection(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteNpmVersion":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteNpmVersion(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "restoreNpmVersion":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_restoreNpmVersion(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteNpmPackage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteNpmPackage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "restoreNpmPackage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_restoreNpmPackage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setNpmDistTag":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setNpmDistTag(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "removeNpmDistTag":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_removeNpmDistTag(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteMavenVersion":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteMavenVersion(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "restoreMavenVersion":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_restoreMavenVersion(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deleteMavenPackage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_deleteMavenPackage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "restoreMavenPackage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_restoreMavenPackage(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -13781,6 +19043,334 @@ func (ec *executionContext) _NamespaceStatistics(ctx context.Context, sel ast.Se
 	return out
 }
 
+var npmDependencyImplementors = []string{"NpmDependency"}
+
+func (ec *executionContext) _NpmDependency(ctx context.Context, sel ast.SelectionSet, obj *model.NpmDependency) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmDependencyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmDependency")
+		case "name":
+			out.Values[i] = ec._NpmDependency_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "range":
+			out.Values[i] = ec._NpmDependency_range(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmDistTagImplementors = []string{"NpmDistTag"}
+
+func (ec *executionContext) _NpmDistTag(ctx context.Context, sel ast.SelectionSet, obj *model.NpmDistTag) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmDistTagImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmDistTag")
+		case "name":
+			out.Values[i] = ec._NpmDistTag_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "version":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmDistTag_version(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmFileImplementors = []string{"NpmFile"}
+
+func (ec *executionContext) _NpmFile(ctx context.Context, sel ast.SelectionSet, obj *model.NpmFile) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmFileImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmFile")
+		case "id":
+			out.Values[i] = ec._NpmFile_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fileName":
+			out.Values[i] = ec._NpmFile_fileName(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._NpmFile_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sha256":
+			out.Values[i] = ec._NpmFile_sha256(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "softDeletedAt":
+			out.Values[i] = ec._NpmFile_softDeletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmPackageImplementors = []string{"NpmPackage", "TrashItem"}
+
+func (ec *executionContext) _NpmPackage(ctx context.Context, sel ast.SelectionSet, obj *model.NpmPackage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmPackageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmPackage")
+		case "id":
+			out.Values[i] = ec._NpmPackage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._NpmPackage_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "scope":
+			out.Values[i] = ec._NpmPackage_scope(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "repository":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmPackage_repository(ctx, field, obj)
+				})
+		case "lastDownloadedAt":
+			out.Values[i] = ec._NpmPackage_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "softDeletedAt":
+			out.Values[i] = ec._NpmPackage_softDeletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "distTags":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmPackage_distTags(ctx, field, obj)
+				})
+		case "latest":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmPackage_latest(ctx, field, obj)
+				})
+		case "versions":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmPackage_versions(ctx, field, obj)
+				})
+		case "version":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmPackage_version(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmPackageConnectionImplementors = []string{"NpmPackageConnection"}
+
+func (ec *executionContext) _NpmPackageConnection(ctx context.Context, sel ast.SelectionSet, obj *model.NpmPackageConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmPackageConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmPackageConnection")
+		case "edges":
+			out.Values[i] = ec._NpmPackageConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageInfo":
+			out.Values[i] = ec._NpmPackageConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "totalCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmPackageConnection_totalCount(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmPackageEdgeImplementors = []string{"NpmPackageEdge"}
+
+func (ec *executionContext) _NpmPackageEdge(ctx context.Context, sel ast.SelectionSet, obj *model.NpmPackageEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmPackageEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmPackageEdge")
+		case "cursor":
+			out.Values[i] = ec._NpmPackageEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._NpmPackageEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmPackagePayloadImplementors = []string{"NpmPackagePayload"}
+
+func (ec *executionContext) _NpmPackagePayload(ctx context.Context, sel ast.SelectionSet, obj *model.NpmPackagePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmPackagePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmPackagePayload")
+		case "package":
+			out.Values[i] = ec._NpmPackagePayload_package(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var npmVersionImplementors = []string{"NpmVersion", "TrashItem", "PublishedArtifact"}
 
 func (ec *executionContext) _NpmVersion(ctx context.Context, sel ast.SelectionSet, obj *model.NpmVersion) graphql.Marshaler {
@@ -13828,6 +19418,180 @@ func (ec *executionContext) _NpmVersion(ctx context.Context, sel ast.SelectionSe
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._NpmVersion_repository(ctx, field, obj)
 				})
+		case "package":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_package(ctx, field, obj)
+				})
+		case "lastDownloadedAt":
+			out.Values[i] = ec._NpmVersion_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deprecated":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_deprecated(ctx, field, obj)
+				})
+		case "description":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_description(ctx, field, obj)
+				})
+		case "license":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_license(ctx, field, obj)
+				})
+		case "integrity":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_integrity(ctx, field, obj)
+				})
+		case "shasum":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_shasum(ctx, field, obj)
+				})
+		case "distTags":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_distTags(ctx, field, obj)
+				})
+		case "dependencies":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_dependencies(ctx, field, obj)
+				})
+		case "tarball":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersion_tarball(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmVersionConnectionImplementors = []string{"NpmVersionConnection"}
+
+func (ec *executionContext) _NpmVersionConnection(ctx context.Context, sel ast.SelectionSet, obj *model.NpmVersionConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmVersionConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmVersionConnection")
+		case "edges":
+			out.Values[i] = ec._NpmVersionConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "pageInfo":
+			out.Values[i] = ec._NpmVersionConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "totalCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._NpmVersionConnection_totalCount(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmVersionEdgeImplementors = []string{"NpmVersionEdge"}
+
+func (ec *executionContext) _NpmVersionEdge(ctx context.Context, sel ast.SelectionSet, obj *model.NpmVersionEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmVersionEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmVersionEdge")
+		case "cursor":
+			out.Values[i] = ec._NpmVersionEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._NpmVersionEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var npmVersionPayloadImplementors = []string{"NpmVersionPayload"}
+
+func (ec *executionContext) _NpmVersionPayload(ctx context.Context, sel ast.SelectionSet, obj *model.NpmVersionPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, npmVersionPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("NpmVersionPayload")
+		case "version":
+			out.Values[i] = ec._NpmVersionPayload_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -14237,6 +20001,30 @@ func (ec *executionContext) _Repository(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Repository_image(ctx, field, obj)
+				})
+		case "npmPackages":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_npmPackages(ctx, field, obj)
+				})
+		case "npmPackage":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_npmPackage(ctx, field, obj)
+				})
+		case "mavenPackages":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_mavenPackages(ctx, field, obj)
+				})
+		case "mavenPackage":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_mavenPackage(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -15485,6 +21273,134 @@ func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.Sel
 	return res
 }
 
+func (ec *executionContext) marshalNMavenFile2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFile(ctx context.Context, sel ast.SelectionSet, v *model.MavenFile) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenFile!")
+		return graphql.Null
+	}
+	return ec._MavenFile(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenFileConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileConnection(ctx context.Context, sel ast.SelectionSet, v *model.MavenFileConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenFileConnection!")
+		return graphql.Null
+	}
+	return ec._MavenFileConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenFileEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MavenFileEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMavenFileEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMavenFileEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFileEdge(ctx context.Context, sel ast.SelectionSet, v *model.MavenFileEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenFileEdge!")
+		return graphql.Null
+	}
+	return ec._MavenFileEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx context.Context, sel ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenPackage!")
+		return graphql.Null
+	}
+	return ec._MavenPackage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenPackageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MavenPackageEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMavenPackageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackageEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMavenPackageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackageEdge(ctx context.Context, sel ast.SelectionSet, v *model.MavenPackageEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenPackageEdge!")
+		return graphql.Null
+	}
+	return ec._MavenPackageEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackagePayload(ctx context.Context, sel ast.SelectionSet, v *model.MavenPackagePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenPackagePayload!")
+		return graphql.Null
+	}
+	return ec._MavenPackagePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersion(ctx context.Context, sel ast.SelectionSet, v *model.MavenVersion) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenVersion!")
+		return graphql.Null
+	}
+	return ec._MavenVersion(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenVersionConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionConnection(ctx context.Context, sel ast.SelectionSet, v *model.MavenVersionConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenVersionConnection!")
+		return graphql.Null
+	}
+	return ec._MavenVersionConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenVersionEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.MavenVersionEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMavenVersionEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMavenVersionEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionEdge(ctx context.Context, sel ast.SelectionSet, v *model.MavenVersionEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenVersionEdge!")
+		return graphql.Null
+	}
+	return ec._MavenVersionEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMavenVersionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersionPayload(ctx context.Context, sel ast.SelectionSet, v *model.MavenVersionPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MavenVersionPayload!")
+		return graphql.Null
+	}
+	return ec._MavenVersionPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNNamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx context.Context, sel ast.SelectionSet, v *model.Namespace) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Namespace!")
@@ -15561,6 +21477,147 @@ func (ec *executionContext) marshalNNamespaceStatus2githubᚗcomᚋartifactᚑre
 	return v
 }
 
+func (ec *executionContext) marshalNNpmDependency2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependencyᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.NpmDependency) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNpmDependency2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependency(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNpmDependency2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependency(ctx context.Context, sel ast.SelectionSet, v *model.NpmDependency) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmDependency!")
+		return graphql.Null
+	}
+	return ec._NpmDependency(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmDistTag2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTagᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.NpmDistTag) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNpmDistTag2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTag(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNpmDistTag2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTag(ctx context.Context, sel ast.SelectionSet, v *model.NpmDistTag) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmDistTag!")
+		return graphql.Null
+	}
+	return ec._NpmDistTag(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNNpmDistTagInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTagInput(ctx context.Context, v any) (model.NpmDistTagInput, error) {
+	res, err := ec.unmarshalInputNpmDistTagInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNpmPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackage(ctx context.Context, sel ast.SelectionSet, v *model.NpmPackage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmPackage!")
+		return graphql.Null
+	}
+	return ec._NpmPackage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmPackageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.NpmPackageEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNpmPackageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackageEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNpmPackageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackageEdge(ctx context.Context, sel ast.SelectionSet, v *model.NpmPackageEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmPackageEdge!")
+		return graphql.Null
+	}
+	return ec._NpmPackageEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmPackagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackagePayload(ctx context.Context, sel ast.SelectionSet, v *model.NpmPackagePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmPackagePayload!")
+		return graphql.Null
+	}
+	return ec._NpmPackagePayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx context.Context, sel ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmVersion!")
+		return graphql.Null
+	}
+	return ec._NpmVersion(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmVersionConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionConnection(ctx context.Context, sel ast.SelectionSet, v *model.NpmVersionConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmVersionConnection!")
+		return graphql.Null
+	}
+	return ec._NpmVersionConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmVersionEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.NpmVersionEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNpmVersionEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNNpmVersionEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionEdge(ctx context.Context, sel ast.SelectionSet, v *model.NpmVersionEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmVersionEdge!")
+		return graphql.Null
+	}
+	return ec._NpmVersionEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNNpmVersionPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersionPayload(ctx context.Context, sel ast.SelectionSet, v *model.NpmVersionPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "NpmVersionPayload!")
+		return graphql.Null
+	}
+	return ec._NpmVersionPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, v any) (model.OrderDirection, error) {
 	var res model.OrderDirection
 	err := res.UnmarshalGQL(v)
@@ -15569,6 +21626,11 @@ func (ec *executionContext) unmarshalNOrderDirection2githubᚗcomᚋartifactᚑr
 
 func (ec *executionContext) marshalNOrderDirection2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐOrderDirection(ctx context.Context, sel ast.SelectionSet, v model.OrderDirection) graphql.Marshaler {
 	return v
+}
+
+func (ec *executionContext) unmarshalNPackageItemRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPackageItemRefInput(ctx context.Context, v any) (model.PackageItemRefInput, error) {
+	res, err := ec.unmarshalInputPackageItemRefInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
@@ -16172,11 +22234,76 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	return res
 }
 
+func (ec *executionContext) marshalOMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx context.Context, sel ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MavenPackage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOMavenPackageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackageConnection(ctx context.Context, sel ast.SelectionSet, v *model.MavenPackageConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MavenPackageConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenVersion(ctx context.Context, sel ast.SelectionSet, v *model.MavenVersion) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._MavenVersion(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalONamespace2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespace(ctx context.Context, sel ast.SelectionSet, v *model.Namespace) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._Namespace(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalONpmDependencyKind2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependencyKind(ctx context.Context, v any) (*model.NpmDependencyKind, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.NpmDependencyKind)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalONpmDependencyKind2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependencyKind(ctx context.Context, sel ast.SelectionSet, v *model.NpmDependencyKind) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
+}
+
+func (ec *executionContext) marshalONpmFile2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmFile(ctx context.Context, sel ast.SelectionSet, v *model.NpmFile) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NpmFile(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalONpmPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackage(ctx context.Context, sel ast.SelectionSet, v *model.NpmPackage) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NpmPackage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalONpmPackageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmPackageConnection(ctx context.Context, sel ast.SelectionSet, v *model.NpmPackageConnection) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NpmPackageConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalONpmVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmVersion(ctx context.Context, sel ast.SelectionSet, v *model.NpmVersion) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._NpmVersion(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalORepository2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Repository) graphql.Marshaler {

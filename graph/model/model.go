@@ -123,29 +123,35 @@ func (ContainerManifest) IsTrashItem()         {}
 func (ContainerManifest) IsPublishedArtifact() {}
 
 type MavenVersion struct {
+	Siblings      *Group
 	ID            uuid.UUID
+	PackageID     uuid.UUID
 	NamespaceID   uuid.UUID
 	RepositoryID  uuid.UUID
-	GroupID       string
-	ArtifactID    string
-	Version       string
-	SizeBytes     int64
-	CreatedAt     time.Time
-	SoftDeletedAt *time.Time
+	GroupID          string
+	ArtifactID       string
+	Version          string
+	SizeBytes        int64
+	CreatedAt        time.Time
+	LastDownloadedAt *time.Time
+	SoftDeletedAt    *time.Time
 }
 
 func (MavenVersion) IsTrashItem()         {}
 func (MavenVersion) IsPublishedArtifact() {}
 
 type NpmVersion struct {
+	Siblings      *Group
 	ID            uuid.UUID
+	PackageID     uuid.UUID
 	NamespaceID   uuid.UUID
 	RepositoryID  uuid.UUID
-	PackageName   string
-	Version       string
-	SizeBytes     int64
-	CreatedAt     time.Time
-	SoftDeletedAt *time.Time
+	PackageName      string
+	Version          string
+	SizeBytes        int64
+	CreatedAt        time.Time
+	LastDownloadedAt *time.Time
+	SoftDeletedAt    *time.Time
 }
 
 func (NpmVersion) IsTrashItem()         {}

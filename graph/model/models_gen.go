@@ -164,6 +164,34 @@ type GarbageCollectionPayload struct {
 	GarbageCollection *GarbageCollection `json:"garbageCollection"`
 }
 
+type MavenFileConnection struct {
+	Edges    []*MavenFileEdge `json:"edges"`
+	PageInfo *PageInfo        `json:"pageInfo"`
+}
+
+type MavenFileEdge struct {
+	Cursor string     `json:"cursor"`
+	Node   *MavenFile `json:"node"`
+}
+
+type MavenPackageEdge struct {
+	Cursor string        `json:"cursor"`
+	Node   *MavenPackage `json:"node"`
+}
+
+type MavenPackagePayload struct {
+	Package *MavenPackage `json:"package"`
+}
+
+type MavenVersionEdge struct {
+	Cursor string        `json:"cursor"`
+	Node   *MavenVersion `json:"node"`
+}
+
+type MavenVersionPayload struct {
+	Version *MavenVersion `json:"version"`
+}
+
 type Mutation struct {
 }
 
@@ -181,6 +209,49 @@ type NamespaceStatistics struct {
 	DeduplicatedSizeBytes int64 `json:"deduplicatedSizeBytes"`
 	// Artifact versions stored (container manifests, Maven and npm versions), soft-deleted ones included until purged.
 	ComponentsCount int64 `json:"componentsCount"`
+}
+
+// A dependency declared by a version's package.json.
+type NpmDependency struct {
+	Name string `json:"name"`
+	// The semver range (or URL, tag, alias) as published.
+	Range string `json:"range"`
+}
+
+type NpmDistTagInput struct {
+	// Namespace slug.
+	Namespace  string `json:"namespace"`
+	Repository string `json:"repository"`
+	// Full package name (@scope/name).
+	Package string `json:"package"`
+	Tag     string `json:"tag"`
+	// Version to point at (setNpmDistTag only; ignored by removeNpmDistTag).
+	Version *string `json:"version,omitempty"`
+}
+
+type NpmPackageEdge struct {
+	Cursor string      `json:"cursor"`
+	Node   *NpmPackage `json:"node"`
+}
+
+type NpmPackagePayload struct {
+	Package *NpmPackage `json:"package"`
+}
+
+type NpmVersionEdge struct {
+	Cursor string      `json:"cursor"`
+	Node   *NpmVersion `json:"node"`
+}
+
+type NpmVersionPayload struct {
+	Version *NpmVersion `json:"version"`
+}
+
+// Names an npm or Maven package or version by id (as listed, or as the trash shows it).
+type PackageItemRefInput struct {
+	// Namespace slug.
+	Namespace string `json:"namespace"`
+	ID        string `json:"id"`
 }
 
 type PageInfo struct {
@@ -613,6 +684,69 @@ func (e NamespaceStatus) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+type NpmDependencyKind string
+
+const (
+	// `dependencies`
+	NpmDependencyKindProd NpmDependencyKind = "PROD"
+	// `devDependencies`
+	NpmDependencyKindDev NpmDependencyKind = "DEV"
+	// `peerDependencies`
+	NpmDependencyKindPeer NpmDependencyKind = "PEER"
+	// `optionalDependencies`
+	NpmDependencyKindOptional NpmDependencyKind = "OPTIONAL"
+)
+
+var AllNpmDependencyKind = []NpmDependencyKind{
+	NpmDependencyKindProd,
+	NpmDependencyKindDev,
+	NpmDependencyKindPeer,
+	NpmDependencyKindOptional,
+}
+
+func (e NpmDependencyKind) IsValid() bool {
+	switch e {
+	case NpmDependencyKindProd, NpmDependencyKindDev, NpmDependencyKindPeer, NpmDependencyKindOptional:
+		return true
+	}
+	return false
+}
+
+func (e NpmDependencyKind) String() string {
+	return string(e)
+}
+
+func (e *NpmDependencyKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = NpmDependencyKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid NpmDependencyKind", str)
+	}
+	return nil
+}
+
+func (e NpmDependencyKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *NpmDependencyKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e NpmDependencyKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
 type OrderDirection string
 
 const (
@@ -795,6 +929,8 @@ const (
 	TrashKindContainerManifest TrashKind = "CONTAINER_MANIFEST"
 	TrashKindMavenVersion      TrashKind = "MAVEN_VERSION"
 	TrashKindNpmVersion        TrashKind = "NPM_VERSION"
+	TrashKindMavenPackage      TrashKind = "MAVEN_PACKAGE"
+	TrashKindNpmPackage        TrashKind = "NPM_PACKAGE"
 )
 
 var AllTrashKind = []TrashKind{
@@ -803,11 +939,13 @@ var AllTrashKind = []TrashKind{
 	TrashKindContainerManifest,
 	TrashKindMavenVersion,
 	TrashKindNpmVersion,
+	TrashKindMavenPackage,
+	TrashKindNpmPackage,
 }
 
 func (e TrashKind) IsValid() bool {
 	switch e {
-	case TrashKindRepository, TrashKindContainerImage, TrashKindContainerManifest, TrashKindMavenVersion, TrashKindNpmVersion:
+	case TrashKindRepository, TrashKindContainerImage, TrashKindContainerManifest, TrashKindMavenVersion, TrashKindNpmVersion, TrashKindMavenPackage, TrashKindNpmPackage:
 		return true
 	}
 	return false
