@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/auth"
 )
 
 func testCreateNamespaceCreatesDefaultCollectionAndStatistics(t *testing.T, a *testAPI) {
@@ -192,7 +194,10 @@ func testAuthorization(t *testing.T, a *testAPI) {
 	if r := a.post("", `{ repository(namespace: "authz", name: "public-repo") { name } }`, nil); len(r.Errors) > 0 {
 		t.Fatalf("anonymous public read: %+v", r.Errors)
 	}
-	a.expectError("", `{ repository(namespace: "authz", name: "private-repo") { name } }`, nil, CodeNotFound)
+	// Private repositories and missing ones answer alike (names cannot be
+	// probed), asking for credentials as every protocol does.
+	a.expectError("", `{ repository(namespace: "authz", name: "private-repo") { name } }`, nil, CodeUnauthenticated)
+	a.expectError("", `{ repository(namespace: "authz", name: "no-such-repo") { name } }`, nil, CodeUnauthenticated)
 	a.expectError("", `{ namespace(slug: "authz") { repositories(filter: {visibility: PRIVATE}) { totalCount } } }`, nil, CodeUnauthenticated)
 	a.expectError("", `{ namespace(slug: "authz") { statistics { componentsCount } } }`, nil, CodeUnauthenticated)
 	a.expectError("", `{ namespace(slug: "authz") { trash { edges { cursor } } } }`, nil, CodeUnauthenticated)
@@ -216,10 +221,15 @@ func testAuthorization(t *testing.T, a *testAPI) {
 		t.Fatalf("admin sees %d repositories", all.Namespace.Repositories.TotalCount)
 	}
 
-	// A namespace that does not serve reads is invisible to anonymous callers.
+	// A namespace that does not serve reads is refused to everyone but the
+	// super-user, saying why (auth's status mapping, as on every protocol).
 	a.admin(`mutation { setNamespaceCondition(slug: "authz", condition: DISABLED, active: true) { namespace { status } } }`, nil, nil)
-	a.expectError("", `{ namespace(slug: "authz") { slug } }`, nil, CodeNotFound)
-	a.expectError("", `{ repository(namespace: "authz", name: "public-repo") { name } }`, nil, CodeNotFound)
+	for _, q := range []string{`{ namespace(slug: "authz") { slug } }`, `{ repository(namespace: "authz", name: "public-repo") { name } }`} {
+		r := a.expectError("", q, nil, auth.CodeNamespaceUnavailable)
+		if r.Errors[0].Extensions["reason"] != "disabled" {
+			t.Fatalf("%s: extensions %+v", q, r.Errors[0].Extensions)
+		}
+	}
 
 	// GET works for queries, never for mutations.
 	q := url.Values{"query": {`{ namespace(slug: "authz") { status } }`}}

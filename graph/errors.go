@@ -12,7 +12,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Error codes in extensions.code.
+// Error codes in extensions.code (package auth adds NAMESPACE_UNAVAILABLE,
+// with extensions.reason, for blocked, disabled and suspended namespaces).
 const (
 	CodeNotFound        = "NOT_FOUND"
 	CodeAlreadyExists   = "ALREADY_EXISTS"
@@ -51,6 +52,14 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 		var ae *apiError
 		var de *store.DomainError
+		if code, msg, reason, ok := authError(err); ok {
+			gqlErr.Message = msg
+			setCode(gqlErr, code)
+			if reason != "" {
+				gqlErr.Extensions["reason"] = string(reason)
+			}
+			return gqlErr
+		}
 		switch {
 		case errors.As(err, &ae):
 			gqlErr.Message = ae.msg

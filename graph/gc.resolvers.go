@@ -7,33 +7,119 @@ package graph
 
 import (
 	"context"
+	"errors"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // Namespace is the resolver for the namespace field.
 func (r *gCCandidateResolver) Namespace(ctx context.Context, obj *model.GCCandidate) (*model.Namespace, error) {
-	return nil, newError(CodeInternal, "namespace is not implemented yet")
+	ns, err := loadersFrom(ctx).namespace.Load(ctx, obj.NamespaceID)()
+	if err != nil {
+		return nil, err
+	}
+	if ns == nil {
+		return nil, notFound("namespace %s not found", obj.NamespaceID)
+	}
+	return toNamespace(ns), nil
 }
 
 // RequeueGcCandidate is the resolver for the requeueGcCandidate field.
 func (r *mutationResolver) RequeueGcCandidate(ctx context.Context, input model.RequeueGcCandidateInput) (*model.GCCandidatePayload, error) {
-	return nil, newError(CodeInternal, "requeueGcCandidate is not implemented yet")
+	if err := requireSuperUser(ctx); err != nil {
+		return nil, err
+	}
+	sum, err := store.ParseDigest(input.Digest)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := r.namespaceFor(ctx, input.Namespace, auth.ActionAdmin)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.store.RequeueGCCandidate(ctx, ns.ID, [32]byte(sum))
+	if errors.Is(err, store.ErrGCCandidateUnknown) {
+		return nil, notFound("namespace %q has no excluded garbage-collection candidate %s", input.Namespace, store.FormatDigest(sum))
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.log.InfoContext(ctx, "gc: candidate requeued", "namespace", ns.Slug, "digest", store.FormatDigest(sum), "by", principal(ctx).Name())
+	return &model.GCCandidatePayload{Candidate: toGCCandidate(c)}, nil
 }
 
 // SetGarbageCollection is the resolver for the setGarbageCollection field.
 func (r *mutationResolver) SetGarbageCollection(ctx context.Context, enabled bool, reason *string) (*model.GarbageCollectionPayload, error) {
-	return nil, newError(CodeInternal, "setGarbageCollection is not implemented yet")
+	if err := requireSuperUser(ctx); err != nil {
+		return nil, err
+	}
+	why := ""
+	if reason != nil {
+		why = *reason
+	}
+	if err := validateText("reason", why, maxGCReasonLength); err != nil {
+		return nil, err
+	}
+	sw, err := r.store.SetGCReclaim(ctx, enabled, principal(ctx).Name(), why)
+	if err != nil {
+		return nil, err
+	}
+	r.log.WarnContext(ctx, "gc: kill switch changed", "enabled", enabled, "by", principal(ctx).Name(), "reason", why)
+	return &model.GarbageCollectionPayload{GarbageCollection: toGarbageCollection(sw)}, nil
 }
 
 // GarbageCollection is the resolver for the garbageCollection field.
 func (r *queryResolver) GarbageCollection(ctx context.Context) (*model.GarbageCollection, error) {
-	return nil, newError(CodeInternal, "garbageCollection is not implemented yet")
+	if err := requireSuperUser(ctx); err != nil {
+		return nil, err
+	}
+	sw, err := r.store.GCReclaimSwitch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return toGarbageCollection(sw), nil
 }
 
 // ExcludedGcCandidates is the resolver for the excludedGcCandidates field.
 func (r *queryResolver) ExcludedGcCandidates(ctx context.Context, namespace string, first *int, after *string) (*model.GCCandidateConnection, error) {
-	return nil, newError(CodeInternal, "excludedGcCandidates is not implemented yet")
+	if err := requireSuperUser(ctx); err != nil {
+		return nil, err
+	}
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key gcExcludedKey
+	var afterKey *store.GCExcludedCursor
+	if ok, err := decodeCursor(after, "gc-excluded", &key); err != nil {
+		return nil, err
+	} else if ok {
+		if len(key.SHA256) != 32 {
+			return nil, invalidInput("invalid cursor: pass an endCursor returned by this list")
+		}
+		afterKey = &store.GCExcludedCursor{ExcludedAt: key.ExcludedAt, SHA256: [32]byte(key.SHA256)}
+	}
+	ns, err := r.namespaceFor(ctx, namespace, auth.ActionAdminRead)
+	if err != nil {
+		return nil, err
+	}
+	rows, more, err := r.store.ExcludedGCCandidates(ctx, ns.ID, afterKey, limit)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.GCCandidateConnection{}
+	var cursors []string
+	for _, c := range rows {
+		cur := c.Cursor()
+		enc := encodeCursor("gc-excluded", gcExcludedKey{ExcludedAt: cur.ExcludedAt, SHA256: cur.SHA256[:]})
+		cursors = append(cursors, enc)
+		conn.Edges = append(conn.Edges, &model.GCCandidateEdge{Cursor: enc, Node: toGCCandidate(c)})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
 }
 
 // GCCandidate returns GCCandidateResolver implementation.

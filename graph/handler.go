@@ -17,6 +17,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -39,8 +40,12 @@ const (
 
 // Options configure the GraphQL handler.
 type Options struct {
-	// AdminToken is the bearer token that may do everything; empty means
-	// no caller is admin (the API is then read-only and public-only).
+	// Auth authenticates callers. The process shares one (its Run flushes
+	// token last-used times); nil builds one from AdminToken, whose
+	// last-used buffer is then never flushed (tests).
+	Auth *auth.Authenticator
+	// AdminToken is the super-user token when Auth is nil; empty means no
+	// caller is admin.
 	AdminToken string
 	Logger     *slog.Logger
 	// MaxDepth and MaxComplexity override the defaults when positive.
@@ -75,7 +80,10 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.LoaderWait <= 0 {
 		opts.LoaderWait = 5 * time.Millisecond
 	}
-	cfg := Config{Resolvers: &Resolver{store: st, log: log}}
+	if opts.Auth == nil {
+		opts.Auth = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: log})
+	}
+	cfg := Config{Resolvers: &Resolver{store: st, auth: opts.Auth, log: log}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Options{})
@@ -89,12 +97,19 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	srv.SetRecoverFunc(recoverFunc(log))
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := authenticate(r, opts.AdminToken)
-		if !ok {
-			writeError(w, http.StatusUnauthorized, CodeUnauthenticated, "invalid credentials: the bearer token is not valid")
+		p, err := opts.Auth.Authenticate(r)
+		if err != nil {
+			// A presented credential that is not valid is refused outright
+			// rather than downgraded to anonymous.
+			if code, msg, _, ok := authError(err); ok {
+				writeError(w, auth.HTTPStatus(err), code, msg)
+				return
+			}
+			log.ErrorContext(r.Context(), "graphql: authenticate", "err", err)
+			writeError(w, http.StatusServiceUnavailable, CodeInternal, "authentication is unavailable; retry")
 			return
 		}
-		ctx := context.WithValue(r.Context(), principalKey{}, p)
+		ctx := auth.WithPrincipal(r.Context(), p)
 		ctx = withLoaders(ctx, st, opts.LoaderWait)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})

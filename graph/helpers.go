@@ -2,9 +2,11 @@ package graph
 
 import (
 	"context"
+	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -51,14 +53,6 @@ func pageInfo(cursors []string, more bool, after *string) *model.PageInfo {
 	return pi
 }
 
-// canRead is the read rule: admins read everything; anonymous callers
-// read active PUBLIC repositories of namespaces that serve reads.
-func canRead(ctx context.Context, ns *store.Namespace, repo *store.Repository) bool {
-	if isAdmin(ctx) {
-		return true
-	}
-	return ns.ServesReads() && repo.SoftDeletedAt == nil && repo.Visibility == enum.VisibilityPublic
-}
 
 func (r *Resolver) loadRepository(ctx context.Context, ns, id uuid.UUID) (*model.Repository, error) {
 	repo, err := loadersFrom(ctx).repository.Load(ctx, idKey{ns: ns, id: id})()
@@ -93,11 +87,11 @@ func repositoryRef(namespace string, name, id *string) (store.RepositoryRef, err
 
 func (r *mutationResolver) repositoryMutation(ctx context.Context, input model.RepositoryRefInput,
 	do func(context.Context, store.RepositoryRef) (*store.Repository, error)) (*model.RepositoryPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
-		return nil, err
-	}
 	ref, err := repositoryRef(input.Namespace, input.Name, input.ID)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	repo, err := do(ctx, ref)
@@ -105,4 +99,45 @@ func (r *mutationResolver) repositoryMutation(ctx context.Context, input model.R
 		return nil, err
 	}
 	return &model.RepositoryPayload{Repository: toRepository(repo)}, nil
+}
+
+// authorizeNamespaceSlug authorizes action on a namespace named by slug
+// (the super-user needs no lookup: the store resolves the slug itself).
+func (r *Resolver) authorizeNamespaceSlug(ctx context.Context, slug string, action auth.Action) error {
+	if isAdmin(ctx) {
+		return nil
+	}
+	_, err := r.namespaceFor(ctx, slug, action)
+	return err
+}
+
+// repositoryFilter converts the list filter and narrows it to what the
+// caller may read (auth.ReadableRepositories). Anonymous callers asking for
+// a visibility they cannot read are told to authenticate.
+func repositoryFilter(ctx context.Context, ns *model.Namespace, in *model.RepositoryFilter, f *store.RepositoryFilter) error {
+	if in != nil {
+		if in.Format != nil {
+			v := formatsToEnum[*in.Format]
+			f.Format = &v
+		}
+		if in.Kind != nil {
+			k := kindsToEnum[*in.Kind]
+			f.Kind = &k
+		}
+		if in.Visibility != nil {
+			v := visibilitiesToEnum[*in.Visibility]
+			f.Visibility = &v
+		}
+		f.Collection = in.Collection
+	}
+	p := principal(ctx)
+	rf := auth.ReadableRepositories(p, namespaceOfModel(ns))
+	if rf.All {
+		return nil
+	}
+	if p.IsAnonymous() && f.Visibility != nil && *f.Visibility != enum.VisibilityPublic {
+		return newError(CodeUnauthenticated, "authentication required to list %s repositories", strings.ToLower(in.Visibility.String()))
+	}
+	f.Readable = &store.ReadableFilter{Visibilities: rf.Visibilities, IDs: rf.IDs}
+	return nil
 }

@@ -32,6 +32,24 @@ type pageKey struct {
 	after  string // keyset value of the cursor ("" = first page)
 }
 
+// namedKey names a child by name under one parent (an image of a
+// repository).
+type namedKey struct {
+	ns     uuid.UUID
+	parent uuid.UUID
+	name   string
+}
+
+func namedKeys(ns uuid.UUID, name string) func([]uuid.UUID) []namedKey {
+	return func(parents []uuid.UUID) []namedKey {
+		out := make([]namedKey, len(parents))
+		for i, p := range parents {
+			out[i] = namedKey{ns: ns, parent: p, name: name}
+		}
+		return out
+	}
+}
+
 type loaders struct {
 	namespace  *loader[uuid.UUID, *store.Namespace]
 	statistics *loader[uuid.UUID, *store.NamespaceStatistics]
@@ -43,6 +61,7 @@ type loaders struct {
 	// hasNextPage), as models whose Siblings are every row of the batch.
 	imagePage     *loader[pageKey, []*model.ContainerImage]
 	imageCount    *loader[idKey, int]
+	imageByName   *loader[namedKey, *model.ContainerImage]
 	tagPage       *loader[pageKey, []*model.ContainerTag]
 	tagCount      *loader[idKey, int]
 	manifestPage  *loader[pageKey, []*model.ContainerManifest]
@@ -86,6 +105,30 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 				func(i *model.ContainerImage, g *model.Group) { i.Siblings = g }), err
 		})),
 		imageCount: newLoader(wait, perNamespace(st.CountImagesOfRepositories)),
+		imageByName: newLoader(wait, func(ctx context.Context, keys []namedKey) (map[namedKey]*model.ContainerImage, error) {
+			type group struct {
+				ns   uuid.UUID
+				name string
+			}
+			groups := map[group][]uuid.UUID{}
+			for _, k := range keys {
+				g := group{k.ns, k.name}
+				groups[g] = append(groups[g], k.parent)
+			}
+			out := make(map[namedKey]*model.ContainerImage, len(keys))
+			for g, repos := range groups {
+				m, err := st.ImageOfRepositoriesByName(ctx, g.ns, repos, g.name)
+				if err != nil {
+					return nil, err
+				}
+				for repo, list := range siblingPages(m, -1, toImage,
+					func(i *store.ContainerImage) uuid.UUID { return i.ID },
+					func(i *model.ContainerImage, sg *model.Group) { i.Siblings = sg }) {
+					out[namedKey{ns: g.ns, parent: repo, name: g.name}] = list[0]
+				}
+			}
+			return out, nil
+		}),
 		tagPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerTag, error) {
 			m, err := st.TagsOfImages(ctx, k.ns, ids, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toTag,

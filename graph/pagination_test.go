@@ -78,6 +78,68 @@ func walkRepositories(t *testing.T, a *testAPI, slug, field, dir string, filter 
 	}
 }
 
+// walkRepositoriesBackward pages from the end of the list to its start
+// with last/before and returns the rows in list order; between(page) runs
+// after every page.
+func walkRepositoriesBackward(t *testing.T, a *testAPI, slug, field, dir string, last int, between func(int)) []pagedRepo {
+	t.Helper()
+	var pages [][]pagedRepo
+	var before *string
+	for page := 0; ; page++ {
+		if page > 1000 {
+			t.Fatal("walk does not end")
+		}
+		var out struct {
+			Namespace struct {
+				Repositories struct {
+					Edges []struct {
+						Cursor string
+						Node   pagedRepo
+					}
+					PageInfo struct {
+						HasNextPage     bool
+						HasPreviousPage bool
+						StartCursor     string
+					}
+				}
+			}
+		}
+		a.admin(`query($s: String!, $l: Int, $b: String, $o: RepositoryOrder) {
+			namespace(slug: $s) { repositories(last: $l, before: $b, orderBy: $o) {
+				edges { cursor node { id name format sizeBytes downloadsCount artifactsCount lastUpdatedAt createdAt } }
+				pageInfo { hasNextPage hasPreviousPage startCursor } } } }`,
+			map[string]any{"s": slug, "l": last, "b": before, "o": map[string]any{"field": field, "direction": dir}}, &out)
+		conn := out.Namespace.Repositories
+		if len(conn.Edges) > last {
+			t.Fatalf("page of %d rows for last=%d", len(conn.Edges), last)
+		}
+		if conn.PageInfo.HasNextPage != (before != nil) {
+			t.Fatalf("hasNextPage = %v on backward page %d", conn.PageInfo.HasNextPage, page)
+		}
+		var rows []pagedRepo
+		for _, e := range conn.Edges {
+			rows = append(rows, e.Node)
+		}
+		pages = append(pages, rows)
+		if !conn.PageInfo.HasPreviousPage {
+			break
+		}
+		if len(conn.Edges) == 0 || conn.PageInfo.StartCursor != conn.Edges[0].Cursor {
+			t.Fatalf("startCursor is not the first edge's cursor")
+		}
+		c := conn.PageInfo.StartCursor
+		before = &c
+		if between != nil {
+			between(page)
+		}
+	}
+	var all []pagedRepo
+	for i := len(pages) - 1; i >= 0; i-- {
+		all = append(all, pages[i]...)
+	}
+	return all
+}
+
 // sortKey compares two rows in the order (ascending).
 func sortKey(field string) func(a, b pagedRepo) int {
 	byID := func(a, b pagedRepo) int { return slices.Compare(a.ID[:], b.ID[:]) }
@@ -162,35 +224,47 @@ func testPaginationWalksEveryRowOnce(t *testing.T, a *testAPI) {
 	for _, field := range []string{"NAME", "LAST_UPDATED", "SIZE", "DOWNLOADS", "ARTIFACTS"} {
 		for _, dir := range []string{"ASC", "DESC"} {
 			for _, first := range []int{1, 5, 8} {
-				t.Run(fmt.Sprintf("%s_%s_first%d", field, dir, first), func(t *testing.T) {
-					a := a.with(t)
-					before := walkRepositories(t, a, slug, field, dir, nil, 100, nil)
-					got := walkRepositories(t, a, slug, field, dir, nil, first, func(page int) {
-						if page%2 == 0 && page <= 4 { // new repositories while the walk goes on
-							inserted++
-							a.createRepository(slug, fmt.Sprintf("new-%03d", inserted), "NPM", "PUBLIC")
+				for _, backward := range []bool{false, true} {
+					name := fmt.Sprintf("%s_%s_first%d", field, dir, first)
+					walk := func(t *testing.T, a *testAPI, between func(int)) []pagedRepo {
+						return walkRepositories(t, a, slug, field, dir, nil, first, between)
+					}
+					if backward {
+						name = fmt.Sprintf("%s_%s_last%d", field, dir, first)
+						walk = func(t *testing.T, a *testAPI, between func(int)) []pagedRepo {
+							return walkRepositoriesBackward(t, a, slug, field, dir, first, between)
+						}
+					}
+					t.Run(name, func(t *testing.T) {
+						a := a.with(t)
+						before := walkRepositories(t, a, slug, field, dir, nil, 100, nil)
+						got := walk(t, a, func(page int) {
+							if page%2 == 0 && page <= 4 { // new repositories while the walk goes on
+								inserted++
+								a.createRepository(slug, fmt.Sprintf("new-%03d", inserted), "NPM", "PUBLIC")
+							}
+						})
+						seen := map[uuid.UUID]int{}
+						for _, r := range got {
+							seen[r.ID]++
+							if seen[r.ID] > 1 {
+								t.Fatalf("%s returned twice", r.Name)
+							}
+						}
+						for _, r := range before {
+							if seen[r.ID] != 1 {
+								t.Fatalf("%s (present before the walk) seen %d times", r.Name, seen[r.ID])
+							}
+						}
+						cmp := sortKey(field)
+						for i := 1; i < len(got); i++ {
+							c := cmp(got[i-1], got[i])
+							if (dir == "ASC" && c >= 0) || (dir == "DESC" && c <= 0) {
+								t.Fatalf("out of order at %d: %+v then %+v", i, got[i-1], got[i])
+							}
 						}
 					})
-					seen := map[uuid.UUID]int{}
-					for _, r := range got {
-						seen[r.ID]++
-						if seen[r.ID] > 1 {
-							t.Fatalf("%s returned twice", r.Name)
-						}
-					}
-					for _, r := range before {
-						if seen[r.ID] != 1 {
-							t.Fatalf("%s (present before the walk) seen %d times", r.Name, seen[r.ID])
-						}
-					}
-					cmp := sortKey(field)
-					for i := 1; i < len(got); i++ {
-						c := cmp(got[i-1], got[i])
-						if (dir == "ASC" && c >= 0) || (dir == "DESC" && c <= 0) {
-							t.Fatalf("out of order at %d: %+v then %+v", i, got[i-1], got[i])
-						}
-					}
-				})
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package graph
 import (
 	"log/slog"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -10,5 +11,6 @@ import (
 // state (caller, dataloaders) travels in the context.
 type Resolver struct {
 	store *store.Store
+	auth  *auth.Authenticator
 	log   *slog.Logger
 }

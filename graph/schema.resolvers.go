@@ -7,8 +7,10 @@ package graph
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/google/uuid"
@@ -151,7 +153,7 @@ func (r *mavenVersionResolver) Repository(ctx context.Context, obj *model.MavenV
 
 // CreateNamespace is the resolver for the createNamespace field.
 func (r *mutationResolver) CreateNamespace(ctx context.Context, input model.CreateNamespaceInput) (*model.NamespacePayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	ns, err := r.store.CreateNamespace(ctx, input.Slug)
@@ -163,7 +165,7 @@ func (r *mutationResolver) CreateNamespace(ctx context.Context, input model.Crea
 
 // DeleteNamespace is the resolver for the deleteNamespace field.
 func (r *mutationResolver) DeleteNamespace(ctx context.Context, slug string) (*model.NamespacePayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	ns, err := r.store.SoftDeleteNamespace(ctx, slug)
@@ -175,7 +177,7 @@ func (r *mutationResolver) DeleteNamespace(ctx context.Context, slug string) (*m
 
 // RestoreNamespace is the resolver for the restoreNamespace field.
 func (r *mutationResolver) RestoreNamespace(ctx context.Context, slug string) (*model.NamespacePayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	ns, err := r.store.RestoreNamespace(ctx, slug)
@@ -187,7 +189,7 @@ func (r *mutationResolver) RestoreNamespace(ctx context.Context, slug string) (*
 
 // SetNamespaceCondition is the resolver for the setNamespaceCondition field.
 func (r *mutationResolver) SetNamespaceCondition(ctx context.Context, slug string, condition model.NamespaceCondition, active bool) (*model.NamespacePayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	ns, err := r.store.SetNamespaceCondition(ctx, slug, store.NamespaceCondition(condition), active)
@@ -199,7 +201,7 @@ func (r *mutationResolver) SetNamespaceCondition(ctx context.Context, slug strin
 
 // CreateRepository is the resolver for the createRepository field.
 func (r *mutationResolver) CreateRepository(ctx context.Context, input model.CreateRepositoryInput) (*model.RepositoryPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.authorizeNamespaceSlug(ctx, input.Namespace, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	in := store.NewRepository{
@@ -225,11 +227,11 @@ func (r *mutationResolver) CreateRepository(ctx context.Context, input model.Cre
 
 // UpdateRepository is the resolver for the updateRepository field.
 func (r *mutationResolver) UpdateRepository(ctx context.Context, input model.UpdateRepositoryInput) (*model.RepositoryPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
-		return nil, err
-	}
 	ref, err := repositoryRef(input.Namespace, input.Name, input.ID)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	upd := store.RepositoryUpdate{Description: input.Description}
@@ -256,11 +258,11 @@ func (r *mutationResolver) RestoreRepository(ctx context.Context, input model.Re
 
 // PurgeRepository is the resolver for the purgeRepository field.
 func (r *mutationResolver) PurgeRepository(ctx context.Context, input model.RepositoryRefInput) (*model.PurgeRepositoryPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
-		return nil, err
-	}
 	ref, err := repositoryRef(input.Namespace, input.Name, input.ID)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	repo, err := r.store.PurgeRepository(ctx, ref)
@@ -272,7 +274,7 @@ func (r *mutationResolver) PurgeRepository(ctx context.Context, input model.Repo
 
 // CreateRepositoryCollection is the resolver for the createRepositoryCollection field.
 func (r *mutationResolver) CreateRepositoryCollection(ctx context.Context, input model.CreateRepositoryCollectionInput) (*model.RepositoryCollectionPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.authorizeNamespaceSlug(ctx, input.Namespace, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	c, err := r.store.CreateRepositoryCollection(ctx, input.Namespace, input.Name)
@@ -284,7 +286,7 @@ func (r *mutationResolver) CreateRepositoryCollection(ctx context.Context, input
 
 // LinkRepositoryToCollection is the resolver for the linkRepositoryToCollection field.
 func (r *mutationResolver) LinkRepositoryToCollection(ctx context.Context, input model.RepositoryCollectionLinkInput) (*model.RepositoryPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.authorizeNamespaceSlug(ctx, input.Namespace, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	repo, err := r.store.LinkRepositoryToCollection(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, input.Collection)
@@ -296,7 +298,7 @@ func (r *mutationResolver) LinkRepositoryToCollection(ctx context.Context, input
 
 // UnlinkRepositoryFromCollection is the resolver for the unlinkRepositoryFromCollection field.
 func (r *mutationResolver) UnlinkRepositoryFromCollection(ctx context.Context, input model.RepositoryCollectionLinkInput) (*model.RepositoryPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.authorizeNamespaceSlug(ctx, input.Namespace, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
 	repo, err := r.store.UnlinkRepositoryFromCollection(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, input.Collection)
@@ -308,7 +310,7 @@ func (r *mutationResolver) UnlinkRepositoryFromCollection(ctx context.Context, i
 
 // DeleteContainerTag is the resolver for the deleteContainerTag field.
 func (r *mutationResolver) DeleteContainerTag(ctx context.Context, input model.ContainerTagRefInput) (*model.DeleteContainerTagPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, auth.ActionDelete); err != nil {
 		return nil, err
 	}
 	img, err := r.store.DeleteContainerTag(ctx, store.ContainerImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Tag)
@@ -320,7 +322,7 @@ func (r *mutationResolver) DeleteContainerTag(ctx context.Context, input model.C
 
 // DeleteContainerManifest is the resolver for the deleteContainerManifest field.
 func (r *mutationResolver) DeleteContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, auth.ActionDelete); err != nil {
 		return nil, err
 	}
 	m, err := r.store.DeleteContainerManifest(ctx, store.ContainerImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Digest)
@@ -332,7 +334,7 @@ func (r *mutationResolver) DeleteContainerManifest(ctx context.Context, input mo
 
 // RestoreContainerManifest is the resolver for the restoreContainerManifest field.
 func (r *mutationResolver) RestoreContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, auth.ActionDelete); err != nil {
 		return nil, err
 	}
 	m, err := r.store.RestoreContainerManifest(ctx, store.ContainerImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Digest)
@@ -344,7 +346,7 @@ func (r *mutationResolver) RestoreContainerManifest(ctx context.Context, input m
 
 // Statistics is the resolver for the statistics field.
 func (r *namespaceResolver) Statistics(ctx context.Context, obj *model.Namespace) (*model.NamespaceStatistics, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
 	st, err := loadersFrom(ctx).statistics.Load(ctx, obj.ID)()
@@ -359,50 +361,46 @@ func (r *namespaceResolver) Statistics(ctx context.Context, obj *model.Namespace
 
 // Repositories is the resolver for the repositories field.
 func (r *namespaceResolver) Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error) {
-	limit, err := pageSize(first)
+	pg, err := pageArgs(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
-	q := store.RepositoryListQuery{NamespaceID: obj.ID, Order: store.OrderByName, Limit: limit}
+	q := store.RepositoryListQuery{NamespaceID: obj.ID, Order: store.OrderByName, Limit: pg.limit}
 	if orderBy != nil {
 		q.Order = store.RepositoryOrder(orderBy.Field)
 		q.Desc = orderBy.Direction == model.OrderDirectionDesc
 	}
-	if filter != nil {
-		if filter.Format != nil {
-			f := formatsToEnum[*filter.Format]
-			q.Filter.Format = &f
-		}
-		if filter.Kind != nil {
-			k := kindsToEnum[*filter.Kind]
-			q.Filter.Kind = &k
-		}
-		if filter.Visibility != nil {
-			v := visibilitiesToEnum[*filter.Visibility]
-			q.Filter.Visibility = &v
-		}
-		q.Filter.Collection = filter.Collection
+	if err := repositoryFilter(ctx, obj, filter, &q.Filter); err != nil {
+		return nil, err
 	}
-	if !isAdmin(ctx) {
-		// Anonymous callers see public repositories only.
-		if q.Filter.Visibility != nil && *q.Filter.Visibility != visibilitiesToEnum[model.VisibilityPublic] {
-			return nil, requireAdmin(ctx)
-		}
-		v := visibilitiesToEnum[model.VisibilityPublic]
-		q.Filter.Visibility = &v
-	}
+	desc := q.Desc // the order asked for; a backward page walks the reverse
 	var key store.RepositoryKey
-	if ok, err := decodeCursor(after, "repository", &key); err != nil {
+	if ok, err := decodeCursor(pg.cursor, "repository", &key); err != nil {
 		return nil, err
 	} else if ok {
+		if key.Order != q.Order || key.Desc != desc {
+			return nil, invalidInput("cursor belongs to another order: pass the same orderBy as the page it came from")
+		}
 		q.After = &key
+	}
+	if pg.backward {
+		// The rows before the cursor, nearest first: the same index walked
+		// the other way. Reversed below into the order asked for.
+		q.Desc = !desc
+		if q.After != nil {
+			q.After.Desc = q.Desc
+		}
 	}
 	rows, more, err := r.store.ListRepositories(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	if pg.backward {
+		slices.Reverse(rows)
+	}
+	count := q
 	conn := &model.RepositoryConnection{
-		Count: func(ctx context.Context) (int, error) { return r.store.CountRepositories(ctx, q) },
+		Count: func(ctx context.Context) (int, error) { return r.store.CountRepositories(ctx, count) },
 	}
 	var cursors []string
 	ids := make([]uuid.UUID, 0, len(rows))
@@ -411,20 +409,20 @@ func (r *namespaceResolver) Repositories(ctx context.Context, obj *model.Namespa
 	}
 	siblings := model.NewGroup(ids)
 	for _, repo := range rows {
-		c := encodeCursor("repository", q.Order.KeyOf(repo, q.Desc))
+		c := encodeCursor("repository", q.Order.KeyOf(repo, desc))
 		cursors = append(cursors, c)
 		node := toRepository(repo)
 		node.Siblings = siblings
 		conn.Edges = append(conn.Edges, &model.RepositoryEdge{Cursor: c, Node: node})
 	}
 	conn.Edges = nonNil(conn.Edges)
-	conn.PageInfo = pageInfo(cursors, more, after)
+	conn.PageInfo = pg.info(cursors, more)
 	return conn, nil
 }
 
 // Collections is the resolver for the collections field.
 func (r *namespaceResolver) Collections(ctx context.Context, obj *model.Namespace, first *int, after *string) (*model.RepositoryCollectionConnection, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
 	limit, err := pageSize(first)
@@ -458,7 +456,7 @@ func (r *namespaceResolver) Collections(ctx context.Context, obj *model.Namespac
 
 // Trash is the resolver for the trash field.
 func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, kind *model.TrashKind) (*model.TrashConnection, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
 	limit, err := pageSize(first)
@@ -507,19 +505,29 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 
 // GcQueue is the resolver for the gcQueue field.
 func (r *namespaceResolver) GcQueue(ctx context.Context, obj *model.Namespace) (*model.GCQueue, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
 	q, err := r.store.GCQueueOf(ctx, obj.ID)
 	if err != nil {
 		return nil, err
 	}
-	return &model.GCQueue{Tracked: q.Tracked, Due: q.Due, OldestDueAgeSeconds: q.OldestDueAgeSeconds, Excluded: q.Excluded}, nil
+	out := &model.GCQueue{Tracked: q.Tracked, Due: q.Due, OldestDueAgeSeconds: q.OldestDueAgeSeconds,
+		Excluded: q.Excluded, LastReclaimedAt: q.LastReclaimedAt}
+	if isAdmin(ctx) {
+		// The switch is instance-wide: only the super-user sees it.
+		sw, err := r.store.GCReclaimSwitch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out.Reclaim = toGarbageCollection(sw)
+	}
+	return out, nil
 }
 
 // PublishHistory is the resolver for the publishHistory field.
 func (r *namespaceResolver) PublishHistory(ctx context.Context, obj *model.Namespace, from *time.Time, to *time.Time, first *int, after *string) (*model.PublishEventConnection, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
 	limit, err := pageSize(first)
@@ -563,7 +571,7 @@ func (r *namespaceResolver) PublishHistory(ctx context.Context, obj *model.Names
 
 // ChecksumSearch is the resolver for the checksumSearch field.
 func (r *namespaceResolver) ChecksumSearch(ctx context.Context, obj *model.Namespace, sha256 string, activeOnly *bool, first *int) ([]*model.ChecksumMatch, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
 	limit := defaultChecksumMatches
@@ -608,15 +616,19 @@ func (r *queryResolver) Namespace(ctx context.Context, slug string) (*model.Name
 	if err != nil {
 		return nil, err
 	}
-	if !isAdmin(ctx) && !ns.ServesReads() {
-		return nil, notFound("namespace %q not found", slug)
+	// The super-user sees every namespace, whatever its conditions: that
+	// is how they are inspected and lifted.
+	if !isAdmin(ctx) {
+		if err := auth.Authorize(ctx, principal(ctx), auth.ActionRead, auth.NamespaceTarget(ns)); err != nil {
+			return nil, err
+		}
 	}
 	return toNamespace(ns), nil
 }
 
 // Namespaces is the resolver for the namespaces field.
 func (r *queryResolver) Namespaces(ctx context.Context, first *int, after *string) (*model.NamespaceConnection, error) {
-	if err := requireAdmin(ctx); err != nil {
+	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
 	limit, err := pageSize(first)
@@ -648,12 +660,18 @@ func (r *queryResolver) Namespaces(ctx context.Context, first *int, after *strin
 
 // Repository is the resolver for the repository field.
 func (r *queryResolver) Repository(ctx context.Context, namespace string, name string) (*model.Repository, error) {
+	p := principal(ctx)
 	ns, repo, err := r.store.RepositoryByName(ctx, namespace, name)
+	if isNotFound(err) && !p.IsAdmin() {
+		return nil, auth.MaskNotFound(p, namespace, err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !canRead(ctx, ns, repo) {
-		return nil, notFound("repository %s/%s not found", namespace, name)
+	if !p.IsAdmin() {
+		if err := auth.Authorize(ctx, p, auth.ActionRead, auth.RepositoryTarget(ns, repo)); err != nil {
+			return nil, err
+		}
 	}
 	return toRepository(repo), nil
 }
@@ -725,7 +743,12 @@ func (r *repositoryResolver) Images(ctx context.Context, obj *model.Repository, 
 
 // Image is the resolver for the image field.
 func (r *repositoryResolver) Image(ctx context.Context, obj *model.Repository, name string) (*model.ContainerImage, error) {
-	return nil, newError(CodeInternal, "image is not implemented yet")
+	if obj.Format != model.FormatDocker && obj.Format != model.FormatOci {
+		return nil, nil
+	}
+	l := loadersFrom(ctx)
+	prime(ctx, l.imageByName, obj.Siblings, "imageByName/"+name, namedKeys(obj.NamespaceID, name))
+	return l.imageByName.Load(ctx, namedKey{ns: obj.NamespaceID, parent: obj.ID, name: name})()
 }
 
 // ChecksumMatch returns ChecksumMatchResolver implementation.

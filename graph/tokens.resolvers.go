@@ -8,37 +8,141 @@ package graph
 import (
 	"context"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // Namespace is the resolver for the namespace field.
 func (r *accessTokenResolver) Namespace(ctx context.Context, obj *model.AccessToken) (*model.Namespace, error) {
-	return nil, newError(CodeInternal, "namespace is not implemented yet")
+	ns, err := loadersFrom(ctx).namespace.Load(ctx, obj.NamespaceID)()
+	if err != nil {
+		return nil, err
+	}
+	if ns == nil {
+		return nil, notFound("namespace %s not found", obj.NamespaceID)
+	}
+	return toNamespace(ns), nil
 }
 
 // Repositories is the resolver for the repositories field.
 func (r *accessTokenResolver) Repositories(ctx context.Context, obj *model.AccessToken) ([]*model.Repository, error) {
-	return nil, newError(CodeInternal, "repositories is not implemented yet")
+	if obj.RepositoryIDs == nil {
+		return nil, nil
+	}
+	keys := idKeys(obj.NamespaceID)(obj.RepositoryIDs)
+	repos, errs := loadersFrom(ctx).repository.LoadMany(ctx, keys)()
+	out := make([]*model.Repository, 0, len(repos))
+	for i, repo := range repos {
+		if len(errs) > i && errs[i] != nil {
+			return nil, errs[i]
+		}
+		if repo != nil && repo.SoftDeletedAt == nil {
+			out = append(out, toRepository(repo))
+		}
+	}
+	return out, nil
 }
 
 // CreateAccessToken is the resolver for the createAccessToken field.
 func (r *mutationResolver) CreateAccessToken(ctx context.Context, input model.CreateAccessTokenInput) (*model.CreateAccessTokenPayload, error) {
-	return nil, newError(CodeInternal, "createAccessToken is not implemented yet")
+	if err := requireCredential(ctx); err != nil {
+		return nil, err
+	}
+	ns, err := r.store.NamespaceBySlug(ctx, input.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	spec := auth.TokenSpec{Name: input.Name, Repositories: input.Repositories, ExpiresAt: input.ExpiresAt}
+	for _, s := range input.Scopes {
+		spec.Scopes = append(spec.Scopes, scopesToEnum[s])
+	}
+	tok, secret, err := r.auth.CreateToken(ctx, principal(ctx), auth.NamespaceOf(ns), spec)
+	if err != nil {
+		return nil, err
+	}
+	r.log.InfoContext(ctx, "access token created", "namespace", ns.Slug, "token", tok.ID, "name", tok.Name, "by", principal(ctx).String())
+	return &model.CreateAccessTokenPayload{Token: toAccessToken(tok), Secret: secret}, nil
 }
 
 // RevokeAccessToken is the resolver for the revokeAccessToken field.
 func (r *mutationResolver) RevokeAccessToken(ctx context.Context, input model.RevokeAccessTokenInput) (*model.AccessTokenPayload, error) {
-	return nil, newError(CodeInternal, "revokeAccessToken is not implemented yet")
+	if err := requireCredential(ctx); err != nil {
+		return nil, err
+	}
+	id, err := parseID("access token", input.ID)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := r.store.NamespaceBySlug(ctx, input.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := r.auth.RevokeToken(ctx, principal(ctx), auth.NamespaceOf(ns), id)
+	if err != nil {
+		return nil, err
+	}
+	r.log.InfoContext(ctx, "access token revoked", "namespace", ns.Slug, "token", tok.ID, "by", principal(ctx).String())
+	return &model.AccessTokenPayload{Token: toAccessToken(tok)}, nil
 }
 
 // Viewer is the resolver for the viewer field.
 func (r *queryResolver) Viewer(ctx context.Context) (*model.Viewer, error) {
-	return nil, newError(CodeInternal, "viewer is not implemented yet")
+	p := principal(ctx)
+	v := &model.Viewer{Name: p.Name(), Scopes: []model.AccessTokenScope{}}
+	switch {
+	case p.IsAdmin():
+		v.Kind = model.ViewerKindAdmin
+	case p.IsToken():
+		v.Kind = model.ViewerKindToken
+		v.Scopes = toScopes(p.Scopes())
+		ns, err := loadersFrom(ctx).namespace.Load(ctx, p.NamespaceID())()
+		if err != nil {
+			return nil, err
+		}
+		if ns != nil {
+			v.Namespace = toNamespace(ns)
+		}
+	default:
+		v.Kind = model.ViewerKindAnonymous
+	}
+	return v, nil
 }
 
 // AccessTokens is the resolver for the accessTokens field.
 func (r *queryResolver) AccessTokens(ctx context.Context, namespace string, first *int, after *string, includeRevoked *bool) (*model.AccessTokenConnection, error) {
-	return nil, newError(CodeInternal, "accessTokens is not implemented yet")
+	if err := requireCredential(ctx); err != nil {
+		return nil, err
+	}
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key store.AccessTokenKey
+	var afterKey *store.AccessTokenKey
+	if ok, err := decodeCursor(after, "access-token", &key); err != nil {
+		return nil, err
+	} else if ok {
+		afterKey = &key
+	}
+	ns, err := r.store.NamespaceBySlug(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	rows, more, err := r.auth.ListTokens(ctx, principal(ctx), auth.NamespaceOf(ns), afterKey, limit, includeRevoked != nil && *includeRevoked)
+	if err != nil {
+		return nil, err
+	}
+	conn := &model.AccessTokenConnection{}
+	var cursors []string
+	for _, t := range rows {
+		c := encodeCursor("access-token", t.Key())
+		cursors = append(cursors, c)
+		conn.Edges = append(conn.Edges, &model.AccessTokenEdge{Cursor: c, Node: toAccessToken(t)})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
 }
 
 // AccessToken returns AccessTokenResolver implementation.

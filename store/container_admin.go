@@ -160,6 +160,19 @@ func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoID
 		ORDER BY cr.repository_id, ci.name`, args, scanImage)
 }
 
+// ImageOfRepositoriesByName returns, per repository id, its active image
+// called name (repositories without one are left out): one probe of the
+// unique (namespace_id, container_repository_id, name) index per
+// repository, for all of them in one statement.
+func (s *Store) ImageOfRepositoriesByName(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, name string) (map[uuid.UUID][]*ContainerImage, error) {
+	return groupBy(ctx, s.pool, "container images by name", `
+		SELECT cr.repository_id, `+imageColumns+`
+		FROM container_repositories cr
+		JOIN container_images ci ON ci.namespace_id = cr.namespace_id AND ci.container_repository_id = cr.id
+		WHERE cr.namespace_id = $1 AND ci.namespace_id = $1 AND cr.repository_id = ANY($2)
+		  AND ci.name = $3 AND ci.soft_deleted_at IS NULL`, []any{nsID, repoIDs, name}, scanImage)
+}
+
 // CountImagesOfRepositories counts active images per repository id.
 func (s *Store) CountImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID) (map[uuid.UUID]int, error) {
 	return countBy(ctx, s.pool, "container images", `

@@ -394,9 +394,16 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 			DELETE FROM gc_blob_review_queue q
 			WHERE q.namespace_id = $1 AND q.sha256 = $2
 			RETURNING 1
+		), stat AS (
+			-- gcQueue.lastReclaimedAt: GREATEST, so workers committing in
+			-- any order never move it backward (NULL counts as never). The
+			-- row lock is held only until this transaction commits. A
+			-- data-modifying WITH runs whether or not it is read.
+			UPDATE namespace_statistics s SET gc_last_reclaimed_at = GREATEST(s.gc_last_reclaimed_at, $4)
+			WHERE s.namespace_id = $1
 		)
 		SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM cand)`,
-		key.NamespaceID, key.SHA256[:], b.ID).Scan(&blobs, &cands)
+		key.NamespaceID, key.SHA256[:], b.ID, p.Now).Scan(&blobs, &cands)
 	if err != nil {
 		return nil, fmt.Errorf("store: gc cleanup: delete rows: %w", err)
 	}

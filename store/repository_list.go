@@ -82,6 +82,16 @@ type RepositoryFilter struct {
 	Kind       *enum.Kind
 	Visibility *enum.Visibility
 	Collection *string // collection name
+	// Readable, when set, keeps only the repositories the caller may read
+	// (auth.ReadableRepositories of a principal that may not read all).
+	Readable *ReadableFilter
+}
+
+// ReadableFilter admits a repository whose visibility is listed or whose
+// id is listed; the zero value admits none.
+type ReadableFilter struct {
+	Visibilities []enum.Visibility
+	IDs          []uuid.UUID
 }
 
 // RepositoryListQuery selects a page of active repositories.
@@ -130,6 +140,18 @@ func (s *Store) repositoryWhere(ctx context.Context, q RepositoryListQuery) (str
 		}
 		add(`EXISTS (SELECT 1 FROM repository_collection_repositories rcr
 			WHERE rcr.namespace_id = $1 AND rcr.repository_collection_id = $%d AND rcr.repository_id = r.id)`, collectionID)
+	}
+	if rf := f.Readable; rf != nil {
+		vis := make([]int16, len(rf.Visibilities))
+		for i, v := range rf.Visibilities {
+			vis[i] = int16(v)
+		}
+		ids := rf.IDs
+		if ids == nil {
+			ids = []uuid.UUID{}
+		}
+		args = append(args, vis, ids)
+		conds = append(conds, fmt.Sprintf("(r.visibility = ANY($%d) OR r.id = ANY($%d))", len(args)-1, len(args)))
 	}
 	return strings.Join(conds, " AND "), args, nil
 }

@@ -40,6 +40,9 @@ type GCQueueSummary struct {
 	Due                 int   // past review_after, not excluded, not backing off
 	OldestDueAgeSeconds int64 // now - oldest due review_after; 0 when none is due
 	Excluded            int   // excluded after repeated failures
+	// LastReclaimedAt: when gc:cleanup last deleted a blob of the
+	// namespace (namespace_statistics.gc_last_reclaimed_at); nil if never.
+	LastReclaimedAt *time.Time
 }
 
 // GCQueueOf summarizes the review queue of one namespace. The queue is
@@ -54,12 +57,13 @@ func (s *Store) GCQueueOf(ctx context.Context, nsID uuid.UUID) (*GCQueueSummary,
 		       count(*) FILTER (WHERE due),
 		       min(review_after) FILTER (WHERE due),
 		       count(*) FILTER (WHERE excluded_at IS NOT NULL),
-		       now()
+		       now(),
+		       (SELECT gc_last_reclaimed_at FROM namespace_statistics WHERE namespace_id = $1)
 		FROM (SELECT review_after, excluded_at,
 		             excluded_at IS NULL AND review_after <= now()
 		             AND (backoff_until IS NULL OR backoff_until <= now()) AS due
 		      FROM gc_blob_review_queue WHERE namespace_id = $1) q`, nsID).
-		Scan(&q.Tracked, &q.Due, &oldest, &q.Excluded, &now)
+		Scan(&q.Tracked, &q.Due, &oldest, &q.Excluded, &now, &q.LastReclaimedAt)
 	if err != nil {
 		return nil, fmt.Errorf("summarize gc queue: %w", err)
 	}
