@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test generate lint bench clean deps test-deps web-test web-build
+.PHONY: build run test generate lint bench clean deps test-deps web-test web-build web-screenshots
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
@@ -31,6 +31,12 @@ web-test:
 # Rebuilds the UI into web/dist, which the binary embeds.
 web-build:
 	web/check-dist.sh --fix
+
+# Refreshes the screenshots of the main screens committed under
+# docs/screenshots by running the browser tests (needs Chromium and the
+# PostgreSQL server binaries, like make test).
+web-screenshots: test-deps
+	E2E_DOCS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -timeout 15m -run '^TestUI' ./web/e2e
 
 generate:
 	$(GO) generate ./...

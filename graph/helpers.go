@@ -53,7 +53,6 @@ func pageInfo(cursors []string, more bool, after *string) *model.PageInfo {
 	return pi
 }
 
-
 func (r *Resolver) loadRepository(ctx context.Context, ns, id uuid.UUID) (*model.Repository, error) {
 	repo, err := loadersFrom(ctx).repository.Load(ctx, idKey{ns: ns, id: id})()
 	if err != nil {

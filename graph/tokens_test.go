@@ -158,7 +158,9 @@ func TestAccessTokensAndAuthorization(t *testing.T) {
 			t.Fatalf("token before revocation: %d %+v", r.Status, r.Errors)
 		}
 		var out struct {
-			RevokeAccessToken struct{ Token struct{ RevokedAt *time.Time } }
+			RevokeAccessToken struct {
+				Token struct{ RevokedAt *time.Time }
+			}
 		}
 		a.admin(rev, map[string]any{"id": revoked.ID}, &out)
 		if out.RevokeAccessToken.Token.RevokedAt == nil {
@@ -173,7 +175,9 @@ func TestAccessTokensAndAuthorization(t *testing.T) {
 		a.admin(rev, map[string]any{"id": revoked.ID}, nil)
 		// Hidden from the default listing, shown with includeRevoked.
 		var list struct {
-			AccessTokens struct{ Edges []struct{ Node struct{ Name string } } }
+			AccessTokens struct {
+				Edges []struct{ Node struct{ Name string } }
+			}
 		}
 		a.admin(`{ accessTokens(namespace: "acme", first: 100) { edges { node { name } } } }`, nil, &list)
 		for _, e := range list.AccessTokens.Edges {

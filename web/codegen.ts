@@ -3,7 +3,8 @@ import type { CodegenConfig } from "@graphql-codegen/cli";
 // Query types come from the server's own schema file: a schema change that
 // breaks a query in src/ fails `npm run codegen` (and so the build).
 const config: CodegenConfig = {
-  schema: "../schema.graphqls",
+  // Every top-level *.graphqls, as gqlgen reads them (one file per area).
+  schema: "../*.graphqls",
   documents: ["src/**/*.{ts,tsx}", "!src/gql/**/*"],
   ignoreNoDocuments: false,
   generates: {

@@ -60,6 +60,20 @@ func artifactsDir(t testing.TB) string {
 	return dir
 }
 
+// docsDir is where the screenshots of the main screens committed to the
+// repository are refreshed (`make web-screenshots` sets it to
+// docs/screenshots); empty means they are left alone.
+func docsDir(t testing.TB) string {
+	dir := os.Getenv("E2E_DOCS_SCREENSHOTS")
+	if dir == "" {
+		return ""
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // tab is one browser tab on the server, with step helpers that fail the
 // test with the step's name.
 type tab struct {
@@ -67,6 +81,7 @@ type tab struct {
 	ctx   context.Context
 	base  string
 	shots string
+	docs  string
 	step  time.Duration
 
 	mu       sync.Mutex
@@ -99,7 +114,7 @@ func newBrowser(t testing.TB, base string, width, height int) *tab {
 		cancelTab()
 		cancelAlloc()
 	})
-	b := &tab{t: t, ctx: ctx, base: base, shots: artifactsDir(t), step: 20 * time.Second}
+	b := &tab{t: t, ctx: ctx, base: base, shots: artifactsDir(t), docs: docsDir(t), step: 20 * time.Second}
 	if err := chromedp.Do(ctx); err != nil { // starts the browser
 		t.Fatalf("start Chromium %s: %v", execPath, err)
 	}
@@ -270,19 +285,42 @@ func (b *tab) count(css string) int {
 	return n
 }
 
-// shot saves a full-page PNG screenshot.
+// shot saves a full-page PNG screenshot as a test artifact.
 func (b *tab) shot(name string) {
+	if _, err := b.capture(name); err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+	}
+}
+
+// docShot saves a screenshot of one of the main screens: the full page as
+// a test artifact, and when E2E_DOCS_SCREENSHOTS is set, what the window
+// shows (the first screenful, a bounded file) as the committed copy
+// docName.png there; refreshing the docs must not silently skip one.
+func (b *tab) docShot(name, docName string) {
+	b.t.Helper()
+	b.shot(name)
+	if b.docs == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+	defer cancel()
+	buf, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err == nil {
+		err = os.WriteFile(filepath.Join(b.docs, docName+".png"), buf, 0o644)
+	}
+	if err != nil {
+		b.t.Fatalf("screenshot %s: %v", docName, err)
+	}
+}
+
+func (b *tab) capture(name string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
 	defer cancel()
 	buf, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
-		b.t.Logf("screenshot %s: %v", name, err)
-		return
+		return nil, err
 	}
-	p := filepath.Join(b.shots, name+".png")
-	if err := os.WriteFile(p, buf, 0o644); err != nil {
-		b.t.Logf("screenshot %s: %v", name, err)
-	}
+	return buf, os.WriteFile(filepath.Join(b.shots, name+".png"), buf, 0o644)
 }
 
 func sanitize(s string) string {

@@ -116,7 +116,7 @@ func TestUI(t *testing.T) {
 	b.see(heading("Create repository"))
 	b.typeInto("#repo-name", "app")
 	b.typeInto("#repo-description", "Application images")
-	b.shot("03-create-repository")
+	b.docShot("03-create-repository", "create-repository")
 	b.click(button("Create repository"))
 	b.see(heading("app"))
 	b.see(text("No image yet"))
@@ -150,7 +150,7 @@ func TestUI(t *testing.T) {
 	if n := b.count("tbody th a"); n != 50 {
 		t.Errorf("first page shows %d repositories, want 50", n)
 	}
-	b.shot("04-repository-list")
+	b.docShot("04-repository-list", "repository-list")
 	b.click(button("Load more"))
 	b.see(text("All 64 shown."))
 	if n := b.count("tbody th a"); n != 64 {
@@ -188,12 +188,12 @@ func TestUI(t *testing.T) {
 	b.see(heading("app"))
 	b.see(link("team/api"))
 	b.see(link("worker"))
-	b.shot("06-repository-detail")
+	b.docShot("06-repository-detail", "container-repository")
 	b.click(link("team/api"))
 	b.see(heading("team/api"))
 	b.see(`//tr[@data-tag="v1"]`)
 	b.see(`//tr[@data-tag="latest"]`)
-	b.shot("07-image-tags-manifests")
+	b.docShot("07-image-tags-manifests", "image-tags-manifests")
 
 	// Copy the pull command of v1.
 	want := "docker pull " + s.Host + "/acme/app/team/api:v1"
@@ -210,7 +210,7 @@ func TestUI(t *testing.T) {
 	b.see(text(m2))
 	b.see(text("docker pull " + s.Host + "/acme/app/team/api@" + m2))
 	b.see(text("oras pull --plain-http " + s.Host + "/acme/app/team/api@" + m2))
-	b.shot("08-manifest-detail")
+	b.docShot("08-manifest-detail", "manifest-detail")
 
 	// Delete tag v1: the manifest stays, untagged.
 	b.click(button("Delete tag v1"))
@@ -225,7 +225,7 @@ func TestUI(t *testing.T) {
 	b.click(link("Trash"))
 	b.see(heading("Trash"))
 	b.see(text(m1[:19]))
-	b.shot("09-trash")
+	b.docShot("09-trash", "trash")
 	b.click(button("Restore manifest " + m1[:19]))
 	b.see(text("The trash is empty."))
 	b.open("/n/acme/r/app/images/team/api")
@@ -247,18 +247,18 @@ func TestUI(t *testing.T) {
 	b.open("/n/acme/history")
 	b.see(heading("Publish history"))
 	b.see(text(m2[:19]))
-	b.shot("10-publish-history")
+	b.docShot("10-publish-history", "publish-history")
 	b.open("/n/acme/search")
 	b.typeInto("#sha", layer1)
 	b.click(button("Search"))
 	b.waitFor("search in the URL", `location.search.includes("sha256=")`)
 	b.see(`//table[@aria-label="Matches"]//a[normalize-space()="app"]`)
-	b.shot("11-checksum-search")
+	b.docShot("11-checksum-search", "checksum-search")
 
 	// Overview: storage and components counted.
 	b.open("/n/acme")
 	b.see(text("Garbage collection"))
-	b.shot("12-namespace-overview")
+	b.docShot("12-namespace-overview", "namespace-overview")
 
 	// Errors: an unknown namespace and repository say so.
 	b.open("/n/acme/r/nothing")
@@ -321,7 +321,7 @@ func TestUINarrow(t *testing.T) {
 		b.open(p.path)
 		b.see(p.see)
 		b.waitFor("no horizontal overflow on "+p.path, noOverflow)
-		b.shot(p.name)
+		b.docShot(p.name, p.name[3:])
 	}
 }
 

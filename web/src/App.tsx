@@ -12,6 +12,10 @@ import { NewRepository } from "./pages/NewRepository";
 import { RepositoryDetail } from "./pages/RepositoryDetail";
 import { ImageDetail } from "./pages/ImageDetail";
 import { Trash } from "./pages/Trash";
+import { NpmPackageDetail } from "./pages/NpmPackages";
+import { MavenPackageDetail, MavenVersionDetail } from "./pages/MavenPackages";
+import { AccessTokens } from "./pages/AccessTokens";
+import { GarbageCollection } from "./pages/GarbageCollection";
 import { PublishHistory } from "./pages/PublishHistory";
 import { ChecksumSearch } from "./pages/ChecksumSearch";
 import { NotFound } from "./pages/NotFound";
@@ -29,6 +33,11 @@ export function AppRoutes() {
           <Route path="repositories/new" element={<NewRepository />} />
           <Route path="r/:repo" element={<RepositoryDetail />} />
           <Route path="r/:repo/images/*" element={<ImageDetail />} />
+          <Route path="r/:repo/npm/*" element={<NpmPackageDetail />} />
+          <Route path="r/:repo/maven/:groupId/:artifactId" element={<MavenPackageDetail />} />
+          <Route path="r/:repo/maven/:groupId/:artifactId/:version" element={<MavenVersionDetail />} />
+          <Route path="tokens" element={<AccessTokens />} />
+          <Route path="gc" element={<GarbageCollection />} />
           <Route path="trash" element={<Trash />} />
           <Route path="history" element={<PublishHistory />} />
           <Route path="search" element={<ChecksumSearch />} />

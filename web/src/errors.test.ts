@@ -19,6 +19,16 @@ describe("describeError", () => {
     }
   });
 
+  it("says which condition makes a namespace unavailable", () => {
+    const err = new CombinedError({
+      graphQLErrors: [new GraphQLError("namespace acme is suspended", { extensions: { code: "NAMESPACE_UNAVAILABLE", reason: "SUSPENDED" } })],
+    });
+    const [d] = describeError(err);
+    expect(d.code).toBe("NAMESPACE_UNAVAILABLE");
+    expect(d.title).toBe("Namespace unavailable");
+    expect(d.reason).toBe("SUSPENDED");
+  });
+
   it("maps gqlgen's own limit codes", () => {
     const err = new CombinedError({ graphQLErrors: [gqlErr("too complex", "COMPLEXITY_LIMIT_EXCEEDED")] });
     expect(describeError(err)[0].title).toBe("Query too large");

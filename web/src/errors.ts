@@ -9,6 +9,7 @@ export type ErrorCode =
   | "FORBIDDEN"
   | "UNAUTHENTICATED"
   | "CONFLICT"
+  | "NAMESPACE_UNAVAILABLE"
   | "INTERNAL"
   | "DEPTH_LIMIT_EXCEEDED"
   | "COMPLEXITY_LIMIT_EXCEEDED"
@@ -45,6 +46,10 @@ export const MEANINGS: Record<ErrorCode, ErrorMeaning> = {
     title: "Conflict",
     hint: "The current state does not allow this (something depends on it, or a concurrent change is in progress). Reload and try again.",
   },
+  NAMESPACE_UNAVAILABLE: {
+    title: "Namespace unavailable",
+    hint: "The namespace is blocked or disabled, or suspended so that it refuses changes; an administrator can lift the condition.",
+  },
   INTERNAL: {
     title: "Server error",
     hint: "The server failed; the details are in its log. Try again later.",
@@ -72,6 +77,8 @@ export interface DescribedError extends ErrorMeaning {
   message: string;
   /** Field path of a GraphQL error, e.g. "namespace.repositories". */
   path?: string;
+  /** extensions.reason of NAMESPACE_UNAVAILABLE: which condition holds. */
+  reason?: string;
 }
 
 function knownCode(code: unknown): ErrorCode {
@@ -98,6 +105,7 @@ export function describeError(err: CombinedError): DescribedError[] {
       ...meaning,
       message: ge.message,
       path: ge.path && ge.path.length ? ge.path.join(".") : undefined,
+      reason: typeof ge.extensions?.reason === "string" ? ge.extensions.reason : undefined,
     });
   }
   if (err.networkError) {

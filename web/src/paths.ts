@@ -11,6 +11,14 @@ export const paths = {
   image: (ns: string, repo: string, image: string, manifest?: string) =>
     `/n/${enc(ns)}/r/${enc(repo)}/images/${image.split("/").map(enc).join("/")}` +
     (manifest ? `?manifest=${enc(manifest)}` : ""),
+  npmPackage: (ns: string, repo: string, pkg: string, version?: string) =>
+    `/n/${enc(ns)}/r/${enc(repo)}/npm/${pkg.split("/").map(enc).join("/")}` + (version ? `?version=${enc(version)}` : ""),
+  mavenPackage: (ns: string, repo: string, groupId: string, artifactId: string) =>
+    `/n/${enc(ns)}/r/${enc(repo)}/maven/${enc(groupId)}/${enc(artifactId)}`,
+  mavenVersion: (ns: string, repo: string, groupId: string, artifactId: string, version: string) =>
+    `/n/${enc(ns)}/r/${enc(repo)}/maven/${enc(groupId)}/${enc(artifactId)}/${enc(version)}`,
+  tokens: (ns: string) => `/n/${enc(ns)}/tokens`,
+  gc: (ns: string) => `/n/${enc(ns)}/gc`,
   trash: (ns: string) => `/n/${enc(ns)}/trash`,
   history: (ns: string) => `/n/${enc(ns)}/history`,
   search: (ns: string, sha256?: string) => `/n/${enc(ns)}/search${sha256 ? `?sha256=${enc(sha256)}` : ""}`,

@@ -134,6 +134,8 @@ export function NamespaceLayout() {
     ["Trash", paths.trash(ns), false],
     ["Publish history", paths.history(ns), false],
     ["Checksum search", paths.search(ns), false],
+    ["Access tokens", paths.tokens(ns), false],
+    ["Garbage collection", paths.gc(ns), false],
   ];
   return (
     <>

@@ -17,6 +17,7 @@ export function ErrorBox({ error, title }: { error: CombinedError; title?: strin
         {items.map((e, i) => (
           <li key={i} data-code={e.code}>
             <span className="error-code">{e.title}</span> <code className="code-tag">{e.code}</code>
+            {e.reason && <code className="code-tag">{e.reason.toLowerCase()}</code>}
             <div className="error-message">{e.message}</div>
             <div className="error-hint">{e.hint}</div>
           </li>

@@ -28,6 +28,94 @@ export function npmrc(origin: string, ns: string, repo: string): string {
   return `registry=${url}\n${noScheme}:_authToken=\${ARTIFACT_REGISTRY_TOKEN}`;
 }
 
+/** The scope of a scoped npm package name ("@scope"), or null. */
+export function npmScope(packageName: string): string | null {
+  const m = /^(@[^/]+)\//.exec(packageName);
+  return m ? m[1] : null;
+}
+
+/**
+ * The .npmrc lines that make npm fetch one package from this repository: a
+ * scoped package maps only its scope to the registry (other packages keep
+ * coming from the default registry), an unscoped one needs the registry
+ * itself. The token line is the same in both.
+ */
+export function npmrcFor(origin: string, ns: string, repo: string, packageName: string): string {
+  const scope = npmScope(packageName);
+  if (!scope) return npmrc(origin, ns, repo);
+  const url = npmRegistryURL(origin, ns, repo);
+  const noScheme = url.replace(/^https?:/, "");
+  return `${scope}:registry=${url}\n${noScheme}:_authToken=\${ARTIFACT_REGISTRY_TOKEN}`;
+}
+
+/** `npm install name@version` (or name@tag); the .npmrc lines say where from. */
+export function npmInstall(packageName: string, versionOrTag?: string): string {
+  return `npm install ${packageName}${versionOrTag ? `@${versionOrTag}` : ""}`;
+}
+
+function xmlEscape(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+export interface MavenCoordinates {
+  groupId: string;
+  artifactId: string;
+  version: string;
+  /** Packaging of the file when it is not a jar (pom, war, …). */
+  type?: string | null;
+  classifier?: string | null;
+}
+
+/** The pom.xml <dependency> element for a Maven version (or one of its files). */
+export function mavenDependency(c: MavenCoordinates): string {
+  const lines = [
+    "<dependency>",
+    `  <groupId>${xmlEscape(c.groupId)}</groupId>`,
+    `  <artifactId>${xmlEscape(c.artifactId)}</artifactId>`,
+    `  <version>${xmlEscape(c.version)}</version>`,
+  ];
+  if (c.type && c.type !== "jar") lines.push(`  <type>${xmlEscape(c.type)}</type>`);
+  if (c.classifier) lines.push(`  <classifier>${xmlEscape(c.classifier)}</classifier>`);
+  lines.push("</dependency>");
+  return lines.join("\n");
+}
+
+/**
+ * Classifier and extension of a file of a Maven version, from its name
+ * (`<artifactId>-<version>[-<classifier>].<ext>`); null for files that are
+ * not artifacts of the version (checksums, signatures, metadata) or that do
+ * not follow the layout. SNAPSHOT files carry a timestamped version, so
+ * any version text between the artifactId and the classifier is accepted
+ * when `version` ends in -SNAPSHOT.
+ */
+export function mavenFileParts(
+  fileName: string,
+  artifactId: string,
+  version: string,
+): { classifier: string | null; extension: string } | null {
+  if (/\.(md5|sha1|sha256|sha512|asc)$/.test(fileName) || fileName.startsWith("maven-metadata")) return null;
+  const prefix = `${artifactId}-`;
+  if (!fileName.startsWith(prefix)) return null;
+  let rest = fileName.slice(prefix.length);
+  if (rest.startsWith(version)) {
+    rest = rest.slice(version.length);
+  } else if (version.endsWith("-SNAPSHOT")) {
+    const base = version.slice(0, -"-SNAPSHOT".length);
+    const m = new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}-\\d{8}\\.\\d{6}-\\d+`).exec(rest);
+    if (!m) return null;
+    rest = rest.slice(m[0].length);
+  } else {
+    return null;
+  }
+  // Extensions Maven uses with two dots.
+  const ext = /\.(tar\.gz|tar\.bz2)$/.exec(rest)?.[1] ?? /\.([^.]+)$/.exec(rest)?.[1];
+  if (!ext) return null;
+  const body = rest.slice(0, rest.length - ext.length - 1);
+  if (body === "") return { classifier: null, extension: ext };
+  if (!body.startsWith("-") || body.length < 2) return null;
+  return { classifier: body.slice(1), extension: ext };
+}
+
 export function mavenURL(origin: string, ns: string, repo: string): string {
   return `${origin}/maven/${ns}/${repo}/`;
 }

@@ -1,63 +1,50 @@
-import { useEffect, useRef, useState, type ReactNode } from "react";
+import { useEffect, useRef, type ReactNode } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { useClient, useMutation, useQuery, type CombinedError } from "urql";
+import { useMutation, useQuery } from "urql";
 import { useAuth } from "../auth";
 import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { dockerPull, orasPull } from "../components/usage";
 import { Badge, CopyBlock, CopyButton, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
-import type { LocateImageQuery as LocateImageResult } from "../gql/graphql";
 import { formatBytes, formatTime, registryHost, shortDigest } from "../format";
 import { paths } from "../paths";
 
-const LocateImageQuery = graphql(`
-  query LocateImage($namespace: String!, $name: String!, $first: Int, $after: String) {
+const ImageQuery = graphql(`
+  query Image($namespace: String!, $name: String!, $image: String!) {
     repository(namespace: $namespace, name: $name) {
       id
-      images(first: $first, after: $after) {
-        pageInfo {
-          hasNextPage
-          endCursor
-        }
-        edges {
-          cursor
-          node {
-            id
-            name
-          }
-        }
+      image(name: $image) {
+        id
+        name
+        lastDownloadedAt
       }
     }
   }
 `);
 
 const ImageTagsQuery = graphql(`
-  query ImageTags($namespace: String!, $name: String!, $imageAfter: String, $first: Int, $after: String) {
+  query ImageTags($namespace: String!, $name: String!, $image: String!, $first: Int, $after: String) {
     repository(namespace: $namespace, name: $name) {
       id
-      images(first: 1, after: $imageAfter) {
-        edges {
-          node {
-            id
-            name
-            tags(first: $first, after: $after) {
-              totalCount
-              pageInfo {
-                hasNextPage
-                endCursor
-              }
-              edges {
-                node {
-                  id
-                  name
-                  manifest {
-                    id
-                    digest
-                    mediaType
-                    size
-                    createdAt
-                  }
-                }
+      image(name: $image) {
+        id
+        name
+        tags(first: $first, after: $after) {
+          totalCount
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+          edges {
+            node {
+              id
+              name
+              manifest {
+                id
+                digest
+                mediaType
+                size
+                createdAt
               }
             }
           }
@@ -68,40 +55,36 @@ const ImageTagsQuery = graphql(`
 `);
 
 const ImageManifestsQuery = graphql(`
-  query ImageManifests($namespace: String!, $name: String!, $imageAfter: String, $first: Int, $after: String) {
+  query ImageManifests($namespace: String!, $name: String!, $image: String!, $first: Int, $after: String) {
     repository(namespace: $namespace, name: $name) {
       id
-      images(first: 1, after: $imageAfter) {
-        edges {
-          node {
-            id
-            name
-            manifests(first: $first, after: $after) {
-              totalCount
-              pageInfo {
-                hasNextPage
-                endCursor
+      image(name: $image) {
+        id
+        name
+        manifests(first: $first, after: $after) {
+          totalCount
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+          edges {
+            node {
+              id
+              digest
+              mediaType
+              size
+              createdAt
+              tags
+              references {
+                id
+                digest
+                mediaType
+                size
               }
-              edges {
-                node {
-                  id
-                  digest
-                  mediaType
-                  size
-                  createdAt
-                  tags
-                  references {
-                    id
-                    digest
-                    mediaType
-                    size
-                  }
-                  referrers {
-                    id
-                    digest
-                    mediaType
-                  }
-                }
+              referrers {
+                id
+                digest
+                mediaType
               }
             }
           }
@@ -137,55 +120,12 @@ const DeleteManifestMutation = graphql(`
 `);
 
 const PAGE = 50;
-const LOCATE_PAGE = 100;
-const LOCATE_MAX_PAGES = 100;
 const ctx = { additionalTypenames: ["ContainerImage", "ContainerTag", "ContainerManifest"] };
-
-type Located =
-  | { state: "loading" }
-  | { state: "found"; imageAfter: string | null }
-  | { state: "missing" }
-  | { state: "error"; error: CombinedError };
-
-/**
- * Finds the image in the repository's image list (by name) and returns the
- * cursor just before it, so the tag and manifest queries can address it as
- * `images(first: 1, after: imageAfter)`. The API has no image-by-name field.
- */
-function useLocateImage(ns: string, repo: string, image: string): Located {
-  const client = useClient();
-  const [located, setLocated] = useState<Located>({ state: "loading" });
-  useEffect(() => {
-    let cancelled = false;
-    setLocated({ state: "loading" });
-    (async () => {
-      let after: string | null = null;
-      for (let page = 0; page < LOCATE_MAX_PAGES; page++) {
-        const res: { data?: LocateImageResult; error?: CombinedError } = await client
-          .query(LocateImageQuery, { namespace: ns, name: repo, first: LOCATE_PAGE, after }, ctx)
-          .toPromise();
-        if (cancelled) return;
-        if (res.error) return setLocated({ state: "error", error: res.error });
-        const conn = res.data?.repository?.images;
-        if (!conn) return setLocated({ state: "missing" });
-        const i = conn.edges.findIndex((e) => e.node.name === image);
-        if (i >= 0) return setLocated({ state: "found", imageAfter: i === 0 ? after : conn.edges[i - 1].cursor });
-        if (!conn.pageInfo.hasNextPage || !conn.pageInfo.endCursor) return setLocated({ state: "missing" });
-        after = conn.pageInfo.endCursor;
-      }
-      setLocated({ state: "missing" });
-    })();
-    return () => {
-      cancelled = true;
-    };
-  }, [client, ns, repo, image]);
-  return located;
-}
 
 export function ImageDetail() {
   const { ns = "", repo = "", "*": splat = "" } = useParams();
   const image = splat.replace(/\/+$/, "");
-  const located = useLocateImage(ns, repo, image);
+  const [{ data, fetching, error }] = useQuery({ query: ImageQuery, variables: { namespace: ns, name: repo, image }, context: ctx });
   const [params, setParams] = useSearchParams();
   const selected = params.get("manifest");
   const select = (digest: string | null) =>
@@ -201,9 +141,9 @@ export function ImageDetail() {
       <PageTitle>{image}</PageTitle>
     </>
   );
-  if (located.state === "loading") return <section>{header}<Loading what="Loading image" /></section>;
-  if (located.state === "error") return <section>{header}<ErrorBox error={located.error} /></section>;
-  if (located.state === "missing") {
+  if (!data && fetching) return <section>{header}<Loading what="Loading image" /></section>;
+  if (error && !data?.repository?.image) return <section>{header}<ErrorBox error={error} /></section>;
+  if (!data?.repository?.image) {
     return (
       <section>
         {header}
@@ -236,7 +176,7 @@ export function ImageDetail() {
           <PagedList
             resetKey={`${ns}/${repo}/${image}`}
             page={(p) => (
-              <TagPage key={p.index} {...p} ns={ns} repo={repo} image={image} imageAfter={located.imageAfter} onSelect={select} />
+              <TagPage key={p.index} {...p} ns={ns} repo={repo} image={image} onSelect={select} />
             )}
           />
         </table>
@@ -266,7 +206,7 @@ export function ImageDetail() {
                 ns={ns}
                 repo={repo}
                 image={image}
-                imageAfter={located.imageAfter}
+               
                 selected={selected}
                 onSelect={select}
               />
@@ -282,7 +222,6 @@ interface ImageRef {
   ns: string;
   repo: string;
   image: string;
-  imageAfter: string | null;
 }
 
 function useFocusNewPage(index: number, loaded: unknown) {
@@ -297,7 +236,6 @@ function TagPage({
   ns,
   repo,
   image,
-  imageAfter,
   after,
   index,
   isLast,
@@ -307,11 +245,11 @@ function TagPage({
   const { token } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: ImageTagsQuery,
-    variables: { namespace: ns, name: repo, imageAfter, first: PAGE, after },
+    variables: { namespace: ns, name: repo, image, first: PAGE, after },
     context: ctx,
   });
   const [del, deleteTag] = useMutation(DeleteTagMutation);
-  const node = data?.repository?.images?.edges[0]?.node;
+  const node = data?.repository?.image;
   const conn = node && node.name === image ? node.tags : undefined;
   const body = useFocusNewPage(index, conn);
   const host = registryHost();
@@ -385,7 +323,6 @@ function ManifestPage({
   ns,
   repo,
   image,
-  imageAfter,
   after,
   index,
   isLast,
@@ -396,11 +333,11 @@ function ManifestPage({
   const { token } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: ImageManifestsQuery,
-    variables: { namespace: ns, name: repo, imageAfter, first: PAGE, after },
+    variables: { namespace: ns, name: repo, image, first: PAGE, after },
     context: ctx,
   });
   const [del, deleteManifest] = useMutation(DeleteManifestMutation);
-  const node = data?.repository?.images?.edges[0]?.node;
+  const node = data?.repository?.image;
   const conn = node && node.name === image ? node.manifests : undefined;
   const body = useFocusNewPage(index, conn);
   const host = registryHost();

@@ -4,6 +4,7 @@ import { useQuery } from "urql";
 import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { Badge, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
+import type { PublishHistoryQuery } from "../gql/graphql";
 import { formatBytes, formatTime, shortDigest } from "../format";
 import { paths } from "../paths";
 
@@ -39,6 +40,21 @@ const PublishHistoryQuery = graphql(`
                   name
                 }
               }
+              ... on MavenVersion {
+                id
+                groupId
+                artifactId
+                version
+                sizeBytes
+                softDeletedAt
+              }
+              ... on NpmVersion {
+                id
+                packageName
+                version
+                sizeBytes
+                softDeletedAt
+              }
             }
           }
         }
@@ -48,7 +64,7 @@ const PublishHistoryQuery = graphql(`
 `);
 
 const PAGE = 50;
-const ctx = { additionalTypenames: ["ContainerManifest"] };
+const ctx = { additionalTypenames: ["ContainerManifest", "MavenVersion", "NpmVersion"] };
 
 /** A date (YYYY-MM-DD) as the start of that day in UTC, or null. */
 export function dayStart(value: string | null): string | null {
@@ -158,22 +174,16 @@ function HistoryPage({
               <Link to={paths.repository(ns, ev.repository.name)}>{ev.repository.name}</Link>
             </td>
             <th scope="row" data-label="Artifact">
-              {a.__typename === "ContainerManifest" && (
+              <ArtifactCell ns={ns} repo={ev.repository.name} a={a} />
+              {a.softDeletedAt && (
                 <>
-                  <Link to={paths.image(ns, ev.repository.name, a.image.name, a.digest)}>
-                    {a.image.name}@<span className="mono">{shortDigest(a.digest)}</span>
-                  </Link>
-                  {a.softDeletedAt && (
-                    <>
-                      {" "}
-                      <Badge tone="bad">deleted</Badge>
-                    </>
-                  )}
+                  {" "}
+                  <Badge tone="bad">deleted</Badge>
                 </>
               )}
             </th>
             <td data-label="Size" className="num">
-              {a.__typename === "ContainerManifest" ? formatBytes(a.size) : "–"}
+              {formatBytes(a.__typename === "ContainerManifest" ? a.size : a.sizeBytes)}
             </td>
             <td data-label="Tags">
               {a.__typename === "ContainerManifest" && a.tags.map((t) => <Badge key={t}>{t}</Badge>)}
@@ -184,4 +194,30 @@ function HistoryPage({
       {conn && isLast && note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} />)}
     </tbody>
   );
+}
+
+type Artifact = NonNullable<PublishHistoryQuery["namespace"]>["publishHistory"]["edges"][number]["node"]["artifact"];
+
+/** What was published: an image manifest, an npm version or a Maven version. */
+function ArtifactCell({ ns, repo, a }: { ns: string; repo: string; a: Artifact }) {
+  switch (a.__typename) {
+    case "ContainerManifest":
+      return (
+        <Link to={paths.image(ns, repo, a.image.name, a.digest)}>
+          {a.image.name}@<span className="mono">{shortDigest(a.digest)}</span>
+        </Link>
+      );
+    case "NpmVersion":
+      return (
+        <span>
+          {a.packageName}@{a.version} <Badge>npm</Badge>
+        </span>
+      );
+    case "MavenVersion":
+      return (
+        <span>
+          {a.groupId}:{a.artifactId}:{a.version} <Badge>maven</Badge>
+        </span>
+      );
+  }
 }

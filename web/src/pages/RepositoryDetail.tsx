@@ -12,6 +12,8 @@ import type { Visibility } from "../gql/graphql";
 import { formatBytes, formatCount, formatTime } from "../format";
 import { paths } from "../paths";
 import { VISIBILITIES } from "../repoQuery";
+import { MavenPackageList } from "./MavenPackages";
+import { NpmPackageList } from "./NpmPackages";
 
 const RepositoryQuery = graphql(`
   query Repository($namespace: String!, $name: String!) {
@@ -212,6 +214,16 @@ export function RepositoryDetail() {
               />
             </table>
           </div>
+        </>
+      ) : r.format === "NPM" ? (
+        <>
+          <h2>Packages</h2>
+          <NpmPackageList ns={ns} repo={r.name} />
+        </>
+      ) : r.format === "MAVEN" ? (
+        <>
+          <h2>Packages</h2>
+          <MavenPackageList ns={ns} repo={r.name} />
         </>
       ) : null}
 

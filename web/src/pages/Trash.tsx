@@ -52,6 +52,44 @@ const TrashQuery = graphql(`
                 }
               }
             }
+            ... on MavenVersion {
+              id
+              groupId
+              artifactId
+              version
+              sizeBytes
+              repository {
+                id
+                name
+              }
+            }
+            ... on NpmVersion {
+              id
+              packageName
+              version
+              sizeBytes
+              repository {
+                id
+                name
+              }
+            }
+            ... on NpmPackage {
+              id
+              name
+              repository {
+                id
+                name
+              }
+            }
+            ... on MavenPackage {
+              id
+              groupId
+              artifactId
+              repository {
+                id
+                name
+              }
+            }
           }
         }
       }
@@ -92,14 +130,84 @@ const RestoreManifestMutation = graphql(`
   }
 `);
 
+// npm and Maven items are named by id (as the trash lists them).
+const RestoreNpmVersionMutation = graphql(`
+  mutation RestoreNpmVersion($input: PackageItemRefInput!) {
+    restoreNpmVersion(input: $input) {
+      version {
+        id
+        softDeletedAt
+      }
+    }
+  }
+`);
+
+const RestoreNpmPackageMutation = graphql(`
+  mutation RestoreNpmPackage($input: PackageItemRefInput!) {
+    restoreNpmPackage(input: $input) {
+      package {
+        id
+        softDeletedAt
+      }
+    }
+  }
+`);
+
+const RestoreMavenVersionMutation = graphql(`
+  mutation RestoreMavenVersion($input: PackageItemRefInput!) {
+    restoreMavenVersion(input: $input) {
+      version {
+        id
+        softDeletedAt
+      }
+    }
+  }
+`);
+
+const RestoreMavenPackageMutation = graphql(`
+  mutation RestoreMavenPackage($input: PackageItemRefInput!) {
+    restoreMavenPackage(input: $input) {
+      package {
+        id
+        softDeletedAt
+      }
+    }
+  }
+`);
+
 const PAGE = 50;
 const KINDS: { kind: TrashKind | ""; label: string }[] = [
   { kind: "", label: "Everything" },
   { kind: "REPOSITORY", label: "Repositories" },
   { kind: "CONTAINER_IMAGE", label: "Images" },
   { kind: "CONTAINER_MANIFEST", label: "Manifests" },
+  { kind: "NPM_PACKAGE", label: "npm packages" },
+  { kind: "NPM_VERSION", label: "npm versions" },
+  { kind: "MAVEN_PACKAGE", label: "Maven packages" },
+  { kind: "MAVEN_VERSION", label: "Maven versions" },
 ];
-const ctx = { additionalTypenames: ["Repository", "ContainerImage", "ContainerManifest", "TrashEdge"] };
+/** How a trash kind reads in the table. */
+export const KIND_LABEL: Record<TrashKind, string> = {
+  REPOSITORY: "repository",
+  CONTAINER_IMAGE: "image",
+  CONTAINER_MANIFEST: "manifest",
+  NPM_PACKAGE: "npm package",
+  NPM_VERSION: "npm version",
+  MAVEN_PACKAGE: "Maven package",
+  MAVEN_VERSION: "Maven version",
+};
+const ctx = {
+  additionalTypenames: [
+    "Repository",
+    "ContainerImage",
+    "ContainerManifest",
+    "MavenVersion",
+    "NpmVersion",
+    "MavenPackage",
+    "NpmPackage",
+    "TrashEdge",
+  ],
+};
 
 export function Trash() {
   const { ns = "" } = useParams();
@@ -154,8 +262,18 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
   const [restoreRepo, doRestoreRepo] = useMutation(RestoreRepositoryMutation);
   const [purgeRepo, doPurgeRepo] = useMutation(PurgeRepositoryMutation);
   const [restoreManifest, doRestoreManifest] = useMutation(RestoreManifestMutation);
-  const busy = restoreRepo.fetching || purgeRepo.fetching || restoreManifest.fetching;
-  const mutationError = restoreRepo.error ?? purgeRepo.error ?? restoreManifest.error;
+  const [restoreNpmVersion, doRestoreNpmVersion] = useMutation(RestoreNpmVersionMutation);
+  const [restoreNpmPackage, doRestoreNpmPackage] = useMutation(RestoreNpmPackageMutation);
+  const [restoreMavenVersion, doRestoreMavenVersion] = useMutation(RestoreMavenVersionMutation);
+  const [restoreMavenPackage, doRestoreMavenPackage] = useMutation(RestoreMavenPackageMutation);
+  const mutations = [restoreRepo, purgeRepo, restoreManifest, restoreNpmVersion, restoreNpmPackage, restoreMavenVersion, restoreMavenPackage];
+  const busy = mutations.some((m) => m.fetching);
+  const mutationError = mutations.find((m) => m.error)?.error;
+  const restoreButton = (what: string, run: () => unknown) => (
+    <button type="button" className="btn btn-small" disabled={busy} aria-label={`Restore ${what}`} onClick={() => void run()}>
+      Restore
+    </button>
+  );
   const conn = data?.namespace?.trash;
   const body = useRef<HTMLTableSectionElement>(null);
   useEffect(() => {
@@ -248,13 +366,57 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               </button>
             );
             break;
+          case "NpmVersion":
+            item = (
+              <>
+                <strong>
+                  {n.packageName}@{n.version}
+                </strong>{" "}
+                <span className="small muted">{formatBytes(n.sizeBytes)}</span>
+              </>
+            );
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            actions = restoreButton(`npm version ${n.packageName}@${n.version}`, () =>
+              doRestoreNpmVersion({ input: { namespace: ns, id: n.id } }, ctx),
+            );
+            break;
+          case "NpmPackage":
+            item = <strong>{n.name}</strong>;
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            actions = restoreButton(`npm package ${n.name}`, () => doRestoreNpmPackage({ input: { namespace: ns, id: n.id } }, ctx));
+            break;
+          case "MavenPackage":
+            item = (
+              <strong>
+                {n.groupId}:{n.artifactId}
+              </strong>
+            );
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            actions = restoreButton(`Maven package ${n.groupId}:${n.artifactId}`, () =>
+              doRestoreMavenPackage({ input: { namespace: ns, id: n.id } }, ctx),
+            );
+            break;
+          case "MavenVersion":
+            item = (
+              <>
+                <strong>
+                  {n.groupId}:{n.artifactId}:{n.version}
+                </strong>{" "}
+                <span className="small muted">{formatBytes(n.sizeBytes)}</span>
+              </>
+            );
+            where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            actions = restoreButton(`Maven version ${n.groupId}:${n.artifactId}:${n.version}`, () =>
+              doRestoreMavenVersion({ input: { namespace: ns, id: n.id } }, ctx),
+            );
+            break;
         }
         return (
           <tr key={edge.cursor}>
             <th scope="row" data-label="Item">
               {item}
             </th>
-            <td data-label="Kind">{edge.kind.toLowerCase().replace("_", " ")}</td>
+            <td data-label="Kind">{KIND_LABEL[edge.kind]}</td>
             <td data-label="Where">{where}</td>
             <td data-label="Deleted">{formatTime(edge.deletedAt)}</td>
             <td className="actions">{actions}</td>
