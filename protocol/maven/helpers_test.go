@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -34,6 +35,7 @@ const testToken = "test-admin-token"
 type testServer struct {
 	URL   string
 	Store *store.Store
+	Authn *auth.Authenticator
 	srv   *httptest.Server
 }
 
@@ -97,6 +99,9 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 		mo.AdminToken = testToken
 	}
 	mo.Logger = log
+	if mo.Auth == nil {
+		mo.Auth = auth.New(st, auth.Options{AdminToken: mo.AdminToken, Logger: log})
+	}
 	var h http.Handler
 	if o.rootRouter {
 		hs := httpserver.New(httpserver.Options{Logger: log})
@@ -110,7 +115,23 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, Store: st, srv: srv}
+	return &testServer{URL: srv.URL, Store: st, Authn: mo.Auth, srv: srv}
+}
+
+// token mints an access token of namespace ns as the super-user and
+// returns its secret.
+func (s *testServer) token(t testing.TB, ns, name string, scopes ...enum.TokenScope) string {
+	t.Helper()
+	ctx := context.Background()
+	n, err := s.Store.NamespaceBySlug(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := s.Authn.CreateToken(ctx, auth.AdminPrincipal(""), auth.NamespaceOf(n), auth.TokenSpec{Name: name, Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
 
 // repo creates a namespace (if needed) and a hosted repository.

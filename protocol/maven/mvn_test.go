@@ -76,7 +76,9 @@ type mvnEnv struct {
 	snapsURL    string
 }
 
-func newMvnEnv(t *testing.T, s *testServer) *mvnEnv {
+// newMvnEnv writes settings.xml with password as the <server> password of
+// both repositories (an access token, or the admin token).
+func newMvnEnv(t *testing.T, s *testServer, password string) *mvnEnv {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("testdata")); err != nil {
@@ -87,7 +89,7 @@ func newMvnEnv(t *testing.T, s *testServer) *mvnEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(settings, bytes.ReplaceAll(b, []byte("@TOKEN@"), []byte(testToken)), 0o644); err != nil {
+	if err := os.WriteFile(settings, bytes.ReplaceAll(b, []byte("@TOKEN@"), []byte(password)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return &mvnEnv{t: t, dir: dir, settings: settings,
@@ -183,8 +185,16 @@ func TestRealMavenDeployAndResolve(t *testing.T) {
 	s.repo(t, "acme", "releases", enum.FormatMaven, enum.VisibilityPrivate)
 	s.repo(t, "acme", "snapshots", enum.FormatMaven, enum.VisibilityPublic)
 	t.Cleanup(func() { s.checkInvariants(t) })
-	e := newMvnEnv(t, s)
+	// The settings.xml password is a namespace WRITE access token (it
+	// reads too); a READ token's deploy is refused with 403.
+	e := newMvnEnv(t, s, s.token(t, "acme", "ci", enum.TokenScopeWrite))
 	deployRepo := e.localRepo()
+
+	// 0. A READ token cannot deploy.
+	ro := newMvnEnv(t, s, s.token(t, "acme", "reader", enum.TokenScopeRead))
+	if out, ok := ro.mvn(ro.project("lib", "refused"), ro.localRepo(), "-Dlib.version=0.9.0", "deploy"); ok || !strings.Contains(out, "403") {
+		t.Fatalf("deploy with a READ token: success=%v\n%s", ok, tail(out, 40))
+	}
 
 	// 1. mvn deploy of a release.
 	lib := e.project("lib", "hello from 1.0.0")
@@ -290,7 +300,7 @@ func TestRealMavenConcurrentDeploys(t *testing.T) {
 	s.repo(t, "acme", "releases", enum.FormatMaven, enum.VisibilityPublic)
 	s.repo(t, "acme", "snapshots", enum.FormatMaven, enum.VisibilityPublic)
 	t.Cleanup(func() { s.checkInvariants(t) })
-	e := newMvnEnv(t, s)
+	e := newMvnEnv(t, s, s.token(t, "acme", "ci", enum.TokenScopeWrite))
 	versions := []string{"1.2.0", "1.3.0"}
 	var wg sync.WaitGroup
 	outs := make([]string, len(versions))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // npmClient runs the real npm CLI with an isolated HOME, user config,
@@ -63,6 +65,22 @@ func (e *env) newNPM(t testing.TB, repo string, withToken bool) *npmClient {
 		"NPM_CONFIG_GLOBALCONFIG="+filepath.Join(c.home, "globalnpmrc"),
 		"NO_UPDATE_NOTIFIER=1",
 	)
+	return c
+}
+
+// newNPMToken is newNPM with secret as the registry's _authToken.
+func (e *env) newNPMToken(t testing.TB, repo, secret string) *npmClient {
+	t.Helper()
+	c := e.newNPM(t, repo, false)
+	u, _ := url.Parse(c.registry)
+	f, err := os.OpenFile(filepath.Join(c.home, ".npmrc"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "//%s%s:_authToken=%s\n", u.Host, u.Path, secret); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -347,7 +365,9 @@ func TestNpmCLI(t *testing.T) {
 }
 
 // TestNpmCLIAccess checks anonymous reads of public registries, the token
-// for private ones, and npm's refusal to publish without a credential.
+// for private ones, npm's refusal to publish without a credential, and
+// namespace access tokens: publish, install, a 403, whoami, npm token
+// list/create/revoke and logout.
 func TestNpmCLIAccess(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	e.publish("js", newPublish(t, "pub-pkg", "1.0.0", nil))
@@ -377,6 +397,62 @@ func TestNpmCLIAccess(t *testing.T) {
 	proj := filepath.Join(work, "proj")
 	writeJSONFile(t, filepath.Join(proj, "package.json"), map[string]any{"name": "c", "version": "1.0.0", "dependencies": map[string]string{"priv-pkg": "1.0.0"}})
 	priv.must(proj, "install")
+
+	// Namespace access tokens as _authToken: WRITE publishes, READ
+	// installs but cannot publish (403), whoami names the token.
+	writer := e.newNPMToken(t, "private", e.token(t, "writer", enum.TokenScopeWrite))
+	reader := e.newNPMToken(t, "private", e.token(t, "reader", enum.TokenScopeRead))
+	if out := writer.must(work, "whoami"); strings.TrimSpace(out) != "writer" {
+		t.Errorf("whoami with the WRITE token: %q", out)
+	}
+	writer.must(writePackage(t, filepath.Join(work, "tok"), map[string]any{"name": "tok-pkg", "version": "1.0.0"}), "publish")
+	proj2 := filepath.Join(work, "proj2")
+	writeJSONFile(t, filepath.Join(proj2, "package.json"), map[string]any{"name": "d", "version": "1.0.0", "dependencies": map[string]string{"tok-pkg": "1.0.0"}})
+	reader.must(proj2, "install")
+	if _, err := os.Stat(filepath.Join(proj2, "node_modules", "tok-pkg", "index.js")); err != nil {
+		t.Errorf("install with the READ token: %v", err)
+	}
+	out := reader.fails(writePackage(t, filepath.Join(work, "tok2"), map[string]any{"name": "tok-pkg", "version": "1.0.1"}), "publish")
+	if !strings.Contains(out, "403") || !strings.Contains(out, "lacks the WRITE scope") {
+		t.Errorf("publish with the READ token: %s", out)
+	}
+
+	// npm token list / create / revoke with an ADMIN token of the namespace.
+	adminSecret := e.token(t, "ns-admin", enum.TokenScopeAdmin)
+	admin := e.newNPMToken(t, "private", adminSecret)
+	if out := admin.must(work, "token", "list"); !strings.Contains(out, "reader") || !strings.Contains(out, "writer") {
+		t.Errorf("npm token list: %s", out)
+	}
+	if out := writer.fails(work, "token", "list"); !strings.Contains(out, "403") {
+		t.Errorf("npm token list with a WRITE token: %s", out)
+	}
+	created := admin.must(work, "token", "create", "--name", "from-npm", "--password", adminSecret)
+	secret := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(created), "Created token"))
+	if !strings.HasPrefix(secret, "arp_") {
+		t.Fatalf("npm token create: %q", created)
+	}
+	if out := e.newNPMToken(t, "private", secret).must(work, "whoami"); strings.TrimSpace(out) != "from-npm" {
+		t.Errorf("whoami with the created token: %q", out)
+	}
+	// npm redacts "key" in --json output; "id" is its shortest unique prefix.
+	var listed []struct{ ID, Name string }
+	if err := json.Unmarshal([]byte(admin.must(work, "token", "list", "--json")), &listed); err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range listed {
+		if tok.Name == "reader" {
+			admin.must(work, "token", "revoke", tok.ID)
+		}
+	}
+	if out := reader.fails(work, "view", "tok-pkg"); !strings.Contains(out, "401") {
+		t.Errorf("view with the revoked READ token: %s", out)
+	}
+	// npm logout revokes the token it logs out.
+	writer.must(work, "logout")
+	var revoked int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM access_tokens WHERE revoked_at IS NOT NULL AND name IN ('reader', 'writer')`).Scan(&revoked); err != nil || revoked != 2 {
+		t.Errorf("%d of reader and writer revoked (%v), want 2", revoked, err)
+	}
 }
 
 func containsRequest(reqs []string, want string) bool {

@@ -27,6 +27,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -101,6 +102,9 @@ func newEnv(t testing.TB, eo envOptions) *env {
 	if opts.AdminToken == "" {
 		opts.AdminToken = testToken
 	}
+	if opts.Auth == nil {
+		opts.Auth = auth.New(e.st, auth.Options{AdminToken: opts.AdminToken, AdminUser: opts.AdminUser, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	}
 	if opts.PublicURL == "" {
 		opts.PublicURL = e.base
 	}
@@ -152,6 +156,21 @@ func newEnv(t testing.TB, eo envOptions) *env {
 	t.Cleanup(e.server.Close)
 	t.Cleanup(e.handler.downloads.flush)
 	return e
+}
+
+// token mints an access token of namespace acme as the super-user and
+// returns its secret.
+func (e *env) token(t testing.TB, name string, scopes ...enum.TokenScope) string {
+	t.Helper()
+	ns, err := e.st.NamespaceBySlug(e.ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := e.opts.Auth.CreateToken(e.ctx, auth.AdminPrincipal(""), auth.NamespaceOf(ns), auth.TokenSpec{Name: name, Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
 
 // registry is the registry URL of a repository (with the trailing slash).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -107,7 +108,8 @@ func writeFile(t *testing.T, dir, name, content string) string {
 	return p
 }
 
-// TestCrane drives go-containerregistry's crane through login, push
+// TestCrane drives go-containerregistry's crane, logged in with access
+// tokens (READ refused a push, then WRITE+DELETE), through push
 // (Docker schema 2 and OCI images), pull, export, tag, list, copy between
 // repositories (cross-repository mount), multi-platform index, catalog,
 // blob fetch and delete, and the anonymous / private access rules.
@@ -127,7 +129,13 @@ func TestCrane(t *testing.T) {
 	crane.run("auth", "login", s.Host, "-u", "ci", "-p", "wrong", "--insecure")
 	crane.fail("UNAUTHORIZED", "ls", "--insecure", priv)
 
-	crane.run("auth", "login", s.Host, "-u", "ci", "-p", testToken, "--insecure")
+	// Access tokens through the Bearer token flow: a READ token pulls but
+	// cannot push (403 DENIED); the rest runs with a WRITE+DELETE token.
+	reader := s.token(t, "clients", "reader", enum.TokenScopeRead)
+	crane.run("auth", "login", s.Host, "-u", "ci", "-p", reader, "--insecure")
+	crane.fail("DENIED", "append", "--insecure", "-f", layerTar(t, work, "ro", "x"), "-t", priv+":ro")
+	ci := s.token(t, "clients", "ci", enum.TokenScopeWrite, enum.TokenScopeDelete)
+	crane.run("auth", "login", s.Host, "-u", "ci", "-p", ci, "--insecure")
 
 	// Docker schema 2 image (crane's default) and an OCI image.
 	crane.run("append", "--insecure", "-f", layerTar(t, work, "hello.txt", "hello from crane\n"), "-t", priv+":v1")
@@ -181,7 +189,7 @@ func TestCrane(t *testing.T) {
 	// A child of an index cannot be deleted before the index.
 	crane.fail("DENIED", "delete", "--insecure", priv+"@"+dig)
 
-	// Catalog: the admin sees both repositories.
+	// Catalog: a token of the namespace sees both repositories.
 	cat := crane.run("catalog", "--insecure", s.Host)
 	for _, want := range []string{"clients/private/app", "clients/public/app"} {
 		if !strings.Contains(cat, want) {
@@ -222,7 +230,8 @@ func TestCrane(t *testing.T) {
 	anon.fail("UNAUTHORIZED", "delete", "--insecure", pub+":copied")
 }
 
-// TestOras drives oras through push of an artifact, anonymous pull from a
+// TestOras drives oras, with access tokens as the password (WRITE+DELETE;
+// READ refused; revoked refused), through push of an artifact, anonymous pull from a
 // public repository, referrers attach and discover (the referrers API,
 // with an artifactType filter), tag, tag listing, copy with referrers
 // between repositories, and deletes.
@@ -235,7 +244,8 @@ func TestOras(t *testing.T) {
 	pub := s.Host + "/clients/public/art"
 	work := t.TempDir()
 	oras.dir = work
-	auth := []string{"--plain-http", "-u", "ci", "-p", testToken}
+	token := s.token(t, "clients", "ci", enum.TokenScopeWrite, enum.TokenScopeDelete)
+	auth := []string{"--plain-http", "-u", "ci", "-p", token}
 	with := func(args ...string) []string { return append(args, auth...) }
 	api := "--distribution-spec=v1.1-referrers-api"
 
@@ -271,7 +281,7 @@ func TestOras(t *testing.T) {
 
 	// Copy with referrers into the public repository, then pull anonymously.
 	oras.run("cp", "-r", "--from-plain-http", "--to-plain-http",
-		"--from-username", "ci", "--from-password", testToken, "--to-username", "ci", "--to-password", testToken,
+		"--from-username", "ci", "--from-password", token, "--to-username", "ci", "--to-password", token,
 		priv+":v1", pub+":v1")
 	anon := newCLI(t, oras.bin)
 	out := filepath.Join(work, "pulled")
@@ -301,4 +311,35 @@ func TestOras(t *testing.T) {
 	oras.fail("not found", with("manifest", "fetch", priv+":stable")...)
 	// The public copy is untouched.
 	anon.run("manifest", "fetch", "--plain-http", pub+":v1")
+	// A READ token cannot push or delete (403 DENIED), and a revoked token
+	// is refused (401).
+	reader := s.token(t, "clients", "reader", enum.TokenScopeRead)
+	ro := []string{"--plain-http", "-u", "ci", "-p", reader}
+	oras.fail("denied: the token lacks the WRITE scope", append([]string{"push", priv + ":ro", "readme.md:text/markdown"}, ro...)...)
+	oras.fail("denied: the token lacks the DELETE scope", append([]string{"manifest", "delete", "--force", pub + ":v1"}, ro...)...)
+	oras.run(append([]string{"manifest", "fetch", pub + ":v1"}, ro...)...)
+	revokeAll(t, s, "clients")
+	// (Public pulls never present it: clients send credentials only when
+	// challenged.)
+	oras.fail("the token has been revoked", append([]string{"manifest", "fetch", priv + ":v1"}, ro...)...)
+}
+
+// revokeAll revokes every token of a namespace through the Authenticator,
+// so the revocation takes effect at once.
+func revokeAll(t *testing.T, s *testServer, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := s.Store.NamespaceBySlug(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks, _, err := s.Authn.ListTokens(ctx, auth.AdminPrincipal(""), auth.NamespaceOf(n), nil, 100, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range toks {
+		if _, err := s.Authn.RevokeToken(ctx, auth.AdminPrincipal(""), auth.NamespaceOf(n), tok.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

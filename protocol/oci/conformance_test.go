@@ -35,7 +35,9 @@ func TestConformance(t *testing.T) {
 				"OCI_REPO1=conformance/oci/repo1",
 				"OCI_REPO2=conformance/oci/repo2",
 				"OCI_USERNAME=conformance",
-				"OCI_PASSWORD=" + testToken,
+				// A namespace ADMIN access token (the suite deletes), through
+				// the Bearer token flow.
+				"OCI_PASSWORD=" + s.token(t, "conformance", "conformance", enum.TokenScopeAdmin),
 				"OCI_VERSION=" + version,
 				"OCI_RESULTS_DIR=" + results,
 				"OCI_LOG=error",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -30,6 +31,7 @@ type testServer struct {
 	URL   string // http://127.0.0.1:port
 	Host  string // 127.0.0.1:port
 	Store *store.Store
+	Authn *auth.Authenticator
 	srv   *httptest.Server
 }
 
@@ -63,11 +65,28 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	hs := httpserver.New(httpserver.Options{Logger: log})
-	Mount(hs.Router(), st, Options{AdminToken: testToken, Logger: log})
+	authn := auth.New(st, auth.Options{AdminToken: testToken, Logger: log})
+	Mount(hs.Router(), st, Options{Auth: authn, Logger: log})
 	srv := httptest.NewServer(hs.Handler())
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	return &testServer{URL: srv.URL, Host: u.Host, Store: st, srv: srv}
+	return &testServer{URL: srv.URL, Host: u.Host, Store: st, Authn: authn, srv: srv}
+}
+
+// token mints an access token of namespace ns (which must exist) as the
+// super-user and returns its secret.
+func (s *testServer) token(t testing.TB, ns, name string, scopes ...enum.TokenScope) string {
+	t.Helper()
+	ctx := context.Background()
+	n, err := s.Store.NamespaceBySlug(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, secret, err := s.Authn.CreateToken(ctx, auth.AdminPrincipal(""), auth.NamespaceOf(n), auth.TokenSpec{Name: name, Scopes: scopes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return secret
 }
 
 // repo creates a namespace (if needed) and a hosted container repository.
