@@ -39,7 +39,9 @@ func TestNoNPlusOneNewFields(t *testing.T) {
 						Node struct {
 							Image *struct {
 								Name string
-								Tags struct{ Edges []struct{ Node struct{ Name string } } }
+								Tags struct {
+									Edges []struct{ Node struct{ Name string } }
+								}
 							}
 							Missing *struct{ Name string }
 						}

@@ -12,13 +12,13 @@ type AccessToken struct {
 	// RepositoryGroup holds the repository ids of every token of the page,
 	// so the first repositories resolver loads them all in one batch.
 	RepositoryGroup *Group
-	ID            uuid.UUID
-	NamespaceID   uuid.UUID
-	Name          string
-	Scopes        []AccessTokenScope
-	RepositoryIDs []uuid.UUID // nil: every repository
-	ExpiresAt     *time.Time
-	RevokedAt     *time.Time
-	LastUsedAt    *time.Time
-	CreatedAt     time.Time
+	ID              uuid.UUID
+	NamespaceID     uuid.UUID
+	Name            string
+	Scopes          []AccessTokenScope
+	RepositoryIDs   []uuid.UUID // nil: every repository
+	ExpiresAt       *time.Time
+	RevokedAt       *time.Time
+	LastUsedAt      *time.Time
+	CreatedAt       time.Time
 }
