@@ -97,7 +97,7 @@ func runServe(ctx context.Context, args []string) error {
 	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
-	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen,
+	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
 		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "",
 		"startup", time.Since(start).Round(time.Millisecond))
 	return srv.Serve(ctx, cfg.Listen, cfg.ShutdownTimeout)
@@ -108,7 +108,7 @@ func runServe(ctx context.Context, args []string) error {
 // rebuild and, when enabled, the registry:2 migration service.
 func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
-	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), Logger: log})
+	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers, Logger: log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("configure garbage collection: %w", err)
 	}
@@ -118,7 +118,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOp
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, err
 	}
-	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: config.DefaultQueueWorkers}}
 	maps.Copy(queues, collector.Queues())
 	maps.Copy(queues, folder.Queues())
 	legacy.register(workers, queues)
