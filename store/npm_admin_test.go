@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
@@ -83,5 +86,57 @@ func TestNpmSemverKeyOrder(t *testing.T) {
 	var below bool
 	if err := pool.QueryRow(context.Background(), `SELECT npm_semver_key('not-a-version') < npm_semver_key('0.0.0-0')`).Scan(&below); err != nil || !below {
 		t.Fatalf("a non-SemVer string should rank below every version: %v %v", below, err)
+	}
+}
+
+// TestNpmVersionsPagePlan: the version listing is a backward range scan of
+// npm_versions_semver_idx on one partition, with no sort of the versions
+// (keyset, never OFFSET), on the first page and after a cursor.
+func TestNpmVersionsPagePlan(t *testing.T) {
+	ctx := context.Background()
+	pool := testdb.New(t)
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	// Tiny tables favour sequential scans; the question is whether the
+	// index serves the order at all.
+	if _, err := conn.Exec(ctx, `SET enable_seqscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	ns, pkg := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	for _, keyset := range []bool{false, true} {
+		args := []any{ns, []uuid.UUID{pkg}, 21}
+		if keyset {
+			args = append(args, []byte("01"), uuid.Must(uuid.NewV7()))
+		}
+		rows, err := conn.Query(ctx, "EXPLAIN "+npmVersionsPageSQL(keyset), args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		text := strings.Join(plan, "\n")
+		// The LATERAL part, from its Limit node down to its scan (the outer
+		// Sort only merges the limited rows of the packages).
+		var inner string
+		for i, l := range plan {
+			if strings.Contains(l, "Limit") {
+				inner = strings.Join(plan[i:min(i+3, len(plan))], "\n")
+				break
+			}
+		}
+		if !strings.Contains(inner, "Index Scan Backward") || !strings.Contains(inner, "npm_semver_key") ||
+			strings.Contains(inner, "Sort") || strings.Count(text, " on npm_versions_p") != 1 {
+			t.Fatalf("keyset=%v: the version page is not a backward scan of the semver index on one partition:\n%s", keyset, text)
+		}
 	}
 }
