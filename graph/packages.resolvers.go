@@ -197,6 +197,8 @@ func (r *npmPackageResolver) Latest(ctx context.Context, obj *model.NpmPackage) 
 	}
 	for _, t := range tags {
 		if t.Name == "latest" {
+			// The tags' group holds every tagged version of the page.
+			prime(ctx, pkgLoaders(ctx).npmVersion, t.Siblings, "npmVersion", idKeys(obj.NamespaceID))
 			return npmVersionByID(ctx, obj.NamespaceID, t.VersionID)
 		}
 	}
@@ -360,6 +362,7 @@ func (r *repositoryResolver) NpmPackages(ctx context.Context, obj *model.Reposit
 	}
 	var cursors []string
 	for _, p := range rows {
+		l.npmPackage.Prime(ctx, idKey{ns: p.NamespaceID, id: p.ID}, p) // for version.package
 		c := encodeCursor("npmPackage", nameKey{Name: p.Name})
 		cursors = append(cursors, c)
 		conn.Edges = append(conn.Edges, &model.NpmPackageEdge{Cursor: c, Node: p})
@@ -374,7 +377,12 @@ func (r *repositoryResolver) NpmPackage(ctx context.Context, obj *model.Reposito
 	if obj.Format != model.FormatNpm {
 		return nil, nil
 	}
-	return pkgLoaders(ctx).npmPackageByName.Load(ctx, npmNameKey{ns: obj.NamespaceID, repo: obj.ID, name: name})()
+	l := pkgLoaders(ctx)
+	p, err := l.npmPackageByName.Load(ctx, npmNameKey{ns: obj.NamespaceID, repo: obj.ID, name: name})()
+	if p != nil {
+		l.npmPackage.Prime(ctx, idKey{ns: p.NamespaceID, id: p.ID}, p) // for version.package
+	}
+	return p, err
 }
 
 // MavenPackages is the resolver for the mavenPackages field.
@@ -409,6 +417,7 @@ func (r *repositoryResolver) MavenPackages(ctx context.Context, obj *model.Repos
 	}
 	var cursors []string
 	for _, p := range rows {
+		l.mavenPackage.Prime(ctx, idKey{ns: p.NamespaceID, id: p.ID}, p) // for version.package
 		c := encodeCursor("mavenPackage", store.MavenPackageKey{GroupID: p.GroupID, ArtifactID: p.ArtifactID})
 		cursors = append(cursors, c)
 		conn.Edges = append(conn.Edges, &model.MavenPackageEdge{Cursor: c, Node: p})
@@ -423,7 +432,12 @@ func (r *repositoryResolver) MavenPackage(ctx context.Context, obj *model.Reposi
 	if obj.Format != model.FormatMaven {
 		return nil, nil
 	}
-	return pkgLoaders(ctx).mavenPackageByCoord.Load(ctx, mavenCoordKey{ns: obj.NamespaceID, repo: obj.ID, group: groupID, artifact: artifactID})()
+	l := pkgLoaders(ctx)
+	p, err := l.mavenPackageByCoord.Load(ctx, mavenCoordKey{ns: obj.NamespaceID, repo: obj.ID, group: groupID, artifact: artifactID})()
+	if p != nil {
+		l.mavenPackage.Prime(ctx, idKey{ns: p.NamespaceID, id: p.ID}, p) // for version.package
+	}
+	return p, err
 }
 
 // MavenPackage returns MavenPackageResolver implementation.

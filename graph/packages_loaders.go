@@ -95,7 +95,18 @@ func newPackageLoaders(st *store.Store, wait time.Duration) *packageLoaders {
 		npmVersionCount: newLoader(wait, perNamespace(st.CountNpmVersionsOfPackages)),
 		npmVersion: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.NpmVersion, error) {
 			vs, err := st.NpmArtifactsByIDs(ctx, ns, ids)
-			return convertMap(indexBy(vs, func(v *store.NpmArtifact) uuid.UUID { return v.ID }), toNpmVersion), err
+			if err != nil {
+				return nil, err
+			}
+			// One group for the batch: the versions' own fields load together.
+			out := map[uuid.UUID]*model.NpmVersion{}
+			for _, list := range siblingPages(map[uuid.UUID][]*store.NpmArtifact{uuid.Nil: vs}, -1, toNpmVersion,
+				func(v *store.NpmArtifact) uuid.UUID { return v.ID }, func(v *model.NpmVersion, g *model.Group) { v.Siblings = g }) {
+				for _, v := range list {
+					out[v.ID] = v
+				}
+			}
+			return out, nil
 		})),
 		npmVersionByName: newLoader(wait, fetchNpmVersionsByName(st)),
 		npmTags: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, pkgs []uuid.UUID) (map[uuid.UUID][]*model.NpmDistTag, error) {

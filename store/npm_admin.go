@@ -143,20 +143,29 @@ type NpmVersionRow struct {
 // package.
 func (s *Store) NpmVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, after *NpmVersionKey, limit int) (map[uuid.UUID][]*NpmVersionRow, error) {
 	args := []any{nsID, pkgIDs, limit + 1}
-	keyset := ""
 	if after != nil {
-		args, keyset = append(args, after.SemverKey, after.ID), ` AND (npm_semver_key(v.version), v.id) < ($4, $5)`
+		args = append(args, after.SemverKey, after.ID)
 	}
-	return groupBy(ctx, s.pool, "npm versions", `
-		SELECT nv.npm_package_id, `+npmArtifactColumns+`, nv.k
+	return groupBy(ctx, s.pool, "npm versions", npmVersionsPageSQL(after != nil), args, scanNpmVersionRow)
+}
+
+// npmVersionsPageSQL is NpmVersionsOfPackages' statement ($4, $5: the
+// keyset when keyset is set).
+func npmVersionsPageSQL(keyset bool) string {
+	cond := ""
+	if keyset {
+		cond = ` AND (npm_semver_key(v.version), v.id) < ($4, $5)`
+	}
+	return `
+		SELECT nv.npm_package_id, ` + npmArtifactColumns + `, nv.k
 		FROM unnest($2::uuid[]) AS pk(id)
 		CROSS JOIN LATERAL (
 			SELECT v.*, npm_semver_key(v.version) AS k FROM npm_versions v
-			WHERE v.namespace_id = $1 AND v.npm_package_id = pk.id AND v.soft_deleted_at IS NULL`+keyset+`
+			WHERE v.namespace_id = $1 AND v.npm_package_id = pk.id AND v.soft_deleted_at IS NULL` + cond + `
 			ORDER BY npm_semver_key(v.version) DESC, v.id DESC LIMIT $3) nv
 		JOIN npm_packages np ON np.namespace_id = $1 AND np.id = nv.npm_package_id
 		JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.id = np.npm_repository_id
-		ORDER BY nv.npm_package_id, nv.k DESC, nv.id DESC`, args, scanNpmVersionRow)
+		ORDER BY nv.npm_package_id, nv.k DESC, nv.id DESC`
 }
 
 func scanNpmVersionRow(row pgx.Row) (*NpmVersionRow, error) {
