@@ -35,6 +35,12 @@ func TestLegacyInventoryUpsertAndList(t *testing.T) {
 	if err != nil || again.TagCount != 40 {
 		t.Fatalf("re-upsert: %+v %v", again, err)
 	}
+	if byTarget, err := f.store.LegacyRepositoryByTarget(ctx, f.ns, "legacy", "team/app03"); err != nil || byTarget.ID != again.ID {
+		t.Fatalf("by target: %+v %v", byTarget, err)
+	}
+	if _, err := f.store.LegacyRepositoryByTarget(ctx, f.ns, "legacy", "nope"); !errors.Is(err, ErrLegacyRepositoryUnknown) {
+		t.Fatalf("by unknown target: %v", err)
+	}
 	// A second path onto the same target is refused.
 	clash := legacyEntry(f.ns, "other/path", 1)
 	clash.ImageName = "team/app03"
