@@ -117,6 +117,11 @@ var ErrTimeLimit = errors.New("importer: final pass exceeded its time limit")
 // be imported (decision fail-repository).
 var ErrNothingImportable = errors.New("importer: no tag of the repository can be imported")
 
+// ErrRepositoryMissing: the legacy tree has no such repository (wrong
+// storage URL, or deleted since the inventory): the pass fails rather than
+// migrating an empty repository.
+var ErrRepositoryMissing = errors.New("importer: repository not found in the legacy tree")
+
 // Options tune a pass.
 type Options struct {
 	// Lease of a pass started here (not claimed by the service). Pass 1

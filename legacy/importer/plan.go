@@ -40,6 +40,15 @@ func plan(ctx context.Context, tree *layout.Tree, repo string, rep *Report) (*im
 	if err != nil {
 		return nil, err
 	}
+	if len(tags) == 0 {
+		ok, err := tree.Exists(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrRepositoryMissing, repo)
+		}
+	}
 	p := &importPlan{tags: map[string]layout.Digest{}, nodes: map[layout.Digest]*node{}, sizes: map[layout.Digest]int64{}}
 	rep.TagsSeen = len(tags)
 	for _, tg := range tags {

@@ -333,3 +333,17 @@ func (t *Tree) Uploads(ctx context.Context, repo string) ([]string, error) {
 	slices.Sort(out)
 	return out, nil
 }
+
+// Exists reports whether the tree holds the repository (any object under
+// its directory).
+func (t *Tree) Exists(ctx context.Context, repo string) (bool, error) {
+	it := t.b.List(&blob.ListOptions{Prefix: t.prefix + "repositories/" + repo + "/"})
+	_, err := it.Next(ctx)
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("layout: list %s: %w", repo, err)
+	}
+	return true, nil
+}
