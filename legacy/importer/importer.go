@@ -202,7 +202,7 @@ func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store
 	if err := p.reportLeftBehind(ctx, tree, repo.LegacyPath, rep); err != nil {
 		return err
 	}
-	if _, err := p.execute(ctx, st, tree, repo, target, rep); err != nil {
+	if _, err := p.execute(ctx, st, repo, tree, target, rep); err != nil {
 		return err
 	}
 	return nil
@@ -255,7 +255,7 @@ func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *sto
 	if err != nil {
 		return err
 	}
-	fin, err := p.execute(ctx, st, tree, repo, target, rep)
+	fin, err := p.execute(ctx, st, repo, tree, target, rep)
 	if err != nil {
 		return err
 	}
