@@ -52,7 +52,7 @@ const rulesYAML = `prefixes:
 // env is a real legacy registry (distribution on filesystem storage, fed
 // by crane) and our server in proxy mode in front of it.
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	st         *store.Store
 	rules      *mapping.Rules
 	legacyHost string
@@ -65,7 +65,7 @@ type env struct {
 	docker     string // DOCKER_CONFIG of the crane runs
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{t: t, docker: t.TempDir()}
@@ -367,6 +367,16 @@ func TestEndToEnd(t *testing.T) {
 	e.crane("pull", deep+":1", filepath.Join(t.TempDir(), "deep.tar"))
 	// Writes to migrated repositories are served here.
 	e.push(deep+":2", "after the migration")
+	// A name still on the (stopped) legacy registry gets a 502 in the
+	// spec's error format, not a hang or an HTML page.
+	resp = e.do(http.MethodGet, "/v2/team/other/tags/list", nil, nil)
+	body, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"errors":[{"code":"UNKNOWN"`) {
+		t.Fatalf("legacy registry down: %d %s", resp.StatusCode, body)
+	}
+	if e.counter("error") == 0 {
+		t.Fatal("proxy error not counted")
+	}
 }
 
 // blobMatches fetches a blob through our server and checks its sha256.

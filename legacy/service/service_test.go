@@ -296,8 +296,8 @@ func TestServiceTimeLimit(t *testing.T) {
 func TestServiceFailure(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	// Remove the data of every blob: nothing of team/b... of any repo is
-	// importable; break only team/b by removing its tag links.
+	// team/b loses its manifest revision links: none of its tags can be
+	// imported, so the importer fails the repository.
 	if err := os.RemoveAll(filepath.Join(e.dir, "docker/registry/v2/repositories/team/b/_manifests/revisions")); err != nil {
 		t.Fatal(err)
 	}
