@@ -109,7 +109,9 @@ func TestLegacyMutations(t *testing.T) {
 	const skip = `mutation($id: ID!, $r: String) { skipLegacyRepository(id: $id, reason: $r) { status lastError } }`
 	// A running pass cannot be skipped.
 	a.expectError(adminToken, skip, map[string]any{"id": rows[2].ID.String()}, CodeConflict)
-	var sk struct{ SkipLegacyRepository struct{ Status, LastError string } }
+	var sk struct {
+		SkipLegacyRepository struct{ Status, LastError string }
+	}
 	a.admin(skip, map[string]any{"id": rows[0].ID.String(), "r": "too big"}, &sk)
 	if sk.SkipLegacyRepository.Status != "SKIPPED" || sk.SkipLegacyRepository.LastError != "too big" {
 		t.Fatalf("skip: %+v", sk)
