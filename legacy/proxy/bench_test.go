@@ -30,7 +30,7 @@ func BenchmarkRoute(b *testing.B) {
 	for _, c := range []struct{ name, path string }{{"migrated", "team/app"}, {"legacy", "team/tool"}, {"unknown", "team/none"}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := r.Route(ctx, c.path); err != nil {
+				if _, err := r.Route(ctx, c.path, false); err != nil {
 					b.Fatal(err)
 				}
 			}

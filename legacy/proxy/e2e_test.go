@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -431,14 +430,7 @@ func (e *env) checkProtocol(t *testing.T) {
 	}
 	// A new repository on the include list is created here, another one
 	// in the legacy registry.
-	ctx := context.Background()
-	if _, err := e.st.CreateRepository(ctx, store.NewRepository{Namespace: "acme", Name: "legacy",
-		Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate}); err != nil {
-		var de *store.DomainError
-		if !errors.As(err, &de) || de.Code != store.CodeAlreadyExists {
-			t.Fatal(err)
-		}
-	}
+	// (acme/legacy does not exist yet: the first push creates it.)
 	here := e.push(e.host+"/team/new-svc:1", "new repository created here")
 	if _, err := e.craneErr("digest", e.legacyHost+"/team/new-svc:1"); err == nil {
 		t.Fatal("team/new-svc was created in the legacy registry")

@@ -55,7 +55,7 @@ func TestRouteByStatus(t *testing.T) {
 		if _, err := st.Pool().Exec(ctx, `UPDATE legacy_repositories SET status = $2 WHERE id = $1`, row.ID, int16(c.status)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := r.Route(ctx, "team/app")
+		got, err := r.Route(ctx, "team/app", false)
 		if err != nil || got.Decision != c.want || got.Target != "acme/legacy/app" {
 			t.Errorf("%s: %+v %v, want %s", c.status, got, err, c.want)
 		}
@@ -65,9 +65,40 @@ func TestRouteByStatus(t *testing.T) {
 		"team/elsewhere": {Decision: oci.LegacyForward, Target: "acme/legacy/elsewhere"},
 		"acme/legacy/x":  {Decision: oci.LegacyNotMapped},
 	} {
-		if got, err := r.Route(ctx, path); err != nil || got != want {
+		if got, err := r.Route(ctx, path, false); err != nil || got != want {
 			t.Errorf("%s: %+v %v, want %+v", path, got, err, want)
 		}
+	}
+}
+
+// TestRouteCreatesNewRepository: the first write to a new name placed
+// here creates its hosted repository; reads create nothing; a missing
+// namespace is NAME_UNKNOWN's error.
+func TestRouteCreatesNewRepository(t *testing.T) {
+	ctx := context.Background()
+	st, r, _ := routerEnv(t)
+	count := func() int {
+		var n int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM repositories WHERE name = 'legacy'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := r.Route(ctx, "team/fresh", false); err != nil || count() != 0 {
+		t.Fatalf("read created a repository: %v, %d", err, count())
+	}
+	for range 2 {
+		if got, err := r.Route(ctx, "team/fresh", true); err != nil || got.Decision != oci.LegacyLocal || count() != 1 {
+			t.Fatalf("write: %+v %v, %d repositories", got, err, count())
+		}
+	}
+	rules, err := mapping.Parse([]byte("prefixes:\n  - prefix: ghost/\n    namespace: nowhere\n    repository: r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = proxy.New(st, rules, func(string) bool { return true }).Route(ctx, "ghost/x", true)
+	if !errors.Is(err, store.ErrContainerNameUnknown) {
+		t.Fatalf("missing namespace: %v", err)
 	}
 }
 

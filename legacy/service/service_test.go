@@ -264,7 +264,7 @@ func TestServiceTimeLimit(t *testing.T) {
 	if r.TimeLimitExceededAt == nil || r.LastError == nil || !strings.Contains(*r.LastError, "time limit") {
 		t.Fatalf("row %+v", r)
 	}
-	route, err := proxy.New(e.st, e.rules, func(string) bool { return false }).Route(ctx, "team/a")
+	route, err := proxy.New(e.st, e.rules, func(string) bool { return false }).Route(ctx, "team/a", false)
 	if err != nil || route.Decision != oci.LegacyForward {
 		t.Fatalf("route after the time limit: %+v %v", route, err)
 	}

@@ -52,7 +52,7 @@ func TestLegacyRenamingWriter(t *testing.T) {
 // nopRouter satisfies the constructor; these tests never route.
 type nopRouter struct{}
 
-func (nopRouter) Route(context.Context, string) (LegacyRoute, error) { return LegacyRoute{}, nil }
+func (nopRouter) Route(context.Context, string, bool) (LegacyRoute, error) { return LegacyRoute{}, nil }
 
 func (nopRouter) GuardWrite(_ context.Context, _ string, fn func(LegacyRoute) error) error {
 	return fn(LegacyRoute{})
