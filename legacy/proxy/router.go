@@ -24,6 +24,9 @@ type Router struct {
 	// migrated caches routes of migrated repositories: migrated is final,
 	// so the hottest names skip the database.
 	migrated sync.Map // legacy path -> target
+	// ensured remembers the targets of new names whose hosted repository
+	// exists here.
+	ensured sync.Map // "<namespace>/<repository>" -> struct{}
 }
 
 // New builds a Router. local decides whether a path not in the inventory
@@ -34,8 +37,10 @@ func New(st *store.Store, rules *mapping.Rules, local func(path string) bool) *R
 
 var _ oci.LegacyRouter = (*Router)(nil)
 
-// Route decides where path lives.
-func (r *Router) Route(ctx context.Context, path string) (oci.LegacyRoute, error) {
+// Route decides where path lives. A write to a new name placed here by
+// the include/exclude lists creates its hosted repository (private,
+// docker) first, so the first push of a new repository works.
+func (r *Router) Route(ctx context.Context, path string, write bool) (oci.LegacyRoute, error) {
 	if t, ok := r.migrated.Load(path); ok {
 		return oci.LegacyRoute{Decision: oci.LegacyLocal, Target: t.(string)}, nil
 	}
@@ -43,7 +48,36 @@ func (r *Router) Route(ctx context.Context, path string) (oci.LegacyRoute, error
 	if err != nil {
 		return oci.LegacyRoute{}, err
 	}
-	return r.decide(path, row, found), nil
+	route := r.decide(path, row, found)
+	if write && !found && route.Decision == oci.LegacyLocal {
+		t, _ := r.rules.Map(path)
+		if err := r.ensure(ctx, t); err != nil {
+			return oci.LegacyRoute{}, err
+		}
+	}
+	return route, nil
+}
+
+func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
+	key := t.Namespace + "/" + t.Repository
+	if _, ok := r.ensured.Load(key); ok {
+		return nil
+	}
+	_, err := r.st.CreateRepository(ctx, store.NewRepository{Namespace: t.Namespace, Name: t.Repository,
+		Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate})
+	if code, ok := store.DomainErrorCode(err); ok {
+		switch code {
+		case store.CodeAlreadyExists:
+			err = nil
+		case store.CodeNotFound:
+			return fmt.Errorf("%w: namespace %q of the new repository does not exist", store.ErrContainerNameUnknown, t.Namespace)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("create repository %s for a new legacy name: %w", key, err)
+	}
+	r.ensured.Store(key, struct{}{})
+	return nil
 }
 
 // GuardWrite decides under a share lock of the inventory row (see

@@ -71,7 +71,9 @@ type LegacyRoute struct {
 // LegacyRouter decides where a legacy path lives (legacy/proxy implements
 // it over the migration inventory and the mapping rules).
 type LegacyRouter interface {
-	Route(ctx context.Context, path string) (LegacyRoute, error)
+	// Route decides; write is true for an authenticated write, which may
+	// create the target repository of a new name placed here.
+	Route(ctx context.Context, path string, write bool) (LegacyRoute, error)
 	// GuardWrite decides again and calls fn with the answer while the
 	// repository cannot enter its read-only window, so a tag change
 	// forwarded to the legacy registry is never missed by pass 2.
@@ -202,7 +204,13 @@ func (h *handler) legacyFront(next http.Handler) http.Handler {
 			return
 		}
 		p := h.legacy
-		route, err := p.router.Route(r.Context(), name)
+		// Every write needs the admin token, here or forwarded; checked
+		// first, so no anonymous write creates anything.
+		if cred := h.authenticate(r); isWrite(r) && cred != credAdmin {
+			writeAPIError(w, r, unauthorized(cred))
+			return
+		}
+		route, err := p.router.Route(r.Context(), name, isWrite(r))
 		if err != nil {
 			h.legacyError(w, r, err)
 			return
