@@ -382,11 +382,12 @@ func insertNpmCounterDeltas(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUI
 	return nil
 }
 
-// npmExecMode is the query mode of every npm statement: named prepared
-// statements (pgx's statement cache), so a statement is parsed and
-// analysed once per connection. Each one filters every partitioned table
-// by namespace_id = $1 (TestNpmStatementsPruneToOnePartition), so
-// PostgreSQL keeps planning it with the actual parameters on one partition
-// per table. (The unnamed-statement mode, QueryExecModeCacheDescribe, was
-// measured slower: it parses and analyses these CTEs on every execution.)
-const npmExecMode = pgx.QueryExecModeCacheStatement
+// npmExecMode is the query mode of every npm statement: the statement
+// description is cached (one round trip per execution), and each execution
+// uses the unnamed prepared statement, which PostgreSQL always plans with
+// the actual parameters, so the namespace_id = $1 of every statement
+// prunes each partitioned table to one partition while planning. A named
+// prepared statement may switch to a generic plan, which in PostgreSQL 15
+// keeps all 64 partitions of each table in the plan and locks them at
+// every execution.
+const npmExecMode = pgx.QueryExecModeCacheDescribe

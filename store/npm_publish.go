@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -126,58 +125,45 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	slices.Sort(tags)
 	tags = slices.Compact(tags)
 
-	// The advisory pre-check and the upload of the bytes (two-phase upload
-	// and dedup commit of the blob layer) run at the same time: a refusal
-	// cancels the upload; a refusal that comes too late to cancel it leaves
-	// an unattached blob for the collector, like any abandoned upload.
+	// Pre-check: refuse before any byte is stored.
 	var (
 		exists, existed       bool
 		buffered, active, tcs int64
 		hasLatest             bool
-		committed             *CommitResult
-		sum                   = sha256.Sum256(in.Tarball)
 	)
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		err := s.pool.QueryRow(gctx, npmPublishCheckSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
-			Scan(&exists, &existed, &buffered, &active, &tcs, &hasLatest)
-		if err != nil {
-			return mapErr(fmt.Errorf("store: npm publish check: %w", err))
-		}
-		switch {
-		case exists:
-			return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
-		case existed:
-			return fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
-		case max(buffered, active) >= MaxNpmVersionsPerPackage:
-			return fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
-				ErrNpmLimit, in.Name, max(buffered, active), MaxNpmVersionsPerPackage)
-		}
-		if !hasLatest && !slices.Contains(tags, "latest") {
-			tags = append(tags, "latest")
-		}
-		if tcs+int64(len(tags)) > MaxNpmTagsPerPackage {
-			return fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d",
-				ErrNpmLimit, in.Name, tcs+int64(len(tags)), MaxNpmTagsPerPackage)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		sha1 := in.SHA1
-		var err error
-		committed, err = s.PutBlob(gctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
-			bytes.NewReader(in.Tarball), Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
-		if err != nil {
-			return fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
-		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
-		return nil, err
+	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
+		Scan(&exists, &existed, &buffered, &active, &tcs, &hasLatest)
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: npm publish check: %w", err))
+	}
+	switch {
+	case exists:
+		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+	case existed:
+		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
+	case max(buffered, active) >= MaxNpmVersionsPerPackage:
+		return nil, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
+			ErrNpmLimit, in.Name, max(buffered, active), MaxNpmVersionsPerPackage)
+	}
+	if !hasLatest && !slices.Contains(tags, "latest") {
+		tags = append(tags, "latest")
+	}
+	if tcs+int64(len(tags)) > MaxNpmTagsPerPackage {
+		return nil, fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d",
+			ErrNpmLimit, in.Name, tcs+int64(len(tags)), MaxNpmTagsPerPackage)
+	}
+
+	// The bytes: two-phase upload and dedup commit of the blob layer.
+	sum := sha256.Sum256(in.Tarball)
+	sha1 := in.SHA1
+	committed, err := s.PutBlob(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+		bytes.NewReader(in.Tarball), Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
+	if err != nil {
+		return nil, fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
 	}
 
 	res := &NpmPublishResult{BlobCreated: committed.Created, Tags: tags}
-	err := s.npmTx(ctx, func(tx pgx.Tx) error {
+	err = s.npmTx(ctx, func(tx pgx.Tx) error {
 		pkgID, created, err := lockOrCreateNpmPackage(ctx, tx, repo, in.Name)
 		if err != nil {
 			return err

@@ -10,8 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -70,6 +75,55 @@ func reportServer(b *testing.B, d []time.Duration, runs int) {
 	b.ReportMetric(float64(sum.Microseconds())/1000/float64(runs), "server-sum-ms/run")
 }
 
+// cpuSnap is the CPU time used so far by this process (server and
+// client) and by each backend of the test database (the cluster is local,
+// so /proc has them). Wall-clock latency on a shared, loaded machine
+// depends on the neighbours; CPU per operation much less.
+type cpuSnap struct {
+	proc     time.Duration
+	backends map[int]time.Duration
+}
+
+func (e *env) cpuSnapshot(b *testing.B) cpuSnap {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	s := cpuSnap{proc: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), backends: map[int]time.Duration{}}
+	rows, err := e.pool.Query(e.ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // exited
+		}
+		// Fields after the parenthesised command: state is field 3,
+		// utime and stime are fields 14 and 15, in clock ticks (100/s).
+		f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		s.backends[int(pid)] = time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return s
+}
+
+// reportCPU reports CPU ms per operation of this process and of the
+// database backends between two snapshots (a backend that started in
+// between counts from zero).
+func reportCPU(b *testing.B, from, to cpuSnap, ops int) {
+	var pg time.Duration
+	for pid, d := range to.backends {
+		pg += d - from.backends[pid]
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(ops) }
+	b.ReportMetric(ms(to.proc-from.proc), "go-cpu-ms/op")
+	b.ReportMetric(ms(pg), "pg-cpu-ms/op")
+}
+
 // BenchmarkPublish200 is the server time per publish over raw HTTP:
 // each iteration PUTs 200 sequential versions (1.0.0..1.0.199) of a new
 // unscoped package, like the rawpublish.js anchor (Verdaccio 6.8 with JWT:
@@ -81,6 +135,7 @@ func BenchmarkPublish200(b *testing.B) {
 			e := newEnv(b, envOptions{withJobs: jobs})
 			reg := e.registry("js")
 			var lat []time.Duration
+			cpu0 := e.cpuSnapshot(b)
 			for i := range b.N {
 				b.StopTimer()
 				name := fmt.Sprintf("bench-%d", i)
@@ -99,6 +154,8 @@ func BenchmarkPublish200(b *testing.B) {
 					lat = append(lat, d)
 				}
 			}
+			b.StopTimer()
+			reportCPU(b, cpu0, e.cpuSnapshot(b), len(lat))
 			reportLatencies(b, lat, "publish")
 		})
 	}
