@@ -204,10 +204,15 @@ func (h *handler) legacyFront(next http.Handler) http.Handler {
 			return
 		}
 		p := h.legacy
-		// Every write needs the admin token, here or forwarded; checked
-		// first, so no anonymous write creates anything.
-		if cred := h.authenticate(r); isWrite(r) && cred != credAdmin {
-			writeAPIError(w, r, unauthorized(cred))
+		// Authenticated first, and anonymous writes refused, so no
+		// anonymous write creates anything in the inventory.
+		r, err := h.authenticate(r)
+		if err == nil && isWrite(r) && principal(r).IsAnonymous() {
+			err = h.denied(r, errLogin, "")
+		}
+		if err != nil {
+			w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+			h.writeError(w, r, err)
 			return
 		}
 		route, err := p.router.Route(r.Context(), name, isWrite(r))
@@ -264,14 +269,11 @@ func (h *handler) legacyDispatch(w http.ResponseWriter, r *http.Request, next ht
 	}
 }
 
-// forward sends the request to the legacy registry once package auth
-// allows it on the mapped target, exactly as if it were served here.
+// forward sends the request (authenticated by legacyFront) to the legacy
+// registry once package auth allows it on the mapped target, exactly as if
+// it were served here.
 func (h *handler) forward(w http.ResponseWriter, r *http.Request, route LegacyRoute) {
-	r, err := h.authenticate(r)
-	if err == nil {
-		err = h.authorizeForward(r, route.Target)
-	}
-	if err != nil {
+	if err := h.authorizeForward(r, route.Target); err != nil {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
 		h.writeError(w, r, err)
 		return
