@@ -425,7 +425,7 @@ func (e *env) checkProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	anon.Body.Close()
-	if anon.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(anon.Header.Get("WWW-Authenticate"), "Basic") {
+	if anon.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(anon.Header.Get("WWW-Authenticate"), "Bearer realm=") {
 		t.Fatalf("anonymous through proxy: %d %q", anon.StatusCode, anon.Header.Get("WWW-Authenticate"))
 	}
 	// A new repository on the include list is created here, another one
