@@ -149,14 +149,11 @@ var npmDependencyFields = map[model.NpmDependencyKind]string{
 // npmDependencies decodes one dependency map, sorted by name. Entries whose
 // range is not a string (the package.json schema forbids them) are left
 // out.
-func npmDependencies(raw []byte) ([]*model.NpmDependency, error) {
+func npmDependencies(raw []byte) []*model.NpmDependency {
 	out := []*model.NpmDependency{}
-	if len(raw) == 0 {
-		return out, nil
-	}
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return out, nil // not an object: nothing to show
+	if len(raw) == 0 || json.Unmarshal(raw, &m) != nil {
+		return out // absent, or not an object: nothing to show
 	}
 	for name, v := range m {
 		var rng string
@@ -165,7 +162,7 @@ func npmDependencies(raw []byte) ([]*model.NpmDependency, error) {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out
 }
 
 func toMavenFile(f *store.MavenFileInfo) *model.MavenFile {

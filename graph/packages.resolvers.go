@@ -179,14 +179,7 @@ func (r *npmPackageResolver) Repository(ctx context.Context, obj *model.NpmPacka
 // DistTags is the resolver for the distTags field.
 func (r *npmPackageResolver) DistTags(ctx context.Context, obj *model.NpmPackage) ([]*model.NpmDistTag, error) {
 	tags, err := npmTags(ctx, obj)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*model.NpmDistTag, 0, len(tags))
-	for _, t := range tags {
-		out = append(out, t)
-	}
-	return out, nil
+	return nonNil(tags), err
 }
 
 // Latest is the resolver for the latest field.
@@ -316,7 +309,7 @@ func (r *npmVersionResolver) Dependencies(ctx context.Context, obj *model.NpmVer
 	if err != nil {
 		return nil, err
 	}
-	return npmDependencies(d.Dependencies[field])
+	return npmDependencies(d.Dependencies[field]), nil
 }
 
 // Tarball is the resolver for the tarball field.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -365,18 +364,4 @@ func (s *Store) NpmTarballsOfVersions(ctx context.Context, nsID uuid.UUID, versi
 		m[f.VersionID] = f
 	}
 	return m, nil
-}
-
-// NpmPackageOfVersion returns the package id of a version (trash
-// included); ErrNpmVersionUnknown when there is none.
-func (s *Store) NpmPackageOfVersion(ctx context.Context, nsID, versionID uuid.UUID) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := s.pool.QueryRow(ctx, `SELECT npm_package_id FROM npm_versions WHERE namespace_id = $1 AND id = $2`, nsID, versionID).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("%w: version %s", ErrNpmVersionUnknown, versionID)
-	}
-	if err != nil {
-		return uuid.Nil, mapErr(fmt.Errorf("store: npm version %s: %w", versionID, err))
-	}
-	return id, nil
 }
