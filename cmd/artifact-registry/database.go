@@ -17,10 +17,24 @@ import (
 type database struct {
 	Pool    *pgxpool.Pool
 	cluster *pgcluster.Cluster
+	// leaveAdopted: a one-shot command (migrate, import) that found the
+	// cluster already running leaves it running, since a serve process
+	// started it and still uses it.
+	leaveAdopted bool
 }
 
-func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*database, error) {
-	db := &database{}
+// role says who opens the database: the server owns the private cluster
+// (it stops it on exit, even one it adopted after a crash); a one-shot
+// command stops only a cluster it started itself.
+type role int
+
+const (
+	roleServer role = iota
+	roleCommand
+)
+
+func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger, who role) (*database, error) {
+	db := &database{leaveAdopted: who == roleCommand}
 	url := cfg.DatabaseURL
 	if url == "" {
 		c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: filepath.Join(cfg.DataDir, "postgres"), Logger: log})
@@ -50,12 +64,13 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 	return db, nil
 }
 
-// Close closes the pool and stops the private cluster, if any.
+// Close closes the pool and stops the private cluster, if any and ours
+// to stop.
 func (d *database) Close(ctx context.Context) {
 	if d.Pool != nil {
 		d.Pool.Close()
 	}
-	if d.cluster != nil {
+	if d.cluster != nil && !(d.leaveAdopted && d.cluster.Adopted()) {
 		if err := d.cluster.Stop(ctx); err != nil {
 			slog.Error("stop embedded postgresql", "err", err)
 		}

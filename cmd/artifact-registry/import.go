@@ -87,7 +87,7 @@ func runImport(ctx context.Context, args []string) error {
 
 func (c *importCmd) run(ctx context.Context, action string) error {
 	log := c.cfg.Logger()
-	db, err := openDatabase(ctx, &c.cfg, log)
+	db, err := openDatabase(ctx, &c.cfg, log, roleCommand)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func runMigrate(ctx context.Context, args []string) error {
 		return fmt.Errorf("migrate needs up or status, got %q", action)
 	}
 	log := cfg.Logger()
-	db, err := openDatabase(ctx, &cfg, log)
+	db, err := openDatabase(ctx, &cfg, log, roleCommand)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func runServe(ctx context.Context, args []string) error {
 	slog.SetDefault(log)
 	start := time.Now()
 
-	db, err := openDatabase(ctx, &cfg, log)
+	db, err := openDatabase(ctx, &cfg, log, roleServer)
 	if err != nil {
 		return err
 	}

@@ -131,6 +131,18 @@ func TestServeLifecycle(t *testing.T) {
 			t.Fatalf("%s = %d", path, resp.StatusCode)
 		}
 	}
+	// A one-shot command on the same data dir adopts the server's cluster
+	// and must leave it running for the server.
+	status := exec.Command(bin, "migrate", "--data-dir", dataDir, "status")
+	status.Env = append(os.Environ(), "DATABASE_URL=")
+	out, err := status.CombinedOutput()
+	if err != nil {
+		t.Fatalf("migrate status next to a running server: %v\n%s", err, out)
+	}
+	if !postmasterRunning(dataDir) {
+		t.Fatal("a one-shot command stopped the running server's PostgreSQL")
+	}
+	second.waitReady(t, 10*time.Second)
 	_ = second.cmd.Process.Kill() // SIGKILL: no shutdown, PostgreSQL left behind
 	_ = second.cmd.Wait()
 
