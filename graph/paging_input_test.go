@@ -124,7 +124,6 @@ func TestTrashPagesBothWays(t *testing.T) {
 			edges { deletedAt node { ... on Repository { name } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`
 	for _, backward := range []bool{false, true} {
 		var pages [][]string
-		var times []time.Time
 		var cursor *string
 		for i := 0; ; i++ {
 			if i > 50 {
@@ -140,7 +139,6 @@ func TestTrashPagesBothWays(t *testing.T) {
 			var names []string
 			for _, e := range tr.Edges {
 				names = append(names, e.Node.Name)
-				times = append(times, e.DeletedAt)
 			}
 			pages = append(pages, names)
 			more, next := tr.PageInfo.HasNextPage, tr.PageInfo.EndCursor
