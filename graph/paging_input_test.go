@@ -1,6 +1,11 @@
 package graph
 
-import "testing"
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
 
 // TestBackwardPagingInput: bad page arguments are INVALID_INPUT, a cursor
 // works in both directions of its own order only, and PageInfo says which
@@ -79,4 +84,104 @@ func TestBackwardPagingInput(t *testing.T) {
 			t.Errorf("%s: want INVALID_INPUT, got %q %+v", name, r.code(), r.Errors)
 		}
 	}
+}
+
+// TestTrashPagesBothWays: the trash walked forward and backward returns
+// every item exactly once, newest first, while more items are trashed
+// between pages.
+func TestTrashPagesBothWays(t *testing.T) {
+	a := newTestAPI(t)
+	a.createNamespace("bin")
+	n := 0
+	trashOne := func() string {
+		n++
+		name := fmt.Sprintf("r-%02d", n)
+		a.createRepository("bin", name, "NPM", "PRIVATE")
+		a.admin(`mutation($n: String!) { deleteRepository(input: {namespace: "bin", name: $n}) { repository { id } } }`,
+			map[string]any{"n": name}, nil)
+		return name
+	}
+	var initial []string
+	for i := 0; i < 7; i++ {
+		initial = append(initial, trashOne())
+	}
+	type page struct {
+		Namespace struct {
+			Trash struct {
+				Edges []struct {
+					DeletedAt time.Time
+					Node      struct{ Name string }
+				}
+				PageInfo struct {
+					HasNextPage, HasPreviousPage bool
+					StartCursor, EndCursor       string
+				}
+			}
+		}
+	}
+	q := `query($f: Int, $a: String, $l: Int, $b: String) { namespace(slug: "bin") {
+		trash(first: $f, after: $a, last: $l, before: $b, kind: REPOSITORY) {
+			edges { deletedAt node { ... on Repository { name } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`
+	for _, backward := range []bool{false, true} {
+		var pages [][]string
+		var cursor *string
+		for i := 0; ; i++ {
+			if i > 50 {
+				t.Fatal("walk does not end")
+			}
+			vars := map[string]any{"f": 2, "a": cursor}
+			if backward {
+				vars = map[string]any{"l": 2, "b": cursor}
+			}
+			var out page
+			a.admin(q, vars, &out)
+			tr := out.Namespace.Trash
+			var names []string
+			for _, e := range tr.Edges {
+				names = append(names, e.Node.Name)
+			}
+			pages = append(pages, names)
+			more, next := tr.PageInfo.HasNextPage, tr.PageInfo.EndCursor
+			if backward {
+				more, next = tr.PageInfo.HasPreviousPage, tr.PageInfo.StartCursor
+			}
+			if !more {
+				break
+			}
+			cursor = &next
+			if i < 2 {
+				trashOne() // trashed while the walk goes on
+			}
+		}
+		if backward {
+			slices.Reverse(pages)
+		}
+		seen := map[string]int{}
+		var order []string
+		for _, p := range pages {
+			for _, name := range p {
+				seen[name]++
+				order = append(order, name)
+			}
+		}
+		for _, name := range initial {
+			if seen[name] != 1 {
+				t.Fatalf("backward=%v: %s seen %d times (walk %v)", backward, name, seen[name], order)
+			}
+		}
+		for name, c := range seen {
+			if c != 1 {
+				t.Fatalf("backward=%v: %s seen %d times", backward, name, c)
+			}
+		}
+		// Newest first: names were trashed in increasing order.
+		for i := 1; i < len(order); i++ {
+			if order[i-1] < order[i] {
+				t.Fatalf("backward=%v: not newest first: %v", backward, order)
+			}
+		}
+	}
+	a.expectError(adminToken, `{ namespace(slug: "bin") { trash(first: 1, last: 1) { edges { cursor } } } }`, nil, CodeInvalidInput)
+	a.expectError(adminToken, `{ namespace(slug: "bin") { trash(last: 0) { edges { cursor } } } }`, nil, CodeInvalidInput)
+	a.expectError(adminToken, `{ namespace(slug: "bin") { trash(before: "x") { edges { cursor } } } }`, nil, CodeInvalidInput)
 }

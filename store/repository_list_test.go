@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -34,6 +36,10 @@ func TestRepositoryListUsesADR007Indexes(t *testing.T) {
 		t.Fatal(err)
 	}
 	oci := enum.FormatOCI
+	// What auth.ReadableRepositories gives anonymous callers and tokens
+	// that may not read everything: a filter on the same index walk.
+	anonymous := &ReadableFilter{Visibilities: []enum.Visibility{enum.VisibilityPublic}}
+	restricted := &ReadableFilter{Visibilities: []enum.Visibility{enum.VisibilityPublic, enum.VisibilityInternal}, IDs: []uuid.UUID{uuid.Must(uuid.NewV7())}}
 	cases := []struct {
 		order  RepositoryOrder
 		filter RepositoryFilter
@@ -45,6 +51,9 @@ func TestRepositoryListUsesADR007Indexes(t *testing.T) {
 		{OrderBySize, RepositoryFilter{}, "repositories_active_size_bytes_idx"},
 		{OrderByDownloads, RepositoryFilter{}, "repositories_active_downloads_count_idx"},
 		{OrderByArtifacts, RepositoryFilter{}, "repositories_active_artifacts_count_idx"},
+		{OrderByName, RepositoryFilter{Readable: anonymous}, "repositories_active_name_idx"},
+		{OrderBySize, RepositoryFilter{Readable: restricted}, "repositories_active_size_bytes_idx"},
+		{OrderByLastUpdated, RepositoryFilter{Readable: restricted}, "repositories_active_recently_updated_idx"},
 	}
 	for _, c := range cases {
 		for _, desc := range []bool{false, true} {
