@@ -168,6 +168,22 @@ func (s *Store) LegacyRepositoryByPath(ctx context.Context, path string) (*Legac
 	return s.legacyOne(ctx, `legacy_path = $1`, path)
 }
 
+// LegacyRepositoryByTarget returns the inventory row feeding a target
+// (namespace id, repository name, image name): what the proxy asks to
+// decide between local, legacy and read-only (status importing).
+// ErrLegacyRepositoryUnknown when no legacy repository maps there.
+func (s *Store) LegacyRepositoryByTarget(ctx context.Context, namespaceID uuid.UUID, repository, image string) (*LegacyRepository, error) {
+	r, err := scanLegacy(s.pool.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories
+		WHERE namespace_id = $1 AND repository_name = $2 AND image_name = $3`, namespaceID, repository, image))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("%w: %s/%s", ErrLegacyRepositoryUnknown, repository, image)
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: legacy repository of %s/%s: %w", repository, image, err))
+	}
+	return r, nil
+}
+
 // LegacyRepositoryByID returns the inventory row of an id.
 func (s *Store) LegacyRepositoryByID(ctx context.Context, id uuid.UUID) (*LegacyRepository, error) {
 	return s.legacyOne(ctx, `id = $1`, id)

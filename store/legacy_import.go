@@ -274,3 +274,58 @@ func toBytea(in [][32]byte) [][]byte {
 	}
 	return out
 }
+
+// LegacyImageContents returns the digests of the image's active blobs and
+// manifests (two queries), so a pass skips what is already imported
+// without one round trip per item. Empty sets while the image does not
+// exist yet.
+func (s *Store) LegacyImageContents(ctx context.Context, t *ContainerTarget) (blobs, manifests map[[32]byte]bool, err error) {
+	blobs, manifests = map[[32]byte]bool{}, map[[32]byte]bool{}
+	if t.ImageID == uuid.Nil {
+		return blobs, manifests, nil
+	}
+	for _, q := range []struct {
+		sql string
+		out map[[32]byte]bool
+	}{
+		{`SELECT digest FROM container_blobs WHERE namespace_id = $1 AND container_image_id = $2 AND soft_deleted_at IS NULL`, blobs},
+		{`SELECT digest FROM container_manifests WHERE namespace_id = $1 AND container_image_id = $2 AND soft_deleted_at IS NULL`, manifests},
+	} {
+		rows, err := s.pool.Query(ctx, q.sql, t.NamespaceID, t.ImageID)
+		if err != nil {
+			return nil, nil, mapErr(fmt.Errorf("store: image contents: %w", err))
+		}
+		for rows.Next() {
+			var d []byte
+			if err := rows.Scan(&d); err != nil {
+				rows.Close()
+				return nil, nil, fmt.Errorf("store: image contents: %w", err)
+			}
+			q.out[[32]byte(d)] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, mapErr(fmt.Errorf("store: image contents: %w", err))
+		}
+	}
+	return blobs, manifests, nil
+}
+
+// RecordLegacyImportedManifests is RecordLegacyImportedManifest for many
+// manifests in one statement.
+func (s *Store) RecordLegacyImportedManifests(ctx context.Context, legacyID uuid.UUID, digests [][32]byte, mediaTypes []string) error {
+	if len(digests) != len(mediaTypes) {
+		return fmt.Errorf("store: %d digests, %d media types", len(digests), len(mediaTypes))
+	}
+	if len(digests) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO legacy_imported_manifests (legacy_repository_id, digest, media_type)
+		SELECT $1, d, mt FROM unnest($2::bytea[], $3::text[]) AS u(d, mt)
+		ON CONFLICT (legacy_repository_id, digest) DO NOTHING`, legacyID, toBytea(digests), mediaTypes)
+	if err != nil {
+		return mapErr(fmt.Errorf("store: record imported manifests: %w", err))
+	}
+	return nil
+}

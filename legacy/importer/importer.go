@@ -117,6 +117,11 @@ var ErrTimeLimit = errors.New("importer: final pass exceeded its time limit")
 // be imported (decision fail-repository).
 var ErrNothingImportable = errors.New("importer: no tag of the repository can be imported")
 
+// ErrRepositoryMissing: the legacy tree has no such repository (wrong
+// storage URL, or deleted since the inventory): the pass fails rather than
+// migrating an empty repository.
+var ErrRepositoryMissing = errors.New("importer: repository not found in the legacy tree")
+
 // Options tune a pass.
 type Options struct {
 	// Lease of a pass started here (not claimed by the service). Pass 1
@@ -159,7 +164,9 @@ func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo 
 		}
 		return rep, err
 	}
-	if err := st.FinishLegacyPreImport(ctx, repo.ID, rep.TagsSeen, rep.summary()); err != nil {
+	// Everything is copied: the bookkeeping is not abandoned on a late
+	// cancellation (that would leave a finished pass looking failed).
+	if err := st.FinishLegacyPreImport(context.WithoutCancel(ctx), repo.ID, rep.TagsSeen, rep.summary()); err != nil {
 		return rep, err
 	}
 	return rep, nil
@@ -197,7 +204,7 @@ func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store
 	if err := p.reportLeftBehind(ctx, tree, repo.LegacyPath, rep); err != nil {
 		return err
 	}
-	if _, err := p.execute(ctx, st, tree, repo, target, rep); err != nil {
+	if _, err := p.execute(ctx, st, repo, tree, target, rep); err != nil {
 		return err
 	}
 	return nil
@@ -250,7 +257,7 @@ func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *sto
 	if err != nil {
 		return err
 	}
-	fin, err := p.execute(ctx, st, tree, repo, target, rep)
+	fin, err := p.execute(ctx, st, repo, tree, target, rep)
 	if err != nil {
 		return err
 	}

@@ -1,24 +1,33 @@
 package importer
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
+	"sync"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/artifact-registry/artifact-registry/legacy/layout"
 	"github.com/artifact-registry/artifact-registry/store"
 )
+
+// readConcurrency bounds the concurrent reads of the legacy tree (link
+// files and manifests are small objects: on S3 their latency, not the
+// bandwidth, is what a pass waits for).
+const readConcurrency = 16
 
 // node is one manifest a tag reaches.
 type node struct {
 	digest  layout.Digest
 	payload []byte
 	m       *parsed
+	sizes   map[layout.Digest]int64 // sizes of its blobs in the tree
 	// bad is why the manifest is skipped ("" when it imports).
 	bad string
 }
@@ -28,39 +37,70 @@ type node struct {
 type importPlan struct {
 	tags  map[string]layout.Digest // importable tags
 	nodes map[layout.Digest]*node
-	order []layout.Digest // post-order: children before their index
+	order []layout.Digest // children before their index
 	sizes map[layout.Digest]int64
 }
 
 // plan reads the repository's tags and every manifest they reach, deciding
 // broken items into rep. Storage errors other than "not found" fail the
-// repository (returned).
+// repository (returned). Reads run concurrently; decisions are made
+// afterwards, in tag order, so the report is deterministic.
 func plan(ctx context.Context, tree *layout.Tree, repo string, rep *Report) (*importPlan, error) {
 	tags, err := tree.Tags(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
+	if len(tags) == 0 {
+		ok, err := tree.Exists(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", ErrRepositoryMissing, repo)
+		}
+	}
 	p := &importPlan{tags: map[string]layout.Digest{}, nodes: map[layout.Digest]*node{}, sizes: map[layout.Digest]int64{}}
+	var roots []layout.Digest
+	for _, tg := range tags {
+		if tg.Err == nil {
+			roots = append(roots, tg.Digest)
+		}
+	}
+	if _, err := p.load(ctx, tree, repo, roots); err != nil {
+		return nil, err
+	}
+	// Index children, level by level (an index may list indexes).
+	for level, next := 0, roots; level < maxIndexDepth && len(next) > 0; level++ {
+		var children []layout.Digest
+		for _, d := range next {
+			if n := p.nodes[d]; n.m != nil {
+				children = append(children, n.m.Children...)
+			}
+		}
+		if next, err = p.load(ctx, tree, repo, children); err != nil {
+			return nil, err
+		}
+	}
+	done := map[layout.Digest]bool{}
 	rep.TagsSeen = len(tags)
 	for _, tg := range tags {
 		if tg.Err != nil {
 			rep.add("tag", tg.Name, SkipItem, "tag link unreadable: %v", tg.Err)
 			continue
 		}
-		n, err := p.visit(ctx, tree, repo, tg.Digest, 0)
-		if err != nil {
-			return nil, err
-		}
-		if n.bad != "" {
+		if n := p.resolve(tg.Digest, done); n.bad != "" {
 			rep.add("tag", tg.Name, SkipItem, "its manifest %s is skipped", tg.Digest)
 			continue
 		}
 		p.tags[tg.Name] = tg.Digest
 	}
 	for _, d := range p.order {
-		if n := p.nodes[d]; n.bad != "" {
+		n := p.nodes[d]
+		if n.bad != "" {
 			rep.add("manifest", d.String(), SkipManifest, "%s", n.bad)
+			continue
 		}
+		maps.Copy(p.sizes, n.sizes)
 	}
 	if len(tags) > 0 && len(p.tags) == 0 {
 		return nil, fmt.Errorf("%w: %d tag(s), all broken", ErrNothingImportable, len(tags))
@@ -69,24 +109,62 @@ func plan(ctx context.Context, tree *layout.Tree, repo string, rep *Report) (*im
 	return p, nil
 }
 
-// visit validates one manifest and what it references (memoized).
-func (p *importPlan) visit(ctx context.Context, tree *layout.Tree, repo string, d layout.Digest, depth int) (*node, error) {
-	if n, ok := p.nodes[d]; ok {
-		return n, nil
+// maxIndexDepth bounds index nesting (an index of indexes of ...).
+const maxIndexDepth = 4
+
+// load reads and checks the manifests not loaded yet, concurrently, and
+// returns their digests.
+func (p *importPlan) load(ctx context.Context, tree *layout.Tree, repo string, digests []layout.Digest) ([]layout.Digest, error) {
+	var todo []*node
+	for _, d := range digests {
+		if _, ok := p.nodes[d]; !ok {
+			n := &node{digest: d, sizes: map[layout.Digest]int64{}}
+			p.nodes[d] = n
+			todo = append(todo, n)
+		}
 	}
-	n := &node{digest: d}
-	p.nodes[d] = n
-	bad, err := p.check(ctx, tree, repo, n, depth)
-	if err != nil {
-		return nil, err
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	loaded := make([]layout.Digest, len(todo))
+	for i, n := range todo {
+		loaded[i] = n.digest
+		g.Go(func() error {
+			bad, err := check(gctx, tree, repo, n)
+			n.bad = bad
+			return err
+		})
 	}
-	n.bad = bad
+	return loaded, g.Wait()
+}
+
+// resolve decides a manifest after its children (an index is skipped
+// when one of its children is) and appends it to the plan's order after
+// them.
+func (p *importPlan) resolve(d layout.Digest, done map[layout.Digest]bool) *node {
+	n := p.nodes[d]
+	if n == nil {
+		// Deeper than maxIndexDepth: never loaded.
+		n = &node{digest: d, bad: fmt.Sprintf("index nesting deeper than %d levels", maxIndexDepth)}
+		p.nodes[d] = n
+	}
+	if done[d] {
+		return n
+	}
+	done[d] = true
+	if n.bad == "" {
+		for _, c := range n.m.Children {
+			if cn := p.resolve(c, done); cn.bad != "" && n.bad == "" {
+				n.bad = fmt.Sprintf("index child %s is skipped", c)
+			}
+		}
+	}
 	p.order = append(p.order, d)
-	return n, nil
+	return n
 }
 
 // check returns why n cannot import ("" when it can) or a storage error.
-func (p *importPlan) check(ctx context.Context, tree *layout.Tree, repo string, n *node, depth int) (string, error) {
+// It does not look at index children (resolve does).
+func check(ctx context.Context, tree *layout.Tree, repo string, n *node) (string, error) {
 	d := n.digest
 	if err := tree.RevisionLinked(ctx, repo, d); err != nil {
 		if errors.Is(err, layout.ErrNotFound) {
@@ -101,7 +179,7 @@ func (p *importPlan) check(ctx context.Context, tree *layout.Tree, repo string, 
 	switch {
 	case errors.Is(err, layout.ErrNotFound):
 		return "revision data missing from the blob store", nil
-	case err != nil && strings.Contains(err.Error(), "larger than"):
+	case errors.Is(err, layout.ErrTooLarge):
 		return fmt.Sprintf("manifest larger than %d bytes", maxManifestSize), nil
 	case err != nil:
 		return "", err
@@ -135,19 +213,7 @@ func (p *importPlan) check(ctx context.Context, tree *layout.Tree, repo string, 
 		if size != b.Size {
 			return fmt.Sprintf("blob %s is %d bytes, the manifest says %d", b.Digest, size, b.Size), nil
 		}
-		p.sizes[b.Digest] = size
-	}
-	if len(m.Children) > 0 && depth > 0 {
-		return "nested index (an index listing an index) is not imported", nil
-	}
-	for _, c := range m.Children {
-		cn, err := p.visit(ctx, tree, repo, c, depth+1)
-		if err != nil {
-			return "", err
-		}
-		if cn.bad != "" {
-			return fmt.Sprintf("index child %s is skipped", c), nil
-		}
+		n.sizes[b.Digest] = size
 	}
 	return "", nil
 }
@@ -204,31 +270,48 @@ func (p *importPlan) reach() (manifests, blobs map[layout.Digest]bool) {
 	return manifests, blobs
 }
 
+// copyConcurrency bounds concurrent blob copies of one repository.
+const copyConcurrency = 4
+
 // execute copies what the tags reach into the image (blobs first, then
 // manifests children first), skipping what is already there, and returns
 // the pass-2 transaction's input.
-func (p *importPlan) execute(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store.LegacyRepository,
-	t *store.ContainerTarget, rep *Report) (*store.LegacyFinal, error) {
+func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *store.LegacyRepository,
+	tree *layout.Tree, t *store.ContainerTarget, rep *Report) (*store.LegacyFinal, error) {
 	manifests, blobs := p.reach()
+	haveBlobs, haveManifests, err := st.LegacyImageContents(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	blobList := make([]layout.Digest, 0, len(blobs))
 	for d := range blobs {
 		blobList = append(blobList, d)
 	}
-	slices.SortFunc(blobList, func(a, b layout.Digest) int { return strings.Compare(a.String(), b.String()) })
-	for _, d := range blobList {
-		if err := copyBlob(ctx, st, tree, t, d, p.sizes[d], rep); err != nil {
-			return nil, err
-		}
+	slices.SortFunc(blobList, func(a, b layout.Digest) int { return bytes.Compare(a[:], b[:]) })
+	if err := p.copyBlobs(ctx, st, tree, t, blobList, haveBlobs, rep); err != nil {
+		return nil, err
 	}
 	fin := &store.LegacyFinal{LegacyID: repo.ID, Target: t, Tags: map[string][32]byte{}}
+	var mts []string
 	for _, d := range p.order {
-		if !manifests[d] {
+		if manifests[d] {
+			fin.KeepManifests = append(fin.KeepManifests, d)
+			mts = append(mts, p.nodes[d].m.MediaType)
+		}
+	}
+	// Recorded before they are stored: a crash in between leaves a record
+	// without a manifest (harmless), never a manifest pass 2 cannot detach.
+	if err := st.RecordLegacyImportedManifests(ctx, repo.ID, fin.KeepManifests, mts); err != nil {
+		return nil, err
+	}
+	for _, d := range fin.KeepManifests {
+		if haveManifests[d] {
+			rep.ManifestsPresent++
 			continue
 		}
-		if err := putManifest(ctx, st, repo.ID, t, p.nodes[d], rep); err != nil {
+		if err := putManifest(ctx, st, t, p.nodes[d], rep); err != nil {
 			return nil, err
 		}
-		fin.KeepManifests = append(fin.KeepManifests, d)
 	}
 	for _, d := range blobList {
 		fin.KeepBlobs = append(fin.KeepBlobs, d)
@@ -239,15 +322,38 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, tree *layout.
 	return fin, nil
 }
 
-func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.ContainerTarget, d layout.Digest, size int64, rep *Report) error {
-	_, err := st.ContainerBlob(ctx, t, d)
-	if err == nil {
-		rep.BlobsPresent++
-		return nil
+// copyBlobs copies the blobs the image lacks, a few at a time.
+func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.ContainerTarget,
+	list []layout.Digest, have map[[32]byte]bool, rep *Report) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(copyConcurrency)
+	for _, d := range list {
+		if have[d] {
+			rep.BlobsPresent++
+			continue
+		}
+		g.Go(func() error {
+			// Each copy gets its own target: the store records the image
+			// id it creates on first push in the target it is given.
+			tc := *t
+			if err := copyBlob(gctx, st, tree, &tc, d, p.sizes[d]); err != nil {
+				return err
+			}
+			mu.Lock()
+			rep.BlobsCopied++
+			rep.BytesCopied += p.sizes[d]
+			if t.ImageID == uuid.Nil {
+				t.ImageID = tc.ImageID
+			}
+			mu.Unlock()
+			return nil
+		})
 	}
-	if !errors.Is(err, store.ErrContainerBlobUnknown) {
-		return err
-	}
+	return g.Wait()
+}
+
+func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.ContainerTarget, d layout.Digest, size int64) error {
 	r, err := tree.OpenBlob(ctx, d)
 	if err != nil {
 		return err
@@ -262,25 +368,10 @@ func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.
 		}
 		return fmt.Errorf("copy blob %s: %w", d, err)
 	}
-	rep.BlobsCopied++
-	rep.BytesCopied += size
 	return nil
 }
 
-func putManifest(ctx context.Context, st *store.Store, legacyID uuid.UUID, t *store.ContainerTarget, n *node, rep *Report) error {
-	if t.ImageID != uuid.Nil {
-		if _, err := st.ContainerManifestByDigest(ctx, t, n.digest); err == nil {
-			rep.ManifestsPresent++
-			return st.RecordLegacyImportedManifest(ctx, legacyID, n.digest, n.m.MediaType)
-		} else if !errors.Is(err, store.ErrContainerManifestUnknown) {
-			return err
-		}
-	}
-	// Recorded before it is stored: a crash in between leaves a record
-	// without a manifest (harmless), never a manifest pass 2 cannot detach.
-	if err := st.RecordLegacyImportedManifest(ctx, legacyID, n.digest, n.m.MediaType); err != nil {
-		return err
-	}
+func putManifest(ctx context.Context, st *store.Store, t *store.ContainerTarget, n *node, rep *Report) error {
 	in := store.ContainerManifestPut{Digest: n.digest, MediaType: n.m.MediaType, Payload: n.payload}
 	for _, b := range n.m.Blobs {
 		in.Blobs = append(in.Blobs, store.ContainerBlobRef{SHA256: b.Digest, Size: b.Size})

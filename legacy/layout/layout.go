@@ -25,6 +25,7 @@ import (
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+	"golang.org/x/sync/errgroup"
 )
 
 // Root is the key prefix of the registry's tree in a bucket whose root is
@@ -60,6 +61,9 @@ func truncate(s string, n int) string {
 
 // ErrNotFound: the object does not exist in the legacy tree.
 var ErrNotFound = errors.New("layout: not found")
+
+// ErrTooLarge: a blob read whole is larger than allowed.
+var ErrTooLarge = errors.New("layout: blob too large")
 
 // ErrBadLink: a link file that does not hold a sha256 digest.
 var ErrBadLink = errors.New("layout: broken link file")
@@ -176,10 +180,12 @@ type TagLink struct {
 	Err error
 }
 
-// Tags reads every tag's current link, sorted by name.
+// Tags reads every tag's current link, sorted by name. The links are read
+// concurrently (up to 16 at a time).
 func (t *Tree) Tags(ctx context.Context, repo string) ([]TagLink, error) {
 	base := t.repoKey(repo, "_manifests", "tags") + "/"
 	var out []TagLink
+	var keys []string
 	it := t.b.List(&blob.ListOptions{Prefix: base})
 	for {
 		obj, err := it.Next(ctx)
@@ -193,11 +199,23 @@ func (t *Tree) Tags(ctx context.Context, repo string) ([]TagLink, error) {
 		if !ok || strings.Contains(tag, "/") {
 			continue
 		}
-		d, err := t.readLink(ctx, obj.Key)
-		if err != nil && !errors.Is(err, ErrBadLink) {
-			return nil, err
-		}
-		out = append(out, TagLink{Name: tag, Digest: d, Err: err})
+		out = append(out, TagLink{Name: tag})
+		keys = append(keys, obj.Key)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range out {
+		g.Go(func() error {
+			d, err := t.readLink(gctx, keys[i])
+			if err != nil && !errors.Is(err, ErrBadLink) {
+				return err
+			}
+			out[i].Digest, out[i].Err = d, err
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b TagLink) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
@@ -307,7 +325,7 @@ func (t *Tree) ReadBlob(ctx context.Context, d Digest, max int64) ([]byte, error
 		return nil, fmt.Errorf("layout: read %s: %w", d, err)
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("layout: %s is larger than %d bytes", d, max)
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrTooLarge, d, max)
 	}
 	return b, nil
 }
@@ -332,4 +350,18 @@ func (t *Tree) Uploads(ctx context.Context, repo string) ([]string, error) {
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// Exists reports whether the tree holds the repository (any object under
+// its directory).
+func (t *Tree) Exists(ctx context.Context, repo string) (bool, error) {
+	it := t.b.List(&blob.ListOptions{Prefix: t.prefix + "repositories/" + repo + "/"})
+	_, err := it.Next(ctx)
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("layout: list %s: %w", repo, err)
+	}
+	return true, nil
 }
