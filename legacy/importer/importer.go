@@ -164,7 +164,9 @@ func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo 
 		}
 		return rep, err
 	}
-	if err := st.FinishLegacyPreImport(ctx, repo.ID, rep.TagsSeen, rep.summary()); err != nil {
+	// Everything is copied: the bookkeeping is not abandoned on a late
+	// cancellation (that would leave a finished pass looking failed).
+	if err := st.FinishLegacyPreImport(context.WithoutCancel(ctx), repo.ID, rep.TagsSeen, rep.summary()); err != nil {
 		return rep, err
 	}
 	return rep, nil

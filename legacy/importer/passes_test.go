@@ -127,3 +127,57 @@ func TestPreImportIdempotent(t *testing.T) {
 	}
 	requireTags(t, e.ours(t, "good", "app"), map[string]string{})
 }
+
+// TestPreImportInterrupted: pass 1 cancelled at any point (a worker
+// killed mid-copy) leaves the row failed or done, never half-imported in a
+// way the next passes cannot finish: after a retry both passes converge to
+// exactly the legacy tags and bytes.
+func TestPreImportInterrupted(t *testing.T) {
+	for _, after := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond} {
+		t.Run(after.String(), func(t *testing.T) {
+			e := newEnv(t, legacytest.V3, false)
+			e.inventory(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(after, cancel)
+			_, err := importer.PreImport(ctx, e.st, e.src, *e.row(t, "good/app"))
+			cancel()
+			r := e.row(t, "good/app")
+			switch {
+			case err == nil:
+				if r.Status != enum.LegacyPreImported {
+					t.Fatalf("pass 1 returned ok with status %s", r.Status)
+				}
+			case r.Status == enum.LegacyFailed:
+				if _, err := e.st.RetryLegacyRepository(context.Background(), r.ID); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.pre(t, "good/app"); err != nil {
+					t.Fatalf("pass 1 after the interruption: %v", err)
+				}
+			case r.Status == enum.LegacyPreImporting:
+				// The claim committed but its caller saw the cancellation
+				// (an ambiguous commit): like a killed worker, the row is
+				// taken again once its lease is over.
+				if _, err := e.st.Pool().Exec(context.Background(),
+					`UPDATE legacy_repositories SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, r.ID); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := e.pre(t, "good/app"); err != nil {
+					t.Fatalf("pass 1 after the lease: %v", err)
+				}
+			case r.Status == enum.LegacyPending:
+				// Cancelled before the pass started.
+				if _, err := e.pre(t, "good/app"); err != nil {
+					t.Fatal(err)
+				}
+			default:
+				t.Fatalf("interrupted pass 1 (%v) left status %s", err, r.Status)
+			}
+			if _, err := e.final(t, "good/app"); err != nil {
+				t.Fatal(err)
+			}
+			requireTags(t, e.ours(t, "good", "app"), e.tree.App)
+			requireSameBlobs(t, e, "good", "app", append(e.tree.AppLayers["v1"], e.tree.AppLayers["v2"]...))
+		})
+	}
+}
