@@ -273,9 +273,24 @@ func startPassSQL(pass LegacyPass) string {
 // for the pass (pass 1: pending; pass 2: pre-imported; either: its running
 // status with an expired lease) and moves it into the pass's running
 // status, under FOR UPDATE SKIP LOCKED so concurrent workers never claim
-// the same row. lease bounds the pass (pass 2: its time limit).
-// ErrLegacyNoWork when nothing is ready.
-func (s *Store) ClaimNextLegacyRepository(ctx context.Context, pass LegacyPass, lease time.Duration) (*LegacyRepository, error) {
+// the same row. The lease is LegacyPreImportLease for pass 1 and the
+// controls' final_time_limit for pass 2. ErrLegacyNoWork when nothing is
+// ready.
+func (s *Store) ClaimNextLegacyRepository(ctx context.Context, pass LegacyPass) (*LegacyRepository, error) {
+	lease := LegacyPreImportLease
+	if pass == LegacyPassFinal {
+		c, err := s.LegacyControls(ctx)
+		if err != nil {
+			return nil, err
+		}
+		lease = c.FinalTimeLimit
+	}
+	return s.ClaimNextLegacyRepositoryWithLease(ctx, pass, lease)
+}
+
+// ClaimNextLegacyRepositoryWithLease is ClaimNextLegacyRepository with an
+// explicit lease.
+func (s *Store) ClaimNextLegacyRepositoryWithLease(ctx context.Context, pass LegacyPass, lease time.Duration) (*LegacyRepository, error) {
 	cond, err := claimableSQL(pass)
 	if err != nil {
 		return nil, err

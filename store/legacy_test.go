@@ -89,7 +89,7 @@ func TestLegacyClaimRace(t *testing.T) {
 			}
 		}
 	}
-	first, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassPre, time.Minute)
+	first, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute)
 	if err != nil || first.LegacyPath != "r/17" || first.Status != enum.LegacyPreImporting || first.Attempts != 1 {
 		t.Fatalf("first claim: %+v %v", first, err)
 	}
@@ -103,7 +103,7 @@ func TestLegacyClaimRace(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				r, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassPre, time.Minute)
+				r, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute)
 				if errors.Is(err, ErrLegacyNoWork) {
 					return
 				}
@@ -130,7 +130,7 @@ func TestLegacyClaimRace(t *testing.T) {
 		}
 	}
 	// Nothing is claimable for pass 2 until pass 1 finishes.
-	if _, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal, time.Minute); !errors.Is(err, ErrLegacyNoWork) {
+	if _, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal); !errors.Is(err, ErrLegacyNoWork) {
 		t.Fatalf("final claim before any pre-import: %v", err)
 	}
 }
@@ -151,11 +151,11 @@ func TestLegacyTransitions(t *testing.T) {
 	if _, err := f.store.StartLegacyPass(ctx, r.ID, LegacyPassPre, -time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
-	re, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassPre, time.Minute)
+	re, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute)
 	if err != nil || re.ID != r.ID || re.Attempts != 2 {
 		t.Fatalf("reclaim after lease: %+v %v", re, err)
 	}
-	if _, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassPre, time.Minute); !errors.Is(err, ErrLegacyNoWork) {
+	if _, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute); !errors.Is(err, ErrLegacyNoWork) {
 		t.Fatalf("claim of a live lease: %v", err)
 	}
 	if _, err := f.store.SkipLegacyRepository(ctx, r.ID, "no"); !errors.Is(err, ErrLegacyState) {
@@ -167,9 +167,13 @@ func TestLegacyTransitions(t *testing.T) {
 	if _, err := f.store.StartLegacyPass(ctx, r.ID, LegacyPassPre, time.Minute, time.Hour); !errors.Is(err, ErrLegacyPreImportedRecently) {
 		t.Fatalf("pre-import again within skip window: %v", err)
 	}
-	fin, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal, time.Minute)
+	fin, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal)
 	if err != nil || fin.Status != enum.LegacyImporting || fin.ImportStartedAt == nil {
 		t.Fatalf("final claim: %+v %v", fin, err)
+	}
+	// The final claim's lease is the controls' time limit (5 minutes).
+	if d := fin.LeaseExpiresAt.Sub(*fin.ImportStartedAt); d < 5*time.Minute-time.Second || d > 5*time.Minute+time.Second {
+		t.Fatalf("final lease %v, want the 5m time limit", d)
 	}
 	if err := f.store.AbortLegacyFinal(ctx, r.ID, "over the limit"); err != nil {
 		t.Fatal(err)

@@ -175,7 +175,7 @@ func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket,
 		if pass == store.LegacyPassFinal {
 			lease = limit
 		}
-		repo, err := st.ClaimNextLegacyRepository(ctx, pass, lease)
+		repo, err := st.ClaimNextLegacyRepositoryWithLease(ctx, pass, lease)
 		if errors.Is(err, store.ErrLegacyNoWork) {
 			break
 		}
