@@ -102,7 +102,7 @@ func TestLegacyMutations(t *testing.T) {
 	if pr.PrioritizeLegacyRepository.Priority != 7 {
 		t.Fatalf("prioritize: %+v", pr)
 	}
-	claimed, err := a.st.ClaimNextLegacyRepository(ctx, store.LegacyPassPre, time.Hour)
+	claimed, err := a.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassPre, time.Hour)
 	if err != nil || claimed.ID != rows[2].ID {
 		t.Fatalf("claim after prioritize: %+v %v", claimed, err)
 	}

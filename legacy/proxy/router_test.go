@@ -123,7 +123,7 @@ func TestGuardWriteBlocksFinalPass(t *testing.T) {
 	if route := <-inside; route.Decision != oci.LegacyForward {
 		t.Fatalf("guarded route %+v", route)
 	}
-	if _, err := st.ClaimNextLegacyRepository(ctx, store.LegacyPassFinal, time.Minute); !errors.Is(err, store.ErrLegacyNoWork) {
+	if _, err := st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, time.Minute); !errors.Is(err, store.ErrLegacyNoWork) {
 		t.Fatalf("claim under a forwarded tag write: %v", err)
 	}
 	started := make(chan error, 1)

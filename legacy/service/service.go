@@ -85,14 +85,14 @@ func (s *Service) Step(ctx context.Context) (bool, error) {
 	if err != nil || paused {
 		return false, err
 	}
-	repo, err := s.st.ClaimNextLegacyRepository(ctx, store.LegacyPassPre, s.cfg.PreImportLease)
+	repo, err := s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassPre, s.cfg.PreImportLease)
 	switch {
 	case err == nil:
 		if !s.preImport(ctx, *repo) {
 			return true, ctx.Err()
 		}
 	case errors.Is(err, store.ErrLegacyNoWork):
-		repo, err = s.st.ClaimNextLegacyRepository(ctx, store.LegacyPassFinal, s.cfg.FinalPassLimit)
+		repo, err = s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, s.cfg.FinalPassLimit)
 		if errors.Is(err, store.ErrLegacyNoWork) {
 			return false, nil
 		}
