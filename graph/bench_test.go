@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -93,10 +94,11 @@ func BenchmarkRepositoryList(b *testing.B) {
 		return id
 	}()
 
-	const query = `query($a: String, $o: RepositoryOrder) { namespace(slug: "bench") {
-		repositories(first: 20, after: $a, orderBy: $o) {
+	const query = `query($f: Int, $a: String, $l: Int, $b: String, $o: RepositoryOrder) { namespace(slug: "bench") {
+		repositories(first: $f, after: $a, last: $l, before: $b, orderBy: $o) {
 			edges { cursor node { id name format sizeBytes downloadsCount artifactsCount lastUpdatedAt } }
 			pageInfo { hasNextPage endCursor } } } }`
+	reader := a.createToken(adminToken, slug, "bench-reader", []string{"READ"}, nil)
 	for _, field := range []string{"NAME", "LAST_UPDATED", "SIZE", "DOWNLOADS", "ARTIFACTS"} {
 		for _, dir := range []string{"ASC", "DESC"} {
 			// The cursor of row 50,000 in this order: the benchmark finds it
@@ -105,17 +107,30 @@ func BenchmarkRepositoryList(b *testing.B) {
 			order := store.RepositoryOrder(field)
 			q := store.RepositoryListQuery{NamespaceID: nsID, Order: order, Desc: dir == "DESC", Limit: 1}
 			deep := deepKey(b, a, q, benchRepositories/2)
+			deepCursor := encodeCursor("repository", deep)
 			for _, page := range []struct {
 				name  string
-				after any
-			}{{"first", nil}, {"deep", encodeCursor("repository", deep)}} {
+				token string
+				vars  map[string]any
+			}{
+				{"first", adminToken, map[string]any{"f": 20}},
+				{"deep", adminToken, map[string]any{"f": 20, "a": deepCursor}},
+				// Backward: the last page, and the page before row 50,000.
+				{"last", adminToken, map[string]any{"l": 20}},
+				{"deep_backward", adminToken, map[string]any{"l": 20, "b": deepCursor}},
+				// A READ token of the namespace, and anonymous (PUBLIC only:
+				// the visibility filter on the same index walk).
+				{"first_token", reader.Secret, map[string]any{"f": 20}},
+				{"first_anonymous", "", map[string]any{"f": 20}},
+			} {
 				b.Run(fmt.Sprintf("%s_%s/%s", field, dir, page.name), func(b *testing.B) {
-					vars := map[string]any{"a": page.after, "o": map[string]any{"field": field, "direction": dir}}
+					vars := maps.Clone(page.vars)
+					vars["o"] = map[string]any{"field": field, "direction": dir}
 					a := a.with(b)
 					var lat latencies
 					for b.Loop() {
 						t0 := time.Now()
-						r := a.post(adminToken, query, vars)
+						r := a.post(page.token, query, vars)
 						lat = append(lat, time.Since(t0))
 						if len(r.Errors) > 0 {
 							b.Fatalf("errors: %+v", r.Errors)

@@ -332,7 +332,7 @@ type ComplexityRoot struct {
 		Statistics     func(childComplexity int) int
 		Status         func(childComplexity int) int
 		SuspendedAt    func(childComplexity int) int
-		Trash          func(childComplexity int, first *int, after *string, kind *model.TrashKind) int
+		Trash          func(childComplexity int, first *int, after *string, last *int, before *string, kind *model.TrashKind) int
 	}
 
 	NamespaceConnection struct {
@@ -632,7 +632,7 @@ type NamespaceResolver interface {
 	Statistics(ctx context.Context, obj *model.Namespace) (*model.NamespaceStatistics, error)
 	Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error)
 	Collections(ctx context.Context, obj *model.Namespace, first *int, after *string) (*model.RepositoryCollectionConnection, error)
-	Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, kind *model.TrashKind) (*model.TrashConnection, error)
+	Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, kind *model.TrashKind) (*model.TrashConnection, error)
 	GcQueue(ctx context.Context, obj *model.Namespace) (*model.GCQueue, error)
 	PublishHistory(ctx context.Context, obj *model.Namespace, from *time.Time, to *time.Time, first *int, after *string) (*model.PublishEventConnection, error)
 	ChecksumSearch(ctx context.Context, obj *model.Namespace, sha256 string, activeOnly *bool, first *int) ([]*model.ChecksumMatch, error)
@@ -1976,7 +1976,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Namespace.Trash(childComplexity, args["first"].(*int), args["after"].(*string), args["kind"].(*model.TrashKind)), true
+		return e.ComplexityRoot.Namespace.Trash(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["kind"].(*model.TrashKind)), true
 
 	case "NamespaceConnection.edges":
 		if e.ComplexityRoot.NamespaceConnection.Edges == nil {
@@ -3274,7 +3274,7 @@ type MavenPackagePayload {
 # Conventions
 # - Every list is a Relay connection with opaque cursors: pass ` + "`" + `first` + "`" + `
 #   (1..100, default 20) and the ` + "`" + `endCursor` + "`" + ` of the previous page as ` + "`" + `after` + "`" + `.
-#   Namespace.repositories also pages backward: ` + "`" + `last` + "`" + ` and the ` + "`" + `startCursor` + "`" + `
+#   Namespace.repositories and Namespace.trash also page backward: ` + "`" + `last` + "`" + ` and the ` + "`" + `startCursor` + "`" + `
 #   of the following page as ` + "`" + `before` + "`" + ` (rows keep the order asked for).
 #   Pages are keyset-paginated on the ADR-007 indexes, so walking all pages
 #   returns every row exactly once even while rows are inserted.
@@ -3411,9 +3411,10 @@ type Namespace {
   collections(first: Int, after: String): RepositoryCollectionConnection!
   """
   Soft-deleted repositories and artifacts, most recently deleted first (admin
-  only). Without ` + "`" + `kind` + "`" + ` every kind is merged into one list.
+  only). Without ` + "`" + `kind` + "`" + ` every kind is merged into one list. Page forward
+  with first/after or backward with last/before.
   """
-  trash(first: Int, after: String, kind: TrashKind): TrashConnection!
+  trash(first: Int, after: String, last: Int, before: String, kind: TrashKind): TrashConnection!
   "Garbage-collection review queue of the namespace (admin only)."
   gcQueue: GCQueue!
   """
@@ -5682,14 +5683,30 @@ func (ec *executionContext) field_Namespace_trash_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
-	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "kind",
 		func(ctx context.Context, v any) (*model.TrashKind, error) {
 			return ec.unmarshalOTrashKind2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐTrashKind(ctx, v)
 		})
 	if err != nil {
 		return nil, err
 	}
-	args["kind"] = arg2
+	args["kind"] = arg4
 	return args, nil
 }
 
@@ -11161,7 +11178,7 @@ func (ec *executionContext) _Namespace_trash(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Namespace().Trash(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["kind"].(*model.TrashKind))
+			return ec.Resolvers.Namespace().Trash(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string), fc.Args["kind"].(*model.TrashKind))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.TrashConnection) graphql.Marshaler {

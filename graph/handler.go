@@ -148,7 +148,12 @@ func setComplexity(c *ComplexityRoot) {
 	c.Query.ExcludedGcCandidates = func(child int, _ string, first *int, _ *string) int { return conn(child, first) }
 	c.Query.AccessTokens = func(child int, _ string, first *int, _ *string, _ *bool) int { return conn(child, first) }
 	c.Namespace.Collections = func(child int, first *int, _ *string) int { return conn(child, first) }
-	c.Namespace.Trash = func(child int, first *int, _ *string, _ *model.TrashKind) int { return conn(child, first) }
+	c.Namespace.Trash = func(child int, first *int, _ *string, last *int, _ *string, _ *model.TrashKind) int {
+		if last != nil {
+			return conn(child, last)
+		}
+		return conn(child, first)
+	}
 	c.Namespace.PublishHistory = func(child int, _, _ *time.Time, first *int, _ *string) int { return conn(child, first) }
 	c.Namespace.ChecksumSearch = func(child int, _ string, _ *bool, first *int) int {
 		n := defaultChecksumMatches

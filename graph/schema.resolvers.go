@@ -455,11 +455,11 @@ func (r *namespaceResolver) Collections(ctx context.Context, obj *model.Namespac
 }
 
 // Trash is the resolver for the trash field.
-func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, kind *model.TrashKind) (*model.TrashConnection, error) {
+func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, kind *model.TrashKind) (*model.TrashConnection, error) {
 	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
 		return nil, err
 	}
-	limit, err := pageSize(first)
+	pg, err := pageArgs(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -469,12 +469,12 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 	}
 	var key store.TrashKey
 	var afterKey *store.TrashKey
-	if ok, err := decodeCursor(after, "trash", &key); err != nil {
+	if ok, err := decodeCursor(pg.cursor, "trash", &key); err != nil {
 		return nil, err
 	} else if ok {
 		afterKey = &key
 	}
-	entries, more, err := r.store.ListTrash(ctx, obj.ID, kinds, afterKey, limit)
+	entries, more, err := r.store.ListTrashPage(ctx, obj.ID, kinds, afterKey, pg.limit, pg.backward)
 	if err != nil {
 		return nil, err
 	}
@@ -499,7 +499,7 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 		conn.Edges = append(conn.Edges, edge)
 	}
 	conn.Edges = nonNil(conn.Edges)
-	conn.PageInfo = pageInfo(cursors, more, after)
+	conn.PageInfo = pg.info(cursors, more)
 	return conn, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/google/uuid"
 )
 
 // Namespace is the resolver for the namespace field.
@@ -30,8 +31,9 @@ func (r *accessTokenResolver) Repositories(ctx context.Context, obj *model.Acces
 	if obj.RepositoryIDs == nil {
 		return nil, nil
 	}
-	keys := idKeys(obj.NamespaceID)(obj.RepositoryIDs)
-	repos, errs := loadersFrom(ctx).repository.LoadMany(ctx, keys)()
+	l := loadersFrom(ctx)
+	prime(ctx, l.repository, obj.RepositoryGroup, "tokenRepositories", idKeys(obj.NamespaceID))
+	repos, errs := l.repository.LoadMany(ctx, idKeys(obj.NamespaceID)(obj.RepositoryIDs))()
 	out := make([]*model.Repository, 0, len(repos))
 	for i, repo := range repos {
 		if len(errs) > i && errs[i] != nil {
@@ -135,10 +137,17 @@ func (r *queryResolver) AccessTokens(ctx context.Context, namespace string, firs
 	}
 	conn := &model.AccessTokenConnection{}
 	var cursors []string
+	var repoIDs []uuid.UUID
+	for _, t := range rows {
+		repoIDs = append(repoIDs, t.RepositoryIDs...)
+	}
+	group := model.NewGroup(repoIDs)
 	for _, t := range rows {
 		c := encodeCursor("access-token", t.Key())
 		cursors = append(cursors, c)
-		conn.Edges = append(conn.Edges, &model.AccessTokenEdge{Cursor: c, Node: toAccessToken(t)})
+		node := toAccessToken(t)
+		node.RepositoryGroup = group
+		conn.Edges = append(conn.Edges, &model.AccessTokenEdge{Cursor: c, Node: node})
 	}
 	conn.Edges = nonNil(conn.Edges)
 	conn.PageInfo = pageInfo(cursors, more, after)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,14 +61,26 @@ func (e *TrashEntry) Key() TrashKey { return TrashKey{DeletedAt: e.DeletedAt, ID
 // LIMITed range scan of its trash index; the arms are merged with
 // UNION ALL and cut to the page, then the rows are loaded by id.
 func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind, after *TrashKey, limit int) ([]*TrashEntry, bool, error) {
+	return s.ListTrashPage(ctx, nsID, kinds, after, limit, false)
+}
+
+// ListTrashPage is ListTrash in either direction. Backward, it returns the
+// limit items deleted just after the key (those listed before it),
+// still newest first, and whether even newer ones exist: the same
+// trash indexes walked the other way.
+func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []TrashKind, key *TrashKey, limit int, backward bool) ([]*TrashEntry, bool, error) {
 	if len(kinds) == 0 {
 		kinds = AllTrashKinds
 	}
+	cmp, dir := "<", "DESC"
+	if backward {
+		cmp, dir = ">", "ASC"
+	}
 	args := []any{nsID, limit + 1}
 	keyset := ""
-	if after != nil {
-		args = append(args, after.DeletedAt, after.ID)
-		keyset = " AND ROW(soft_deleted_at, id) < ROW($3, $4)"
+	if key != nil {
+		args = append(args, key.DeletedAt, key.ID)
+		keyset = " AND ROW(soft_deleted_at, id) " + cmp + " ROW($3, $4)"
 	}
 	arms := make([]string, 0, len(kinds))
 	for _, k := range kinds {
@@ -77,10 +90,10 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 		}
 		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, soft_deleted_at FROM %s
 			WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL%s
-			ORDER BY soft_deleted_at DESC, id DESC LIMIT $2)`, k, table, keyset))
+			ORDER BY soft_deleted_at %s, id %s LIMIT $2)`, k, table, keyset, dir, dir))
 	}
 	rows, err := s.pool.Query(ctx, `SELECT kind, id, soft_deleted_at FROM (`+strings.Join(arms, " UNION ALL ")+
-		`) t ORDER BY soft_deleted_at DESC, id DESC LIMIT $2`, args...)
+		`) t ORDER BY soft_deleted_at `+dir+`, id `+dir+` LIMIT $2`, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list trash: %w", err)
 	}
@@ -102,6 +115,9 @@ func (s *Store) ListTrash(ctx context.Context, nsID uuid.UUID, kinds []TrashKind
 	more := len(entries) > limit
 	if more {
 		entries = entries[:limit]
+	}
+	if backward {
+		slices.Reverse(entries)
 	}
 	ids := map[TrashKind][]uuid.UUID{}
 	for _, e := range entries {

@@ -30,7 +30,15 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger) (*d
 		db.cluster = c
 		url = c.URL("artifact_registry")
 	}
-	pool, err := pgxpool.New(ctx, url)
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		db.Close(context.Background())
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	// Larger than the job workers (GC cleanups hold a connection each),
+	// so a draining garbage collector never starves requests.
+	pc.MaxConns = cfg.PoolMaxConns()
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err == nil {
 		err = pool.Ping(ctx)
 	}

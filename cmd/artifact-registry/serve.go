@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/gc"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
@@ -76,10 +77,14 @@ func runServe(ctx context.Context, args []string) error {
 	oci.Mount(r, st, oci.Options{AdminToken: cfg.AdminToken, Logger: log})
 	npm.Mount(r, st, npmOpts)
 	maven.Mount(r, st, maven.Options{AdminToken: cfg.AdminToken, Logger: log})
-	graph.Mount(r, st, graph.Options{AdminToken: cfg.AdminToken, Logger: log})
+	// One authenticator for the process (its token cache and buffered
+	// last-used times); Run flushes the buffer until shutdown.
+	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log})
+	go authn.Run(ctx)
+	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
-	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen,
+	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
 		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "",
 		"startup", time.Since(start).Round(time.Millisecond))
 	return srv.Serve(ctx, cfg.Listen, cfg.ShutdownTimeout)
@@ -89,7 +94,7 @@ func runServe(ctx context.Context, args []string) error {
 // family (periodic, leader-elected) and the npm packument rebuild.
 func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
-	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), Logger: log})
+	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers, Logger: log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("configure garbage collection: %w", err)
 	}
@@ -97,7 +102,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOp
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, err
 	}
-	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}}
+	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: config.DefaultQueueWorkers}}
 	maps.Copy(queues, collector.Queues())
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Logger:       log,

@@ -29,6 +29,45 @@ type Config struct {
 	// recheck and discard but delete nothing, 3 delete.
 	GCPhase       int
 	GCReviewDelay time.Duration
+	// GCCleanupWorkers is how many gc:cleanup jobs run at once; each holds
+	// a pool connection for its transaction.
+	GCCleanupWorkers int
+	// DBMaxConns is the database pool size; 0 derives it from the job
+	// workers (PoolMaxConns).
+	DBMaxConns int
+}
+
+// Pool sizing. Every running River job holds a pool connection for its
+// transaction, so a pool no larger than the job workers lets a busy
+// garbage collector starve the request path (pgxpool's default is
+// max(4, NumCPU)). The derived size leaves ForegroundConns for requests.
+const (
+	// DefaultQueueWorkers is MaxWorkers of River's default queue (npm
+	// packument rebuilds).
+	DefaultQueueWorkers = 10
+	// GCMaintenanceWorkers is MaxWorkers of the GC maintenance queue
+	// (sweep, reconcile, staging sweep: gc.GC.Queues).
+	GCMaintenanceWorkers = 2
+	// riverConns: River's leader election and notifier.
+	riverConns = 2
+	// ForegroundConns is the headroom for HTTP requests in the derived size.
+	ForegroundConns = 16
+	// minForegroundConns is the least headroom an explicit size may leave.
+	minForegroundConns = 4
+)
+
+// JobConns is how many connections the job workers can hold at once.
+func (c *Config) JobConns() int {
+	return c.GCCleanupWorkers + GCMaintenanceWorkers + DefaultQueueWorkers + riverConns
+}
+
+// PoolMaxConns is the database pool size: DBMaxConns, or the job
+// connections plus ForegroundConns.
+func (c *Config) PoolMaxConns() int32 {
+	if c.DBMaxConns > 0 {
+		return int32(c.DBMaxConns)
+	}
+	return int32(c.JobConns() + ForegroundConns)
 }
 
 // envString declares a flag whose default comes from the environment.
@@ -73,6 +112,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envString(fs, &c.LogLevel, "log-level", "ARTIFACT_REGISTRY_LOG_LEVEL", "info", "log level: debug, info, warn, error")
 	envBool(fs, &c.NoMigrate, "no-migrate", "ARTIFACT_REGISTRY_NO_MIGRATE", "do not apply pending migrations at start")
 	envInt(fs, &c.GCPhase, "gc-phase", "ARTIFACT_REGISTRY_GC_PHASE", 3, "garbage collection rollout phase: 1 record only, 2 recheck without deleting, 3 delete")
+	envInt(fs, &c.GCCleanupWorkers, "gc-cleanup-workers", "ARTIFACT_REGISTRY_GC_CLEANUP_WORKERS", 10, "garbage collection cleanup jobs run at once (each holds a database connection)")
+	envInt(fs, &c.DBMaxConns, "db-max-conns", "ARTIFACT_REGISTRY_DB_MAX_CONNS", 0, "database pool size; 0 derives it from the job workers plus 16 for requests")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
@@ -99,6 +140,16 @@ func (c *Config) Finish() error {
 	}
 	if c.GCReviewDelay <= 0 {
 		return fmt.Errorf("--gc-review-delay must be positive, not %s", c.GCReviewDelay)
+	}
+	if c.GCCleanupWorkers < 1 || c.GCCleanupWorkers > 1000 {
+		return fmt.Errorf("--gc-cleanup-workers must be between 1 and 1000, not %d", c.GCCleanupWorkers)
+	}
+	if c.DBMaxConns < 0 {
+		return fmt.Errorf("--db-max-conns must not be negative, not %d", c.DBMaxConns)
+	}
+	if need := c.JobConns() + minForegroundConns; c.DBMaxConns > 0 && c.DBMaxConns < need {
+		return fmt.Errorf("--db-max-conns %d is too small: the job workers hold up to %d connections (%d of them garbage collection cleanups) and requests need at least %d more; use at least %d or 0 to derive it",
+			c.DBMaxConns, c.JobConns(), c.GCCleanupWorkers, minForegroundConns, need)
 	}
 	if _, err := c.level(); err != nil {
 		return err
