@@ -1,7 +1,35 @@
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router";
+import { useQuery } from "urql";
 import { useAuth } from "../auth";
+import { graphql } from "../gql";
 import { paths } from "../paths";
+
+export const ViewerQuery = graphql(`
+  query Viewer {
+    viewer {
+      kind
+      name
+      namespace {
+        id
+        slug
+      }
+    }
+  }
+`);
+
+/** Who the token is (admin, or a namespace token's name); "Signed in" until known. */
+function Who() {
+  const [{ data }] = useQuery({ query: ViewerQuery });
+  const v = data?.viewer;
+  const label = v && v.kind !== "ANONYMOUS" ? `Signed in as ${v.name}` : "Signed in";
+  const title = v?.namespace ? `A token of namespace ${v.namespace.slug} (kept in this tab only)` : "Signed in with a token (kept in this tab only)";
+  return (
+    <span className="who" title={title}>
+      {label}
+    </span>
+  );
+}
 
 /**
  * Moves focus to the page heading after client-side navigation, so screen
@@ -63,9 +91,7 @@ export function Layout() {
         <div className="topbar-right">
           {token ? (
             <>
-              <span className="who" title="Signed in with a token (kept in this tab only)">
-                Signed in
-              </span>
+              <Who />
               <button
                 type="button"
                 className="btn btn-ghost"

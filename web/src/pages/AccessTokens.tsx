@@ -176,7 +176,7 @@ function CreateToken({ ns }: { ns: string }) {
             <strong>Token {created.name} created.</strong> Copy its secret now: it is not shown again.
           </p>
           <CopyBlock label="Secret" text={created.secret} />
-          <CopyBlock label="docker login" text={`docker login ${registryHost()} -u ${created.name} -p ${created.secret}`} />
+          <CopyBlock label="docker login (paste the secret as the password)" text={`docker login ${registryHost()} -u ${created.name} --password-stdin`} />
           <button type="button" className="btn" onClick={() => setCreated(null)}>
             Done, hide the secret
           </button>

@@ -8,6 +8,7 @@ import { Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import { formatBytes, formatCount, formatTime } from "../format";
 import { paths } from "../paths";
+import { ViewerQuery } from "../components/Layout";
 
 const NamespacesQuery = graphql(`
   query Namespaces($first: Int, $after: String) {
@@ -64,6 +65,25 @@ export function Home() {
           </Link>
         </p>
         <p className="muted">Or open a namespace with the field at the top to browse its public repositories.</p>
+      </section>
+    );
+  }
+  return <SignedInHome />;
+}
+
+/** The admin sees every namespace; a namespace token is sent to its namespace. */
+function SignedInHome() {
+  const [{ data, fetching }] = useQuery({ query: ViewerQuery });
+  const v = data?.viewer;
+  if (!data && fetching) return <Loading what="Loading" />;
+  if (v?.kind === "TOKEN" && v.namespace) {
+    return (
+      <section className="narrow">
+        <PageTitle>Artifact Registry</PageTitle>
+        <p>
+          You are signed in with the token <strong>{v.name}</strong> of namespace{" "}
+          <Link to={paths.namespace(v.namespace.slug)}>{v.namespace.slug}</Link>.
+        </p>
       </section>
     );
   }

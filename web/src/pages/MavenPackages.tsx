@@ -469,7 +469,8 @@ export function MavenVersionDetail() {
         items={[
           ["Coordinates", `${groupId}:${artifactId}:${v.version}`],
           ["Kind", v.isSnapshot ? "snapshot" : "release"],
-          ["Size", formatBytes(v.sizeBytes)],
+          // The files' exact sizes when all are shown; sizeBytes is a buffered counter.
+          ["Size", formatBytes(v.files.pageInfo.hasNextPage ? v.sizeBytes : files.reduce((n, f) => n + f.sizeBytes, 0))],
           ["Deployed", formatTime(v.createdAt)],
           ["Last download", formatTime(v.lastDownloadedAt)],
         ]}

@@ -96,6 +96,10 @@ const NpmVersionsQuery = graphql(`
               deprecated
               distTags
               lastDownloadedAt
+              tarball {
+                id
+                sizeBytes
+              }
             }
           }
         }
@@ -198,6 +202,14 @@ const DeleteNpmPackageMutation = graphql(`
 `);
 
 const PAGE = 50;
+
+/**
+ * Bytes of a version: its tarball's exact size when it has one (the
+ * version's sizeBytes is a buffered counter that lags new publishes).
+ */
+export function versionSize(v: { sizeBytes: number; tarball?: { sizeBytes: number } | null }): number {
+  return v.tarball ? v.tarball.sizeBytes : v.sizeBytes;
+}
 const ctx = { additionalTypenames: ["NpmPackage", "NpmVersion", "NpmDistTag"] };
 
 /** The packages of an npm repository (on its repository screen). */
@@ -514,7 +526,7 @@ function VersionPage({
             ))}
           </td>
           <td data-label="Size" className="num">
-            {formatBytes(v.sizeBytes)}
+            {formatBytes(versionSize(v))}
           </td>
           <td data-label="Published">{formatTime(v.createdAt)}</td>
           <td data-label="Deprecation">
@@ -586,7 +598,7 @@ function VersionDetail({ ns, repo, pkg, version, onClose }: { ns: string; repo: 
           <Dl
             items={[
               ["Published", formatTime(v.createdAt)],
-              ["Size", formatBytes(v.sizeBytes)],
+              ["Size", formatBytes(versionSize(v))],
               ["License", v.license ?? "–"],
               ["Dist-tags", v.distTags.join(", ") || "–"],
               ["Tarball", v.tarball ? `${v.tarball.fileName} (${formatBytes(v.tarball.sizeBytes)})` : "–"],
@@ -639,7 +651,9 @@ function DeletePackage({ ns, repo, id, name }: { ns: string; repo: string; id: s
   return (
     <div className="panel panel-danger">
       <h3>Delete package</h3>
-      <p>The package moves to the trash with all its versions, as `npm unpublish --force` does; it can be restored from the trash.</p>
+      <p>
+        The package moves to the trash with all its versions, as <code>npm unpublish --force</code> does; it can be restored from the trash.
+      </p>
       <button type="button" className="btn btn-danger" onClick={onDelete} disabled={fetching}>
         Move package to trash
       </button>
