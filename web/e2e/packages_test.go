@@ -1,11 +1,3 @@
-// The resolvers this test drives (packages.graphqls) are on branch
-// graph-packages, which does not merge with graph-core yet (it still calls
-// the requireAdmin helper graph-core replaced). Verified passing on ui +
-// graph-packages with that helper restored; delete this constraint when
-// the branches are merged so that make test runs it.
-
-//go:build e2e_packages
-
 package e2e
 
 import (
