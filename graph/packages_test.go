@@ -605,10 +605,10 @@ func TestMavenPackagesFields(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(names, []string{"1.0", "1.1", "2.0-SNAPSHOT"}) {
+	if !reflect.DeepEqual(names, []string{"2.0-SNAPSHOT", "1.1", "1.0"}) { // highest first, Maven order
 		t.Fatalf("versions: %v", names)
 	}
-	if f := versions[2].Files.Edges; f[0].Node.FileName != "lib-2.0-20261130.010203-1.jar" {
+	if f := versions[0].Files.Edges; f[0].Node.FileName != "lib-2.0-20261130.010203-1.jar" {
 		t.Fatalf("snapshot files: %+v", f)
 	}
 	// Files page by name.
@@ -666,7 +666,7 @@ func TestMavenTrashRoundTrip(t *testing.T) {
 	a.mavenDeploy("com.acme", "lib", "1.1", "")
 	a.mavenDeploy("com.acme", "other", "1.0", "")
 	p := a.mavenPackage("com.acme", "lib", 10, nil)
-	id := p.Versions.Edges[1].Node.ID // 1.1
+	id := p.Versions.Edges[0].Node.ID // 1.1, highest first
 	ref := map[string]any{"id": id}
 	del := `mutation($id: ID!) { deleteMavenVersion(input: {namespace: "acme", id: $id}) { version { version softDeletedAt } } }`
 	var out struct {
