@@ -3615,7 +3615,7 @@ type MavenPackage {
   "Buffered: last download of one of its files."
   lastDownloadedAt: Time
   softDeletedAt: Time
-  "Active versions, releases and SNAPSHOTs, by version string."
+  "Active versions, releases and SNAPSHOTs, highest first in Maven's version order (ComparableVersion: 1.10 above 1.9, 1.0 above 1.0-rc1)."
   versions(first: Int, after: String): MavenVersionConnection!
   "The active version with exactly this version string; null when there is none."
   version(version: String!): MavenVersion

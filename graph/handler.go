@@ -54,6 +54,11 @@ type Options struct {
 	// LoaderWait is how long a dataloader collects keys before it runs
 	// its batch; 0 means 5ms.
 	LoaderWait time.Duration
+	// NpmWriteHook runs inside the transaction of every npm write made
+	// through the API (trash, restore, dist-tags), as the npm protocol's
+	// writes run it: serve passes npm.WriteHook so the background
+	// packument rebuild is queued. Nil: the next read rebuilds.
+	NpmWriteHook store.NpmWriteHook
 }
 
 // Mount serves the API on r: POST and GET /graphql, and the playground at
@@ -83,7 +88,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.Auth == nil {
 		opts.Auth = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: log})
 	}
-	cfg := Config{Resolvers: &Resolver{store: st, auth: opts.Auth, log: log}}
+	cfg := Config{Resolvers: &Resolver{store: st, auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Options{})

@@ -79,7 +79,7 @@ func (r *mutationResolver) DeleteNpmVersion(ctx context.Context, input model.Pac
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmDeleteVersionByID(ctx, ns, id, nil), CodeConflict); err != nil {
+	if err := npmError(r.store.NpmDeleteVersionByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	v, err := npmVersionByID(ctx, ns, id)
@@ -92,7 +92,7 @@ func (r *mutationResolver) RestoreNpmVersion(ctx context.Context, input model.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmRestoreVersion(ctx, ns, id, nil), CodeConflict); err != nil {
+	if err := npmError(r.store.NpmRestoreVersion(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	v, err := npmVersionByID(ctx, ns, id)
@@ -105,7 +105,7 @@ func (r *mutationResolver) DeleteNpmPackage(ctx context.Context, input model.Pac
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmDeletePackageByID(ctx, ns, id, nil), CodeConflict); err != nil {
+	if err := npmError(r.store.NpmDeletePackageByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	p, err := npmPackageByID(ctx, ns, id)
@@ -118,7 +118,7 @@ func (r *mutationResolver) RestoreNpmPackage(ctx context.Context, input model.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmRestorePackage(ctx, ns, id, nil), CodeConflict); err != nil {
+	if err := npmError(r.store.NpmRestorePackage(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	p, err := npmPackageByID(ctx, ns, id)
@@ -132,7 +132,7 @@ func (r *mutationResolver) SetNpmDistTag(ctx context.Context, input model.NpmDis
 	}
 	version := *input.Version
 	return r.npmTagMutation(ctx, input, func(repo *store.NpmRepository) error {
-		_, err := r.store.NpmSetTag(ctx, repo, input.Package, input.Tag, version, nil)
+		_, err := r.store.NpmSetTag(ctx, repo, input.Package, input.Tag, version, r.npmHook)
 		return err
 	})
 }
@@ -140,7 +140,7 @@ func (r *mutationResolver) SetNpmDistTag(ctx context.Context, input model.NpmDis
 // RemoveNpmDistTag is the resolver for the removeNpmDistTag field.
 func (r *mutationResolver) RemoveNpmDistTag(ctx context.Context, input model.NpmDistTagInput) (*model.NpmPackagePayload, error) {
 	return r.npmTagMutation(ctx, input, func(repo *store.NpmRepository) error {
-		return r.store.NpmRemoveTag(ctx, repo, input.Package, input.Tag, nil)
+		return r.store.NpmRemoveTag(ctx, repo, input.Package, input.Tag, r.npmHook)
 	})
 }
 

@@ -45,6 +45,13 @@ type pkgAPI struct {
 
 func newPkgAPI(t testing.TB) *pkgAPI {
 	t.Helper()
+	return newPkgAPIWithHook(t, nil)
+}
+
+// newPkgAPIWithHook is newPkgAPI with an npm write hook on the GraphQL
+// handler (the npm protocol has none, so every call comes from the API).
+func newPkgAPIWithHook(t testing.TB, hook store.NpmWriteHook) *pkgAPI {
+	t.Helper()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(testdb.NewURL(t))
 	if err != nil {
@@ -66,7 +73,7 @@ func newPkgAPI(t testing.TB) *pkgAPI {
 	errLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := mux.NewRouter()
-	Mount(r, st, Options{AdminToken: adminToken, Logger: errLog})
+	Mount(r, st, Options{AdminToken: adminToken, Logger: errLog, NpmWriteHook: hook})
 	npm.Mount(r, st, npm.Options{AdminToken: adminToken, Logger: quiet})
 	maven.Mount(r, st, maven.Options{AdminToken: adminToken, Logger: quiet})
 	srv := httptest.NewServer(r)

@@ -1,16 +1,25 @@
 package graph
 
 import (
+	"context"
 	"crypto/sha1"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 type npmDep struct{ Name, Range string }
@@ -605,10 +614,10 @@ func TestMavenPackagesFields(t *testing.T) {
 			}
 		}
 	}
-	if !reflect.DeepEqual(names, []string{"1.0", "1.1", "2.0-SNAPSHOT"}) {
+	if !reflect.DeepEqual(names, []string{"2.0-SNAPSHOT", "1.1", "1.0"}) { // highest first, Maven order
 		t.Fatalf("versions: %v", names)
 	}
-	if f := versions[2].Files.Edges; f[0].Node.FileName != "lib-2.0-20261130.010203-1.jar" {
+	if f := versions[0].Files.Edges; f[0].Node.FileName != "lib-2.0-20261130.010203-1.jar" {
 		t.Fatalf("snapshot files: %+v", f)
 	}
 	// Files page by name.
@@ -666,7 +675,7 @@ func TestMavenTrashRoundTrip(t *testing.T) {
 	a.mavenDeploy("com.acme", "lib", "1.1", "")
 	a.mavenDeploy("com.acme", "other", "1.0", "")
 	p := a.mavenPackage("com.acme", "lib", 10, nil)
-	id := p.Versions.Edges[1].Node.ID // 1.1
+	id := p.Versions.Edges[0].Node.ID // 1.1, highest first
 	ref := map[string]any{"id": id}
 	del := `mutation($id: ID!) { deleteMavenVersion(input: {namespace: "acme", id: $id}) { version { version softDeletedAt } } }`
 	var out struct {
@@ -715,5 +724,59 @@ func TestMavenTrashRoundTrip(t *testing.T) {
 	}
 	if got := a.trashKinds(""); len(got) != 0 {
 		t.Fatalf("trash after restores: %v", got)
+	}
+}
+
+// npm writes through the API run the write hook inside their transaction,
+// as the protocol's writes do (serve passes the hook that queues the
+// background packument rebuild): the hook sees the change uncommitted, and
+// a hook failure rolls the whole mutation back.
+func TestNpmMutationsRunWriteHook(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		calls []string
+		fail  bool
+	)
+	hook := func(ctx context.Context, tx pgx.Tx, pkg store.NpmPackageRef) error {
+		var trashed int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM npm_versions WHERE namespace_id = $1 AND npm_package_id = $2 AND soft_deleted_at IS NOT NULL`,
+			pkg.NamespaceID, pkg.PackageID).Scan(&trashed); err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, fmt.Sprintf("%s:%d", pkg.Name, trashed))
+		if fail {
+			return errors.New("queue unavailable")
+		}
+		return nil
+	}
+	a := newPkgAPIWithHook(t, hook)
+	a.npmPublish("hooked", "1.0.0", "", nil)
+	a.npmPublish("hooked", "1.1.0", "", nil)
+	id := a.npmVersionID("hooked", "1.1.0")
+	ref := map[string]any{"ns": "acme", "id": id}
+	a.admin(`mutation($ns: String!, $id: ID!) { deleteNpmVersion(input: {namespace: $ns, id: $id}) { version { id } } }`, ref, nil)
+	a.admin(`mutation($ns: String!, $id: ID!) { restoreNpmVersion(input: {namespace: $ns, id: $id}) { version { id } } }`, ref, nil)
+	a.admin(`mutation { setNpmDistTag(input: {namespace: "acme", repository: "js", package: "hooked", tag: "old", version: "1.0.0"}) { package { name } } }`, nil, nil)
+	a.admin(`mutation { removeNpmDistTag(input: {namespace: "acme", repository: "js", package: "hooked", tag: "old"}) { package { name } } }`, nil, nil)
+	before := a.packument("hooked")["dist-tags"]
+	mu.Lock()
+	got := slices.Clone(calls)
+	fail = true
+	mu.Unlock()
+	// Delete saw its own soft delete (1 trashed, uncommitted), restore saw it undone.
+	if want := []string{"hooked:1", "hooked:0", "hooked:0", "hooked:0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("hook calls %v, want %v", got, want)
+	}
+
+	// A failing hook fails the mutation and leaves nothing written.
+	a.expectError(adminToken, `mutation($ns: String!, $id: ID!) { deleteNpmVersion(input: {namespace: $ns, id: $id}) { version { id } } }`, ref, CodeInternal)
+	a.expectError(adminToken, `mutation { setNpmDistTag(input: {namespace: "acme", repository: "js", package: "hooked", tag: "old", version: "1.0.0"}) { package { name } } }`, nil, CodeInternal)
+	if v := a.npmVersionNames("hooked", 10); !reflect.DeepEqual(v, []string{"1.1.0", "1.0.0"}) {
+		t.Fatalf("versions after a failed hook: %v", v)
+	}
+	if tags := a.packument("hooked")["dist-tags"]; !reflect.DeepEqual(tags, before) || tags.(map[string]any)["old"] != nil {
+		t.Fatalf("dist-tags after a failed hook: %v, before %v", tags, before)
 	}
 }

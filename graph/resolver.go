@@ -13,4 +13,6 @@ type Resolver struct {
 	store *store.Store
 	auth  *auth.Authenticator
 	log   *slog.Logger
+	// npmHook queues the packument rebuild in npm write transactions.
+	npmHook store.NpmWriteHook
 }

@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -92,25 +95,57 @@ func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, 
 }
 
 // MavenVersionsOfPackages returns, per package id, the first limit+1
-// active versions by version string after afterVersion (nil: from the
-// start): one LATERAL range scan of maven_versions_active_version_key per
-// package.
+// active versions in descending Maven order (ComparableVersion as Maven 3
+// sorts: highest first, so 1.10 above 1.9 and 1.0 above 1.0-rc1), after
+// afterVersion (nil: from the highest). Maven's order is not expressible
+// as an index, so it reads the active versions of the packages in one
+// statement (an index range scan each) and orders and pages them in Go.
+// Versions Maven deems equal ("1.0", "1.0.0") are ordered by the version
+// string, descending, so the order is total and the cursor (a version
+// string) is unambiguous, and still resumes right after a delete.
 func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, afterVersion *string, limit int) (map[uuid.UUID][]*MavenArtifact, error) {
-	args := []any{nsID, pkgIDs, limit + 1}
-	keyset := ""
-	if afterVersion != nil {
-		args, keyset = append(args, *afterVersion), ` AND v.version > $4`
-	}
-	return groupBy(ctx, s.pool, "maven versions", `
+	all, err := groupBy(ctx, s.pool, "maven versions", `
 		SELECT mv.maven_package_id, `+mavenArtifactColumns+`
-		FROM unnest($2::uuid[]) AS pk(id)
-		CROSS JOIN LATERAL (
-			SELECT v.* FROM maven_versions v
-			WHERE v.namespace_id = $1 AND v.maven_package_id = pk.id AND v.soft_deleted_at IS NULL`+keyset+`
-			ORDER BY v.version LIMIT $3) mv
+		FROM maven_versions mv
 		JOIN maven_packages mp ON mp.namespace_id = $1 AND mp.id = mv.maven_package_id
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = mp.maven_repository_id
-		ORDER BY mv.maven_package_id, mv.version`, args, scanMavenArtifact)
+		WHERE mv.namespace_id = $1 AND mv.maven_package_id = ANY($2) AND mv.soft_deleted_at IS NULL`,
+		[]any{nsID, pkgIDs}, scanMavenArtifact)
+	if err != nil {
+		return nil, err
+	}
+	type entry struct {
+		a  *MavenArtifact
+		it *mvItem
+	}
+	// desc orders a before b when a is the higher version.
+	desc := func(a, b *mvItem, av, bv string) int {
+		if c := b.compare(a); c != 0 {
+			return c
+		}
+		return strings.Compare(bv, av)
+	}
+	var after *mvItem
+	if afterVersion != nil {
+		after = mvParse(*afterVersion)
+	}
+	for pkg, arts := range all {
+		es := make([]entry, len(arts))
+		for i, a := range arts {
+			es[i] = entry{a, mvParse(a.Version)}
+		}
+		slices.SortFunc(es, func(a, b entry) int { return desc(a.it, b.it, a.a.Version, b.a.Version) })
+		start := 0
+		if after != nil {
+			start = sort.Search(len(es), func(i int) bool { return desc(es[i].it, after, es[i].a.Version, *afterVersion) > 0 })
+		}
+		page := make([]*MavenArtifact, 0, min(len(es)-start, limit+1))
+		for _, e := range es[start:min(len(es), start+limit+1)] {
+			page = append(page, e.a)
+		}
+		all[pkg] = page
+	}
+	return all, nil
 }
 
 // CountMavenVersionsOfPackages counts active versions per package id.

@@ -264,3 +264,61 @@ func TestMavenMetadataRefreshRace(t *testing.T) {
 		t.Fatalf("%d package-level rows, %d extra attachments", rows, atts)
 	}
 }
+
+// The management API pages versions highest first in Maven's order, not
+// by version string: 1.10 above 1.9, a release above its rc, SNAPSHOT of
+// 2.0 above 1.x; Maven-equal versions ("1.0", "1.0.0") are ordered by
+// string so the cursor stays unambiguous, and a cursor whose version is
+// gone (deleted meanwhile) still resumes at the right place.
+func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
+	f := newMavenFixture(t)
+	ctx := context.Background()
+	for _, v := range []string{"1.9", "1.0-rc1", "1.10", "1.0", "2.0-SNAPSHOT", "1.0.0"} {
+		f.put(t, v, "lib-"+v+".pom", "pom "+v)
+	}
+	pkgs, _, err := f.store.ListMavenPackages(ctx, f.t.NamespaceID, f.t.RepositoryID, nil, 10)
+	if err != nil || len(pkgs) != 1 {
+		t.Fatalf("packages %+v %v", pkgs, err)
+	}
+	pkg := pkgs[0].ID
+	var all []string
+	var after *string
+	for range 10 {
+		m, err := f.store.MavenVersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{pkg}, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := m[pkg]
+		if len(page) > 3 {
+			t.Fatalf("page of %d rows for limit 2", len(page))
+		}
+		for _, v := range page[:min(2, len(page))] {
+			if v.PackageID != pkg || v.SizeBytes != int64(len("pom "+v.Version)) {
+				t.Errorf("row %+v", v)
+			}
+			all = append(all, v.Version)
+		}
+		if len(page) <= 2 {
+			break
+		}
+		after = &page[1].Version
+	}
+	if want := "[2.0-SNAPSHOT 1.10 1.9 1.0.0 1.0 1.0-rc1]"; fmt.Sprint(all) != want {
+		t.Fatalf("versions %v, want %s", all, want)
+	}
+	gone := "1.5"
+	m, err := f.store.MavenVersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{pkg}, &gone, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for _, v := range m[pkg] {
+		rest = append(rest, v.Version)
+	}
+	if fmt.Sprint(rest) != "[1.0.0 1.0 1.0-rc1]" {
+		t.Fatalf("after %s: %v", gone, rest)
+	}
+	if m, err := f.store.MavenVersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{uuid.New()}, nil, 10); err != nil || len(m) != 0 {
+		t.Fatalf("unknown package: %v %v", m, err)
+	}
+}

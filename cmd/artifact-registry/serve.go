@@ -94,7 +94,7 @@ func runServe(ctx context.Context, args []string) error {
 	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci})
 	npm.Mount(r, st, npmOpts)
 	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
-	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
+	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)})
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,

@@ -86,16 +86,29 @@ func RegisterWorkers(workers *river.Workers, st *store.Store, opts Options) erro
 }
 
 // writeHook enqueues the rebuild job inside the write transaction.
-func (h *handler) writeHook(repo *store.NpmRepository) store.NpmWriteHook {
-	if h.opts.Jobs == nil {
+func (h *handler) writeHook(*store.NpmRepository) store.NpmWriteHook {
+	return WriteHook(h.opts)
+}
+
+// WriteHook is the store.NpmWriteHook that queues the background packument
+// rebuild (RebuildPackumentArgs, after o.RebuildDelay) inside a write
+// transaction. Other writers of npm data (the GraphQL API) pass it to the
+// store so their writes queue the rebuild the protocol's writes queue.
+// Nil when o.Jobs is nil: the next read rebuilds.
+func WriteHook(o Options) store.NpmWriteHook {
+	if o.Jobs == nil {
 		return nil
+	}
+	delay := o.RebuildDelay
+	if delay == 0 {
+		delay = DefaultRebuildDelay
 	}
 	return func(ctx context.Context, tx pgx.Tx, pkg store.NpmPackageRef) error {
 		opts := &river.InsertOpts{MaxAttempts: 5}
-		if h.opts.RebuildDelay > 0 {
-			opts.ScheduledAt = time.Now().Add(h.opts.RebuildDelay)
+		if delay > 0 {
+			opts.ScheduledAt = time.Now().Add(delay)
 		}
-		_, err := h.opts.Jobs.InsertTx(ctx, tx, RebuildPackumentArgs{
+		_, err := o.Jobs.InsertTx(ctx, tx, RebuildPackumentArgs{
 			NamespaceID: pkg.NamespaceID, NpmRepositoryID: pkg.NpmRepositoryID, PackageID: pkg.PackageID, Name: pkg.Name,
 		}, opts)
 		return err
