@@ -78,6 +78,14 @@ func StartRegistry(t testing.TB, dir string) (host string, stop func()) {
 // StartRegistryVersion is StartRegistry for a given version.
 func StartRegistryVersion(t testing.TB, v Version, dir string) (host string, stop func()) {
 	t.Helper()
+	return StartRegistryConfig(t, v, dir, "")
+}
+
+// StartRegistryConfig is StartRegistryVersion with extra top-level YAML
+// appended to the configuration (an auth section, say). The registry is
+// ready when /v2/ answers 200, or 401 when it asks for credentials.
+func StartRegistryConfig(t testing.TB, v Version, dir, extra string) (host string, stop func()) {
+	t.Helper()
 	bin := Binary(t, v)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -90,7 +98,7 @@ func StartRegistryVersion(t testing.TB, v Version, dir string) (host string, sto
 	l.Close()
 	cfgDir := t.TempDir()
 	cfg := filepath.Join(cfgDir, "config.yml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, dir, host)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(config, dir, host)+extra), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := []string{"serve", cfg}
@@ -118,7 +126,7 @@ func StartRegistryVersion(t testing.TB, v Version, dir string) (host string, sto
 		resp, err := http.Get("http://" + host + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || (extra != "" && resp.StatusCode == http.StatusUnauthorized) {
 				return host, stop
 			}
 		}

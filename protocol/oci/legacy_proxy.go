@@ -117,7 +117,7 @@ func newLegacyProxy(o LegacyOptions, log *slog.Logger) (*legacyProxy, error) {
 	p := &legacyProxy{opts: o, base: u, log: log, router: o.Router}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewrite,
-		Transport:      o.Transport,
+		Transport:      newLegacyAuth(o.Transport, u, o.Username, o.Password),
 		ModifyResponse: p.modifyResponse,
 		ErrorHandler:   p.errorHandler,
 		// Flush as bytes arrive: blob pulls and chunked answers stream.
@@ -135,14 +135,12 @@ func (p *legacyProxy) observe(outcome string) {
 
 // rewrite points the outgoing request at the legacy registry. The client's
 // credentials are ours (the admin token), never the legacy registry's: they
-// are replaced by the configured ones.
+// are dropped, and the transport (legacyAuth) sends the configured ones,
+// as Basic or as a token from the legacy registry's token service.
 func (p *legacyProxy) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(p.base)
 	pr.Out.Host = p.base.Host
 	pr.Out.Header.Del("Authorization")
-	if p.opts.Username != "" {
-		pr.Out.SetBasicAuth(p.opts.Username, p.opts.Password)
-	}
 	pr.SetXForwarded()
 }
 
@@ -187,6 +185,11 @@ func (p *legacyProxy) errorHandler(w http.ResponseWriter, r *http.Request, err e
 	if errors.Is(err, errLegacyCredentials) {
 		p.log.Error("legacy registry refused our credentials: check the legacy registry username and password", "path", r.URL.Path)
 		writeAPIError(w, r, newErr(http.StatusBadGateway, codeUnknown, "%s", errLegacyCredentials.Error()))
+		return
+	}
+	if errors.Is(err, errLegacyToken) {
+		p.log.Error("legacy registry token service", "path", r.URL.Path, "err", err)
+		writeAPIError(w, r, newErr(http.StatusBadGateway, codeUnknown, "%s", errLegacyToken.Error()))
 		return
 	}
 	p.log.Warn("legacy registry unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
