@@ -64,13 +64,23 @@ type env struct {
 	docker     string // DOCKER_CONFIG of the crane runs
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
+
+// newEnvWith: with a token server, the legacy registry is distribution v3
+// configured for token auth by it, and we hold its credentials.
+func newEnvWith(t testing.TB, ts *legacytest.TokenServer) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{t: t, docker: t.TempDir()}
 	t.Setenv("DOCKER_CONFIG", e.docker)
 	legacyDir := filepath.Join(t.TempDir(), "legacy")
-	e.legacyHost, e.stopLegacy = legacytest.StartRegistryVersion(t, legacytest.V28, legacyDir)
+	var user, password string
+	if ts != nil {
+		e.legacyHost, e.stopLegacy = legacytest.StartRegistryConfig(t, legacytest.V3, legacyDir, ts.RegistryConfig())
+		user, password = ts.Username, ts.Password
+	} else {
+		e.legacyHost, e.stopLegacy = legacytest.StartRegistryVersion(t, legacytest.V28, legacyDir)
+	}
 	e.legacyDir = legacyDir
 
 	var err error
@@ -100,7 +110,7 @@ func newEnv(t testing.TB) *env {
 	local := func(path string) bool { return strings.HasPrefix(path, "team/new-") }
 	hs := httpserver.New(httpserver.Options{Logger: log, Registry: prometheus.NewRegistry()})
 	oci.Mount(hs.Router(), e.st, oci.Options{AdminToken: adminToken, Logger: log, Legacy: &oci.LegacyOptions{
-		URL: "http://" + e.legacyHost, Router: proxy.New(e.st, e.rules, local),
+		URL: "http://" + e.legacyHost, Username: user, Password: password, Router: proxy.New(e.st, e.rules, local),
 		RetryAfter: 2 * time.Second, Observe: metrics.ObserveProxy,
 	}})
 	srv := httptest.NewServer(hs.Handler())
