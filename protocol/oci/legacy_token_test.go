@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -244,5 +246,97 @@ func TestLegacyTokenBadCredentials(t *testing.T) {
 	}
 	if tr.ts.Denied() != 1 {
 		t.Fatalf("token service saw %d refused requests", tr.ts.Denied())
+	}
+
+	// Through the reverse proxy, the client gets a 502 in the OCI error
+	// format naming the cause, and no challenge.
+	p, err := newLegacyProxy(LegacyOptions{URL: tr.base.String(), Username: "legacy-user", Password: "wrong", Router: nopRouter{}}, testLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	p.rp.ServeHTTP(rec, httptest.NewRequest("GET", "/v2/team/app/manifests/v1", nil))
+	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), "refused the configured credentials") ||
+		rec.Header().Get("WWW-Authenticate") != "" {
+		t.Fatalf("client got %d %q %s", rec.Code, rec.Header().Get("WWW-Authenticate"), rec.Body)
+	}
+}
+
+// countingTransport counts the probes of /v2/.
+type countingTransport struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	probes int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Path == "/v2/" {
+		c.mu.Lock()
+		c.probes++
+		c.mu.Unlock()
+	}
+	return c.next.RoundTrip(r)
+}
+
+// Concurrent first requests: one probe, every request authorized.
+func TestLegacyTokenConcurrent(t *testing.T) {
+	tr := newTokenRegistry(t, "legacy-user", "legacy-secret")
+	ct := &countingTransport{next: http.DefaultTransport}
+	tr.auth.next = ct
+	var wg sync.WaitGroup
+	codes := make(chan int, 16)
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v2/team/app%d/tags/list", tr.base, i%4), nil)
+			resp, err := tr.c.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes <- resp.StatusCode
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != http.StatusNotFound {
+			t.Fatalf("concurrent read: %d, want 404 (authorized, no such repository)", c)
+		}
+	}
+	if ct.probes != 1 {
+		t.Fatalf("%d probes of /v2/, want 1", ct.probes)
+	}
+}
+
+// A token service that answers without a token, with a non-JSON body or
+// an error status, or is not reachable: the request fails with the token
+// error, which the client gets as a 502.
+func TestLegacyTokenBadTokenService(t *testing.T) {
+	for name, h := range map[string]http.HandlerFunc{
+		"no token":    func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"expires_in":60}`) },
+		"not JSON":    func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `<html>`) },
+		"500":         func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusInternalServerError) },
+		"unreachable": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr := newTokenRegistry(t, "legacy-user", "legacy-secret")
+			realm := "http://127.0.0.1:1/token"
+			if h != nil {
+				srv := httptest.NewServer(h)
+				t.Cleanup(srv.Close)
+				realm = srv.URL + "/token"
+			}
+			tr.auth.mu.Lock()
+			tr.auth.probed, tr.auth.bearer = true, &bearerChallenge{realm: realm, service: "legacy-registry"}
+			tr.auth.mu.Unlock()
+			req, _ := http.NewRequest("PUT", tr.base.String()+"/v2/team/app/manifests/v1", strings.NewReader("{}"))
+			_, err := tr.c.Do(req)
+			if !errors.Is(err, errLegacyToken) {
+				t.Fatalf("err = %v, want the token error", err)
+			}
+		})
 	}
 }
