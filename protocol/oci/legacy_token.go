@@ -37,6 +37,15 @@ type legacyAuth struct {
 	probed  bool
 	bearer  *bearerChallenge // nil: Basic (or no auth)
 	tokens  map[string]legacyToken
+	// fetching: one token request per scope at a time; a burst of
+	// requests for a scope waits for it instead of each asking.
+	fetching map[string]*tokenFetch
+}
+
+type tokenFetch struct {
+	done chan struct{}
+	tok  legacyToken
+	err  error
 }
 
 type bearerChallenge struct {
@@ -56,7 +65,7 @@ func newLegacyAuth(next http.RoundTripper, base *url.URL, user, pass string) *le
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	return &legacyAuth{next: next, base: base, user: user, pass: pass, now: time.Now, tokens: map[string]legacyToken{}}
+	return &legacyAuth{next: next, base: base, user: user, pass: pass, now: time.Now, tokens: map[string]legacyToken{}, fetching: map[string]*tokenFetch{}}
 }
 
 func (a *legacyAuth) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -164,26 +173,42 @@ func tokenKey(ch *bearerChallenge, scopes []string) string {
 // token returns a cached token of the scopes or fetches one from the realm.
 func (a *legacyAuth) token(ctx context.Context, ch *bearerChallenge, scopes []string) (string, error) {
 	key := tokenKey(ch, scopes)
-	now := a.now()
 	a.mu.Lock()
-	t, ok := a.tokens[key]
-	a.mu.Unlock()
-	if ok && now.Before(t.expires) {
+	if t, ok := a.tokens[key]; ok && a.now().Before(t.expires) {
+		a.mu.Unlock()
 		return t.value, nil
 	}
-	t, err := a.fetchToken(ctx, ch, scopes)
-	if err != nil {
-		return "", err
+	f, waiting := a.fetching[key]
+	if !waiting {
+		f = &tokenFetch{done: make(chan struct{})}
+		a.fetching[key] = f
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, old := range a.tokens { // keep the cache to live tokens
-		if !now.Before(old.expires) {
-			delete(a.tokens, k)
+	a.mu.Unlock()
+	if waiting {
+		select {
+		case <-f.done:
+			return f.tok.value, f.err
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
 	}
-	a.tokens[key] = t
-	return t.value, nil
+	// Others may wait on this fetch: one client giving up must not fail
+	// them (the token client has its own timeout).
+	f.tok, f.err = a.fetchToken(context.WithoutCancel(ctx), ch, scopes)
+	a.mu.Lock()
+	delete(a.fetching, key)
+	if f.err == nil {
+		now := a.now()
+		for k, old := range a.tokens { // keep the cache to live tokens
+			if !now.Before(old.expires) {
+				delete(a.tokens, k)
+			}
+		}
+		a.tokens[key] = f.tok
+	}
+	a.mu.Unlock()
+	close(f.done)
+	return f.tok.value, f.err
 }
 
 func (a *legacyAuth) fetchToken(ctx context.Context, ch *bearerChallenge, scopes []string) (legacyToken, error) {

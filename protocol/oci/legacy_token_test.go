@@ -278,7 +278,8 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.next.RoundTrip(r)
 }
 
-// Concurrent first requests: one probe, every request authorized.
+// Concurrent first requests: one probe, one token per scope, every
+// request authorized.
 func TestLegacyTokenConcurrent(t *testing.T) {
 	tr := newTokenRegistry(t, "legacy-user", "legacy-secret")
 	ct := &countingTransport{next: http.DefaultTransport}
@@ -308,6 +309,9 @@ func TestLegacyTokenConcurrent(t *testing.T) {
 	}
 	if ct.probes != 1 {
 		t.Fatalf("%d probes of /v2/, want 1", ct.probes)
+	}
+	if got := tr.ts.Issued(); len(got) != 4 {
+		t.Fatalf("tokens issued: %q, want one per repository", got)
 	}
 }
 
