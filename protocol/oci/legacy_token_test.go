@@ -344,3 +344,21 @@ func TestLegacyTokenBadTokenService(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkLegacyTokenCached: the per-request cost of the token flow once
+// the scope's token is cached (scope derivation, cache lookup, header).
+func BenchmarkLegacyTokenCached(b *testing.B) {
+	base, _ := url.Parse("http://legacy")
+	a := newLegacyAuth(nil, base, "u", "p")
+	ch := &bearerChallenge{realm: "http://legacy/token", service: "s"}
+	a.probed, a.bearer = true, ch
+	a.tokens[tokenKey(ch, []string{"repository:team/app:pull"})] = legacyToken{value: "tok", expires: time.Now().Add(time.Hour)}
+	req, _ := http.NewRequest("GET", "http://legacy/v2/team/app/blobs/sha256:aa", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		out := req.Clone(req.Context())
+		if err := a.authorize(out, ch, legacyScopes(req)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
