@@ -108,8 +108,7 @@ func newEnv(t testing.TB) *env {
 	u, _ := url.Parse(srv.URL)
 	e.host, e.url = u.Host, srv.URL
 
-	e.svc, err = service.New(e.st, e.bucket(), metrics, service.Config{
-		Concurrency: 1, Cadence: time.Millisecond, FinalPassLimit: time.Minute, Logger: log})
+	e.svc, err = service.New(e.st, e.bucket(), metrics, service.Config{MaxConcurrency: 1, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
