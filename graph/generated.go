@@ -208,8 +208,12 @@ type ComplexityRoot struct {
 	}
 
 	LegacyMigrationControls struct {
-		Paused    func(childComplexity int) int
-		UpdatedAt func(childComplexity int) int
+		CadenceSeconds        func(childComplexity int) int
+		ChangedBy             func(childComplexity int) int
+		Concurrency           func(childComplexity int) int
+		FinalTimeLimitSeconds func(childComplexity int) int
+		Paused                func(childComplexity int) int
+		UpdatedAt             func(childComplexity int) int
 	}
 
 	LegacyMigrationProgress struct {
@@ -373,6 +377,7 @@ type ComplexityRoot struct {
 		RetryLegacyRepository          func(childComplexity int, id string) int
 		RevokeAccessToken              func(childComplexity int, input model.RevokeAccessTokenInput) int
 		SetGarbageCollection           func(childComplexity int, enabled bool, reason *string) int
+		SetLegacyMigrationControls     func(childComplexity int, input model.LegacyMigrationControlsInput) int
 		SetNamespaceCondition          func(childComplexity int, slug string, condition model.NamespaceCondition, active bool) int
 		SetNpmDistTag                  func(childComplexity int, input model.NpmDistTagInput) int
 		SkipLegacyRepository           func(childComplexity int, id string, reason *string) int
@@ -532,6 +537,7 @@ type ComplexityRoot struct {
 		AccessTokens            func(childComplexity int, namespace string, first *int, after *string, includeRevoked *bool) int
 		ExcludedGcCandidates    func(childComplexity int, namespace string, first *int, after *string) int
 		GarbageCollection       func(childComplexity int) int
+		LegacyMigrationControls func(childComplexity int) int
 		LegacyMigrationProgress func(childComplexity int) int
 		LegacyRepositories      func(childComplexity int, status []model.LegacyMigrationStatus, first *int, after *string) int
 		Namespace               func(childComplexity int, slug string) int
@@ -686,6 +692,7 @@ type MutationResolver interface {
 	RetryLegacyRepository(ctx context.Context, id string) (*model.LegacyRepository, error)
 	PauseLegacyMigration(ctx context.Context) (*model.LegacyMigrationControls, error)
 	ResumeLegacyMigration(ctx context.Context) (*model.LegacyMigrationControls, error)
+	SetLegacyMigrationControls(ctx context.Context, input model.LegacyMigrationControlsInput) (*model.LegacyMigrationControls, error)
 	DeleteNpmVersion(ctx context.Context, input model.PackageItemRefInput) (*model.NpmVersionPayload, error)
 	RestoreNpmVersion(ctx context.Context, input model.PackageItemRefInput) (*model.NpmVersionPayload, error)
 	DeleteNpmPackage(ctx context.Context, input model.PackageItemRefInput) (*model.NpmPackagePayload, error)
@@ -743,6 +750,7 @@ type QueryResolver interface {
 	ExcludedGcCandidates(ctx context.Context, namespace string, first *int, after *string) (*model.GCCandidateConnection, error)
 	LegacyRepositories(ctx context.Context, status []model.LegacyMigrationStatus, first *int, after *string) (*model.LegacyRepositoryConnection, error)
 	LegacyMigrationProgress(ctx context.Context) (*model.LegacyMigrationProgress, error)
+	LegacyMigrationControls(ctx context.Context) (*model.LegacyMigrationControls, error)
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	AccessTokens(ctx context.Context, namespace string, first *int, after *string, includeRevoked *bool) (*model.AccessTokenConnection, error)
 }
@@ -1314,6 +1322,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection(childComplexity), true
 
+	case "LegacyMigrationControls.cadenceSeconds":
+		if e.ComplexityRoot.LegacyMigrationControls.CadenceSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationControls.CadenceSeconds(childComplexity), true
+	case "LegacyMigrationControls.changedBy":
+		if e.ComplexityRoot.LegacyMigrationControls.ChangedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationControls.ChangedBy(childComplexity), true
+	case "LegacyMigrationControls.concurrency":
+		if e.ComplexityRoot.LegacyMigrationControls.Concurrency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationControls.Concurrency(childComplexity), true
+	case "LegacyMigrationControls.finalTimeLimitSeconds":
+		if e.ComplexityRoot.LegacyMigrationControls.FinalTimeLimitSeconds == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LegacyMigrationControls.FinalTimeLimitSeconds(childComplexity), true
 	case "LegacyMigrationControls.paused":
 		if e.ComplexityRoot.LegacyMigrationControls.Paused == nil {
 			break
@@ -2153,6 +2185,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetGarbageCollection(childComplexity, args["enabled"].(bool), args["reason"].(*string)), true
+	case "Mutation.setLegacyMigrationControls":
+		if e.ComplexityRoot.Mutation.SetLegacyMigrationControls == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setLegacyMigrationControls_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetLegacyMigrationControls(childComplexity, args["input"].(model.LegacyMigrationControlsInput)), true
 	case "Mutation.setNamespaceCondition":
 		if e.ComplexityRoot.Mutation.SetNamespaceCondition == nil {
 			break
@@ -2809,6 +2852,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.GarbageCollection(childComplexity), true
 
+	case "Query.legacyMigrationControls":
+		if e.ComplexityRoot.Query.LegacyMigrationControls == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Query.LegacyMigrationControls(childComplexity), true
 	case "Query.legacyMigrationProgress":
 		if e.ComplexityRoot.Query.LegacyMigrationProgress == nil {
 			break
@@ -3198,6 +3247,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateNamespaceInput", ec.unmarshalInputCreateNamespaceInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryCollectionInput", ec.unmarshalInputCreateRepositoryCollectionInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryInput", ec.unmarshalInputCreateRepositoryInput),
+			graphql.NewInputUnmarshaler("LegacyMigrationControlsInput", ec.unmarshalInputLegacyMigrationControlsInput),
 			graphql.NewInputUnmarshaler("NpmDistTagInput", ec.unmarshalInputNpmDistTagInput),
 			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
 			graphql.NewInputUnmarshaler("RepositoryCollectionLinkInput", ec.unmarshalInputRepositoryCollectionLinkInput),
@@ -3460,15 +3510,40 @@ type LegacyMigrationProgress {
   paused: Boolean!
 }
 
+"""
+The run-time settings of the migration service: the one source of truth,
+read by the service on every tick and before every claim, so a change
+applies without a restart. The server's --legacy-max-concurrency caps
+concurrency (a larger value is stored but the service runs at most that many).
+"""
 type LegacyMigrationControls {
   paused: Boolean!
+  "Repositories migrated at once (1..64)."
+  concurrency: Int!
+  "Pause of a slot between two repositories, in seconds."
+  cadenceSeconds: Float!
+  "Hard limit of pass 2 (the read-only window), in seconds."
+  finalTimeLimitSeconds: Float!
+  "Who made the last change."
+  changedBy: String
   updatedAt: Time!
+}
+
+"Fields left out keep their value."
+input LegacyMigrationControlsInput {
+  "1..64."
+  concurrency: Int
+  "0 or more."
+  cadenceSeconds: Float
+  "More than 0 (microsecond resolution)."
+  finalTimeLimitSeconds: Float
 }
 
 extend type Query {
   "The inventory in legacy path order (keyset paged), optionally only some statuses."
   legacyRepositories(status: [LegacyMigrationStatus!], first: Int, after: String): LegacyRepositoryConnection!
   legacyMigrationProgress: LegacyMigrationProgress!
+  legacyMigrationControls: LegacyMigrationControls!
 }
 
 extend type Mutation {
@@ -3481,6 +3556,8 @@ extend type Mutation {
   "Stops the migration service from claiming repositories; passes already running finish."
   pauseLegacyMigration: LegacyMigrationControls!
   resumeLegacyMigration: LegacyMigrationControls!
+  "Changes the service's concurrency, cadence or final-pass time limit; out-of-range values are refused (INVALID_INPUT) and change nothing."
+  setLegacyMigrationControls(input: LegacyMigrationControlsInput!): LegacyMigrationControls!
 }
 `, BuiltIn: false},
 	{Name: "../packages.graphqls", Input: `# npm and Maven packages of hosted repositories (issues 9 and 10).
@@ -4726,6 +4803,14 @@ func (ec *executionContext) childFields_LegacyMigrationControls(ctx context.Cont
 	switch field.Name {
 	case "paused":
 		return ec.fieldContext_LegacyMigrationControls_paused(ctx, field)
+	case "concurrency":
+		return ec.fieldContext_LegacyMigrationControls_concurrency(ctx, field)
+	case "cadenceSeconds":
+		return ec.fieldContext_LegacyMigrationControls_cadenceSeconds(ctx, field)
+	case "finalTimeLimitSeconds":
+		return ec.fieldContext_LegacyMigrationControls_finalTimeLimitSeconds(ctx, field)
+	case "changedBy":
+		return ec.fieldContext_LegacyMigrationControls_changedBy(ctx, field)
 	case "updatedAt":
 		return ec.fieldContext_LegacyMigrationControls_updatedAt(ctx, field)
 	}
@@ -6079,6 +6164,20 @@ func (ec *executionContext) field_Mutation_setGarbageCollection_args(ctx context
 		return nil, err
 	}
 	args["reason"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setLegacyMigrationControls_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.LegacyMigrationControlsInput, error) {
+			return ec.unmarshalNLegacyMigrationControlsInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControlsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
 	return args, nil
 }
 
@@ -9050,6 +9149,98 @@ func (ec *executionContext) _LegacyMigrationControls_paused(ctx context.Context,
 }
 func (ec *executionContext) fieldContext_LegacyMigrationControls_paused(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _LegacyMigrationControls_concurrency(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationControls_concurrency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Concurrency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationControls_concurrency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LegacyMigrationControls_cadenceSeconds(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationControls_cadenceSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CadenceSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationControls_cadenceSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyMigrationControls_finalTimeLimitSeconds(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationControls_finalTimeLimitSeconds(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FinalTimeLimitSeconds, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v float64) graphql.Marshaler {
+			return ec.marshalNFloat2float64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationControls_finalTimeLimitSeconds(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "Float")
+}
+
+func (ec *executionContext) _LegacyMigrationControls_changedBy(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LegacyMigrationControls_changedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ChangedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LegacyMigrationControls_changedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LegacyMigrationControls", field, false, false, "String")
 }
 
 func (ec *executionContext) _LegacyMigrationControls_updatedAt(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
@@ -12119,6 +12310,50 @@ func (ec *executionContext) fieldContext_Mutation_resumeLegacyMigration(_ contex
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_LegacyMigrationControls(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_setLegacyMigrationControls(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setLegacyMigrationControls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetLegacyMigrationControls(ctx, fc.Args["input"].(model.LegacyMigrationControlsInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyMigrationControls) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControls(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setLegacyMigrationControls(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyMigrationControls(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setLegacyMigrationControls_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -15283,6 +15518,38 @@ func (ec *executionContext) fieldContext_Query_legacyMigrationProgress(_ context
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_legacyMigrationControls(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_legacyMigrationControls(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Query().LegacyMigrationControls(ctx)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LegacyMigrationControls) graphql.Marshaler {
+			return ec.marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControls(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_legacyMigrationControls(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LegacyMigrationControls(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_viewer(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18180,6 +18447,62 @@ func UnmarshalCreateRepositoryInput(ctx context.Context, raw any) (model.CreateR
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputLegacyMigrationControlsInput(ctx context.Context, obj any) (model.LegacyMigrationControlsInput, error) {
+	var it model.LegacyMigrationControlsInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"concurrency", "cadenceSeconds", "finalTimeLimitSeconds"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "concurrency":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("concurrency"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Concurrency = data
+		case "cadenceSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cadenceSeconds"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CadenceSeconds = data
+		case "finalTimeLimitSeconds":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("finalTimeLimitSeconds"))
+			data, err := ec.unmarshalOFloat2ᚖfloat64(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.FinalTimeLimitSeconds = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalLegacyMigrationControlsInput unmarshals raw into the LegacyMigrationControlsInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalLegacyMigrationControlsInput(ctx context.Context, raw any) (model.LegacyMigrationControlsInput, error) {
+	var out model.LegacyMigrationControlsInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "LegacyMigrationControlsInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputNpmDistTagInput(ctx context.Context, obj any) (model.NpmDistTagInput, error) {
 	var it model.NpmDistTagInput
 	if obj == nil {
@@ -19918,6 +20241,26 @@ func (ec *executionContext) _LegacyMigrationControls(ctx context.Context, sel as
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "concurrency":
+			out.Values[i] = ec._LegacyMigrationControls_concurrency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cadenceSeconds":
+			out.Values[i] = ec._LegacyMigrationControls_cadenceSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "finalTimeLimitSeconds":
+			out.Values[i] = ec._LegacyMigrationControls_finalTimeLimitSeconds(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "changedBy":
+			out.Values[i] = ec._LegacyMigrationControls_changedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "updatedAt":
 			out.Values[i] = ec._LegacyMigrationControls_updatedAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -20994,6 +21337,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		case "resumeLegacyMigration":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_resumeLegacyMigration(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "setLegacyMigrationControls":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setLegacyMigrationControls(ctx, field)
 			})
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
@@ -22199,6 +22549,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_legacyMigrationProgress(ctx, field)
+				})
+		case "legacyMigrationControls":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_legacyMigrationControls(ctx, field)
 				})
 		case "viewer":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
@@ -23629,6 +23985,11 @@ func (ec *executionContext) marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋar
 		return graphql.Null
 	}
 	return ec._LegacyMigrationControls(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNLegacyMigrationControlsInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControlsInput(ctx context.Context, v any) (model.LegacyMigrationControlsInput, error) {
+	res, err := ec.unmarshalInputLegacyMigrationControlsInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNLegacyMigrationProgress2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationProgress(ctx context.Context, sel ast.SelectionSet, v *model.LegacyMigrationProgress) graphql.Marshaler {

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"time"
 
@@ -179,7 +180,68 @@ func (r *Resolver) setLegacyPaused(ctx context.Context, paused bool) (*model.Leg
 	if err != nil {
 		return nil, err
 	}
-	return &model.LegacyMigrationControls{Paused: c.Paused, UpdatedAt: c.UpdatedAt}, nil
+	return toLegacyControls(c), nil
+}
+
+func (r *Resolver) legacyControls(ctx context.Context) (*model.LegacyMigrationControls, error) {
+	if err := requireSuperUser(ctx); err != nil {
+		return nil, err
+	}
+	c, err := r.store.LegacyControls(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return toLegacyControls(c), nil
+}
+
+// maxLegacyDuration bounds the durations an operator may set (30 days),
+// far below time.Duration's range.
+const maxLegacyDuration = 30 * 24 * time.Hour
+
+// setLegacyControls validates every field before writing any, so a bad
+// input changes nothing.
+func (r *Resolver) setLegacyControls(ctx context.Context, in model.LegacyMigrationControlsInput) (*model.LegacyMigrationControls, error) {
+	if err := requireSuperUser(ctx); err != nil {
+		return nil, err
+	}
+	u := store.LegacyControlsUpdate{Concurrency: in.Concurrency, ChangedBy: "admin"}
+	if in.Concurrency != nil && (*in.Concurrency < 1 || *in.Concurrency > 64) {
+		return nil, invalidInput("concurrency must be between 1 and 64, not %d", *in.Concurrency)
+	}
+	var err error
+	if u.Cadence, err = legacySeconds("cadenceSeconds", in.CadenceSeconds, 0); err != nil {
+		return nil, err
+	}
+	// The table keeps microseconds: less would store a zero limit.
+	if u.FinalTimeLimit, err = legacySeconds("finalTimeLimitSeconds", in.FinalTimeLimitSeconds, time.Microsecond); err != nil {
+		return nil, err
+	}
+	c, err := r.store.SetLegacyControls(ctx, u)
+	if err != nil {
+		return nil, err
+	}
+	return toLegacyControls(c), nil
+}
+
+// legacySeconds converts an optional number of seconds, refusing NaN,
+// infinities and values outside min..maxLegacyDuration.
+func legacySeconds(field string, secs *float64, min time.Duration) (*time.Duration, error) {
+	if secs == nil {
+		return nil, nil
+	}
+	s := *secs
+	if math.IsNaN(s) || s < min.Seconds() || s > maxLegacyDuration.Seconds() {
+		return nil, invalidInput("%s must be between %g and %g seconds, not %g", field, min.Seconds(), maxLegacyDuration.Seconds(), s)
+	}
+	d := time.Duration(s * float64(time.Second))
+	return &d, nil
+}
+
+func toLegacyControls(c *store.LegacyControls) *model.LegacyMigrationControls {
+	return &model.LegacyMigrationControls{
+		Paused: c.Paused, Concurrency: c.Concurrency, CadenceSeconds: c.Cadence.Seconds(),
+		FinalTimeLimitSeconds: c.FinalTimeLimit.Seconds(), ChangedBy: c.ChangedBy, UpdatedAt: c.UpdatedAt,
+	}
 }
 
 func (r *Resolver) legacyMutate(ctx context.Context, id string, fn func(uuid.UUID) (*store.LegacyRepository, error)) (*model.LegacyRepository, error) {

@@ -48,6 +48,11 @@ func (r *mutationResolver) ResumeLegacyMigration(ctx context.Context) (*model.Le
 	return r.setLegacyPaused(ctx, false)
 }
 
+// SetLegacyMigrationControls is the resolver for the setLegacyMigrationControls field.
+func (r *mutationResolver) SetLegacyMigrationControls(ctx context.Context, input model.LegacyMigrationControlsInput) (*model.LegacyMigrationControls, error) {
+	return r.setLegacyControls(ctx, input)
+}
+
 // LegacyRepositories is the resolver for the legacyRepositories field.
 func (r *queryResolver) LegacyRepositories(ctx context.Context, status []model.LegacyMigrationStatus, first *int, after *string) (*model.LegacyRepositoryConnection, error) {
 	return r.legacyRepositories(ctx, status, first, after)
@@ -56,4 +61,9 @@ func (r *queryResolver) LegacyRepositories(ctx context.Context, status []model.L
 // LegacyMigrationProgress is the resolver for the legacyMigrationProgress field.
 func (r *queryResolver) LegacyMigrationProgress(ctx context.Context) (*model.LegacyMigrationProgress, error) {
 	return r.legacyProgress(ctx)
+}
+
+// LegacyMigrationControls is the resolver for the legacyMigrationControls field.
+func (r *queryResolver) LegacyMigrationControls(ctx context.Context) (*model.LegacyMigrationControls, error) {
+	return r.legacyControls(ctx)
 }

@@ -193,3 +193,57 @@ func TestLegacyProgress(t *testing.T) {
 	}
 	a.expectError("", q, nil, CodeUnauthenticated)
 }
+
+// TestLegacyMigrationControls: setLegacyMigrationControls writes the row
+// the migration service reads; bad input is refused and changes nothing;
+// only the super-user may read or change it.
+func TestLegacyMigrationControls(t *testing.T) {
+	a := newTestAPI(t)
+	ctx := context.Background()
+	a.createNamespace("legacy-ctl")
+	nsAdmin := a.createToken(adminToken, "legacy-ctl", "ns-admin", []string{"ADMIN"}, nil)
+	const set = `mutation($in: LegacyMigrationControlsInput!) { setLegacyMigrationControls(input: $in) {
+		paused concurrency cadenceSeconds finalTimeLimitSeconds changedBy updatedAt } }`
+	type controls struct {
+		Paused                bool
+		Concurrency           int
+		CadenceSeconds        float64
+		FinalTimeLimitSeconds float64
+		ChangedBy             *string
+	}
+	var out struct{ SetLegacyMigrationControls controls }
+	a.admin(set, map[string]any{"in": map[string]any{"concurrency": 5, "cadenceSeconds": 2.5, "finalTimeLimitSeconds": 90}}, &out)
+	got := out.SetLegacyMigrationControls
+	if got.Concurrency != 5 || got.CadenceSeconds != 2.5 || got.FinalTimeLimitSeconds != 90 || got.ChangedBy == nil || *got.ChangedBy != "admin" {
+		t.Fatalf("set: %+v", got)
+	}
+	c, err := a.st.LegacyControls(ctx)
+	if err != nil || c.Concurrency != 5 || c.Cadence != 2500*time.Millisecond || c.FinalTimeLimit != 90*time.Second {
+		t.Fatalf("row after set: %+v %v", c, err)
+	}
+	// A partial update keeps the other fields.
+	a.admin(set, map[string]any{"in": map[string]any{"cadenceSeconds": 0}}, &out)
+	if got := out.SetLegacyMigrationControls; got.Concurrency != 5 || got.CadenceSeconds != 0 || got.FinalTimeLimitSeconds != 90 {
+		t.Fatalf("partial set: %+v", got)
+	}
+	// Bad input: refused, nothing changed (a good field next to a bad one
+	// is not written either).
+	for _, in := range []map[string]any{
+		{"concurrency": 0}, {"concurrency": 65}, {"cadenceSeconds": -1},
+		{"finalTimeLimitSeconds": 0}, {"finalTimeLimitSeconds": 1e-9}, {"finalTimeLimitSeconds": 1e12},
+		{"concurrency": 3, "cadenceSeconds": -0.5},
+	} {
+		a.expectError(adminToken, set, map[string]any{"in": in}, CodeInvalidInput)
+	}
+	if c, _ := a.st.LegacyControls(ctx); c.Concurrency != 5 || c.Cadence != 0 || c.FinalTimeLimit != 90*time.Second {
+		t.Fatalf("a refused update changed the controls: %+v", c)
+	}
+	var q struct{ LegacyMigrationControls controls }
+	a.admin(`{ legacyMigrationControls { paused concurrency cadenceSeconds finalTimeLimitSeconds } }`, nil, &q)
+	if q.LegacyMigrationControls.Concurrency != 5 || q.LegacyMigrationControls.FinalTimeLimitSeconds != 90 {
+		t.Fatalf("query: %+v", q)
+	}
+	a.expectError(nsAdmin.Secret, set, map[string]any{"in": map[string]any{"concurrency": 1}}, CodeForbidden)
+	a.expectError(nsAdmin.Secret, `{ legacyMigrationControls { concurrency } }`, nil, CodeForbidden)
+	a.expectError("", set, map[string]any{"in": map[string]any{"concurrency": 1}}, CodeUnauthenticated)
+}

@@ -52,7 +52,7 @@ func newLegacySetup(ctx context.Context, cfg *config.Legacy, st *store.Store, lo
 		return nil, fmt.Errorf("open legacy storage: %w", err)
 	}
 	ls.service, err = service.New(st, ls.storage.Bucket(), ls.metrics, service.Config{
-		Concurrency: cfg.Concurrency, Cadence: cfg.Cadence, FinalPassLimit: cfg.FinalPassLimit, Logger: log,
+		MaxConcurrency: cfg.MaxConcurrency, Logger: log,
 	})
 	if err != nil {
 		_ = ls.storage.Close()

@@ -164,9 +164,31 @@ type GarbageCollectionPayload struct {
 	GarbageCollection *GarbageCollection `json:"garbageCollection"`
 }
 
+// The run-time settings of the migration service: the one source of truth,
+// read by the service on every tick and before every claim, so a change
+// applies without a restart. The server's --legacy-max-concurrency caps
+// concurrency (a larger value is stored but the service runs at most that many).
 type LegacyMigrationControls struct {
-	Paused    bool      `json:"paused"`
+	Paused bool `json:"paused"`
+	// Repositories migrated at once (1..64).
+	Concurrency int `json:"concurrency"`
+	// Pause of a slot between two repositories, in seconds.
+	CadenceSeconds float64 `json:"cadenceSeconds"`
+	// Hard limit of pass 2 (the read-only window), in seconds.
+	FinalTimeLimitSeconds float64 `json:"finalTimeLimitSeconds"`
+	// Who made the last change.
+	ChangedBy *string   `json:"changedBy,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// Fields left out keep their value.
+type LegacyMigrationControlsInput struct {
+	// 1..64.
+	Concurrency *int `json:"concurrency,omitempty"`
+	// 0 or more.
+	CadenceSeconds *float64 `json:"cadenceSeconds,omitempty"`
+	// More than 0 (microsecond resolution).
+	FinalTimeLimitSeconds *float64 `json:"finalTimeLimitSeconds,omitempty"`
 }
 
 type LegacyMigrationProgress struct {

@@ -65,7 +65,7 @@ const (
 func (c *Config) JobConns() int {
 	n := c.GCCleanupWorkers + GCMaintenanceWorkers + DefaultQueueWorkers + counterFoldWorkers + riverConns
 	if c.Legacy.Enabled() {
-		n += c.Legacy.Concurrency + 1 // legacy/service.Service.Queues
+		n += c.Legacy.MaxConcurrency + 1 // legacy/service.Service.Queues
 	}
 	return n
 }

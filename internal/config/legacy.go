@@ -34,12 +34,12 @@ type Legacy struct {
 	// RetryAfter is sent with the 503 a write gets during the read-only
 	// window of its repository.
 	RetryAfter time.Duration
-	// FinalPassLimit bounds pass 2 (the read-only window).
-	FinalPassLimit time.Duration
-	// Concurrency is how many repositories are imported at once; Cadence
-	// how often the service looks for work.
-	Concurrency int
-	Cadence     time.Duration
+	// MaxConcurrency is the upper bound of the repositories imported at
+	// once (the River queue's workers, fixed at start). The concurrency
+	// itself, the cadence and the final-pass time limit are run-time
+	// controls in the database (GraphQL setLegacyMigrationControls), not
+	// flags: one source of truth.
+	MaxConcurrency int
 	// ServiceEnabled runs the migration service in this process.
 	ServiceEnabled bool
 
@@ -59,9 +59,7 @@ func (l *Legacy) Register(fs *flag.FlagSet) {
 	envString(fs, &l.exclude, "legacy-exclude", "ARTIFACT_REGISTRY_LEGACY_EXCLUDE", "", "comma-separated regular expressions: new repositories matching one stay in the legacy registry")
 	envString(fs, &l.StorageURL, "legacy-storage-url", "ARTIFACT_REGISTRY_LEGACY_STORAGE_URL", "", "legacy registry storage (file://, s3://) read by the importer")
 	envDuration(fs, &l.RetryAfter, "legacy-retry-after", "ARTIFACT_REGISTRY_LEGACY_RETRY_AFTER", 30*time.Second, "Retry-After sent to writes during a repository's read-only window")
-	envDuration(fs, &l.FinalPassLimit, "legacy-final-pass-limit", "ARTIFACT_REGISTRY_LEGACY_FINAL_PASS_LIMIT", 2*time.Minute, "hard limit of the final (read-only) import pass; over it the repository stays on the legacy registry")
-	envInt(fs, &l.Concurrency, "legacy-concurrency", "ARTIFACT_REGISTRY_LEGACY_CONCURRENCY", 2, "repositories the migration service imports at once")
-	envDuration(fs, &l.Cadence, "legacy-cadence", "ARTIFACT_REGISTRY_LEGACY_CADENCE", 30*time.Second, "how often the migration service looks for repositories to import")
+	envInt(fs, &l.MaxConcurrency, "legacy-max-concurrency", "ARTIFACT_REGISTRY_LEGACY_MAX_CONCURRENCY", 8, "upper bound of the repositories the migration service imports at once (the concurrency itself is set at run time through GraphQL)")
 	envBool(fs, &l.ServiceEnabled, "legacy-migrate", "ARTIFACT_REGISTRY_LEGACY_MIGRATE", "run the migration service (needs --legacy-storage-url)")
 }
 
@@ -97,11 +95,8 @@ func (l *Legacy) Finish() error {
 	if l.RetryAfter < time.Second {
 		return fmt.Errorf("--legacy-retry-after must be at least 1s, not %s", l.RetryAfter)
 	}
-	if l.FinalPassLimit <= 0 || l.Cadence <= 0 {
-		return fmt.Errorf("--legacy-final-pass-limit and --legacy-cadence must be positive")
-	}
-	if l.Concurrency < 1 || l.Concurrency > 64 {
-		return fmt.Errorf("--legacy-concurrency must be between 1 and 64, not %d", l.Concurrency)
+	if l.MaxConcurrency < 1 || l.MaxConcurrency > 64 {
+		return fmt.Errorf("--legacy-max-concurrency must be between 1 and 64, not %d", l.MaxConcurrency)
 	}
 	if l.ServiceEnabled && l.StorageURL == "" {
 		return fmt.Errorf("--legacy-migrate needs --legacy-storage-url")

@@ -27,11 +27,11 @@ func TestLegacyFlags(t *testing.T) {
 	}
 	l, err := parseLegacy(t, "--legacy-url", "http://old:5000/", "--legacy-mapping", mapping,
 		"--legacy-include", "team/.*, new-.*", "--legacy-exclude", "team/vip/.*",
-		"--legacy-migrate", "--legacy-storage-url", "file:///srv/registry", "--legacy-final-pass-limit", "30s")
+		"--legacy-migrate", "--legacy-storage-url", "file:///srv/registry", "--legacy-max-concurrency", "3")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.URL != "http://old:5000" || !l.Enabled() || l.FinalPassLimit != 30*time.Second || l.RetryAfter != 30*time.Second {
+	if l.URL != "http://old:5000" || !l.Enabled() || l.MaxConcurrency != 3 || l.RetryAfter != 30*time.Second {
 		t.Fatalf("parsed %+v", l)
 	}
 	for path, want := range map[string]bool{
@@ -44,9 +44,9 @@ func TestLegacyFlags(t *testing.T) {
 
 	t.Setenv("ARTIFACT_REGISTRY_LEGACY_URL", "https://old.example")
 	t.Setenv("ARTIFACT_REGISTRY_LEGACY_MAPPING", mapping)
-	t.Setenv("ARTIFACT_REGISTRY_LEGACY_CONCURRENCY", "4")
+	t.Setenv("ARTIFACT_REGISTRY_LEGACY_MAX_CONCURRENCY", "4")
 	l, err = parseLegacy(t)
-	if err != nil || l.URL != "https://old.example" || l.Concurrency != 4 {
+	if err != nil || l.URL != "https://old.example" || l.MaxConcurrency != 4 {
 		t.Fatalf("from the environment: %+v %v", l, err)
 	}
 }
@@ -66,7 +66,8 @@ func TestLegacyFlagErrors(t *testing.T) {
 		{[]string{"--legacy-url", "http://x", "--legacy-mapping", "/no/such/file"}, "--legacy-mapping"},
 		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-include", "team/("}, "--legacy-include"},
 		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-username", "u"}, "go together"},
-		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-concurrency", "0"}, "between 1 and 64"},
+		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-max-concurrency", "0"}, "between 1 and 64"},
+		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-max-concurrency", "65"}, "between 1 and 64"},
 		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-retry-after", "10ms"}, "at least 1s"},
 		{[]string{"--legacy-url", "http://x", "--legacy-mapping", mapping, "--legacy-migrate"}, "needs --legacy-storage-url"},
 	} {

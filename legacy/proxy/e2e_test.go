@@ -118,8 +118,7 @@ func newEnvWith(t testing.TB, ts *legacytest.TokenServer) *env {
 	u, _ := url.Parse(srv.URL)
 	e.host, e.url = u.Host, srv.URL
 
-	e.svc, err = service.New(e.st, e.bucket(), metrics, service.Config{
-		Concurrency: 1, Cadence: time.Millisecond, FinalPassLimit: time.Minute, Logger: log})
+	e.svc, err = service.New(e.st, e.bucket(), metrics, service.Config{MaxConcurrency: 1, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,5 +453,116 @@ func (e *env) checkProtocol(t *testing.T) {
 	}
 	if e.counter("forwarded") == 0 || e.counter("local") == 0 {
 		t.Fatalf("proxied outcomes not counted: forwarded %v local %v", e.counter("forwarded"), e.counter("local"))
+	}
+}
+
+// TestTargetNameUntilMigrated: the target name of an inventoried
+// repository (acme/legacy/app for team/app) is refused, reads and writes,
+// with an OCI error naming the legacy path, until the repository is
+// migrated: after pass 1 the local copy has manifests but no tag, and
+// nothing may be read from or written into it. After pass 2 the target
+// name is served here.
+func TestTargetNameUntilMigrated(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	legacytest.PushImage(t, e.legacyHost, "team/app", "v1", legacytest.Image{Layers: 1, Seed: 21})
+	if _, err := inventory.Run(ctx, e.st, e.bucket(), e.rules); err != nil {
+		t.Fatal(err)
+	}
+	v1 := e.crane("digest", e.legacyHost+"/team/app:v1")
+	target := e.host + "/acme/legacy/app"
+
+	refused := func(stage string) {
+		t.Helper()
+		for _, c := range []struct {
+			method, path string
+			status       int
+			code         string
+		}{
+			{http.MethodGet, "/v2/acme/legacy/app/tags/list", http.StatusNotFound, "NAME_UNKNOWN"},
+			{http.MethodGet, "/v2/acme/legacy/app/manifests/v1", http.StatusNotFound, "NAME_UNKNOWN"},
+			{http.MethodGet, "/v2/acme/legacy/app/manifests/" + v1, http.StatusNotFound, "NAME_UNKNOWN"},
+			{http.MethodHead, "/v2/acme/legacy/app/manifests/" + v1, http.StatusNotFound, ""},
+			{http.MethodPost, "/v2/acme/legacy/app/blobs/uploads/", http.StatusForbidden, "DENIED"},
+			{http.MethodDelete, "/v2/acme/legacy/app/manifests/" + v1, http.StatusForbidden, "DENIED"},
+		} {
+			resp := e.do(c.method, c.path, nil, nil)
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != c.status || (c.code != "" && (!strings.Contains(string(body), `"code":"`+c.code+`"`) ||
+				!strings.Contains(string(body), `use its legacy name \"team/app\"`) ||
+				!strings.Contains(string(body), `"legacyPath":"team/app"`))) {
+				t.Fatalf("%s: %s %s: %d %s", stage, c.method, c.path, resp.StatusCode, body)
+			}
+		}
+		err := e.pushErr(target+":forked", "pushed under the target name")
+		if err == nil || !strings.Contains(err.Error(), "DENIED") || !strings.Contains(err.Error(), "team/app") {
+			t.Fatalf("%s: push under the target name: %v", stage, err)
+		}
+		// Anonymous callers learn nothing about the legacy path.
+		req, _ := http.NewRequest(http.MethodGet, e.url+"/v2/acme/legacy/app/tags/list", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || strings.Contains(string(body), "team/app") {
+			t.Fatalf("%s: anonymous read under the target name: %d %s", stage, resp.StatusCode, body)
+		}
+	}
+	localTags := func() int {
+		var n int
+		if err := e.st.Pool().QueryRow(ctx, `SELECT count(*) FROM container_tags`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	refused("pending")
+	row, err := e.st.StartLegacyPass(ctx, e.row("team/app").ID, store.LegacyPassPre, time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := importer.PreImport(ctx, e.st, e.bucket(), *row); err != nil {
+		t.Fatal(err)
+	}
+	refused("pre_imported") // the manifest is here, but not servable yet
+	if n := localTags(); n != 0 {
+		t.Fatalf("%d local tags before pass 2", n)
+	}
+	row, err = e.st.StartLegacyPass(ctx, row.ID, store.LegacyPassFinal, time.Minute, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused("importing")
+	if e.counter("target_refused") == 0 {
+		t.Fatal("target_refused not counted")
+	}
+	// The legacy name keeps working all along.
+	if got := e.crane("digest", e.host+"/team/app:v1"); got != v1 {
+		t.Fatalf("legacy name during pass 2: %s", got)
+	}
+	if _, err := importer.FinalImport(ctx, e.st, e.bucket(), *row, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	// Migrated: the target name is served here, reads and writes, and
+	// nothing pushed under it before made it in.
+	if got := e.crane("digest", target+":v1"); got != v1 {
+		t.Fatalf("target name after the migration: %s, want %s", got, v1)
+	}
+	if _, err := e.craneErr("digest", target+":forked"); err == nil {
+		t.Fatal("a push refused before the migration left a tag")
+	}
+	pushed := e.push(target+":v2", "pushed under the target name after the migration")
+	if got := e.crane("digest", e.host+"/team/app:v2"); got != pushed {
+		t.Fatalf("legacy name after a push under the target name: %s, want %s", got, pushed)
+	}
+	// A local name that no legacy repository feeds is served as before.
+	resp := e.do(http.MethodGet, "/v2/acme/legacy/other/tags/list", nil, nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unrelated local name: %d", resp.StatusCode)
+	}
+	if body, _ := io.ReadAll(resp.Body); strings.Contains(string(body), "legacy name") {
+		t.Fatalf("unrelated local name refused as held: %s", body)
 	}
 }

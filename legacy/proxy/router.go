@@ -7,7 +7,9 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
@@ -27,6 +29,9 @@ type Router struct {
 	// ensured remembers the targets of new names whose hosted repository
 	// exists here.
 	ensured sync.Map // "<namespace>/<repository>" -> struct{}
+	// migratedTargets caches target names whose repository is migrated
+	// (final): the hottest local names skip the database.
+	migratedTargets sync.Map // target -> struct{}
 }
 
 // New builds a Router. local decides whether a path not in the inventory
@@ -90,6 +95,39 @@ func (r *Router) GuardWrite(ctx context.Context, path string, fn func(oci.Legacy
 		return fmt.Errorf("legacy write guard %q: %w", path, err)
 	}
 	return nil
+}
+
+// HeldTarget reports whether name, served here as is, is the target of an
+// inventoried repository that is not migrated yet (any status but
+// migrated: its local copy is half imported or absent), with that
+// repository's legacy path. Names that are not <namespace>/<repository>/
+// <image> of an existing namespace are not held.
+func (r *Router) HeldTarget(ctx context.Context, name string) (string, bool, error) {
+	if _, ok := r.migratedTargets.Load(name); ok {
+		return "", false, nil
+	}
+	parts := strings.SplitN(name, "/", 3)
+	if len(parts) < 3 {
+		return "", false, nil
+	}
+	ns, err := r.st.NamespaceBySlug(ctx, parts[0])
+	if code, ok := store.DomainErrorCode(err); ok && code == store.CodeNotFound {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("legacy target %q: %w", name, err)
+	}
+	row, err := r.st.LegacyRepositoryByTarget(ctx, ns.ID, parts[1], parts[2])
+	switch {
+	case errors.Is(err, store.ErrLegacyRepositoryUnknown):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("legacy target %q: %w", name, err)
+	case row.Status == enum.LegacyMigrated:
+		r.migratedTargets.Store(name, struct{}{})
+		return "", false, nil
+	}
+	return row.LegacyPath, true, nil
 }
 
 func (r *Router) decide(path string, row store.LegacyRouteRow, found bool) oci.LegacyRoute {

@@ -51,7 +51,7 @@ func NewMetrics(st *store.Store) *Metrics {
 		}),
 		proxied: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricProxied,
-			Help: "Requests under a legacy repository name by outcome (forwarded, local, read_only_rejected, error, canceled).",
+			Help: "Requests under a legacy repository name by outcome (forwarded, local, read_only_rejected, target_refused, error, canceled); target_refused: a request under the target name of a repository not migrated yet.",
 		}, []string{"outcome"}),
 		statuses: &statusCollector{st: st,
 			desc: prometheus.NewDesc(MetricRepositories, "Legacy repositories in the inventory by migration status.", []string{"status"}, nil),

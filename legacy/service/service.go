@@ -1,12 +1,22 @@
 // Package service is the migration service of issue 12: River jobs that
 // work through the legacy inventory by priority. A periodic legacy:tick
-// (every cadence, leader only) starts up to `concurrency` legacy:migrate
+// (every TickInterval, leader only) starts `concurrency` legacy:migrate
 // slot jobs; each slot claims the next repository and runs pass 1
 // (pre-import, no read-only) and, right after it, pass 2 (the read-only
-// window, bounded by the final-pass time limit), then the next repository,
-// until there is no work or the migration is paused. Pending repositories
-// go first; pre-imported ones left over (a restart between the passes) are
-// finished after them.
+// window, bounded by the final-pass time limit), then, after `cadence`,
+// the next repository, until there is no work or the migration is paused.
+// Pending repositories go first; pre-imported ones left over (a restart
+// between the passes) are finished after them.
+//
+// One source of truth: paused, concurrency, cadence and final_time_limit
+// are the legacy_migration_controls row, which operators change at run
+// time (GraphQL setLegacyMigrationControls, pause/resume). The service
+// reads it on every tick and before every claim, so a change applies on
+// the next tick (concurrency raised), after a slot's current repository
+// (concurrency lowered: surplus slots stop), at the next claim (time limit)
+// or the next pause (cadence). Config.MaxConcurrency is only the upper
+// bound: the River queue's MaxWorkers, fixed at start; a larger
+// concurrency in the table is clamped to it.
 //
 // A final pass over its time limit changes nothing on our side (the
 // importer's one transaction rolls back): the repository goes back to
@@ -32,15 +42,23 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Config of the service.
+// DefaultMaxConcurrency and DefaultTickInterval are the Config defaults.
+const (
+	DefaultMaxConcurrency = 8
+	DefaultTickInterval   = 10 * time.Second
+)
+
+// Config of the service. The run-time settings are not here: they are the
+// legacy_migration_controls row (store.LegacyControls).
 type Config struct {
-	// Concurrency is the number of slots (repositories at once).
-	Concurrency int
-	// Cadence is the tick interval and the pause of a slot between two
-	// repositories.
-	Cadence time.Duration
-	// FinalPassLimit bounds pass 2.
-	FinalPassLimit time.Duration
+	// MaxConcurrency is the most slots that can run at once whatever the
+	// controls say: the River queue's MaxWorkers (minus the tick), fixed
+	// at start. Default DefaultMaxConcurrency; at most 64 (the table's
+	// own bound).
+	MaxConcurrency int
+	// TickInterval is how often the leader reads the controls and starts
+	// the slots; default DefaultTickInterval.
+	TickInterval time.Duration
 	// PreImportLease bounds pass 1 before another worker may claim the
 	// repository again; default store.LegacyPreImportLease.
 	PreImportLease time.Duration
@@ -59,9 +77,15 @@ type Service struct {
 
 // New builds the service.
 func New(st *store.Store, src *blob.Bucket, m *Metrics, cfg Config) (*Service, error) {
-	if cfg.Concurrency < 1 || cfg.Cadence <= 0 || cfg.FinalPassLimit <= 0 {
-		return nil, fmt.Errorf("legacy service: concurrency, cadence and final pass limit must be positive (%d, %s, %s)",
-			cfg.Concurrency, cfg.Cadence, cfg.FinalPassLimit)
+	if cfg.MaxConcurrency == 0 {
+		cfg.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if cfg.TickInterval == 0 {
+		cfg.TickInterval = DefaultTickInterval
+	}
+	if cfg.MaxConcurrency < 1 || cfg.MaxConcurrency > 64 || cfg.TickInterval < 0 {
+		return nil, fmt.Errorf("legacy service: max concurrency must be 1..64 and the tick interval positive (%d, %s)",
+			cfg.MaxConcurrency, cfg.TickInterval)
 	}
 	if cfg.PreImportLease <= 0 {
 		cfg.PreImportLease = store.LegacyPreImportLease
@@ -81,10 +105,15 @@ func New(st *store.Store, src *blob.Bucket, m *Metrics, cfg Config) (*Service, e
 // the importer, not returned: the error is the repository's, not the
 // service's.
 func (s *Service) Step(ctx context.Context) (bool, error) {
-	paused, err := s.paused(ctx)
-	if err != nil || paused {
+	c, err := s.controls(ctx)
+	if err != nil || c.Paused {
 		return false, err
 	}
+	return s.step(ctx, c)
+}
+
+// step is Step under controls c, read just before.
+func (s *Service) step(ctx context.Context, c *store.LegacyControls) (bool, error) {
 	repo, err := s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassPre, s.cfg.PreImportLease)
 	switch {
 	case err == nil:
@@ -92,7 +121,7 @@ func (s *Service) Step(ctx context.Context) (bool, error) {
 			return true, ctx.Err()
 		}
 	case errors.Is(err, store.ErrLegacyNoWork):
-		repo, err = s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, s.cfg.FinalPassLimit)
+		repo, err = s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, c.FinalTimeLimit)
 		if errors.Is(err, store.ErrLegacyNoWork) {
 			return false, nil
 		}
@@ -102,15 +131,20 @@ func (s *Service) Step(ctx context.Context) (bool, error) {
 	default:
 		return false, fmt.Errorf("legacy service: claim pre-import: %w", err)
 	}
-	return true, s.finalImport(ctx, *repo)
+	return true, s.finalImport(ctx, *repo, c.FinalTimeLimit)
 }
 
-func (s *Service) paused(ctx context.Context) (bool, error) {
+// controls reads the operator controls, concurrency clamped to
+// MaxConcurrency.
+func (s *Service) controls(ctx context.Context) (*store.LegacyControls, error) {
 	c, err := s.st.LegacyControls(ctx)
 	if err != nil {
-		return false, fmt.Errorf("legacy service: read controls: %w", err)
+		return nil, fmt.Errorf("legacy service: read controls: %w", err)
 	}
-	return c.Paused, nil
+	if c.Concurrency > s.cfg.MaxConcurrency {
+		c.Concurrency = s.cfg.MaxConcurrency
+	}
+	return c, nil
 }
 
 // preImport runs pass 1 of a claimed repository; false when it failed.
@@ -134,9 +168,9 @@ func (s *Service) preImport(ctx context.Context, repo store.LegacyRepository) bo
 
 // finalImport runs pass 2 (the read-only window). repo is claimed
 // (importing) or pre-imported (the importer starts the pass).
-func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository) error {
+func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository, limit time.Duration) error {
 	start := s.now()
-	deadline := start.Add(s.cfg.FinalPassLimit)
+	deadline := start.Add(limit)
 	rep, err := importer.FinalImport(ctx, s.st, s.src, repo, deadline)
 	d := s.now().Sub(start)
 	if rep != nil {
@@ -153,8 +187,8 @@ func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository) 
 		// again): it stays on the legacy registry until an operator
 		// retries it, e.g. in an arranged longer window.
 		s.metrics.pass(store.LegacyPassFinal, "over_time_limit", d)
-		s.log.Warn("legacy final pass over the time limit", "path", repo.LegacyPath, "tags", repo.TagCount, "limit", s.cfg.FinalPassLimit)
-		reason := fmt.Sprintf("final pass ran over its time limit of %s; it stays on the legacy registry until retried", s.cfg.FinalPassLimit)
+		s.log.Warn("legacy final pass over the time limit", "path", repo.LegacyPath, "tags", repo.TagCount, "limit", limit)
+		reason := fmt.Sprintf("final pass ran over its time limit of %s; it stays on the legacy registry until retried", limit)
 		if _, err := s.st.SkipLegacyRepository(context.WithoutCancel(ctx), repo.ID, reason); err != nil {
 			return fmt.Errorf("legacy service: skip %s over the time limit: %w", repo.LegacyPath, err)
 		}
@@ -194,7 +228,7 @@ type MigrateArgs struct {
 // Kind implements river.JobArgs.
 func (MigrateArgs) Kind() string { return KindMigrate }
 
-// InsertOpts: one job per slot in flight, so at most Concurrency run.
+// InsertOpts: one job per slot in flight, so at most concurrency run.
 func (MigrateArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: inFlight}}
 }
@@ -210,14 +244,15 @@ var inFlight = []rivertype.JobState{
 func (s *Service) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &tickWorker{s: s})
 	river.AddWorker(workers, &migrateWorker{s: s})
-	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.Cadence),
+	return []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(s.cfg.TickInterval),
 		func() (river.JobArgs, *river.InsertOpts) { return TickArgs{}, nil },
 		&river.PeriodicJobOpts{ID: KindTick, RunOnStart: true})}
 }
 
-// Queues returns the service's River queue: the slots and the tick.
+// Queues returns the service's River queue: the slots and the tick. Its
+// MaxWorkers is the hard upper bound of the controls' concurrency.
 func (s *Service) Queues() map[string]river.QueueConfig {
-	return map[string]river.QueueConfig{Queue: {MaxWorkers: s.cfg.Concurrency + 1}}
+	return map[string]river.QueueConfig{Queue: {MaxWorkers: s.cfg.MaxConcurrency + 1}}
 }
 
 type tickWorker struct {
@@ -227,15 +262,15 @@ type tickWorker struct {
 
 func (w *tickWorker) Timeout(*river.Job[TickArgs]) time.Duration { return time.Minute }
 
-// Work starts the slots unless paused; slots already in flight are kept
-// (unique by slot).
+// Work starts the controls' concurrency of slots unless paused; slots
+// already in flight are kept (unique by slot).
 func (w *tickWorker) Work(ctx context.Context, _ *river.Job[TickArgs]) error {
-	paused, err := w.s.paused(ctx)
-	if err != nil || paused {
+	c, err := w.s.controls(ctx)
+	if err != nil || c.Paused {
 		return err
 	}
 	client := river.ClientFromContext[pgx.Tx](ctx)
-	params := make([]river.InsertManyParams, w.s.cfg.Concurrency)
+	params := make([]river.InsertManyParams, c.Concurrency)
 	for i := range params {
 		params[i] = river.InsertManyParams{Args: MigrateArgs{Slot: i}}
 	}
@@ -254,16 +289,36 @@ type migrateWorker struct {
 // repository takes hours), and stops at shutdown through its context.
 func (w *migrateWorker) Timeout(*river.Job[MigrateArgs]) time.Duration { return -1 }
 
-func (w *migrateWorker) Work(ctx context.Context, _ *river.Job[MigrateArgs]) error {
+// Work runs repositories one after the other. It rereads the controls
+// before each: a slot stops when paused, when there is no work, or when
+// the concurrency was lowered below its number.
+func (w *migrateWorker) Work(ctx context.Context, job *river.Job[MigrateArgs]) error {
 	for {
-		found, err := w.s.Step(ctx)
+		c, err := w.s.controls(ctx)
+		if err != nil || c.Paused || job.Args.Slot >= c.Concurrency {
+			return err
+		}
+		found, err := w.s.step(ctx, c)
 		if err != nil || !found {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(w.s.cfg.Cadence):
+		if err := w.pause(ctx); err != nil {
+			return err
 		}
+	}
+}
+
+// pause waits the controls' cadence, read now so a change applies to the
+// next pause.
+func (w *migrateWorker) pause(ctx context.Context) error {
+	c, err := w.s.controls(ctx)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(c.Cadence):
+		return nil
 	}
 }

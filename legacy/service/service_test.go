@@ -98,21 +98,21 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) service(t *testing.T, cfg service.Config) *service.Service {
 	t.Helper()
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 1
-	}
-	if cfg.Cadence == 0 {
-		cfg.Cadence = time.Millisecond
-	}
-	if cfg.FinalPassLimit == 0 {
-		cfg.FinalPassLimit = time.Minute
-	}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	s, err := service.New(e.st, e.src, e.metrics, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (e *env) controls(t *testing.T, u store.LegacyControlsUpdate) {
+	t.Helper()
+	if _, err := e.st.SetLegacyControls(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (e *env) row(t *testing.T, path string) *store.LegacyRepository {
@@ -164,7 +164,8 @@ func TestServiceRiver(t *testing.T) {
 	if _, err := e.st.SetLegacyPriority(ctx, e.row(t, "team/c").ID, 10); err != nil {
 		t.Fatal(err)
 	}
-	svc := e.service(t, service.Config{Concurrency: 1, Cadence: 50 * time.Millisecond})
+	e.controls(t, store.LegacyControlsUpdate{Concurrency: ptr(1), Cadence: ptr(50 * time.Millisecond)})
+	svc := e.service(t, service.Config{TickInterval: 50 * time.Millisecond})
 	workers := river.NewWorkers()
 	periodic := svc.Register(workers)
 	client, err := river.NewClient(riverpgxv5.New(e.st.Pool()), &river.Config{
@@ -243,7 +244,9 @@ func TestServicePause(t *testing.T) {
 func TestServiceTimeLimit(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	svc := e.service(t, service.Config{FinalPassLimit: time.Nanosecond})
+	// The time limit is the controls' (the smallest the table holds).
+	e.controls(t, store.LegacyControlsUpdate{FinalTimeLimit: ptr(time.Microsecond)})
+	svc := e.service(t, service.Config{})
 	for {
 		found, err := svc.Step(ctx)
 		if err != nil {
@@ -279,11 +282,13 @@ func TestServiceTimeLimit(t *testing.T) {
 	if v, _ := e.sample(t, service.MetricPassOutcomes, map[string]string{"pass": "final", "outcome": "over_time_limit"}); v != 3 {
 		t.Fatalf("over_time_limit outcomes: %v", v)
 	}
-	// Retry puts it back; with a sane limit it migrates.
+	// Retry puts it back; with a sane limit, set at run time and read by
+	// the same service at its next step, it migrates.
 	if _, err := e.st.RetryLegacyRepository(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	if found, err := e.service(t, service.Config{}).Step(ctx); err != nil || !found {
+	e.controls(t, store.LegacyControlsUpdate{FinalTimeLimit: ptr(time.Minute)})
+	if found, err := svc.Step(ctx); err != nil || !found {
 		t.Fatalf("retry: %v %v", found, err)
 	}
 	if got := e.row(t, "team/a").Status; got != enum.LegacyMigrated {
@@ -320,5 +325,80 @@ func TestServiceFailure(t *testing.T) {
 	}
 	if v, _ := e.sample(t, service.MetricPassOutcomes, map[string]string{"pass": "pre", "outcome": "failed"}); v != 1 {
 		t.Fatalf("pre failed outcomes: %v", v)
+	}
+}
+
+// TestServiceControlsAtRunTime: the service takes its concurrency from the
+// controls row and picks up a change at its next tick, with no restart:
+// paused nothing runs; resumed with concurrency 2, two slots migrate one
+// repository each (the cadence of an hour keeps them from a second one);
+// raised to 3, the next tick starts a third slot that migrates the last.
+func TestServiceControlsAtRunTime(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	e.controls(t, store.LegacyControlsUpdate{Paused: ptr(true), Concurrency: ptr(1), Cadence: ptr(time.Hour)})
+	svc := e.service(t, service.Config{MaxConcurrency: 3, TickInterval: 20 * time.Millisecond})
+	if got := svc.Queues()[service.Queue].MaxWorkers; got != 4 {
+		t.Fatalf("queue MaxWorkers %d, want max concurrency + the tick", got)
+	}
+	workers := river.NewWorkers()
+	periodic := svc.Register(workers)
+	client, err := river.NewClient(riverpgxv5.New(e.st.Pool()), &river.Config{
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Queues: svc.Queues(), Workers: workers,
+		PeriodicJobs: periodic, TestOnly: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.StopAndCancel(context.Background()) }()
+
+	migrated := func() int {
+		p, err := e.st.LegacyMigrationProgress(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ByStatus[enum.LegacyMigrated]
+	}
+	waitFor := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Minute)
+		for migrated() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d migrated, want %d", migrated(), n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // ten ticks
+	if n := migrated(); n != 0 {
+		t.Fatalf("paused: %d migrated", n)
+	}
+	e.controls(t, store.LegacyControlsUpdate{Paused: ptr(false), Concurrency: ptr(2)})
+	waitFor(2)
+	time.Sleep(200 * time.Millisecond) // ten more ticks: no third slot
+	if n := migrated(); n != 2 {
+		t.Fatalf("concurrency 2 with an hour's cadence migrated %d", n)
+	}
+	var slots []int
+	if err := e.st.Pool().QueryRow(ctx, `SELECT array_agg(DISTINCT (args->>'slot')::int ORDER BY (args->>'slot')::int)
+		FROM river_job WHERE kind = $1`, service.KindMigrate).Scan(&slots); err != nil {
+		t.Fatal(err)
+	}
+	if len(slots) != 2 || slots[0] != 0 || slots[1] != 1 {
+		t.Fatalf("slots %v, want [0 1]", slots)
+	}
+	e.controls(t, store.LegacyControlsUpdate{Concurrency: ptr(3)})
+	waitFor(3)
+}
+
+// TestServiceConfig: bad bounds are refused.
+func TestServiceConfig(t *testing.T) {
+	for _, cfg := range []service.Config{{MaxConcurrency: 65}, {MaxConcurrency: -1}, {TickInterval: -time.Second}} {
+		if _, err := service.New(nil, nil, service.NewMetrics(nil), cfg); err == nil {
+			t.Fatalf("%+v accepted", cfg)
+		}
 	}
 }

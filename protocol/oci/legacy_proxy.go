@@ -32,6 +32,14 @@ import (
 //   - migrated, or new and created here by the include/exclude lists: served
 //     here under its mapped <namespace>/<repository>/<image>, with Location
 //     and Link headers written back in terms of the legacy name.
+//
+// A request under a TARGET name (<namespace>/<repository>/<image>) fed by
+// an inventoried repository that is not migrated yet is refused (reads 404
+// NAME_UNKNOWN, writes 403 DENIED) with a message and detail naming the
+// legacy path to use: until pass 2 commits, the local copy is half
+// imported (pass 1 has manifests and blobs but no tag), and a write there
+// would fork the repository from the legacy one pass 2 is about to copy.
+// Once migrated, the target name is served here as usual.
 
 // LegacyDecision is where a request under a name goes.
 type LegacyDecision int
@@ -78,6 +86,9 @@ type LegacyRouter interface {
 	// repository cannot enter its read-only window, so a tag change
 	// forwarded to the legacy registry is never missed by pass 2.
 	GuardWrite(ctx context.Context, path string, fn func(LegacyRoute) error) error
+	// HeldTarget reports whether name is the target of an inventoried
+	// repository not migrated yet, and that repository's legacy path.
+	HeldTarget(ctx context.Context, name string) (legacyPath string, held bool, err error)
 }
 
 // LegacyOptions turn proxy mode on (Options.Legacy).
@@ -223,6 +234,9 @@ func (h *handler) legacyFront(next http.Handler) http.Handler {
 			h.legacyError(w, r, err)
 			return
 		}
+		if route.Decision == LegacyNotMapped && h.refuseHeldTarget(w, r, name) {
+			return
+		}
 		if route.Decision == LegacyForward && isTagWrite(r) {
 			answered := false
 			err := p.router.GuardWrite(r.Context(), name, func(route LegacyRoute) error {
@@ -241,6 +255,35 @@ func (h *handler) legacyFront(next http.Handler) http.Handler {
 		}
 		h.legacyDispatch(w, r, next, name, route)
 	})
+}
+
+// refuseHeldTarget answers a request under the target name of a
+// repository still on the legacy registry, and reports whether it did.
+// The caller is authorized on the target first, as a forwarded request
+// would be, so the legacy path is only named to those who may use it.
+func (h *handler) refuseHeldTarget(w http.ResponseWriter, r *http.Request, name string) bool {
+	legacyPath, held, err := h.legacy.router.HeldTarget(r.Context(), name)
+	if err != nil {
+		h.legacyError(w, r, err)
+		return true
+	}
+	if !held {
+		return false
+	}
+	w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+	if err := h.authorizeForward(r, name); err != nil {
+		h.writeError(w, r, err)
+		return true
+	}
+	h.legacy.observe("target_refused")
+	status, code := http.StatusNotFound, codeNameUnknown
+	if isWrite(r) {
+		status, code = http.StatusForbidden, codeDenied
+	}
+	e := newErr(status, code, "repository %q is still being migrated from the legacy registry; until it is migrated, use its legacy name %q", name, legacyPath)
+	e.Detail = map[string]string{"legacyPath": legacyPath}
+	writeAPIError(w, r, e)
+	return true
 }
 
 func (h *handler) legacyError(w http.ResponseWriter, r *http.Request, err error) {

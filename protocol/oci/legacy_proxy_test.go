@@ -54,6 +54,8 @@ type nopRouter struct{}
 
 func (nopRouter) Route(context.Context, string, bool) (LegacyRoute, error) { return LegacyRoute{}, nil }
 
+func (nopRouter) HeldTarget(context.Context, string) (string, bool, error) { return "", false, nil }
+
 func (nopRouter) GuardWrite(_ context.Context, _ string, fn func(LegacyRoute) error) error {
 	return fn(LegacyRoute{})
 }
