@@ -354,52 +354,58 @@ func heapInUse() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// TestUploadPeakRSS measures the peak RSS of the process while it uploads
-// 1 GiB on the file backend, monolithic and in 16 MiB chunks. It is a
-// measurement, not an assertion (run with STORE_RSS_TEST=1 -v):
+// BenchmarkUploadPeakRSS measures how much the process RSS grows while it
+// uploads 1 GiB on the file backend, monolithic and in 16 MiB chunks: a
+// benchmark, not a test, since it measures and asserts nothing.
 //
-//	STORE_RSS_TEST=1 go test -run TestUploadPeakRSS -v ./store/
-func TestUploadPeakRSS(t *testing.T) {
-	if os.Getenv("STORE_RSS_TEST") == "" {
-		t.Skip("set STORE_RSS_TEST=1 to measure the peak RSS of a 1 GiB upload")
-	}
-	const size = 1 << 30
-	f := newBlobFixture(t, "file", Options{})
-	ctx := context.Background()
+//	go test -run '^$' -bench UploadPeakRSS -benchtime 1x ./store/
+func BenchmarkUploadPeakRSS(b *testing.B) {
 	for _, mode := range []string{"monolithic", "chunked-16MiB"} {
-		seed := uint64(time.Now().UnixNano())
-		sum := genSum(seed, size)
-		runtime.GC()
-		resetPeakRSS(t)
-		before, heapBefore := procStatus(t, "VmRSS"), heapInUse()
-		start := time.Now()
-		var res *CommitResult
-		var err error
-		if mode == "monolithic" {
-			res, err = f.store.PutBlob(ctx, f.ref(uuid.Nil), newGenReader(seed, size), Expected{SHA256: sum, Size: size})
-		} else {
-			var u *Upload
-			if u, err = f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
-				t.Fatal(err)
+		b.Run(mode, func(b *testing.B) {
+			f := newBlobFixture(b, "file", Options{})
+			for range b.N {
+				uploadPeakRSS(b, f, mode == "monolithic")
 			}
-			src := newGenReader(seed, size)
-			for off := int64(0); off < size-16<<20; off += 16 << 20 {
-				if _, err = f.store.AppendUpload(ctx, u.Ref(), off, io.LimitReader(src, 16<<20)); err != nil {
-					t.Fatal(err)
-				}
+		})
+	}
+}
+
+func uploadPeakRSS(b *testing.B, f *blobFixture, monolithic bool) {
+	const size = 1 << 30
+	ctx := context.Background()
+	seed := uint64(time.Now().UnixNano())
+	sum := genSum(seed, size)
+	runtime.GC()
+	resetPeakRSS(b)
+	before, heapBefore := procStatus(b, "VmRSS"), heapInUse()
+	start := time.Now()
+	var res *CommitResult
+	var err error
+	if monolithic {
+		res, err = f.store.PutBlob(ctx, f.ref(uuid.Nil), newGenReader(seed, size), Expected{SHA256: sum, Size: size})
+	} else {
+		var u *Upload
+		if u, err = f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
+			b.Fatal(err)
+		}
+		src := newGenReader(seed, size)
+		for off := int64(0); off < size-16<<20; off += 16 << 20 {
+			if _, err = f.store.AppendUpload(ctx, u.Ref(), off, io.LimitReader(src, 16<<20)); err != nil {
+				b.Fatal(err)
 			}
-			res, err = f.store.CommitUpload(ctx, u.Ref(), src, Expected{SHA256: sum, Size: size})
 		}
-		if err != nil || !res.Created {
-			t.Fatal(res, err)
-		}
-		took := time.Since(start)
-		hwm := procStatus(t, "VmHWM")
-		t.Logf("%s 1 GiB upload: RSS before %d MiB, peak %d MiB (+%d MiB), Go heap objects before %d MiB after %d MiB, %.0f MB/s",
-			mode, before>>10, hwm>>10, (hwm-before)>>10, heapBefore>>20, heapInUse()>>20, float64(size)/took.Seconds()/1e6)
-		if err := f.objects.Delete(ctx, res.Blob.ObjectStorageKey); err != nil {
-			t.Fatal(err)
-		}
+		res, err = f.store.CommitUpload(ctx, u.Ref(), src, Expected{SHA256: sum, Size: size})
+	}
+	if err != nil || !res.Created {
+		b.Fatal(res, err)
+	}
+	took := time.Since(start)
+	hwm := procStatus(b, "VmHWM")
+	b.ReportMetric(float64(hwm-before)/1024, "peak-rss-growth-MiB")
+	b.ReportMetric((float64(heapInUse())-float64(heapBefore))/(1<<20), "heap-growth-MiB")
+	b.ReportMetric(float64(size)/took.Seconds()/1e6, "MB/s")
+	if err := f.objects.Delete(ctx, res.Blob.ObjectStorageKey); err != nil {
+		b.Fatal(err)
 	}
 }
 
