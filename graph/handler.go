@@ -40,14 +40,10 @@ const (
 
 // Options configure the GraphQL handler.
 type Options struct {
-	// Auth authenticates callers. The process shares one (its Run flushes
-	// token last-used times); nil builds one from AdminToken, whose
-	// last-used buffer is then never flushed (tests).
-	Auth *auth.Authenticator
-	// AdminToken is the super-user token when Auth is nil; empty means no
-	// caller is admin.
-	AdminToken string
-	Logger     *slog.Logger
+	// Auth authenticates callers: the process's one Authenticator (its Run
+	// flushes token last-used times).
+	Auth   *auth.Authenticator
+	Logger *slog.Logger
 	// MaxDepth and MaxComplexity override the defaults when positive.
 	MaxDepth      int
 	MaxComplexity int
@@ -86,7 +82,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 		opts.LoaderWait = 5 * time.Millisecond
 	}
 	if opts.Auth == nil {
-		opts.Auth = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: log})
+		panic("graph: Options.Auth is required")
 	}
 	cfg := Config{Resolvers: &Resolver{store: st, auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
 	setComplexity(&cfg.Complexity)

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -90,12 +91,12 @@ func newTestAPIWith(t testing.TB, opts Options) *testAPI {
 	t.Cleanup(pool.Close)
 	st := store.New(pool, nil, store.Options{})
 	r := mux.NewRouter()
-	if opts.AdminToken == "" {
-		opts.AdminToken = adminToken
-	}
 	if opts.Logger == nil {
 		// Internal errors are logged (and only logged): show them.
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	if opts.Auth == nil {
+		opts.Auth = auth.New(st, auth.Options{AdminToken: adminToken, Logger: opts.Logger})
 	}
 	Mount(r, st, opts)
 	srv := httptest.NewServer(r)

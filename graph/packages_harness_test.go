@@ -26,6 +26,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
@@ -73,9 +74,10 @@ func newPkgAPIWithHook(t testing.TB, hook store.NpmWriteHook) *pkgAPI {
 	errLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r := mux.NewRouter()
-	Mount(r, st, Options{AdminToken: adminToken, Logger: errLog, NpmWriteHook: hook})
-	npm.Mount(r, st, npm.Options{AdminToken: adminToken, Logger: quiet})
-	maven.Mount(r, st, maven.Options{AdminToken: adminToken, Logger: quiet})
+	authn := auth.New(st, auth.Options{AdminToken: adminToken, Logger: quiet})
+	Mount(r, st, Options{Auth: authn, Logger: errLog, NpmWriteHook: hook})
+	npm.Mount(r, st, npm.Options{Auth: authn, Logger: quiet})
+	maven.Mount(r, st, maven.Options{Auth: authn, Logger: quiet})
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	a := &pkgAPI{testAPI: &testAPI{t: t, srv: srv, pool: pool, st: st, stmts: counter}, tarballs: map[string][]byte{}}

@@ -22,6 +22,7 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/fileblob"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
@@ -109,7 +110,7 @@ func newEnvWith(t testing.TB, ts *legacytest.TokenServer) *env {
 	// one in the legacy registry.
 	local := func(path string) bool { return strings.HasPrefix(path, "team/new-") }
 	hs := httpserver.New(httpserver.Options{Logger: log, Registry: prometheus.NewRegistry()})
-	oci.Mount(hs.Router(), e.st, oci.Options{AdminToken: adminToken, Logger: log, Legacy: &oci.LegacyOptions{
+	oci.Mount(hs.Router(), e.st, oci.Options{Auth: auth.New(e.st, auth.Options{AdminToken: adminToken, Logger: log}), Logger: log, Legacy: &oci.LegacyOptions{
 		URL: "http://" + e.legacyHost, Username: user, Password: password, Router: proxy.New(e.st, e.rules, local),
 		RetryAfter: 2 * time.Second, Observe: metrics.ObserveProxy,
 	}})

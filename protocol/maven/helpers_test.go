@@ -95,12 +95,9 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	mo := o.maven
-	if mo.AdminToken == "" {
-		mo.AdminToken = testToken
-	}
 	mo.Logger = log
 	if mo.Auth == nil {
-		mo.Auth = auth.New(st, auth.Options{AdminToken: mo.AdminToken, Logger: log})
+		mo.Auth = auth.New(st, auth.Options{AdminToken: testToken, Logger: log})
 	}
 	var h http.Handler
 	if o.rootRouter {

@@ -45,11 +45,8 @@ import (
 // Options configure the Maven surface.
 type Options struct {
 	// Auth authenticates requests: the process's one Authenticator.
-	Auth *auth.Authenticator
-	// AdminToken is only used when Auth is nil (tests, embedding): Mount
-	// then builds an Authenticator with this super-user token.
-	AdminToken string
-	Logger     *slog.Logger
+	Auth   *auth.Authenticator
+	Logger *slog.Logger
 	// AllowReleaseRedeploy lets a release file be overwritten with
 	// different bytes. Default false: releases are immutable (409).
 	AllowReleaseRedeploy bool
@@ -84,10 +81,10 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 	if h.opts.MaxMetadataSize <= 0 {
 		h.opts.MaxMetadataSize = defaultMaxMetadataSize
 	}
-	h.authn = opts.Auth
-	if h.authn == nil {
-		h.authn = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: h.log})
+	if opts.Auth == nil {
+		panic("maven.Mount: Options.Auth is required")
 	}
+	h.authn = opts.Auth
 	r.PathPrefix(Prefix).Handler(h)
 }
 

@@ -99,11 +99,8 @@ func newEnv(t testing.TB, eo envOptions) *env {
 	e.server = httptest.NewUnstartedServer(nil)
 	e.base = "http://" + e.server.Listener.Addr().String()
 	opts := eo.Options
-	if opts.AdminToken == "" {
-		opts.AdminToken = testToken
-	}
 	if opts.Auth == nil {
-		opts.Auth = auth.New(e.st, auth.Options{AdminToken: opts.AdminToken, AdminUser: opts.AdminUser, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		opts.Auth = auth.New(e.st, auth.Options{AdminToken: testToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	}
 	if opts.PublicURL == "" {
 		opts.PublicURL = e.base

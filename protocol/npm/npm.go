@@ -36,7 +36,6 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxTarballSize = 256 << 20
-	DefaultAdminUser      = "admin"
 	DefaultRebuildDelay   = time.Second
 	// PathPrefix is where the registries live: PathPrefix + "<namespace>/<repository>/".
 	PathPrefix = "/npm/"
@@ -55,11 +54,6 @@ type Options struct {
 	// npm token): the process's one Authenticator. Credentials are npm's
 	// _authToken (Authorization: Bearer) or the password of Basic auth.
 	Auth *auth.Authenticator
-	// AdminToken and AdminUser are only used when Auth is nil (tests,
-	// embedding): Mount then builds an Authenticator with this super-user
-	// token and name.
-	AdminToken string
-	AdminUser  string
 	// PublicURL is the external base URL ("https://registry.example"); the
 	// tarball URLs of packuments are built from it. Empty: taken from the
 	// request (Host, X-Forwarded-Proto), and the background worker does not
@@ -81,9 +75,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.AdminUser == "" {
-		o.AdminUser = DefaultAdminUser
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -111,10 +102,10 @@ type handler struct {
 
 func newHandler(st *store.Store, opts Options) *handler {
 	opts = opts.withDefaults()
-	h := &handler{st: st, opts: opts, log: opts.Logger, authn: opts.Auth}
-	if h.authn == nil {
-		h.authn = auth.New(st, auth.Options{AdminToken: opts.AdminToken, AdminUser: opts.AdminUser, Logger: h.log})
+	if opts.Auth == nil {
+		panic("npm: Options.Auth is required")
 	}
+	h := &handler{st: st, opts: opts, log: opts.Logger, authn: opts.Auth}
 	h.downloads = newDownloadRecorder(st, h.log)
 	return h
 }

@@ -55,11 +55,8 @@ import (
 type Options struct {
 	// Auth authenticates and issues bearer tokens: the process's one
 	// Authenticator (its Run flushes last_used_at).
-	Auth *auth.Authenticator
-	// AdminToken is only used when Auth is nil (tests, embedding): Mount
-	// then builds an Authenticator with this super-user token.
-	AdminToken string
-	Logger     *slog.Logger
+	Auth   *auth.Authenticator
+	Logger *slog.Logger
 	// PublicURL, when set, makes Location headers absolute
 	// (PublicURL + "/v2/..."); empty keeps them relative, which every
 	// client resolves against the request URL.
@@ -102,10 +99,10 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		h.log = slog.Default()
 	}
 	h.pulls = newPullRecorder(st, h.log)
-	h.authn = opts.Auth
-	if h.authn == nil {
-		h.authn = auth.New(st, auth.Options{AdminToken: opts.AdminToken, Logger: h.log})
+	if opts.Auth == nil {
+		panic("oci.Mount: Options.Auth is required")
 	}
+	h.authn = opts.Auth
 	if h.publicURL != "" {
 		h.tokenURL = h.publicURL + "/v2/token"
 	}

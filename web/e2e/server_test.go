@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
@@ -59,10 +60,11 @@ func newServer(t testing.TB) *server {
 	}
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	r := hs.Router()
-	oci.Mount(r, st, oci.Options{AdminToken: adminToken, Logger: log})
-	npm.Mount(r, st, npm.Options{AdminToken: adminToken, Logger: log})
-	maven.Mount(r, st, maven.Options{AdminToken: adminToken, Logger: log})
-	graph.Mount(r, st, graph.Options{AdminToken: adminToken, Logger: log})
+	authn := auth.New(st, auth.Options{AdminToken: adminToken, Logger: log})
+	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log})
+	npm.Mount(r, st, npm.Options{Auth: authn, Logger: log})
+	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
+	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
 	// The UI is the catch-all, as in cmd/artifact-registry/serve.go.
 	r.PathPrefix("/").Handler(web.Handler())
 	srv := httptest.NewServer(hs.Handler())
