@@ -16,14 +16,7 @@ import (
 
 // Namespace is the resolver for the namespace field.
 func (r *gCCandidateResolver) Namespace(ctx context.Context, obj *model.GCCandidate) (*model.Namespace, error) {
-	ns, err := loadersFrom(ctx).namespace.Load(ctx, obj.NamespaceID)()
-	if err != nil {
-		return nil, err
-	}
-	if ns == nil {
-		return nil, notFound("namespace %s not found", obj.NamespaceID)
-	}
-	return toNamespace(ns), nil
+	return namespaceByID(ctx, obj.NamespaceID)
 }
 
 // RequeueGcCandidate is the resolver for the requeueGcCandidate field.

@@ -140,3 +140,16 @@ func repositoryFilter(ctx context.Context, ns *model.Namespace, in *model.Reposi
 	f.Readable = &store.ReadableFilter{Visibilities: rf.Visibilities, IDs: rf.IDs}
 	return nil
 }
+
+// namespaceByID resolves the namespace field of an object that carries its
+// namespace id, through the request's namespace loader.
+func namespaceByID(ctx context.Context, id uuid.UUID) (*model.Namespace, error) {
+	ns, err := loadersFrom(ctx).namespace.Load(ctx, id)()
+	if err != nil {
+		return nil, err
+	}
+	if ns == nil {
+		return nil, notFound("namespace %s not found", id)
+	}
+	return toNamespace(ns), nil
+}

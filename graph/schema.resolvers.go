@@ -680,14 +680,7 @@ func (r *queryResolver) Repository(ctx context.Context, namespace string, name s
 
 // Namespace is the resolver for the namespace field.
 func (r *repositoryResolver) Namespace(ctx context.Context, obj *model.Repository) (*model.Namespace, error) {
-	ns, err := loadersFrom(ctx).namespace.Load(ctx, obj.NamespaceID)()
-	if err != nil {
-		return nil, err
-	}
-	if ns == nil {
-		return nil, notFound("namespace %s not found", obj.NamespaceID)
-	}
-	return toNamespace(ns), nil
+	return namespaceByID(ctx, obj.NamespaceID)
 }
 
 // Collections is the resolver for the collections field.
