@@ -86,11 +86,9 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 	ctx := context.Background()
 	var pool *pgxpool.Pool
 	if o.maxConns > 0 {
-		pc, err := pgxpool.ParseConfig(testdb.NewURL(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		pc := testdb.NewConfig(t)
 		pc.MaxConns = o.maxConns
+		var err error
 		if pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
 			t.Fatal(err)
 		}

@@ -78,10 +78,7 @@ func newTestAPI(t testing.TB) *testAPI {
 
 func newTestAPIWith(t testing.TB, opts Options) *testAPI {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(testdb.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testdb.NewConfig(t)
 	counter := &stmtCounter{}
 	cfg.ConnConfig.Tracer = counter
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)

@@ -54,10 +54,7 @@ func newPkgAPI(t testing.TB) *pkgAPI {
 func newPkgAPIWithHook(t testing.TB, hook store.NpmWriteHook) *pkgAPI {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testdb.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testdb.NewConfig(t)
 	counter := &stmtCounter{}
 	cfg.ConnConfig.Tracer = counter
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -95,11 +95,7 @@ type npmWorkflow struct {
 // with a statement recorder.
 func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 	ctx := context.Background()
-	url := testdb.NewURL(t)
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testdb.NewConfig(t)
 	rec := &statementRecorder{}
 	cfg.ConnConfig.Tracer = rec
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -201,7 +197,7 @@ func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 			t.Fatalf("step %d: %v", i, err)
 		}
 	}
-	return &npmWorkflow{url: url, pool: pool, rec: rec}
+	return &npmWorkflow{url: cfg.ConnString(), pool: pool, rec: rec}
 }
 
 // checkNpmPlans EXPLAINs every recorded npm statement.

@@ -73,20 +73,27 @@ SELECT
 	EXISTS (SELECT 1 FROM npm_tags t
 	        WHERE t.namespace_id = $1 AND t.npm_package_id = (SELECT id FROM act) AND t.name = 'latest')`
 
-// npmPublishSQL writes the version, its file, its tags, force-expires the
-// package's metadata files and records the buffered counters, in one
-// statement. $1 version id, $2 namespace, $3 package, $4 version,
-// $5 package_json, $6 file id, $7 file name, $8 attachment, $9 sha256,
+// npmPublishSQL attaches the tarball's blob (its row is locked by the
+// staged commit before this statement; a live GC candidate is deleted),
+// writes the version, its file, its tags, force-expires the package's
+// metadata files and records the buffered counters, in one statement.
+// $1 version id, $2 namespace, $3 package, $4 version, $5 package_json,
+// $6 file id, $7 file name, $8 the blob has a candidate, $9 sha256,
 // $10/$11 tag ids/names, $12 tarball size, $13 repository id,
 // $14 package created, $15 delta ids.
 const npmPublishSQL = `
-WITH v AS (
+WITH a AS (
+	INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($2, $9)
+	RETURNING id
+), c AS (
+	DELETE FROM gc_blob_review_queue WHERE namespace_id = $2 AND sha256 = $9 AND $8::boolean
+), v AS (
 	INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json)
 	VALUES ($1, $2, $3, $4, $5)
 	RETURNING id, created_at
 ), f AS (
 	INSERT INTO npm_files (id, namespace_id, npm_version_id, file_name, blob_storage_attachment_id, blob_sha256)
-	SELECT $6, $2, v.id, $7, $8, $9 FROM v
+	SELECT $6, $2, v.id, $7, a.id, $9 FROM v, a
 ), t AS (
 	INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
 	SELECT u.id, $2, $3, v.id, u.name FROM v, unnest($10::uuid[], $11::text[]) AS u(id, name)
@@ -110,12 +117,12 @@ WITH v AS (
 )
 SELECT v.id, v.created_at FROM v`
 
-// NpmPublish publishes one version: the tarball goes through the blob layer
-// (upload, dedup commit), then one foreground transaction locks (or
-// creates) the package row, attaches the blob, and writes the version, its
-// file, its dist-tags, the cache expiry and the counters, and runs the hook.
-// A failure leaves no format row (the blob row, if it was new, is left
-// unattached for the collector). Errors: ErrNpmVersionExists,
+// NpmPublish publishes one version: the tarball is staged in the blob
+// layer (session row, temporary bytes), then one foreground transaction
+// locks (or creates) the package row, commits the blob row (dedup), attaches
+// it, writes the version, its file, its dist-tags, the cache expiry and the
+// counters, and runs the hook. A failure leaves no row and no object (the
+// staged upload is discarded). Errors: ErrNpmVersionExists,
 // ErrNpmVersionUnpublished, ErrNpmLimit, ErrNpmInvalid, ErrRetryable.
 func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
 	if err := ValidateNpmPackageJSON(in.PackageJSON); err != nil {
@@ -153,38 +160,46 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 			ErrNpmLimit, in.Name, tcs+int64(len(tags)), MaxNpmTagsPerPackage)
 	}
 
-	// The bytes: two-phase upload and dedup commit of the blob layer.
+	// The bytes: the first phase of the upload, before any transaction.
 	sum := sha256.Sum256(in.Tarball)
 	sha1 := in.SHA1
-	committed, err := s.PutBlob(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+	staged, err := s.StageBlob(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
 		bytes.NewReader(in.Tarball), Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
 	if err != nil {
 		return nil, fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
 	}
-
-	res := &NpmPublishResult{BlobCreated: committed.Created, Tags: tags}
+	res := &NpmPublishResult{Tags: tags}
 	err = s.npmTx(ctx, func(tx pgx.Tx) error {
-		pkgID, created, err := lockOrCreateNpmPackage(ctx, tx, repo, in.Name)
-		if err != nil {
-			return err
-		}
-		att, err := s.Attach(ctx, tx, repo.NamespaceID, [][32]byte{sum})
-		if err != nil {
-			return err
-		}
-		versionID, fileID := newNpmID(), newNpmID()
-		tagIDs := newNpmIDs(len(tags))
-		err = tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
-			versionID, repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
-			fileID, in.FileName, att[0].ID, sum[:],
-			tagIDs, tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
+		return s.npmPublishTx(ctx, tx, repo, in, tags, staged, res)
+	})
+	staged.Close(ctx, err == nil)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// npmPublishTx is the transaction of a publish: lock (or create) the
+// package row, commit the staged tarball, and in one statement attach it
+// and write the version, its file, tags, cache expiry and counters; then
+// the hook, all before the tarball's bytes move to their blob key.
+func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, tags []string, staged *StagedBlob, res *NpmPublishResult) error {
+	pkgID, created, err := lockOrCreateNpmPackage(ctx, tx, repo, in.Name)
+	if err != nil {
+		return err
+	}
+	committed, err := s.CommitStaged(ctx, tx, staged, func(u StagedUse) error {
+		err := tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
+			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
+			newNpmID(), in.FileName, u.Candidate, u.Blob.SHA256[:],
+			newNpmIDs(len(tags)), tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
 		).Scan(&res.VersionID, &res.CreatedAt)
+		// The only unique key this statement can hit is the active
+		// version key (reported under the partition's index name).
+		if isPgCode(err, pgUniqueViolationNpm, "") {
+			return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+		}
 		if err != nil {
-			// The only unique key this statement can hit is the active
-			// version key (reported under the partition's index name).
-			if isPgCode(err, pgUniqueViolationNpm, "") {
-				return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
-			}
 			return fmt.Errorf("store: npm publish %s@%s: %w", in.Name, in.Version, err)
 		}
 		res.Package = NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, PackageID: pkgID, Name: in.Name}
@@ -197,9 +212,10 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return res, nil
+	res.BlobCreated = committed.Created
+	return nil
 }
 
 // pgUniqueViolationNpm is 23505 (unique_violation).

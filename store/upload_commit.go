@@ -251,11 +251,6 @@ func scanCommitRow(row pgx.Row) (*commitRow, error) {
 // already gone (file backend: renamed into place by an earlier attempt whose
 // database commit failed).
 func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h *objstore.Upload, parts []objstore.Part, size int64, sum [32]byte, sha1 *[20]byte) (*CommitResult, error) {
-	key := objstore.BlobKey(ref.NamespaceID, sum)
-	var sha1Arg []byte
-	if sha1 != nil {
-		sha1Arg = sha1[:]
-	}
 	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -266,7 +261,40 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
+	c, err := s.commitBlobTx(ctx, tx, ref, casSize, size, sum, sha1)
+	if errors.Is(err, errSessionChanged) {
+		_ = tx.Rollback(ctx)
+		committed = true // nothing left to roll back
+		return nil, s.whyNotCommitted(ctx, ref, casSize)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.placeCommitted(ctx, c, h, parts, size, sum)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+	}
+	committed = true
+	return res, nil
+}
 
+// errSessionChanged: the session compare-and-swap of a commit deleted no
+// row (the session is gone, poisoned or was advanced meanwhile).
+var errSessionChanged = errors.New("store: upload session changed")
+
+// commitBlobTx runs the statements of a commit in tx: the session row is
+// deleted (compare-and-swap on casSize; errSessionChanged when that fails)
+// and the blob row inserted or, when it exists, locked FOR UPDATE. Either
+// way tx holds the blob row until it ends.
+func (s *Store) commitBlobTx(ctx context.Context, tx pgx.Tx, ref UploadRef, casSize, size int64, sum [32]byte, sha1 *[20]byte) (*commitRow, error) {
+	key := objstore.BlobKey(ref.NamespaceID, sum)
+	var sha1Arg []byte
+	if sha1 != nil {
+		sha1Arg = sha1[:]
+	}
 	// The statement waits for the blob-row lock when the row exists.
 	lockStart := time.Now()
 	createdAt := s.opts.Clock.Now()
@@ -275,9 +303,7 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 	}
 	if c.sessions == 0 {
-		_ = tx.Rollback(ctx)
-		committed = true // nothing left to roll back
-		return nil, s.whyNotCommitted(ctx, ref, casSize)
+		return nil, errSessionChanged
 	}
 	for attempt := 1; c.inserted == nil; attempt++ {
 		if attempt >= commitAttempts {
@@ -291,39 +317,43 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 	if !*c.inserted { // a dedup commit: it locked the existing row
 		s.ObserveBlobLockWait(lockStart)
 	}
+	return c, nil
+}
+
+// placeCommitted puts the bytes where the blob row of c says, under the
+// blob-row lock commitBlobTx took: a new row gets the upload's bytes moved
+// to its key; an existing row is a dedup skip that writes nothing, unless
+// a live GC candidate says the object may be gone (GC deleted it and
+// crashed before its commit), which is then checked and, when missing,
+// re-created from this upload's bytes.
+func (s *Store) placeCommitted(ctx context.Context, c *commitRow, h *objstore.Upload, parts []objstore.Part, size int64, sum [32]byte) (*CommitResult, error) {
 	res := &CommitResult{Blob: &c.blob}
-	switch {
-	case *c.inserted:
+	if *c.inserted {
 		res.Created = true
 		if err := s.place(ctx, h, parts, size, c.blob.ObjectStorageKey); err != nil {
 			return nil, err
 		}
-	default:
-		res.Deduplicated = true
-		if c.blob.Size != size {
-			return nil, fmt.Errorf("store: blob %s is recorded with %d bytes, the upload has %d", FormatSHA256(sum), c.blob.Size, size)
-		}
-		if *c.candidate {
-			// A live candidate: the object may be gone (GC deleted it and
-			// crashed before its commit). Check under the lock we hold.
-			res.ObjectChecked = true
-			ok, err := s.objectExists(ctx, c.blob.ObjectStorageKey)
-			s.ObserveDedupObjectCheck(ok, err)
-			if err != nil {
-				return nil, err
-			}
-			if !ok {
-				if err := s.place(ctx, h, parts, size, c.blob.ObjectStorageKey); err != nil {
-					return nil, err
-				}
-				res.Reuploaded = true
-			}
-		}
+		return res, nil
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+	res.Deduplicated = true
+	if c.blob.Size != size {
+		return nil, fmt.Errorf("store: blob %s is recorded with %d bytes, the upload has %d", FormatSHA256(sum), c.blob.Size, size)
 	}
-	committed = true
+	if !*c.candidate {
+		return res, nil
+	}
+	res.ObjectChecked = true
+	ok, err := s.objectExists(ctx, c.blob.ObjectStorageKey)
+	s.ObserveDedupObjectCheck(ok, err)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		if err := s.place(ctx, h, parts, size, c.blob.ObjectStorageKey); err != nil {
+			return nil, err
+		}
+		res.Reuploaded = true
+	}
 	return res, nil
 }
 

@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/internal/pgxuuid"
 )
 
 var (
@@ -123,12 +125,29 @@ func shutdown() error {
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	url := NewURL(t)
-	pool, err := pgxpool.New(context.Background(), url)
+	pool, err := pgxpool.NewWithConfig(context.Background(), poolConfig(t, url))
 	if err != nil {
 		t.Fatalf("testdb: open pool: %v", err)
 	}
 	t.Cleanup(pool.Close) // runs before the drop registered by NewURL
 	return pool
+}
+
+// NewConfig is the pool configuration of a fresh database (see NewURL),
+// set up as the server's pool is, for tests that tune it before opening.
+func NewConfig(t testing.TB) *pgxpool.Config {
+	t.Helper()
+	return poolConfig(t, NewURL(t))
+}
+
+func poolConfig(t testing.TB, url string) *pgxpool.Config {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("testdb: parse url: %v", err)
+	}
+	cfg.AfterConnect = pgxuuid.AfterConnect
+	return cfg
 }
 
 // NewURL is like New but returns the connection string of the fresh

@@ -69,10 +69,7 @@ type envOptions struct {
 func newEnv(t testing.TB, eo envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(testdb.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := testdb.NewConfig(t)
 	cfg.MaxConns = max(eo.maxConns, 8)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

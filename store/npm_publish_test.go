@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+func (f *npmFixture) publishTarball(name, version string, tgz []byte, hook NpmWriteHook) (*NpmPublishResult, error) {
+	s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
+	pj, _ := json.Marshal(map[string]any{
+		"name": name, "version": version, "_id": name + "@" + version, "_hasShrinkwrap": false,
+		"_npmUser": map[string]string{"name": "admin"},
+		"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
+	})
+	return f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: name, Version: version, PackageJSON: pj,
+		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: []string{"latest"}, Hook: hook})
+}
+
+// leftovers counts what a publish of tgz can leave: the blob row, its
+// object, attachments and upload sessions of the namespace.
+func (f *npmFixture) leftovers(t *testing.T, tgz []byte) (blobRows, attachments, sessions int, object bool) {
+	t.Helper()
+	sum := sha256.Sum256(tgz)
+	err := f.pool.QueryRow(f.ctx, `
+		SELECT (SELECT count(*) FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2),
+		       (SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2),
+		       (SELECT count(*) FROM upload_sessions WHERE namespace_id = $1)`,
+		f.repo.NamespaceID, sum[:]).Scan(&blobRows, &attachments, &sessions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	object, err = f.s.Objects().Exists(f.ctx, objstore.BlobKey(f.repo.NamespaceID, sum))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blobRows, attachments, sessions, object
+}
+
+// TestNpmPublishFailureLeavesNothing: the tarball is staged before the
+// transaction, so a publish that fails inside it (here its hook, the last
+// step before the bytes move) must leave no version, no blob row, no
+// object and no upload session.
+func TestNpmPublishFailureLeavesNothing(t *testing.T) {
+	f := newNpmFixture(t)
+	tgz := npmTestTarball(t, "1.0.0")
+	boom := errors.New("hook failed")
+	_, err := f.publishTarball("lib", "1.0.0", tgz, func(context.Context, pgx.Tx, NpmPackageRef) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("publish: %v, want the hook's error", err)
+	}
+	if b, a, s, o := f.leftovers(t, tgz); b+a+s != 0 || o {
+		t.Fatalf("after a failed publish: %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
+	}
+	var versions int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM npm_versions WHERE namespace_id = $1`, f.repo.NamespaceID).Scan(&versions); err != nil || versions != 0 {
+		t.Fatalf("versions after a failed publish: %d (%v)", versions, err)
+	}
+	// The same publish then succeeds and leaves exactly one of each.
+	res, err := f.publishTarball("lib", "1.0.0", tgz, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.BlobCreated {
+		t.Fatal("the retried publish reports a deduplicated blob")
+	}
+	if b, a, s, o := f.leftovers(t, tgz); b != 1 || a != 1 || s != 0 || !o {
+		t.Fatalf("after the publish: %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
+	}
+}
+
+// TestNpmConcurrentSameVersion: eight publishes of one version, each with
+// its own tarball, race; one wins, the others get ErrNpmVersionExists
+// (from the pre-check or from the unique index inside the transaction) and
+// leave no trace of their tarballs.
+func TestNpmConcurrentSameVersion(t *testing.T) {
+	f := newNpmFixture(t)
+	const n = 8
+	tgzs := make([][]byte, n)
+	for i := range tgzs {
+		tgzs[i] = npmTestTarball(t, fmt.Sprintf("1.0.0-build.%d", i))
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { _, errs[i] = f.publishTarball("lib", "1.0.0", tgzs[i], nil) })
+	}
+	wg.Wait()
+	wins := 0
+	for i, err := range errs {
+		b, a, s, o := f.leftovers(t, tgzs[i])
+		switch {
+		case err == nil:
+			wins++
+			if b != 1 || a != 1 || !o {
+				t.Errorf("winner %d: %d blob rows, %d attachments, object %v", i, b, a, o)
+			}
+		case errors.Is(err, ErrNpmVersionExists):
+			if b+a != 0 || o {
+				t.Errorf("loser %d left %d blob rows, %d attachments, object %v", i, b, a, o)
+			}
+		default:
+			t.Errorf("publish %d: %v", i, err)
+		}
+		if s != 0 {
+			t.Errorf("%d upload sessions left", s)
+		}
+	}
+	if wins != 1 {
+		t.Fatalf("%d publishes of one version won", wins)
+	}
+}
+
+// TestNpmPublishRestoresCollectedObject: a dedup publish onto a blob row
+// whose object a crashed GC cleanup deleted (row and live candidate kept)
+// finds the object missing under the row lock and writes it again from
+// the publish's own bytes; the candidate is cleared by the attachment.
+func TestNpmPublishRestoresCollectedObject(t *testing.T) {
+	f := newNpmFixture(t)
+	tgz := npmTestTarball(t, "1.0.0")
+	if _, err := f.publishTarball("a", "1.0.0", tgz, nil); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(tgz)
+	key := objstore.BlobKey(f.repo.NamespaceID, sum)
+	if _, err := f.pool.Exec(f.ctx, `INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after) VALUES ($1, $2, now())`,
+		f.repo.NamespaceID, sum[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.s.Objects().Delete(f.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.publishTarball("b", "1.0.0", tgz, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BlobCreated {
+		t.Fatal("a second blob row was created")
+	}
+	if b, a, s, o := f.leftovers(t, tgz); b != 1 || a != 2 || s != 0 || !o {
+		t.Fatalf("after the dedup publish: %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
+	}
+	var candidates int
+	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM gc_blob_review_queue WHERE namespace_id = $1`, f.repo.NamespaceID).Scan(&candidates); err != nil || candidates != 0 {
+		t.Fatalf("candidates after the attach: %d (%v)", candidates, err)
+	}
+}
