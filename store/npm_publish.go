@@ -49,29 +49,31 @@ type NpmPublishResult struct {
 // npmPublishCheckSQL is the advisory pre-check of a publish, one round
 // trip before any byte is stored: does the version exist (active) or did it
 // exist (soft-deleted, in the active package or a tombstone of the same
-// name), the limit counters, and whether the package has a latest tag.
+// name), the limit counts, and whether the package has a latest tag. One
+// pass over the package's versions and one over its tags answer all of it.
+// The version limit counts every version ever published under the name,
+// soft-deleted ones and those of tombstones included (ADR-004): exactly
+// (total), and through the buffered counters (versions_count only grows),
+// which keep counting should rows ever be purged from the trash.
 // The unique index npm_versions_active_version_key stays the real guard.
 const npmPublishCheckSQL = `
 WITH pk AS (
-	SELECT id, soft_deleted_at, versions_count FROM npm_packages
+	SELECT id, soft_deleted_at IS NULL AS active, versions_count FROM npm_packages
 	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3
-), act AS (
-	SELECT id FROM pk WHERE soft_deleted_at IS NULL
+), v AS (
+	SELECT coalesce(bool_or(pk.active AND v.soft_deleted_at IS NULL AND v.version = $4), false) AS exists,
+	       coalesce(bool_or(v.soft_deleted_at IS NOT NULL AND v.version = $4), false) AS existed,
+	       count(*) AS total
+	FROM npm_versions v JOIN pk ON v.npm_package_id = pk.id
+	WHERE v.namespace_id = $1
+), t AS (
+	SELECT count(*) FILTER (WHERE t.name <> ALL($5::text[])) AS others,
+	       coalesce(bool_or(t.name = 'latest'), false) AS latest
+	FROM npm_tags t JOIN pk ON t.npm_package_id = pk.id AND pk.active
+	WHERE t.namespace_id = $1
 )
-SELECT
-	EXISTS (SELECT 1 FROM npm_versions v
-	        WHERE v.namespace_id = $1 AND v.npm_package_id = (SELECT id FROM act)
-	          AND v.version = $4 AND v.soft_deleted_at IS NULL),
-	EXISTS (SELECT 1 FROM npm_versions v
-	        WHERE v.namespace_id = $1 AND v.npm_package_id IN (SELECT id FROM pk)
-	          AND v.version = $4 AND v.soft_deleted_at IS NOT NULL),
-	(SELECT coalesce(sum(versions_count), 0) FROM pk),
-	(SELECT count(*) FROM npm_versions v
-	 WHERE v.namespace_id = $1 AND v.npm_package_id = (SELECT id FROM act) AND v.soft_deleted_at IS NULL),
-	(SELECT count(*) FROM npm_tags t
-	 WHERE t.namespace_id = $1 AND t.npm_package_id = (SELECT id FROM act) AND t.name <> ALL($5::text[])),
-	EXISTS (SELECT 1 FROM npm_tags t
-	        WHERE t.namespace_id = $1 AND t.npm_package_id = (SELECT id FROM act) AND t.name = 'latest')`
+SELECT v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FROM pk), v.total, t.others, t.latest
+FROM v, t`
 
 // npmPublishSQL attaches the tarball's blob (its row is locked by the
 // staged commit before this statement; a live GC candidate is deleted),
@@ -135,11 +137,11 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	// Pre-check: refuse before any byte is stored.
 	var (
 		exists, existed       bool
-		buffered, active, tcs int64
+		buffered, total, tcs int64
 		hasLatest             bool
 	)
 	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
-		Scan(&exists, &existed, &buffered, &active, &tcs, &hasLatest)
+		Scan(&exists, &existed, &buffered, &total, &tcs, &hasLatest)
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: npm publish check: %w", err))
 	}
@@ -148,9 +150,9 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
 	case existed:
 		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
-	case max(buffered, active) >= MaxNpmVersionsPerPackage:
+	case max(buffered, total) >= MaxNpmVersionsPerPackage:
 		return nil, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
-			ErrNpmLimit, in.Name, max(buffered, active), MaxNpmVersionsPerPackage)
+			ErrNpmLimit, in.Name, max(buffered, total), MaxNpmVersionsPerPackage)
 	}
 	if !hasLatest && !slices.Contains(tags, "latest") {
 		tags = append(tags, "latest")

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/objstore"
@@ -155,5 +156,69 @@ func TestNpmPublishRestoresCollectedObject(t *testing.T) {
 	var candidates int
 	if err := f.pool.QueryRow(f.ctx, `SELECT count(*) FROM gc_blob_review_queue WHERE namespace_id = $1`, f.repo.NamespaceID).Scan(&candidates); err != nil || candidates != 0 {
 		t.Fatalf("candidates after the attach: %d (%v)", candidates, err)
+	}
+}
+
+// insertNpmRows adds n rows to an npm table for a package by SQL, fast
+// enough to reach the ADR-004 limits (publishing 25,000 versions is not).
+func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg NpmPackageRef, n int) {
+	t.Helper()
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7())
+	}
+	if _, err := f.pool.Exec(f.ctx, sql, f.repo.NamespaceID, pkg.PackageID, ids); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNpmPublishLimits: 25,000 versions per package, unpublished
+// (soft-deleted) versions included even before the buffered counter is
+// folded, and 1,000 dist-tags; both refused before any byte is stored.
+func TestNpmPublishLimits(t *testing.T) {
+	f := newNpmFixture(t)
+	pkg := f.publish(t, "lib", "1.0.0")
+	f.insertNpmRows(t, `
+		INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json, soft_deleted_at)
+		SELECT x.id, $1, $2, '0.0.' || x.n, '{}', now() FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n)`,
+		pkg, MaxNpmVersionsPerPackage-2)
+	if _, err := f.publishTarball("lib", "1.0.1", npmTestTarball(t, "1.0.1"), nil); err != nil {
+		t.Fatalf("publish of version 25,000: %v", err)
+	}
+	tgz := npmTestTarball(t, "1.0.2")
+	_, err := f.publishTarball("lib", "1.0.2", tgz, nil)
+	if !errors.Is(err, ErrNpmLimit) {
+		t.Fatalf("publish of version 25,001: %v, want ErrNpmLimit", err)
+	}
+	if b, a, s, o := f.leftovers(t, tgz); b+a+s != 0 || o {
+		t.Fatalf("a refused publish left %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
+	}
+
+	tagged := f.publish(t, "tagged", "1.0.0") // one tag: latest
+	f.insertNpmRows(t, `
+		INSERT INTO npm_tags (id, namespace_id, npm_package_id, npm_version_id, name)
+		SELECT x.id, $1, $2, t.npm_version_id, 'tag-' || x.n
+		FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n), npm_tags t
+		WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest'`,
+		tagged, MaxNpmTagsPerPackage-2)
+	publishTagged := func(v string, tags ...string) error {
+		tgz := npmTestTarball(t, v)
+		s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
+		raw, _ := json.Marshal(map[string]any{"name": "tagged", "version": v, "_id": "tagged@" + v, "_hasShrinkwrap": false,
+			"_npmUser": map[string]string{"name": "admin"},
+			"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])}})
+		_, err := f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: "tagged", Version: v, PackageJSON: raw,
+			FileName: "tagged-" + v + ".tgz", Tarball: tgz, SHA1: s1, Tags: tags})
+		return err
+	}
+	// 999 tags: moving latest keeps 999, a new tag makes 1,000, one more is refused.
+	if err := publishTagged("1.0.1", "latest"); err != nil {
+		t.Fatalf("moving latest: %v", err)
+	}
+	if err := publishTagged("1.0.2", "next"); err != nil {
+		t.Fatalf("tag 1,000: %v", err)
+	}
+	if err := publishTagged("1.0.3", "beta"); !errors.Is(err, ErrNpmLimit) {
+		t.Fatalf("tag 1,001: %v, want ErrNpmLimit", err)
 	}
 }
