@@ -136,9 +136,9 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 
 	// Pre-check: refuse before any byte is stored.
 	var (
-		exists, existed       bool
+		exists, existed      bool
 		buffered, total, tcs int64
-		hasLatest             bool
+		hasLatest            bool
 	)
 	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
 		Scan(&exists, &existed, &buffered, &total, &tcs, &hasLatest)
