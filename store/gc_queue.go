@@ -53,6 +53,19 @@ type GCExcludedCursor struct {
 	SHA256     [32]byte
 }
 
+const excludedGCKeyset = "AND ROW(q.excluded_at, q.sha256) < ROW($3::timestamptz, $4::bytea)"
+
+// excludedGCCandidatesSQL walks gc_blob_review_queue_excluded_idx in each
+// partition (cond: the keyset condition, or empty for the first page).
+func excludedGCCandidatesSQL(cond string) string {
+	return `
+		SELECT ` + gcCandidateColumns + `
+		FROM gc_blob_review_queue q
+		WHERE q.namespace_id = $1 AND q.excluded_at IS NOT NULL ` + cond + `
+		ORDER BY q.excluded_at DESC, q.sha256 DESC
+		LIMIT $2`
+}
+
 // ExcludedGCCandidates lists the excluded candidates of a namespace, most
 // recently excluded first, at most limit after the cursor (keyset on
 // (excluded_at, sha256) descending). It reports whether more follow.
@@ -63,15 +76,10 @@ func (s *Store) ExcludedGCCandidates(ctx context.Context, namespaceID uuid.UUID,
 	args := []any{namespaceID, limit + 1}
 	cond := ""
 	if after != nil {
-		cond = "AND ROW(q.excluded_at, q.sha256) < ROW($3::timestamptz, $4::bytea)"
+		cond = excludedGCKeyset
 		args = append(args, after.ExcludedAt, after.SHA256[:])
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+gcCandidateColumns+`
-		FROM gc_blob_review_queue q
-		WHERE q.namespace_id = $1 AND q.excluded_at IS NOT NULL `+cond+`
-		ORDER BY q.excluded_at DESC, q.sha256 DESC
-		LIMIT $2`, args...)
+	rows, err := s.pool.Query(ctx, excludedGCCandidatesSQL(cond), args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: excluded gc candidates: %w", err)
 	}
