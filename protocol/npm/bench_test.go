@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -302,5 +303,43 @@ func BenchmarkBuildDocuments(b *testing.B) {
 		if _, err := buildDocuments(st, "http://127.0.0.1:1/npm/acme/js/big/-/"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkTarball is GET of a published tarball, one request at a time
+// (the server's cost per request) and 16 at a time (npm's default socket
+// count during install).
+func BenchmarkTarball(b *testing.B) {
+	e := newEnv(b, envOptions{})
+	e.publish("js", newPublish(b, "dep", "1.0.0", nil))
+	url := e.registry("js") + "dep/-/" + tarballFileName("dep", "1.0.0")
+	for _, parallel := range []int{1, 16} {
+		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {
+			var (
+				mu  sync.Mutex
+				lat []time.Duration
+				wg  sync.WaitGroup
+			)
+			next := make(chan struct{})
+			for range parallel {
+				wg.Go(func() {
+					for range next {
+						status, d := benchDo(b, http.MethodGet, url, nil, nil)
+						if status != http.StatusOK {
+							b.Errorf("GET: %d", status)
+						}
+						mu.Lock()
+						lat = append(lat, d)
+						mu.Unlock()
+					}
+				})
+			}
+			for range b.N {
+				next <- struct{}{}
+			}
+			close(next)
+			wg.Wait()
+			reportLatencies(b, lat, "get")
+		})
 	}
 }
