@@ -14,7 +14,9 @@
 // written twice where the backend allows it: on the file backend an upload is
 // one file appended in place and moved to its blob key by rename(2); on other
 // backends each chunk is its own object (object stores cannot append) and the
-// commit is a server-side copy (one part) or a streamed compose (several).
+// commit is a server-side copy (one part), a server-side multipart copy on
+// S3 (several parts within S3's multipart limits), or a streamed compose
+// (several parts otherwise, and on GCS and Azure).
 //
 // On the file backend the bucket is still a gocloud fileblob bucket (reads,
 // existence checks and deletes of blobs go through it); only the upload data
@@ -40,7 +42,7 @@ import (
 	"gocloud.dev/blob/fileblob"
 	_ "gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/blob/memblob"
-	_ "gocloud.dev/blob/s3blob" // s3://
+	"gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
 )
 
@@ -57,6 +59,11 @@ type Store struct {
 	// fileRoot is the absolute root directory of a file:// bucket, "" for
 	// every other backend.
 	fileRoot string
+	// s3 addresses an s3:// bucket through the AWS SDK client (server-side
+	// compose); nil for every other backend.
+	s3 *s3Target
+	// streamCompose forces the streamed compose (benchmarks compare it).
+	streamCompose bool
 }
 
 // Open opens the bucket named by rawURL. A file:// URL gets the file fast
@@ -87,7 +94,14 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open %s: %w", redact(u), err)
 	}
-	return &Store{bucket: b}, nil
+	st := &Store{bucket: b}
+	if u.Scheme == s3blob.Scheme {
+		if st.s3, err = s3TargetOf(u); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return st, nil
 }
 
 // NewMem returns a store over a fresh in-memory bucket (tests).
