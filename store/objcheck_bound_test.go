@@ -193,3 +193,115 @@ func TestCommitObjectCheckBoundHangingStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// delayProxy forwards loopback TCP connections to target, holding every
+// read from the client for delay before passing it on: a slow network in
+// front of a real storage server. Each request of a keep-alive connection
+// is a new read, so each one is delayed.
+func delayProxy(t *testing.T, target string, delay time.Duration) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, s)
+			mu.Unlock()
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				defer s.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := c.Read(buf)
+					if n > 0 {
+						time.Sleep(delay)
+						if _, werr := s.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				_, _ = io.Copy(c, s)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// TestAttachObjectCheckBoundSlowStorage: the checks of one Attach share one
+// ObjectCheckTimeout. Every object exists, on a real S3 server behind a
+// link that holds each request for 400 ms, and the bound is 1 s: 24
+// checks, 8 at a time, cannot all finish by the deadline (each eight start
+// when a check of the previous eight has answered, so the last eight answer
+// at >= 1.2 s), so the Attach fails with ErrRetryable and changes nothing,
+// although every single check fits a bound of its own.
+func TestAttachObjectCheckBoundSlowStorage(t *testing.T) {
+	f := newS3Fixture(t, Options{})
+	ctx := context.Background()
+	const n = 24
+	digests := make([][32]byte, n)
+	for i := range digests {
+		digests[i] = f.put(t, content(200+i)).Blob.SHA256
+	}
+	f.detach(t, f.attach(t, digests...)...)
+	before := f.candidates(t)
+
+	slow := delayProxy(t, f.proxy.Addr, 400*time.Millisecond)
+	objects, err := objstore.Open(ctx, "s3://"+f.bucket+"?endpoint=http://"+slow+"&region=us-east-1&use_path_style=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objects.Close() })
+	ss := New(f.pool, objects, Options{Clock: f.clock, ObjectCheckTimeout: time.Second})
+	// One check alone fits its bound: the storage is slow, not broken.
+	if ok, err := ss.objectExists(ctx, objstore.BlobKey(f.ns, digests[0])); err != nil || !ok {
+		t.Fatalf("single check through the slow link: %v %v", ok, err)
+	}
+	err = ss.WithTx(ctx, func(tx pgx.Tx) error {
+		_, err := ss.Attach(ctx, tx, f.ns, digests)
+		return err
+	})
+	if !errors.Is(err, ErrRetryable) {
+		t.Fatalf("attach of %d digests through the slow link: %v, want ErrRetryable", n, err)
+	}
+	after := f.candidates(t)
+	for _, d := range digests {
+		if f.attachmentCount(t, d) != 0 || !after[d].Equal(before[d]) {
+			t.Fatalf("failed attach changed the state of %s", FormatSHA256(d))
+		}
+	}
+}
