@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
@@ -28,17 +29,43 @@ type s3Fixture struct {
 	bucket string
 }
 
-func newS3Fixture(t *testing.T, opts Options) *s3Fixture {
+// newS3Bucket creates a bucket of its own on the test process's S3 server
+// and opens it, through endpoint when not "" (a proxy in front of the
+// server). It returns the store and the bucket name.
+func newS3Bucket(t testing.TB, endpoint string) (*objstore.Store, string) {
 	t.Helper()
-	srv := ocitools.StartS3(t, "store-test")
+	ctx := context.Background()
+	srv := ocitools.SharedS3(t)
 	srv.SetEnv(t)
-	proxy := ocitools.NewCountingProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
-	url := "s3://" + srv.Bucket + "?endpoint=http://" + proxy.Addr + "&region=us-east-1&use_path_style=true"
-	objects, err := objstore.Open(context.Background(), url)
+	if endpoint == "" {
+		endpoint = srv.Endpoint
+	}
+	admin, err := objstore.Open(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var client *s3.Client
+	if !admin.Bucket().As(&client) {
+		t.Fatal("s3 bucket does not expose *s3.Client")
+	}
+	name := "t-" + uuid.NewString()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	objects, err := objstore.Open(ctx, "s3://"+name+"?endpoint="+endpoint+"&region=us-east-1&use_path_style=true")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { objects.Close() })
+	return objects, name
+}
+
+func newS3Fixture(t *testing.T, opts Options) *s3Fixture {
+	t.Helper()
+	srv := ocitools.SharedS3(t)
+	proxy := ocitools.NewCountingProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
+	objects, bucket := newS3Bucket(t, "http://"+proxy.Addr)
 	f := &blobFixture{pool: testdb.New(t), objects: objects, clock: newFakeClock(), backend: "s3"}
 	if opts.Clock == nil {
 		opts.Clock = f.clock
@@ -46,7 +73,7 @@ func newS3Fixture(t *testing.T, opts Options) *s3Fixture {
 	f.store = New(f.pool, f.objects, opts)
 	f.ns = f.newNamespace(t)
 	f.repo = f.newRepository(t, f.ns)
-	sf := &s3Fixture{blobFixture: f, proxy: proxy, bucket: srv.Bucket}
+	sf := &s3Fixture{blobFixture: f, proxy: proxy, bucket: bucket}
 	if !objects.Bucket().As(&sf.client) {
 		t.Fatal("s3 bucket does not expose *s3.Client")
 	}

@@ -10,6 +10,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,10 +109,101 @@ func (s *S3Server) SetEnv(t testing.TB) {
 func StartS3(t testing.TB, bucket string) *S3Server {
 	t.Helper()
 	weed := Weed(t)
-	dir := t.TempDir()
+	s, w, err := launchS3(weed, t.TempDir(), bucket, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.stop)
+	return s
+}
+
+var shared struct {
+	once sync.Once
+	s    *S3Server
+	err  error
+}
+
+// SharedS3 returns the S3 server of this test process, started on first
+// use with one bucket ("shared"), for tests that each create their own
+// bucket (the key is an admin identity) and would otherwise pay a server
+// start each. It lives until the process exits: the kernel kills it then
+// (PR_SET_PDEATHSIG, from a thread that never exits), and its data
+// directory, left behind, is removed by the next process that starts one.
+func SharedS3(t testing.TB) *S3Server {
+	t.Helper()
+	weed := Weed(t)
+	shared.once.Do(func() {
+		removeStaleSharedDirs()
+		dir, err := os.MkdirTemp("", sharedDirPrefix)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			shared.err = err
+			return
+		}
+		shared.s, _, shared.err = launchS3(weed, dir, "shared", startOnLockedThread)
+	})
+	if shared.err != nil {
+		t.Fatalf("seaweedfs: shared server: %v", shared.err)
+	}
+	return shared.s
+}
+
+const sharedDirPrefix = "artifact-registry-s3-"
+
+// removeStaleSharedDirs deletes the data directories of shared servers
+// whose test process is gone.
+func removeStaleSharedDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sharedDirPrefix+"*"))
+	for _, d := range dirs {
+		raw, err := os.ReadFile(filepath.Join(d, "owner.pid"))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+		if err != nil || syscall.Kill(pid, 0) == syscall.ESRCH {
+			_ = os.RemoveAll(d)
+		}
+	}
+}
+
+// startOnLockedThread starts cmd, set to die with its parent thread
+// (Pdeathsig), from a goroutine locked to its thread for the rest of the
+// process: the thread never exits, so the server dies with the process.
+func startOnLockedThread(cmd *exec.Cmd) error {
+	setPdeathsig(cmd)
+	errc := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		errc <- cmd.Start()
+		select {}
+	}()
+	return <-errc
+}
+
+type weedProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+func (w *weedProc) stop() {
+	_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-w.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		<-w.exited
+	}
+}
+
+// launchS3 starts weed mini in dir and waits until it serves bucket; start
+// starts the command (nil: cmd.Start). On error the process is stopped.
+func launchS3(weed, dir, bucket string, start func(*exec.Cmd) error) (*S3Server, *weedProc, error) {
 	ports, err := freePorts(12)
 	if err != nil {
-		t.Fatalf("seaweedfs: free ports: %v", err)
+		return nil, nil, fmt.Errorf("seaweedfs: free ports: %w", err)
 	}
 	p := func(i int) string { return strconv.Itoa(ports[i]) }
 	s := &S3Server{
@@ -137,17 +230,20 @@ func StartS3(t testing.TB, bucket string) *S3Server {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
-	var logs lockedBuffer
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("seaweedfs: start: %v", err)
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	if start == nil {
+		start = (*exec.Cmd).Start
 	}
-	exited := make(chan struct{})
+	if err := start(cmd); err != nil {
+		return nil, nil, fmt.Errorf("seaweedfs: start: %w", err)
+	}
+	w := &weedProc{cmd: cmd, exited: make(chan struct{})}
 	ready := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(io.TeeReader(out, &logs))
+		sc := bufio.NewScanner(io.TeeReader(out, logs))
 		signalled := false
 		for sc.Scan() {
 			if !signalled && strings.Contains(sc.Text(), "All enabled components are running") {
@@ -156,25 +252,17 @@ func StartS3(t testing.TB, bucket string) *S3Server {
 			}
 		}
 		_ = cmd.Wait()
-		close(exited)
+		close(w.exited)
 	}()
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	})
 	select {
 	case <-ready:
-	case <-exited:
-		t.Fatalf("seaweedfs exited while starting:\n%s", logs.tail())
+		return s, w, nil
+	case <-w.exited:
+		return nil, nil, fmt.Errorf("seaweedfs exited while starting:\n%s", logs.tail())
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("seaweedfs not ready after 2 minutes:\n%s", logs.tail())
+		w.stop()
+		return nil, nil, fmt.Errorf("seaweedfs not ready after 2 minutes:\n%s", logs.tail())
 	}
-	return s
 }
 
 // freePorts returns n distinct loopback ports that were free a moment ago.
@@ -203,9 +291,13 @@ type lockedBuffer struct {
 	b  bytes.Buffer
 }
 
+// Write keeps the last 64 KiB: a shared server runs for the whole process.
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.b.Len() > 64<<10 {
+		l.b.Next(l.b.Len() - 32<<10)
+	}
 	return l.b.Write(p)
 }
 

@@ -21,7 +21,8 @@ func backends(t *testing.T) map[string]*Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fs.Close() })
-	return map[string]*Store{"file": fs, "mem": NewMem()}
+	s3, _ := newS3Bucket(t, "")
+	return map[string]*Store{"file": fs, "mem": NewMem(), "s3": s3}
 }
 
 func randBytes(n int, seed uint64) []byte {

@@ -24,18 +24,44 @@ type s3Backend struct {
 	bucket string
 }
 
-func newS3Backend(t *testing.T) *s3Backend {
+// newS3Bucket creates a bucket of its own on the test process's S3 server
+// and opens it, through endpoint when not "" (a proxy in front of the
+// server).
+func newS3Bucket(t testing.TB, endpoint string) (*Store, string) {
 	t.Helper()
-	srv := ocitools.StartS3(t, "objstore-test")
+	ctx := context.Background()
+	srv := ocitools.SharedS3(t)
 	srv.SetEnv(t)
-	proxy := ocitools.NewCountingProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
-	url := "s3://" + srv.Bucket + "?endpoint=http://" + proxy.Addr + "&region=us-east-1&use_path_style=true"
-	st, err := Open(context.Background(), url)
+	if endpoint == "" {
+		endpoint = srv.Endpoint
+	}
+	admin, err := Open(ctx, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	var client *s3.Client
+	if !admin.Bucket().As(&client) {
+		t.Fatal("s3 bucket does not expose *s3.Client")
+	}
+	name := "t-" + uuid.NewString()
+	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	st, err := Open(ctx, "s3://"+name+"?endpoint="+endpoint+"&region=us-east-1&use_path_style=true")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b := &s3Backend{Store: st, proxy: proxy, bucket: srv.Bucket}
+	return st, name
+}
+
+func newS3Backend(t *testing.T) *s3Backend {
+	t.Helper()
+	srv := ocitools.SharedS3(t)
+	proxy := ocitools.NewCountingProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
+	st, name := newS3Bucket(t, "http://"+proxy.Addr)
+	b := &s3Backend{Store: st, proxy: proxy, bucket: name}
 	if !st.Bucket().As(&b.client) {
 		t.Fatal("s3 bucket does not expose *s3.Client")
 	}
