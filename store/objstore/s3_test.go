@@ -165,6 +165,37 @@ func TestS3Compose(t *testing.T) {
 			t.Fatalf("the commit sent %d bytes: it streamed the data", sent)
 		}
 	})
+	t.Run("prefixed-bucket", func(t *testing.T) {
+		// A bucket URL with prefix=: our own requests must add the prefix
+		// that gocloud adds to its own.
+		ps, err := Open(ctx, "s3://"+b.bucket+"?endpoint=http://"+b.proxy.Addr+"&region=us-east-1&use_path_style=true&prefix=tenant%20a/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ps.Close()
+		ns, id := uuid.New(), uuid.New()
+		u, err := ps.OpenUpload(ctx, ns, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := randBytes(s3MinPart+10, 6)
+		parts := writeParts(t, u, data, []int{0, s3MinPart, len(data)})
+		key := BlobKey(ns, sha256.Sum256(data))
+		before := b.proxy.Sent()
+		if err := u.Promote(ctx, parts, int64(len(data)), key); err != nil {
+			t.Fatal(err)
+		}
+		if sent := b.proxy.Sent() - before; sent > 256<<10 {
+			t.Fatalf("the commit sent %d bytes: it streamed the data", sent)
+		}
+		if err := ps.DeleteUpload(ctx, ns, id); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Bucket().ReadAll(ctx, "tenant a/"+key)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("read back under the prefix: %v (equal=%v)", err, bytes.Equal(got, data))
+		}
+	})
 	t.Run("small-parts-streamed", func(t *testing.T) {
 		data := randBytes(3*copyBufSize+777, 2)
 		key, sent, err := promote(t, data, []int{0, copyBufSize, 2 * copyBufSize, len(data)}, nil)
@@ -275,5 +306,11 @@ func TestServerComposable(t *testing.T) {
 		if got := serverComposable(c.parts); got != c.want {
 			t.Errorf("%d parts: composable = %v, want %v", len(c.parts), got, c.want)
 		}
+	}
+}
+
+func TestCopySource(t *testing.T) {
+	if got, want := copySource("bkt", "a b/c+d/e"), "bkt/a%20b/c+d/e"; got != want {
+		t.Fatalf("copySource = %q, want %q", got, want)
 	}
 }

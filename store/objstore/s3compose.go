@@ -150,7 +150,7 @@ func (u *Upload) copyParts(ctx context.Context, client *s3.Client, parts []Part,
 				Key:             aws.String(key),
 				UploadId:        uploadID,
 				PartNumber:      aws.Int32(int32(i + 1)),
-				CopySource:      aws.String(url.PathEscape(t.bucket) + "/" + src),
+				CopySource:      aws.String(copySource(t.bucket, src)),
 				CopySourceRange: aws.String(fmt.Sprintf("bytes=0-%d", p.Size-1)),
 			})
 			if err != nil {
@@ -180,4 +180,14 @@ func apiErrorCode(err error) string {
 		return api.ErrorCode()
 	}
 	return ""
+}
+
+// copySource is the x-amz-copy-source of an object: bucket and key, each
+// path segment URL-escaped (a prefix from the bucket URL may need it).
+func copySource(bucket, key string) string {
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		segs[i] = url.PathEscape(seg)
+	}
+	return url.PathEscape(bucket) + "/" + strings.Join(segs, "/")
 }
