@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
@@ -62,9 +63,15 @@ type Store struct {
 	// s3 addresses an s3:// bucket through the AWS SDK client (server-side
 	// compose); nil for every other backend.
 	s3 *s3Target
-	// streamCompose forces the streamed compose (benchmarks compare it).
-	streamCompose bool
+	// streamCompose forces the streamed compose (SetStreamCompose).
+	streamCompose atomic.Bool
 }
+
+// SetStreamCompose forces (true) or allows again (false) the streamed
+// compose of multi-part uploads on S3, where they are otherwise composed
+// server-side: for an S3-compatible server whose UploadPartCopy misbehaves,
+// and for benchmarks comparing the two.
+func (s *Store) SetStreamCompose(on bool) { s.streamCompose.Store(on) }
 
 // Open opens the bucket named by rawURL. A file:// URL gets the file fast
 // paths (append in place, rename on commit); its directory is created when

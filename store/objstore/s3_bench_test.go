@@ -52,8 +52,8 @@ func BenchmarkS3Promote(b *testing.B) {
 	size := int64(len(data))
 	for _, mode := range []string{"server-side", "streamed"} {
 		b.Run(mode, func(b *testing.B) {
-			st.streamCompose = mode == "streamed"
-			defer func() { st.streamCompose = false }()
+			st.SetStreamCompose(mode == "streamed")
+			defer st.SetStreamCompose(false)
 			b.SetBytes(size)
 			var written int64
 			var cpu time.Duration

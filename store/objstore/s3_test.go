@@ -208,8 +208,8 @@ func TestS3Compose(t *testing.T) {
 		}
 	})
 	t.Run("forced-stream", func(t *testing.T) {
-		b.streamCompose = true
-		defer func() { b.streamCompose = false }()
+		b.SetStreamCompose(true)
+		defer b.SetStreamCompose(false)
 		data := randBytes(2*s3MinPart+5, 3)
 		key, sent, err := promote(t, data, []int{0, s3MinPart, 2 * s3MinPart, len(data)}, nil)
 		if err != nil {

@@ -84,7 +84,7 @@ func serverComposable(parts []Part) bool {
 func (u *Upload) composeS3(ctx context.Context, parts []Part, dst string) (done bool, err error) {
 	t := u.s.s3
 	var client *s3.Client
-	if t == nil || u.s.streamCompose || !serverComposable(parts) || !u.s.bucket.As(&client) {
+	if t == nil || u.s.streamCompose.Load() || !serverComposable(parts) || !u.s.bucket.As(&client) {
 		return false, nil
 	}
 	key := t.key(dst)
