@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/google/uuid"
@@ -59,6 +60,29 @@ func newS3Bucket(t testing.TB, endpoint string) (*objstore.Store, string) {
 	}
 	t.Cleanup(func() { objects.Close() })
 	return objects, name
+}
+
+// newGCSBucket starts a GCS API server (fake-gcs-server) for the test,
+// creates a bucket on it and opens it.
+func newGCSBucket(t testing.TB) *objstore.Store {
+	t.Helper()
+	ctx := context.Background()
+	srv, _ := ocitools.StartGCS(t)
+	srv.SetEnv(t)
+	client, err := storage.NewClient(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if err := client.Bucket("store-test").Create(ctx, "test-project", nil); err != nil {
+		t.Fatalf("create bucket: %v", err)
+	}
+	objects, err := objstore.Open(ctx, "gs://store-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { objects.Close() })
+	return objects
 }
 
 func newS3Fixture(t *testing.T, opts Options) *s3Fixture {

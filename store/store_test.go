@@ -55,8 +55,9 @@ type blobFixture struct {
 }
 
 // objectBackends are the object-storage backends the blob tests run on
-// ("s3": a bucket of its own on a real S3 server, s3compose_test.go).
-var objectBackends = []string{"file", "mem", "s3"}
+// ("s3": a bucket of its own on a real S3 server, "gcs": a GCS API server
+// of its own; s3compose_test.go).
+var objectBackends = []string{"file", "mem", "s3", "gcs"}
 
 func newBlobFixture(t testing.TB, backend string, opts Options) *blobFixture {
 	t.Helper()
@@ -73,6 +74,8 @@ func newBlobFixture(t testing.TB, backend string, opts Options) *blobFixture {
 		f.objects = objstore.NewMem()
 	case "s3":
 		f.objects, _ = newS3Bucket(t, "")
+	case "gcs":
+		f.objects = newGCSBucket(t)
 	default:
 		t.Fatalf("unknown backend %q", backend)
 	}

@@ -312,15 +312,19 @@ func (l *lockedBuffer) tail() string {
 }
 
 // CountingProxy is a loopback TCP proxy in front of a server that counts
-// the bytes clients send through it: how the S3 tests see whether a commit
+// the bytes clients send and receive through it: how the S3 tests see whether a commit
 // streamed the data or had the server copy it.
 type CountingProxy struct {
-	Addr string // 127.0.0.1:<port>
-	sent atomic.Int64
+	Addr     string // 127.0.0.1:<port>
+	sent     atomic.Int64
+	received atomic.Int64
 }
 
 // Sent is the number of bytes clients have sent so far.
 func (p *CountingProxy) Sent() int64 { return p.sent.Load() }
+
+// Received is the number of bytes clients have received so far.
+func (p *CountingProxy) Received() int64 { return p.received.Load() }
 
 // NewCountingProxy forwards every connection to target (host:port) until
 // the test ends.
@@ -364,7 +368,7 @@ func NewCountingProxy(t testing.TB, target string) *CountingProxy {
 			}()
 			go func() {
 				defer wg.Done()
-				_, _ = io.Copy(c, s)
+				_, _ = io.Copy(c, countingReader{s, &p.received})
 				_ = c.(*net.TCPConn).CloseWrite()
 			}()
 		}

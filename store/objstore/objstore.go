@@ -14,9 +14,10 @@
 // written twice where the backend allows it: on the file backend an upload is
 // one file appended in place and moved to its blob key by rename(2); on other
 // backends each chunk is its own object (object stores cannot append) and the
-// commit is a server-side copy (one part), a server-side multipart copy on
-// S3 (several parts within S3's multipart limits), or a streamed compose
-// (several parts otherwise, and on GCS and Azure).
+// commit is a server-side copy (one part), a server-side compose of several
+// parts (S3: a multipart upload of UploadPartCopy, within S3's multipart
+// limits; GCS: compose requests), or a streamed compose (several parts
+// otherwise, and on Azure).
 //
 // On the file backend the bucket is still a gocloud fileblob bucket (reads,
 // existence checks and deletes of blobs go through it); only the upload data
@@ -41,7 +42,7 @@ import (
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob" // gs://
+	"gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/blob/memblob"
 	"gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
@@ -63,6 +64,8 @@ type Store struct {
 	// s3 addresses an s3:// bucket through the AWS SDK client (server-side
 	// compose); nil for every other backend.
 	s3 *s3Target
+	// gcs is the same for a gs:// bucket and the GCS client.
+	gcs *gcsTarget
 	// streamCompose forces the streamed compose (SetStreamCompose).
 	streamCompose atomic.Bool
 }
@@ -102,11 +105,14 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, fmt.Errorf("objstore: open %s: %w", redact(u), err)
 	}
 	st := &Store{bucket: b}
-	if u.Scheme == s3blob.Scheme {
+	switch u.Scheme {
+	case s3blob.Scheme:
 		if st.s3, err = s3TargetOf(u); err != nil {
 			b.Close()
 			return nil, err
 		}
+	case gcsblob.Scheme:
+		st.gcs = &gcsTarget{bucket: u.Host, prefix: u.Query().Get("prefix")}
 	}
 	return st, nil
 }

@@ -30,6 +30,7 @@ var backends = map[string]func(t *testing.T) *Store{
 		s, _ := newS3Bucket(t, "")
 		return s
 	},
+	"gcs": newGCSBucket,
 }
 
 func randBytes(n int, seed uint64) []byte {
