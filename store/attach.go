@@ -163,16 +163,20 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 }
 
 // checkObjects verifies, concurrently and within one ObjectCheckTimeout,
-// that the objects of the given digests exist.
+// that the objects of the given digests exist. The deadline is derived once
+// for the whole set: the checks run 8 at a time, so a per-check deadline
+// would let a slow backend hold the blob-row locks for several bounds.
 func (s *Store) checkObjects(ctx context.Context, digests [][32]byte, keys map[[32]byte]string) error {
 	if len(digests) == 0 {
 		return nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	bounded, cancel := context.WithTimeout(ctx, s.opts.ObjectCheckTimeout)
+	defer cancel()
+	g, gctx := errgroup.WithContext(bounded)
 	g.SetLimit(8)
 	for _, d := range digests {
 		g.Go(func() error {
-			ok, err := s.objectExists(gctx, keys[d])
+			ok, err := s.objectExistsWithin(ctx, gctx, keys[d])
 			s.ObserveDedupObjectCheck(ok, err)
 			if err != nil {
 				return err

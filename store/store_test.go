@@ -54,8 +54,10 @@ type blobFixture struct {
 	bucketURL string
 }
 
-// objectBackends are the object-storage backends the blob tests run on.
-var objectBackends = []string{"file", "mem"}
+// objectBackends are the object-storage backends the blob tests run on
+// ("s3": a bucket of its own on a real S3 server, "gcs": a GCS API server
+// of its own; s3compose_test.go).
+var objectBackends = []string{"file", "mem", "s3", "gcs"}
 
 func newBlobFixture(t testing.TB, backend string, opts Options) *blobFixture {
 	t.Helper()
@@ -70,6 +72,10 @@ func newBlobFixture(t testing.TB, backend string, opts Options) *blobFixture {
 		}
 	case "mem":
 		f.objects = objstore.NewMem()
+	case "s3":
+		f.objects, _ = newS3Bucket(t, "")
+	case "gcs":
+		f.objects = newGCSBucket(t)
 	default:
 		t.Fatalf("unknown backend %q", backend)
 	}

@@ -360,9 +360,18 @@ func (s *Store) placeCommitted(ctx context.Context, c *commitRow, h *objstore.Up
 // objectExists checks an object under a held lock, bounded by
 // ObjectCheckTimeout; a check that cannot finish in time is retryable.
 func (s *Store) objectExists(ctx context.Context, key string) (bool, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.opts.ObjectCheckTimeout)
+	bounded, cancel := context.WithTimeout(ctx, s.opts.ObjectCheckTimeout)
 	defer cancel()
-	ok, err := s.objects.Exists(cctx, key)
+	return s.objectExistsWithin(ctx, bounded, key)
+}
+
+// objectExistsWithin checks an object under bounded, a context derived
+// from the caller's ctx with the check's deadline (shared by the checks of
+// one Attach). A failure is the caller's own cancellation when ctx is done,
+// else retryable: the bound ran out or storage failed, and nothing was
+// changed.
+func (s *Store) objectExistsWithin(ctx, bounded context.Context, key string) (bool, error) {
+	ok, err := s.objects.Exists(bounded, key)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, ctx.Err()

@@ -130,7 +130,7 @@ func tool(t testing.TB, name, version string, build func(ctx context.Context, ou
 	if p, ok := built[key]; ok {
 		return p
 	}
-	p, err := ensure(name, version, build)
+	p, err := ensure(name, version, buildTimeout, build)
 	if err != nil {
 		msg := fmt.Sprintf("cannot fetch/build %s %s from the Go module proxy: %v", name, version, err)
 		if os.Getenv("CI") == "true" {
@@ -142,7 +142,10 @@ func tool(t testing.TB, name, version string, build func(ctx context.Context, ou
 	return p
 }
 
-func ensure(name, version string, build func(ctx context.Context, out string) error) (string, error) {
+// buildTimeout bounds one tool build; weed, far larger, has its own.
+const buildTimeout = 15 * time.Minute
+
+func ensure(name, version string, timeout time.Duration, build func(ctx context.Context, out string) error) (string, error) {
 	dir, err := Dir()
 	if err != nil {
 		return "", err
@@ -170,7 +173,7 @@ func ensure(name, version string, build func(ctx context.Context, out string) er
 	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() {
 		return out, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	tmp := out + ".tmp"
 	_ = os.Remove(tmp)

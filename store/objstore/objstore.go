@@ -14,7 +14,10 @@
 // written twice where the backend allows it: on the file backend an upload is
 // one file appended in place and moved to its blob key by rename(2); on other
 // backends each chunk is its own object (object stores cannot append) and the
-// commit is a server-side copy (one part) or a streamed compose (several).
+// commit is a server-side copy (one part), a server-side compose of several
+// parts (S3: a multipart upload of UploadPartCopy, within S3's multipart
+// limits; GCS: compose requests), or a streamed compose (several parts
+// otherwise, and on Azure).
 //
 // On the file backend the bucket is still a gocloud fileblob bucket (reads,
 // existence checks and deletes of blobs go through it); only the upload data
@@ -33,14 +36,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob://
 	"gocloud.dev/blob/fileblob"
-	_ "gocloud.dev/blob/gcsblob" // gs://
+	"gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/blob/memblob"
-	_ "gocloud.dev/blob/s3blob" // s3://
+	"gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
 )
 
@@ -57,7 +61,20 @@ type Store struct {
 	// fileRoot is the absolute root directory of a file:// bucket, "" for
 	// every other backend.
 	fileRoot string
+	// s3 addresses an s3:// bucket through the AWS SDK client (server-side
+	// compose); nil for every other backend.
+	s3 *s3Target
+	// gcs is the same for a gs:// bucket and the GCS client.
+	gcs *gcsTarget
+	// streamCompose forces the streamed compose (SetStreamCompose).
+	streamCompose atomic.Bool
 }
+
+// SetStreamCompose forces (true) or allows again (false) the streamed
+// compose of multi-part uploads on S3, where they are otherwise composed
+// server-side: for an S3-compatible server whose UploadPartCopy misbehaves,
+// and for benchmarks comparing the two.
+func (s *Store) SetStreamCompose(on bool) { s.streamCompose.Store(on) }
 
 // Open opens the bucket named by rawURL. A file:// URL gets the file fast
 // paths (append in place, rename on commit); its directory is created when
@@ -87,7 +104,17 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open %s: %w", redact(u), err)
 	}
-	return &Store{bucket: b}, nil
+	st := &Store{bucket: b}
+	switch u.Scheme {
+	case s3blob.Scheme:
+		if st.s3, err = s3TargetOf(u); err != nil {
+			b.Close()
+			return nil, err
+		}
+	case gcsblob.Scheme:
+		st.gcs = &gcsTarget{bucket: u.Host, prefix: u.Query().Get("prefix")}
+	}
+	return st, nil
 }
 
 // NewMem returns a store over a fresh in-memory bucket (tests).

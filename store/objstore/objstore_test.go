@@ -14,14 +14,23 @@ import (
 	"github.com/google/uuid"
 )
 
-func backends(t *testing.T) map[string]*Store {
-	t.Helper()
-	fs, err := Open(context.Background(), "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fs.Close() })
-	return map[string]*Store{"file": fs, "mem": NewMem()}
+// backends opens each backend the upload tests run on, inside the subtest
+// that uses it (a missing S3 server skips or fails only that subtest).
+var backends = map[string]func(t *testing.T) *Store{
+	"file": func(t *testing.T) *Store {
+		fs, err := Open(context.Background(), "file://"+t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fs.Close() })
+		return fs
+	},
+	"mem": func(*testing.T) *Store { return NewMem() },
+	"s3": func(t *testing.T) *Store {
+		s, _ := newS3Bucket(t, "")
+		return s
+	},
+	"gcs": newGCSBucket,
 }
 
 func randBytes(n int, seed uint64) []byte {
@@ -109,8 +118,9 @@ func TestKeys(t *testing.T) {
 // back through the bucket.
 func TestUploadPromote(t *testing.T) {
 	ctx := context.Background()
-	for name, s := range backends(t) {
+	for name, open := range backends {
 		t.Run(name, func(t *testing.T) {
+			s := open(t)
 			ns, id := uuid.New(), uuid.New()
 			data := randBytes(3*copyBufSize+777, 42)
 			if err := s.CreateUpload(ctx, ns, id); err != nil {

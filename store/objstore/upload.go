@@ -170,7 +170,8 @@ func (u *Upload) DiscardPart(ctx context.Context, p Part) error {
 
 // Promote moves size bytes of upload data to the blob key dst without
 // rehashing them: rename on the file backend, server-side copy of a single
-// part elsewhere, streamed compose of several parts otherwise. On the file
+// part elsewhere, a server-side compose of several parts on S3 (composeS3)
+// and GCS (composeGCS), a streamed compose of several parts otherwise. On the file
 // backend the upload data is gone afterwards; elsewhere the parts remain
 // until DeleteUpload (so a failed database commit can be retried).
 // ErrNotFound: the upload data is missing.
@@ -209,6 +210,12 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 		return u.s.WriteAll(ctx, dst, nil)
 	case len(parts) == 1 && size <= maxServerCopy:
 		return u.copyPart(ctx, parts[0], dst)
+	}
+	if done, err := u.composeS3(ctx, parts, dst); done {
+		return err
+	}
+	if done, err := u.composeGCS(ctx, parts, size, dst); done {
+		return err
 	}
 	return u.compose(ctx, parts, dst)
 }
