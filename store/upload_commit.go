@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"time"
 
@@ -95,10 +96,8 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 	if err != nil {
 		return nil, err
 	}
-	if h != nil && want.SHA1 != nil {
-		// The SHA-1 the client supplied also travels with the object, so
-		// storage-side tools can verify it without the database.
-		h.SetMetadata(map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])})
+	if h != nil {
+		setSHA1Metadata(h, want)
 	}
 	size := u.Size
 	var finalPart *objstore.Part
@@ -106,12 +105,9 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 		if missingData {
 			return nil, ErrUploadUnknown
 		}
-		p, err := h.Write(ctx, size, final, st.hash, s.sizeLimit(size))
+		p, err := s.writeAt(ctx, h, size, final, st.hash)
 		if err != nil {
-			if errors.Is(err, objstore.ErrTooLarge) {
-				return nil, ErrBlobTooLarge
-			}
-			return nil, fmt.Errorf("store: commit upload: %w", err)
+			return nil, err
 		}
 		finalPart = &p
 		if !s.objects.IsFile() && p.Size > 0 {
@@ -126,13 +122,9 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 			_ = h.DiscardPart(context.WithoutCancel(ctx), *finalPart)
 		}
 	}
-	switch {
-	case sum != want.SHA256:
+	if err := want.check(sum, size); err != nil {
 		s.abandonUpload(ctx, ref)
-		return nil, fmt.Errorf("%w: bytes hash to %s, expected %s", ErrDigestMismatch, FormatSHA256(sum), FormatSHA256(want.SHA256))
-	case want.Size >= 0 && size != want.Size:
-		s.abandonUpload(ctx, ref)
-		return nil, fmt.Errorf("%w: %d bytes, expected %d", ErrSizeMismatch, size, want.Size)
+		return nil, err
 	}
 	res, err := s.commitBlob(ctx, ref, u.Size, h, st.parts, size, sum, want.SHA1)
 	if err != nil {
@@ -143,6 +135,38 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 	// renamed into place). A failure here leaks temporary objects, never data.
 	_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), ref.NamespaceID, ref.UploadID)
 	return res, nil
+}
+
+// setSHA1Metadata makes the SHA-1 the client supplied travel with the
+// object, so storage-side tools can verify it without the database.
+func setSHA1Metadata(h *objstore.Upload, want Expected) {
+	if want.SHA1 != nil {
+		h.SetMetadata(map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])})
+	}
+}
+
+// writeAt writes r into the upload at offset, hashing it into hash, within
+// the blob size limit (ErrBlobTooLarge beyond it).
+func (s *Store) writeAt(ctx context.Context, h *objstore.Upload, offset int64, r io.Reader, hash hash.Hash) (objstore.Part, error) {
+	p, err := h.Write(ctx, offset, r, hash, s.sizeLimit(offset))
+	if errors.Is(err, objstore.ErrTooLarge) {
+		return objstore.Part{}, ErrBlobTooLarge
+	}
+	if err != nil {
+		return objstore.Part{}, fmt.Errorf("store: write upload: %w", err)
+	}
+	return p, nil
+}
+
+// check compares the bytes an upload holds with what the client said.
+func (want Expected) check(sum [32]byte, size int64) error {
+	switch {
+	case sum != want.SHA256:
+		return fmt.Errorf("%w: bytes hash to %s, expected %s", ErrDigestMismatch, FormatSHA256(sum), FormatSHA256(want.SHA256))
+	case want.Size >= 0 && size != want.Size:
+		return fmt.Errorf("%w: %d bytes, expected %d", ErrSizeMismatch, size, want.Size)
+	}
+	return nil
 }
 
 // abandonUpload deletes a session and its data after a failed verification.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -61,29 +60,18 @@ func (b *StagedBlob) write(ctx context.Context, r io.Reader, want Expected) erro
 		return err
 	}
 	b.h = h
-	if want.SHA1 != nil {
-		h.SetMetadata(map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])})
-	}
+	setSHA1Metadata(h, want)
 	hash := sha256.New()
-	p, err := h.Write(ctx, 0, r, hash, b.s.sizeLimit(0))
-	if errors.Is(err, objstore.ErrTooLarge) {
-		return ErrBlobTooLarge
-	}
+	p, err := b.s.writeAt(ctx, h, 0, r, hash)
 	if err != nil {
-		return fmt.Errorf("store: stage blob: %w", err)
+		return err
 	}
 	if !b.s.objects.IsFile() && p.Size > 0 {
 		b.parts = []objstore.Part{p}
 	}
 	b.size = p.Size
 	copy(b.sum[:], hash.Sum(nil))
-	switch {
-	case b.sum != want.SHA256:
-		return fmt.Errorf("%w: bytes hash to %s, expected %s", ErrDigestMismatch, FormatSHA256(b.sum), FormatSHA256(want.SHA256))
-	case want.Size >= 0 && b.size != want.Size:
-		return fmt.Errorf("%w: %d bytes, expected %d", ErrSizeMismatch, b.size, want.Size)
-	}
-	return nil
+	return want.check(b.sum, b.size)
 }
 
 // CommitStaged commits b inside the caller's transaction: it deletes the
