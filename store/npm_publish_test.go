@@ -20,6 +20,10 @@ import (
 )
 
 func (f *npmFixture) publishTarball(name, version string, tgz []byte, hook NpmWriteHook) (*NpmPublishResult, error) {
+	return f.publishTagged(name, version, tgz, hook, "latest")
+}
+
+func (f *npmFixture) publishTagged(name, version string, tgz []byte, hook NpmWriteHook, tags ...string) (*NpmPublishResult, error) {
 	s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
 	pj, _ := json.Marshal(map[string]any{
 		"name": name, "version": version, "_id": name + "@" + version, "_hasShrinkwrap": false,
@@ -27,7 +31,7 @@ func (f *npmFixture) publishTarball(name, version string, tgz []byte, hook NpmWr
 		"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
 	})
 	return f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: name, Version: version, PackageJSON: pj,
-		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: []string{"latest"}, Hook: hook})
+		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: tags, Hook: hook})
 }
 
 // leftovers counts what a publish of tgz can leave: the blob row, its
@@ -202,13 +206,7 @@ func TestNpmPublishLimits(t *testing.T) {
 		WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest'`,
 		tagged, MaxNpmTagsPerPackage-2)
 	publishTagged := func(v string, tags ...string) error {
-		tgz := npmTestTarball(t, v)
-		s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
-		raw, _ := json.Marshal(map[string]any{"name": "tagged", "version": v, "_id": "tagged@" + v, "_hasShrinkwrap": false,
-			"_npmUser": map[string]string{"name": "admin"},
-			"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])}})
-		_, err := f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: "tagged", Version: v, PackageJSON: raw,
-			FileName: "tagged-" + v + ".tgz", Tarball: tgz, SHA1: s1, Tags: tags})
+		_, err := f.publishTagged("tagged", v, npmTestTarball(t, v), nil, tags...)
 		return err
 	}
 	// 999 tags: moving latest keeps 999, a new tag makes 1,000, one more is refused.

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha1"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -55,15 +53,7 @@ func newNpmFixture(t *testing.T) *npmFixture {
 
 func (f *npmFixture) publish(t *testing.T, name, version string) NpmPackageRef {
 	t.Helper()
-	tgz := npmTestTarball(t, version)
-	s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
-	pj, _ := json.Marshal(map[string]any{
-		"name": name, "version": version, "_id": name + "@" + version, "_hasShrinkwrap": false,
-		"_npmUser": map[string]string{"name": "admin"},
-		"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
-	})
-	res, err := f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: name, Version: version, PackageJSON: pj,
-		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: []string{"latest"}})
+	res, err := f.publishTarball(name, version, npmTestTarball(t, version), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
