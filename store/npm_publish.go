@@ -46,18 +46,24 @@ type NpmPublishResult struct {
 	BlobCreated bool
 }
 
-// npmPublishCheckSQL is the advisory pre-check of a publish, one round
-// trip before any byte is stored: does the version exist (active) or did it
-// exist (soft-deleted, in the active package or a tombstone of the same
-// name), the limit counts, and whether the package has a latest tag. One
-// pass over the package's versions and one over its tags answer all of it.
-// The version limit counts every version ever published under the name,
-// soft-deleted ones and those of tombstones included (ADR-004): exactly
-// (total), and through the buffered counters (versions_count only grows),
-// which keep counting should rows ever be purged from the trash.
-// The unique index npm_versions_active_version_key stays the real guard.
-const npmPublishCheckSQL = `
-WITH pk AS (
+// npmPublishLockSQL is the first statement of a publish's transaction:
+// it locks the active package row of the name FOR SHARE (writers share it;
+// a metadata rebuild's swap takes FOR NO KEY UPDATE and so waits for
+// them) and answers the checks of the publish: does the version exist
+// (active) or did it exist (soft-deleted, in the active package or a
+// tombstone of the same name), the limit counts, and whether the package
+// has a latest tag. The version limit counts every version ever published
+// under the name, soft-deleted ones and those of tombstones included
+// (ADR-004): exactly (total), and through the buffered counters
+// (versions_count only grows), which keep counting should rows ever be
+// purged from the trash. The unique index npm_versions_active_version_key
+// stays the real guard. No row: the package has no version yet.
+const npmPublishLockSQL = `
+WITH lock AS (
+	SELECT id FROM npm_packages
+	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL
+	FOR SHARE
+), pk AS (
 	SELECT id, soft_deleted_at IS NULL AS active, versions_count FROM npm_packages
 	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3
 ), v AS (
@@ -72,8 +78,8 @@ WITH pk AS (
 	FROM npm_tags t JOIN pk ON t.npm_package_id = pk.id AND pk.active
 	WHERE t.namespace_id = $1
 )
-SELECT v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FROM pk), v.total, t.others, t.latest
-FROM v, t`
+SELECT lock.id, v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FROM pk), v.total, t.others, t.latest
+FROM v CROSS JOIN t LEFT JOIN lock ON true`
 
 // npmPublishSQL attaches the tarball's blob (its row is locked by the
 // staged commit before this statement; a live GC candidate is deleted),
@@ -121,10 +127,11 @@ SELECT v.id, v.created_at FROM v`
 
 // NpmPublish publishes one version: the tarball is staged in the blob
 // layer (session row, temporary bytes), then one foreground transaction
-// locks (or creates) the package row, commits the blob row (dedup), attaches
-// it, writes the version, its file, its dist-tags, the cache expiry and the
-// counters, and runs the hook. A failure leaves no row and no object (the
-// staged upload is discarded). Errors: ErrNpmVersionExists,
+// locks (or creates) the package row and checks the publish, commits the
+// blob row (dedup), attaches it, writes the version, its file, its
+// dist-tags, the cache expiry and the counters, and runs the hook. A
+// failure, a refusal included, leaves no row and no object (the staged
+// upload is discarded). Errors: ErrNpmVersionExists,
 // ErrNpmVersionUnpublished, ErrNpmLimit, ErrNpmInvalid, ErrRetryable.
 func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
 	if err := ValidateNpmPackageJSON(in.PackageJSON); err != nil {
@@ -134,34 +141,6 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	slices.Sort(tags)
 	tags = slices.Compact(tags)
 
-	// Pre-check: refuse before any byte is stored.
-	var (
-		exists, existed      bool
-		buffered, total, tcs int64
-		hasLatest            bool
-	)
-	err := s.pool.QueryRow(ctx, npmPublishCheckSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, tags).
-		Scan(&exists, &existed, &buffered, &total, &tcs, &hasLatest)
-	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm publish check: %w", err))
-	}
-	switch {
-	case exists:
-		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
-	case existed:
-		return nil, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
-	case max(buffered, total) >= MaxNpmVersionsPerPackage:
-		return nil, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
-			ErrNpmLimit, in.Name, max(buffered, total), MaxNpmVersionsPerPackage)
-	}
-	if !hasLatest && !slices.Contains(tags, "latest") {
-		tags = append(tags, "latest")
-	}
-	if tcs+int64(len(tags)) > MaxNpmTagsPerPackage {
-		return nil, fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d",
-			ErrNpmLimit, in.Name, tcs+int64(len(tags)), MaxNpmTagsPerPackage)
-	}
-
 	// The bytes: the first phase of the upload, before any transaction.
 	sum := sha256.Sum256(in.Tarball)
 	sha1 := in.SHA1
@@ -170,9 +149,10 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	if err != nil {
 		return nil, fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
 	}
-	res := &NpmPublishResult{Tags: tags}
+	res := &NpmPublishResult{}
 	err = s.npmTx(ctx, func(tx pgx.Tx) error {
-		return s.npmPublishTx(ctx, tx, repo, in, tags, staged, res)
+		*res = NpmPublishResult{Tags: slices.Clone(tags)}
+		return s.npmPublishTx(ctx, tx, repo, in, staged, res)
 	})
 	staged.Close(ctx, err == nil)
 	if err != nil {
@@ -182,14 +162,16 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 }
 
 // npmPublishTx is the transaction of a publish: lock (or create) the
-// package row, commit the staged tarball, and in one statement attach it
-// and write the version, its file, tags, cache expiry and counters; then
-// the hook, all before the tarball's bytes move to their blob key.
-func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, tags []string, staged *StagedBlob, res *NpmPublishResult) error {
-	pkgID, created, err := lockOrCreateNpmPackage(ctx, tx, repo, in.Name)
+// package row and check the publish, commit the staged tarball, and in one
+// statement attach it and write the version, its file, tags, cache expiry
+// and counters; then the hook, all before the tarball's bytes move to
+// their blob key.
+func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, res *NpmPublishResult) error {
+	pkgID, created, err := lockNpmPackageForPublish(ctx, tx, repo, in, res)
 	if err != nil {
 		return err
 	}
+	tags := res.Tags
 	committed, err := s.CommitStaged(ctx, tx, staged, func(u StagedUse) error {
 		err := tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
 			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
@@ -223,37 +205,72 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 // pgUniqueViolationNpm is 23505 (unique_violation).
 const pgUniqueViolationNpm = "23505"
 
-// lockOrCreateNpmPackage returns the active package row of a name, locked
-// FOR SHARE (writers share it; a metadata rebuild's swap takes FOR NO KEY
-// UPDATE and so waits for them), inserting it on first publish.
-func lockOrCreateNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name string) (uuid.UUID, bool, error) {
-	for range 3 {
-		id, err := lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
-		if err == nil {
-			return id, false, nil
-		}
-		if !errors.Is(err, ErrNpmPackageUnknown) {
-			return uuid.Nil, false, err
-		}
-		var scope *string
-		if sc, _, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(sc, "@") {
-			sc = sc[1:]
-			scope = &sc
-		}
-		err = tx.QueryRow(ctx, `
-			INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, scope)
-			VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (namespace_id, npm_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
-			RETURNING id`, npmExecMode, newNpmID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
-		if err == nil {
-			return id, true, nil
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return uuid.Nil, false, fmt.Errorf("store: npm package %s: %w", name, err)
-		}
-		// A concurrent first publish inserted it: lock that row.
+// lockNpmPackageForPublish locks the active package row of in.Name FOR
+// SHARE and checks the publish (npmPublishLockSQL), inserting the row on
+// first publish; it adds "latest" to res.Tags when the package has no
+// latest tag yet (every package has one).
+func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, res *NpmPublishResult) (uuid.UUID, bool, error) {
+	var (
+		id                   *uuid.UUID
+		exists, existed      bool
+		buffered, total, tcs int64
+		hasLatest            bool
+	)
+	err := tx.QueryRow(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, res.Tags).
+		Scan(&id, &exists, &existed, &buffered, &total, &tcs, &hasLatest)
+	if err != nil {
+		return uuid.Nil, false, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
 	}
-	return uuid.Nil, false, errNpmRetry
+	switch {
+	case exists:
+		return uuid.Nil, false, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+	case existed:
+		return uuid.Nil, false, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
+	case max(buffered, total) >= MaxNpmVersionsPerPackage:
+		return uuid.Nil, false, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
+			ErrNpmLimit, in.Name, max(buffered, total), MaxNpmVersionsPerPackage)
+	}
+	if !hasLatest && !slices.Contains(res.Tags, "latest") {
+		res.Tags = append(res.Tags, "latest")
+	}
+	if n := tcs + int64(len(res.Tags)); n > MaxNpmTagsPerPackage {
+		return uuid.Nil, false, fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d",
+			ErrNpmLimit, in.Name, n, MaxNpmTagsPerPackage)
+	}
+	if id != nil {
+		return *id, false, nil
+	}
+	return createNpmPackage(ctx, tx, repo, in.Name)
+}
+
+// createNpmPackage inserts the active package row of a name, or locks the
+// one a concurrent first publish inserted.
+func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name string) (uuid.UUID, bool, error) {
+	var scope *string
+	if sc, _, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(sc, "@") {
+		sc = sc[1:]
+		scope = &sc
+	}
+	var id uuid.UUID
+	err := tx.QueryRow(ctx, `
+		INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, scope)
+		VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (namespace_id, npm_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
+		RETURNING id`, npmExecMode, newNpmID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
+	if err == nil {
+		return id, true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, false, fmt.Errorf("store: npm package %s: %w", name, err)
+	}
+	// A concurrent first publish inserted it (and committed: ON CONFLICT
+	// waited for it): lock that row. Its versions are not in this
+	// statement's checks; the unique version key still guards them.
+	id, err = lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
+	if errors.Is(err, ErrNpmPackageUnknown) {
+		return uuid.Nil, false, errNpmRetry // and deleted again: start over
+	}
+	return id, false, err
 }
 
 // lockNpmPackage locks the active package row of a name (lock: "FOR SHARE"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/artifact-registry/artifact-registry/internal/pgxuuid"
+	"github.com/artifact-registry/artifact-registry/internal/pgpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/config"
 	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
@@ -54,7 +54,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, log *slog.Logger, who
 	// Larger than the job workers (GC cleanups hold a connection each),
 	// so a draining garbage collector never starves requests.
 	pc.MaxConns = cfg.PoolMaxConns()
-	pc.AfterConnect = pgxuuid.AfterConnect
+	pgpool.Configure(pc)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err == nil {
 		err = pool.Ping(ctx)

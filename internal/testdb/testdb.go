@@ -39,7 +39,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/artifact-registry/artifact-registry/internal/pgxuuid"
+	"github.com/artifact-registry/artifact-registry/internal/pgpool"
 )
 
 var (
@@ -146,7 +146,7 @@ func poolConfig(t testing.TB, url string) *pgxpool.Config {
 	if err != nil {
 		t.Fatalf("testdb: parse url: %v", err)
 	}
-	cfg.AfterConnect = pgxuuid.AfterConnect
+	pgpool.Configure(cfg)
 	return cfg
 }
 
