@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -141,36 +140,40 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	slices.Sort(tags)
 	tags = slices.Compact(tags)
 
-	// The bytes: the first phase of the upload, before any transaction.
+	// The bytes: the first phase of the upload, concurrently with the
+	// start of the transaction (the package lock and the checks).
 	sum := sha256.Sum256(in.Tarball)
 	sha1 := in.SHA1
-	staged, err := s.StageBlob(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
-		bytes.NewReader(in.Tarball), Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
-	if err != nil {
-		return nil, fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
-	}
+	pending := s.StageBlobAsync(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+		in.Tarball, Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
 	res := &NpmPublishResult{}
-	err = s.npmTx(ctx, func(tx pgx.Tx) error {
+	err := s.npmTx(ctx, func(tx pgx.Tx) error {
 		*res = NpmPublishResult{Tags: slices.Clone(tags)}
-		return s.npmPublishTx(ctx, tx, repo, in, staged, res)
+		pkgID, created, err := lockNpmPackageForPublish(ctx, tx, repo, in, res)
+		if err != nil {
+			return err
+		}
+		staged, err := pending.Wait()
+		if err != nil {
+			return fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
+		}
+		return s.npmPublishTx(ctx, tx, repo, in, staged, pkgID, created, res)
 	})
-	staged.Close(ctx, err == nil)
+	if staged, _ := pending.Wait(); staged != nil {
+		staged.Close(ctx, err == nil)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// npmPublishTx is the transaction of a publish: lock (or create) the
-// package row and check the publish, commit the staged tarball, and in one
+// npmPublishTx is the rest of a publish's transaction, once the package
+// is locked and the publish checked: commit the staged tarball, and in one
 // statement attach it and write the version, its file, tags, cache expiry
 // and counters; then the hook, all before the tarball's bytes move to
 // their blob key.
-func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, res *NpmPublishResult) error {
-	pkgID, created, err := lockNpmPackageForPublish(ctx, tx, repo, in, res)
-	if err != nil {
-		return err
-	}
+func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, pkgID uuid.UUID, created bool, res *NpmPublishResult) error {
 	tags := res.Tags
 	committed, err := s.CommitStaged(ctx, tx, staged, func(u StagedUse) error {
 		err := tx.QueryRow(ctx, npmPublishSQL, npmExecMode,

@@ -53,29 +53,78 @@ func (u *Upload) Ref() UploadRef {
 // StartUpload opens an upload session in a repository; expires_at is the
 // clock's now plus the TTL of the kind.
 func (s *Store) StartUpload(ctx context.Context, namespaceID, repositoryID uuid.UUID, kind UploadKind) (*Upload, error) {
+	u, h, err := s.startUpload(ctx, namespaceID, repositoryID, kind, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Close(); err != nil {
+		s.abandonUpload(ctx, u.Ref())
+		return nil, fmt.Errorf("store: start upload: %w", err)
+	}
+	return u, nil
+}
+
+// startUpload is StartUpload that keeps the temporary storage open
+// (objstore.CreateOpenUpload, with meta). On the file backend the upload
+// file is created while the session row is inserted: a crash in between
+// leaves a file without a row (as creating it first always could) or a
+// row whose file is missing, which its purge treats as deleted; nobody
+// else can open the upload before this returns its id. acquired, when not
+// nil, is called once the statement's connection is held: from then on
+// startUpload needs no other connection, so a caller may take one for
+// itself without risking a wait on its own upload.
+func (s *Store) startUpload(ctx context.Context, namespaceID, repositoryID uuid.UUID, kind UploadKind, meta map[string]string, acquired func()) (*Upload, *objstore.Upload, error) {
 	ttl := s.opts.MonolithicUploadTTL
 	if kind == UploadResumable {
 		ttl = s.opts.ResumableUploadTTL
 	}
 	uploadID, err := uuid.NewV7()
 	if err != nil {
-		return nil, fmt.Errorf("store: upload id: %w", err)
+		return nil, nil, fmt.Errorf("store: upload id: %w", err)
 	}
-	if err := s.objects.CreateUpload(ctx, namespaceID, uploadID); err != nil {
-		return nil, fmt.Errorf("store: start upload: %w", err)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, mapErr(fmt.Errorf("store: start upload: %w", err))
+	}
+	defer conn.Release()
+	if acquired != nil {
+		acquired()
+	}
+	type created struct {
+		h   *objstore.Upload
+		err error
+	}
+	done := make(chan created, 1)
+	create := func() {
+		h, err := s.objects.CreateOpenUpload(ctx, namespaceID, uploadID, meta)
+		done <- created{h, err}
+	}
+	if s.objects.IsFile() {
+		go create()
+	} else {
+		create() // no I/O: nothing to overlap
 	}
 	u := &Upload{NamespaceID: namespaceID, RepositoryID: repositoryID, UploadID: uploadID}
-	err = s.pool.QueryRow(ctx, `
+	err = conn.QueryRow(ctx, `
 		INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, expires_at)
 		VALUES ($1, $2, $3, $4)
 		RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`,
 		namespaceID, repositoryID, uploadID, s.opts.Clock.Now().Add(ttl),
 	).Scan(&u.ID, &u.Size, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
-	if err != nil {
-		_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), namespaceID, uploadID)
-		return nil, mapErr(fmt.Errorf("store: start upload: %w", err))
+	c := <-done
+	if err == nil && c.err == nil {
+		return u, c.h, nil
 	}
-	return u, nil
+	if c.h != nil {
+		_ = c.h.Close()
+	}
+	_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), namespaceID, uploadID)
+	if err != nil {
+		return nil, nil, mapErr(fmt.Errorf("store: start upload: %w", err))
+	}
+	_, _ = conn.Exec(context.WithoutCancel(ctx), `DELETE FROM upload_sessions WHERE namespace_id = $1 AND upload_id = $2`,
+		namespaceID, uploadID)
+	return nil, nil, fmt.Errorf("store: start upload: %w", c.err)
 }
 
 // loadUpload reads a session. Unknown, foreign-repository and expired

@@ -140,9 +140,17 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 // setSHA1Metadata makes the SHA-1 the client supplied travel with the
 // object, so storage-side tools can verify it without the database.
 func setSHA1Metadata(h *objstore.Upload, want Expected) {
-	if want.SHA1 != nil {
-		h.SetMetadata(map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])})
+	if m := sha1Metadata(want); m != nil {
+		h.SetMetadata(m)
 	}
+}
+
+// sha1Metadata is the object metadata of want's SHA-1; nil without one.
+func sha1Metadata(want Expected) map[string]string {
+	if want.SHA1 == nil {
+		return nil
+	}
+	return map[string]string{SHA1MetadataKey: hex.EncodeToString(want.SHA1[:])}
 }
 
 // writeAt writes r into the upload at offset, hashing it into hash, within

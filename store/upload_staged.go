@@ -1,11 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -42,27 +44,62 @@ type StagedUse struct {
 // digest or size other than want's fails with ErrDigestMismatch or
 // ErrSizeMismatch and leaves nothing behind.
 func (s *Store) StageBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*StagedBlob, error) {
-	u, err := s.StartUpload(ctx, ref.NamespaceID, ref.RepositoryID, UploadMonolithic)
-	if err != nil {
-		return nil, err
-	}
-	b := &StagedBlob{s: s, ref: u.Ref(), sha1: want.SHA1}
-	if err := b.write(ctx, r, want); err != nil {
+	b, err := s.stageBlob(ctx, ref, r, want, nil)
+	if err != nil && b != nil {
 		b.discard(ctx)
 		return nil, err
 	}
-	return b, nil
+	return b, err
+}
+
+// stageBlob is StageBlob that leaves the discard of a failed write to the
+// caller (b is not nil then), so that it needs no database connection
+// after acquired (see startUpload) has been called.
+func (s *Store) stageBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected, acquired func()) (*StagedBlob, error) {
+	u, h, err := s.startUpload(ctx, ref.NamespaceID, ref.RepositoryID, UploadMonolithic, sha1Metadata(want), acquired)
+	if err != nil {
+		return nil, err
+	}
+	b := &StagedBlob{s: s, ref: u.Ref(), h: h, sha1: want.SHA1}
+	return b, b.write(ctx, r, want)
+}
+
+// PendingStage is a StageBlob running concurrently with the caller.
+type PendingStage struct {
+	done chan struct{}
+	b    *StagedBlob
+	err  error
+}
+
+// StageBlobAsync starts StageBlob of data and returns once its
+// connection is held, so that the caller may take one of its own (for
+// the transaction that will use the blob) without the two waiting on
+// each other when the pool runs dry. Wait for the result, and Close the
+// staged blob (Close(ctx, false) also discards a failed one).
+func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, want Expected) *PendingStage {
+	p := &PendingStage{done: make(chan struct{})}
+	acquired := make(chan struct{})
+	var once sync.Once
+	signal := func() { once.Do(func() { close(acquired) }) }
+	go func() {
+		defer close(p.done)
+		defer signal()
+		p.b, p.err = s.stageBlob(ctx, ref, bytes.NewReader(data), want, signal)
+	}()
+	<-acquired
+	return p
+}
+
+// Wait returns the staged blob, or the error that staging it met; the
+// blob is not nil when there is something to Close.
+func (p *PendingStage) Wait() (*StagedBlob, error) {
+	<-p.done
+	return p.b, p.err
 }
 
 func (b *StagedBlob) write(ctx context.Context, r io.Reader, want Expected) error {
-	h, err := b.s.openUpload(ctx, b.ref)
-	if err != nil {
-		return err
-	}
-	b.h = h
-	setSHA1Metadata(h, want)
 	hash := sha256.New()
-	p, err := b.s.writeAt(ctx, h, 0, r, hash)
+	p, err := b.s.writeAt(ctx, b.h, 0, r, hash)
 	if err != nil {
 		return err
 	}

@@ -50,12 +50,15 @@ type Upload struct {
 	// meta is the user metadata of the objects written from now on and of
 	// the promoted blob (SetMetadata).
 	meta map[string]string
+	// attrsStaged: the file backend's metadata sidecar of meta was written
+	// next to the upload file (CreateOpenUpload) and moves with it.
+	attrsStaged bool
 }
 
 // SetMetadata sets the user metadata (gocloud WriterOptions.Metadata; on
 // S3 the x-amz-meta-<key> headers) that the promoted blob object carries,
 // and that parts written from now on carry. Keys should be lowercase.
-func (u *Upload) SetMetadata(m map[string]string) { u.meta = m }
+func (u *Upload) SetMetadata(m map[string]string) { u.meta, u.attrsStaged = m, false }
 
 func (u *Upload) writerOptions() *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: contentType, Metadata: u.meta}
@@ -64,10 +67,25 @@ func (u *Upload) writerOptions() *blob.WriterOptions {
 // CreateUpload prepares the temporary storage of a new upload (file
 // backend: an empty file; other backends: nothing).
 func (s *Store) CreateUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) error {
-	if !s.IsFile() {
-		return nil
+	u, err := s.CreateOpenUpload(ctx, namespaceID, uploadID, nil)
+	if err != nil {
+		return err
 	}
-	p := s.path(UploadKey(namespaceID, uploadID))
+	return u.Close()
+}
+
+// CreateOpenUpload is CreateUpload that keeps the new upload open for
+// writing (and, on the file backend, locked), with the user metadata of
+// its blob set (SetMetadata) when meta is not nil. On the file backend
+// the metadata sidecar is written now, next to the upload file, and
+// renamed with it on Promote: both file creations happen while the
+// caller records the upload session, not on the commit path.
+func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID, meta map[string]string) (*Upload, error) {
+	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID), meta: meta}
+	if !s.IsFile() {
+		return u, nil
+	}
+	p := s.path(u.prefix)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(p), 0o777); err == nil {
@@ -75,9 +93,25 @@ func (s *Store) CreateUpload(ctx context.Context, namespaceID, uploadID uuid.UUI
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("objstore: create upload file: %w", err)
+		return nil, fmt.Errorf("objstore: create upload file: %w", err)
 	}
-	return f.Close()
+	// Nobody else knows the upload yet, so the lock is free; taking it
+	// makes the handle what OpenUpload returns.
+	if err := tryLock(f); err != nil {
+		f.Close()
+		_ = os.Remove(p)
+		return nil, fmt.Errorf("objstore: lock upload: %w", err)
+	}
+	u.f = f
+	if meta != nil {
+		if err := writeFileAttrs(p, meta); err != nil {
+			u.f.Close()
+			_ = os.Remove(p)
+			return nil, err
+		}
+		u.attrsStaged = true
+	}
+	return u, nil
 }
 
 // OpenUpload opens the temporary data of an upload for writing or
@@ -184,7 +218,7 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
 			return fmt.Errorf("objstore: promote: %w", err)
 		}
-		if err := writeFileAttrs(to, u.meta); err != nil {
+		if err := u.placeAttrs(to); err != nil {
 			return err
 		}
 		if err := os.Rename(u.s.path(u.prefix), to); err != nil {
@@ -264,6 +298,9 @@ func (u *Upload) copyPart(ctx context.Context, p Part, dst string) error {
 	return nil
 }
 
+// attrsSuffix ends the name of gocloud fileblob's metadata sidecar.
+const attrsSuffix = ".attrs"
+
 // writeFileAttrs writes the sidecar in which the file backend (gocloud
 // fileblob) keeps an object's attributes, <path>.attrs, before the data
 // file is renamed into place; nothing when there is no metadata. fileblob
@@ -276,7 +313,25 @@ func writeFileAttrs(path string, meta map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("objstore: promote: attributes: %w", err)
 	}
-	if err := os.WriteFile(path+".attrs", b, 0o666); err != nil {
+	if err := os.WriteFile(path+attrsSuffix, b, 0o666); err != nil {
+		return fmt.Errorf("objstore: promote: attributes: %w", err)
+	}
+	return nil
+}
+
+// placeAttrs puts the metadata sidecar of the file backend's blob file to
+// before the data is renamed there: the staged sidecar is moved, else one
+// is written (nothing without metadata).
+func (u *Upload) placeAttrs(to string) error {
+	if !u.attrsStaged {
+		return writeFileAttrs(to, u.meta)
+	}
+	err := os.Rename(u.s.path(u.prefix)+attrsSuffix, to+attrsSuffix)
+	if errors.Is(err, os.ErrNotExist) {
+		// Moved by an earlier Promote of this upload that failed after it.
+		return writeFileAttrs(to, u.meta)
+	}
+	if err != nil {
 		return fmt.Errorf("objstore: promote: attributes: %w", err)
 	}
 	return nil
@@ -328,8 +383,10 @@ func (u *Upload) compose(ctx context.Context, parts []Part, dst string) error {
 func (s *Store) DeleteUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) error {
 	prefix := UploadKey(namespaceID, uploadID)
 	if s.IsFile() {
-		if err := os.Remove(s.path(prefix)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("objstore: delete upload: %w", err)
+		for _, p := range []string{s.path(prefix), s.path(prefix) + attrsSuffix} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("objstore: delete upload: %w", err)
+			}
 		}
 		return nil
 	}
