@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
@@ -138,5 +140,64 @@ func TestNpmVersionsPagePlan(t *testing.T) {
 			strings.Contains(inner, "Sort") || strings.Count(text, " on npm_versions_p") != 1 {
 			t.Fatalf("keyset=%v: the version page is not a backward scan of the semver index on one partition:\n%s", keyset, text)
 		}
+	}
+}
+
+// TestNpmSemverKeyUnchanged: the npm_semver_key of migration 00036 gives
+// byte for byte the keys of the one of 00034 that built
+// npm_versions_semver_idx (so the index needed no rebuild), on edge cases,
+// strings that are not SemVer, and random versions.
+func TestNpmSemverKeyUnchanged(t *testing.T) {
+	pool := testdb.New(t)
+	ctx := context.Background()
+	src, err := os.ReadFile("../migrations/00034_npm_semver_order.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := string(src)
+	start := strings.Index(body, "CREATE FUNCTION npm_semver_key(")
+	end := strings.Index(body, "\n$$;")
+	if start < 0 || end < start {
+		t.Fatal("no npm_semver_key in migration 00034")
+	}
+	old := strings.Replace(body[start:end+4], "npm_semver_key(", "npm_semver_key_00034(", 1)
+	if _, err := pool.Exec(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	inputs := []string{
+		"0.0.0", "1.0.0", "01.0.0", "1.0", "1.0.0.0", "1.0.0-", "1.0.0-a..b", "1.0.0+", "1.0.0+b.1", "1.0.0-rc.1+b",
+		"1.0.0--", "1.0.0-a-", "1.0.0-00", "1.0.0-007", "1.0.0-0a", "1.0.0-" + strings.Repeat("1", 120),
+		"1.0.0-0" + strings.Repeat("1", 99), strings.Repeat("9", 99) + ".0.0", strings.Repeat("9", 100) + ".0.0",
+		"1.0.0-x.7.z.92", "v1.0.0", "", " 1.0.0", "1.0.0 ", "1.0.0-é", "1.2.3-alpha.1.2.beta+exp.sha.5114f85",
+		"1.0.0+a+b", "1.0.0-a+b-c", "1.0.0-+", "-1.0.0", "1.-0.0", "1..0",
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := []string{"alpha", "beta", "rc", "0", "00", "01", "1", "10", "x-y", "A", "a1", "-", ""}
+	for range 5000 {
+		v := fmt.Sprintf("%d.%d.%d", rng.IntN(20), rng.IntN(20), rng.IntN(2000))
+		for j := range rng.IntN(4) {
+			sep := "."
+			if j == 0 {
+				sep = "-"
+			}
+			v += sep + ids[rng.IntN(len(ids))]
+		}
+		if rng.IntN(5) == 0 {
+			v += "+" + ids[rng.IntN(len(ids))]
+		}
+		inputs = append(inputs, v)
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT v FROM unnest($1::text[]) AS t(v)
+		WHERE npm_semver_key(v) IS DISTINCT FROM npm_semver_key_00034(v)`, inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differ, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(differ) > 0 {
+		t.Fatalf("%d of %d inputs get another key than before, e.g. %q", len(differ), len(inputs), differ[0])
 	}
 }
