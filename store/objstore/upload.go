@@ -106,6 +106,7 @@ func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid
 	if meta != nil {
 		if err := writeFileAttrs(p, meta); err != nil {
 			u.f.Close()
+			_ = os.Remove(p + attrsSuffix)
 			_ = os.Remove(p)
 			return nil, err
 		}
