@@ -56,7 +56,7 @@ type NpmPublishResult struct {
 // (ADR-004): exactly (total), and through the buffered counters
 // (versions_count only grows), which keep counting should rows ever be
 // purged from the trash. The unique index npm_versions_active_version_key
-// stays the real guard. No row: the package has no version yet.
+// stays the real guard. A NULL id: the name has no active package yet.
 const npmPublishLockSQL = `
 WITH lock AS (
 	SELECT id FROM npm_packages
