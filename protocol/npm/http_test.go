@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestPublishAndRead covers the basic cycle over raw HTTP: publish,
@@ -562,5 +563,58 @@ func TestEndpoints(t *testing.T) {
 	}(), nil)
 	if status != http.StatusUnprocessableEntity {
 		t.Errorf("tags limit on publish: %d %s", status, body)
+	}
+}
+
+// TestRebuildJobsCoalesce: every publish queues a rebuild job, but a job
+// whose package has a later rebuild waiting records "superseded" and
+// builds nothing; the last ones rebuild, and the files end fresh with
+// every version.
+func TestRebuildJobsCoalesce(t *testing.T) {
+	e := newEnv(t, envOptions{withJobs: true, Options: Options{RebuildDelay: 2 * time.Second}})
+	const n = 12
+	for i := range n {
+		e.publish("js", newPublish(t, "burst", fmt.Sprintf("1.0.%d", i), nil))
+	}
+	outcomes := func() map[string]int {
+		rows, err := e.pool.Query(e.ctx, `
+			SELECT coalesce(metadata->'output'->>'outcome', state::text) FROM river_job
+			WHERE kind = 'npm_rebuild_packument' AND args->>'name' = 'burst'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]int{}
+		for _, o := range got {
+			m[o]++
+		}
+		return m
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	var m map[string]int
+	for {
+		m = outcomes()
+		if m["superseded"]+m["rebuilt"]+m["fresh"] == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rebuild jobs did not all finish: %v", m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// At most the jobs River runs at once (4 workers) see no later one
+	// still waiting.
+	if m["rebuilt"] < 1 || m["rebuilt"]+m["fresh"] > 4 || m["superseded"] < n-4 {
+		t.Fatalf("job outcomes %v: want most superseded and at least one rebuild", m)
+	}
+	if fresh := e.count(`SELECT count(*) FROM npm_metadata_files WHERE expires_at > now()`); fresh != 3 {
+		t.Fatalf("%d fresh metadata files after the jobs, want 3", fresh)
+	}
+	status, body, _ := e.do(http.MethodGet, e.registry("js")+"burst", "", nil, nil)
+	if status != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`"1.0.%d"`, n-1)) || !strings.Contains(string(body), `"1.0.0"`) {
+		t.Fatalf("packument after the burst: %d", status)
 	}
 }

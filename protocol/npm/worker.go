@@ -46,33 +46,69 @@ func (w *rebuildWorker) Timeout(*river.Job[RebuildPackumentArgs]) time.Duration 
 	return rebuildTimeout
 }
 
+// Work rebuilds the package's metadata files, unless a later write's
+// rebuild is still waiting to run: that one runs after its write, hence
+// after this job's write too, and reads the newer state, so building now
+// would only make files the later write has expired already. A burst of
+// publishes thus costs one rebuild, not one per version. The outcome is
+// recorded on the job ("superseded", "rebuilt", or "fresh" when the files
+// needed nothing).
 func (w *rebuildWorker) Work(ctx context.Context, job *river.Job[RebuildPackumentArgs]) error {
-	err := w.h.rebuildInBackground(ctx, job.Args)
-	if errors.Is(err, errNoRebuild) {
-		return nil
+	later, err := w.h.st.JobWaitingAfter(ctx, job.JobRow, rebuildMatch{job.Args.NamespaceID, job.Args.PackageID})
+	if err != nil {
+		return err
+	}
+	outcome := "superseded"
+	if !later {
+		outcome, err = w.h.rebuildInBackground(ctx, job.Args)
+		if errors.Is(err, errNoRebuild) {
+			return nil
+		}
+	}
+	if err == nil {
+		err = river.RecordOutput(ctx, rebuildOutput{Outcome: outcome})
 	}
 	return err
 }
 
+// rebuildMatch selects the rebuild jobs of one package (JSON containment
+// in river_job.args).
+type rebuildMatch struct {
+	NamespaceID uuid.UUID `json:"namespace_id"`
+	PackageID   uuid.UUID `json:"package_id"`
+}
+
+// rebuildOutput is what a rebuild job records (river.RecordOutput).
+type rebuildOutput struct {
+	Outcome string `json:"outcome"`
+}
+
 // rebuildInBackground is the worker's rebuild: unless the files are fresh,
-// load, build, store and swap (store.NpmRebuildMetadata).
-func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArgs) error {
+// load, build, store and swap (store.NpmRebuildMetadata). The outcome is
+// "rebuilt" or "fresh" (nothing to do: the files were fresh, or the
+// package or repository went away).
+func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArgs) (string, error) {
 	if h.opts.PublicURL == "" {
-		return errNoRebuild
+		return "", errNoRebuild
 	}
 	repo, err := h.st.NpmRepositoryByID(ctx, a.NamespaceID, a.NpmRepositoryID)
 	if errors.Is(err, store.ErrNpmRepositoryUnknown) {
-		return nil // the repository went away
+		return "fresh", nil // the repository went away
 	}
 	if err != nil {
-		return err
+		return "", err
 	}
 	pkg := store.NpmPackageRef{NamespaceID: a.NamespaceID, NpmRepositoryID: a.NpmRepositoryID, PackageID: a.PackageID, Name: a.Name}
-	_, err = h.rebuild(ctx, nil, repo, pkg, false)
-	if errors.Is(err, store.ErrNpmPackageUnknown) {
-		return nil // unpublished meanwhile
+	res, err := h.rebuild(ctx, nil, repo, pkg, false)
+	switch {
+	case errors.Is(err, store.ErrNpmPackageUnknown):
+		return "fresh", nil // unpublished meanwhile
+	case err != nil:
+		return "", err
+	case res.Rebuilt:
+		return "rebuilt", nil
 	}
-	return err
+	return "fresh", nil
 }
 
 // RegisterWorkers adds the npm packument rebuild worker to a River worker
