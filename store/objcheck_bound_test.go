@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -194,74 +195,6 @@ func TestCommitObjectCheckBoundHangingStorage(t *testing.T) {
 	}
 }
 
-// delayProxy forwards loopback TCP connections to target, holding every
-// read from the client for delay before passing it on: a slow network in
-// front of a real storage server. Each request of a keep-alive connection
-// is a new read, so each one is delayed.
-func delayProxy(t *testing.T, target string, delay time.Duration) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, s)
-			mu.Unlock()
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				defer s.Close()
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := c.Read(buf)
-					if n > 0 {
-						time.Sleep(delay)
-						if _, werr := s.Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				_, _ = io.Copy(c, s)
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
-
 // TestAttachObjectCheckBoundSlowStorage: the checks of one Attach share one
 // ObjectCheckTimeout. Every object exists, on a real S3 server behind a
 // link that holds each request for 400 ms, and the bound is 1 s: 24
@@ -280,8 +213,8 @@ func TestAttachObjectCheckBoundSlowStorage(t *testing.T) {
 	f.detach(t, f.attach(t, digests...)...)
 	before := f.candidates(t)
 
-	slow := delayProxy(t, f.proxy.Addr, 400*time.Millisecond)
-	objects, err := objstore.Open(ctx, "s3://"+f.bucket+"?endpoint=http://"+slow+"&region=us-east-1&use_path_style=true")
+	slow := ocitools.NewSlowProxy(t, f.proxy.Addr, 400*time.Millisecond)
+	objects, err := objstore.Open(ctx, "s3://"+f.bucket+"?endpoint=http://"+slow.Addr+"&region=us-east-1&use_path_style=true")
 	if err != nil {
 		t.Fatal(err)
 	}

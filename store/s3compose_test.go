@@ -10,10 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
@@ -35,26 +33,8 @@ type s3Fixture struct {
 // server). It returns the store and the bucket name.
 func newS3Bucket(t testing.TB, endpoint string) (*objstore.Store, string) {
 	t.Helper()
-	ctx := context.Background()
-	srv := ocitools.SharedS3(t)
-	srv.SetEnv(t)
-	if endpoint == "" {
-		endpoint = srv.Endpoint
-	}
-	admin, err := objstore.Open(ctx, srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var client *s3.Client
-	if !admin.Bucket().As(&client) {
-		t.Fatal("s3 bucket does not expose *s3.Client")
-	}
-	name := "t-" + uuid.NewString()
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	objects, err := objstore.Open(ctx, "s3://"+name+"?endpoint="+endpoint+"&region=us-east-1&use_path_style=true")
+	url, name := ocitools.SharedS3(t).NewBucket(t, endpoint)
+	objects, err := objstore.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,18 +46,8 @@ func newS3Bucket(t testing.TB, endpoint string) (*objstore.Store, string) {
 // creates a bucket on it and opens it.
 func newGCSBucket(t testing.TB) *objstore.Store {
 	t.Helper()
-	ctx := context.Background()
 	srv, _ := ocitools.StartGCS(t)
-	srv.SetEnv(t)
-	client, err := storage.NewClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	if err := client.Bucket("store-test").Create(ctx, "test-project", nil); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	objects, err := objstore.Open(ctx, "gs://store-test")
+	objects, err := objstore.Open(context.Background(), srv.NewBucket(t, "store-test"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -309,89 +308,4 @@ func (l *lockedBuffer) tail() string {
 		s = s[len(s)-8000:]
 	}
 	return s
-}
-
-// CountingProxy is a loopback TCP proxy in front of a server that counts
-// the bytes clients send and receive through it: how the S3 tests see whether a commit
-// streamed the data or had the server copy it.
-type CountingProxy struct {
-	Addr     string // 127.0.0.1:<port>
-	sent     atomic.Int64
-	received atomic.Int64
-}
-
-// Sent is the number of bytes clients have sent so far.
-func (p *CountingProxy) Sent() int64 { return p.sent.Load() }
-
-// Received is the number of bytes clients have received so far.
-func (p *CountingProxy) Received() int64 { return p.received.Load() }
-
-// NewCountingProxy forwards every connection to target (host:port) until
-// the test ends.
-func NewCountingProxy(t testing.TB, target string) *CountingProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &CountingProxy{Addr: ln.Addr().String()}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	track := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			track(c)
-			track(s)
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				_, _ = io.Copy(s, countingReader{c, &p.sent})
-				_ = s.(*net.TCPConn).CloseWrite()
-			}()
-			go func() {
-				defer wg.Done()
-				_, _ = io.Copy(c, countingReader{s, &p.received})
-				_ = c.(*net.TCPConn).CloseWrite()
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return p
-}
-
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }

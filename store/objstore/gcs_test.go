@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
-	"cloud.google.com/go/storage"
 	"github.com/google/uuid"
-	"google.golang.org/api/iterator"
+	"gocloud.dev/blob"
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 )
@@ -24,16 +24,7 @@ import (
 func TestGCSCompose(t *testing.T) {
 	ctx := context.Background()
 	srv, proxy := ocitools.StartGCS(t)
-	srv.SetEnv(t)
-	client, err := storage.NewClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	if err := client.Bucket("objstore-test").Create(ctx, "test-project", nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(ctx, "gs://objstore-test")
+	st, err := Open(ctx, srv.NewBucket(t, "objstore-test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +52,7 @@ func TestGCSCompose(t *testing.T) {
 		err = u.Promote(ctx, parts, int64(len(data)), key)
 		moved := proxy.Sent() + proxy.Received() - before
 		t.Logf("promote of %d bytes in %d parts: %d bytes through the proxy, err %v", len(data), len(parts), moved, err)
-		for _, k := range listKeys(t, client, ns.String()+"/uploads/") {
+		for _, k := range listKeys(t, st, ns.String()+"/uploads/") {
 			if strings.Contains(k, "/compose-") {
 				t.Fatalf("intermediate object left: %s", k)
 			}
@@ -69,7 +60,7 @@ func TestGCSCompose(t *testing.T) {
 		if derr := st.DeleteUpload(ctx, ns, id); derr != nil {
 			t.Fatal(derr)
 		}
-		if left := listKeys(t, client, ns.String()+"/uploads/"); len(left) != 0 {
+		if left := listKeys(t, st, ns.String()+"/uploads/"); len(left) != 0 {
 			t.Fatalf("upload objects left: %v", left)
 		}
 		return key, moved, err
@@ -146,18 +137,8 @@ func TestGCSCompose(t *testing.T) {
 // bucket on it.
 func newGCSBucket(t *testing.T) *Store {
 	t.Helper()
-	ctx := context.Background()
 	srv, _ := ocitools.StartGCS(t)
-	srv.SetEnv(t)
-	client, err := storage.NewClient(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	if err := client.Bucket("objstore-test").Create(ctx, "test-project", nil); err != nil {
-		t.Fatal(err)
-	}
-	st, err := Open(ctx, "gs://objstore-test")
+	st, err := Open(context.Background(), srv.NewBucket(t, "objstore-test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,18 +146,18 @@ func newGCSBucket(t *testing.T) *Store {
 	return st
 }
 
-func listKeys(t *testing.T, client *storage.Client, prefix string) []string {
+func listKeys(t *testing.T, st *Store, prefix string) []string {
 	t.Helper()
 	var out []string
-	it := client.Bucket("objstore-test").Objects(context.Background(), &storage.Query{Prefix: prefix})
+	it := st.Bucket().List(&blob.ListOptions{Prefix: prefix})
 	for {
-		a, err := it.Next()
-		if errors.Is(err, iterator.Done) {
+		a, err := it.Next(context.Background())
+		if errors.Is(err, io.EOF) {
 			return out
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, a.Name)
+		out = append(out, a.Key)
 	}
 }

@@ -123,9 +123,7 @@ func TestUploadPromote(t *testing.T) {
 			s := open(t)
 			ns, id := uuid.New(), uuid.New()
 			data := randBytes(3*copyBufSize+777, 42)
-			if err := s.CreateUpload(ctx, ns, id); err != nil {
-				t.Fatal(err)
-			}
+			createUpload(t, s, ns, id)
 			u, err := s.OpenUpload(ctx, ns, id)
 			if err != nil {
 				t.Fatal(err)
@@ -208,9 +206,7 @@ func TestFileUploadLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns, id := uuid.New(), uuid.New()
-	if err := s1.CreateUpload(ctx, ns, id); err != nil {
-		t.Fatal(err)
-	}
+	createUpload(t, s1, ns, id)
 	u1, err := s1.OpenUpload(ctx, ns, id)
 	if err != nil {
 		t.Fatal(err)
@@ -231,5 +227,18 @@ func TestFileUploadLock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, UploadKey(ns, id))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("upload file still there: %v", err)
+	}
+}
+
+// createUpload creates an upload's temporary storage and closes it, for
+// tests that open it again.
+func createUpload(t *testing.T, s *Store, ns, id uuid.UUID) {
+	t.Helper()
+	u, err := s.CreateOpenUpload(context.Background(), ns, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,26 +29,8 @@ type s3Backend struct {
 // server).
 func newS3Bucket(t testing.TB, endpoint string) (*Store, string) {
 	t.Helper()
-	ctx := context.Background()
-	srv := ocitools.SharedS3(t)
-	srv.SetEnv(t)
-	if endpoint == "" {
-		endpoint = srv.Endpoint
-	}
-	admin, err := Open(ctx, srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	var client *s3.Client
-	if !admin.Bucket().As(&client) {
-		t.Fatal("s3 bucket does not expose *s3.Client")
-	}
-	name := "t-" + uuid.NewString()
-	if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	st, err := Open(ctx, "s3://"+name+"?endpoint="+endpoint+"&region=us-east-1&use_path_style=true")
+	url, name := ocitools.SharedS3(t).NewBucket(t, endpoint)
+	st, err := Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}

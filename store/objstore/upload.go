@@ -64,17 +64,8 @@ func (u *Upload) writerOptions() *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: contentType, Metadata: u.meta}
 }
 
-// CreateUpload prepares the temporary storage of a new upload (file
-// backend: an empty file; other backends: nothing).
-func (s *Store) CreateUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) error {
-	u, err := s.CreateOpenUpload(ctx, namespaceID, uploadID, nil)
-	if err != nil {
-		return err
-	}
-	return u.Close()
-}
-
-// CreateOpenUpload is CreateUpload that keeps the new upload open for
+// CreateOpenUpload prepares the temporary storage of a new upload (file
+// backend: an empty file; other backends: nothing) and returns it open for
 // writing (and, on the file backend, locked), with the user metadata of
 // its blob set (SetMetadata) when meta is not nil. On the file backend
 // the metadata sidecar is written now, next to the upload file, and
