@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -464,5 +463,3 @@ func (h *handler) getVersion(req *request, name, spec string) error {
 	}
 	return nil
 }
-
-var errNoRebuild = errors.New("npm: no public URL configured; the background rebuild is skipped")

@@ -54,6 +54,11 @@ func (w *rebuildWorker) Timeout(*river.Job[RebuildPackumentArgs]) time.Duration 
 // recorded on the job ("superseded", "rebuilt", or "fresh" when the files
 // needed nothing).
 func (w *rebuildWorker) Work(ctx context.Context, job *river.Job[RebuildPackumentArgs]) error {
+	if w.h.opts.PublicURL == "" {
+		// The files hold absolute tarball URLs, which without a public
+		// URL come from each request: only readers can build them.
+		return nil
+	}
 	later, err := w.h.st.JobWaitingAfter(ctx, job.JobRow, rebuildMatch{job.Args.NamespaceID, job.Args.PackageID})
 	if err != nil {
 		return err
@@ -61,9 +66,6 @@ func (w *rebuildWorker) Work(ctx context.Context, job *river.Job[RebuildPackumen
 	outcome := "superseded"
 	if !later {
 		outcome, err = w.h.rebuildInBackground(ctx, job.Args)
-		if errors.Is(err, errNoRebuild) {
-			return nil
-		}
 	}
 	if err == nil {
 		err = river.RecordOutput(ctx, rebuildOutput{Outcome: outcome})
@@ -88,9 +90,6 @@ type rebuildOutput struct {
 // "rebuilt" or "fresh" (nothing to do: the files were fresh, or the
 // package or repository went away).
 func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArgs) (string, error) {
-	if h.opts.PublicURL == "" {
-		return "", errNoRebuild
-	}
 	repo, err := h.st.NpmRepositoryByID(ctx, a.NamespaceID, a.NpmRepositoryID)
 	if errors.Is(err, store.ErrNpmRepositoryUnknown) {
 		return "fresh", nil // the repository went away
