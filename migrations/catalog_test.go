@@ -21,6 +21,7 @@ func TestCatalog(t *testing.T) {
 	t.Run("partitioning invariant", func(t *testing.T) { checkPartitioningInvariant(t, pool) })
 	t.Run("uuidv7 checks", func(t *testing.T) { checkUUIDv7Checks(t, pool) })
 	t.Run("referential actions", func(t *testing.T) { checkReferentialActions(t, pool) })
+	t.Run("partition-wise foreign keys", func(t *testing.T) { checkPartitionWiseForeignKeys(t, pool) })
 	t.Run("enum checks match store/enum", func(t *testing.T) { checkEnumChecksMatchGo(t, pool) })
 	t.Run("counter delta pairs match store/enum", func(t *testing.T) { checkCounterDeltaPairsMatchGo(t, pool) })
 	t.Run("expected tables", func(t *testing.T) { checkTables(t, pool) })
@@ -353,6 +354,65 @@ func checkCounterDeltaPairsMatchGo(t *testing.T, pool *pgxpool.Pool) {
 	}
 }
 
+// declaredForeignKeysSQL lists the foreign keys of the public tables, a key
+// split partition by partition (migration 00037) once, under its name
+// without the _pNN suffix: name, relname (the public table), confdeltype.
+const declaredForeignKeysSQL = `
+SELECT DISTINCT CASE WHEN n.nspname = 'partitions' THEN left(k.conname, -4) ELSE k.conname END AS name,
+       coalesce(parent.relname, c.relname) AS relname, k.confdeltype
+FROM pg_constraint k
+JOIN pg_class c ON c.oid = k.conrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND n.nspname = 'partitions'
+LEFT JOIN pg_class parent ON parent.oid = i.inhparent
+WHERE k.contype = 'f' AND k.conparentid = 0
+  AND (n.nspname = 'public' OR (n.nspname = 'partitions' AND k.conname ~ '_p\d\d$'))`
+
+// checkPartitionWiseForeignKeys checks migration 00037's rule: a foreign
+// key between two tables hash-partitioned alike (the key maps one table's
+// partition column to the other's) is declared partition by partition,
+// each of its 64 constraints on a child partition referencing the
+// partition of the same bound, all with one definition; keys between
+// tables partitioned on different columns stay on the parents.
+func checkPartitionWiseForeignKeys(t *testing.T, pool *pgxpool.Pool) {
+	ctx := context.Background()
+	unsplit := queryStrings(ctx, t, pool, `
+SELECT k.conname FROM pg_constraint k
+JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'public' AND k.contype = 'f' AND k.conparentid = 0
+  AND EXISTS (SELECT 1 FROM foreign_key_partition_pairs(k.oid))`)
+	if len(unsplit) > 0 {
+		t.Errorf("foreign keys declared on the parents although their tables are partitioned alike (call split_foreign_key): %v", unsplit)
+	}
+	bad := queryStrings(ctx, t, pool, `
+SELECT format('%s: %s constraints, %s definitions, %s referenced parents, %s misaligned', name, parts, defs, parents, parts - aligned)
+FROM (
+	SELECT left(k.conname, -4) AS name, count(*) AS parts,
+	       count(DISTINCT regexp_replace(pg_get_constraintdef(k.oid), 'REFERENCES partitions\.\w+_p\d\d\(', 'REFERENCES (')) AS defs,
+	       count(DISTINCT ri.inhparent) AS parents,
+	       count(*) FILTER (WHERE pg_get_expr(c.relpartbound, c.oid) = pg_get_expr(r.relpartbound, r.oid)
+	                          AND right(k.conname, 2) = right(c.relname, 2)) AS aligned
+	FROM pg_constraint k
+	JOIN pg_class c ON c.oid = k.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+	JOIN pg_class r ON r.oid = k.confrelid JOIN pg_inherits ri ON ri.inhrelid = r.oid
+	WHERE n.nspname = 'partitions' AND k.contype = 'f' AND k.conparentid = 0 AND k.conname ~ '_p\d\d$'
+	GROUP BY 1
+) s
+WHERE parts <> 64 OR defs <> 1 OR parents <> 1 OR aligned <> 64`)
+	if len(bad) > 0 {
+		t.Errorf("partition-wise foreign keys not split cleanly: %v", bad)
+	}
+	// The publish path's keys are among them (the reason for the split).
+	split := queryStrings(ctx, t, pool, `SELECT DISTINCT left(conname, -4) FROM pg_constraint
+WHERE contype = 'f' AND conname ~ '_p\d\d$' AND connamespace = 'partitions'::regnamespace`)
+	for _, k := range []string{"upload_sessions_repository_fkey", "npm_files_npm_version_fkey", "npm_versions_npm_package_fkey",
+		"npm_tags_npm_version_fkey", "blob_storage_attachments_blob_fkey", "maven_files_maven_version_fkey", "container_tags_container_manifest_fkey"} {
+		if !slices.Contains(split, k) {
+			t.Errorf("%s is not split partition by partition", k)
+		}
+	}
+}
+
 // checkReferentialActions lists every foreign key of the public parents whose
 // delete action is not NO ACTION and compares it with the actions ADR-007
 // specifies: CASCADE for derived rows and structural children, RESTRICT for
@@ -377,20 +437,16 @@ func checkReferentialActions(t *testing.T, pool *pgxpool.Pool) {
 	}
 	slices.Sort(want)
 	got := queryStrings(ctx, t, pool, `
-SELECT k.conname || ' ' || k.confdeltype::text
-FROM pg_constraint k
-JOIN pg_class c ON c.oid = k.conrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = 'public' AND k.contype = 'f' AND k.conparentid = 0 AND k.confdeltype <> 'a'
-  AND c.relname NOT LIKE 'river%'`)
+SELECT name || ' ' || confdeltype::text FROM (`+declaredForeignKeysSQL+`) k
+WHERE confdeltype <> 'a' AND relname NOT LIKE 'river%'`)
 	if !slices.Equal(got, want) {
 		t.Errorf("foreign keys with a delete action other than NO ACTION:\n got %v\nwant %v", got, want)
 	}
 	// The upstream sibling references must stay NO ACTION (refuse deletes).
 	noAction := queryStrings(ctx, t, pool, `
-SELECT k.conname FROM pg_constraint k
-WHERE k.contype = 'f' AND k.conparentid = 0 AND k.confdeltype = 'a'
-  AND k.conname IN ('container_virtual_repository_upstreams_upstream_fkey',
+SELECT name FROM (`+declaredForeignKeysSQL+`) k
+WHERE confdeltype = 'a'
+  AND name IN ('container_virtual_repository_upstreams_upstream_fkey',
                     'maven_virtual_repository_upstreams_upstream_fkey',
                     'npm_virtual_repository_upstreams_upstream_fkey',
                     'upload_sessions_repository_fkey',
