@@ -81,43 +81,40 @@ SELECT lock.id, v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FR
 FROM v CROSS JOIN t LEFT JOIN lock ON true`
 
 // npmPublishSQL attaches the tarball's blob (its row is locked by the
-// staged commit before this statement; a live GC candidate is deleted),
-// writes the version, its file, its tags, force-expires the package's
-// metadata files and records the buffered counters, in one statement.
-// $1 version id, $2 namespace, $3 package, $4 version, $5 package_json,
-// $6 file id, $7 file name, $8 the blob has a candidate, $9 sha256,
-// $10/$11 tag ids/names, $12 tarball size, $13 repository id,
-// $14 package created, $15 delta ids.
+// staged commit before this statement), writes the version, its file, its
+// tags, force-expires the package's metadata files and records the
+// buffered counters, in one statement. $1 version id, $2 namespace,
+// $3 package, $4 version, $5 package_json, $6 file id, $7 file name,
+// $8 sha256, $9/$10 tag ids/names, $11 tarball size, $12 repository id,
+// $13 package created, $14 delta ids.
 const npmPublishSQL = `
 WITH a AS (
-	INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($2, $9)
+	INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($2, $8)
 	RETURNING id
-), c AS (
-	DELETE FROM gc_blob_review_queue WHERE namespace_id = $2 AND sha256 = $9 AND $8::boolean
 ), v AS (
 	INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json)
 	VALUES ($1, $2, $3, $4, $5)
 	RETURNING id, created_at
 ), f AS (
 	INSERT INTO npm_files (id, namespace_id, npm_version_id, file_name, blob_storage_attachment_id, blob_sha256)
-	SELECT $6, $2, v.id, $7, a.id, $9 FROM v, a
+	SELECT $6, $2, v.id, $7, a.id, $8 FROM v, a
 ), t AS (
 	INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
-	SELECT u.id, $2, $3, v.id, u.name FROM v, unnest($10::uuid[], $11::text[]) AS u(id, name)
+	SELECT u.id, $2, $3, v.id, u.name FROM v, unnest($9::uuid[], $10::text[]) AS u(id, name)
 	ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
-	RETURNING (t.id = ANY($10::uuid[])) AS inserted
+	RETURNING (t.id = ANY($9::uuid[])) AS inserted
 ), e AS (
 	UPDATE npm_metadata_files SET expires_at = now()
 	WHERE namespace_id = $2 AND npm_package_id = $3 AND expires_at > now()
 ), d AS (
 	INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta)
-	SELECT ($15::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
+	SELECT ($14::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
 	FROM (VALUES
 		(1, 8::smallint, $3::uuid, 3::smallint, 1::bigint),               -- npm_packages.versions_count
 		(2, 8, $3, 4, (SELECT count(*) FROM t WHERE inserted)),           -- npm_packages.tags_count
-		(3, 9, $1, 2, $12::bigint),                                       -- npm_versions.size_bytes
-		(4, 0, $13::uuid, 2, $12),                                        -- repositories.size_bytes
-		(5, 0, $13, 0, CASE WHEN $14::boolean THEN 1 ELSE 0 END),         -- repositories.artifacts_count
+		(3, 9, $1, 2, $11::bigint),                                       -- npm_versions.size_bytes
+		(4, 0, $12::uuid, 2, $11),                                        -- repositories.size_bytes
+		(5, 0, $12, 0, CASE WHEN $13::boolean THEN 1 ELSE 0 END),         -- repositories.artifacts_count
 		(6, 1, $2, 6, 1)                                                  -- namespace_statistics.components_count
 	) AS x(n, target, target_id, field, delta)
 	WHERE x.delta <> 0 AND EXISTS (SELECT 1 FROM v)
@@ -176,9 +173,12 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, pkgID uuid.UUID, created bool, res *NpmPublishResult) error {
 	tags := res.Tags
 	committed, err := s.CommitStaged(ctx, tx, staged, func(u StagedUse) error {
+		if err := clearGCCandidate(ctx, tx, u); err != nil {
+			return err
+		}
 		err := tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
 			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
-			newNpmID(), in.FileName, u.Candidate, u.Blob.SHA256[:],
+			newNpmID(), in.FileName, u.Blob.SHA256[:],
 			newNpmIDs(len(tags)), tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
 		).Scan(&res.VersionID, &res.CreatedAt)
 		// The only unique key this statement can hit is the active
@@ -202,6 +202,22 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 		return err
 	}
 	res.BlobCreated = committed.Created
+	return nil
+}
+
+// clearGCCandidate deletes the live GC candidate of a staged blob about to
+// be attached (ADR-025: attaching clears it in the same transaction). A
+// statement of its own, run only when the commit found one, so that the
+// publish statement does not plan a read of the GC queue on every call.
+func clearGCCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
+	if !u.Candidate {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`, npmExecMode,
+		u.Blob.NamespaceID, u.Blob.SHA256[:])
+	if err != nil {
+		return fmt.Errorf("store: clear gc candidate: %w", err)
+	}
 	return nil
 }
 

@@ -192,12 +192,14 @@ func (s *Store) abandonUpload(ctx context.Context, ref UploadRef) {
 // server's can neither shorten the window nor stretch it.
 //
 // commitSQL is the common path of a commit in one statement: delete the
-// session (compare-and-swap), insert the blob row or, when it exists, lock it
-// FOR UPDATE and report whether a live GC candidate exists. It always returns
-// one row: the number of sessions deleted, then the blob (NULLs when the row
-// exists but is not visible to this statement's snapshot yet: it was
-// committed by a concurrent inserter we waited for; commitRetrySQL, a new
-// statement, sees it).
+// session (compare-and-swap) and insert the blob row. It always returns one
+// row: the number of sessions deleted, then the inserted blob, or NULLs
+// when the row exists (a dedup commit, or a concurrent inserter we waited
+// for): commitRetrySQL then locks it. Locking an existing row is left to
+// that second statement because a commit usually brings new bytes (clients
+// ask before they upload what the registry has), and every table a
+// statement reads from costs its planning on every call: the lock and the
+// GC candidate check would double this statement's.
 const commitSQL = `
 WITH sess AS (
 	DELETE FROM upload_sessions
@@ -208,24 +210,16 @@ WITH sess AS (
 	VALUES ($1, $4, $5, $6, $7, $8)
 	ON CONFLICT (namespace_id, sha256) DO NOTHING
 	RETURNING id, namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at
-), locked AS (
-	SELECT b.id, b.namespace_id, b.sha256, b.object_storage_key, b.size, b.metadata_sha1, b.created_at,
-	       EXISTS (SELECT 1 FROM gc_blob_review_queue q WHERE q.namespace_id = $1 AND q.sha256 = $4) AS candidate
-	FROM blob_storage_blobs b
-	WHERE b.namespace_id = $1 AND b.sha256 = $4 AND NOT EXISTS (SELECT 1 FROM ins)
-	FOR UPDATE OF b
-), res AS (
-	SELECT true AS inserted, i.*, false AS candidate FROM ins i
-	UNION ALL
-	SELECT false, l.* FROM locked l
 )
-SELECT (SELECT count(*) FROM sess), r.inserted, r.candidate,
-       r.id, r.namespace_id, r.sha256, r.object_storage_key, r.size, r.metadata_sha1, r.created_at
-FROM (SELECT) one LEFT JOIN res r ON true`
+SELECT (SELECT count(*) FROM sess), CASE WHEN i.id IS NOT NULL THEN true END, false,
+       i.id, i.namespace_id, i.sha256, i.object_storage_key, i.size, i.metadata_sha1, i.created_at
+FROM (SELECT) one LEFT JOIN ins i ON true`
 
-// commitRetrySQL is commitSQL without the session part, for the rare case
-// where the first statement could not see the conflicting row (or the row
-// was deleted while we waited for its lock).
+// commitRetrySQL inserts the blob row or, when it exists, locks it FOR
+// UPDATE and reports whether a live GC candidate exists; NULLs when the
+// row exists but is not visible to this statement's snapshot yet (it was
+// committed by a concurrent inserter we waited for) or was deleted while
+// we waited for its lock: the next attempt, a new statement, sees it.
 const commitRetrySQL = `
 WITH ins AS (
 	INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size, metadata_sha1, created_at)
