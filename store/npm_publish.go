@@ -50,13 +50,18 @@ type NpmPublishResult struct {
 // a metadata rebuild's swap takes FOR NO KEY UPDATE and so waits for
 // them) and answers the checks of the publish: does the version exist
 // (active) or did it exist (soft-deleted, in the active package or a
-// tombstone of the same name), the limit counts, and whether the package
-// has a latest tag. The version limit counts every version ever published
-// under the name, soft-deleted ones and those of tombstones included
-// (ADR-004): exactly (total), and through the buffered counters
-// (versions_count only grows), which keep counting should rows ever be
-// purged from the trash. The unique index npm_versions_active_version_key
-// stays the real guard. A NULL id: the name has no active package yet.
+// tombstone of the same name), both one probe of npm_versions_package_idx
+// per package row; the limit counts; and whether the package has a latest
+// tag. The version limit counts every version ever published under the
+// name, soft-deleted ones and those of tombstones included (ADR-004),
+// through the buffered counters (versions_count only grows, so purging
+// the trash does not lower it), and exactly (total) once they come within
+// npmExactCountMargin of the limit: they lag by the deltas not folded yet,
+// and counting every version row on every publish would make a publish
+// cost as many index entries as the package has versions. The unique
+// index npm_versions_active_version_key stays the real guard. A NULL id:
+// the name has no active package yet. $6: the buffered count from which
+// the rows are counted.
 const npmPublishLockSQL = `
 WITH lock AS (
 	SELECT id FROM npm_packages
@@ -66,11 +71,12 @@ WITH lock AS (
 	SELECT id, soft_deleted_at IS NULL AS active, versions_count FROM npm_packages
 	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3
 ), v AS (
-	SELECT coalesce(bool_or(pk.active AND v.soft_deleted_at IS NULL AND v.version = $4), false) AS exists,
-	       coalesce(bool_or(v.soft_deleted_at IS NOT NULL AND v.version = $4), false) AS existed,
-	       count(*) AS total
-	FROM npm_versions v JOIN pk ON v.npm_package_id = pk.id
-	WHERE v.namespace_id = $1
+	SELECT coalesce(bool_or(pk.active AND v.soft_deleted_at IS NULL), false) AS exists,
+	       coalesce(bool_or(v.soft_deleted_at IS NOT NULL), false) AS existed,
+	       CASE WHEN (SELECT sum(versions_count) FROM pk) >= $6 THEN
+	           (SELECT count(*) FROM pk JOIN npm_versions n ON n.namespace_id = $1 AND n.npm_package_id = pk.id)
+	       ELSE 0 END AS total
+	FROM pk JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = pk.id AND v.version = $4
 ), t AS (
 	SELECT count(*) FILTER (WHERE t.name <> ALL($5::text[])) AS others,
 	       coalesce(bool_or(t.name = 'latest'), false) AS latest
@@ -221,6 +227,13 @@ func clearGCCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
 	return nil
 }
 
+// npmExactCountMargin is how far below the version limit a package's
+// buffered count must be for a publish to trust it without counting rows.
+// It bounds how many versions the folder may not have folded yet: one
+// fold interval (counters.DefaultInterval, 30 s) of back-to-back publishes
+// of one package at 3 ms each.
+const npmExactCountMargin = 10000
+
 // pgUniqueViolationNpm is 23505 (unique_violation).
 const pgUniqueViolationNpm = "23505"
 
@@ -235,7 +248,8 @@ func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepositor
 		buffered, total, tcs int64
 		hasLatest            bool
 	)
-	err := tx.QueryRow(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, res.Tags).
+	err := tx.QueryRow(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, res.Tags,
+		MaxNpmVersionsPerPackage-npmExactCountMargin).
 		Scan(&id, &exists, &existed, &buffered, &total, &tcs, &hasLatest)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -177,8 +178,10 @@ func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg NpmPackageRef, 
 }
 
 // TestNpmPublishLimits: 25,000 versions per package, unpublished
-// (soft-deleted) versions included even before the buffered counter is
-// folded, and 1,000 dist-tags; both refused before any byte is stored.
+// (soft-deleted) versions included, counted row by row once the buffered
+// counter is within npmExactCountMargin of the limit (it lags by what is
+// not folded yet), and 1,000 dist-tags; both refused before any byte is
+// stored.
 func TestNpmPublishLimits(t *testing.T) {
 	f := newNpmFixture(t)
 	pkg := f.publish(t, "lib", "1.0.0")
@@ -186,6 +189,12 @@ func TestNpmPublishLimits(t *testing.T) {
 		INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json, soft_deleted_at)
 		SELECT x.id, $1, $2, '0.0.' || x.n, '{}', now() FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n)`,
 		pkg, MaxNpmVersionsPerPackage-2)
+	// The folded counter lags: it has reached the margin where a publish
+	// counts the rows, not the limit.
+	if _, err := f.pool.Exec(f.ctx, `UPDATE npm_packages SET versions_count = $3 WHERE namespace_id = $1 AND id = $2`,
+		f.repo.NamespaceID, pkg.PackageID, MaxNpmVersionsPerPackage-npmExactCountMargin); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.publishTarball("lib", "1.0.1", npmTestTarball(t, "1.0.1"), nil); err != nil {
 		t.Fatalf("publish of version 25,000: %v", err)
 	}
@@ -218,5 +227,47 @@ func TestNpmPublishLimits(t *testing.T) {
 	}
 	if err := publishTagged("1.0.3", "beta"); !errors.Is(err, ErrNpmLimit) {
 		t.Fatalf("tag 1,001: %v, want ErrNpmLimit", err)
+	}
+}
+
+// TestNpmPublishCheckReadsOnePackage: the publish check probes the
+// versions of the package it publishes to (npm_versions_package_idx), not
+// every version row of the namespace's partition: here a package of
+// 20,000 versions sits beside the one published.
+func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
+	f := newNpmFixture(t)
+	big := f.publish(t, "big", "1.0.0")
+	f.insertNpmRows(t, `
+		INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json, soft_deleted_at)
+		SELECT x.id, $1, $2, '0.0.' || x.n, '{}', CASE WHEN x.n % 10 = 0 THEN now() END
+		FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n)`, big, 20000)
+	f.publish(t, "lib", "1.0.0")
+	if _, err := f.pool.Exec(f.ctx, `ANALYZE npm_versions, npm_packages, npm_tags`); err != nil {
+		t.Fatal(err)
+	}
+	var plan []map[string]any
+	err := f.pool.QueryRow(f.ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+npmPublishLockSQL,
+		f.repo.NamespaceID, f.repo.NpmRepositoryID, "lib", "1.0.1", []string{"latest"},
+		MaxNpmVersionsPerPackage-npmExactCountMargin).Scan(&plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0.0
+	var walk func(n map[string]any)
+	walk = func(n map[string]any) {
+		if rel, _ := n["Relation Name"].(string); strings.HasPrefix(rel, "npm_versions") {
+			rows, _ := n["Actual Rows"].(float64)
+			loops, _ := n["Actual Loops"].(float64)
+			removed, _ := n["Rows Removed by Filter"].(float64)
+			read += rows*loops + removed
+		}
+		subs, _ := n["Plans"].([]any)
+		for _, sub := range subs {
+			walk(sub.(map[string]any))
+		}
+	}
+	walk(plan[0]["Plan"].(map[string]any))
+	if read > 10 {
+		t.Errorf("the publish check of lib read %.0f npm_versions rows", read)
 	}
 }
