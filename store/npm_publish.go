@@ -55,13 +55,13 @@ type NpmPublishResult struct {
 // tag. The version limit counts every version ever published under the
 // name, soft-deleted ones and those of tombstones included (ADR-004),
 // through the buffered counters (versions_count only grows, so purging
-// the trash does not lower it), and exactly (total) once they come within
-// npmExactCountMargin of the limit: they lag by the deltas not folded yet,
-// and counting every version row on every publish would make a publish
-// cost as many index entries as the package has versions. The unique
+// the trash does not lower it), and exactly (npmVersionRowsSQL, a second
+// statement) once they come within npmExactCountMargin of the limit: they
+// lag by the deltas not folded yet, and counting every version row on
+// every publish would make a publish cost as many index entries as the
+// package has versions. The unique
 // index npm_versions_active_version_key stays the real guard. A NULL id:
-// the name has no active package yet. $6: the buffered count from which
-// the rows are counted.
+// the name has no active package yet.
 const npmPublishLockSQL = `
 WITH lock AS (
 	SELECT id FROM npm_packages
@@ -72,10 +72,7 @@ WITH lock AS (
 	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3
 ), v AS (
 	SELECT coalesce(bool_or(pk.active AND v.soft_deleted_at IS NULL), false) AS exists,
-	       coalesce(bool_or(v.soft_deleted_at IS NOT NULL), false) AS existed,
-	       CASE WHEN (SELECT sum(versions_count) FROM pk) >= $6 THEN
-	           (SELECT count(*) FROM pk JOIN npm_versions n ON n.namespace_id = $1 AND n.npm_package_id = pk.id)
-	       ELSE 0 END AS total
+	       coalesce(bool_or(v.soft_deleted_at IS NOT NULL), false) AS existed
 	FROM pk JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = pk.id AND v.version = $4
 ), t AS (
 	SELECT count(*) FILTER (WHERE t.name <> ALL($5::text[])) AS others,
@@ -83,8 +80,16 @@ WITH lock AS (
 	FROM npm_tags t JOIN pk ON t.npm_package_id = pk.id AND pk.active
 	WHERE t.namespace_id = $1
 )
-SELECT lock.id, v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FROM pk), v.total, t.others, t.latest
+SELECT lock.id, v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FROM pk), t.others, t.latest
 FROM v CROSS JOIN t LEFT JOIN lock ON true`
+
+// npmVersionRowsSQL counts the version rows of every package of a name,
+// active, soft-deleted and tombstoned (the exact count of the version
+// limit), by npm_versions_package_idx.
+const npmVersionRowsSQL = `
+SELECT count(*) FROM npm_packages p
+JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = p.id
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3`
 
 // npmPublishSQL attaches the tarball's blob (its row is locked by the
 // staged commit before this statement), writes the version, its file, its
@@ -248,11 +253,16 @@ func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepositor
 		buffered, total, tcs int64
 		hasLatest            bool
 	)
-	err := tx.QueryRow(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, res.Tags,
-		MaxNpmVersionsPerPackage-npmExactCountMargin).
-		Scan(&id, &exists, &existed, &buffered, &total, &tcs, &hasLatest)
+	err := tx.QueryRow(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, res.Tags).
+		Scan(&id, &exists, &existed, &buffered, &tcs, &hasLatest)
 	if err != nil {
 		return uuid.Nil, false, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
+	}
+	if buffered >= MaxNpmVersionsPerPackage-npmExactCountMargin {
+		err := tx.QueryRow(ctx, npmVersionRowsSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name).Scan(&total)
+		if err != nil {
+			return uuid.Nil, false, fmt.Errorf("store: npm publish count %s: %w", in.Name, err)
+		}
 	}
 	switch {
 	case exists:
