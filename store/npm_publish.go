@@ -46,42 +46,38 @@ type NpmPublishResult struct {
 }
 
 // npmPublishLockSQL is the first statement of a publish's transaction:
-// it locks the active package row of the name FOR SHARE (writers share it;
-// a metadata rebuild's swap takes FOR NO KEY UPDATE and so waits for
-// them) and answers the checks of the publish: does the version exist
-// (active) or did it exist (soft-deleted, in the active package or a
-// tombstone of the same name), both one probe of npm_versions_package_idx
-// per package row; the limit counts; and whether the package has a latest
-// tag. The version limit counts every version ever published under the
-// name, soft-deleted ones and those of tombstones included (ADR-004),
-// through the buffered counters (versions_count only grows, so purging
-// the trash does not lower it), and exactly (npmVersionRowsSQL, a second
-// statement) once they come within npmExactCountMargin of the limit: they
-// lag by the deltas not folded yet, and counting every version row on
-// every publish would make a publish cost as many index entries as the
-// package has versions. The unique
-// index npm_versions_active_version_key stays the real guard. A NULL id:
-// the name has no active package yet.
+// it locks the package rows of the name FOR SHARE, the active one and any
+// tombstone (writers share the lock; a metadata rebuild's swap takes FOR
+// NO KEY UPDATE and so waits for them), and returns one row per package
+// row with its buffered counters and, when the package has a row of the
+// version (one probe of npm_versions_package_idx), whether that row is
+// active. The publish refuses a version that exists (active, in the active
+// package) or existed (soft-deleted, in the active package or a tombstone
+// of the same name). The version limit counts every version ever
+// published under the name, soft-deleted ones and those of tombstones
+// included (ADR-004), through the buffered counters (versions_count only
+// grows, so purging the trash does not lower it); both limits count rows
+// exactly (npmVersionRowsSQL, npmTagRowsSQL) once the buffered counts come
+// within a margin of the limit: they lag by the deltas not folded yet, and
+// reading every version or tag row on every publish would make a publish
+// cost as many index entries as the package has rows. Tags are not read
+// here otherwise: the publish statement adds "latest" when it is missing.
+// The unique indexes stay the real guard. No active row: the name has no
+// active package yet.
 const npmPublishLockSQL = `
-WITH lock AS (
-	SELECT id FROM npm_packages
-	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL
-	FOR SHARE
-), pk AS (
-	SELECT id, soft_deleted_at IS NULL AS active, versions_count FROM npm_packages
-	WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3
-), v AS (
-	SELECT coalesce(bool_or(pk.active AND v.soft_deleted_at IS NULL), false) AS exists,
-	       coalesce(bool_or(v.soft_deleted_at IS NOT NULL), false) AS existed
-	FROM pk JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = pk.id AND v.version = $4
-), t AS (
-	SELECT count(*) FILTER (WHERE t.name <> ALL($5::text[])) AS others,
-	       coalesce(bool_or(t.name = 'latest'), false) AS latest
-	FROM npm_tags t JOIN pk ON t.npm_package_id = pk.id AND pk.active
-	WHERE t.namespace_id = $1
-)
-SELECT lock.id, v.exists, v.existed, (SELECT coalesce(sum(versions_count), 0) FROM pk), t.others, t.latest
-FROM v CROSS JOIN t LEFT JOIN lock ON true`
+SELECT p.id, p.soft_deleted_at IS NULL, p.versions_count, p.tags_count,
+       CASE WHEN v.id IS NOT NULL THEN v.soft_deleted_at IS NULL END
+FROM npm_packages p
+LEFT JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
+FOR SHARE OF p`
+
+// npmTagRowsSQL counts a package's dist-tags other than the ones a
+// publish sets, and tells whether it has a latest tag (the exact count of
+// the tag limit).
+const npmTagRowsSQL = `
+SELECT count(*) FILTER (WHERE name <> ALL($3::text[])), coalesce(bool_or(name = 'latest'), false)
+FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2`
 
 // npmVersionRowsSQL counts the version rows of every package of a name,
 // active, soft-deleted and tombstoned (the exact count of the version
@@ -97,7 +93,8 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3`
 // buffered counters, in one statement. $1 version id, $2 namespace,
 // $3 package, $4 version, $5 package_json, $6 file id, $7 file name,
 // $8 sha256, $9/$10 tag ids/names, $11 tarball size, $12 repository id,
-// $13 package created, $14 delta ids.
+// $13 package created, $14 delta ids, $15 add "latest" if the package has
+// no latest tag (with id $16).
 const npmPublishSQL = `
 WITH a AS (
 	INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($2, $8)
@@ -114,6 +111,11 @@ WITH a AS (
 	SELECT u.id, $2, $3, v.id, u.name FROM v, unnest($9::uuid[], $10::text[]) AS u(id, name)
 	ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
 	RETURNING (t.id = ANY($9::uuid[])) AS inserted
+), l AS (
+	INSERT INTO npm_tags (id, namespace_id, npm_package_id, npm_version_id, name)
+	SELECT $16, $2, $3, v.id, 'latest' FROM v WHERE $15::boolean
+	ON CONFLICT (namespace_id, npm_package_id, name) DO NOTHING
+	RETURNING 1
 ), e AS (
 	UPDATE npm_metadata_files SET expires_at = now()
 	WHERE namespace_id = $2 AND npm_package_id = $3 AND expires_at > now()
@@ -122,7 +124,7 @@ WITH a AS (
 	SELECT ($14::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
 	FROM (VALUES
 		(1, 8::smallint, $3::uuid, 3::smallint, 1::bigint),               -- npm_packages.versions_count
-		(2, 8, $3, 4, (SELECT count(*) FROM t WHERE inserted)),           -- npm_packages.tags_count
+		(2, 8, $3, 4, (SELECT count(*) FROM t WHERE inserted) + (SELECT count(*) FROM l)), -- npm_packages.tags_count
 		(3, 9, $1, 2, $11::bigint),                                       -- npm_versions.size_bytes
 		(4, 0, $12::uuid, 2, $11),                                        -- repositories.size_bytes
 		(5, 0, $12, 0, CASE WHEN $13::boolean THEN 1 ELSE 0 END),         -- repositories.artifacts_count
@@ -130,7 +132,7 @@ WITH a AS (
 	) AS x(n, target, target_id, field, delta)
 	WHERE x.delta <> 0 AND EXISTS (SELECT 1 FROM v)
 )
-SELECT v.id, v.created_at FROM v`
+SELECT v.id, v.created_at, EXISTS (SELECT 1 FROM l) FROM v`
 
 // NpmPublish publishes one version: the tarball is staged in the blob
 // layer (session row, temporary bytes), then one foreground transaction
@@ -157,7 +159,7 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	res := &NpmPublishResult{}
 	err := s.npmTx(ctx, func(tx pgx.Tx) error {
 		*res = NpmPublishResult{Tags: slices.Clone(tags)}
-		pkgID, created, err := lockNpmPackageForPublish(ctx, tx, repo, in, res)
+		target, err := lockNpmPackageForPublish(ctx, tx, repo, in, res)
 		if err != nil {
 			return err
 		}
@@ -165,7 +167,7 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 		if err != nil {
 			return fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
 		}
-		return s.npmPublishTx(ctx, tx, repo, in, staged, pkgID, created, res)
+		return s.npmPublishTx(ctx, tx, repo, in, staged, target, res)
 	})
 	if staged, _ := pending.Wait(); staged != nil {
 		staged.Close(ctx, err == nil)
@@ -181,8 +183,9 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 // statement attach it and write the version, its file, tags, cache expiry
 // and counters; then the hook, all before the tarball's bytes move to
 // their blob key.
-func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, pkgID uuid.UUID, created bool, res *NpmPublishResult) error {
-	tags := res.Tags
+func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, target npmPublishTarget, res *NpmPublishResult) error {
+	tags, pkgID := res.Tags, target.id
+	var latestAdded bool
 	committed, err := s.CommitStaged(ctx, tx, staged, func(u StagedUse) error {
 		if err := clearGCCandidate(ctx, tx, u); err != nil {
 			return err
@@ -190,8 +193,9 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 		err := tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
 			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
 			newNpmID(), in.FileName, u.Blob.SHA256[:],
-			newNpmIDs(len(tags)), tags, int64(len(in.Tarball)), repo.RepositoryID, created, newNpmIDs(6),
-		).Scan(&res.VersionID, &res.CreatedAt)
+			newNpmIDs(len(tags)), tags, int64(len(in.Tarball)), repo.RepositoryID, target.created, newNpmIDs(6),
+			target.addLatest, newNpmID(),
+		).Scan(&res.VersionID, &res.CreatedAt, &latestAdded)
 		// The only unique key this statement can hit is the active
 		// version key (reported under the partition's index name).
 		if isPgCode(err, pgUniqueViolationNpm, "") {
@@ -201,7 +205,10 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 			return fmt.Errorf("store: npm publish %s@%s: %w", in.Name, in.Version, err)
 		}
 		res.Package = NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, PackageID: pkgID, Name: in.Name}
-		res.PackageCreated = created
+		res.PackageCreated = target.created
+		if latestAdded {
+			res.Tags = append(res.Tags, "latest")
+		}
 		if in.Hook != nil {
 			if err := in.Hook(ctx, tx, res.Package); err != nil {
 				return fmt.Errorf("store: npm publish hook: %w", err)
@@ -232,58 +239,136 @@ func clearGCCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
 	return nil
 }
 
-// npmExactCountMargin is how far below the version limit a package's
-// buffered count must be for a publish to trust it without counting rows.
-// It bounds how many versions the folder may not have folded yet: one
-// fold interval (counters.DefaultInterval, 30 s) of back-to-back publishes
-// of one package at 3 ms each.
-const npmExactCountMargin = 10000
+// npmExactVersionsMargin and npmExactTagsMargin are how far below its
+// limit a package's buffered count must be for a publish to trust it
+// without counting rows. They bound how many changes the folder may not
+// have folded yet: one fold interval (counters.DefaultInterval, 30 s) of
+// back-to-back publishes of one package at 3 ms each, and of tag changes.
+const (
+	npmExactVersionsMargin = 10000
+	npmExactTagsMargin     = 500
+)
 
 // pgUniqueViolationNpm is 23505 (unique_violation).
 const pgUniqueViolationNpm = "23505"
 
-// lockNpmPackageForPublish locks the active package row of in.Name FOR
-// SHARE and checks the publish (npmPublishLockSQL), inserting the row on
-// first publish; it adds "latest" to res.Tags when the package has no
-// latest tag yet (every package has one).
-func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, res *NpmPublishResult) (uuid.UUID, bool, error) {
-	var (
-		id                   *uuid.UUID
-		exists, existed      bool
-		buffered, total, tcs int64
-		hasLatest            bool
-	)
-	err := tx.QueryRow(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version, res.Tags).
-		Scan(&id, &exists, &existed, &buffered, &tcs, &hasLatest)
+// npmPublishCheck is what npmPublishLockSQL tells of a name.
+type npmPublishCheck struct {
+	active           *uuid.UUID // the active package row; nil: none yet
+	exists, existed  bool
+	versions, tags   int64 // buffered: all package rows' versions, the active one's tags
+	versionRowsExact bool  // versions counts rows (npmVersionRowsSQL)
+}
+
+// lockNpmPackageForPublish locks the package rows of in.Name FOR SHARE and
+// checks the publish (npmPublishLockSQL), inserting the active row on
+// first publish. It sets res.Tags to the tags the publish sets for sure;
+// addLatest: the publish statement must add "latest" if the package has
+// none (the check did not read the tags).
+func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, res *NpmPublishResult) (npmPublishTarget, error) {
+	c, err := checkNpmPublish(ctx, tx, repo, in)
 	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
-	}
-	if buffered >= MaxNpmVersionsPerPackage-npmExactCountMargin {
-		err := tx.QueryRow(ctx, npmVersionRowsSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name).Scan(&total)
-		if err != nil {
-			return uuid.Nil, false, fmt.Errorf("store: npm publish count %s: %w", in.Name, err)
-		}
+		return npmPublishTarget{}, err
 	}
 	switch {
-	case exists:
-		return uuid.Nil, false, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
-	case existed:
-		return uuid.Nil, false, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
-	case max(buffered, total) >= MaxNpmVersionsPerPackage:
-		return uuid.Nil, false, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
-			ErrNpmLimit, in.Name, max(buffered, total), MaxNpmVersionsPerPackage)
+	case c.exists:
+		return npmPublishTarget{}, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+	case c.existed:
+		return npmPublishTarget{}, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
+	case c.versions >= MaxNpmVersionsPerPackage:
+		return npmPublishTarget{}, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
+			ErrNpmLimit, in.Name, c.versions, MaxNpmVersionsPerPackage)
+	}
+	if c.active == nil {
+		if !slices.Contains(res.Tags, "latest") {
+			res.Tags = append(res.Tags, "latest")
+		}
+		id, created, err := createNpmPackage(ctx, tx, repo, in.Name)
+		return npmPublishTarget{id: id, created: created}, err
+	}
+	t := npmPublishTarget{id: *c.active, addLatest: !slices.Contains(res.Tags, "latest")}
+	if c.tags+int64(len(res.Tags))+1 > MaxNpmTagsPerPackage-npmExactTagsMargin {
+		if err := checkNpmTagLimit(ctx, tx, repo, in.Name, t.id, res); err != nil {
+			return npmPublishTarget{}, err
+		}
+		t.addLatest = false // res.Tags now has latest if it was missing
+	}
+	return t, nil
+}
+
+// npmPublishTarget is the package a publish writes to.
+type npmPublishTarget struct {
+	id      uuid.UUID
+	created bool // by this publish
+	// addLatest: the publish adds "latest" if the package has none (the
+	// check did not read the tags).
+	addLatest bool
+}
+
+// checkNpmPublish runs npmPublishLockSQL and, near the version limit,
+// npmVersionRowsSQL.
+func checkNpmPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish) (*npmPublishCheck, error) {
+	rows, err := tx.Query(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version)
+	if err != nil {
+		return nil, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
+	}
+	var (
+		c    npmPublishCheck
+		seen = map[uuid.UUID]bool{}
+	)
+	for rows.Next() {
+		var (
+			id             uuid.UUID
+			active         bool
+			versions, tags int64
+			versionActive  *bool
+		)
+		if err := rows.Scan(&id, &active, &versions, &tags, &versionActive); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
+		}
+		if active {
+			c.active, c.tags = &id, tags
+		}
+		if !seen[id] { // a package row comes once per row of the version
+			seen[id] = true
+			c.versions += versions
+		}
+		if versionActive != nil {
+			c.exists = c.exists || (active && *versionActive)
+			c.existed = c.existed || !*versionActive
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
+	}
+	if c.versions >= MaxNpmVersionsPerPackage-npmExactVersionsMargin {
+		var total int64
+		if err := tx.QueryRow(ctx, npmVersionRowsSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name).Scan(&total); err != nil {
+			return nil, fmt.Errorf("store: npm publish count %s: %w", in.Name, err)
+		}
+		c.versions = max(c.versions, total)
+	}
+	return &c, nil
+}
+
+// checkNpmTagLimit counts the tags of a package near the tag limit: "latest"
+// joins res.Tags when the package has none, and a publish that would leave
+// more than MaxNpmTagsPerPackage is refused;
+// res.Tags then says exactly which tags the publish sets.
+func checkNpmTagLimit(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name string, pkgID uuid.UUID, res *NpmPublishResult) error {
+	var others int64
+	var hasLatest bool
+	if err := tx.QueryRow(ctx, npmTagRowsSQL, npmExecMode, repo.NamespaceID, pkgID, res.Tags).Scan(&others, &hasLatest); err != nil {
+		return fmt.Errorf("store: npm publish tags %s: %w", name, err)
 	}
 	if !hasLatest && !slices.Contains(res.Tags, "latest") {
 		res.Tags = append(res.Tags, "latest")
 	}
-	if n := tcs + int64(len(res.Tags)); n > MaxNpmTagsPerPackage {
-		return uuid.Nil, false, fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d",
-			ErrNpmLimit, in.Name, n, MaxNpmTagsPerPackage)
+	if n := others + int64(len(res.Tags)); n > MaxNpmTagsPerPackage {
+		return fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d", ErrNpmLimit, name, n, MaxNpmTagsPerPackage)
 	}
-	if id != nil {
-		return *id, false, nil
-	}
-	return createNpmPackage(ctx, tx, repo, in.Name)
+	return nil
 }
 
 // createNpmPackage inserts the active package row of a name, or locks the

@@ -179,7 +179,7 @@ func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg NpmPackageRef, 
 
 // TestNpmPublishLimits: 25,000 versions per package, unpublished
 // (soft-deleted) versions included, counted row by row once the buffered
-// counter is within npmExactCountMargin of the limit (it lags by what is
+// counter is within npmExactVersionsMargin of the limit (it lags by what is
 // not folded yet), and 1,000 dist-tags; both refused before any byte is
 // stored.
 func TestNpmPublishLimits(t *testing.T) {
@@ -192,7 +192,7 @@ func TestNpmPublishLimits(t *testing.T) {
 	// The folded counter lags: it has reached the margin where a publish
 	// counts the rows, not the limit.
 	if _, err := f.pool.Exec(f.ctx, `UPDATE npm_packages SET versions_count = $3 WHERE namespace_id = $1 AND id = $2`,
-		f.repo.NamespaceID, pkg.PackageID, MaxNpmVersionsPerPackage-npmExactCountMargin); err != nil {
+		f.repo.NamespaceID, pkg.PackageID, MaxNpmVersionsPerPackage-npmExactVersionsMargin); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.publishTarball("lib", "1.0.1", npmTestTarball(t, "1.0.1"), nil); err != nil {
@@ -214,6 +214,10 @@ func TestNpmPublishLimits(t *testing.T) {
 		FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n), npm_tags t
 		WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest'`,
 		tagged, MaxNpmTagsPerPackage-2)
+	if _, err := f.pool.Exec(f.ctx, `UPDATE npm_packages SET tags_count = $3 WHERE namespace_id = $1 AND id = $2`,
+		f.repo.NamespaceID, tagged.PackageID, MaxNpmTagsPerPackage-npmExactTagsMargin); err != nil {
+		t.Fatal(err)
+	}
 	publishTagged := func(v string, tags ...string) error {
 		_, err := f.publishTagged("tagged", v, npmTestTarball(t, v), nil, tags...)
 		return err
@@ -247,7 +251,7 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 	}
 	var plan []map[string]any
 	err := f.pool.QueryRow(f.ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+npmPublishLockSQL,
-		f.repo.NamespaceID, f.repo.NpmRepositoryID, "lib", "1.0.1", []string{"latest"}).Scan(&plan)
+		f.repo.NamespaceID, f.repo.NpmRepositoryID, "lib", "1.0.1").Scan(&plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,5 +272,58 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 	walk(plan[0]["Plan"].(map[string]any))
 	if read > 10 {
 		t.Errorf("the publish check of lib read %.0f npm_versions rows", read)
+	}
+}
+
+// TestNpmPublishAddsMissingLatest: a publish that does not name "latest"
+// leaves the package's latest tag where it is, and adds one (to the new
+// version) when the package has none; the result's tags say which.
+func TestNpmPublishAddsMissingLatest(t *testing.T) {
+	f := newNpmFixture(t)
+	latestOf := func() string {
+		t.Helper()
+		var v string
+		err := f.pool.QueryRow(f.ctx, `SELECT v.version FROM npm_tags t
+			JOIN npm_versions v ON v.namespace_id = t.namespace_id AND v.id = t.npm_version_id
+			JOIN npm_packages p ON p.namespace_id = t.namespace_id AND p.id = t.npm_package_id
+			WHERE t.namespace_id = $1 AND p.name = 'lib' AND t.name = 'latest'`, f.repo.NamespaceID).Scan(&v)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if _, err := f.publishTagged("lib", "1.0.0", npmTestTarball(t, "1.0.0"), nil, "next"); err != nil {
+		t.Fatal(err)
+	}
+	if got := latestOf(); got != "1.0.0" {
+		t.Fatalf("latest after the first publish: %q", got)
+	}
+	res, err := f.publishTagged("lib", "2.0.0-beta.1", npmTestTarball(t, "2.0.0-beta.1"), nil, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := latestOf(); got != "1.0.0" || strings.Join(res.Tags, ",") != "beta" {
+		t.Fatalf("a beta publish moved latest to %q, tags %v", got, res.Tags)
+	}
+	if _, err := f.pool.Exec(f.ctx, `DELETE FROM npm_tags WHERE namespace_id = $1 AND name = 'latest'`, f.repo.NamespaceID); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.publishTagged("lib", "1.1.0", npmTestTarball(t, "1.1.0"), nil, "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := latestOf(); got != "1.1.0" || strings.Join(res.Tags, ",") != "beta,latest" {
+		t.Fatalf("a publish to a package without latest: latest %q, tags %v", got, res.Tags)
+	}
+	var tagDeltas int64
+	if err := f.pool.QueryRow(f.ctx, `SELECT coalesce(sum(delta), 0) FROM counter_deltas
+		WHERE namespace_id = $1 AND target = 8 AND field = 4`, f.repo.NamespaceID).Scan(&tagDeltas); err != nil {
+		t.Fatal(err)
+	}
+	if tagDeltas != 4 { // next, latest; beta; latest again (its deletion above recorded none)
+		t.Fatalf("tags_count deltas sum to %d, want 4", tagDeltas)
 	}
 }

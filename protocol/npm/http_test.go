@@ -554,6 +554,10 @@ func TestEndpoints(t *testing.T) {
 		WHERE p.name = 'ep'`, ids, names); err != nil {
 		t.Fatal(err)
 	}
+	// As the counter folder would have counted them.
+	if _, err := e.pool.Exec(e.ctx, `UPDATE npm_packages SET tags_count = 1000 WHERE name = 'ep'`); err != nil {
+		t.Fatal(err)
+	}
 	check("PUT", "-/package/ep/dist-tags/one-more", "token", []byte(`"1.0.0"`), 422, "1000")
 	check("PUT", "-/package/ep/dist-tags/tag5", "token", []byte(`"1.0.0"`), 201, "tagged") // moving a tag is fine
 	status, body, _ = e.do(http.MethodPut, reg+"ep", "token", func() []byte {
