@@ -254,10 +254,11 @@ const pgUniqueViolationNpm = "23505"
 
 // npmPublishCheck is what npmPublishLockSQL tells of a name.
 type npmPublishCheck struct {
-	active           *uuid.UUID // the active package row; nil: none yet
-	exists, existed  bool
-	versions, tags   int64 // buffered: all package rows' versions, the active one's tags
-	versionRowsExact bool  // versions counts rows (npmVersionRowsSQL)
+	active          *uuid.UUID // the active package row; nil: none yet
+	exists, existed bool
+	// versions: of all package rows of the name, buffered (or counted
+	// rows, near the limit); tags: of the active row, buffered.
+	versions, tags int64
 }
 
 // lockNpmPackageForPublish locks the package rows of in.Name FOR SHARE and
