@@ -106,18 +106,18 @@ const npmResolveColumns = `
 	r.id, r.name, r.format, r.kind, r.visibility, nr.id`
 
 // resolveNpmSQL resolves namespace, repository and npm repository in one
-// round trip. The namespace id is a parameter (not a join column) so that
-// every partitioned table is pruned to one partition while the statement
-// is planned: joined on n.id instead, PostgreSQL plans all 64 partitions
-// of each table (over 100 ms of planning for this statement).
+// round trip, on the namespace's partitions of repositories and
+// npm_repositories (perPartition): every npm request runs it first.
 const resolveNpmSQL = `
 SELECT ` + npmResolveColumns + `
 FROM namespaces n
-LEFT JOIN repositories r
+LEFT JOIN {repositories} r
        ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
-LEFT JOIN npm_repositories nr
+LEFT JOIN {npm_repositories} nr
        ON nr.namespace_id = $1 AND nr.repository_id = r.id
 WHERE n.id = $1`
+
+var resolveNpmPartitionSQL = perPartition(resolveNpmSQL, "repositories", "npm_repositories")
 
 const npmRepositoryByIDSQL = `
 SELECT ` + npmResolveColumns + `
@@ -207,7 +207,12 @@ func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository 
 	if err != nil {
 		return nil, err
 	}
-	repo, err := scanNpmRepository(s.pool.QueryRow(ctx, resolveNpmSQL, npmExecMode, nsID, repository), namespace+"/"+repository)
+	part, err := s.namespacePartition(ctx, nsID)
+	if err != nil {
+		return nil, err
+	}
+	repo, err := scanNpmRepository(s.pool.QueryRow(ctx, resolveNpmPartitionSQL[part], pgx.QueryExecModeCacheStatement, nsID, repository),
+		namespace+"/"+repository)
 	if err != nil && errors.Is(err, ErrNpmRepositoryUnknown) {
 		var gone bool
 		if s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM namespaces WHERE id = $1)`, npmExecMode, nsID).Scan(&gone) == nil && gone {

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+)
+
+// namespacePartitionCount is ADR-007's hash partition count: every table
+// partitioned by namespace_id has 64 children, partitions.<table>_p00 to
+// _p63, _pNN holding remainder NN (migrations' TestCatalog checks it).
+const namespacePartitionCount = 64
+
+// namespacePartitionSQL asks PostgreSQL which remainder a namespace id
+// hashes to; the hash is PostgreSQL's (hashuuidextended with the
+// partition seed), so it is not recomputed here.
+const namespacePartitionSQL = `
+SELECT r FROM generate_series(0, 63) r
+WHERE satisfies_hash_partition('public.repositories'::regclass, 64, r, $1::uuid)`
+
+// namespacePartitions caches namespace id -> partition number per Store.
+// It never changes: the partition count is fixed and the hash is stable.
+var namespacePartitions sync.Map // partitionKey -> int
+
+type partitionKey struct {
+	s  *Store
+	id uuid.UUID
+}
+
+// namespacePartition returns the partition number of a namespace id in
+// every table hash-partitioned by namespace_id (cached).
+func (s *Store) namespacePartition(ctx context.Context, namespaceID uuid.UUID) (int, error) {
+	key := partitionKey{s, namespaceID}
+	if p, ok := namespacePartitions.Load(key); ok {
+		return p.(int), nil
+	}
+	var p int
+	if err := s.pool.QueryRow(ctx, namespacePartitionSQL, namespaceID).Scan(&p); err != nil {
+		return 0, mapErr(fmt.Errorf("store: partition of namespace %s: %w", namespaceID, err))
+	}
+	namespacePartitions.Store(key, p)
+	return p, nil
+}
+
+// perPartition returns one statement per partition: sql with every
+// {table} replaced by partitions.table_pNN. A statement naming single
+// partitions is prepared once per connection and runs on a cached generic
+// plan; the same statement on the partitioned parents is planned again
+// at every call, to prune 64 partitions (hundreds of microseconds). Kept
+// for the hottest reads only: the SQL text no longer says which rows it
+// may touch beyond its partition, so TestPerPartitionStatements compares
+// each with its parent form.
+func perPartition(sql string, tables ...string) [namespacePartitionCount]string {
+	var out [namespacePartitionCount]string
+	for p := range out {
+		pairs := make([]string, 0, 2*len(tables))
+		for _, t := range tables {
+			pairs = append(pairs, "{"+t+"}", fmt.Sprintf("partitions.%s_p%02d", t, p))
+		}
+		out[p] = strings.NewReplacer(pairs...).Replace(sql)
+	}
+	return out
+}
