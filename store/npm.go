@@ -207,7 +207,7 @@ func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository 
 	if err != nil {
 		return nil, err
 	}
-	part, err := s.namespacePartition(ctx, nsID)
+	part, err := s.namespacePartition(ctx, s.pool, nsID)
 	if err != nil {
 		return nil, err
 	}

@@ -63,14 +63,16 @@ type NpmPublishResult struct {
 // cost as many index entries as the package has rows. Tags are not read
 // here otherwise: the publish statement adds "latest" when it is missing.
 // The unique indexes stay the real guard. No active row: the name has no
-// active package yet.
+// active package yet. It runs on the namespace's partitions (perPartition).
 const npmPublishLockSQL = `
 SELECT p.id, p.soft_deleted_at IS NULL, p.versions_count, p.tags_count,
        CASE WHEN v.id IS NOT NULL THEN v.soft_deleted_at IS NULL END
-FROM npm_packages p
-LEFT JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4
+FROM {npm_packages} p
+LEFT JOIN {npm_versions} v ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
 FOR SHARE OF p`
+
+var npmPublishLockPartitionSQL = perPartition(npmPublishLockSQL, "npm_packages", "npm_versions")
 
 // npmTagRowsSQL counts a package's dist-tags other than the ones a
 // publish sets, and tells whether it has a latest tag (the exact count of
@@ -94,33 +96,35 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3`
 // $3 package, $4 version, $5 package_json, $6 file id, $7 file name,
 // $8 sha256, $9/$10 tag ids/names, $11 tarball size, $12 repository id,
 // $13 package created, $14 delta ids, $15 add "latest" if the package has
-// no latest tag (with id $16).
+// no latest tag (with id $16). It runs on the namespace's partitions of
+// the npm tables (perPartition); the blob layer's tables are partitioned
+// by sha256 and only inserted into, which needs no pruning.
 const npmPublishSQL = `
 WITH a AS (
 	INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($2, $8)
 	RETURNING id
 ), v AS (
-	INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json)
+	INSERT INTO {npm_versions} (id, namespace_id, npm_package_id, version, package_json)
 	VALUES ($1, $2, $3, $4, $5)
 	RETURNING id, created_at
 ), f AS (
-	INSERT INTO npm_files (id, namespace_id, npm_version_id, file_name, blob_storage_attachment_id, blob_sha256)
+	INSERT INTO {npm_files} (id, namespace_id, npm_version_id, file_name, blob_storage_attachment_id, blob_sha256)
 	SELECT $6, $2, v.id, $7, a.id, $8 FROM v, a
 ), t AS (
-	INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
+	INSERT INTO {npm_tags} AS t (id, namespace_id, npm_package_id, npm_version_id, name)
 	SELECT u.id, $2, $3, v.id, u.name FROM v, unnest($9::uuid[], $10::text[]) AS u(id, name)
 	ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
 	RETURNING (t.id = ANY($9::uuid[])) AS inserted
 ), l AS (
-	INSERT INTO npm_tags (id, namespace_id, npm_package_id, npm_version_id, name)
+	INSERT INTO {npm_tags} (id, namespace_id, npm_package_id, npm_version_id, name)
 	SELECT $16, $2, $3, v.id, 'latest' FROM v WHERE $15::boolean
 	ON CONFLICT (namespace_id, npm_package_id, name) DO NOTHING
 	RETURNING 1
 ), e AS (
-	UPDATE npm_metadata_files SET expires_at = now()
+	UPDATE {npm_metadata_files} SET expires_at = now()
 	WHERE namespace_id = $2 AND npm_package_id = $3 AND expires_at > now()
 ), d AS (
-	INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta)
+	INSERT INTO {counter_deltas} (id, namespace_id, target, target_id, field, delta)
 	SELECT ($14::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
 	FROM (VALUES
 		(1, 8::smallint, $3::uuid, 3::smallint, 1::bigint),               -- npm_packages.versions_count
@@ -133,6 +137,8 @@ WITH a AS (
 	WHERE x.delta <> 0 AND EXISTS (SELECT 1 FROM v)
 )
 SELECT v.id, v.created_at, EXISTS (SELECT 1 FROM l) FROM v`
+
+var npmPublishPartitionSQL = perPartition(npmPublishSQL, "npm_versions", "npm_files", "npm_tags", "npm_metadata_files", "counter_deltas")
 
 // NpmPublish publishes one version: the tarball is staged in the blob
 // layer (session row, temporary bytes), then one foreground transaction
@@ -150,6 +156,11 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	slices.Sort(tags)
 	tags = slices.Compact(tags)
 
+	part, err := s.namespacePartition(ctx, s.pool, repo.NamespaceID)
+	if err != nil {
+		return nil, err
+	}
+
 	// The bytes: the first phase of the upload, concurrently with the
 	// start of the transaction (the package lock and the checks).
 	sum := sha256.Sum256(in.Tarball)
@@ -157,9 +168,9 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	pending := s.StageBlobAsync(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
 		in.Tarball, Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
 	res := &NpmPublishResult{}
-	err := s.npmTx(ctx, func(tx pgx.Tx) error {
+	err = s.npmTx(ctx, func(tx pgx.Tx) error {
 		*res = NpmPublishResult{Tags: slices.Clone(tags)}
-		target, err := lockNpmPackageForPublish(ctx, tx, repo, in, res)
+		target, err := lockNpmPackageForPublish(ctx, tx, repo, part, in, res)
 		if err != nil {
 			return err
 		}
@@ -190,7 +201,7 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 		if err := clearGCCandidate(ctx, tx, u); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, npmPublishSQL, npmExecMode,
+		err := tx.QueryRow(ctx, npmPublishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
 			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
 			newNpmID(), in.FileName, u.Blob.SHA256[:],
 			newNpmIDs(len(tags)), tags, int64(len(in.Tarball)), repo.RepositoryID, target.created, newNpmIDs(6),
@@ -266,8 +277,8 @@ type npmPublishCheck struct {
 // first publish. It sets res.Tags to the tags the publish sets for sure;
 // addLatest: the publish statement must add "latest" if the package has
 // none (the check did not read the tags).
-func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, res *NpmPublishResult) (npmPublishTarget, error) {
-	c, err := checkNpmPublish(ctx, tx, repo, in)
+func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, part int, in NpmPublish, res *NpmPublishResult) (npmPublishTarget, error) {
+	c, err := checkNpmPublish(ctx, tx, repo, part, in)
 	if err != nil {
 		return npmPublishTarget{}, err
 	}
@@ -285,9 +296,9 @@ func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepositor
 			res.Tags = append(res.Tags, "latest")
 		}
 		id, created, err := createNpmPackage(ctx, tx, repo, in.Name)
-		return npmPublishTarget{id: id, created: created}, err
+		return npmPublishTarget{id: id, part: part, created: created}, err
 	}
-	t := npmPublishTarget{id: *c.active, addLatest: !slices.Contains(res.Tags, "latest")}
+	t := npmPublishTarget{id: *c.active, part: part, addLatest: !slices.Contains(res.Tags, "latest")}
 	if c.tags+int64(len(res.Tags))+1 > MaxNpmTagsPerPackage-npmExactTagsMargin {
 		if err := checkNpmTagLimit(ctx, tx, repo, in.Name, t.id, res); err != nil {
 			return npmPublishTarget{}, err
@@ -300,6 +311,7 @@ func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepositor
 // npmPublishTarget is the package a publish writes to.
 type npmPublishTarget struct {
 	id      uuid.UUID
+	part    int  // the namespace's partition (namespacePartition)
 	created bool // by this publish
 	// addLatest: the publish adds "latest" if the package has none (the
 	// check did not read the tags).
@@ -308,8 +320,9 @@ type npmPublishTarget struct {
 
 // checkNpmPublish runs npmPublishLockSQL and, near the version limit,
 // npmVersionRowsSQL.
-func checkNpmPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish) (*npmPublishCheck, error) {
-	rows, err := tx.Query(ctx, npmPublishLockSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version)
+func checkNpmPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, part int, in NpmPublish) (*npmPublishCheck, error) {
+	rows, err := tx.Query(ctx, npmPublishLockPartitionSQL[part], pgx.QueryExecModeCacheStatement,
+		repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version)
 	if err != nil {
 		return nil, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
 	}

@@ -250,7 +250,11 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var plan []map[string]any
-	err := f.pool.QueryRow(f.ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+npmPublishLockSQL,
+	part, err := f.s.namespacePartition(f.ctx, f.pool, f.repo.NamespaceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.pool.QueryRow(f.ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+npmPublishLockPartitionSQL[part],
 		f.repo.NamespaceID, f.repo.NpmRepositoryID, "lib", "1.0.1").Scan(&plan)
 	if err != nil {
 		t.Fatal(err)

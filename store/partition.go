@@ -31,14 +31,16 @@ type partitionKey struct {
 }
 
 // namespacePartition returns the partition number of a namespace id in
-// every table hash-partitioned by namespace_id (cached).
-func (s *Store) namespacePartition(ctx context.Context, namespaceID uuid.UUID) (int, error) {
+// every table hash-partitioned by namespace_id (cached), asking q (the
+// caller's transaction, or the pool) the first time: a caller holding a
+// connection must not wait for a second one.
+func (s *Store) namespacePartition(ctx context.Context, q querier, namespaceID uuid.UUID) (int, error) {
 	key := partitionKey{s, namespaceID}
 	if p, ok := namespacePartitions.Load(key); ok {
 		return p.(int), nil
 	}
 	var p int
-	if err := s.pool.QueryRow(ctx, namespacePartitionSQL, namespaceID).Scan(&p); err != nil {
+	if err := q.QueryRow(ctx, namespacePartitionSQL, namespaceID).Scan(&p); err != nil {
 		return 0, mapErr(fmt.Errorf("store: partition of namespace %s: %w", namespaceID, err))
 	}
 	namespacePartitions.Store(key, p)
@@ -50,9 +52,11 @@ func (s *Store) namespacePartition(ctx context.Context, namespaceID uuid.UUID) (
 // partitions is prepared once per connection and runs on a cached generic
 // plan; the same statement on the partitioned parents is planned again
 // at every call, to prune 64 partitions (hundreds of microseconds). Kept
-// for the hottest reads only: the SQL text no longer says which rows it
-// may touch beyond its partition, so TestPerPartitionStatements compares
-// each with its parent form.
+// for the statements every request or publish runs. A wrong partition
+// cannot pass unnoticed: a row inserted into another namespace's
+// partition violates its partition constraint, a read finds nothing, and
+// TestPerPartitionStatements checks namespacePartition against where
+// PostgreSQL routes a namespace's rows.
 func perPartition(sql string, tables ...string) [namespacePartitionCount]string {
 	var out [namespacePartitionCount]string
 	for p := range out {

@@ -32,7 +32,7 @@ func TestPerPartitionStatements(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		part, err := f.s.namespacePartition(f.ctx, nsID)
+		part, err := f.s.namespacePartition(f.ctx, f.pool, nsID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -202,7 +202,7 @@ func (s *Store) abandonUpload(ctx context.Context, ref UploadRef) {
 // GC candidate check would double this statement's.
 const commitSQL = `
 WITH sess AS (
-	DELETE FROM upload_sessions
+	DELETE FROM {upload_sessions}
 	WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $3 AND NOT dirty
 	RETURNING 1
 ), ins AS (
@@ -214,6 +214,11 @@ WITH sess AS (
 SELECT (SELECT count(*) FROM sess), CASE WHEN i.id IS NOT NULL THEN true END, false,
        i.id, i.namespace_id, i.sha256, i.object_storage_key, i.size, i.metadata_sha1, i.created_at
 FROM (SELECT) one LEFT JOIN ins i ON true`
+
+// commitPartitionSQL is commitSQL on the namespace's partition of
+// upload_sessions (perPartition); blob_storage_blobs is partitioned by
+// sha256 and only inserted into, which needs no pruning.
+var commitPartitionSQL = perPartition(commitSQL, "upload_sessions")
 
 // commitRetrySQL inserts the blob row or, when it exists, locks it FOR
 // UPDATE and reports whether a live GC candidate exists; NULLs when the
@@ -324,7 +329,11 @@ func (s *Store) commitBlobTx(ctx context.Context, tx pgx.Tx, ref UploadRef, casS
 	// The statement waits for the blob-row lock when the row exists.
 	lockStart := time.Now()
 	createdAt := s.opts.Clock.Now()
-	c, err := scanCommitRow(tx.QueryRow(ctx, commitSQL, ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg, createdAt))
+	part, err := s.namespacePartition(ctx, tx, ref.NamespaceID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := scanCommitRow(tx.QueryRow(ctx, commitPartitionSQL[part], ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg, createdAt))
 	if err != nil {
 		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
 	}
