@@ -70,6 +70,7 @@ SELECT p.id, p.soft_deleted_at IS NULL, p.versions_count, p.tags_count,
 FROM {npm_packages} p
 LEFT JOIN {npm_versions} v ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
+  AND (p.soft_deleted_at IS NULL OR p.soft_deleted_at IS NOT NULL) -- npmEveryPackageRow
 FOR SHARE OF p`
 
 var npmPublishLockPartitionSQL = perPartition(npmPublishLockSQL, "npm_packages", "npm_versions")
@@ -87,7 +88,14 @@ FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2`
 const npmVersionRowsSQL = `
 SELECT count(*) FROM npm_packages p
 JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = p.id
-WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3`
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
+  AND (p.soft_deleted_at IS NULL OR p.soft_deleted_at IS NOT NULL) -- npmEveryPackageRow`
+
+// npmEveryPackageRow: "soft_deleted_at IS NULL OR soft_deleted_at IS NOT
+// NULL" is always true, and lets PostgreSQL read the package rows of a
+// name through npm_packages' two partial name indexes (active, trashed),
+// one per branch; without it no index matches and the whole partition is
+// scanned (TestNpmPublishCheckReadsOnePackage).
 
 // npmPublishSQL attaches the tarball's blob (its row is locked by the
 // staged commit before this statement), writes the version, its file, its

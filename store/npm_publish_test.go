@@ -234,10 +234,12 @@ func TestNpmPublishLimits(t *testing.T) {
 	}
 }
 
-// TestNpmPublishCheckReadsOnePackage: the publish check probes the
-// versions of the package it publishes to (npm_versions_package_idx), not
-// every version row of the namespace's partition: here a package of
-// 20,000 versions sits beside the one published.
+// TestNpmPublishCheckReadsOnePackage: the publish check reads the package
+// rows of its name and probes the version it publishes
+// (npm_versions_package_idx), not every package or version row of the
+// namespace's partition: here 20,000 other packages and a package of
+// 20,000 versions share the partition. Both the custom plan and the
+// generic one, which the prepared statement runs after five calls.
 func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 	f := newNpmFixture(t)
 	big := f.publish(t, "big", "1.0.0")
@@ -245,37 +247,54 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 		INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json, soft_deleted_at)
 		SELECT x.id, $1, $2, '0.0.' || x.n, '{}', CASE WHEN x.n % 10 = 0 THEN now() END
 		FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n)`, big, 20000)
+	f.insertNpmRows(t, `
+		INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, soft_deleted_at)
+		SELECT x.id, $1, p.npm_repository_id, 'other' || x.n, CASE WHEN x.n % 10 = 0 THEN now() END
+		FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n), npm_packages p WHERE p.namespace_id = $1 AND p.id = $2`, big, 20000)
 	f.publish(t, "lib", "1.0.0")
-	if _, err := f.pool.Exec(f.ctx, `ANALYZE npm_versions, npm_packages, npm_tags`); err != nil {
+	if _, err := f.pool.Exec(f.ctx, `ANALYZE npm_versions, npm_packages`); err != nil {
 		t.Fatal(err)
 	}
-	var plan []map[string]any
 	part, err := f.s.namespacePartition(f.ctx, f.pool, f.repo.NamespaceID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = f.pool.QueryRow(f.ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+npmPublishLockPartitionSQL[part],
-		f.repo.NamespaceID, f.repo.NpmRepositoryID, "lib", "1.0.1").Scan(&plan)
+	conn, err := f.pool.Acquire(f.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := 0.0
-	var walk func(n map[string]any)
-	walk = func(n map[string]any) {
-		if rel, _ := n["Relation Name"].(string); strings.HasPrefix(rel, "npm_versions") {
-			rows, _ := n["Actual Rows"].(float64)
-			loops, _ := n["Actual Loops"].(float64)
-			removed, _ := n["Rows Removed by Filter"].(float64)
-			read += rows*loops + removed
-		}
-		subs, _ := n["Plans"].([]any)
-		for _, sub := range subs {
-			walk(sub.(map[string]any))
-		}
+	defer conn.Release()
+	if _, err := conn.Exec(f.ctx, "PREPARE npm_check(uuid, uuid, text, text) AS "+npmPublishLockPartitionSQL[part]); err != nil {
+		t.Fatal(err)
 	}
-	walk(plan[0]["Plan"].(map[string]any))
-	if read > 10 {
-		t.Errorf("the publish check of lib read %.0f npm_versions rows", read)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		if _, err := conn.Exec(f.ctx, "SET plan_cache_mode = "+mode); err != nil {
+			t.Fatal(err)
+		}
+		var plan []map[string]any
+		err := conn.QueryRow(f.ctx, fmt.Sprintf(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE npm_check('%s', '%s', 'lib', '1.0.1')`,
+			f.repo.NamespaceID, f.repo.NpmRepositoryID)).Scan(&plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		read := map[string]float64{}
+		var walk func(n map[string]any)
+		walk = func(n map[string]any) {
+			if rel, _ := n["Relation Name"].(string); rel != "" {
+				rows, _ := n["Actual Rows"].(float64)
+				loops, _ := n["Actual Loops"].(float64)
+				removed, _ := n["Rows Removed by Filter"].(float64)
+				read[strings.TrimSuffix(rel, fmt.Sprintf("_p%02d", part))] += rows*loops + removed
+			}
+			subs, _ := n["Plans"].([]any)
+			for _, sub := range subs {
+				walk(sub.(map[string]any))
+			}
+		}
+		walk(plan[0]["Plan"].(map[string]any))
+		if read["npm_versions"] > 10 || read["npm_packages"] > 10 {
+			t.Errorf("%s: the publish check of lib read %.0f npm_packages and %.0f npm_versions rows", mode, read["npm_packages"], read["npm_versions"])
+		}
 	}
 }
 
