@@ -387,12 +387,14 @@ func insertNpmCounterDeltas(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUI
 	return nil
 }
 
-// npmExecMode is the query mode of every npm statement: the statement
-// description is cached (one round trip per execution), and each execution
-// uses the unnamed prepared statement, which PostgreSQL always plans with
-// the actual parameters, so the namespace_id = $1 of every statement
-// prunes each partitioned table to one partition while planning. A named
-// prepared statement may switch to a generic plan, which in PostgreSQL 15
-// keeps all 64 partitions of each table in the plan and locks them at
-// every execution.
+// npmExecMode is the query mode of the npm statements on partitioned
+// parents: the statement description is cached (one round trip per
+// execution), and each execution uses the unnamed prepared statement,
+// which PostgreSQL always plans with the actual parameters, so the
+// namespace_id = $1 of every statement prunes each partitioned table to
+// one partition while planning. A named prepared statement may switch to a
+// generic plan, which in PostgreSQL 15 keeps all 64 partitions of each
+// table in the plan and locks them at every execution. The statements
+// that name single partitions (perPartition) are the exception: they run
+// as named prepared statements, on a cached generic plan.
 const npmExecMode = pgx.QueryExecModeCacheDescribe
