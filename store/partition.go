@@ -18,8 +18,8 @@ const namespacePartitionCount = 64
 // hashes to; the hash is PostgreSQL's (hashuuidextended with the
 // partition seed), so it is not recomputed here.
 const namespacePartitionSQL = `
-SELECT r FROM generate_series(0, 63) r
-WHERE satisfies_hash_partition('public.repositories'::regclass, 64, r, $1::uuid)`
+SELECT r FROM generate_series(0, $2::int - 1) r
+WHERE satisfies_hash_partition('public.repositories'::regclass, $2::int, r, $1::uuid)`
 
 // namespacePartitions caches namespace id -> partition number per Store.
 // It never changes: the partition count is fixed and the hash is stable.
@@ -40,7 +40,7 @@ func (s *Store) namespacePartition(ctx context.Context, q querier, namespaceID u
 		return p.(int), nil
 	}
 	var p int
-	if err := q.QueryRow(ctx, namespacePartitionSQL, namespaceID).Scan(&p); err != nil {
+	if err := q.QueryRow(ctx, namespacePartitionSQL, namespaceID, namespacePartitionCount).Scan(&p); err != nil {
 		return 0, mapErr(fmt.Errorf("store: partition of namespace %s: %w", namespaceID, err))
 	}
 	namespacePartitions.Store(key, p)
