@@ -31,7 +31,7 @@ func TestBlobSHA1Metadata(t *testing.T) {
 			}
 			check := func(what string, b *Blob, data []byte, present bool) {
 				t.Helper()
-				attrs, err := f.objects.Bucket().Attributes(ctx, b.ObjectStorageKey)
+				attrs, err := f.objects.Attributes(ctx, b.ObjectStorageKey)
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}

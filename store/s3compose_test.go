@@ -137,7 +137,7 @@ func TestS3ChunkedCommit(t *testing.T) {
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("read back: %v (equal=%v, %d bytes)", err, bytes.Equal(got, data), len(got))
 		}
-		attrs, err := f.objects.Bucket().Attributes(ctx, res.Blob.ObjectStorageKey)
+		attrs, err := f.objects.Attributes(ctx, res.Blob.ObjectStorageKey)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -131,9 +131,9 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 		discard()
 		return nil, err
 	}
-	// The session row is gone: drop the temporary data (a no-op when it was
+	// The session row is gone: drop the temporary data (nothing when it was
 	// renamed into place). A failure here leaks temporary objects, never data.
-	_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), ref.NamespaceID, ref.UploadID)
+	_ = h.Remove(context.WithoutCancel(ctx))
 	return res, nil
 }
 

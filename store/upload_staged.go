@@ -144,7 +144,7 @@ func (b *StagedBlob) Close(ctx context.Context, committed bool) {
 		return
 	}
 	_ = b.h.Close()
-	_ = b.s.objects.DeleteUpload(context.WithoutCancel(ctx), b.ref.NamespaceID, b.ref.UploadID)
+	_ = b.h.Remove(context.WithoutCancel(ctx))
 }
 
 // discard deletes the temporary data and the session row.

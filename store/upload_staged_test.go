@@ -87,7 +87,7 @@ func TestStagedBlob(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					attrs, err := f.objects.Bucket().Attributes(ctx, res.Blob.ObjectStorageKey)
+					attrs, err := f.objects.Attributes(ctx, res.Blob.ObjectStorageKey)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -191,6 +191,28 @@ func (s *Store) Size(ctx context.Context, key string) (int64, error) {
 	return a.Size, nil
 }
 
+// Attributes returns an object's attributes with the user metadata it was
+// promoted with (Upload.SetMetadata), which the file backend keeps in the
+// file's extended attributes where it can; ErrNotFound when it is missing.
+func (s *Store) Attributes(ctx context.Context, key string) (*blob.Attributes, error) {
+	a, err := s.bucket.Attributes(ctx, key)
+	if err != nil {
+		return nil, wrapErr("stat", key, err)
+	}
+	if !s.IsFile() {
+		return a, nil
+	}
+	meta, err := fileMetadata(s.path(key))
+	if err != nil {
+		return nil, err
+	}
+	if meta != nil {
+		// Without a sidecar fileblob guesses a type from the bytes.
+		a.Metadata, a.ContentType = meta, contentType
+	}
+	return a, nil
+}
+
 // NewRangeReader opens length bytes of an object from offset (length < 0:
 // to the end).
 func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -240,5 +241,75 @@ func createUpload(t *testing.T, s *Store, ns, id uuid.UUID) {
 	}
 	if err := u.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The file backend keeps an upload's metadata as extended attributes of
+// the upload file, which the rename carries to the blob; on a file system
+// without them, in fileblob's sidecar. Either way Attributes reads it
+// back, staged at creation or set at commit, nothing of the upload is
+// left behind, and deleting the blob deletes its metadata.
+func TestFileMetadata(t *testing.T) {
+	ctx := context.Background()
+	meta := map[string]string{"checksum-sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0"}
+	for _, sidecar := range []bool{false, true} {
+		for _, staged := range []bool{false, true} {
+			t.Run(fmt.Sprintf("sidecar=%v/staged=%v", sidecar, staged), func(t *testing.T) {
+				if sidecar {
+					setMetadataOnFile = func(*os.File, map[string]string) error { return errNoXattrs }
+					t.Cleanup(func() { setMetadataOnFile = setFileMetadata })
+				}
+				dir := t.TempDir()
+				s, err := Open(ctx, "file://"+dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ns, id := uuid.New(), uuid.New()
+				var u *Upload
+				if staged {
+					u, err = s.CreateOpenUpload(ctx, ns, id, meta)
+				} else {
+					createUpload(t, s, ns, id)
+					if u, err = s.OpenUpload(ctx, ns, id); err == nil {
+						u.SetMetadata(meta)
+					}
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				data := []byte("hello")
+				if _, err := u.Write(ctx, 0, bytes.NewReader(data), sha256.New(), -1); err != nil {
+					t.Fatal(err)
+				}
+				key := BlobKey(ns, sha256.Sum256(data))
+				if err := u.Promote(ctx, nil, int64(len(data)), key); err != nil {
+					t.Fatal(err)
+				}
+				if err := u.Remove(ctx); err != nil {
+					t.Fatal(err)
+				}
+				u.Close()
+				a, err := s.Attributes(ctx, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Metadata["checksum-sha1"] != meta["checksum-sha1"] || a.ContentType != contentType || a.Size != 5 {
+					t.Fatalf("attributes: %+v", a)
+				}
+				_, err = os.Stat(s.path(key) + attrsSuffix)
+				if hasSidecar := err == nil; hasSidecar != sidecar {
+					t.Fatalf("sidecar present=%v (%v), want %v", hasSidecar, err, sidecar)
+				}
+				if left, _ := os.ReadDir(filepath.Join(dir, ns.String(), "uploads")); len(left) > 0 {
+					t.Fatalf("upload left behind: %s", left[0].Name())
+				}
+				if err := s.Delete(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := os.Stat(s.path(key) + attrsSuffix); !errors.Is(err, os.ErrNotExist) {
+					t.Fatalf("sidecar left after the delete: %v", err)
+				}
+			})
+		}
 	}
 }

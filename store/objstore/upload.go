@@ -44,21 +44,43 @@ func partKey(prefix string, p Part) string {
 // instead of writing over bytes the first one is accounting for; callers
 // read the upload session only after OpenUpload succeeded. Close releases it.
 type Upload struct {
-	s      *Store
-	prefix string
-	f      *os.File // file backend only
+	s                     *Store
+	namespaceID, uploadID uuid.UUID
+	prefix                string
+	f                     *os.File // file backend only
 	// meta is the user metadata of the objects written from now on and of
 	// the promoted blob (SetMetadata).
 	meta map[string]string
-	// attrsStaged: the file backend's metadata sidecar of meta was written
-	// next to the upload file (CreateOpenUpload) and moves with it.
-	attrsStaged bool
+	// metaAt is where the file backend holds meta so far.
+	metaAt metaPlace
+	// promoted: the file backend's upload file became the blob (Promote),
+	// so nothing of the upload is left to delete.
+	promoted bool
 }
+
+// metaPlace is where the file backend keeps an upload's metadata: as
+// extended attributes of the upload file, which rename(2) carries to the
+// blob key with the bytes, or, on a file system without user attributes,
+// in fileblob's sidecar file <upload>.attrs, renamed next to the blob.
+type metaPlace int
+
+const (
+	metaPending   metaPlace = iota // not written yet
+	metaOnFile                     // extended attributes of the upload file
+	metaInSidecar                  // uploads/<id>.attrs
+)
+
+// setMetadataOnFile is setFileMetadata; tests replace it to take the
+// sidecar path a file system without user attributes takes.
+var setMetadataOnFile = setFileMetadata
+
+// errNoXattrs: the file system keeps no user extended attributes.
+var errNoXattrs = errors.New("objstore: file system without user extended attributes")
 
 // SetMetadata sets the user metadata (gocloud WriterOptions.Metadata; on
 // S3 the x-amz-meta-<key> headers) that the promoted blob object carries,
 // and that parts written from now on carry. Keys should be lowercase.
-func (u *Upload) SetMetadata(m map[string]string) { u.meta, u.attrsStaged = m, false }
+func (u *Upload) SetMetadata(m map[string]string) { u.meta, u.metaAt = m, metaPending }
 
 func (u *Upload) writerOptions() *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: contentType, Metadata: u.meta}
@@ -68,11 +90,10 @@ func (u *Upload) writerOptions() *blob.WriterOptions {
 // backend: an empty file; other backends: nothing) and returns it open for
 // writing (and, on the file backend, locked), with the user metadata of
 // its blob set (SetMetadata) when meta is not nil. On the file backend
-// the metadata sidecar is written now, next to the upload file, and
-// renamed with it on Promote: both file creations happen while the
-// caller records the upload session, not on the commit path.
+// the metadata is written now (stageMetadata), while the caller records
+// the upload session, not on the commit path.
 func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID, meta map[string]string) (*Upload, error) {
-	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID), meta: meta}
+	u := &Upload{s: s, namespaceID: namespaceID, uploadID: uploadID, prefix: UploadKey(namespaceID, uploadID), meta: meta}
 	if !s.IsFile() {
 		return u, nil
 	}
@@ -94,23 +115,40 @@ func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid
 		return nil, fmt.Errorf("objstore: lock upload: %w", err)
 	}
 	u.f = f
-	if meta != nil {
-		if err := writeFileAttrs(p, meta); err != nil {
-			u.f.Close()
-			_ = os.Remove(p + attrsSuffix)
-			_ = os.Remove(p)
-			return nil, err
-		}
-		u.attrsStaged = true
+	if err := u.stageMetadata(p); err != nil {
+		u.f.Close()
+		_ = os.Remove(p + attrsSuffix)
+		_ = os.Remove(p)
+		return nil, err
 	}
 	return u, nil
+}
+
+// stageMetadata writes the pending metadata of the file backend's upload
+// at path p: as extended attributes of the upload file, else as the
+// sidecar p.attrs.
+func (u *Upload) stageMetadata(p string) error {
+	if u.meta == nil || u.metaAt != metaPending {
+		return nil
+	}
+	err := setMetadataOnFile(u.f, u.meta)
+	if errors.Is(err, errNoXattrs) {
+		if err = writeFileAttrs(p, u.meta); err == nil {
+			u.metaAt = metaInSidecar
+		}
+		return err
+	}
+	if err == nil {
+		u.metaAt = metaOnFile
+	}
+	return err
 }
 
 // OpenUpload opens the temporary data of an upload for writing or
 // promotion. ErrNotFound: the file backend's upload file is gone (cancelled,
 // purged or already committed); ErrBusy: another writer holds it.
 func (s *Store) OpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) (*Upload, error) {
-	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID)}
+	u := &Upload{s: s, namespaceID: namespaceID, uploadID: uploadID, prefix: UploadKey(namespaceID, uploadID)}
 	if !s.IsFile() {
 		return u, nil
 	}
@@ -203,23 +241,7 @@ func (u *Upload) DiscardPart(ctx context.Context, p Part) error {
 // ErrNotFound: the upload data is missing.
 func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst string) error {
 	if u.f != nil {
-		if err := u.f.Truncate(size); err != nil {
-			return fmt.Errorf("objstore: truncate upload: %w", err)
-		}
-		to := u.s.path(dst)
-		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
-			return fmt.Errorf("objstore: promote: %w", err)
-		}
-		if err := u.placeAttrs(to); err != nil {
-			return err
-		}
-		if err := os.Rename(u.s.path(u.prefix), to); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("objstore: promote: %w", ErrNotFound)
-			}
-			return fmt.Errorf("objstore: promote: %w", err)
-		}
-		return nil
+		return u.promoteFile(size, u.s.path(dst))
 	}
 	var sum int64
 	for _, p := range parts {
@@ -244,6 +266,52 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 		return err
 	}
 	return u.compose(ctx, parts, dst)
+}
+
+// promoteFile renames the upload file, cut to size, to the blob path to,
+// with its metadata: on the file, or in a sidecar renamed first so that
+// the blob never appears without it. The blob's directory is made only
+// when the rename finds it missing.
+func (u *Upload) promoteFile(size int64, to string) error {
+	if err := u.f.Truncate(size); err != nil {
+		return fmt.Errorf("objstore: truncate upload: %w", err)
+	}
+	from := u.s.path(u.prefix)
+	if err := u.stageMetadata(from); err != nil {
+		return err
+	}
+	if u.metaAt == metaInSidecar {
+		err := renameInto(from+attrsSuffix, to+attrsSuffix)
+		if errors.Is(err, os.ErrNotExist) {
+			// Moved by an earlier Promote of this upload that failed after it.
+			err = writeFileAttrs(to, u.meta)
+		}
+		if err != nil {
+			return fmt.Errorf("objstore: promote: attributes: %w", err)
+		}
+	}
+	err := renameInto(from, to)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("objstore: promote: %w", ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("objstore: promote: %w", err)
+	}
+	u.promoted = true
+	return nil
+}
+
+// renameInto renames from to to, making to's directory when it is
+// missing. os.ErrNotExist: from is missing.
+func renameInto(from, to string) error {
+	err := os.Rename(from, to)
+	if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
+		return err
+	}
+	return os.Rename(from, to)
 }
 
 // copyPart promotes a single part by a server-side copy. The copy keeps
@@ -293,35 +361,20 @@ func (u *Upload) copyPart(ctx context.Context, p Part, dst string) error {
 // attrsSuffix ends the name of gocloud fileblob's metadata sidecar.
 const attrsSuffix = ".attrs"
 
-// writeFileAttrs writes the sidecar in which the file backend (gocloud
-// fileblob) keeps an object's attributes, <path>.attrs, before the data
-// file is renamed into place; nothing when there is no metadata. fileblob
-// reads it for Attributes and removes it with the object.
+// writeFileAttrs writes the sidecar in which gocloud fileblob keeps an
+// object's attributes, <path>.attrs, before the data file is renamed
+// into place. fileblob reads it for Attributes and removes it with the
+// object.
 func writeFileAttrs(path string, meta map[string]string) error {
-	if meta == nil {
-		return nil
-	}
 	b, err := json.Marshal(map[string]any{"user.content_type": contentType, "user.metadata": meta})
 	if err != nil {
 		return fmt.Errorf("objstore: promote: attributes: %w", err)
 	}
-	if err := os.WriteFile(path+attrsSuffix, b, 0o666); err != nil {
-		return fmt.Errorf("objstore: promote: attributes: %w", err)
-	}
-	return nil
-}
-
-// placeAttrs puts the metadata sidecar of the file backend's blob file to
-// before the data is renamed there: the staged sidecar is moved, else one
-// is written (nothing without metadata).
-func (u *Upload) placeAttrs(to string) error {
-	if !u.attrsStaged {
-		return writeFileAttrs(to, u.meta)
-	}
-	err := os.Rename(u.s.path(u.prefix)+attrsSuffix, to+attrsSuffix)
+	err = os.WriteFile(path+attrsSuffix, b, 0o666)
 	if errors.Is(err, os.ErrNotExist) {
-		// Moved by an earlier Promote of this upload that failed after it.
-		return writeFileAttrs(to, u.meta)
+		if err = os.MkdirAll(filepath.Dir(path), 0o777); err == nil {
+			err = os.WriteFile(path+attrsSuffix, b, 0o666)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("objstore: promote: attributes: %w", err)
@@ -367,6 +420,16 @@ func (u *Upload) compose(ctx context.Context, parts []Part, dst string) error {
 		return fmt.Errorf("objstore: compose %s: %w", dst, err)
 	}
 	return nil
+}
+
+// Remove removes what is left of the upload's temporary data after a
+// successful commit: nothing once the file backend renamed the upload
+// file into place, the upload's parts elsewhere (DeleteUpload).
+func (u *Upload) Remove(ctx context.Context) error {
+	if u.promoted {
+		return nil
+	}
+	return u.s.DeleteUpload(ctx, u.namespaceID, u.uploadID)
 }
 
 // DeleteUpload removes all temporary data of an upload; missing data counts
