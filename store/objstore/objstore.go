@@ -24,6 +24,10 @@
 // is handled with plain file operations under the same root directory, using
 // the same key-to-path mapping as fileblob for the keys this package builds
 // (they contain only [0-9a-f/-] so fileblob's escaping is the identity).
+// There a blob's user metadata (the SHA-1 a client supplied; x-amz-meta-*
+// on S3) is kept as user.* extended attributes of its file, which the
+// rename carries with the bytes, and in fileblob's <file>.attrs sidecar
+// only on a file system without them; Store.Attributes reads either.
 package objstore
 
 import (
