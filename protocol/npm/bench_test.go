@@ -131,6 +131,13 @@ func reportCPU(b *testing.B, from, to cpuSnap, ops int) {
 // unscoped package, like the rawpublish.js anchor (Verdaccio 6.8 with JWT:
 // 9 ms, Gitea 1.26: 17 ms per publish). "jobs=on" runs the River rebuild
 // worker as serve does (rebuilds compete with the publishes).
+//
+// The file store lives under $TMPDIR, and every publish creates one file
+// there. On an ext4 without a journal, creating a file scans past the
+// inodes of its directory's group freed in the last minutes, so a /tmp
+// churned by other tests and benchmarks adds up to about 1 ms per publish
+// (measured); TMPDIR on tmpfs, or a fresh top-level directory of the
+// disk, measures the registry rather than that churn.
 func BenchmarkPublish200(b *testing.B) {
 	for _, jobs := range []bool{false, true} {
 		b.Run(fmt.Sprintf("jobs=%v", jobs), func(b *testing.B) {
