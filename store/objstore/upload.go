@@ -44,10 +44,9 @@ func partKey(prefix string, p Part) string {
 // instead of writing over bytes the first one is accounting for; callers
 // read the upload session only after OpenUpload succeeded. Close releases it.
 type Upload struct {
-	s                     *Store
-	namespaceID, uploadID uuid.UUID
-	prefix                string
-	f                     *os.File // file backend only
+	s      *Store
+	prefix string
+	f      *os.File // file backend only
 	// meta is the user metadata of the objects written from now on and of
 	// the promoted blob (SetMetadata).
 	meta map[string]string
@@ -93,7 +92,7 @@ func (u *Upload) writerOptions() *blob.WriterOptions {
 // the metadata is written now (stageMetadata), while the caller records
 // the upload session, not on the commit path.
 func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID, meta map[string]string) (*Upload, error) {
-	u := &Upload{s: s, namespaceID: namespaceID, uploadID: uploadID, prefix: UploadKey(namespaceID, uploadID), meta: meta}
+	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID), meta: meta}
 	if !s.IsFile() {
 		return u, nil
 	}
@@ -148,7 +147,7 @@ func (u *Upload) stageMetadata(p string) error {
 // promotion. ErrNotFound: the file backend's upload file is gone (cancelled,
 // purged or already committed); ErrBusy: another writer holds it.
 func (s *Store) OpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) (*Upload, error) {
-	u := &Upload{s: s, namespaceID: namespaceID, uploadID: uploadID, prefix: UploadKey(namespaceID, uploadID)}
+	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID)}
 	if !s.IsFile() {
 		return u, nil
 	}
@@ -429,14 +428,18 @@ func (u *Upload) Remove(ctx context.Context) error {
 	if u.promoted {
 		return nil
 	}
-	return u.s.DeleteUpload(ctx, u.namespaceID, u.uploadID)
+	return u.s.deleteUpload(ctx, u.prefix)
 }
 
 // DeleteUpload removes all temporary data of an upload; missing data counts
 // as deleted. It does not take the file lock: a writer that still holds the
 // old file notices at its compare-and-swap that the session is gone.
 func (s *Store) DeleteUpload(ctx context.Context, namespaceID, uploadID uuid.UUID) error {
-	prefix := UploadKey(namespaceID, uploadID)
+	return s.deleteUpload(ctx, UploadKey(namespaceID, uploadID))
+}
+
+// deleteUpload is DeleteUpload of the upload at prefix (UploadKey).
+func (s *Store) deleteUpload(ctx context.Context, prefix string) error {
 	if s.IsFile() {
 		for _, p := range []string{s.path(prefix), s.path(prefix) + attrsSuffix} {
 			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {

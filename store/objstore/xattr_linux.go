@@ -58,40 +58,40 @@ func fileMetadata(path string) (map[string]string, error) {
 }
 
 func xattrNames(path string) ([]string, error) {
-	for {
-		n, err := unix.Listxattr(path, nil)
-		if errors.Is(err, unix.ENOTSUP) || n == 0 {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("objstore: list metadata of %s: %w", path, err)
-		}
-		buf := make([]byte, n)
-		n, err = unix.Listxattr(path, buf)
-		if errors.Is(err, unix.ERANGE) {
-			continue // grew in between
-		}
-		if err != nil {
-			return nil, fmt.Errorf("objstore: list metadata of %s: %w", path, err)
-		}
-		return strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00"), nil
+	buf, err := readSized(func(b []byte) (int, error) { return unix.Listxattr(path, b) })
+	if errors.Is(err, unix.ENOTSUP) || (err == nil && len(buf) == 0) {
+		return nil, nil
 	}
+	if err != nil {
+		return nil, fmt.Errorf("objstore: list metadata of %s: %w", path, err)
+	}
+	return strings.Split(strings.TrimRight(string(buf), "\x00"), "\x00"), nil
 }
 
 func getXattr(path, name string) (string, error) {
+	buf, err := readSized(func(b []byte) (int, error) { return unix.Getxattr(path, name, b) })
+	if err != nil {
+		return "", fmt.Errorf("objstore: read metadata %s of %s: %w", name, path, err)
+	}
+	return string(buf), nil
+}
+
+// readSized calls read with a nil buffer for the size, then with a buffer
+// of that size, again when the value grew in between (ERANGE).
+func readSized(read func([]byte) (int, error)) ([]byte, error) {
 	for {
-		n, err := unix.Getxattr(path, name, nil)
-		if err != nil {
-			return "", fmt.Errorf("objstore: read metadata %s of %s: %w", name, path, err)
+		n, err := read(nil)
+		if err != nil || n == 0 {
+			return nil, err
 		}
 		buf := make([]byte, n)
-		n, err = unix.Getxattr(path, name, buf)
+		n, err = read(buf)
 		if errors.Is(err, unix.ERANGE) {
 			continue
 		}
 		if err != nil {
-			return "", fmt.Errorf("objstore: read metadata %s of %s: %w", name, path, err)
+			return nil, err
 		}
-		return string(buf[:n]), nil
+		return buf[:n], nil
 	}
 }
