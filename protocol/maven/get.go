@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -37,13 +38,14 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", cacheControl(q))
+		httpsafe.Attachment(w.Header(), q.name)
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader([]byte(sum)))
 		return nil
 	}
 	hdr := w.Header()
 	hdr.Set("Content-Type", contentType(q.ref.FileName))
 	hdr.Set("Cache-Control", cacheControl(q))
-	hdr.Set("X-Content-Type-Options", "nosniff")
+	httpsafe.Attachment(hdr, q.name)
 	if f == nil {
 		// Metadata rendered on the fly (no stored document yet).
 		hdr.Set("ETag", `"`+checksumOf(store.MavenSHA1, content)+`"`)

@@ -39,6 +39,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -85,7 +86,7 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		panic("maven.Mount: Options.Auth is required")
 	}
 	h.authn = opts.Auth
-	r.PathPrefix(Prefix).Handler(h)
+	r.PathPrefix(Prefix).Handler(httpsafe.Handler(h))
 }
 
 // Handler returns the Maven surface as a standalone http.Handler on a
@@ -179,7 +180,8 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		w.Header().Set(k, v)
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Del("Content-Disposition")
+	httpsafe.Protect(w.Header())
 	w.WriteHeader(he.status)
 	if r.Method != http.MethodHead {
 		_, _ = io.WriteString(w, he.msg+"\n")
@@ -220,22 +222,21 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	return h.get(w, r, t, q)
 }
 
-// contentType of a stored file, by extension.
+// contentType of a stored file, by extension. Only types no browser
+// renders as a document are named; everything else, .pom and .xml
+// included (an XHTML .pom or an .svg would run its scripts), is
+// application/octet-stream. Maven and Gradle do not read the type.
 func contentType(name string) string {
 	switch ext := path.Ext(name); ext {
 	case ".jar", ".war", ".ear", ".rar", ".aar":
 		return "application/java-archive"
-	case ".pom", ".xml":
-		return "text/xml"
-	case ".module", ".json":
-		return "application/json"
 	case ".asc":
 		return "application/pgp-signature"
 	case ".zip":
 		return "application/zip"
 	case ".gz", ".tgz":
 		return "application/gzip"
-	case ".txt", ".md5", ".sha1", ".sha256", ".sha512":
+	case ".md5", ".sha1", ".sha256", ".sha512":
 		return "text/plain; charset=utf-8"
 	}
 	return "application/octet-stream"

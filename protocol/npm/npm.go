@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -110,9 +111,12 @@ func newHandler(st *store.Store, opts Options) *handler {
 	return h
 }
 
-// Mount registers the npm registries under /npm/ on r.
+// Mount registers the npm registries under /npm/ on r. Every answer is
+// protected by package httpsafe: packuments hold user-written text (a
+// README, a description) and stay viewable as JSON, but are never sniffed
+// nor rendered with scripts; tarballs are also attachments.
 func Mount(r *mux.Router, st *store.Store, opts Options) {
-	r.PathPrefix(PathPrefix).Handler(newHandler(st, opts))
+	r.PathPrefix(PathPrefix).Handler(httpsafe.Handler(newHandler(st, opts)))
 }
 
 // Handler returns the npm surface as a standalone http.Handler (tests).
@@ -196,6 +200,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	for k, v := range ae.header {
 		w.Header().Set(k, v)
 	}
+	w.Header().Del("Content-Disposition") // an error is not the tarball
 	writeJSON(w, ae.status, map[string]string{"error": ae.message})
 }
 

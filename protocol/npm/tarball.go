@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -31,6 +32,7 @@ func (h *handler) getTarball(req *request, name, file string) error {
 	w := req.w
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	httpsafe.Attachment(w.Header(), file)
 	if inm := req.r.Header.Get("If-None-Match"); inm != "" && strings.Contains(inm, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil

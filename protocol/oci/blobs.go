@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -36,6 +37,7 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	hdr.Set("Accept-Ranges", "bytes")
 	hdr.Set("Content-Type", mtOctetStream)
 	hdr.Set("Cache-Control", "max-age=31536000")
+	httpsafe.Attachment(hdr, d.String())
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, d.String()) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 )
 
 // Error codes of the OCI Distribution Specification (section "Error Codes").
@@ -80,6 +82,8 @@ func writeAPIError(w http.ResponseWriter, r *http.Request, e *apiError) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Del("Docker-Content-Digest")
 	h.Del("ETag")
+	h.Del("Content-Disposition")
+	httpsafe.Protect(h)
 	w.WriteHeader(e.Status)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write(body)

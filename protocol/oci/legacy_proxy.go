@@ -8,12 +8,14 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -167,6 +169,13 @@ func (p *legacyProxy) modifyResponse(resp *http.Response) error {
 	if loc := resp.Header.Get("Location"); loc != "" {
 		resp.Header.Set("Location", p.localLocation(loc))
 	}
+	// Whatever the legacy registry answers is bytes users pushed, served
+	// on our origin: ours replace its own values of these headers.
+	name := ""
+	if resp.Request != nil {
+		name = path.Base(resp.Request.URL.Path)
+	}
+	httpsafe.Attachment(resp.Header, name)
 	p.observe("forwarded")
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -41,6 +42,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	hdr.Set("Content-Type", m.MediaType)
 	hdr.Set("Docker-Content-Digest", dg)
 	hdr.Set("ETag", `"`+dg+`"`)
+	httpsafe.Attachment(hdr, dg)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, dg) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil

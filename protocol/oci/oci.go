@@ -48,6 +48,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -132,7 +133,7 @@ func (h *handler) routes(r *mux.Router) {
 	r.Handle("/v2/_catalog", h.wrap(h.catalog)).Methods(http.MethodGet)
 	// The token endpoint of the challenges (GET with Basic credentials or
 	// none, POST for the OAuth2 password grant).
-	r.Handle("/v2/token", h.authn.TokenHandler(auth.ContainerResolver(h.st))).Methods(http.MethodGet, http.MethodHead, http.MethodPost)
+	r.Handle("/v2/token", httpsafe.Handler(h.authn.TokenHandler(auth.ContainerResolver(h.st)))).Methods(http.MethodGet, http.MethodHead, http.MethodPost)
 	r.Handle(name+"/blobs/uploads/", h.wrap(h.startUpload)).Methods(http.MethodPost)
 	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.uploadStatus)).Methods(http.MethodGet)
 	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.patchUpload)).Methods(http.MethodPatch)
@@ -158,6 +159,7 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 func (h *handler) wrap(fn handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Docker-Distribution-API-Version", "registry/2.0")
+		httpsafe.Protect(w.Header())
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {

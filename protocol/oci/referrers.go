@@ -7,6 +7,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -75,6 +76,8 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 	if filter != "" {
 		w.Header().Set("OCI-Filters-Applied", "artifactType")
 	}
+	// Annotations and artifact types are the pushers' words.
+	httpsafe.Attachment(w.Header(), subject.String()+"-referrers.json")
 	return writeJSON(w, r, http.StatusOK, mtOCIIndex, struct {
 		SchemaVersion int                  `json:"schemaVersion"`
 		MediaType     string               `json:"mediaType"`
