@@ -86,7 +86,7 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		panic("maven.Mount: Options.Auth is required")
 	}
 	h.authn = opts.Auth
-	r.PathPrefix(Prefix).Handler(httpsafe.Handler(h))
+	r.PathPrefix(Prefix).Handler(h)
 }
 
 // Handler returns the Maven surface as a standalone http.Handler on a
@@ -188,7 +188,10 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 }
 
+// ServeHTTP protects every answer with package httpsafe: Maven files are
+// user bytes, and error messages echo the path.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	httpsafe.Protect(w.Header())
 	if err := h.serve(w, r); err != nil {
 		h.writeError(w, r, err)
 	}

@@ -111,12 +111,9 @@ func newHandler(st *store.Store, opts Options) *handler {
 	return h
 }
 
-// Mount registers the npm registries under /npm/ on r. Every answer is
-// protected by package httpsafe: packuments hold user-written text (a
-// README, a description) and stay viewable as JSON, but are never sniffed
-// nor rendered with scripts; tarballs are also attachments.
+// Mount registers the npm registries under /npm/ on r.
 func Mount(r *mux.Router, st *store.Store, opts Options) {
-	r.PathPrefix(PathPrefix).Handler(httpsafe.Handler(newHandler(st, opts)))
+	r.PathPrefix(PathPrefix).Handler(newHandler(st, opts))
 }
 
 // Handler returns the npm surface as a standalone http.Handler (tests).
@@ -233,7 +230,12 @@ type request struct {
 // ServeHTTP dispatches /npm/<namespace>/<repository>/<rest>. The escaped
 // path is split before unescaping, so "@scope%2fname" stays one segment
 // while "@scope/name" is two.
+//
+// Every answer is protected by package httpsafe: packuments hold
+// user-written text (a README, a description) and stay viewable as JSON,
+// but are never sniffed nor run scripts; tarballs are also attachments.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	httpsafe.Protect(w.Header())
 	raw := strings.TrimPrefix(r.URL.EscapedPath(), PathPrefix)
 	parts := strings.Split(raw, "/")
 	segs := make([]string, 0, len(parts))
