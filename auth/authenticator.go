@@ -60,6 +60,13 @@ type Options struct {
 	BearerTTL time.Duration
 	// Service is the OCI token service name (challenge and token "aud").
 	Service string
+
+	// Web UI sessions (session.go): idle timeout, absolute lifetime, and
+	// whether cookies are Secure whatever the request (the public URL is
+	// https behind a proxy that ends TLS).
+	SessionIdle     time.Duration
+	SessionLifetime time.Duration
+	SecureCookies   bool
 }
 
 func (o Options) withDefaults() Options {
@@ -86,6 +93,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Service == "" {
 		o.Service = DefaultService
+	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.SessionLifetime <= 0 {
+		o.SessionLifetime = DefaultSessionLifetime
 	}
 	return o
 }

@@ -118,6 +118,7 @@ const (
 	CodeForbidden            = "FORBIDDEN"
 	CodeNotFound             = "NOT_FOUND"
 	CodeNamespaceUnavailable = "NAMESPACE_UNAVAILABLE"
+	CodeCSRFToken            = "CSRF_TOKEN_INVALID"
 )
 
 // GraphQLCode maps a decision error to its extensions.code ("" for other
@@ -132,6 +133,8 @@ func GraphQLCode(err error) string {
 			return CodeNotFound
 		}
 		return CodeNamespaceUnavailable
+	case errors.Is(err, ErrCSRFToken):
+		return CodeCSRFToken
 	case errors.Is(err, ErrUnauthenticated):
 		return CodeUnauthenticated
 	case errors.Is(err, ErrForbidden):

@@ -98,7 +98,9 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	srv.SetRecoverFunc(recoverFunc(log))
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := opts.Auth.Authenticate(r)
+		// The UI's session cookie (with its CSRF token) or a script's
+		// Authorization header.
+		p, err := opts.Auth.AuthenticateBrowser(w, r)
 		if err != nil {
 			// A presented credential that is not valid is refused outright
 			// rather than downgraded to anonymous.

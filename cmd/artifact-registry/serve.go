@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,7 +65,8 @@ func runServe(ctx context.Context, args []string) error {
 	// One authenticator for every surface: its token cache and buffered
 	// last_used_at are per process. Run flushes last_used_at until the
 	// server stops, then once more before the database closes.
-	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log})
+	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log,
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://")})
 	authCtx, stopAuth := context.WithCancel(ctx)
 	flushed := make(chan struct{})
 	go func() { defer close(flushed); authn.Run(authCtx) }()
@@ -77,7 +79,7 @@ func runServe(ctx context.Context, args []string) error {
 	defer legacy.Close()
 
 	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log}
-	jobs, collector, err := newJobClient(db.Pool, st, &cfg, npmOpts, legacy, log)
+	jobs, collector, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, log)
 	if err != nil {
 		return err
 	}
@@ -95,6 +97,7 @@ func runServe(ctx context.Context, args []string) error {
 	npm.Mount(r, st, npmOpts)
 	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
 	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)})
+	r.Handle(auth.SessionPath, authn.SessionHandler()) // UI sign-in; every method answers (405 for others)
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
@@ -105,8 +108,9 @@ func runServe(ctx context.Context, args []string) error {
 
 // newJobClient wires River on the same pool with every job kind: the GC
 // family and the counter fold (periodic, leader-elected), the npm packument
-// rebuild and, when enabled, the registry:2 migration service.
-func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
+// rebuild, the sweep of ended UI sessions and, when enabled, the
+// registry:2 migration service.
+func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers, Logger: log})
 	if err != nil {
@@ -115,6 +119,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, cfg *config.Config, npmOp
 	periodic := collector.Register(workers)
 	folder := counters.New(st, counters.Config{Logger: log})
 	periodic = append(periodic, folder.Register(workers)...)
+	periodic = append(periodic, authn.RegisterSessionSweep(workers)...)
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, err
 	}

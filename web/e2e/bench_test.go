@@ -44,7 +44,9 @@ func BenchmarkRepositoryListFirstRender(b *testing.B) {
 
 	t := newBrowser(b, s.URL, 1280, 900)
 	t.open("/sign-in")
-	t.eval(`sessionStorage.setItem("artifact-registry.token", ` + jsString(adminToken) + `), "ok"`)
+	t.typeInto("#token", adminToken)
+	t.click(button("Sign in"))
+	t.see(heading("Namespaces"))
 	if _, err := chromedp.Call(t.ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: firstRowProbe}); err != nil {
 		b.Fatal(err)
 	}

@@ -65,6 +65,7 @@ func newServer(t testing.TB) *server {
 	npm.Mount(r, st, npm.Options{Auth: authn, Logger: log})
 	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
 	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
+	r.Handle(auth.SessionPath, authn.SessionHandler())
 	// The UI is the catch-all, as in cmd/artifact-registry/serve.go.
 	r.PathPrefix("/").Handler(web.Handler())
 	srv := httptest.NewServer(hs.Handler())

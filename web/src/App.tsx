@@ -49,9 +49,13 @@ export function AppRoutes() {
 }
 
 function WithClient() {
-  const { token } = useAuth();
-  // A new client per token: nothing cached for one identity leaks to another.
-  const client = useMemo(() => makeClient(token), [token]);
+  const { ready, session, ended } = useAuth();
+  const csrf = session.csrfToken ?? null;
+  // A new client per session: nothing cached for one identity leaks to another.
+  const client = useMemo(() => makeClient(csrf, ended), [csrf, ended]);
+  // Until the server says whether the cookie signs in, queries would run
+  // as anonymous and then again.
+  if (!ready) return null;
   return (
     <Provider value={client}>
       <AppRoutes />

@@ -1,19 +1,28 @@
 import { Client, cacheExchange, fetchExchange } from "urql";
+import { CSRF_HEADER } from "./auth";
 
 /**
- * A urql client for /graphql that sends the token as a Bearer header. It
- * uses POST (the default), and the document cache, which every mutation
+ * A urql client for /graphql. The session cookie goes along by itself
+ * (same origin); the CSRF token, kept in memory, proves the request comes
+ * from this page. A 401 on a signed-in client means the session ended
+ * (signed out elsewhere, expired, admin token changed): onEnded is called.
+ * It uses POST (the default), and the document cache, which every mutation
  * invalidates for the typenames it returns.
  */
-export function makeClient(token: string | null, url = "/graphql"): Client {
+export function makeClient(csrf: string | null, onEnded: () => void = () => {}, url = "/graphql"): Client {
   return new Client({
     url,
     exchanges: [cacheExchange, fetchExchange],
     requestPolicy: "cache-and-network",
     fetchOptions: (): RequestInit => {
       const headers: Record<string, string> = {};
-      if (token) headers.Authorization = `Bearer ${token}`;
-      return { headers };
+      if (csrf) headers[CSRF_HEADER] = csrf;
+      return { headers, credentials: "same-origin" };
+    },
+    fetch: async (input, init) => {
+      const res = await fetch(input, init);
+      if (csrf && res.status === 401) onEnded();
+      return res;
     },
   });
 }

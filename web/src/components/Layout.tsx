@@ -1,6 +1,5 @@
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router";
-import { useQuery } from "urql";
 import { useAuth } from "../auth";
 import { graphql } from "../gql";
 import { paths } from "../paths";
@@ -18,15 +17,15 @@ export const ViewerQuery = graphql(`
   }
 `);
 
-/** Who the token is (admin, or a namespace token's name); "Signed in" until known. */
+/** Who the session is (admin, or a namespace token's name). */
 function Who() {
-  const [{ data }] = useQuery({ query: ViewerQuery });
-  const v = data?.viewer;
-  const label = v && v.kind !== "ANONYMOUS" ? `Signed in as ${v.name}` : "Signed in";
-  const title = v?.namespace ? `A token of namespace ${v.namespace.slug} (kept in this tab only)` : "Signed in with a token (kept in this tab only)";
+  const { session } = useAuth();
+  const title = session.namespace
+    ? `Signed in with a token of namespace ${session.namespace}`
+    : "Signed in with the admin token";
   return (
     <span className="who" title={title}>
-      {label}
+      Signed in as {session.name}
     </span>
   );
 }
@@ -72,7 +71,7 @@ function useSlashShortcut() {
 }
 
 export function Layout() {
-  const { token, signOut } = useAuth();
+  const { signedIn, signOut } = useAuth();
   const navigate = useNavigate();
   const location = useLocation();
   useFocusHeadingOnNavigate();
@@ -89,14 +88,14 @@ export function Layout() {
         </Link>
         <NamespaceJump />
         <div className="topbar-right">
-          {token ? (
+          {signedIn ? (
             <>
               <Who />
               <button
                 type="button"
                 className="btn btn-ghost"
-                onClick={() => {
-                  signOut();
+                onClick={async () => {
+                  await signOut();
                   navigate(paths.home());
                 }}
               >

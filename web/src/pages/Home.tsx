@@ -53,8 +53,8 @@ const SLUG_RE = /^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$/;
 const ctx = { additionalTypenames: ["Namespace"] };
 
 export function Home() {
-  const { token } = useAuth();
-  if (!token) {
+  const { signedIn } = useAuth();
+  if (!signedIn) {
     return (
       <section className="narrow">
         <PageTitle>Artifact Registry</PageTitle>

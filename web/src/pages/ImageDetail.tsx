@@ -242,7 +242,7 @@ function TagPage({
   onMore,
   onSelect,
 }: PageProps & ImageRef & { onSelect(d: string): void }) {
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: ImageTagsQuery,
     variables: { namespace: ns, name: repo, image, first: PAGE, after },
@@ -294,7 +294,7 @@ function TagPage({
             <CopyButton label={`docker pull command for ${t.name}`} text={dockerPull(host, ns, repo, image, t.name)}>
               Copy pull
             </CopyButton>
-            {token && (
+            {signedIn && (
               <button
                 type="button"
                 className="btn btn-small btn-danger-outline"
@@ -330,7 +330,7 @@ function ManifestPage({
   selected,
   onSelect,
 }: PageProps & ImageRef & { selected: string | null; onSelect(d: string | null): void }) {
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: ImageManifestsQuery,
     variables: { namespace: ns, name: repo, image, first: PAGE, after },
@@ -429,7 +429,7 @@ function ManifestPage({
                     </ul>
                   </>
                 )}
-                {token && (
+                {signedIn && (
                   <p>
                     <button
                       type="button"

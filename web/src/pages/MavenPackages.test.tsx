@@ -66,6 +66,12 @@ describe("MavenVersionDetail", () => {
     expect(screen.getByText("1.5 KiB")).toBeTruthy();
     const jar = screen.getByRole("link", { name: "core-1.0.jar" });
     expect(jar.getAttribute("href")).toBe(`${location.origin}/maven/acme/libs/com/acme/core/1.0/core-1.0.jar`);
+    // Files are downloads, never a same-tab navigation to a user's bytes.
+    for (const name of ["core-1.0.jar", "core-1.0-sources.jar", "core-1.0.pom"]) {
+      const a = screen.getByRole("link", { name });
+      expect(a.getAttribute("download")).toBe(name);
+      expect(a.getAttribute("rel")).toBe("noopener noreferrer");
+    }
     // Only files that need a type or classifier get their own snippet.
     expect(within(jar.closest("tr")!).queryByRole("button", { name: /Copy dependency/ })).toBeNull();
     const sources = screen.getByRole("link", { name: "core-1.0-sources.jar" }).closest("tr")!;

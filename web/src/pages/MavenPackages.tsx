@@ -270,7 +270,7 @@ function Crumbs({ ns, repo, groupId, artifactId, version }: { ns: string; repo: 
 /** One Maven package: /n/:ns/r/:repo/maven/:groupId/:artifactId */
 export function MavenPackageDetail() {
   const { ns = "", repo = "", groupId = "", artifactId = "" } = useParams();
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: MavenPackageQuery,
     variables: { namespace: ns, name: repo, groupId, artifactId },
@@ -338,7 +338,7 @@ export function MavenPackageDetail() {
       </div>
       <h2>Use this package</h2>
       <UseMaven ns={ns} repo={repo} coords={{ groupId, artifactId, version: "VERSION" }} />
-      {token && <DeleteMavenPackage ns={ns} repo={repo} id={pkg.id} name={`${groupId}:${artifactId}`} />}
+      {signedIn && <DeleteMavenPackage ns={ns} repo={repo} id={pkg.id} name={`${groupId}:${artifactId}`} />}
     </section>
   );
 }
@@ -364,7 +364,7 @@ function MavenVersionPage({
   isLast,
   onMore,
 }: PageProps & { ns: string; repo: string; groupId: string; artifactId: string }) {
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: MavenVersionsQuery,
     variables: { namespace: ns, name: repo, groupId, artifactId, first: PAGE, after },
@@ -398,7 +398,7 @@ function MavenVersionPage({
             >
               Copy dependency
             </CopyButton>
-            {token && (
+            {signedIn && (
               <button
                 type="button"
                 className="btn btn-small btn-danger-outline"
@@ -426,7 +426,7 @@ function MavenVersionPage({
 /** One Maven version: /n/:ns/r/:repo/maven/:groupId/:artifactId/:version */
 export function MavenVersionDetail() {
   const { ns = "", repo = "", groupId = "", artifactId = "", version = "" } = useParams();
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const navigate = useNavigate();
   const [{ data, fetching, error }] = useQuery({
     query: MavenVersionQuery,
@@ -506,7 +506,14 @@ export function MavenVersionDetail() {
               return (
                 <tr key={f.id} data-file={f.fileName}>
                   <th scope="row" data-label="File">
-                    <a href={mavenFileURL(origin, ns, repo, groupId, artifactId, v.version, f.fileName)}>{f.fileName}</a>
+                    {/* A download, never a navigation: the bytes are a user's upload. */}
+                    <a
+                      href={mavenFileURL(origin, ns, repo, groupId, artifactId, v.version, f.fileName)}
+                      download={f.fileName}
+                      rel="noopener noreferrer"
+                    >
+                      {f.fileName}
+                    </a>
                   </th>
                   <td data-label="Size" className="num">
                     {formatBytes(f.sizeBytes)}
@@ -542,7 +549,7 @@ export function MavenVersionDetail() {
           </tbody>
         </table>
       </div>
-      {token && (
+      {signedIn && (
         <div className="panel panel-danger">
           <h3>Delete version</h3>
           <p>The version moves to the trash; maven-metadata.xml stops listing it. It can be restored from the trash.</p>

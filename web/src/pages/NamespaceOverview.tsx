@@ -102,8 +102,8 @@ const CONDITIONS: { condition: NamespaceCondition; key: "blockedAt" | "disabledA
 ];
 
 export function NamespaceOverview() {
-  const { token } = useAuth();
-  return token ? <AdminOverview /> : <PublicOverview />;
+  const { signedIn } = useAuth();
+  return signedIn ? <AdminOverview /> : <PublicOverview />;
 }
 
 function PublicOverview() {

@@ -299,7 +299,7 @@ export function NpmPackageDetail() {
   const name = splat.replace(/\/+$/, "");
   const [params, setParams] = useSearchParams();
   const selected = params.get("version");
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: NpmPackageQuery,
     variables: { namespace: ns, name: repo, package: name },
@@ -357,7 +357,7 @@ export function NpmPackageDetail() {
       </div>
 
       <h2 id="dist-tags">Dist-tags</h2>
-      <DistTags ns={ns} repo={repo} pkg={pkg.name} tags={pkg.distTags} canEdit={!!token} onSelect={select} />
+      <DistTags ns={ns} repo={repo} pkg={pkg.name} tags={pkg.distTags} canEdit={signedIn} onSelect={select} />
 
       <h2 id="versions">Versions</h2>
       {selected && <VersionDetail ns={ns} repo={repo} pkg={pkg.name} version={selected} onClose={() => select(null)} />}
@@ -388,7 +388,7 @@ export function NpmPackageDetail() {
       <p className="muted small">
         Registry URL: <code>{npmRegistryURL(origin, ns, repo)}</code>
       </p>
-      {token && <DeletePackage ns={ns} repo={repo} id={pkg.id} name={pkg.name} />}
+      {signedIn && <DeletePackage ns={ns} repo={repo} id={pkg.id} name={pkg.name} />}
     </section>
   );
 }
@@ -488,7 +488,7 @@ function VersionPage({
   isLast,
   onMore,
 }: PageProps & { ns: string; repo: string; pkg: string; selected: string | null; onSelect(v: string | null): void }) {
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: NpmVersionsQuery,
     variables: { namespace: ns, name: repo, package: pkg, first: PAGE, after },
@@ -539,7 +539,7 @@ function VersionPage({
             )}
           </td>
           <td className="actions">
-            {token && (
+            {signedIn && (
               <button
                 type="button"
                 className="btn btn-small btn-danger-outline"

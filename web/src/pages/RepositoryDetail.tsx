@@ -148,7 +148,7 @@ const ctx = { additionalTypenames: ["Repository", "ContainerImage", "ContainerTa
 
 export function RepositoryDetail() {
   const { ns = "", repo = "" } = useParams();
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: RepositoryQuery,
     variables: { namespace: ns, name: repo },
@@ -230,7 +230,7 @@ export function RepositoryDetail() {
       <h2>Use this repository</h2>
       <Usage format={r.format} ns={ns} repo={r.name} />
 
-      {token && (
+      {signedIn && (
         <>
           <h2>Settings</h2>
           <Settings ns={ns} r={r} />

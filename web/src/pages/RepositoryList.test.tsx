@@ -3,8 +3,9 @@ import userEvent from "@testing-library/user-event";
 import { MemoryRouter, Route, Routes, useLocation } from "react-router";
 import { Provider, type Operation } from "urql";
 import { describe, expect, it } from "vitest";
-import { AuthProvider, TOKEN_KEY } from "../auth";
+import { AuthProvider } from "../auth";
 import { mockClient, opName, type Responder } from "../test/mockClient";
+import { sessionOf } from "../test/render";
 import { REPO_PAGE_SIZE, RepositoryList } from "./RepositoryList";
 
 const TOTAL = 120;
@@ -68,10 +69,9 @@ function LocationProbe() {
 }
 
 function setup(url: string, respond: Responder, { token }: { token?: string } = {}) {
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
   const { client, operations } = mockClient(respond);
   render(
-    <AuthProvider>
+    <AuthProvider initial={sessionOf(token)}>
       <Provider value={client}>
         <MemoryRouter initialEntries={[url]}>
           <Routes>

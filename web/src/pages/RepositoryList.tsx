@@ -238,7 +238,7 @@ export function Filters({
   state: RepoListState;
   onChange(next: RepoListState): void;
 }) {
-  const { token } = useAuth();
+  const { signedIn } = useAuth();
   const { filter, orderBy } = state;
   const setFilter = (patch: Partial<RepositoryFilter>) => onChange({ ...state, filter: { ...filter, ...patch } });
   return (
@@ -265,7 +265,7 @@ export function Filters({
         options={VISIBILITIES}
         onChange={(v) => setFilter({ visibility: (v || undefined) as RepositoryFilter["visibility"] })}
       />
-      {token ? (
+      {signedIn ? (
         <CollectionSelect ns={ns} value={filter.collection ?? ""} onChange={(v) => setFilter({ collection: v || undefined })} />
       ) : null}
       <div className="field">

@@ -1,19 +1,8 @@
 import { useState, type FormEvent } from "react";
 import { useNavigate, useSearchParams } from "react-router";
-import type { CombinedError } from "urql";
+import { CombinedError } from "urql";
 import { useAuth } from "../auth";
-import { makeClient } from "../client";
 import { ErrorBox, PageTitle } from "../components/ui";
-import { graphql } from "../gql";
-import { errorCode } from "../errors";
-
-const CheckTokenQuery = graphql(`
-  query CheckToken {
-    namespaces(first: 1) {
-      totalCount
-    }
-  }
-`);
 
 /** Only same-origin paths are followed after sign-in. */
 export function safeNext(next: string | null): string {
@@ -35,16 +24,17 @@ export function SignIn() {
     if (!t) return;
     setBusy(true);
     setError(null);
-    // Check the token before keeping it: the server answers UNAUTHENTICATED
-    // for an unknown token. FORBIDDEN means the token is valid but may not
-    // list namespaces (a namespace token): that is a successful sign-in.
-    const res = await makeClient(t).query(CheckTokenQuery, {}, { requestPolicy: "network-only" }).toPromise();
-    setBusy(false);
-    if (res.error && errorCode(res.error) !== "FORBIDDEN") {
-      setError(res.error);
+    // The server checks the token and opens a session (an HttpOnly cookie);
+    // the token is not kept anywhere in the browser.
+    try {
+      await signIn(t);
+    } catch (err) {
+      setBusy(false);
+      setError(err instanceof CombinedError ? err : new CombinedError({ networkError: err as Error }));
       return;
     }
-    signIn(t);
+    setToken("");
+    setBusy(false);
     navigate(safeNext(params.get("next")), { replace: true });
   };
 
@@ -52,8 +42,8 @@ export function SignIn() {
     <section className="narrow">
       <PageTitle>Sign in</PageTitle>
       <p>
-        Paste an access token (the server's admin token, or a namespace token). It is kept in this browser tab only
-        and sent as <code>Authorization: Bearer</code> with every request.
+        Paste an access token (the server's admin token, or a namespace token). The server checks it once and opens a
+        session: this browser keeps only a session cookie that page scripts cannot read, and never the token.
       </p>
       <form onSubmit={onSubmit} className="form">
         <label htmlFor="token">Token</label>

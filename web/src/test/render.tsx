@@ -4,7 +4,7 @@ import { render } from "@testing-library/react";
 import type { ReactNode } from "react";
 import { MemoryRouter, Routes, useLocation } from "react-router";
 import { Provider, type Operation } from "urql";
-import { AuthProvider, TOKEN_KEY } from "../auth";
+import { AuthProvider, SIGNED_OUT, type SessionInfo } from "../auth";
 import { mockClient, opName, type Responder } from "./mockClient";
 
 function LocationProbe() {
@@ -12,11 +12,16 @@ function LocationProbe() {
   return <output data-testid="location">{l.pathname + l.search}</output>;
 }
 
+/** The session of a screen rendered with `token`: signed in as that token. */
+export function sessionOf(token?: string): SessionInfo {
+  if (!token) return SIGNED_OUT;
+  return { signedIn: true, kind: "ADMIN", name: token, csrfToken: "csrf-of-the-test" };
+}
+
 export function renderRoutes(url: string, routes: ReactNode, respond: Responder, { token }: { token?: string } = {}) {
-  if (token) sessionStorage.setItem(TOKEN_KEY, token);
   const { client, operations } = mockClient(respond);
   render(
-    <AuthProvider>
+    <AuthProvider initial={sessionOf(token)}>
       <Provider value={client}>
         <MemoryRouter initialEntries={[url]}>
           <Routes>{routes}</Routes>
