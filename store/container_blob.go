@@ -51,7 +51,7 @@ func (s *Store) PutContainerBlob(ctx context.Context, t *ContainerTarget, r io.R
 	if err != nil {
 		return nil, err
 	}
-	if err := s.linkContainerBlob(ctx, t, want.SHA256, defaultContainerBlobMediaType); err != nil {
+	if err := s.linkCommitted(ctx, t, want.SHA256); err != nil {
 		return nil, err
 	}
 	return res.Blob, nil
@@ -65,10 +65,23 @@ func (s *Store) CommitContainerUpload(ctx context.Context, t *ContainerTarget, u
 	if err != nil {
 		return nil, err
 	}
-	if err := s.linkContainerBlob(ctx, t, want.SHA256, defaultContainerBlobMediaType); err != nil {
+	if err := s.linkCommitted(ctx, t, want.SHA256); err != nil {
 		return nil, err
 	}
 	return res.Blob, nil
+}
+
+// linkCommitted links a blob an upload just committed to the target's
+// image; when that fails, the blob is handed to the GC unless something
+// else attaches it, so the uploaded bytes cannot leak.
+func (s *Store) linkCommitted(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
+	err := s.linkContainerBlob(ctx, t, sha, defaultContainerBlobMediaType)
+	if err != nil {
+		if rerr := s.releaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
 }
 
 // linkContainerBlob gives the image a container_blobs row for the digest,
