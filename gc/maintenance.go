@@ -13,8 +13,9 @@ type ReconcileResult struct {
 
 // ReconcileScan is the body of gc:reconcile-scan: it walks every blob row
 // (database only, never storage) page by page and records a candidate for
-// each one with zero attachments, older than the grace window, in a
-// namespace without in-flight uploads, that has none (a missed record).
+// each one with zero attachments, older than the grace window, not
+// committed while an upload of its namespace that is still unexpired was
+// in flight (store.ReconcileGCPage), that has none (a missed record).
 // It runs in every phase: recording deletes nothing.
 func (g *GC) ReconcileScan(ctx context.Context) (*ReconcileResult, error) {
 	res := &ReconcileResult{}

@@ -25,6 +25,10 @@ var (
 	ErrDigestMismatch = errors.New("store: digest mismatch")
 	// ErrSizeMismatch: the upload does not have the expected size.
 	ErrSizeMismatch = errors.New("store: size mismatch")
+	// ErrTooManyUploads: the repository already holds
+	// Options.MaxUploadSessionsPerRepository unexpired upload sessions
+	// (every protocol's, they share the table); the message says how many.
+	ErrTooManyUploads = errors.New("store: too many upload sessions in the repository")
 	// ErrBlobTooLarge: the upload exceeds Options.MaxBlobSize.
 	ErrBlobTooLarge = errors.New("store: blob too large")
 	// ErrBlobUnknown: no blob row for (namespace, sha256). Returned wrapped in

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // defaultContainerBlobMediaType is container_blobs.media_type of a blob
@@ -49,7 +51,7 @@ func (s *Store) PutContainerBlob(ctx context.Context, t *ContainerTarget, r io.R
 	if err != nil {
 		return nil, err
 	}
-	if err := s.linkContainerBlob(ctx, t, want.SHA256, defaultContainerBlobMediaType); err != nil {
+	if err := s.linkCommitted(ctx, t, want.SHA256); err != nil {
 		return nil, err
 	}
 	return res.Blob, nil
@@ -63,10 +65,23 @@ func (s *Store) CommitContainerUpload(ctx context.Context, t *ContainerTarget, u
 	if err != nil {
 		return nil, err
 	}
-	if err := s.linkContainerBlob(ctx, t, want.SHA256, defaultContainerBlobMediaType); err != nil {
+	if err := s.linkCommitted(ctx, t, want.SHA256); err != nil {
 		return nil, err
 	}
 	return res.Blob, nil
+}
+
+// linkCommitted links a blob an upload just committed to the target's
+// image; when that fails, the blob is handed to the GC unless something
+// else attaches it, so the uploaded bytes cannot leak.
+func (s *Store) linkCommitted(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
+	err := s.linkContainerBlob(ctx, t, sha, defaultContainerBlobMediaType)
+	if err != nil {
+		if rerr := s.releaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
 }
 
 // linkContainerBlob gives the image a container_blobs row for the digest,
@@ -113,35 +128,68 @@ func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [
 	})
 }
 
+// containerBlobSourceSQL finds an active image of the namespace holding an
+// active blob row of the digest, in an active hosted container repository
+// the read filter admits ($3..$5, ReadFilter.args), the target's own
+// repository ($6) first. Every table names namespace_id = $1 (pruned).
+const containerBlobSourceSQL = `
+SELECT r.id, r.name, r.format, r.visibility, cr.id, ci.id, ci.name
+FROM container_blobs cb
+JOIN container_images ci ON ci.namespace_id = cb.namespace_id AND ci.id = cb.container_image_id
+JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id
+JOIN repositories r ON r.namespace_id = cr.namespace_id AND r.id = cr.repository_id
+WHERE cb.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND r.namespace_id = $1
+  AND cb.digest = $2 AND cb.soft_deleted_at IS NULL AND ci.soft_deleted_at IS NULL
+  AND r.soft_deleted_at IS NULL AND r.kind = $7 AND r.format = ANY($8::smallint[])
+  AND ($3 OR r.visibility = ANY($4::smallint[]) OR r.id = ANY($5::uuid[]))
+ORDER BY r.id = $6 DESC
+LIMIT 1`
+
+// ContainerBlobSource finds the source of a cross-repository mount that
+// names only the digest: an image of t's namespace, in a repository the
+// caller may read (readable, from auth.ReadableRepositories), holding an
+// active blob of the digest. It returns nil, with no error, when there is
+// none: the caller then cannot tell a blob it may not read from a missing
+// one. The source carries t's namespace state; the caller still authorizes
+// the read on it like on a named source.
+func (s *Store) ContainerBlobSource(ctx context.Context, t *ContainerTarget, readable ReadFilter, sha [32]byte) (*ContainerTarget, error) {
+	all, vis, ids := readable.args()
+	src := &ContainerTarget{
+		NamespaceID: t.NamespaceID, NamespaceSlug: t.NamespaceSlug, NamespaceState: t.NamespaceState,
+		ServesReads: t.ServesReads, ServesWrites: t.ServesWrites,
+	}
+	var format, visibility int16
+	err := s.pool.QueryRow(ctx, containerBlobSourceSQL, t.NamespaceID, sha[:], all, vis, ids, t.RepositoryID,
+		int16(enum.KindHosted), []int16{int16(enum.FormatDocker), int16(enum.FormatOCI)}).
+		Scan(&src.RepositoryID, &src.RepositoryName, &format, &visibility, &src.ContainerRepositoryID, &src.ImageID, &src.ImageName)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, mapErr(fmt.Errorf("store: mount source: %w", err))
+	}
+	src.Format, src.Visibility = enum.Format(format), enum.Visibility(visibility)
+	return src, nil
+}
+
 // MountContainerBlob links a blob that already exists in the namespace to
 // the target's image without any bytes being sent (OCI cross-repository
-// mount; the namespace is the deduplication scope). from names the source
-// image (its active blob row must exist); nil mounts from any active image
-// of the namespace. It reports false, with no error, when there is nothing
-// to mount (the client then uploads normally), including when the blob's
-// object turned out missing and must be uploaded again.
+// mount; the namespace is the deduplication scope). from is the source
+// image, which the caller has authorized for reading: the blob must be an
+// active blob of that image. A nil source mounts nothing (the store never
+// searches the namespace on its own: ContainerBlobSource does, for the
+// repositories a caller may read). It reports false, with no error, when
+// there is nothing to mount (the client then uploads normally), including
+// when the blob's object turned out missing and must be uploaded again.
 func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from *ContainerTarget, sha [32]byte) (bool, error) {
-	if from != nil && from.NamespaceID != t.NamespaceID {
+	if from == nil || from.NamespaceID != t.NamespaceID || from.ImageID == uuid.Nil {
 		return false, nil
 	}
-	var (
-		mediaType string
-		err       error
-	)
-	if from != nil {
-		if from.ImageID == uuid.Nil {
-			return false, nil
-		}
-		err = s.pool.QueryRow(ctx, `
-			SELECT media_type FROM container_blobs
-			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL`,
-			from.NamespaceID, from.ImageID, sha[:]).Scan(&mediaType)
-	} else {
-		err = s.pool.QueryRow(ctx, `
-			SELECT media_type FROM container_blobs
-			WHERE namespace_id = $1 AND digest = $2 AND soft_deleted_at IS NULL
-			LIMIT 1`, t.NamespaceID, sha[:]).Scan(&mediaType)
-	}
+	var mediaType string
+	err := s.pool.QueryRow(ctx, `
+		SELECT media_type FROM container_blobs
+		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL`,
+		from.NamespaceID, from.ImageID, sha[:]).Scan(&mediaType)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}

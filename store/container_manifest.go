@@ -174,11 +174,89 @@ type ContainerManifestPutResult struct {
 // the referenced blobs and child trees; index relationships are inserted;
 // tags are upserted (a moved tag keeps its row). A manifest already in the
 // image is not stored again: only its tags change.
+//
+// No payload may be left behind unreferenced: the references are checked
+// before the payload is stored (a manifest refused for a missing blob or
+// child writes nothing), and when the transaction fails anyway (a
+// concurrent delete took a reference meanwhile, a limit, a lost
+// connection) the payload's blob row is handed to the GC if nothing
+// attaches it (releaseUnattached).
 func (s *Store) PutContainerManifest(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
+	if err := s.checkManifestReferences(ctx, t, in); err != nil {
+		return nil, err
+	}
 	if _, err := s.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
 		Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}); err != nil {
 		return nil, err
 	}
+	res, err := s.putContainerManifestTx(ctx, t, in)
+	if err != nil {
+		if rerr := s.releaseUnattached(ctx, t.NamespaceID, in.Digest); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// checkManifestReferencesSQL returns the first reference (in the order of
+// the manifest: blobs, then children) that the image does not hold
+// active: kind 0 for a blob, 1 for a child manifest.
+const checkManifestReferencesSQL = `
+SELECT k, d FROM (
+	SELECT 0 AS k, d, ord FROM unnest($3::bytea[]) WITH ORDINALITY AS u(d, ord)
+	WHERE NOT EXISTS (SELECT 1 FROM container_blobs cb
+	                  WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = u.d
+	                    AND cb.soft_deleted_at IS NULL)
+	UNION ALL
+	SELECT 1, d, ord FROM unnest($4::bytea[]) WITH ORDINALITY AS u(d, ord)
+	WHERE NOT EXISTS (SELECT 1 FROM container_manifests cm
+	                  WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = u.d
+	                    AND cm.soft_deleted_at IS NULL)
+) missing
+ORDER BY k, ord
+LIMIT 1`
+
+// checkManifestReferences refuses, before anything is written, a manifest
+// whose blobs or children the image does not hold (the transaction checks
+// again under its locks).
+func (s *Store) checkManifestReferences(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) error {
+	if len(in.Blobs) == 0 && len(in.Children) == 0 {
+		return nil
+	}
+	if t.ImageID == uuid.Nil { // no image yet: it holds nothing
+		if len(in.Blobs) > 0 {
+			return digestErr(ErrContainerManifestBlobUnknown, in.Blobs[0].SHA256)
+		}
+		return digestErr(ErrContainerManifestChildUnknown, in.Children[0])
+	}
+	blobs := make([][]byte, len(in.Blobs))
+	for i := range in.Blobs {
+		blobs[i] = in.Blobs[i].SHA256[:]
+	}
+	children := make([][]byte, len(in.Children))
+	for i := range in.Children {
+		children[i] = in.Children[i][:]
+	}
+	var (
+		kind int
+		d    []byte
+	)
+	err := s.pool.QueryRow(ctx, checkManifestReferencesSQL, t.NamespaceID, t.ImageID, blobs, children).Scan(&kind, &d)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return mapErr(fmt.Errorf("store: check manifest references: %w", err))
+	case kind == 0:
+		return digestErr(ErrContainerManifestBlobUnknown, [32]byte(d))
+	}
+	return digestErr(ErrContainerManifestChildUnknown, [32]byte(d))
+}
+
+// putContainerManifestTx is the foreground transaction of
+// PutContainerManifest, once the payload is stored.
+func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
 	var res ContainerManifestPutResult
 	err := s.containerTx(ctx, func(tx pgx.Tx) error {
 		res = ContainerManifestPutResult{}

@@ -122,3 +122,48 @@ func (s *Store) RequeueGCCandidate(ctx context.Context, namespaceID uuid.UUID, s
 	}
 	return c, nil
 }
+
+// releaseUnattachedLockSQL locks the blob row of a payload whose write was
+// refused (the blob-row lock of every attach and detach).
+const releaseUnattachedLockSQL = `
+SELECT 1 FROM blob_storage_blobs b
+WHERE b.namespace_id = $1 AND b.sha256 = $2
+FOR UPDATE OF b`
+
+// releaseUnattachedSQL records the candidate, as its own statement after
+// the lock so that it sees every attachment committed before it.
+const releaseUnattachedSQL = `
+INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after)
+SELECT $1, $2, $3
+WHERE NOT EXISTS (SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = $1 AND a.sha256 = $2)
+ON CONFLICT (namespace_id, sha256) DO NOTHING`
+
+// releaseUnattached hands a blob that a refused write stored to the GC:
+// under the blob-row lock, if nothing attaches it, it records a candidate
+// due after the review delay, as the last detach does (ADR-025 rule 3), so
+// the refused bytes cannot leak. A blob that something attaches (it was
+// already stored and used) is left alone; a later attach clears the
+// candidate as usual, and cleanup rechecks attachments and the grace
+// window before it deletes anything. It runs even when the caller's
+// request was cancelled (that is one way a write gets refused); if it
+// cannot run, the reconcile scan records the blob later.
+func (s *Store) releaseUnattached(ctx context.Context, namespaceID uuid.UUID, sha [32]byte) error {
+	ctx = context.WithoutCancel(ctx)
+	reviewAfter := s.opts.Clock.Now().Add(s.opts.ReviewDelay)
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+		var one int
+		err := tx.QueryRow(ctx, releaseUnattachedLockSQL, namespaceID, sha[:]).Scan(&one)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // never stored, or already collected
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, releaseUnattachedSQL, namespaceID, sha[:], reviewAfter)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: release unattached blob %s: %w", FormatSHA256(sha), err)
+	}
+	return nil
+}

@@ -14,7 +14,7 @@ type GCReconcilePage struct {
 	// Scanned blob rows in this page.
 	Scanned int
 	// Eligible: rows that looked unreferenced, old enough, without a
-	// candidate and outside namespaces with in-flight uploads.
+	// candidate and not committed during an upload still in flight.
 	Eligible int
 	// Recorded: candidates actually recorded (rechecked under the lock).
 	Recorded int
@@ -39,7 +39,8 @@ SELECT p.namespace_id, p.sha256,
        p.created_at <= $4
        AND NOT EXISTS (SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = p.namespace_id AND a.sha256 = p.sha256)
        AND NOT EXISTS (SELECT 1 FROM gc_blob_review_queue q WHERE q.namespace_id = p.namespace_id AND q.sha256 = p.sha256)
-       AND NOT EXISTS (SELECT 1 FROM upload_sessions u WHERE u.namespace_id = p.namespace_id AND u.expires_at > $5)
+       AND NOT EXISTS (SELECT 1 FROM upload_sessions u
+                       WHERE u.namespace_id = p.namespace_id AND u.expires_at > $5 AND u.created_at <= p.created_at)
 FROM page p
 ORDER BY p.namespace_id, p.sha256`
 
@@ -54,8 +55,9 @@ FOR UPDATE OF b SKIP LOCKED`
 
 // gcReconcileRecordSQL records the candidates, as its own statement after
 // the lock so that it sees every attachment committed before it: zero
-// attachments, past the grace window, no in-flight upload session in the
-// namespace, no candidate yet.
+// attachments, past the grace window, no unexpired upload session of the
+// namespace that was already open when the blob was committed, no
+// candidate yet.
 const gcReconcileRecordSQL = `
 INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after)
 SELECT $1, b.sha256, $3
@@ -63,16 +65,27 @@ FROM blob_storage_blobs b
 WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])
   AND b.created_at <= $4
   AND NOT EXISTS (SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = $1 AND a.sha256 = b.sha256)
-  AND NOT EXISTS (SELECT 1 FROM upload_sessions u WHERE u.namespace_id = $1 AND u.expires_at > $5)
+  AND NOT EXISTS (SELECT 1 FROM upload_sessions u
+                  WHERE u.namespace_id = $1 AND u.expires_at > $5 AND u.created_at <= b.created_at)
 ON CONFLICT (namespace_id, sha256) DO NOTHING`
 
 // ReconcileGCPage runs one page of gc:reconcile-scan (ADR-025): it repairs
 // missed candidate records by scanning blob rows (after the cursor, at most
 // limit) for ones with zero attachments, created at least GCGracePeriod
-// before now, in namespaces without an in-flight (unexpired) upload
-// session, and without a candidate, and records a candidate due after the
-// review delay for each (under the blob-row lock). Pass a nil cursor to
-// start; the returned Next is nil at the end of the table.
+// before now, without a candidate, and not committed while an upload
+// session of their namespace that is still unexpired was in flight, and
+// records a candidate due after the review delay for each (under the
+// blob-row lock). Pass a nil cursor to start; the returned Next is nil at
+// the end of the table.
+//
+// The in-flight filter only counts sessions opened before the blob's row
+// was written (both created_at come from the store clock): those are the
+// writes that may still be on their way to attaching it. A session opened
+// later cannot be, and counting it would let any writer who keeps one
+// session open in the namespace hold every unreferenced blob of it out of
+// the GC for ever. A session lives at most its TTL, so the filter delays a
+// blob by at most that TTL after its commit (with the default TTLs, not
+// beyond the grace window).
 func (s *Store) ReconcileGCPage(ctx context.Context, now time.Time, after *GCCandidateKey, limit int) (*GCReconcilePage, error) {
 	var afterNS *uuid.UUID
 	var afterSHA []byte

@@ -61,6 +61,11 @@ type Options struct {
 	ResumableUploadTTL  time.Duration
 	// MaxBlobSize caps one upload (0: no cap).
 	MaxBlobSize int64
+	// MaxUploadSessionsPerRepository caps the unexpired upload sessions of
+	// one repository, whatever the protocol (0: no cap). Open sessions hold
+	// temporary storage until they expire; the cap bounds what one writer
+	// can hold that way.
+	MaxUploadSessionsPerRepository int
 }
 
 func (o Options) withDefaults() Options {

@@ -105,12 +105,7 @@ func (s *Store) startUpload(ctx context.Context, namespaceID, repositoryID uuid.
 		create() // no I/O: nothing to overlap
 	}
 	u := &Upload{NamespaceID: namespaceID, RepositoryID: repositoryID, UploadID: uploadID}
-	err = conn.QueryRow(ctx, `
-		INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, expires_at)
-		VALUES ($1, $2, $3, $4)
-		RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`,
-		namespaceID, repositoryID, uploadID, s.opts.Clock.Now().Add(ttl),
-	).Scan(&u.ID, &u.Size, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
+	err = s.insertUploadSession(ctx, conn.Conn(), u, s.opts.Clock.Now(), ttl)
 	c := <-done
 	if err == nil && c.err == nil {
 		return u, c.h, nil
@@ -119,12 +114,72 @@ func (s *Store) startUpload(ctx context.Context, namespaceID, repositoryID uuid.
 		_ = c.h.Close()
 	}
 	_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), namespaceID, uploadID)
+	if errors.Is(err, ErrTooManyUploads) {
+		return nil, nil, err
+	}
 	if err != nil {
 		return nil, nil, mapErr(fmt.Errorf("store: start upload: %w", err))
 	}
 	_, _ = conn.Exec(context.WithoutCancel(ctx), `DELETE FROM upload_sessions WHERE namespace_id = $1 AND upload_id = $2`,
 		namespaceID, uploadID)
 	return nil, nil, fmt.Errorf("store: start upload: %w", c.err)
+}
+
+// insertUploadSessionSQL inserts a session row; created_at is the store
+// clock's, like a blob row's, so the GC can compare the two.
+const insertUploadSessionSQL = `
+INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`
+
+// insertCappedUploadSessionSQL is insertUploadSessionSQL that inserts
+// nothing when the repository already holds $6 unexpired sessions (it
+// counts no further than that).
+const insertCappedUploadSessionSQL = `
+INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, created_at, expires_at)
+SELECT $1, $2, $3, $4, $5
+WHERE (SELECT count(*) FROM (
+	SELECT 1 FROM upload_sessions
+	WHERE namespace_id = $1 AND repository_id = $2 AND expires_at > $4
+	LIMIT $6) open) < $6
+RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`
+
+// uploadCapLockClass is the first key of the transaction-level advisory
+// lock that serializes session starts of one repository while the cap is
+// checked (the second key is a hash of the repository id).
+const uploadCapLockClass = 0x75706c64 // "upld"
+
+// insertUploadSession inserts u's row (expires_at = now + ttl) under the
+// per-repository session cap. With a cap, the advisory lock and the capped
+// insert go in one batch, hence one implicit transaction and one round
+// trip: the lock is held until the insert commits, and the insert, a
+// statement of its own, counts every session committed before the lock
+// was granted, on every instance. ErrTooManyUploads when the cap is
+// reached.
+func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Upload, now time.Time, ttl time.Duration) error {
+	limit := s.opts.MaxUploadSessionsPerRepository
+	scan := func(row pgx.Row) error {
+		return row.Scan(&u.ID, &u.Size, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
+	}
+	if limit <= 0 {
+		return scan(conn.QueryRow(ctx, insertUploadSessionSQL, u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl)))
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, uploadCapLockClass, u.RepositoryID)
+	b.Queue(insertCappedUploadSessionSQL, u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl), limit)
+	br := conn.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err == nil {
+		err = scan(br.QueryRow())
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: the repository has %d open upload sessions, the limit: finish or cancel some, or wait for them to expire",
+			ErrTooManyUploads, limit)
+	}
+	return err
 }
 
 // loadUpload reads a session. Unknown, foreign-repository and expired

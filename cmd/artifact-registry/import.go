@@ -102,7 +102,7 @@ func (c *importCmd) run(ctx context.Context, action string) error {
 		return fmt.Errorf("open object storage: %w", err)
 	}
 	defer objects.Close()
-	st := store.New(db.Pool, objects, store.Options{ReviewDelay: c.cfg.GCReviewDelay})
+	st := store.New(db.Pool, objects, store.Options{ReviewDelay: c.cfg.GCReviewDelay, MaxUploadSessionsPerRepository: c.cfg.MaxUploadSessionsPerRepository})
 	if action == "status" {
 		return c.status(ctx, st)
 	}

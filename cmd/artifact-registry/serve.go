@@ -60,7 +60,7 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("open object storage: %w", err)
 	}
 	defer objects.Close()
-	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay})
+	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay, MaxUploadSessionsPerRepository: cfg.MaxUploadSessionsPerRepository})
 
 	// One authenticator for every surface: its token cache and buffered
 	// last_used_at are per process. Run flushes last_used_at until the

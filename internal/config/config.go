@@ -37,6 +37,9 @@ type Config struct {
 	// DBMaxConns is the database pool size; 0 derives it from the job
 	// workers (PoolMaxConns).
 	DBMaxConns int
+	// MaxUploadSessionsPerRepository caps the open upload sessions of one
+	// repository (0: no cap).
+	MaxUploadSessionsPerRepository int
 }
 
 // Pool sizing. Every running River job holds a pool connection for its
@@ -123,6 +126,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envInt(fs, &c.GCPhase, "gc-phase", "ARTIFACT_REGISTRY_GC_PHASE", 3, "garbage collection rollout phase: 1 record only, 2 recheck without deleting, 3 delete")
 	envInt(fs, &c.GCCleanupWorkers, "gc-cleanup-workers", "ARTIFACT_REGISTRY_GC_CLEANUP_WORKERS", 10, "garbage collection cleanup jobs run at once (each holds a database connection)")
 	envInt(fs, &c.DBMaxConns, "db-max-conns", "ARTIFACT_REGISTRY_DB_MAX_CONNS", 0, "database pool size; 0 derives it from the job workers plus 16 for requests")
+	envInt(fs, &c.MaxUploadSessionsPerRepository, "max-upload-sessions-per-repository", "ARTIFACT_REGISTRY_MAX_UPLOAD_SESSIONS_PER_REPOSITORY", 1000,
+		"open (unexpired) upload sessions one repository may hold, across instances and protocols; 0 = unlimited")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
@@ -153,6 +158,9 @@ func (c *Config) Finish() error {
 	}
 	if c.GCCleanupWorkers < 1 || c.GCCleanupWorkers > 1000 {
 		return fmt.Errorf("--gc-cleanup-workers must be between 1 and 1000, not %d", c.GCCleanupWorkers)
+	}
+	if c.MaxUploadSessionsPerRepository < 0 {
+		return fmt.Errorf("--max-upload-sessions-per-repository must not be negative (0 = unlimited), not %d", c.MaxUploadSessionsPerRepository)
 	}
 	if c.DBMaxConns < 0 {
 		return fmt.Errorf("--db-max-conns must not be negative, not %d", c.DBMaxConns)

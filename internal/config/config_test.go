@@ -64,3 +64,20 @@ func TestPoolSizeExceedsJobWorkers(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxUploadSessionsPerRepository(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.MaxUploadSessionsPerRepository != 1000 {
+		t.Fatalf("default: %d %v, want 1000", c.MaxUploadSessionsPerRepository, err)
+	}
+	if c, err = parse(t, "--max-upload-sessions-per-repository", "0"); err != nil || c.MaxUploadSessionsPerRepository != 0 {
+		t.Fatalf("0 (unlimited): %d %v", c.MaxUploadSessionsPerRepository, err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_MAX_UPLOAD_SESSIONS_PER_REPOSITORY", "25")
+	if c, err = parse(t); err != nil || c.MaxUploadSessionsPerRepository != 25 {
+		t.Fatalf("from the environment: %d %v", c.MaxUploadSessionsPerRepository, err)
+	}
+	if _, err = parse(t, "--max-upload-sessions-per-repository", "-1"); err == nil {
+		t.Fatal("a negative cap was accepted")
+	}
+}

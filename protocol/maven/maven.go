@@ -35,6 +35,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -154,6 +155,8 @@ func toHTTP(err error) *httpError {
 		return &httpError{status: http.StatusConflict, msg: err.Error(), err: err}
 	case errors.Is(err, store.ErrSizeMismatch):
 		return &httpError{status: http.StatusBadRequest, msg: err.Error(), err: err}
+	case errors.Is(err, store.ErrTooManyUploads):
+		return &httpError{status: http.StatusTooManyRequests, msg: strings.TrimPrefix(err.Error(), "store: "), err: err}
 	case errors.Is(err, store.ErrBlobTooLarge), errors.As(err, &tooBig):
 		return &httpError{status: http.StatusRequestEntityTooLarge, msg: "file too large", err: err}
 	case errors.Is(err, errBodyRead):

@@ -162,6 +162,8 @@ func storeError(err error) error {
 		return errorf(http.StatusBadRequest, "%s", trimStore(err))
 	case errors.Is(err, store.ErrBlobTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "tarball is too large")
+	case errors.Is(err, store.ErrTooManyUploads):
+		return errorf(http.StatusTooManyRequests, "%s", trimStore(err))
 	case errors.Is(err, store.ErrRetryable):
 		e := errorf(http.StatusServiceUnavailable, "the registry is busy, retry")
 		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter / time.Second))}

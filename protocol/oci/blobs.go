@@ -169,32 +169,45 @@ func (h *handler) startUpload(w http.ResponseWriter, r *http.Request) error {
 }
 
 // mount links an existing blob of the namespace into the target's image.
-// from names the source image; empty mounts from any image of the
-// namespace (the deduplication scope) holding the digest.
+// from names the source image; empty mounts from an image of a repository
+// of the namespace the caller may read. Either way the caller must be
+// allowed to read the source (the same check as a pull of it): a mount is
+// a read of the source's bytes. Anything that does not mount (another
+// namespace, an unknown or unreadable source, a digest the source lacks)
+// answers false, so the client uploads and learns nothing about blobs it
+// may not read.
 func (h *handler) mount(r *http.Request, t *store.ContainerTarget, d digest, from string) (bool, error) {
-	var src *store.ContainerTarget
-	if from != "" {
-		n, aerr := parseName(from)
-		if aerr != nil || n.Namespace != t.NamespaceSlug {
-			return false, nil // not mountable here: upload instead
-		}
-		s, err := h.st.ResolveContainerTarget(r.Context(), n.Namespace, n.Repository, n.Image)
-		if errors.Is(err, store.ErrContainerNameUnknown) {
+	src, err := h.mountSource(r, t, d, from)
+	if err != nil || src == nil {
+		return false, err
+	}
+	if err := auth.Authorize(r.Context(), principal(r), auth.ActionRead, auth.ContainerTarget(src)); err != nil {
+		if auth.IsDecision(err) {
 			return false, nil
 		}
-		if err != nil {
-			return false, err
-		}
-		// The caller must be able to read the source; if not, upload.
-		if err := auth.Authorize(r.Context(), principal(r), auth.ActionRead, auth.ContainerTarget(s)); err != nil {
-			if auth.IsDecision(err) {
-				return false, nil
-			}
-			return false, err
-		}
-		src = s
+		return false, err
 	}
 	return h.st.MountContainerBlob(r.Context(), t, src, d)
+}
+
+// mountSource resolves the source of a mount: the image from names (in
+// the target's namespace only), or, without from, an image holding the
+// digest among the repositories the caller may read. nil when none.
+func (h *handler) mountSource(r *http.Request, t *store.ContainerTarget, d digest, from string) (*store.ContainerTarget, error) {
+	if from == "" {
+		f := auth.ReadableRepositories(principal(r), auth.Namespace{ID: t.NamespaceID})
+		return h.st.ContainerBlobSource(r.Context(), t,
+			store.ReadFilter{All: f.All, Visibilities: f.Visibilities, IDs: f.IDs}, d)
+	}
+	n, aerr := parseName(from)
+	if aerr != nil || n.Namespace != t.NamespaceSlug {
+		return nil, nil
+	}
+	src, err := h.st.ResolveContainerTargetIn(r.Context(), t.NamespaceID, n.Namespace, n.Repository, n.Image)
+	if errors.Is(err, store.ErrContainerNameUnknown) {
+		return nil, nil
+	}
+	return src, err
 }
 
 // uploadRef parses the {upload} path variable.

@@ -328,6 +328,8 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 		return newErr(http.StatusBadRequest, codeSizeInvalid, "%v", err)
 	case errors.Is(err, store.ErrBlobTooLarge):
 		return newErr(http.StatusRequestEntityTooLarge, codeSizeInvalid, "%v", err)
+	case errors.Is(err, store.ErrTooManyUploads):
+		return newErr(http.StatusTooManyRequests, codeTooManyRequests, "%s", strings.TrimPrefix(err.Error(), "store: "))
 	case errors.Is(err, store.ErrBlobMustReupload):
 		return detail(newErr(http.StatusBadRequest, codeManifestBlobUnknown,
 			"the stored bytes of %s are gone: push the blob again", dg))

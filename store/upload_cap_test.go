@@ -1,0 +1,128 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+// The upload session cap holds across instances: two Stores, each with
+// its own pool and bucket handle on one database and bucket, start
+// sessions of one repository concurrently, and exactly the cap succeed;
+// the others get ErrTooManyUploads and leave no row and no temporary
+// object. Monolithic uploads count too; other repositories are not
+// affected; a cancelled or expired session frees its place.
+func TestUploadSessionCapAcrossInstances(t *testing.T) {
+	const limit = 7
+	ctx := context.Background()
+	f := newBlobFixture(t, "file", Options{MaxUploadSessionsPerRepository: limit})
+	pool2, err := pgxpool.New(ctx, f.pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool2.Close)
+	objs2, err := objstore.Open(ctx, f.bucketURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = objs2.Close() })
+	second := New(pool2, objs2, Options{MaxUploadSessionsPerRepository: limit, Clock: f.clock})
+
+	var (
+		mu       sync.Mutex
+		started  []*Upload
+		refused  int
+		failures []error
+		wg       sync.WaitGroup
+	)
+	for i := range 40 {
+		st := f.store
+		if i%2 == 1 {
+			st = second
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u, err := st.StartUpload(ctx, f.ns, f.repo, UploadResumable)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				started = append(started, u)
+			case errors.Is(err, ErrTooManyUploads):
+				refused++
+			default:
+				failures = append(failures, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Fatalf("unexpected errors: %v", failures)
+	}
+	if len(started) != limit || refused != 40-limit {
+		t.Fatalf("%d started, %d refused; want %d and %d", len(started), refused, limit, 40-limit)
+	}
+	if n := f.count(t, `SELECT count(*) FROM upload_sessions WHERE namespace_id = $1 AND repository_id = $2`, f.ns, f.repo); n != limit {
+		t.Fatalf("%d session rows, want %d", n, limit)
+	}
+	// Refused starts left no temporary object behind.
+	dir := filepath.Join(strings.TrimPrefix(f.bucketURL, "file://"), f.ns.String(), "uploads")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != limit {
+		t.Fatalf("%d temporary uploads in %s, want %d", len(entries), dir, limit)
+	}
+
+	// A monolithic upload needs a session too: refused, with the error.
+	data := []byte("monolithic")
+	_, err = f.store.PutBlob(ctx, f.ref(started[0].UploadID), bytes.NewReader(data), Expected{SHA256: sha256.Sum256(data), Size: -1})
+	if !errors.Is(err, ErrTooManyUploads) {
+		t.Fatalf("monolithic upload at the cap: %v, want ErrTooManyUploads", err)
+	}
+	// Another repository has its own count.
+	other := f.newRepository(t, f.ns)
+	if _, err := second.StartUpload(ctx, f.ns, other, UploadMonolithic); err != nil {
+		t.Fatalf("other repository: %v", err)
+	}
+	// Cancelling one frees a place (once).
+	if err := f.store.CancelUpload(ctx, started[0].Ref()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := second.PutBlob(ctx, f.ref(started[0].UploadID), bytes.NewReader(data), Expected{SHA256: sha256.Sum256(data), Size: -1}); err != nil {
+		t.Fatalf("upload after a cancel: %v", err)
+	}
+	if _, err := second.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
+		t.Fatalf("start after a cancel: %v", err)
+	}
+	if _, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); !errors.Is(err, ErrTooManyUploads) {
+		t.Fatalf("start at the cap again: %v, want ErrTooManyUploads", err)
+	}
+	// Expired sessions no longer count, even before the purge removes them.
+	f.clock.Advance(DefaultResumableUploadTTL + 1)
+	if _, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
+		t.Fatalf("start once the others expired: %v", err)
+	}
+}
+
+// Without a cap (0) any number of sessions start.
+func TestUploadSessionCapZeroIsUnlimited(t *testing.T) {
+	f := newBlobFixture(t, "mem", Options{})
+	for range 30 {
+		if _, err := f.store.StartUpload(context.Background(), f.ns, f.repo, UploadMonolithic); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
