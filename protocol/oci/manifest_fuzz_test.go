@@ -237,6 +237,7 @@ func manifestSeeds() []manifestSeed {
 		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"Layers":[%s]}`, desc("x/y", cfg, 6), desc("a/b", l1, 6))},
 		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"digest":%q,"size":6,"digest":%q}}`, cfg, l1)},
 		{"", fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"mediaType":%q,"config":%s,"manifests":[%s]}`, mtOCIIndex, mtOCIManifest, desc("x/y", cfg, 6), desc("a/b", l1, 6))},
+		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"digest":%q,"size":6,"ſize":7}}`, cfg)},
 		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"annotations":{"a":"1","A":"2"}}`, desc("x/y", cfg, 6))},
 		{mtOCIManifest, img + " {}"},
 		{mtOCIManifest, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"},
@@ -270,7 +271,7 @@ func TestManifestSeedsAccepted(t *testing.T) {
 			t.Errorf("seed %d refused: %v", i, aerr)
 		}
 	}
-	for _, s := range seeds[18:21] {
+	for _, s := range seeds[18:23] {
 		if _, aerr := parseManifest(s.ct, []byte(s.body)); aerr == nil || aerr.Code != codeManifestInvalid {
 			t.Errorf("ambiguous manifest %s: %v, want MANIFEST_INVALID", s.body, aerr)
 		}
