@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test generate lint bench clean deps test-deps web-test web-build web-screenshots
+.PHONY: build run test generate lint bench clean deps test-deps web-test web-build web-screenshots fuzz-smoke
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
@@ -21,7 +21,22 @@ run: deps build
 test: test-deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 30m ./...
+	$(MAKE) fuzz-smoke
 	$(MAKE) web-test
+
+# The fuzz targets (package:Fuzz function); go test runs their seed
+# corpora, fuzz-smoke fuzzes each for FUZZTIME with FUZZPARALLEL workers,
+# one after another. docs/security/fuzz.md says how to run them longer.
+FUZZ_TARGETS := protocol/oci:FuzzParseManifest protocol/oci:FuzzParseRange protocol/oci:FuzzChunkOffset \
+	protocol/maven:FuzzParsePath protocol/npm:FuzzParsePublish
+FUZZTIME     ?= 10s
+FUZZPARALLEL ?= 1
+
+fuzz-smoke:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) ./$${t%%:*}; \
+	done
 
 # UI component tests (Vitest); the browser end-to-end tests are Go tests
 # in web/e2e and run above.

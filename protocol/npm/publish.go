@@ -62,38 +62,88 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 		}
 		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
 	}
-	var doc publishBody
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
-	}
-	if doc.Name != "" && doc.Name != name {
-		return errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
-	}
-	if doc.ID != "" && doc.ID != name {
-		return errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
+	doc, err := decodePublishBody(name, body)
+	if err != nil {
+		return err
 	}
 	if len(doc.Attachments) > 0 {
 		if withRev {
 			return errorf(http.StatusBadRequest, "a publish is a PUT to /%s without a revision", name)
 		}
-		return h.publish(req, repo, name, &doc)
+		return h.publish(req, repo, name, doc)
 	}
-	return h.updateMetadata(req, repo, name, rev, withRev, &doc)
+	return h.updateMetadata(req, repo, name, rev, withRev, doc)
+}
+
+// decodePublishBody decodes the document PUT to /<name>.
+func decodePublishBody(name string, body []byte) (*publishBody, error) {
+	var doc publishBody
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
+	}
+	if doc.Name != "" && doc.Name != name {
+		return nil, errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
+	}
+	if doc.ID != "" && doc.ID != name {
+		return nil, errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
+	}
+	return &doc, nil
 }
 
 // publish handles the publish of one version with its tarball.
 func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody) error {
+	pub, err := parsePublication(name, doc, h.opts.MaxTarballSize, h.publisher(req))
+	if err != nil {
+		return err
+	}
+	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
+		Name:        name,
+		Version:     pub.Version,
+		PackageJSON: pub.PackageJSON,
+		FileName:    tarballFileName(name, pub.Version),
+		Tarball:     pub.Tarball,
+		SHA1:        pub.SHA1,
+		Tags:        pub.Tags,
+		Hook:        h.writeHook(repo),
+	})
+	if err != nil {
+		return err
+	}
+	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
+		"package", name, "version", pub.Version, "size", len(pub.Tarball), "tags", res.Tags)
+	msg := "created new package"
+	if !res.PackageCreated {
+		msg = "published " + name + "@" + pub.Version
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
+	return nil
+}
+
+// publication is a validated publish: one version, its tarball and the
+// package.json the registry stores for it.
+type publication struct {
+	Version     string
+	Tarball     []byte
+	SHA1        [20]byte
+	Tags        []string
+	PackageJSON []byte
+}
+
+// parsePublication validates a publish document against the package name
+// and the tarball limit, and builds the stored package.json (published by
+// publisher). It reads no storage, so every refusal leaves nothing behind.
+func parsePublication(name string, doc *publishBody, maxTarball int64, publisher string) (*publication, error) {
 	if err := validateName(name); err != nil {
-		return errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
+		return nil, errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
 	}
 	if doc.Name == "" {
-		return errorf(http.StatusBadRequest, "the document has no name")
+		return nil, errorf(http.StatusBadRequest, "the document has no name")
 	}
 	if len(doc.Versions) != 1 {
-		return errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
+		return nil, errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
 	}
 	if len(doc.Attachments) != 1 {
-		return errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
+		return nil, errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
 	}
 	var version string
 	var rawManifest json.RawMessage
@@ -101,18 +151,18 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 		version, rawManifest = v, m
 	}
 	if !store.ValidNpmVersion(version) {
-		return errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
+		return nil, errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
 	}
 	var manifest map[string]json.RawMessage
 	if err := json.Unmarshal(rawManifest, &manifest); err != nil || manifest == nil {
-		return errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
+		return nil, errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
 	}
 	var mName, mVersion string
 	if err := json.Unmarshal(manifest["name"], &mName); err != nil || mName != name {
-		return errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
+		return nil, errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
 	}
 	if err := json.Unmarshal(manifest["version"], &mVersion); err != nil || mVersion != version {
-		return errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
+		return nil, errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
 	}
 	var dist struct {
 		Integrity    string          `json:"integrity"`
@@ -121,7 +171,7 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 		UnpackedSize json.RawMessage `json:"unpackedSize"`
 	}
 	if raw, ok := manifest["dist"]; !ok || json.Unmarshal(raw, &dist) != nil {
-		return errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
+		return nil, errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
 	}
 
 	// The tarball.
@@ -129,34 +179,34 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	for _, a := range doc.Attachments {
 		att = a
 	}
-	maxEncoded := base64.StdEncoding.EncodedLen(int(min(h.opts.MaxTarballSize, 1<<40)))
-	if len(att.Data) > maxEncoded || (att.Length != nil && *att.Length > h.opts.MaxTarballSize) {
-		return errorf(http.StatusRequestEntityTooLarge, "the tarball is larger than this registry's limit of %d bytes", h.opts.MaxTarballSize)
+	maxEncoded := base64.StdEncoding.EncodedLen(int(min(maxTarball, 1<<40)))
+	if len(att.Data) > maxEncoded || (att.Length != nil && *att.Length > maxTarball) {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the tarball is larger than this registry's limit of %d bytes", maxTarball)
 	}
 	tgz := make([]byte, base64.StdEncoding.DecodedLen(len(att.Data)))
 	n, err := base64.StdEncoding.Decode(tgz, []byte(att.Data))
 	if err != nil {
-		return errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", err)
+		return nil, errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", err)
 	}
 	tgz = tgz[:n]
 	if len(tgz) == 0 {
-		return errorf(http.StatusBadRequest, "the attachment is empty")
+		return nil, errorf(http.StatusBadRequest, "the attachment is empty")
 	}
-	if int64(len(tgz)) > h.opts.MaxTarballSize {
-		return errorf(http.StatusRequestEntityTooLarge, "the tarball has %d bytes; this registry's limit is %d bytes", len(tgz), h.opts.MaxTarballSize)
+	if int64(len(tgz)) > maxTarball {
+		return nil, errorf(http.StatusRequestEntityTooLarge, "the tarball has %d bytes; this registry's limit is %d bytes", len(tgz), maxTarball)
 	}
 	if att.Length != nil && *att.Length != int64(len(tgz)) {
-		return errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, len(tgz))
+		return nil, errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, len(tgz))
 	}
 	sum512 := sha512.Sum512(tgz)
 	sum1 := sha1.Sum(tgz)
 	integrity := "sha512-" + base64.StdEncoding.EncodeToString(sum512[:])
 	shasum := hex.EncodeToString(sum1[:])
 	if dist.Integrity == "" && dist.Shasum == "" {
-		return errorf(http.StatusBadRequest, "versions[%q].dist has neither integrity nor shasum", version)
+		return nil, errorf(http.StatusBadRequest, "versions[%q].dist has neither integrity nor shasum", version)
 	}
 	if dist.Shasum != "" && !strings.EqualFold(dist.Shasum, shasum) {
-		return errorf(http.StatusBadRequest, "shasum mismatch: the tarball's sha1 is %s, dist.shasum says %s", shasum, dist.Shasum)
+		return nil, errorf(http.StatusBadRequest, "shasum mismatch: the tarball's sha1 is %s, dist.shasum says %s", shasum, dist.Shasum)
 	}
 	if dist.Integrity != "" {
 		checked := false
@@ -165,34 +215,34 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 			switch algo {
 			case "sha512":
 				if strings.SplitN(e, "?", 2)[0] != integrity {
-					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", integrity, e)
+					return nil, errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", integrity, e)
 				}
 				checked = true
 			case "sha1":
 				want := "sha1-" + base64.StdEncoding.EncodeToString(sum1[:])
 				if strings.SplitN(e, "?", 2)[0] != want {
-					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
+					return nil, errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
 				}
 				checked = true
 			}
 		}
 		if !checked && dist.Shasum == "" {
-			return errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
+			return nil, errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
 		}
 	}
 	shrinkwrap, gyp, err := inspectTarball(tgz)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "the attachment is not a gzip-compressed tar archive: %v", err)
+		return nil, errorf(http.StatusBadRequest, "the attachment is not a gzip-compressed tar archive: %v", err)
 	}
 
 	// dist-tags: every tag of a publish points at the published version.
 	var tags []string
 	for tag, v := range doc.DistTags {
 		if v != version {
-			return errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
+			return nil, errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
 		}
 		if err := validateTag(tag); err != nil {
-			return errorf(http.StatusBadRequest, "%v", err)
+			return nil, errorf(http.StatusBadRequest, "%v", err)
 		}
 		tags = append(tags, tag)
 	}
@@ -212,7 +262,7 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	}
 	manifest["dist"], _ = json.Marshal(newDist)
 	manifest["_id"] = jsonString(name + "@" + version)
-	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": h.publisher(req), "email": ""})
+	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": publisher, "email": ""})
 	manifest["_hasShrinkwrap"], _ = json.Marshal(shrinkwrap)
 	if hasInstallScript(manifest["scripts"], gyp) {
 		manifest["hasInstallScript"] = json.RawMessage("true")
@@ -230,30 +280,9 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	}
 	pj, err := json.Marshal(manifest)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
+		return nil, errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
 	}
-
-	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
-		Name:        name,
-		Version:     version,
-		PackageJSON: pj,
-		FileName:    tarballFileName(name, version),
-		Tarball:     tgz,
-		SHA1:        sum1,
-		Tags:        tags,
-		Hook:        h.writeHook(repo),
-	})
-	if err != nil {
-		return err
-	}
-	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
-		"package", name, "version", version, "size", len(tgz), "tags", res.Tags)
-	msg := "created new package"
-	if !res.PackageCreated {
-		msg = "published " + name + "@" + version
-	}
-	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
-	return nil
+	return &publication{Version: version, Tarball: tgz, SHA1: sum1, Tags: tags, PackageJSON: pj}, nil
 }
 
 // hasInstallScript mirrors npm: an install, preinstall or postinstall

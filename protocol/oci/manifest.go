@@ -124,6 +124,9 @@ func parseManifest(contentType string, payload []byte) (*parsedManifest, *apiErr
 	if dec.More() {
 		return nil, manifestInvalid("manifest has trailing data after the JSON document")
 	}
+	if err := checkManifestKeys(payload); err != nil {
+		return nil, err
+	}
 	// The media type: the body's mediaType field, the Content-Type header,
 	// or (neither being a manifest type) what the body's shape says.
 	mt := raw.MediaType

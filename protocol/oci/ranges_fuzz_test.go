@@ -1,0 +1,156 @@
+package oci
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// differentialRangeSize is the largest blob size for which FuzzParseRange
+// also asks net/http's ServeContent (it copies the range into memory).
+const differentialRangeSize = 1 << 16
+
+// FuzzParseRange checks the Range header parser of blob GETs: a range it
+// returns lies inside the blob and is exactly what net/http would serve for
+// the same single range; a refusal is a 416 that names the blob size.
+func FuzzParseRange(f *testing.F) {
+	for _, s := range []struct {
+		h    string
+		size int64
+	}{
+		{"bytes=0-0", 1}, {"bytes=0-", 10}, {"bytes=5-9", 10}, {"bytes=5-100", 10},
+		{"bytes=-3", 10}, {"bytes=-100", 10}, {"bytes=-0", 10}, {"bytes=10-", 10},
+		{"bytes=9-5", 10}, {"bytes=0-1,3-4", 10}, {"bytes=0-", 0}, {"bytes=-1", 0},
+		{"bytes=+1-+2", 10}, {" bytes=1-2 ", 10}, {"bytes= 1-2", 10}, {"items=0-1", 10},
+		{"bytes=9223372036854775807-", 10}, {"bytes=0-9223372036854775807", 1 << 62},
+		{"bytes=-9223372036854775807", 1 << 62}, {"bytes=0-18446744073709551616", 10},
+		{"bytes=--1", 10}, {"bytes=1--1", 10}, {"bytes=", 10}, {"bytes=-", 10},
+	} {
+		f.Add(s.h, s.size)
+	}
+	f.Fuzz(func(t *testing.T, header string, size int64) {
+		if size < 0 {
+			size = -(size + 1) // blob sizes are never negative
+		}
+		br, aerr := parseRange(header, size)
+		if aerr != nil {
+			if br != nil {
+				t.Fatalf("parseRange(%q, %d) returned both a range and an error", header, size)
+			}
+			if aerr.Status != http.StatusRequestedRangeNotSatisfiable {
+				t.Fatalf("parseRange(%q, %d): status %d, want 416", header, size, aerr.Status)
+			}
+			if got, want := aerr.Header.Get("Content-Range"), fmt.Sprintf("bytes */%d", size); got != want {
+				t.Fatalf("parseRange(%q, %d): Content-Range %q, want %q", header, size, got, want)
+			}
+		}
+		if br != nil {
+			checkRangeInBlob(t, header, size, br)
+		}
+		if size <= differentialRangeSize && br != nil {
+			compareWithServeContent(t, header, size, br)
+		}
+	})
+}
+
+func checkRangeInBlob(t *testing.T, header string, size int64, br *byteRange) {
+	t.Helper()
+	if br.Start < 0 || br.Length < 1 || br.Start >= size || br.Length > size-br.Start {
+		t.Fatalf("parseRange(%q, %d) = start %d length %d: outside the blob", header, size, br.Start, br.Length)
+	}
+	// The Content-Range we send must read back as the same range.
+	var first, last, total int64
+	if _, err := fmt.Sscanf(br.contentRange(size), "bytes %d-%d/%d", &first, &last, &total); err != nil {
+		t.Fatalf("Content-Range %q: %v", br.contentRange(size), err)
+	}
+	if first != br.Start || last != br.Start+br.Length-1 || total != size {
+		t.Fatalf("Content-Range %q does not describe start %d length %d of %d", br.contentRange(size), br.Start, br.Length, size)
+	}
+}
+
+// compareWithServeContent serves a blob of the given size with net/http and
+// checks it answers the header with the very range parseRange chose (the
+// parser is stricter: what it does not understand is served whole, so only
+// the ranges it accepts are compared).
+func compareWithServeContent(t *testing.T, header string, size int64, br *byteRange) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "/blob", nil)
+	req.Header.Set("Range", strings.TrimSpace(header))
+	if req.Header.Get("Range") != strings.TrimSpace(header) {
+		return // not representable as a header value
+	}
+	rec := httptest.NewRecorder()
+	http.ServeContent(rec, req, "", time.Time{}, bytes.NewReader(make([]byte, size)))
+	if rec.Code != http.StatusPartialContent {
+		t.Fatalf("Range %q on %d bytes: parseRange chose %s, net/http answers %d", header, size, br.contentRange(size), rec.Code)
+	}
+	if got := rec.Header().Get("Content-Range"); got != br.contentRange(size) {
+		t.Fatalf("Range %q on %d bytes: parseRange chose %s, net/http %s", header, size, br.contentRange(size), got)
+	}
+}
+
+// FuzzChunkOffset checks the Content-Range parser of upload chunks: an
+// accepted chunk starts at a non-negative offset, its range agrees with
+// Content-Length, and a header-less chunk appends at the current size.
+func FuzzChunkOffset(f *testing.F) {
+	for _, s := range []struct {
+		h string
+		n int64
+	}{
+		{"0-9", 10}, {"bytes 0-9/10", 10}, {"bytes=0-9", 10}, {"bytes 0-9/*", 10}, {"10-19", -1},
+		{"5-4", 0}, {"5-3", 0}, {"-1-4", 6}, {"0-9", 9}, {"", 3}, {"0-9223372036854775807", -1},
+		{"9223372036854775807-9223372036854775806", 0}, {"+1-+2", 2}, {"1 - 2", 2}, {"bytes */10", 0},
+	} {
+		f.Add(s.h, s.n)
+	}
+	f.Fuzz(func(t *testing.T, header string, contentLength int64) {
+		const current = 1234
+		req := httptest.NewRequest(http.MethodPatch, "/upload", io.NopCloser(strings.NewReader("")))
+		req.ContentLength = max(contentLength, -1)
+		req.Header.Set("Content-Range", header)
+		start, err := chunkOffset(req, func() (int64, error) { return current, nil })
+		if strings.TrimSpace(req.Header.Get("Content-Range")) == "" {
+			if err != nil || start != current {
+				t.Fatalf("no Content-Range: offset %d, %v; want the current size %d", start, err, current)
+			}
+			return
+		}
+		if err != nil {
+			ae, ok := err.(*apiError)
+			if !ok || (ae.Status != http.StatusRequestedRangeNotSatisfiable && ae.Status != http.StatusBadRequest) {
+				t.Fatalf("Content-Range %q: %v is not a 416 or 400 OCI error", header, err)
+			}
+			return
+		}
+		if start < 0 {
+			t.Fatalf("Content-Range %q accepted with a negative offset %d", header, start)
+		}
+		end := chunkEnd(t, req.Header.Get("Content-Range"))
+		if end < start-1 {
+			t.Fatalf("Content-Range %q accepted with its end before its start", header)
+		}
+		if req.ContentLength >= 0 && end-start+1 != req.ContentLength {
+			t.Fatalf("Content-Range %q accepted for %d bytes", header, req.ContentLength)
+		}
+	})
+}
+
+// chunkEnd reads the last byte position of an accepted Content-Range.
+func chunkEnd(t *testing.T, h string) int64 {
+	t.Helper()
+	h = strings.TrimSpace(h)
+	h = strings.TrimPrefix(strings.TrimPrefix(h, "bytes="), "bytes ")
+	h, _, _ = strings.Cut(h, "/")
+	_, last, _ := strings.Cut(h, "-")
+	end, err := strconv.ParseInt(last, 10, 64)
+	if err != nil {
+		t.Fatalf("accepted Content-Range %q has no end: %v", h, err)
+	}
+	return end
+}
