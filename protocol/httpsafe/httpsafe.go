@@ -54,7 +54,8 @@ func Handler(next http.Handler) http.Handler {
 // Disposition is the Content-Disposition value "attachment" with a file
 // name browsers save safely (RFC 6266): the last path element, with
 // control characters and characters file systems refuse replaced by '_';
-// an ASCII name as filename=, any other as filename*=utf-8”… (RFC 8187).
+// an ASCII name as filename=, any other as filename* in the UTF-8
+// encoding of RFC 8187.
 // An empty or unusable name gives a bare "attachment".
 func Disposition(filename string) string {
 	name := SafeFilename(filename)
