@@ -258,17 +258,17 @@ func TestAuthenticateBrowser(t *testing.T) {
 	f := newFixture(t, Options{})
 	s := mustSignIn(t, f.authn, testAdminToken)
 	other := mustSignIn(t, f.authn, testAdminToken)
-	auth := func(hdr ...string) (*Principal, error, *httptest.ResponseRecorder) {
+	auth := func(hdr ...string) (*Principal, *httptest.ResponseRecorder, error) {
 		r := httptest.NewRequest(http.MethodPost, "/graphql", nil)
 		for i := 0; i+1 < len(hdr); i += 2 {
 			r.Header.Add(hdr[i], hdr[i+1])
 		}
 		w := httptest.NewRecorder()
 		p, err := f.authn.AuthenticateBrowser(w, r)
-		return p, err, w
+		return p, w, err
 	}
 	cookie := SessionCookie + "=" + s.Secret
-	if p, err, _ := auth("Cookie", cookie, CSRFHeader, s.CSRFToken); err != nil || !p.IsAdmin() {
+	if p, _, err := auth("Cookie", cookie, CSRFHeader, s.CSRFToken); err != nil || !p.IsAdmin() {
 		t.Fatalf("cookie and CSRF: %v %v", p, err)
 	}
 	for name, hdr := range map[string][]string{
@@ -279,20 +279,20 @@ func TestAuthenticateBrowser(t *testing.T) {
 		"two CSRF headers":   {"Cookie", cookie, CSRFHeader, s.CSRFToken, CSRFHeader, s.CSRFToken},
 		"malformed cookie":   {"Cookie", SessionCookie + "=abc"},
 	} {
-		if _, err, _ := auth(hdr...); !errors.Is(err, ErrCSRFToken) || GraphQLCode(err) != CodeCSRFToken || HTTPStatus(err) != http.StatusForbidden {
+		if _, _, err := auth(hdr...); !errors.Is(err, ErrCSRFToken) || GraphQLCode(err) != CodeCSRFToken || HTTPStatus(err) != http.StatusForbidden {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if p, err, _ := auth("Authorization", bearer(testAdminToken), "Cookie", SessionCookie+"=garbage"); err != nil || !p.IsAdmin() {
+	if p, _, err := auth("Authorization", bearer(testAdminToken), "Cookie", SessionCookie+"=garbage"); err != nil || !p.IsAdmin() {
 		t.Fatalf("bearer with a stray cookie: %v %v", p, err)
 	}
-	if p, err, _ := auth(); err != nil || !p.IsAnonymous() {
+	if p, _, err := auth(); err != nil || !p.IsAnonymous() {
 		t.Fatalf("nothing: %v %v", p, err)
 	}
 	if err := f.authn.SignOut(context.Background(), s.Secret); err != nil {
 		t.Fatal(err)
 	}
-	_, err, w := auth("Cookie", cookie, CSRFHeader, s.CSRFToken)
+	_, w, err := auth("Cookie", cookie, CSRFHeader, s.CSRFToken)
 	if !errors.Is(err, ErrUnauthenticated) || sessionCookieOf(t, w).MaxAge >= 0 {
 		t.Fatalf("signed-out session: %v %v", err, w.Header())
 	}

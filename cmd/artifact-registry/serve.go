@@ -97,7 +97,8 @@ func runServe(ctx context.Context, args []string) error {
 	npm.Mount(r, st, npmOpts)
 	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
 	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)})
-	r.Handle(auth.SessionPath, authn.SessionHandler()) // UI sign-in; every method answers (405 for others)
+	// UI sign-in (GET, POST, DELETE; 405 for other methods).
+	r.Handle(auth.SessionPath, authn.SessionHandler())
 	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -130,6 +131,16 @@ func TestServeLifecycle(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s = %d", path, resp.StatusCode)
 		}
+	}
+	// The UI's session endpoint is mounted (and not the UI's catch-all).
+	resp, err := http.Get("http://" + second.addr + "/-/session")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"signedIn":false`) {
+		t.Fatalf("GET /-/session = %d %s", resp.StatusCode, body)
 	}
 	// A one-shot command on the same data dir adopts the server's cluster
 	// and must leave it running for the server.
