@@ -76,7 +76,9 @@ func decode(t *testing.T, body string, v any) {
 var surfaces = []surface{
 	{name: "OCI", method: http.MethodGet, path: "/v2/acme/images/app/tags/list", header: basic, rightStatus: http.StatusNotFound,
 		check: func(t *testing.T, body string) {
-			var b struct{ Errors []struct{ Code, Message string } }
+			var b struct {
+				Errors []struct{ Code, Message string }
+			}
 			decode(t, body, &b)
 			if len(b.Errors) != 1 || b.Errors[0].Code != "TOOMANYREQUESTS" {
 				t.Errorf("OCI error body %s", body)
