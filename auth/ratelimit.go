@@ -109,7 +109,9 @@ func (l *failureLimiter) admit(client netip.Prefix) (done func(err error), _ err
 	if l.buckets == nil {
 		return l.record(client, nil), nil
 	}
-	b, ok := l.buckets.Get(client)
+	// Peek takes only the read lock: successes, the common case, do not
+	// serialize on the LRU order; failures move their address up.
+	b, ok := l.buckets.Peek(client)
 	if !ok {
 		return l.record(client, nil), nil
 	}
@@ -135,7 +137,11 @@ func (l *failureLimiter) record(client netip.Prefix, res *rate.Reservation) func
 			return
 		}
 		l.failures.WithLabelValues(failureReason(err)).Inc()
-		if l.buckets == nil || res != nil {
+		if l.buckets == nil {
+			return
+		}
+		if res != nil {
+			l.buckets.Get(client) // most recently failing: evicted last
 			return
 		}
 		b := rate.NewLimiter(l.limit, l.burst)
