@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,11 +52,8 @@ type Options struct {
 	Clock  store.Clock
 	Logger *slog.Logger
 
-	// OCI bearer tokens (TokenHandler). SigningKey is the HMAC-SHA256 key;
-	// every replica must share it. Empty: derived from AdminToken when
-	// there is one, else random per process (then a token only works on
-	// the replica that issued it: configure a key when running several).
-	SigningKey []byte
+	// OCI bearer tokens (TokenHandler) are signed with the keys of
+	// store.SigningKeys, shared by every replica (signing.go).
 	// BearerTTL is the lifetime of issued bearer tokens.
 	BearerTTL time.Duration
 	// Service is the OCI token service name (challenge and token "aud").
@@ -67,6 +65,16 @@ type Options struct {
 	SessionIdle     time.Duration
 	SessionLifetime time.Duration
 	SecureCookies   bool
+	// FailureLimit is how many failed authentications a client address
+	// may make at once before it gets ErrRateLimited; they come back at
+	// FailureLimit per FailureWindow. 0: no limit.
+	FailureLimit  int
+	FailureWindow time.Duration
+	// FailureAddresses bounds the client addresses tracked at once.
+	FailureAddresses int
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// (ClientAddr); none by default: the TCP peer is the client.
+	TrustedProxies []netip.Prefix
 }
 
 func (o Options) withDefaults() Options {
@@ -100,6 +108,12 @@ func (o Options) withDefaults() Options {
 	if o.SessionLifetime <= 0 {
 		o.SessionLifetime = DefaultSessionLifetime
 	}
+	if o.FailureWindow <= 0 {
+		o.FailureWindow = DefaultFailureWindow
+	}
+	if o.FailureAddresses <= 0 {
+		o.FailureAddresses = DefaultFailureAddresses
+	}
 	return o
 }
 
@@ -117,16 +131,17 @@ type tokenStore interface {
 // tokens (CreateToken, RevokeToken, ListTokens). Safe for concurrent use;
 // one per process.
 type Authenticator struct {
-	st         *store.Store
-	tokens     tokenStore
-	opts       Options
-	admin      *Principal
-	adminHash  [32]byte
-	hasAdmin   bool
-	byHash     *ttlCache[[32]byte]
-	byID       *ttlCache[tokenKey]
-	usage      usageBuffer
-	signingKey []byte
+	st        *store.Store
+	tokens    tokenStore
+	opts      Options
+	admin     *Principal
+	adminHash [32]byte
+	hasAdmin  bool
+	byHash    *ttlCache[[32]byte]
+	byID      *ttlCache[tokenKey]
+	usage     usageBuffer
+	keys      *keyring
+	limiter   *failureLimiter
 }
 
 type tokenKey struct{ ns, id uuid.UUID }
@@ -135,6 +150,9 @@ type tokenKey struct{ ns, id uuid.UUID }
 func New(st *store.Store, opts Options) *Authenticator {
 	a := newAuthenticator(st, opts)
 	a.st = st
+	a.keys = newKeyring(st, a.opts.Clock, a.opts.BearerTTL+KeyRefresh+clockSkew, func(err error) {
+		a.opts.Logger.Warn("auth: token signing keys", "err", err)
+	})
 	return a
 }
 
@@ -151,7 +169,7 @@ func newAuthenticator(tokens tokenStore, opts Options) *Authenticator {
 	if opts.AdminToken != "" {
 		a.adminHash, a.hasAdmin = sha256.Sum256([]byte(opts.AdminToken)), true
 	}
-	a.signingKey = signingKey(opts)
+	a.limiter = newFailureLimiter(opts)
 	return a
 }
 
@@ -163,15 +181,27 @@ func (a *Authenticator) Options() Options { return a.opts }
 // CredentialFromRequest and AuthenticateSecret). Decision errors match
 // ErrUnauthenticated; other errors are internal (the store failed:
 // 500, or 503 for store.ErrRetryable).
+//
+// A request that presents a credential counts against the failure limit
+// of its client address (ratelimit.go): ErrRateLimited once it is spent.
 func (a *Authenticator) Authenticate(r *http.Request) (*Principal, error) {
 	cred, err := CredentialFromRequest(r)
-	if err != nil {
-		return nil, err
-	}
-	if cred == nil {
+	if err == nil && cred == nil {
 		return anonymous, nil
 	}
-	return a.AuthenticateSecret(r.Context(), cred.Secret)
+	return a.guard(r, func() (*Principal, error) {
+		if err != nil {
+			return nil, err
+		}
+		return a.AuthenticateSecret(r.Context(), cred.Secret)
+	})
+}
+
+// AuthenticateRequestSecret is AuthenticateSecret for a secret that came
+// in the body of r (npm login, the OAuth2 password grant): it counts
+// against the failure limit of r's client address like Authenticate.
+func (a *Authenticator) AuthenticateRequestSecret(r *http.Request, secret string) (*Principal, error) {
+	return a.guard(r, func() (*Principal, error) { return a.AuthenticateSecret(r.Context(), secret) })
 }
 
 // AuthenticateSecret authenticates a secret presented some other way (npm
@@ -195,7 +225,7 @@ func (a *Authenticator) AuthenticateSecret(ctx context.Context, secret string) (
 	}
 	nsID, ok := ParseSecret(secret)
 	if !ok {
-		return nil, unauthenticated("invalid token")
+		return nil, failure(reasonUnknown, "invalid token")
 	}
 	e, err := a.byHash.get(ctx, sum, func(ctx context.Context) (*store.AccessTokenCredential, error) {
 		return a.tokens.AccessTokenByHash(ctx, nsID, sum)
@@ -211,16 +241,16 @@ func (a *Authenticator) AuthenticateSecret(ctx context.Context, secret string) (
 func (a *Authenticator) accept(e *cacheEntry) (*Principal, error) {
 	c := e.cred
 	if c == nil {
-		return nil, unauthenticated("invalid token")
+		return nil, failure(reasonUnknown, "invalid token")
 	}
 	now := a.opts.Clock.Now()
 	switch {
 	case c.RevokedAt != nil:
-		return nil, unauthenticated("the token has been revoked")
+		return nil, failure(reasonRevoked, "the token has been revoked")
 	case c.ExpiresAt != nil && !now.Before(*c.ExpiresAt):
-		return nil, unauthenticated("the token expired at %s", c.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, failure(reasonExpired, "the token expired at %s", c.ExpiresAt.UTC().Format(time.RFC3339))
 	case c.Namespace.DeletedAt != nil || c.Namespace.PurgedAt != nil:
-		return nil, unauthenticated("invalid token: its namespace no longer exists")
+		return nil, failure(reasonUnknown, "invalid token: its namespace no longer exists")
 	}
 	a.usage.record(tokenKey{c.NamespaceID, c.ID}, now)
 	return e.principal, nil

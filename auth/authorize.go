@@ -333,5 +333,6 @@ func MaskNotFound(p *Principal, namespaceSlug string, notFound error) error {
 // IsDecision reports whether err is one of the decision errors (as opposed
 // to an internal failure).
 func IsDecision(err error) bool {
-	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden) || errors.Is(err, ErrNamespaceUnavailable)
+	return errors.Is(err, ErrUnauthenticated) || errors.Is(err, ErrForbidden) || errors.Is(err, ErrNamespaceUnavailable) ||
+		errors.Is(err, ErrRateLimited)
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,8 +29,9 @@ import (
 // the client calls the realm with its credentials (HTTP Basic, or the
 // OAuth2 password grant of containerd) and the requested scopes, and gets
 // a short-lived token it sends as "Authorization: Bearer <token>". The
-// token here is a JWT (HS256, HMAC-SHA256 with Options.SigningKey) whose
-// claims name the identity it was issued to and the granted access.
+// token here is a JWT (HS256, HMAC-SHA256 with a random key kept in the
+// database and named by the "kid" header: signing.go) whose claims name
+// the identity it was issued to and the granted access.
 //
 // Each use re-validates the identity (access tokens through the lookup
 // cache, so a revocation takes effect within the cache TTL even for issued
@@ -101,58 +103,83 @@ type bearerClaims struct {
 	Token     string `json:"ar_tok,omitempty"`
 }
 
-var bearerHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
+// jwtHeader is the JOSE header of the tokens: HS256 with the signing key
+// named by Kid (a store.SigningKey id).
+type jwtHeader struct {
+	Alg string `json:"alg"`
+	Typ string `json:"typ"`
+	Kid string `json:"kid"`
+}
 
 // clockSkew is the tolerance of nbf.
 const clockSkew = 30 * time.Second
 
-func signingKey(o Options) []byte {
-	if len(o.SigningKey) > 0 {
-		return o.SigningKey
-	}
-	if o.AdminToken != "" {
-		m := hmac.New(sha256.New, []byte(o.AdminToken))
-		m.Write([]byte("artifact-registry OCI bearer token signing key v1"))
-		return m.Sum(nil)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		panic("auth: no randomness for the signing key: " + err.Error())
-	}
-	return key
-}
-
+// looksLikeBearerToken tells an issued JWT (base64 of a JSON object, so
+// "eyJ", and three parts) from access tokens, which contain no dot.
 func looksLikeBearerToken(s string) bool {
-	return strings.HasPrefix(s, bearerHeader+".") && strings.Count(s, ".") == 2
+	return strings.HasPrefix(s, "eyJ") && strings.Count(s, ".") == 2
 }
 
-func (a *Authenticator) sign(c *bearerClaims) (string, error) {
+func (a *Authenticator) sign(ctx context.Context, c *bearerClaims) (string, error) {
+	kid, key, err := a.keys.signing(ctx)
+	if err != nil {
+		return "", err
+	}
+	header, err := json.Marshal(jwtHeader{Alg: "HS256", Typ: "JWT", Kid: kid})
+	if err != nil {
+		return "", err
+	}
 	payload, err := json.Marshal(c)
 	if err != nil {
 		return "", err
 	}
-	body := bearerHeader + "." + base64.RawURLEncoding.EncodeToString(payload)
-	m := hmac.New(sha256.New, a.signingKey)
+	body := base64.RawURLEncoding.EncodeToString(header) + "." + base64.RawURLEncoding.EncodeToString(payload)
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte(body))
 	return body + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil)), nil
+}
+
+// verifySignature checks the header and signature of a token and returns
+// its decoded payload (nil when either is wrong).
+func (a *Authenticator) verifySignature(ctx context.Context, s string) ([]byte, error) {
+	parts := strings.Split(s, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return nil, nil
+	}
+	var h jwtHeader
+	if json.Unmarshal(raw, &h) != nil || h.Alg != "HS256" || h.Kid == "" {
+		return nil, nil
+	}
+	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
+	if err != nil {
+		return nil, nil
+	}
+	key, err := a.keys.verifying(ctx, h.Kid)
+	if err != nil || key == nil {
+		return nil, err
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(parts[0] + "." + parts[1]))
+	if !hmac.Equal(sig, m.Sum(nil)) {
+		return nil, nil
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return nil, nil
+	}
+	return payload, nil
 }
 
 // verifyBearer checks an issued token and returns its principal, narrowed
 // to the granted access.
 func (a *Authenticator) verifyBearer(ctx context.Context, s string) (*Principal, error) {
-	invalid := unauthenticated("invalid bearer token")
-	i := strings.LastIndexByte(s, '.')
-	sig, err := base64.RawURLEncoding.DecodeString(s[i+1:])
+	invalid := failure(reasonBearer, "invalid bearer token")
+	payload, err := a.verifySignature(ctx, s)
 	if err != nil {
-		return nil, invalid
+		return nil, err
 	}
-	m := hmac.New(sha256.New, a.signingKey)
-	m.Write([]byte(s[:i]))
-	if !hmac.Equal(sig, m.Sum(nil)) {
-		return nil, invalid
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(s[len(bearerHeader)+1 : i])
-	if err != nil {
+	if payload == nil {
 		return nil, invalid
 	}
 	var c bearerClaims
@@ -164,7 +191,7 @@ func (a *Authenticator) verifyBearer(ctx context.Context, s string) (*Principal,
 	case c.Audience != a.opts.Service:
 		return nil, invalid
 	case !now.Before(time.Unix(c.ExpiresAt, 0)):
-		return nil, unauthenticated("the bearer token expired: request a new one")
+		return nil, failure(reasonExpired, "the bearer token expired: request a new one")
 	case now.Add(clockSkew).Before(time.Unix(c.NotBefore, 0)):
 		return nil, invalid
 	}
@@ -306,7 +333,7 @@ func (a *Authenticator) TokenHandler(resolve ResolveFunc) http.Handler {
 				if r.PostForm.Get("password") == "" {
 					err = unauthenticated("the password must be the access token")
 				} else {
-					p, err = a.AuthenticateSecret(r.Context(), r.PostForm.Get("password"))
+					p, err = a.AuthenticateRequestSecret(r, r.PostForm.Get("password"))
 				}
 			default:
 				writeTokenError(w, http.StatusBadRequest, "unsupported_grant_type", "only grant_type=password is supported")
@@ -318,6 +345,11 @@ func (a *Authenticator) TokenHandler(resolve ResolveFunc) http.Handler {
 			return
 		}
 		if err != nil {
+			if s := RetryAfterSeconds(err); s > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(s))
+				writeTokenError(w, http.StatusTooManyRequests, "TOOMANYREQUESTS", err.Error())
+				return
+			}
 			if errors.Is(err, ErrUnauthenticated) {
 				w.Header().Set("WWW-Authenticate", BasicChallenge)
 				writeTokenError(w, http.StatusUnauthorized, "UNAUTHORIZED", err.Error())
@@ -427,6 +459,6 @@ func (a *Authenticator) issue(ctx context.Context, p *Principal, scopes []string
 		c.Access = append(c.Access, bearerAccess{Type: "repository", Name: n, Actions: acts})
 		granted = append(granted, "repository:"+n+":"+strings.Join(acts, ","))
 	}
-	token, err := a.sign(c)
+	token, err := a.sign(ctx, c)
 	return token, granted, err
 }

@@ -83,3 +83,29 @@ func BenchmarkAuthenticateAdmin(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAuthenticateCachedLimited is BenchmarkAuthenticateCached with
+// the failure limit on, from an address that failed once, so each
+// success reserves a failure and gives it back (the limiter's dearest
+// success path).
+func BenchmarkAuthenticateCachedLimited(b *testing.B) {
+	f := newFixture(b, Options{FailureLimit: 10})
+	h := bearer(f.mint("ci", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeWrite)}))
+	r := request(h)
+	if _, err := f.authn.Authenticate(request(bearer(wrongToken))); HTTPStatus(err) != 401 {
+		b.Fatal(err)
+	}
+	if _, err := f.authn.Authenticate(r); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := f.authn.Authenticate(r); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -41,7 +41,7 @@ func CredentialFromRequest(r *http.Request) (*Credential, error) {
 	case len(values) == 0:
 		return nil, nil
 	case len(values) > 1:
-		return nil, unauthenticated("malformed Authorization header: send it once")
+		return nil, failure(reasonMalformed, "malformed Authorization header: send it once")
 	}
 	return ParseAuthorization(values[0])
 }
@@ -50,42 +50,42 @@ func CredentialFromRequest(r *http.Request) (*Credential, error) {
 // CredentialFromRequest).
 func ParseAuthorization(h string) (*Credential, error) {
 	if len(h) > maxAuthorizationLength {
-		return nil, unauthenticated("malformed Authorization header: too long")
+		return nil, failure(reasonMalformed, "malformed Authorization header: too long")
 	}
 	h = strings.TrimSpace(h)
 	if h == "" {
-		return nil, unauthenticated("malformed Authorization header: empty")
+		return nil, failure(reasonMalformed, "malformed Authorization header: empty")
 	}
 	scheme, rest, _ := strings.Cut(h, " ")
 	rest = strings.TrimSpace(rest)
 	switch strings.ToLower(scheme) {
 	case "bearer":
 		if rest == "" {
-			return nil, unauthenticated("malformed Authorization header: Bearer without a token")
+			return nil, failure(reasonMalformed, "malformed Authorization header: Bearer without a token")
 		}
 		if strings.ContainsAny(rest, " \t\r\n") {
-			return nil, unauthenticated("malformed Authorization header: the Bearer token contains white space")
+			return nil, failure(reasonMalformed, "malformed Authorization header: the Bearer token contains white space")
 		}
 		return &Credential{Scheme: "bearer", Secret: rest}, nil
 	case "basic":
 		if rest == "" {
-			return nil, unauthenticated("malformed Authorization header: Basic without credentials")
+			return nil, failure(reasonMalformed, "malformed Authorization header: Basic without credentials")
 		}
 		raw, err := base64.StdEncoding.DecodeString(rest)
 		if err != nil {
 			// A few clients leave the padding out.
 			if raw, err = base64.RawStdEncoding.DecodeString(rest); err != nil {
-				return nil, unauthenticated("malformed Authorization header: Basic credentials are not valid base64")
+				return nil, failure(reasonMalformed, "malformed Authorization header: Basic credentials are not valid base64")
 			}
 		}
 		user, pass, ok := strings.Cut(string(raw), ":")
 		if !ok {
-			return nil, unauthenticated("malformed Authorization header: Basic credentials need user:password")
+			return nil, failure(reasonMalformed, "malformed Authorization header: Basic credentials need user:password")
 		}
 		if pass == "" {
-			return nil, unauthenticated("the password must be the access token (any user name); an empty password is not accepted")
+			return nil, failure(reasonMalformed, "the password must be the access token (any user name); an empty password is not accepted")
 		}
 		return &Credential{Scheme: "basic", Username: user, Secret: pass}, nil
 	}
-	return nil, unauthenticated("unsupported Authorization scheme: use Basic (the token as password) or Bearer <token>")
+	return nil, failure(reasonMalformed, "unsupported Authorization scheme: use Basic (the token as password) or Bearer <token>")
 }

@@ -17,11 +17,15 @@
 //     checksum (secret.go), stored only as SHA-256, with scopes READ,
 //     WRITE, DELETE, ADMIN, an optional repository list and an optional
 //     expiry;
-//   - OCI bearer tokens issued by TokenHandler (bearer.go).
+//   - OCI bearer tokens issued by TokenHandler (bearer.go), signed with a
+//     random key kept in the database and shared by every replica
+//     (signing.go), never with one derived from a configured secret.
 //
 // A presented credential that is malformed, unknown, revoked or expired is
 // ErrUnauthenticated even where anonymous access would pass: it never
-// silently degrades to anonymous.
+// silently degrades to anonymous. Such failures are limited per client
+// address (ratelimit.go): past Options.FailureLimit the address gets
+// ErrRateLimited before its credential is checked.
 //
 // # Decision
 //
@@ -62,6 +66,8 @@
 //	NamespaceUnavailable deleted/purged     404 NAME_UNKNOWN       404 {"error"}       404     NOT_FOUND
 //	NamespaceUnavailable blocked/disabled/  403 DENIED             403 {"error"}       403     NAMESPACE_UNAVAILABLE
 //	  suspended                                                                                 (+ extensions.reason)
+//	ErrRateLimited                          429 TOOMANYREQUESTS    429 {"error"}       429     RATE_LIMITED
+//	                                        + Retry-After          + Retry-After       + Retry-After (HTTP 429)
 //
 // The message of every decision error is written for the client (it says
 // which scope is missing, or that the namespace is suspended and

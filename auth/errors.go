@@ -19,6 +19,9 @@ import (
 //     service conditions refuse the action. Deleted and purged namespaces
 //     are 404 (they do not exist for clients); blocked, disabled and
 //     suspended ones are 403 with the message saying why. See HTTPStatus.
+//   - ErrRateLimited (a *RateLimitedError): the client's address failed
+//     to authenticate too often (ratelimit.go). HTTP 429 with Retry-After
+//     (RetryAfterSeconds); GraphQL RATE_LIMITED.
 var (
 	ErrUnauthenticated      = errors.New("authentication required")
 	ErrForbidden            = errors.New("access denied")
@@ -35,6 +38,8 @@ type Error struct {
 	// action: the client should fetch a new token for the scope named in
 	// the challenge (see OCIBearerChallenge).
 	InsufficientScope bool
+	// reason labels a failed authentication in the metrics.
+	reason string
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -42,6 +47,14 @@ func (e *Error) Unwrap() error { return e.Kind }
 
 func unauthenticated(format string, args ...any) *Error {
 	return &Error{Kind: ErrUnauthenticated, Message: fmt.Sprintf(format, args...)}
+}
+
+// failure is an ErrUnauthenticated of a presented credential, with its
+// metric label.
+func failure(reason, format string, args ...any) *Error {
+	e := unauthenticated(format, args...)
+	e.reason = reason
+	return e
 }
 
 func forbidden(format string, args ...any) *Error {
@@ -91,7 +104,7 @@ func (e *NamespaceUnavailableError) NotFound() bool {
 }
 
 // HTTPStatus maps a decision error to the status every HTTP surface uses:
-// 401, 403, or 404 for a deleted or purged namespace; 0 for an error that
+// 401, 403, 429, or 404 for a deleted or purged namespace; 0 for an error that
 // is not a decision error (an internal failure: 500, or 503 for
 // store.ErrRetryable, as the surface does already).
 func HTTPStatus(err error) int {
@@ -104,6 +117,8 @@ func HTTPStatus(err error) int {
 			return http.StatusNotFound
 		}
 		return http.StatusForbidden
+	case errors.Is(err, ErrRateLimited):
+		return http.StatusTooManyRequests
 	case errors.Is(err, ErrUnauthenticated):
 		return http.StatusUnauthorized
 	case errors.Is(err, ErrForbidden):
@@ -119,6 +134,7 @@ const (
 	CodeNotFound             = "NOT_FOUND"
 	CodeNamespaceUnavailable = "NAMESPACE_UNAVAILABLE"
 	CodeCSRFToken            = "CSRF_TOKEN_INVALID"
+	CodeRateLimited          = "RATE_LIMITED"
 )
 
 // GraphQLCode maps a decision error to its extensions.code ("" for other
@@ -135,6 +151,8 @@ func GraphQLCode(err error) string {
 		return CodeNamespaceUnavailable
 	case errors.Is(err, ErrCSRFToken):
 		return CodeCSRFToken
+	case errors.Is(err, ErrRateLimited):
+		return CodeRateLimited
 	case errors.Is(err, ErrUnauthenticated):
 		return CodeUnauthenticated
 	case errors.Is(err, ErrForbidden):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -105,6 +106,9 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 			// A presented credential that is not valid is refused outright
 			// rather than downgraded to anonymous.
 			if code, msg, _, ok := authError(err); ok {
+				if s := auth.RetryAfterSeconds(err); s > 0 {
+					w.Header().Set("Retry-After", strconv.Itoa(s))
+				}
 				writeError(w, auth.HTTPStatus(err), code, msg)
 				return
 			}

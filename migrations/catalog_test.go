@@ -476,6 +476,7 @@ func checkTables(t *testing.T, pool *pgxpool.Pool) {
 		"namespace_encryption_keys", "blob_storage_blobs", "blob_storage_attachments",
 		"blob_storage_blobs_by_namespace", "upload_sessions", "gc_blob_review_queue", "gc_sweep_state", "gc_controls",
 		"counter_deltas", "access_tokens", "ui_sessions",
+		"counter_deltas", "access_tokens", "token_signing_keys",
 		"legacy_repositories", "legacy_imported_manifests", "legacy_migration_controls",
 		"container_repositories", "container_images", "container_blobs", "container_manifests",
 		"container_manifest_relationships", "container_tags",

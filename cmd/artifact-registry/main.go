@@ -1,5 +1,5 @@
-// Command artifact-registry is the one binary: serve, migrate, import and
-// version.
+// Command artifact-registry is the one binary: serve, migrate, import,
+// admin and version.
 // It only wires packages together; behaviour lives in those packages.
 package main
 
@@ -24,6 +24,8 @@ commands:
   migrate up       apply pending migrations (ours and River's)
   migrate status   list applied and pending migrations
   import ...       migrate from a registry:2 tree: inventory, pre, final, status
+  admin signing-key rotate
+                   new random key for the OCI bearer tokens of every instance
   version          print the version
 
 Run "artifact-registry <command> -h" for the flags of a command.
@@ -44,6 +46,8 @@ func main() {
 		err = runMigrate(ctx, os.Args[2:])
 	case "import":
 		err = runImport(ctx, os.Args[2:])
+	case "admin":
+		err = runAdmin(ctx, os.Args[2:])
 	case "version":
 		fmt.Println(versionString())
 	case "-h", "--help", "help":

@@ -66,7 +66,8 @@ func runServe(ctx context.Context, args []string) error {
 	// last_used_at are per process. Run flushes last_used_at until the
 	// server stops, then once more before the database closes.
 	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log,
-		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://")})
+		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
+		FailureLimit: cfg.AuthFailureLimit, TrustedProxies: cfg.TrustedProxies})
 	authCtx, stopAuth := context.WithCancel(ctx)
 	flushed := make(chan struct{})
 	go func() { defer close(flushed); authn.Run(authCtx) }()
@@ -91,6 +92,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool)})
 	srv.Registry().MustRegister(collector.Collectors()...)
+	srv.Registry().MustRegister(authn.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
 	r := srv.Router()
 	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci})

@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Config is everything serve and migrate need to start.
@@ -40,7 +42,19 @@ type Config struct {
 	// MaxUploadSessionsPerRepository caps the open upload sessions of one
 	// repository (0: no cap).
 	MaxUploadSessionsPerRepository int
+	// AuthFailureLimit is how many failed authentications a client
+	// address may make per minute before it gets 429; 0 turns it off.
+	AuthFailureLimit int
+	// TrustedProxiesList is the --trusted-proxies value; Finish parses it
+	// into TrustedProxies.
+	TrustedProxiesList string
+	TrustedProxies     []netip.Prefix
 }
+
+// MinAdminTokenLength is the shortest admin token accepted: the admin
+// token is a password that can be guessed online, so it must be long
+// and random (32 characters of base64 are 192 bits).
+const MinAdminTokenLength = 32
 
 // Pool sizing. Every running River job holds a pool connection for its
 // transaction, so a pool no larger than the job workers lets a busy
@@ -128,6 +142,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envInt(fs, &c.DBMaxConns, "db-max-conns", "ARTIFACT_REGISTRY_DB_MAX_CONNS", 0, "database pool size; 0 derives it from the job workers plus 16 for requests")
 	envInt(fs, &c.MaxUploadSessionsPerRepository, "max-upload-sessions-per-repository", "ARTIFACT_REGISTRY_MAX_UPLOAD_SESSIONS_PER_REPOSITORY", 1000,
 		"open (unexpired) upload sessions one repository may hold, across instances and protocols; 0 = unlimited")
+	envInt(fs, &c.AuthFailureLimit, "auth-failure-limit", "ARTIFACT_REGISTRY_AUTH_FAILURE_LIMIT", 10, "failed authentications per minute a client address may make before it gets 429 (0: no limit)")
+	envString(fs, &c.TrustedProxiesList, "trusted-proxies", "ARTIFACT_REGISTRY_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
@@ -169,10 +185,41 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("--db-max-conns %d is too small: the job workers hold up to %d connections (%d of them garbage collection cleanups) and requests need at least %d more; use at least %d or 0 to derive it",
 			c.DBMaxConns, c.JobConns(), c.GCCleanupWorkers, minForegroundConns, need)
 	}
+	if err := c.finishAuth(); err != nil {
+		return err
+	}
 	if _, err := c.level(); err != nil {
 		return err
 	}
 	return c.Legacy.Finish()
+}
+
+// finishAuth checks the admin token's length (never echoing it) and
+// parses the trusted proxies.
+func (c *Config) finishAuth() error {
+	if n := utf8.RuneCountInString(c.AdminToken); n > 0 && n < MinAdminTokenLength {
+		return fmt.Errorf("--admin-token (ARTIFACT_REGISTRY_ADMIN_TOKEN) is %d characters long; it must have at least %d, random (e.g. openssl rand -base64 32)",
+			n, MinAdminTokenLength)
+	}
+	if c.AuthFailureLimit < 0 {
+		return fmt.Errorf("--auth-failure-limit must not be negative, not %d", c.AuthFailureLimit)
+	}
+	c.TrustedProxies = nil
+	for _, f := range strings.Split(c.TrustedProxiesList, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			a, aerr := netip.ParseAddr(f)
+			if aerr != nil {
+				return fmt.Errorf("--trusted-proxies: %q is neither an address nor a CIDR", f)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+	}
+	return nil
 }
 
 func (c *Config) level() (slog.Level, error) {

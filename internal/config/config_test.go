@@ -81,3 +81,45 @@ func TestMaxUploadSessionsPerRepository(t *testing.T) {
 		t.Fatal("a negative cap was accepted")
 	}
 }
+
+// A short admin token is refused at start with a message that says what
+// is needed and does not repeat the token; no admin token is fine.
+func TestAdminTokenLength(t *testing.T) {
+	short := "0123456789abcdefghijklmnopqrstu" // 31
+	_, err := parse(t, "--admin-token", short)
+	if err == nil || !strings.Contains(err.Error(), "at least 32") || strings.Contains(err.Error(), short) {
+		t.Fatalf("31 characters: %v", err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_ADMIN_TOKEN", "changeme")
+	if _, err := parse(t); err == nil || !strings.Contains(err.Error(), "ARTIFACT_REGISTRY_ADMIN_TOKEN") {
+		t.Fatalf("short token from the environment: %v", err)
+	}
+	for _, ok := range []string{short + "v", ""} {
+		if c, err := parse(t, "--admin-token", ok); err != nil || c.AdminToken != ok {
+			t.Fatalf("%d characters: %v", len(ok), err)
+		}
+	}
+}
+
+func TestAuthFailureSettings(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.AuthFailureLimit != 10 || len(c.TrustedProxies) != 0 {
+		t.Fatalf("defaults: %+v %v", c, err)
+	}
+	c, err = parse(t, "--auth-failure-limit", "0", "--trusted-proxies", "10.0.0.0/8, 192.0.2.7 ,fd00::1/64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range c.TrustedProxies {
+		got = append(got, p.String())
+	}
+	if c.AuthFailureLimit != 0 || strings.Join(got, " ") != "10.0.0.0/8 192.0.2.7/32 fd00::/64" {
+		t.Fatalf("parsed %d %v", c.AuthFailureLimit, got)
+	}
+	for _, bad := range [][]string{{"--auth-failure-limit", "-1"}, {"--trusted-proxies", "10.0.0.0/8,proxy.internal"}} {
+		if _, err := parse(t, bad...); err == nil {
+			t.Fatalf("%v accepted", bad)
+		}
+	}
+}

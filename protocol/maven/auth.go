@@ -3,6 +3,7 @@ package maven
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -47,6 +48,8 @@ func denied(err error) error {
 		return &httpError{status: st, msg: err.Error(), header: map[string]string{"WWW-Authenticate": auth.BasicChallenge}, err: err}
 	case http.StatusForbidden, http.StatusNotFound:
 		return &httpError{status: st, msg: err.Error(), err: err}
+	case http.StatusTooManyRequests:
+		return &httpError{status: st, msg: err.Error(), header: map[string]string{"Retry-After": strconv.Itoa(auth.RetryAfterSeconds(err))}, err: err}
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,8 +61,11 @@ func denied(err error) error {
 		return err
 	}
 	e := errorf(st, "%s", err.Error())
-	if st == http.StatusUnauthorized {
+	switch st {
+	case http.StatusUnauthorized:
 		e.header = map[string]string{"WWW-Authenticate": auth.NpmChallenge}
+	case http.StatusTooManyRequests:
+		e.header = map[string]string{"Retry-After": strconv.Itoa(auth.RetryAfterSeconds(err))}
 	}
 	return e
 }
@@ -184,8 +188,11 @@ func (h *handler) login(req *request, user string) error {
 	if secret == "" {
 		return refused
 	}
-	p, err := h.authn.AuthenticateSecret(req.r.Context(), secret)
+	p, err := h.authn.AuthenticateRequestSecret(req.r, secret)
 	if err != nil {
+		if errors.Is(err, auth.ErrRateLimited) {
+			return denied(err)
+		}
 		if auth.IsDecision(err) {
 			return refused
 		}
@@ -219,7 +226,7 @@ func (h *handler) logout(req *request, secret string) error {
 		return err
 	}
 	if _, ok := auth.ParseSecret(secret); !ok {
-		if sp, err := h.authn.AuthenticateSecret(req.r.Context(), secret); err == nil && sp.IsAdmin() {
+		if sp, err := h.authn.AuthenticateRequestSecret(req.r, secret); err == nil && sp.IsAdmin() {
 			writeJSON(req.w, http.StatusOK, map[string]string{"ok": "Logged out"})
 			return nil
 		}
@@ -382,8 +389,11 @@ func (h *handler) confirm(req *request, p *auth.Principal, password string) erro
 	if password == "" {
 		return refused
 	}
-	again, err := h.authn.AuthenticateSecret(req.r.Context(), password)
+	again, err := h.authn.AuthenticateRequestSecret(req.r, password)
 	if err != nil {
+		if errors.Is(err, auth.ErrRateLimited) {
+			return denied(err)
+		}
 		if auth.IsDecision(err) {
 			return refused
 		}

@@ -70,6 +70,10 @@ func (h *handler) denied(r *http.Request, err error, scope string) error {
 		return newErr(http.StatusForbidden, codeDenied, "%s", err.Error())
 	case http.StatusNotFound:
 		return newErr(http.StatusNotFound, codeNameUnknown, "%s", err.Error())
+	case http.StatusTooManyRequests:
+		e := newErr(http.StatusTooManyRequests, codeRateLimited, "%s", err.Error())
+		e.RetryAfter = auth.RetryAfterSeconds(err)
+		return e
 	}
 	return err
 }

@@ -25,6 +25,9 @@ const (
 	codeDenied              = "DENIED"
 	codeUnsupported         = "UNSUPPORTED"
 	codeTooManyRequests     = "TOO_MANY_REQUESTS"
+	// codeRateLimited is the spec's code of a 429: too many failed
+	// authentications from the client's address.
+	codeRateLimited = "TOOMANYREQUESTS"
 	// codeUnknown is only used for internal errors (HTTP 500).
 	codeUnknown = "UNKNOWN"
 )
