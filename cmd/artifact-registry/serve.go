@@ -67,7 +67,7 @@ func runServe(ctx context.Context, args []string) error {
 	// server stops, then once more before the database closes.
 	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		FailureLimit: cfg.AuthFailureLimit, TrustedProxies: cfg.TrustedProxies})
+		FailureLimit:  cfg.AuthFailureLimit, TrustedProxies: cfg.TrustedProxies})
 	authCtx, stopAuth := context.WithCancel(ctx)
 	flushed := make(chan struct{})
 	go func() { defer close(flushed); authn.Run(authCtx) }()
