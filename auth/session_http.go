@@ -6,6 +6,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -93,7 +94,16 @@ func (a *Authenticator) postSession(w http.ResponseWriter, r *http.Request) {
 		writeSessionError(w, http.StatusBadRequest, "BAD_REQUEST", "the token is empty")
 		return
 	}
-	s, err := a.SignIn(r.Context(), body.Token)
+	// A sign-in is a guess like any other presented credential: it counts
+	// against the failure limit of the client address.
+	var s *Session
+	_, err := a.guard(r, func() (*Principal, error) {
+		var err error
+		if s, err = a.SignIn(r.Context(), body.Token); err != nil {
+			return nil, err
+		}
+		return s.Principal, nil
+	})
 	if err != nil {
 		a.writeDecisionError(w, r, "sign in", err)
 		return
@@ -158,6 +168,9 @@ func sameOrigin(r *http.Request) bool {
 
 func (a *Authenticator) writeDecisionError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if st := HTTPStatus(err); st != 0 {
+		if s := RetryAfterSeconds(err); s > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(s))
+		}
 		writeSessionError(w, st, GraphQLCode(err), err.Error())
 		return
 	}
