@@ -42,6 +42,7 @@ func limitedServer(t *testing.T) http.Handler {
 	npm.Mount(r, st, npm.Options{Auth: authn, PublicURL: "http://registry.test", Logger: log})
 	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
 	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
+	r.Handle(auth.SessionPath, authn.SessionHandler())
 	if _, err := st.CreateNamespace(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +107,16 @@ var surfaces = []surface{
 			decode(t, body, &b)
 			if b.Error == "" {
 				t.Errorf("npm login error body %s", body)
+			}
+		}},
+	{name: "UI sign-in", method: http.MethodPost, path: auth.SessionPath,
+		body:        func(s string) string { return `{"token":"` + s + `"}` },
+		rightStatus: http.StatusCreated,
+		check: func(t *testing.T, body string) {
+			var b struct{ Code string }
+			decode(t, body, &b)
+			if b.Code != auth.CodeRateLimited {
+				t.Errorf("sign-in error body %s", body)
 			}
 		}},
 	{name: "Maven", method: http.MethodGet, path: "/maven/acme/mvnrepo/org/example/lib/1.0/lib-1.0.pom", header: basic, rightStatus: http.StatusNotFound,
@@ -176,8 +187,8 @@ func TestFailedAuthenticationRateLimit(t *testing.T) {
 	h.ServeHTTP(w, r)
 	metrics := w.Body.String()
 	for _, want := range []string{
-		"artifact_registry_auth_rate_limited_total 12", // two per surface
-		`artifact_registry_auth_failures_total{reason="unknown_token"} 18`,
+		"artifact_registry_auth_rate_limited_total 14", // two per surface
+		`artifact_registry_auth_failures_total{reason="unknown_token"} 21`,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, grepLines(metrics, "artifact_registry_auth_"))
