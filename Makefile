@@ -31,11 +31,13 @@ FUZZ_TARGETS := protocol/oci:FuzzParseManifest protocol/oci:FuzzParseRange proto
 	protocol/maven:FuzzParsePath protocol/npm:FuzzParsePublish
 FUZZTIME     ?= 10s
 FUZZPARALLEL ?= 1
+# New inputs are minimized briefly: the 60 s default would use the whole run.
+FUZZMINIMIZETIME ?= 1s
 
 fuzz-smoke:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZPARALLEL) ./$${t%%:*}; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) -parallel $(FUZZPARALLEL) ./$${t%%:*}; \
 	done
 
 # UI component tests (Vitest); the browser end-to-end tests are Go tests

@@ -223,7 +223,7 @@ func uploadID(r *http.Request) (uuid.UUID, *apiError) {
 // prefixed) of a chunk: -1 when absent (append at the end). The range must
 // agree with Content-Length when both are given.
 func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) {
-	cr := strings.TrimSpace(r.Header.Get("Content-Range"))
+	cr := trimOWS(r.Header.Get("Content-Range"))
 	if cr == "" {
 		return current()
 	}
@@ -232,9 +232,9 @@ func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) 
 		cr = cr[:i]
 	}
 	a, b, ok := strings.Cut(cr, "-")
-	start, err1 := strconv.ParseInt(a, 10, 64)
-	end, err2 := strconv.ParseInt(b, 10, 64)
-	if !ok || err1 != nil || err2 != nil || start < 0 || end < start-1 {
+	start, ok1 := parsePosition(a)
+	end, ok2 := parsePosition(b)
+	if !ok || !ok1 || !ok2 || end < start-1 {
 		return 0, newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid, "invalid Content-Range %q", r.Header.Get("Content-Range"))
 	}
 	if r.ContentLength >= 0 && r.ContentLength != end-start+1 {

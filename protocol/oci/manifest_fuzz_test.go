@@ -222,7 +222,7 @@ func manifestSeeds() []manifestSeed {
 			cfg, desc(mtOCIManifest, l2, 10))},
 		{mtOCIIndex, fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"artifactType":"a/b","manifests":[%s,%s,%s]}`, mtOCIIndex,
 			desc(mtOCIManifest, l1, 1), desc(mtOCIManifest, l2, 2), desc(mtOCIManifest, l1, 1))},
-		{"", fmt.Sprintf(`{"schemaVersion":2,"manifests":[]}`)},
+		{"", `{"schemaVersion":2,"manifests":[]}`},
 		{mtDockerList, fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"manifests":[%s]}`, mtDockerList, desc(mtDockerManifest, l1, 1))},
 		{mtOCIArtifact, fmt.Sprintf(`{"mediaType":%q,"artifactType":"a/b","blobs":[%s],"subject":%s}`, mtOCIArtifact,
 			desc("a/b", l1, 6), desc(mtOCIManifest, l2, 1))},

@@ -16,15 +16,28 @@ func (br byteRange) contentRange(size int64) string {
 	return fmt.Sprintf("bytes %d-%d/%d", br.Start, br.Start+br.Length-1, size)
 }
 
+// trimOWS trims HTTP optional whitespace (space and tab only: other
+// whitespace makes the header invalid, as net/http also reads it).
+func trimOWS(s string) string { return strings.Trim(s, " \t") }
+
+// parsePosition reads a byte position: decimal digits only (no sign).
+func parsePosition(s string) (int64, bool) {
+	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil
+}
+
 // parseRange reads a Range request header for a blob of the given size.
 // It returns nil (serve the whole blob) for no header, a syntax it does not
 // understand, or several ranges; a range it cannot satisfy is a 416 error.
 func parseRange(header string, size int64) (*byteRange, *apiError) {
-	spec, ok := strings.CutPrefix(strings.TrimSpace(header), "bytes=")
+	spec, ok := strings.CutPrefix(trimOWS(header), "bytes=")
 	if !ok || strings.Contains(spec, ",") {
 		return nil, nil
 	}
-	first, last, ok := strings.Cut(strings.TrimSpace(spec), "-")
+	first, last, ok := strings.Cut(trimOWS(spec), "-")
 	if !ok {
 		return nil, nil
 	}
@@ -34,8 +47,8 @@ func parseRange(header string, size int64) (*byteRange, *apiError) {
 			withHeader("Content-Range", fmt.Sprintf("bytes */%d", size))
 	}
 	if first == "" {
-		n, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || n < 0 {
+		n, ok := parsePosition(last)
+		if !ok {
 			return nil, nil
 		}
 		if n == 0 || size == 0 {
@@ -44,14 +57,14 @@ func parseRange(header string, size int64) (*byteRange, *apiError) {
 		n = min(n, size)
 		return &byteRange{Start: size - n, Length: n}, nil
 	}
-	start, err := strconv.ParseInt(first, 10, 64)
-	if err != nil || start < 0 {
+	start, ok := parsePosition(first)
+	if !ok {
 		return nil, nil
 	}
 	end := size - 1
 	if last != "" {
-		e, err := strconv.ParseInt(last, 10, 64)
-		if err != nil || e < 0 {
+		e, ok := parsePosition(last)
+		if !ok {
 			return nil, nil
 		}
 		if e < start {
