@@ -71,8 +71,13 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			// Lock timeout or deadlock: nothing was changed.
 			gqlErr.Message = "the resource is busy with a concurrent change; retry"
 			setCode(gqlErr, CodeConflict)
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			gqlErr.Message = "request cancelled or timed out"
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+			// Whatever failed once the operation's deadline passed failed
+			// because of it (drivers do not always wrap the context error).
+			gqlErr.Message = "the operation exceeded its time limit"
+			setCode(gqlErr, CodeTimeout)
+		case errors.Is(err, context.Canceled):
+			gqlErr.Message = "request cancelled"
 			setCode(gqlErr, CodeInternal)
 		default:
 			var ge *gqlerror.Error
