@@ -14,11 +14,12 @@ import (
 const (
 	// maxManifestTags bounds ContainerManifest.tags; the image's tags
 	// connection pages through all of them.
-	maxManifestTags = 100
+	maxManifestTags = 50
 	// maxManifestReferences and maxManifestReferrers bound the children
-	// of an index and the indexes that list a manifest.
-	maxManifestReferences = 100
-	maxManifestReferrers  = 100
+	// of an index (a multi-platform index with attestations has a few
+	// dozen) and the indexes that list a manifest.
+	maxManifestReferences = 50
+	maxManifestReferrers  = 50
 	// maxRepositoryCollections bounds Repository.collections; the
 	// namespace's collections connection pages through all of them.
 	maxRepositoryCollections = 100

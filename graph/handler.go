@@ -115,6 +115,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	srv.Use(extension.Introspection{})
 	srv.Use(depthLimit{max: opts.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
+	srv.AroundRootFields(operationDeadline(opts.OperationTimeout))
 	srv.SetErrorPresenter(errorPresenter(log))
 	srv.SetRecoverFunc(recoverFunc(log))
 
@@ -134,11 +135,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 			writeError(w, http.StatusServiceUnavailable, CodeInternal, "authentication is unavailable; retry")
 			return
 		}
-		// The request context ends when the client goes away; the deadline
-		// bounds an operation whose client waits forever.
-		ctx, cancel := context.WithTimeout(r.Context(), opts.OperationTimeout)
-		defer cancel()
-		ctx = auth.WithPrincipal(ctx, p)
+		ctx := auth.WithPrincipal(r.Context(), p)
 		ctx = withLoaders(ctx, st, opts.LoaderWait)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -233,3 +233,22 @@ func (m *merged) add(f *ast.Field) error {
 	m.subs[name] = append(m.subs[name], f.SelectionSet)
 	return nil
 }
+
+// operationDeadline gives every root field the operation's deadline, its
+// start plus timeout. The request context already ends when the client
+// goes away; the deadline bounds a client that waits forever. It is set on
+// the root fields rather than on the request so that gqlgen, which drops
+// the response of a request whose context is done, still answers the
+// resolvers' TIMEOUT errors. A root field resolves its whole subtree
+// before it returns, so the cancel runs after every nested resolver.
+func operationDeadline(timeout time.Duration) graphql.RootFieldMiddleware {
+	return func(ctx context.Context, next graphql.RootResolver) graphql.Marshaler {
+		start := time.Now()
+		if oc := graphql.GetOperationContext(ctx); !oc.Stats.OperationStart.IsZero() {
+			start = oc.Stats.OperationStart
+		}
+		ctx, cancel := context.WithDeadline(ctx, start.Add(timeout))
+		defer cancel()
+		return next(ctx)
+	}
+}
