@@ -3546,16 +3546,17 @@ extend type Query {
 }
 
 extend type Mutation {
-  "Sets the priority of a repository (higher is migrated first)."
+  "Sets the priority of a repository (higher is migrated first). Admin token only."
   prioritizeLegacyRepository(id: ID!, priority: Int!): LegacyRepository!
-  "Takes a repository out of the migration; refused while a pass runs or once migrated (CONFLICT)."
+  "Takes a repository out of the migration; refused while a pass runs or once migrated (CONFLICT). Admin token only."
   skipLegacyRepository(id: ID!, reason: String): LegacyRepository!
-  "Puts a failed or skipped repository back to pending (CONFLICT otherwise)."
+  "Puts a failed or skipped repository back to pending (CONFLICT otherwise). Admin token only."
   retryLegacyRepository(id: ID!): LegacyRepository!
-  "Stops the migration service from claiming repositories; passes already running finish."
+  "Stops the migration service from claiming repositories; passes already running finish. Admin token only."
   pauseLegacyMigration: LegacyMigrationControls!
+  "Lets the migration service claim repositories again. Admin token only."
   resumeLegacyMigration: LegacyMigrationControls!
-  "Changes the service's concurrency, cadence or final-pass time limit; out-of-range values are refused (INVALID_INPUT) and change nothing."
+  "Changes the service's concurrency, cadence or final-pass time limit; out-of-range values are refused (INVALID_INPUT) and change nothing. Admin token only."
   setLegacyMigrationControls(input: LegacyMigrationControlsInput!): LegacyMigrationControls!
 }
 `, BuiltIn: false},
@@ -4405,8 +4406,9 @@ type ContainerManifestPayload {
 #
 # A token's secret is returned once, by createAccessToken, and only its
 # SHA-256 is stored. Send it as ` + "`" + `Authorization: Bearer <secret>` + "`" + ` (or as the
-# password of HTTP Basic). Managing tokens needs the admin token or an
-# unrestricted ADMIN token of the namespace.
+# password of HTTP Basic). Managing tokens needs ADMIN on the namespace: the
+# admin token or an ADMIN token of the namespace not restricted to some
+# repositories.
 
 enum AccessTokenScope {
   "Read (pull, download, list) repositories of the namespace."
@@ -4503,14 +4505,12 @@ type AccessTokenPayload {
 extend type Mutation {
   """
   Create an access token; the payload carries its secret, shown only here.
-  Needs the admin token or an ADMIN token of the namespace not restricted to
-  some repositories.
+  Needs ADMIN on the namespace.
   """
   createAccessToken(input: CreateAccessTokenInput!): CreateAccessTokenPayload!
   """
-  Revoke a token (idempotent). Needs the admin token or an ADMIN token of
-  the namespace not restricted to some repositories; a token may always
-  revoke itself.
+  Revoke a token (idempotent). Needs ADMIN on the namespace; a token may
+  always revoke itself.
   """
   revokeAccessToken(input: RevokeAccessTokenInput!): AccessTokenPayload!
 }
