@@ -13,7 +13,8 @@ import (
 )
 
 // Error codes in extensions.code (package auth adds NAMESPACE_UNAVAILABLE,
-// with extensions.reason, for blocked, disabled and suspended namespaces).
+// with extensions.reason, for blocked, disabled and suspended namespaces;
+// limits.go adds the request and document limits' codes and TIMEOUT).
 const (
 	CodeNotFound        = "NOT_FOUND"
 	CodeAlreadyExists   = "ALREADY_EXISTS"
