@@ -59,7 +59,7 @@ func BenchmarkDocumentLimit(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if errs := validator.Validate(es.Schema(), doc); len(errs) > 0 {
+			if errs := validator.ValidateWithRules(es.Schema(), doc, nil); len(errs) > 0 {
 				b.Fatal(errs)
 			}
 		}
