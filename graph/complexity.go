@@ -23,10 +23,12 @@ const (
 	// maxRepositoryCollections bounds Repository.collections; the
 	// namespace's collections connection pages through all of them.
 	maxRepositoryCollections = 100
-	// maxNpmDistTags is the store's own limit per package.
-	maxNpmDistTags = store.MaxNpmTagsPerPackage
+	// maxNpmDistTags is the store's own limit per package;
+	// maxNpmVersionDistTags bounds the tags naming one version.
+	maxNpmDistTags        = store.MaxNpmTagsPerPackage
+	maxNpmVersionDistTags = 100
 	// maxNpmDependencies bounds one kind of dependencies of a version.
-	maxNpmDependencies = 1000
+	maxNpmDependencies = 250
 	// maxTokenRepositories bounds AccessToken.repositories.
 	maxTokenRepositories = 1000
 	// scopeCount and legacyStatusCount are the sizes of the enums listed
@@ -121,7 +123,7 @@ func setListComplexity(c *ComplexityRoot) {
 	c.ContainerManifest.References = bounded(maxManifestReferences)
 	c.ContainerManifest.Referrers = bounded(maxManifestReferrers)
 	c.NpmPackage.DistTags = bounded(maxNpmDistTags)
-	c.NpmVersion.DistTags = bounded(maxNpmDistTags)
+	c.NpmVersion.DistTags = bounded(maxNpmVersionDistTags)
 	c.NpmVersion.Dependencies = func(child int, _ *model.NpmDependencyKind) int { return listCost(child, maxNpmDependencies) }
 	c.AccessToken.Repositories = bounded(maxTokenRepositories)
 	c.AccessToken.Scopes = bounded(scopeCount)

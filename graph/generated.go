@@ -3654,9 +3654,9 @@ extend type NpmVersion {
   integrity: String
   "dist.shasum of the tarball (sha1 hex)."
   shasum: String
-  "Names of the dist-tags that point at this version (at most 1000)."
+  "Names of the dist-tags that point at this version, by name (at most 100)."
   distTags: [String!]!
-  "Declared dependencies of one kind, by name (at most 1000)."
+  "Declared dependencies of one kind, by name (at most 250)."
   dependencies(kind: NpmDependencyKind = PROD): [NpmDependency!]!
   "The version's tarball with its exact size; null if it is gone."
   tarball: NpmFile

@@ -296,7 +296,7 @@ func (r *npmVersionResolver) DistTags(ctx context.Context, obj *model.NpmVersion
 	l := pkgLoaders(ctx)
 	prime(ctx, l.npmTagNames, obj.Siblings, "npmTagNames", idKeys(obj.NamespaceID))
 	names, err := l.npmTagNames.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
-	return capList(nonNil(names), maxNpmDistTags), err
+	return capList(nonNil(names), maxNpmVersionDistTags), err
 }
 
 // Dependencies is the resolver for the dependencies field.
