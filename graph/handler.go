@@ -29,11 +29,13 @@ const (
 	// images → edges → node → manifests → edges → node → references →
 	// tags, is 12 deep.
 	DefaultMaxDepth = 14
-	// DefaultMaxComplexity bounds the estimated work: every field costs 1
-	// and a connection multiplies its children by its page size (first,
-	// default 20). Listing 100 repositories with 10 images each and 10 tags
-	// and 10 manifests per image (up to 20,000 objects) costs about
-	// 177,000; 100 namespaces × 100 repositories × 100 images is millions.
+	// DefaultMaxComplexity bounds the estimated work: every field costs 1,
+	// a connection multiplies its children by its page size (first,
+	// default 20) and a list that is not paginated by its bound
+	// (complexity.go). Listing 100 repositories with 2 images each, 5 tags
+	// and 5 manifests per image and every manifest's tags, references and
+	// referrers at their bound of 50 costs about 227,000; 100 namespaces ×
+	// 100 repositories × 100 images is millions.
 	DefaultMaxComplexity = 250_000
 )
 
