@@ -32,11 +32,12 @@ const (
 const (
 	// DefaultMaxRequestBytes bounds a POST body and a GET query string.
 	DefaultMaxRequestBytes = 1 << 20
-	// DefaultMaxTokens bounds the lexer: the playground's introspection
-	// query is about 300 tokens, the UI's largest query under 200.
+	// DefaultMaxTokens bounds the lexer: an introspection query is under
+	// 300 tokens, the UI's largest query 160.
 	DefaultMaxTokens = 15_000
-	// DefaultMaxFields bounds the fields of a document once every fragment
-	// spread is expanded where it is used (introspection: about 210).
+	// DefaultMaxFields bounds the selections (fields and fragment spreads)
+	// of a document once every spread is expanded where it is used: an
+	// introspection query has under 300, the UI's largest query 65.
 	DefaultMaxFields = 2_000
 	// maxSameResponseName bounds the fields answering under one response
 	// name in one selection set, fragments expanded: what validation
