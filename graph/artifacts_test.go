@@ -434,14 +434,16 @@ func testQueryLimits(t *testing.T, a *testAPI) {
 	}
 }
 
-// nestedQuery lists 100 repositories with their images, tags and manifests.
+// nestedQuery lists 100 repositories with their images, tags and manifests
+// (page sizes that hold what seedNested creates: its cost, every list at
+// its bound, stays under DefaultMaxComplexity).
 func nestedQuery(slug string) string {
 	return fmt.Sprintf(`{ namespace(slug: %q) { repositories(first: 100) { totalCount edges { node {
 		name sizeBytes collections { name } namespace { slug }
-		images(first: 10) { totalCount edges { node {
+		images(first: 2) { totalCount edges { node {
 			name
-			tags(first: 10) { totalCount edges { node { name manifest { digest tags } } } }
-			manifests(first: 10) { totalCount edges { node { digest size tags references { digest } referrers { digest } } } }
+			tags(first: 5) { totalCount edges { node { name manifest { digest tags } } } }
+			manifests(first: 5) { totalCount edges { node { digest size tags references { digest } referrers { digest } } } }
 		} } }
 	} } } } }`, slug)
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // Error codes in extensions.code (package auth adds NAMESPACE_UNAVAILABLE,
-// with extensions.reason, for blocked, disabled and suspended namespaces).
+// with extensions.reason, for blocked, disabled and suspended namespaces;
+// limits.go adds the request and document limits' codes and TIMEOUT).
 const (
 	CodeNotFound        = "NOT_FOUND"
 	CodeAlreadyExists   = "ALREADY_EXISTS"
@@ -71,8 +72,13 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			// Lock timeout or deadlock: nothing was changed.
 			gqlErr.Message = "the resource is busy with a concurrent change; retry"
 			setCode(gqlErr, CodeConflict)
-		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			gqlErr.Message = "request cancelled or timed out"
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+			// Whatever failed once the operation's deadline passed failed
+			// because of it (drivers do not always wrap the context error).
+			gqlErr.Message = "the operation exceeded its time limit"
+			setCode(gqlErr, CodeTimeout)
+		case errors.Is(err, context.Canceled):
+			gqlErr.Message = "request cancelled"
 			setCode(gqlErr, CodeInternal)
 		default:
 			var ge *gqlerror.Error

@@ -3333,10 +3333,9 @@ func newExecutionContext(
 }
 
 var sources = []*ast.Source{
-	{Name: "../gc.graphqls", Input: `# Garbage-collection controls (ADR-025): the operator kill switch, the
-# excluded review candidates and their requeue. Everything here is admin
-# only: the admin token, or (namespace fields) an ADMIN token of the
-# namespace; the kill switch is instance-wide and needs the admin token.
+	{Name: "../gc.graphqls", Input: `# Garbage-collection controls: the operator kill switch, the excluded review
+# candidates and their requeue. The queries and mutations here need the
+# admin token; GCQueue.reclaim answers null for namespace tokens.
 
 """
 The instance-wide kill switch of the garbage collector. While ` + "`" + `enabled` + "`" + ` is
@@ -3388,7 +3387,7 @@ extend type Query {
   """
   Candidates of a namespace excluded after repeated cleanup failures, most
   recently excluded first. Requeue them with requeueGcCandidate once the
-  cause is fixed.
+  cause is fixed. Admin token only.
   """
   excludedGcCandidates(namespace: String!, first: Int, after: String): GCCandidateConnection!
 }
@@ -3412,7 +3411,7 @@ extend type Mutation {
   """
   Put an excluded candidate back into the queue: exclusion, strikes and
   backoff are cleared and the next sweep reviews it. NOT_FOUND when the
-  namespace has no excluded candidate with that digest.
+  namespace has no excluded candidate with that digest. Admin token only.
   """
   requeueGcCandidate(input: RequeueGcCandidateInput!): GCCandidatePayload!
   """
@@ -3423,9 +3422,9 @@ extend type Mutation {
   setGarbageCollection(enabled: Boolean!, reason: String): GarbageCollectionPayload!
 }
 `, BuiltIn: false},
-	{Name: "../migration.graphqls", Input: `# Migration from an existing registry:2 (issue 12): the inventory of legacy
+	{Name: "../migration.graphqls", Input: `# Migration from an existing registry:2: the inventory of legacy
 # repositories, the progress of the migration service and the operator's
-# controls. Admin only.
+# controls. Every query and mutation here needs the admin token.
 
 "Where a legacy repository stands in its migration."
 enum LegacyMigrationStatus {
@@ -3547,25 +3546,29 @@ extend type Query {
 }
 
 extend type Mutation {
-  "Sets the priority of a repository (higher is migrated first)."
+  "Sets the priority of a repository (higher is migrated first). Admin token only."
   prioritizeLegacyRepository(id: ID!, priority: Int!): LegacyRepository!
-  "Takes a repository out of the migration; refused while a pass runs or once migrated (CONFLICT)."
+  "Takes a repository out of the migration; refused while a pass runs or once migrated (CONFLICT). Admin token only."
   skipLegacyRepository(id: ID!, reason: String): LegacyRepository!
-  "Puts a failed or skipped repository back to pending (CONFLICT otherwise)."
+  "Puts a failed or skipped repository back to pending (CONFLICT otherwise). Admin token only."
   retryLegacyRepository(id: ID!): LegacyRepository!
-  "Stops the migration service from claiming repositories; passes already running finish."
+  "Stops the migration service from claiming repositories; passes already running finish. Admin token only."
   pauseLegacyMigration: LegacyMigrationControls!
+  "Lets the migration service claim repositories again. Admin token only."
   resumeLegacyMigration: LegacyMigrationControls!
-  "Changes the service's concurrency, cadence or final-pass time limit; out-of-range values are refused (INVALID_INPUT) and change nothing."
+  "Changes the service's concurrency, cadence or final-pass time limit; out-of-range values are refused (INVALID_INPUT) and change nothing. Admin token only."
   setLegacyMigrationControls(input: LegacyMigrationControlsInput!): LegacyMigrationControls!
 }
 `, BuiltIn: false},
-	{Name: "../packages.graphqls", Input: `# npm and Maven packages of hosted repositories (issues 9 and 10).
+	{Name: "../packages.graphqls", Input: `# npm and Maven packages of hosted repositories.
 #
 # Same conventions as schema.graphqls: Relay connections with opaque cursors
 # (` + "`" + `first` + "`" + ` 1..100, default 20; ` + "`" + `after` + "`" + ` = a previous ` + "`" + `endCursor` + "`" + `), keyset
-# pagination on the ADR-007 indexes, errors with ` + "`" + `extensions.code` + "`" + `. Reads
-# follow the repository's read rule; mutations need the admin token.
+# pagination on the tables' unique indexes, errors with ` + "`" + `extensions.code` + "`" + `.
+# Reads follow the repository's read rule. The trash mutations need ADMIN on
+# the namespace (the admin token or an ADMIN token of the namespace not
+# restricted to some repositories); the dist-tag mutations need WRITE on the
+# repository, as ` + "`" + `npm dist-tag` + "`" + ` does.
 
 extend type Repository {
   "Active packages of an npm repository, by name; null for other formats."
@@ -3594,7 +3597,7 @@ type NpmPackage {
   "Buffered: last tarball download."
   lastDownloadedAt: Time
   softDeletedAt: Time
-  "dist-tags, by tag name."
+  "dist-tags, by tag name (at most 1000, the limit of a package)."
   distTags: [NpmDistTag!]!
   "The version the ` + "`" + `latest` + "`" + ` dist-tag points at."
   latest: NpmVersion
@@ -3651,9 +3654,9 @@ extend type NpmVersion {
   integrity: String
   "dist.shasum of the tarball (sha1 hex)."
   shasum: String
-  "Names of the dist-tags that point at this version."
+  "Names of the dist-tags that point at this version, by name (at most 100)."
   distTags: [String!]!
-  "Declared dependencies of one kind, by name."
+  "Declared dependencies of one kind, by name (at most 250)."
   dependencies(kind: NpmDependencyKind = PROD): [NpmDependency!]!
   "The version's tarball with its exact size; null if it is gone."
   tarball: NpmFile
@@ -3765,30 +3768,31 @@ extend type Mutation {
   Move an npm version to the trash, as ` + "`" + `npm unpublish pkg@version` + "`" + ` does: it
   leaves the packument, its dist-tags move or go, ` + "`" + `latest` + "`" + ` is recomputed, and
   its version string is never reusable. The last active version takes the
-  package to the trash with it.
+  package to the trash with it. Needs ADMIN on the namespace.
   """
   deleteNpmVersion(input: PackageItemRefInput!): NpmVersionPayload!
-  "Bring an npm version (and its package, if that is in the trash too) back. CONFLICT if the name was published again."
+  "Bring an npm version (and its package, if that is in the trash too) back. CONFLICT if the name was published again. Needs ADMIN on the namespace."
   restoreNpmVersion(input: PackageItemRefInput!): NpmVersionPayload!
-  "Move an npm package with all its versions to the trash (` + "`" + `npm unpublish pkg --force` + "`" + `)."
+  "Move an npm package with all its versions to the trash (` + "`" + `npm unpublish pkg --force` + "`" + `). Needs ADMIN on the namespace."
   deleteNpmPackage(input: PackageItemRefInput!): NpmPackagePayload!
-  "Bring an npm package back with the versions that went to the trash with it."
+  "Bring an npm package back with the versions that went to the trash with it. Needs ADMIN on the namespace."
   restoreNpmPackage(input: PackageItemRefInput!): NpmPackagePayload!
   """
   Point a dist-tag at an active version (create or move it). A tag that is a
-  valid semver range is refused (INVALID_INPUT), as npm does.
+  valid semver range is refused (INVALID_INPUT), as npm does. Needs WRITE
+  on the repository.
   """
   setNpmDistTag(input: NpmDistTagInput!): NpmPackagePayload!
-  "Remove a dist-tag (` + "`" + `latest` + "`" + ` cannot be removed)."
+  "Remove a dist-tag (` + "`" + `latest` + "`" + ` cannot be removed). Needs WRITE on the repository."
   removeNpmDistTag(input: NpmDistTagInput!): NpmPackagePayload!
 
-  "Move a Maven version to the trash; maven-metadata.xml stops listing it."
+  "Move a Maven version to the trash; maven-metadata.xml stops listing it. Needs ADMIN on the namespace."
   deleteMavenVersion(input: PackageItemRefInput!): MavenVersionPayload!
-  "Bring a Maven version back. CONFLICT if it was deployed again, or its package is in the trash."
+  "Bring a Maven version back. CONFLICT if it was deployed again, or its package is in the trash. Needs ADMIN on the namespace."
   restoreMavenVersion(input: PackageItemRefInput!): MavenVersionPayload!
-  "Move a Maven package to the trash (its versions come back with it)."
+  "Move a Maven package to the trash (its versions come back with it). Needs ADMIN on the namespace."
   deleteMavenPackage(input: PackageItemRefInput!): MavenPackagePayload!
-  "Bring a Maven package back. CONFLICT if the coordinates were deployed again."
+  "Bring a Maven package back. CONFLICT if the coordinates were deployed again. Needs ADMIN on the namespace."
   restoreMavenPackage(input: PackageItemRefInput!): MavenPackagePayload!
 }
 
@@ -3829,15 +3833,24 @@ type MavenPackagePayload {
 	{Name: "../schema.graphqls", Input: `# Artifact Registry management API.
 #
 # Conventions
-# - Every list is a Relay connection with opaque cursors: pass ` + "`" + `first` + "`" + `
+# - Long lists are Relay connections with opaque cursors: pass ` + "`" + `first` + "`" + `
 #   (1..100, default 20) and the ` + "`" + `endCursor` + "`" + ` of the previous page as ` + "`" + `after` + "`" + `.
 #   Namespace.repositories and Namespace.trash also page backward: ` + "`" + `last` + "`" + ` and the ` + "`" + `startCursor` + "`" + `
 #   of the following page as ` + "`" + `before` + "`" + ` (rows keep the order asked for).
-#   Pages are keyset-paginated on the ADR-007 indexes, so walking all pages
-#   returns every row exactly once even while rows are inserted.
+#   Pages are keyset-paginated on the tables' unique indexes, so walking all
+#   pages returns every row exactly once even while rows are inserted.
+#   Lists that are not connections say their bound (at most N elements).
 # - Errors carry ` + "`" + `extensions.code` + "`" + `: NOT_FOUND, ALREADY_EXISTS, INVALID_INPUT,
 #   FORBIDDEN, UNAUTHENTICATED, CONFLICT or INTERNAL (details are logged, never
 #   returned).
+# - Limits, checked before an operation runs: a POST body or GET query string
+#   over 1 MiB answers HTTP 413 (414 for GET) with REQUEST_TOO_LARGE; a
+#   document over 15,000 tokens TOKEN_LIMIT_EXCEEDED; over 2,000 fields with
+#   its fragments expanded, or asking one response name more than 20 times in
+#   a selection set, FIELD_LIMIT_EXCEEDED; nested too deep
+#   DEPTH_LIMIT_EXCEEDED; too costly COMPLEXITY_LIMIT_EXCEEDED (every field
+#   costs 1, a connection or list multiplies its children by its page size or
+#   bound). An operation still running after 30 s is stopped: TIMEOUT.
 # - Authorization (package auth, the same decision as every protocol):
 #   ` + "`" + `Authorization: Bearer <secret>` + "`" + ` (or HTTP Basic with the secret as the
 #   password) carries the admin token, which may do everything, or a
@@ -3848,9 +3861,12 @@ type MavenPackagePayload {
 #   Lists only show what the caller may read. Refusals answer
 #   UNAUTHENTICATED (no or invalid credential), FORBIDDEN (valid but not
 #   allowed) or NAMESPACE_UNAVAILABLE (blocked, disabled, or suspended for
-#   changes; extensions.reason says which). Creating namespaces, changing
-#   their conditions and the garbage-collection kill switch need the admin
-#   token.
+#   changes; extensions.reason says which). Each field's description says
+#   what it needs: "admin token only"; "ADMIN on the namespace" (the admin
+#   token or an ADMIN token of the namespace not restricted to some
+#   repositories); "ADMIN", "DELETE" or "WRITE on the repository" (the admin
+#   token or a token of the namespace with that scope, or ADMIN, whose
+#   repository list, if any, includes the repository).
 # - Counters (artifactsCount, downloadsCount, sizeBytes, statistics) are
 #   buffered: they lag reality by at most one flush interval.
 
@@ -3941,7 +3957,7 @@ type PageInfo {
 type Query {
   "A namespace by slug. Anonymous callers only see namespaces that serve reads."
   namespace(slug: String!): Namespace
-  "All namespaces, oldest first (admin only)."
+  "All namespaces, oldest first (admin token only)."
   namespaces(first: Int, after: String): NamespaceConnection!
   "A repository by namespace slug and name (active repositories only)."
   repository(namespace: String!, name: String!): Repository
@@ -3957,33 +3973,33 @@ type Namespace {
   blockedAt: Time
   disabledAt: Time
   suspendedAt: Time
-  "Precomputed, buffered namespace counters (admin only)."
+  "Precomputed, buffered namespace counters (ADMIN on the namespace)."
   statistics: NamespaceStatistics!
   """
   Active repositories the caller may read (anonymous callers: PUBLIC ones).
   Page forward with first/after or backward with last/before, not both.
   """
   repositories(first: Int, after: String, last: Int, before: String, orderBy: RepositoryOrder, filter: RepositoryFilter): RepositoryConnection!
-  "Repository collections, by name (admin only)."
+  "Repository collections, by name (ADMIN on the namespace)."
   collections(first: Int, after: String): RepositoryCollectionConnection!
   """
-  Soft-deleted repositories and artifacts, most recently deleted first (admin
-  only). Without ` + "`" + `kind` + "`" + ` every kind is merged into one list. Page forward
-  with first/after or backward with last/before.
+  Soft-deleted repositories and artifacts, most recently deleted first (ADMIN
+  on the namespace). Without ` + "`" + `kind` + "`" + ` every kind is merged into one list. Page
+  forward with first/after or backward with last/before.
   """
   trash(first: Int, after: String, last: Int, before: String, kind: TrashKind): TrashConnection!
-  "Garbage-collection review queue of the namespace (admin only)."
+  "Garbage-collection review queue of the namespace (ADMIN on the namespace)."
   gcQueue: GCQueue!
   """
   Published artifacts (container manifests, Maven and npm versions), newest
-  first, including ones soft-deleted since (admin only). ` + "`" + `from` + "`" + ` is
-  inclusive, ` + "`" + `to` + "`" + ` exclusive.
+  first, including ones soft-deleted since (ADMIN on the namespace). ` + "`" + `from` + "`" + `
+  is inclusive, ` + "`" + `to` + "`" + ` exclusive.
   """
   publishHistory(from: Time, to: Time, first: Int, after: String): PublishEventConnection!
   """
   Every artifact of the namespace that references the blob with this SHA-256
-  (` + "`" + `sha256:<hex>` + "`" + ` or 64 hex digits), across all formats (admin only).
-  ` + "`" + `activeOnly` + "`" + ` (default true) leaves out soft-deleted rows.
+  (` + "`" + `sha256:<hex>` + "`" + ` or 64 hex digits), across all formats (ADMIN on the
+  namespace). ` + "`" + `activeOnly` + "`" + ` (default true) leaves out soft-deleted rows.
   """
   checksumSearch(sha256: String!, activeOnly: Boolean = true, first: Int): [ChecksumMatch!]!
 }
@@ -4020,6 +4036,7 @@ type Repository {
   lastUpdatedAt: Time
   createdAt: Time!
   softDeletedAt: Time
+  "Collections the repository belongs to, by name (at most 100)."
   collections: [RepositoryCollection!]!
   "Images of a container (DOCKER or OCI) repository, by name; null for other formats."
   images(first: Int, after: String): ContainerImageConnection
@@ -4106,11 +4123,11 @@ type ContainerManifest {
   createdAt: Time!
   softDeletedAt: Time
   image: ContainerImage!
-  "Names of the tags that point at this manifest."
+  "Names of the tags that point at this manifest, by name (at most 50: the image's tags connection lists them all)."
   tags: [String!]!
-  "Child manifests of an index or manifest list."
+  "Child manifests of an index or manifest list (at most 50)."
   references: [ContainerManifest!]!
-  "Manifests (indexes, manifest lists) that reference this one."
+  "Manifests (indexes, manifest lists) that reference this one (at most 50)."
   referrers: [ContainerManifest!]!
 }
 
@@ -4236,41 +4253,51 @@ type ChecksumMatch {
 # ---------------------------------------------------------------- mutations
 
 type Mutation {
-  "Create a namespace with its default repository collection (and statistics row)."
+  "Create a namespace with its default repository collection (and statistics row). Admin token only."
   createNamespace(input: CreateNamespaceInput!): NamespacePayload!
-  "Soft-delete a namespace (sets deletedAt)."
+  "Soft-delete a namespace (sets deletedAt). Admin token only."
   deleteNamespace(slug: String!): NamespacePayload!
-  "Restore a soft-deleted (not purged) namespace."
+  "Restore a soft-deleted (not purged) namespace. Admin token only."
   restoreNamespace(slug: String!): NamespacePayload!
-  "Impose (active: true) or lift (active: false) a service condition."
+  "Impose (active: true) or lift (active: false) a service condition. Admin token only."
   setNamespaceCondition(slug: String!, condition: NamespaceCondition!, active: Boolean!): NamespacePayload!
 
-  "Create a repository: parent row, format row and default-collection link in one transaction."
+  """
+  Create a repository: parent row, format row and default-collection link in
+  one transaction. Needs ADMIN on the namespace.
+  """
   createRepository(input: CreateRepositoryInput!): RepositoryPayload!
+  "Change a repository's description or visibility. Needs ADMIN on the repository."
   updateRepository(input: UpdateRepositoryInput!): RepositoryPayload!
-  "Move a repository to the trash (soft delete)."
+  "Move a repository to the trash (soft delete). Needs ADMIN on the repository."
   deleteRepository(input: RepositoryRefInput!): RepositoryPayload!
-  "Bring a repository back from the trash."
+  "Bring a repository back from the trash. Needs ADMIN on the repository."
   restoreRepository(input: RepositoryRefInput!): RepositoryPayload!
   """
   Hard-delete a repository that is in the trash. Refused (CONFLICT) while it
-  still holds artifacts or upload sessions.
+  still holds artifacts or upload sessions. Needs ADMIN on the repository.
   """
   purgeRepository(input: RepositoryRefInput!): PurgeRepositoryPayload!
 
+  "Create a repository collection. Needs ADMIN on the namespace."
   createRepositoryCollection(input: CreateRepositoryCollectionInput!): RepositoryCollectionPayload!
+  "Add a repository to a collection. Needs ADMIN on the namespace."
   linkRepositoryToCollection(input: RepositoryCollectionLinkInput!): RepositoryPayload!
-  "Remove a repository from a collection; refused (CONFLICT) for its last collection."
+  """
+  Remove a repository from a collection; refused (CONFLICT) for its last
+  collection. Needs ADMIN on the namespace.
+  """
   unlinkRepositoryFromCollection(input: RepositoryCollectionLinkInput!): RepositoryPayload!
 
-  "Delete a tag (hard delete; the manifest stays addressable by digest)."
+  "Delete a tag (hard delete; the manifest stays addressable by digest). Needs DELETE on the repository."
   deleteContainerTag(input: ContainerTagRefInput!): DeleteContainerTagPayload!
   """
   Soft-delete a manifest and delete the tags that point at it. Refused
-  (CONFLICT) while an active index or manifest list references it.
+  (CONFLICT) while an active index or manifest list references it. Needs
+  DELETE on the repository.
   """
   deleteContainerManifest(input: ContainerManifestRefInput!): ContainerManifestPayload!
-  "Restore a soft-deleted manifest (untagged)."
+  "Restore a soft-deleted manifest (untagged). Needs DELETE on the repository."
   restoreContainerManifest(input: ContainerManifestRefInput!): ContainerManifestPayload!
 }
 
@@ -4375,12 +4402,13 @@ type ContainerManifestPayload {
   manifest: ContainerManifest!
 }
 `, BuiltIn: false},
-	{Name: "../tokens.graphqls", Input: `# Namespace access tokens (issue 7) and who the caller is.
+	{Name: "../tokens.graphqls", Input: `# Namespace access tokens and who the caller is.
 #
 # A token's secret is returned once, by createAccessToken, and only its
 # SHA-256 is stored. Send it as ` + "`" + `Authorization: Bearer <secret>` + "`" + ` (or as the
-# password of HTTP Basic). Managing tokens needs the admin token or an
-# unrestricted ADMIN token of the namespace.
+# password of HTTP Basic). Managing tokens needs ADMIN on the namespace: the
+# admin token or an ADMIN token of the namespace not restricted to some
+# repositories.
 
 enum AccessTokenScope {
   "Read (pull, download, list) repositories of the namespace."
@@ -4399,8 +4427,9 @@ type AccessToken {
   namespace: Namespace!
   scopes: [AccessTokenScope!]!
   """
-  Repositories the token is restricted to; null means every repository of
-  the namespace (also future ones). Repositories deleted since are left out.
+  Repositories the token is restricted to (at most 1000 listed); null means
+  every repository of the namespace (also future ones). Repositories deleted
+  since are left out.
   """
   repositories: [Repository!]
   expiresAt: Time
@@ -4474,9 +4503,15 @@ type AccessTokenPayload {
 }
 
 extend type Mutation {
-  "Create an access token; the payload carries its secret, shown only here."
+  """
+  Create an access token; the payload carries its secret, shown only here.
+  Needs ADMIN on the namespace.
+  """
   createAccessToken(input: CreateAccessTokenInput!): CreateAccessTokenPayload!
-  "Revoke a token (idempotent). A token may always revoke itself."
+  """
+  Revoke a token (idempotent). Needs ADMIN on the namespace; a token may
+  always revoke itself.
+  """
   revokeAccessToken(input: RevokeAccessTokenInput!): AccessTokenPayload!
 }
 `, BuiltIn: false},

@@ -19,7 +19,6 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/artifact-registry/artifact-registry/auth"
-	"github.com/artifact-registry/artifact-registry/graph/model"
 
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -31,11 +30,13 @@ const (
 	// images → edges → node → manifests → edges → node → references →
 	// tags, is 12 deep.
 	DefaultMaxDepth = 14
-	// DefaultMaxComplexity bounds the estimated work: every field costs 1
-	// and a connection multiplies its children by its page size (first,
-	// default 20). Listing 100 repositories with 10 images each and 10 tags
-	// and 10 manifests per image (up to 20,000 objects) costs about
-	// 177,000; 100 namespaces × 100 repositories × 100 images is millions.
+	// DefaultMaxComplexity bounds the estimated work: every field costs 1,
+	// a connection multiplies its children by its page size (first,
+	// default 20) and a list that is not paginated by its bound
+	// (complexity.go). Listing 100 repositories with 2 images each, 5 tags
+	// and 5 manifests per image and every manifest's tags, references and
+	// referrers at their bound of 50 costs about 227,000; 100 namespaces ×
+	// 100 repositories × 100 images is millions.
 	DefaultMaxComplexity = 250_000
 )
 
@@ -48,6 +49,13 @@ type Options struct {
 	// MaxDepth and MaxComplexity override the defaults when positive.
 	MaxDepth      int
 	MaxComplexity int
+	// MaxRequestBytes, MaxTokens, MaxFields and OperationTimeout override
+	// DefaultMaxRequestBytes, DefaultMaxTokens, DefaultMaxFields and
+	// DefaultOperationTimeout when positive.
+	MaxRequestBytes  int64
+	MaxTokens        int
+	MaxFields        int
+	OperationTimeout time.Duration
 	// LoaderWait is how long a dataloader collects keys before it runs
 	// its batch; 0 means 5ms.
 	LoaderWait time.Duration
@@ -79,6 +87,18 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.MaxComplexity <= 0 {
 		opts.MaxComplexity = DefaultMaxComplexity
 	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = DefaultMaxTokens
+	}
+	if opts.MaxFields <= 0 {
+		opts.MaxFields = DefaultMaxFields
+	}
+	if opts.OperationTimeout <= 0 {
+		opts.OperationTimeout = DefaultOperationTimeout
+	}
 	if opts.LoaderWait <= 0 {
 		opts.LoaderWait = 5 * time.Millisecond
 	}
@@ -91,14 +111,21 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(transport.GET{})
 	srv.AddTransport(transport.POST{})
-	srv.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	cache := lru.New[*ast.QueryDocument](1000)
+	srv.SetQueryCache(cache)
+	srv.SetParserTokenLimit(opts.MaxTokens)
+	srv.Use(documentLimit{maxTokens: opts.MaxTokens, maxFields: opts.MaxFields, cache: cache})
 	srv.Use(extension.Introspection{})
 	srv.Use(depthLimit{max: opts.MaxDepth})
 	srv.Use(extension.FixedComplexityLimit(opts.MaxComplexity))
+	srv.AroundRootFields(operationDeadline(opts.OperationTimeout))
 	srv.SetErrorPresenter(errorPresenter(log))
 	srv.SetRecoverFunc(recoverFunc(log))
 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !readBody(w, r, opts.MaxRequestBytes) {
+			return
+		}
 		// The UI's session cookie (with its CSRF token) or a script's
 		// Authorization header.
 		p, err := opts.Auth.AuthenticateBrowser(w, r)
@@ -133,45 +160,6 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"errors": []map[string]any{{"message": msg, "extensions": map[string]any{"code": code}}},
 	})
-}
-
-// setComplexity makes connections cost their page size times their
-// children, so a nested query's cost approximates the rows it can load.
-func setComplexity(c *ComplexityRoot) {
-	conn := func(child int, first *int) int {
-		n := defaultPageSize
-		if first != nil && *first > 0 {
-			n = *first
-		}
-		return 1 + n*child
-	}
-	c.Query.Namespaces = func(child int, first *int, _ *string) int { return conn(child, first) }
-	c.Namespace.Repositories = func(child int, first *int, _ *string, last *int, _ *string, _ *model.RepositoryOrder, _ *model.RepositoryFilter) int {
-		if last != nil {
-			return conn(child, last)
-		}
-		return conn(child, first)
-	}
-	c.Query.ExcludedGcCandidates = func(child int, _ string, first *int, _ *string) int { return conn(child, first) }
-	c.Query.AccessTokens = func(child int, _ string, first *int, _ *string, _ *bool) int { return conn(child, first) }
-	c.Namespace.Collections = func(child int, first *int, _ *string) int { return conn(child, first) }
-	c.Namespace.Trash = func(child int, first *int, _ *string, last *int, _ *string, _ *model.TrashKind) int {
-		if last != nil {
-			return conn(child, last)
-		}
-		return conn(child, first)
-	}
-	c.Namespace.PublishHistory = func(child int, _, _ *time.Time, first *int, _ *string) int { return conn(child, first) }
-	c.Namespace.ChecksumSearch = func(child int, _ string, _ *bool, first *int) int {
-		n := defaultChecksumMatches
-		if first != nil && *first > 0 {
-			n = *first
-		}
-		return 1 + n*child
-	}
-	c.Repository.Images = func(child int, first *int, _ *string) int { return conn(child, first) }
-	c.ContainerImage.Tags = func(child int, first *int, _ *string) int { return conn(child, first) }
-	c.ContainerImage.Manifests = func(child int, first *int, _ *string) int { return conn(child, first) }
 }
 
 // depthLimit rejects operations nested deeper than max fields.

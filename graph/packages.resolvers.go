@@ -179,7 +179,7 @@ func (r *npmPackageResolver) Repository(ctx context.Context, obj *model.NpmPacka
 // DistTags is the resolver for the distTags field.
 func (r *npmPackageResolver) DistTags(ctx context.Context, obj *model.NpmPackage) ([]*model.NpmDistTag, error) {
 	tags, err := npmTags(ctx, obj)
-	return nonNil(tags), err
+	return capList(nonNil(tags), maxNpmDistTags), err
 }
 
 // Latest is the resolver for the latest field.
@@ -296,7 +296,7 @@ func (r *npmVersionResolver) DistTags(ctx context.Context, obj *model.NpmVersion
 	l := pkgLoaders(ctx)
 	prime(ctx, l.npmTagNames, obj.Siblings, "npmTagNames", idKeys(obj.NamespaceID))
 	names, err := l.npmTagNames.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
-	return nonNil(names), err
+	return capList(nonNil(names), maxNpmVersionDistTags), err
 }
 
 // Dependencies is the resolver for the dependencies field.
@@ -309,7 +309,7 @@ func (r *npmVersionResolver) Dependencies(ctx context.Context, obj *model.NpmVer
 	if err != nil {
 		return nil, err
 	}
-	return npmDependencies(d.Dependencies[field]), nil
+	return capList(npmDependencies(d.Dependencies[field]), maxNpmDependencies), nil
 }
 
 // Tarball is the resolver for the tarball field.

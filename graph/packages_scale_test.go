@@ -9,7 +9,7 @@ import (
 
 // npmNestedQuery reads every nested field of the npm packages of a
 // repository.
-const npmNestedQuery = `query($r: String!) { repository(namespace: "acme", name: $r) { npmPackages(first: 100) { totalCount edges { node {
+const npmNestedQuery = `query($r: String!) { repository(namespace: "acme", name: $r) { npmPackages(first: 10) { totalCount edges { node {
 	name scope distTags { name version { version deprecated } } latest { version description tarball { sizeBytes } }
 	versions(first: 10) { totalCount edges { node { version deprecated description license integrity shasum distTags
 		dependencies { name range } dev: dependencies(kind: DEV) { name } tarball { sizeBytes sha256 } package { name } } } } } } } } }`

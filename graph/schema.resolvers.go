@@ -113,7 +113,7 @@ func (r *containerManifestResolver) Tags(ctx context.Context, obj *model.Contain
 	l := loadersFrom(ctx)
 	prime(ctx, l.tagNames, obj.Siblings, "tagNames", idKeys(obj.NamespaceID))
 	names, err := l.tagNames.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
-	return nonNil(names), err
+	return capList(nonNil(names), maxManifestTags), err
 }
 
 // References is the resolver for the references field.
@@ -121,7 +121,7 @@ func (r *containerManifestResolver) References(ctx context.Context, obj *model.C
 	l := loadersFrom(ctx)
 	prime(ctx, l.references, obj.Siblings, "references", idKeys(obj.NamespaceID))
 	ms, err := l.references.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
-	return nonNil(ms), err
+	return capList(nonNil(ms), maxManifestReferences), err
 }
 
 // Referrers is the resolver for the referrers field.
@@ -129,7 +129,7 @@ func (r *containerManifestResolver) Referrers(ctx context.Context, obj *model.Co
 	l := loadersFrom(ctx)
 	prime(ctx, l.referrers, obj.Siblings, "referrers", idKeys(obj.NamespaceID))
 	ms, err := l.referrers.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
-	return nonNil(ms), err
+	return capList(nonNil(ms), maxManifestReferrers), err
 }
 
 // Manifest is the resolver for the manifest field.
@@ -691,6 +691,7 @@ func (r *repositoryResolver) Collections(ctx context.Context, obj *model.Reposit
 	if err != nil {
 		return nil, err
 	}
+	cs = capList(cs, maxRepositoryCollections)
 	out := make([]*model.RepositoryCollection, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, toCollection(c))

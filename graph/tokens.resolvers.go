@@ -26,7 +26,7 @@ func (r *accessTokenResolver) Repositories(ctx context.Context, obj *model.Acces
 	}
 	l := loadersFrom(ctx)
 	prime(ctx, l.repository, obj.RepositoryGroup, "tokenRepositories", idKeys(obj.NamespaceID))
-	repos, errs := l.repository.LoadMany(ctx, idKeys(obj.NamespaceID)(obj.RepositoryIDs))()
+	repos, errs := l.repository.LoadMany(ctx, idKeys(obj.NamespaceID)(capList(obj.RepositoryIDs, maxTokenRepositories)))()
 	out := make([]*model.Repository, 0, len(repos))
 	for i, repo := range repos {
 		if len(errs) > i && errs[i] != nil {
