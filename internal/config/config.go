@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/internal/redact"
 )
 
 // Config is everything serve and migrate need to start.
@@ -37,7 +39,14 @@ type Config struct {
 	// DBMaxConns is the database pool size; 0 derives it from the job
 	// workers (PoolMaxConns).
 	DBMaxConns int
+	// NpmMaxPublishBytes caps an npm publish body, the tarball in base64
+	// included.
+	NpmMaxPublishBytes int
 }
+
+// DefaultNpmMaxPublishBytes is the default of --npm-max-publish-bytes
+// (npm.DefaultMaxPublishSize).
+const DefaultNpmMaxPublishBytes = 256 << 20
 
 // Pool sizing. Every running River job holds a pool connection for its
 // transaction, so a pool no larger than the job workers lets a busy
@@ -123,6 +132,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envInt(fs, &c.GCPhase, "gc-phase", "ARTIFACT_REGISTRY_GC_PHASE", 3, "garbage collection rollout phase: 1 record only, 2 recheck without deleting, 3 delete")
 	envInt(fs, &c.GCCleanupWorkers, "gc-cleanup-workers", "ARTIFACT_REGISTRY_GC_CLEANUP_WORKERS", 10, "garbage collection cleanup jobs run at once (each holds a database connection)")
 	envInt(fs, &c.DBMaxConns, "db-max-conns", "ARTIFACT_REGISTRY_DB_MAX_CONNS", 0, "database pool size; 0 derives it from the job workers plus 16 for requests")
+	envInt(fs, &c.NpmMaxPublishBytes, "npm-max-publish-bytes", "ARTIFACT_REGISTRY_NPM_MAX_PUBLISH_BYTES", DefaultNpmMaxPublishBytes, "largest npm publish body in bytes, the tarball in base64 included (larger: 413)")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
@@ -154,6 +164,9 @@ func (c *Config) Finish() error {
 	if c.GCCleanupWorkers < 1 || c.GCCleanupWorkers > 1000 {
 		return fmt.Errorf("--gc-cleanup-workers must be between 1 and 1000, not %d", c.GCCleanupWorkers)
 	}
+	if c.NpmMaxPublishBytes < 1<<10 {
+		return fmt.Errorf("--npm-max-publish-bytes must be at least 1024, not %d", c.NpmMaxPublishBytes)
+	}
 	if c.DBMaxConns < 0 {
 		return fmt.Errorf("--db-max-conns must not be negative, not %d", c.DBMaxConns)
 	}
@@ -175,12 +188,15 @@ func (c *Config) level() (slog.Level, error) {
 	return l, nil
 }
 
-// Logger builds the process logger from the log settings.
+// Logger builds the process logger from the log settings. Everything it
+// writes is redacted (internal/redact), the admin token included.
 func (c *Config) Logger() *slog.Logger {
+	redact.Secret(c.AdminToken)
 	lvl, _ := c.level()
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(redact.Handler(h))
 }

@@ -23,12 +23,11 @@ var errBodyTooLarge = errors.New("npm: request body too large")
 // over says so.
 type limitedBody struct {
 	r     io.Reader
-	limit int64
 	over  bool
 }
 
 func newLimitedBody(req *request, limit int64) *limitedBody {
-	return &limitedBody{r: http.MaxBytesReader(req.w, req.r.Body, limit), limit: limit}
+	return &limitedBody{r: http.MaxBytesReader(req.w, req.r.Body, limit)}
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {

@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/redact"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -42,7 +43,7 @@ const (
 	// DefaultMaxUnpackedSize bounds what the inspection of a tarball
 	// decompresses.
 	DefaultMaxUnpackedSize = 1 << 30
-	DefaultRebuildDelay   = time.Second
+	DefaultRebuildDelay    = time.Second
 	// PathPrefix is where the registries live: PathPrefix + "<namespace>/<repository>/".
 	PathPrefix = "/npm/"
 )
@@ -208,7 +209,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away
 		}
-		h.log.Error("npm request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.log.Error("npm request failed", "method", r.Method, "path", redact.URL(r.URL), "err", redact.Text(err.Error()))
 		ae = errorf(http.StatusInternalServerError, "internal error")
 	}
 	for k, v := range ae.header {
