@@ -22,8 +22,8 @@ var errBodyTooLarge = errors.New("npm: request body too large")
 // the read that hit it, which wrapping by the readers above cannot spoil:
 // over says so.
 type limitedBody struct {
-	r     io.Reader
-	over  bool
+	r    io.Reader
+	over bool
 }
 
 func newLimitedBody(req *request, limit int64) *limitedBody {
