@@ -378,6 +378,7 @@ func (r *stringReader) Read(p []byte) (int, error) {
 			r.err = err
 			break
 		}
+		buf = buf[:min(len(buf), len(p)-n)] // scan only what fits: reads may be small
 		i := stringSpecial(buf)
 		if i != 0 {
 			if i < 0 {
