@@ -24,6 +24,9 @@ var errBodyTooLarge = errors.New("npm: request body too large")
 type limitedBody struct {
 	r    io.Reader
 	over bool
+	// err is the first read error other than io.EOF: the client's
+	// connection failed, not the document.
+	err error
 }
 
 func newLimitedBody(req *request, limit int64) *limitedBody {
@@ -36,6 +39,9 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	if errors.As(err, &mbe) {
 		b.over = true
 		err = errBodyTooLarge
+	}
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
 	}
 	return n, err
 }

@@ -2,6 +2,7 @@ package npm
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"crypto/sha1"
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -385,4 +387,35 @@ func TestInspectTarballLimit(t *testing.T) {
 	if _, _, err := inspectTarball(bytes.NewReader(tgz), 16<<20); err != nil {
 		t.Fatalf("8 MiB under a 16 MiB limit: %v", err)
 	}
+}
+
+// TestPublishClientGoesAway: a client that stops sending in the middle of
+// the tarball (its connection half-closed, fewer bytes than its
+// Content-Length) gets a 400, and the part of the tarball already staged
+// is discarded: no upload session, no blob.
+func TestPublishClientGoesAway(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	reg := e.registry("js")
+	p := newPublish(t, "gone", "1.0.0", nil)
+	p.tarball = makeTarball(t, p.pkgJSON, map[string]string{"noise.bin": string(randomText(1 << 20))})
+	body := cliOrderBody(p, reg)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT /npm/acme/js/gone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", testToken, len(body))
+	if _, err := conn.Write(body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	wantError(t, "half a body", resp.StatusCode, got, resp.Header, 400, "reading the request body")
+	e.nothingWritten("half a body")
 }

@@ -99,8 +99,11 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 		tgz, err = h.receiveTarball(req, repo, data)
 		return err
 	})
-	if body.over {
+	switch {
+	case body.over:
 		return tooLarge(limit, "the publish body")
+	case body.err != nil:
+		return errorf(http.StatusBadRequest, "reading the request body: %v", body.err)
 	}
 	var ae *apiError
 	switch {

@@ -157,7 +157,7 @@ func tarballError(srcErr, decErr error, over bool, stageErr error, refused bool,
 	case errors.Is(srcErr, errNotBase64):
 		return errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", srcErr)
 	case srcErr != nil:
-		return srcErr // the body's read (its limit included): putPackage's to map
+		return srcErr // the body's read failed: putPackage answers from what limitedBody saw
 	case errors.As(decErr, &corrupt), errors.Is(decErr, io.ErrUnexpectedEOF):
 		return errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", decErr)
 	case over:
