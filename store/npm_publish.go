@@ -25,8 +25,13 @@ type NpmPublish struct {
 	PackageJSON []byte
 	// FileName is the tarball's file name ("lib-1.0.0.tgz", without scope).
 	FileName string
-	Tarball  []byte
-	SHA1     [20]byte
+	// Tarball and SHA1 are the tarball's bytes, staged by the publish; or
+	// Staged is the tarball already staged by the caller (StageStream, with
+	// SetSHA1 done), which NpmPublish then owns: it is closed (committed or
+	// discarded) whatever the outcome.
+	Tarball []byte
+	SHA1    [20]byte
+	Staged  *StagedBlob
 	// Tags are the dist-tags to point at the version. "latest" is added
 	// when the package has no latest tag yet (every package has one).
 	Tags []string
@@ -157,6 +162,14 @@ var npmPublishPartitionSQL = perPartition(npmPublishSQL, "npm_versions", "npm_fi
 // upload is discarded). Errors: ErrNpmVersionExists,
 // ErrNpmVersionUnpublished, ErrNpmLimit, ErrNpmInvalid, ErrRetryable.
 func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
+	res, err := s.npmPublish(ctx, repo, in)
+	if err != nil && in.Staged != nil {
+		in.Staged.Close(ctx, false) // a no-op when already closed
+	}
+	return res, err
+}
+
+func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
 	if err := ValidateNpmPackageJSON(in.PackageJSON); err != nil {
 		return nil, err
 	}
@@ -170,11 +183,9 @@ func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	}
 
 	// The bytes: the first phase of the upload, concurrently with the
-	// start of the transaction (the package lock and the checks).
-	sum := sha256.Sum256(in.Tarball)
-	sha1 := in.SHA1
-	pending := s.StageBlobAsync(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
-		in.Tarball, Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
+	// start of the transaction (the package lock and the checks), unless
+	// the caller staged them already.
+	pending := in.stage(ctx, s, repo)
 	res := &NpmPublishResult{}
 	err = s.npmTx(ctx, func(tx pgx.Tx) error {
 		*res = NpmPublishResult{Tags: slices.Clone(tags)}
@@ -212,7 +223,7 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 		err := tx.QueryRow(ctx, npmPublishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
 			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
 			newNpmID(), in.FileName, u.Blob.SHA256[:],
-			newNpmIDs(len(tags)), tags, int64(len(in.Tarball)), repo.RepositoryID, target.created, newNpmIDs(6),
+			newNpmIDs(len(tags)), tags, staged.size, repo.RepositoryID, target.created, newNpmIDs(6),
 			target.addLatest, newNpmID(),
 		).Scan(&res.VersionID, &res.CreatedAt, &latestAdded)
 		// The only unique key this statement can hit is the active
@@ -240,6 +251,19 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 	}
 	res.BlobCreated = committed.Created
 	return nil
+}
+
+// stage starts the staging of in.Tarball, or wraps in.Staged.
+func (in NpmPublish) stage(ctx context.Context, s *Store, repo *NpmRepository) *PendingStage {
+	if in.Staged != nil {
+		done := make(chan struct{})
+		close(done)
+		return &PendingStage{done: done, b: in.Staged}
+	}
+	sum := sha256.Sum256(in.Tarball)
+	sha1 := in.SHA1
+	return s.StageBlobAsync(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+		in.Tarball, Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
 }
 
 // clearGCCandidate deletes the live GC candidate of a staged blob about to

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -348,5 +349,69 @@ func TestNpmPublishAddsMissingLatest(t *testing.T) {
 	}
 	if tagDeltas != 4 { // next, latest; beta; latest again (its deletion above recorded none)
 		t.Fatalf("tags_count deltas sum to %d, want 4", tagDeltas)
+	}
+}
+
+// TestNpmPublishStaged: a tarball staged from a stream (StageStream, as
+// the npm protocol decodes it from the request body) publishes with its
+// SHA-1 recorded; a refused publish of a staged tarball (schema failure
+// before the transaction, a hook failure inside it) discards it: no blob
+// row, no object, no session.
+func TestNpmPublishStaged(t *testing.T) {
+	f := newNpmFixture(t)
+	ref := UploadRef{NamespaceID: f.repo.NamespaceID, RepositoryID: f.repo.RepositoryID}
+	tgz := npmTestTarball(t, "1.0.0")
+	s1 := sha1.Sum(tgz)
+	stage := func() *StagedBlob {
+		t.Helper()
+		b, err := f.s.StageStream(f.ctx, ref, bytes.NewReader(tgz))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Size() != int64(len(tgz)) || b.SHA256() != sha256.Sum256(tgz) {
+			t.Fatalf("staged %d bytes, digest %x", b.Size(), b.SHA256())
+		}
+		b.SetSHA1(s1)
+		return b
+	}
+	pj := func(version string) []byte {
+		s512 := sha512.Sum512(tgz)
+		b, _ := json.Marshal(map[string]any{"name": "lib", "version": version, "_id": "lib@" + version,
+			"_hasShrinkwrap": false, "_npmUser": map[string]string{"name": "admin"},
+			"dist": map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])}})
+		return b
+	}
+	boom := errors.New("hook failed")
+	for name, in := range map[string]NpmPublish{
+		"schema": {Name: "lib", Version: "1.0.0", PackageJSON: []byte(`{"name": 1}`), FileName: "lib-1.0.0.tgz"},
+		"hook": {Name: "lib", Version: "1.0.0", PackageJSON: pj("1.0.0"), FileName: "lib-1.0.0.tgz",
+			Hook: func(context.Context, pgx.Tx, NpmPackageRef) error { return boom }},
+	} {
+		in.Staged = stage()
+		if _, err := f.s.NpmPublish(f.ctx, f.repo, in); err == nil {
+			t.Fatalf("%s: publish succeeded", name)
+		}
+		if b, a, s, o := f.leftovers(t, tgz); b+a+s != 0 || o {
+			t.Fatalf("%s: after a refused publish: %d blob rows, %d attachments, %d sessions, object %v", name, b, a, s, o)
+		}
+	}
+	res, err := f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: "lib", Version: "1.0.0", PackageJSON: pj("1.0.0"),
+		FileName: "lib-1.0.0.tgz", Staged: stage(), Tags: []string{"latest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.BlobCreated {
+		t.Fatal("blob not created")
+	}
+	if b, a, s, o := f.leftovers(t, tgz); b != 1 || a != 1 || s != 0 || !o {
+		t.Fatalf("after the publish: %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
+	}
+	var sha1Row []byte
+	var size int64
+	if err := f.pool.QueryRow(f.ctx, `SELECT metadata_sha1, size FROM blob_storage_blobs WHERE namespace_id = $1`, f.repo.NamespaceID).Scan(&sha1Row, &size); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(sha1Row, s1[:]) || size != int64(len(tgz)) {
+		t.Fatalf("blob row: sha1 %x size %d", sha1Row, size)
 	}
 }

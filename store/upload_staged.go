@@ -28,6 +28,8 @@ type StagedBlob struct {
 	size  int64
 	sum   [32]byte
 	sha1  *[20]byte
+	// closed: Close ran (a second Close does nothing).
+	closed bool
 }
 
 // StagedUse is what the caller's statements need to attach a staged blob
@@ -98,6 +100,14 @@ func (p *PendingStage) Wait() (*StagedBlob, error) {
 }
 
 func (b *StagedBlob) write(ctx context.Context, r io.Reader, want Expected) error {
+	if err := b.copyFrom(ctx, r); err != nil {
+		return err
+	}
+	return want.check(b.sum, b.size)
+}
+
+// copyFrom writes r into the staged upload, hashing it.
+func (b *StagedBlob) copyFrom(ctx context.Context, r io.Reader) error {
 	hash := sha256.New()
 	p, err := b.s.writeAt(ctx, b.h, 0, r, hash)
 	if err != nil {
@@ -108,7 +118,39 @@ func (b *StagedBlob) write(ctx context.Context, r io.Reader, want Expected) erro
 	}
 	b.size = p.Size
 	copy(b.sum[:], hash.Sum(nil))
-	return want.check(b.sum, b.size)
+	return nil
+}
+
+// StageStream stages r, whose digest nobody knows before it has been read
+// (a tarball decoded from a request body while the body streams in): the
+// bytes go to temporary storage as they arrive, never whole in memory.
+// Nothing is compared: the caller checks Size and SHA256 against what it
+// expects, sets the SHA-1 with SetSHA1, and Closes the blob (Close(ctx,
+// false) when it refuses the bytes). A failed write leaves nothing.
+func (s *Store) StageStream(ctx context.Context, ref UploadRef, r io.Reader) (*StagedBlob, error) {
+	u, h, err := s.startUpload(ctx, ref.NamespaceID, ref.RepositoryID, UploadMonolithic, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	b := &StagedBlob{s: s, ref: u.Ref(), h: h}
+	if err := b.copyFrom(ctx, r); err != nil {
+		b.discard(ctx)
+		return nil, err
+	}
+	return b, nil
+}
+
+// Size is the staged byte count.
+func (b *StagedBlob) Size() int64 { return b.size }
+
+// SHA256 is the staged bytes' digest.
+func (b *StagedBlob) SHA256() [32]byte { return b.sum }
+
+// SetSHA1 records the SHA-1 of a blob staged by StageStream, for the blob
+// row and the object's metadata (as Expected.SHA1 does for StageBlob).
+func (b *StagedBlob) SetSHA1(sum [20]byte) {
+	b.sha1 = &sum
+	b.h.SetMetadata(sha1Metadata(Expected{SHA1: &sum}))
 }
 
 // CommitStaged commits b inside the caller's transaction: it deletes the
@@ -139,6 +181,10 @@ func (s *Store) CommitStaged(ctx context.Context, tx pgx.Tx, b *StagedBlob, use 
 // and only the temporary data a commit leaves (parts on backends without
 // rename) is removed; otherwise the whole upload is discarded.
 func (b *StagedBlob) Close(ctx context.Context, committed bool) {
+	if b.closed {
+		return
+	}
+	b.closed = true
 	if !committed {
 		b.discard(ctx)
 		return

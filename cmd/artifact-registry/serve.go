@@ -79,7 +79,7 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer legacy.Close()
 
-	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log}
+	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log, MaxPublishSize: int64(cfg.NpmMaxPublishBytes)}
 	jobs, collector, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, log)
 	if err != nil {
 		return err

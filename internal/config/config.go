@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/artifact-registry/artifact-registry/internal/redact"
 )
 
 // Config is everything serve and migrate need to start.
@@ -49,12 +51,19 @@ type Config struct {
 	// into TrustedProxies.
 	TrustedProxiesList string
 	TrustedProxies     []netip.Prefix
+	// NpmMaxPublishBytes caps an npm publish body, the tarball in base64
+	// included.
+	NpmMaxPublishBytes int
 }
 
 // MinAdminTokenLength is the shortest admin token accepted: the admin
 // token is a password that can be guessed online, so it must be long
 // and random (32 characters of base64 are 192 bits).
 const MinAdminTokenLength = 32
+
+// DefaultNpmMaxPublishBytes is the default of --npm-max-publish-bytes
+// (npm.DefaultMaxPublishSize).
+const DefaultNpmMaxPublishBytes = 256 << 20
 
 // Pool sizing. Every running River job holds a pool connection for its
 // transaction, so a pool no larger than the job workers lets a busy
@@ -144,6 +153,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 		"open (unexpired) upload sessions one repository may hold, across instances and protocols; 0 = unlimited")
 	envInt(fs, &c.AuthFailureLimit, "auth-failure-limit", "ARTIFACT_REGISTRY_AUTH_FAILURE_LIMIT", 10, "failed authentications per minute a client address may make before it gets 429 (0: no limit)")
 	envString(fs, &c.TrustedProxiesList, "trusted-proxies", "ARTIFACT_REGISTRY_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client")
+	envInt(fs, &c.NpmMaxPublishBytes, "npm-max-publish-bytes", "ARTIFACT_REGISTRY_NPM_MAX_PUBLISH_BYTES", DefaultNpmMaxPublishBytes, "largest npm publish body in bytes, the tarball in base64 included (larger: 413)")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
@@ -177,6 +187,9 @@ func (c *Config) Finish() error {
 	}
 	if c.MaxUploadSessionsPerRepository < 0 {
 		return fmt.Errorf("--max-upload-sessions-per-repository must not be negative (0 = unlimited), not %d", c.MaxUploadSessionsPerRepository)
+	}
+	if c.NpmMaxPublishBytes < 1<<10 {
+		return fmt.Errorf("--npm-max-publish-bytes must be at least 1024, not %d", c.NpmMaxPublishBytes)
 	}
 	if c.DBMaxConns < 0 {
 		return fmt.Errorf("--db-max-conns must not be negative, not %d", c.DBMaxConns)
@@ -230,12 +243,15 @@ func (c *Config) level() (slog.Level, error) {
 	return l, nil
 }
 
-// Logger builds the process logger from the log settings.
+// Logger builds the process logger from the log settings. Everything it
+// writes is redacted (internal/redact), the admin token included.
 func (c *Config) Logger() *slog.Logger {
+	redact.Secret(c.AdminToken)
 	lvl, _ := c.level()
 	opts := &slog.HandlerOptions{Level: lvl}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(redact.Handler(h))
 }

@@ -123,3 +123,22 @@ func TestAuthFailureSettings(t *testing.T) {
 		}
 	}
 }
+
+// --npm-max-publish-bytes: default, flag, environment, and a refusal of
+// sizes too small for any publish.
+func TestNpmMaxPublishBytes(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.NpmMaxPublishBytes != DefaultNpmMaxPublishBytes {
+		t.Fatalf("default: %v %v", c, err)
+	}
+	if c, err = parse(t, "--npm-max-publish-bytes", "1048576"); err != nil || c.NpmMaxPublishBytes != 1<<20 {
+		t.Fatalf("flag: %v %v", c, err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_NPM_MAX_PUBLISH_BYTES", "2097152")
+	if c, err = parse(t); err != nil || c.NpmMaxPublishBytes != 2<<20 {
+		t.Fatalf("environment: %v %v", c, err)
+	}
+	if _, err := parse(t, "--npm-max-publish-bytes", "0"); err == nil || !strings.Contains(err.Error(), "npm-max-publish-bytes") {
+		t.Fatalf("0 accepted: %v", err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+
+	"github.com/artifact-registry/artifact-registry/internal/redact"
 )
 
 // recorder captures the status and body size a handler wrote.
@@ -43,7 +45,9 @@ func (r *recorder) Flush() {
 }
 
 // observe labels metrics and logs with the matched route template, never the
-// raw path: paths hold digests and names and would explode cardinality.
+// raw path: paths hold digests and names and would explode cardinality. The
+// log line also carries the path and query, redacted: npm sends tokens in
+// paths (logout is DELETE /-/user/token/<token>).
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := "unknown"
@@ -80,6 +84,6 @@ func (s *Server) serveObserved(route string, next http.Handler, w http.ResponseW
 	s.requests.WithLabelValues(route, r.Method, status).Inc()
 	s.latency.WithLabelValues(route, r.Method, status).Observe(elapsed.Seconds())
 	s.log.LogAttrs(r.Context(), level, "http request",
-		slog.String("method", r.Method), slog.String("route", route), slog.String("path", r.URL.Path),
+		slog.String("method", r.Method), slog.String("route", route), slog.String("path", redact.URL(r.URL)),
 		slog.Int("status", rec.status), slog.Duration("duration", elapsed), slog.Int64("bytes", rec.bytes))
 }

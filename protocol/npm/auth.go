@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -167,16 +166,12 @@ func (h *handler) getUser(req *request, user string) error {
 // password: a stale token in .npmrc must not stop a new login. The check
 // is one SHA-256 and a cached lookup, no password hash.
 func (h *handler) login(req *request, user string) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, 64<<10))
-	if err != nil {
-		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
-	}
 	var body struct {
 		Name     string `json:"name"`
 		Password string `json:"password"`
 	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
+	if err := readJSON(req, &body); err != nil {
+		return err
 	}
 	secret := body.Password
 	if secret == "" {
@@ -334,10 +329,6 @@ func (h *handler) createToken(req *request) error {
 	if err != nil {
 		return err
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, 64<<10))
-	if err != nil {
-		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
-	}
 	var body struct {
 		Name       string   `json:"name"`
 		Password   string   `json:"password"`
@@ -346,8 +337,8 @@ func (h *handler) createToken(req *request) error {
 		Expires    *int     `json:"expires"`
 		CIDR       []string `json:"cidr_whitelist"`
 	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
+	if err := readJSON(req, &body); err != nil {
+		return err
 	}
 	if len(body.CIDR) > 0 {
 		return errorf(http.StatusBadRequest, "CIDR whitelists are not supported by this registry")

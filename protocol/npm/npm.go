@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/redact"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -37,7 +38,13 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxTarballSize = 256 << 20
-	DefaultRebuildDelay   = time.Second
+	// DefaultMaxPublishSize bounds a publish body: base64 makes a tarball
+	// 4/3 larger, so it carries tarballs up to about 190 MiB.
+	DefaultMaxPublishSize = 256 << 20
+	// DefaultMaxUnpackedSize bounds what the inspection of a tarball
+	// decompresses.
+	DefaultMaxUnpackedSize = 1 << 30
+	DefaultRebuildDelay    = time.Second
 	// PathPrefix is where the registries live: PathPrefix + "<namespace>/<repository>/".
 	PathPrefix = "/npm/"
 )
@@ -65,6 +72,12 @@ type Options struct {
 	PackumentTTL time.Duration
 	// MaxTarballSize caps one tarball (default 256 MiB).
 	MaxTarballSize int64
+	// MaxPublishSize caps a publish body, tarball in base64 included
+	// (default 256 MiB; --npm-max-publish-bytes): 413 past it.
+	MaxPublishSize int64
+	// MaxUnpackedSize caps the uncompressed bytes of a tarball, tar
+	// headers included (default 1 GiB): 400 past it.
+	MaxUnpackedSize int64
 	// Jobs enqueues the packument rebuild after each write (River InsertTx
 	// in the write transaction). Nil: no background rebuild; the next read
 	// rebuilds.
@@ -84,6 +97,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxTarballSize <= 0 {
 		o.MaxTarballSize = DefaultMaxTarballSize
+	}
+	if o.MaxPublishSize <= 0 {
+		o.MaxPublishSize = DefaultMaxPublishSize
+	}
+	if o.MaxUnpackedSize <= 0 {
+		o.MaxUnpackedSize = DefaultMaxUnpackedSize
 	}
 	if o.RebuildDelay == 0 {
 		o.RebuildDelay = DefaultRebuildDelay
@@ -193,7 +212,7 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away
 		}
-		h.log.Error("npm request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		h.log.Error("npm request failed", "method", r.Method, "path", redact.URL(r.URL), "err", redact.Text(err.Error()))
 		ae = errorf(http.StatusInternalServerError, "internal error")
 	}
 	for k, v := range ae.header {

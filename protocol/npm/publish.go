@@ -1,11 +1,6 @@
 package npm
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"crypto/sha1"
-	"crypto/sha512"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -21,28 +16,64 @@ import (
 )
 
 // metadataAllowance is what a publish body may carry besides the base64
-// tarball (package.json, readme, JSON envelope).
+// tarball (package.json, readme, JSON envelope); a deprecate sends the
+// whole packument back.
 const metadataAllowance = 16 << 20
 
 // publishBody is the document npm PUTs to /<name>: a publish (one version,
 // one attachment) or a metadata update (the whole document, no attachment).
+// Its members are matched by their exact names, as splitPublish matches
+// _attachments and data (encoding/json alone would also take "_ATTACHMENTS").
 type publishBody struct {
-	ID          string                     `json:"_id"`
-	Name        string                     `json:"name"`
-	DistTags    map[string]string          `json:"dist-tags"`
-	Versions    map[string]json.RawMessage `json:"versions"`
-	Attachments map[string]attachment      `json:"_attachments"`
+	ID          string
+	Name        string
+	DistTags    map[string]string
+	Versions    map[string]json.RawMessage
+	Attachments map[string]attachment
 }
 
 type attachment struct {
-	ContentType string `json:"content_type"`
-	Data        string `json:"data"`
-	Length      *int64 `json:"length"`
+	Length *int64
+}
+
+// parsePublishBody decodes the document splitPublish returned.
+func parsePublishBody(meta []byte) (*publishBody, error) {
+	var top map[string]json.RawMessage
+	if err := decodeJSON(meta, &top); err != nil {
+		return nil, err
+	}
+	if top == nil {
+		return nil, malformed("the document is not a JSON object")
+	}
+	doc := &publishBody{}
+	var atts map[string]map[string]json.RawMessage
+	for key, v := range map[string]any{"_id": &doc.ID, "name": &doc.Name, "dist-tags": &doc.DistTags,
+		"versions": &doc.Versions, "_attachments": &atts} {
+		if raw, ok := top[key]; ok {
+			if err := json.Unmarshal(raw, v); err != nil {
+				return nil, malformed(fmt.Sprintf("%s: %v", key, err))
+			}
+		}
+	}
+	if len(atts) > 0 {
+		doc.Attachments = make(map[string]attachment, len(atts))
+	}
+	for file, a := range atts {
+		var att attachment
+		if raw, ok := a["length"]; ok {
+			if err := json.Unmarshal(raw, &att.Length); err != nil {
+				return nil, malformed(fmt.Sprintf("_attachments[%q].length: %v", file, err))
+			}
+		}
+		doc.Attachments[file] = att
+	}
+	return doc, nil
 }
 
 // putPackage is PUT /<name> (publish, or deprecate/undeprecate when the
 // body has no attachment) and PUT /<name>/-rev/<rev> (unpublish of versions:
-// the document without them).
+// the document without them). The body streams: its tarball goes to the
+// blob layer while it is read (splitPublish, receiveTarball).
 func (h *handler) putPackage(req *request, name, rev string, withRev bool) error {
 	// A PUT with a revision is npm's unpublish of versions: a deletion.
 	action := auth.ActionWrite
@@ -53,97 +84,80 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 	if err != nil {
 		return err
 	}
-	limit := int64(base64.StdEncoding.EncodedLen(int(min(h.opts.MaxTarballSize, 1<<40)))) + metadataAllowance
-	body, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "request body is larger than %d bytes: the tarball limit of this registry is %d bytes", limit, h.opts.MaxTarballSize)
-		}
-		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
+	limit := h.opts.MaxPublishSize
+	if req.r.ContentLength > limit {
+		return tooLarge(limit, "the publish body")
 	}
-	doc, err := decodePublishBody(name, body)
+	body := newLimitedBody(req, limit)
+	var tgz *receivedTarball
+	defer func() { tgz.discard(req.r.Context()) }()
+	meta, err := splitPublish(body, metadataAllowance, func(_ string, data io.Reader) error {
+		if withRev {
+			return errorf(http.StatusBadRequest, "a publish is a PUT to /%s without a revision", name)
+		}
+		var err error
+		tgz, err = h.receiveTarball(req, repo, data)
+		return err
+	})
+	switch {
+	case body.over:
+		return tooLarge(limit, "the publish body")
+	case body.err != nil:
+		return errorf(http.StatusBadRequest, "reading the request body: %v", body.err)
+	}
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return malformed("unexpected end of the body")
+	case err != nil:
+		return err
+	}
+	doc, err := parsePublishBody(meta)
 	if err != nil {
 		return err
+	}
+	if doc.Name != "" && doc.Name != name {
+		return errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
+	}
+	if doc.ID != "" && doc.ID != name {
+		return errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
 	}
 	if len(doc.Attachments) > 0 {
 		if withRev {
 			return errorf(http.StatusBadRequest, "a publish is a PUT to /%s without a revision", name)
 		}
-		return h.publish(req, repo, name, doc)
+		if tgz == nil {
+			return errorf(http.StatusBadRequest, "the attachment is empty")
+		}
+		// The publish owns the staged tarball from here.
+		t := tgz
+		tgz = nil
+		return h.publish(req, repo, name, doc, t)
 	}
 	return h.updateMetadata(req, repo, name, rev, withRev, doc)
 }
 
-// decodePublishBody decodes the document PUT to /<name>.
-func decodePublishBody(name string, body []byte) (*publishBody, error) {
-	var doc publishBody
-	if err := json.Unmarshal(body, &doc); err != nil {
-		return nil, errorf(http.StatusBadRequest, "malformed JSON body: %v", err)
-	}
-	if doc.Name != "" && doc.Name != name {
-		return nil, errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
-	}
-	if doc.ID != "" && doc.ID != name {
-		return nil, errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
-	}
-	return &doc, nil
-}
-
 // publish handles the publish of one version with its tarball.
-func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody) error {
-	pub, err := parsePublication(name, doc, h.opts.MaxTarballSize, h.publisher(req))
-	if err != nil {
-		return err
-	}
-	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
-		Name:        name,
-		Version:     pub.Version,
-		PackageJSON: pub.PackageJSON,
-		FileName:    tarballFileName(name, pub.Version),
-		Tarball:     pub.Tarball,
-		SHA1:        pub.SHA1,
-		Tags:        pub.Tags,
-		Hook:        h.writeHook(repo),
-	})
-	if err != nil {
-		return err
-	}
-	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
-		"package", name, "version", pub.Version, "size", len(pub.Tarball), "tags", res.Tags)
-	msg := "created new package"
-	if !res.PackageCreated {
-		msg = "published " + name + "@" + pub.Version
-	}
-	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
-	return nil
-}
-
-// publication is a validated publish: one version, its tarball and the
-// package.json the registry stores for it.
-type publication struct {
-	Version     string
-	Tarball     []byte
-	SHA1        [20]byte
-	Tags        []string
-	PackageJSON []byte
-}
-
-// parsePublication validates a publish document against the package name
-// and the tarball limit, and builds the stored package.json (published by
-// publisher). It reads no storage, so every refusal leaves nothing behind.
-func parsePublication(name string, doc *publishBody, maxTarball int64, publisher string) (*publication, error) {
+func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody, tgz *receivedTarball) error {
+	published := false
+	defer func() {
+		if !published {
+			tgz.discard(req.r.Context())
+		}
+	}()
 	if err := validateName(name); err != nil {
-		return nil, errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
+		return errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
 	}
 	if doc.Name == "" {
-		return nil, errorf(http.StatusBadRequest, "the document has no name")
+		return errorf(http.StatusBadRequest, "the document has no name")
 	}
 	if len(doc.Versions) != 1 {
-		return nil, errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
+		return errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
 	}
 	if len(doc.Attachments) != 1 {
-		return nil, errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
+		return errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
 	}
 	var version string
 	var rawManifest json.RawMessage
@@ -151,18 +165,18 @@ func parsePublication(name string, doc *publishBody, maxTarball int64, publisher
 		version, rawManifest = v, m
 	}
 	if !store.ValidNpmVersion(version) {
-		return nil, errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
+		return errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
 	}
 	var manifest map[string]json.RawMessage
 	if err := json.Unmarshal(rawManifest, &manifest); err != nil || manifest == nil {
-		return nil, errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
+		return errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
 	}
 	var mName, mVersion string
 	if err := json.Unmarshal(manifest["name"], &mName); err != nil || mName != name {
-		return nil, errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
+		return errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
 	}
 	if err := json.Unmarshal(manifest["version"], &mVersion); err != nil || mVersion != version {
-		return nil, errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
+		return errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
 	}
 	var dist struct {
 		Integrity    string          `json:"integrity"`
@@ -171,42 +185,20 @@ func parsePublication(name string, doc *publishBody, maxTarball int64, publisher
 		UnpackedSize json.RawMessage `json:"unpackedSize"`
 	}
 	if raw, ok := manifest["dist"]; !ok || json.Unmarshal(raw, &dist) != nil {
-		return nil, errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
+		return errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
 	}
 
-	// The tarball.
-	var att attachment
-	for _, a := range doc.Attachments {
-		att = a
+	// The tarball, staged already.
+	if att := onlyAttachment(doc); att.Length != nil && *att.Length != tgz.size {
+		return errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, tgz.size)
 	}
-	maxEncoded := base64.StdEncoding.EncodedLen(int(min(maxTarball, 1<<40)))
-	if len(att.Data) > maxEncoded || (att.Length != nil && *att.Length > maxTarball) {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "the tarball is larger than this registry's limit of %d bytes", maxTarball)
-	}
-	tgz := make([]byte, base64.StdEncoding.DecodedLen(len(att.Data)))
-	n, err := base64.StdEncoding.Decode(tgz, []byte(att.Data))
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", err)
-	}
-	tgz = tgz[:n]
-	if len(tgz) == 0 {
-		return nil, errorf(http.StatusBadRequest, "the attachment is empty")
-	}
-	if int64(len(tgz)) > maxTarball {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "the tarball has %d bytes; this registry's limit is %d bytes", len(tgz), maxTarball)
-	}
-	if att.Length != nil && *att.Length != int64(len(tgz)) {
-		return nil, errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, len(tgz))
-	}
-	sum512 := sha512.Sum512(tgz)
-	sum1 := sha1.Sum(tgz)
-	integrity := "sha512-" + base64.StdEncoding.EncodeToString(sum512[:])
-	shasum := hex.EncodeToString(sum1[:])
+	integrity := "sha512-" + base64.StdEncoding.EncodeToString(tgz.sha512[:])
+	shasum := hex.EncodeToString(tgz.sha1[:])
 	if dist.Integrity == "" && dist.Shasum == "" {
-		return nil, errorf(http.StatusBadRequest, "versions[%q].dist has neither integrity nor shasum", version)
+		return errorf(http.StatusBadRequest, "versions[%q].dist has neither integrity nor shasum", version)
 	}
 	if dist.Shasum != "" && !strings.EqualFold(dist.Shasum, shasum) {
-		return nil, errorf(http.StatusBadRequest, "shasum mismatch: the tarball's sha1 is %s, dist.shasum says %s", shasum, dist.Shasum)
+		return errorf(http.StatusBadRequest, "shasum mismatch: the tarball's sha1 is %s, dist.shasum says %s", shasum, dist.Shasum)
 	}
 	if dist.Integrity != "" {
 		checked := false
@@ -215,34 +207,31 @@ func parsePublication(name string, doc *publishBody, maxTarball int64, publisher
 			switch algo {
 			case "sha512":
 				if strings.SplitN(e, "?", 2)[0] != integrity {
-					return nil, errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", integrity, e)
+					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", integrity, e)
 				}
 				checked = true
 			case "sha1":
-				want := "sha1-" + base64.StdEncoding.EncodeToString(sum1[:])
+				want := "sha1-" + base64.StdEncoding.EncodeToString(tgz.sha1[:])
 				if strings.SplitN(e, "?", 2)[0] != want {
-					return nil, errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
+					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
 				}
 				checked = true
 			}
 		}
 		if !checked && dist.Shasum == "" {
-			return nil, errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
+			return errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
 		}
 	}
-	shrinkwrap, gyp, err := inspectTarball(tgz)
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "the attachment is not a gzip-compressed tar archive: %v", err)
-	}
+	shrinkwrap, gyp := tgz.shrinkwrap, tgz.gyp
 
 	// dist-tags: every tag of a publish points at the published version.
 	var tags []string
 	for tag, v := range doc.DistTags {
 		if v != version {
-			return nil, errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
+			return errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
 		}
 		if err := validateTag(tag); err != nil {
-			return nil, errorf(http.StatusBadRequest, "%v", err)
+			return errorf(http.StatusBadRequest, "%v", err)
 		}
 		tags = append(tags, tag)
 	}
@@ -262,7 +251,7 @@ func parsePublication(name string, doc *publishBody, maxTarball int64, publisher
 	}
 	manifest["dist"], _ = json.Marshal(newDist)
 	manifest["_id"] = jsonString(name + "@" + version)
-	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": publisher, "email": ""})
+	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": h.publisher(req), "email": ""})
 	manifest["_hasShrinkwrap"], _ = json.Marshal(shrinkwrap)
 	if hasInstallScript(manifest["scripts"], gyp) {
 		manifest["hasInstallScript"] = json.RawMessage("true")
@@ -280,9 +269,30 @@ func parsePublication(name string, doc *publishBody, maxTarball int64, publisher
 	}
 	pj, err := json.Marshal(manifest)
 	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
+		return errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
 	}
-	return &publication{Version: version, Tarball: tgz, SHA1: sum1, Tags: tags, PackageJSON: pj}, nil
+
+	published = true // NpmPublish owns the staged tarball
+	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
+		Name:        name,
+		Version:     version,
+		PackageJSON: pj,
+		FileName:    tarballFileName(name, version),
+		Staged:      tgz.blob,
+		Tags:        tags,
+		Hook:        h.writeHook(repo),
+	})
+	if err != nil {
+		return err
+	}
+	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
+		"package", name, "version", version, "size", tgz.size, "tags", res.Tags)
+	msg := "created new package"
+	if !res.PackageCreated {
+		msg = "published " + name + "@" + version
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
+	return nil
 }
 
 // hasInstallScript mirrors npm: an install, preinstall or postinstall
@@ -302,38 +312,12 @@ func hasInstallScript(scripts json.RawMessage, gyp bool) bool {
 	return gyp
 }
 
-// inspectTarball reads a .tgz to the end (it must be a gzip-compressed tar
-// archive) and reports whether the package ships npm-shrinkwrap.json and
-// binding.gyp at its root (the first path component is the package
-// directory, "package/" for npm pack).
-func inspectTarball(tgz []byte) (shrinkwrap, gyp bool, err error) {
-	zr, err := gzip.NewReader(bytes.NewReader(tgz))
-	if err != nil {
-		return false, false, err
+// onlyAttachment is the attachment of a publish (checked to be one).
+func onlyAttachment(doc *publishBody) attachment {
+	for _, a := range doc.Attachments {
+		return a
 	}
-	tr := tar.NewReader(zr)
-	entries := 0
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return false, false, err
-		}
-		entries++
-		_, rest, _ := strings.Cut(strings.TrimPrefix(hdr.Name, "./"), "/")
-		switch rest {
-		case "npm-shrinkwrap.json":
-			shrinkwrap = true
-		case "binding.gyp":
-			gyp = true
-		}
-	}
-	if entries == 0 {
-		return false, false, fmt.Errorf("the archive is empty")
-	}
-	return shrinkwrap, gyp, nil
+	return attachment{}
 }
 
 // updateMetadata handles a PUT without attachments: deprecate/undeprecate

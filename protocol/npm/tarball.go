@@ -2,7 +2,7 @@ package npm
 
 import (
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -70,13 +70,13 @@ func (h *handler) putDistTag(req *request, name, tag string) error {
 	if err := validateTag(tag); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(req.w, req.r.Body, 4096))
-	if err != nil {
-		return errorf(http.StatusBadRequest, "reading the request body: %v", err)
-	}
 	var version string
-	if err := json.Unmarshal(raw, &version); err != nil {
-		return errorf(http.StatusBadRequest, "the body must be the version as a JSON string, like \"1.0.0\"")
+	if err := readJSON(req, &version); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.status == http.StatusBadRequest {
+			return errorf(http.StatusBadRequest, "the body must be the version as a JSON string, like \"1.0.0\": %s", ae.message)
+		}
+		return err
 	}
 	if !store.ValidNpmVersion(version) {
 		return errorf(http.StatusBadRequest, "invalid version %q", version)

@@ -57,15 +57,15 @@ func TestFileNames(t *testing.T) {
 
 func TestInspectTarball(t *testing.T) {
 	pj := map[string]any{"name": "x", "version": "1.0.0"}
-	sw, gyp, err := inspectTarball(makeTarball(t, pj, map[string]string{"npm-shrinkwrap.json": "{}", "binding.gyp": "{}"}))
+	sw, gyp, err := inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"npm-shrinkwrap.json": "{}", "binding.gyp": "{}"})), DefaultMaxUnpackedSize)
 	if err != nil || !sw || !gyp {
 		t.Errorf("with both: %v %v %v", sw, gyp, err)
 	}
-	sw, gyp, err = inspectTarball(makeTarball(t, pj, map[string]string{"lib/npm-shrinkwrap.json": "{}"}))
+	sw, gyp, err = inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"lib/npm-shrinkwrap.json": "{}"})), DefaultMaxUnpackedSize)
 	if err != nil || sw || gyp {
 		t.Errorf("nested file: %v %v %v", sw, gyp, err)
 	}
-	if _, _, err := inspectTarball([]byte("not gzip")); err == nil {
+	if _, _, err := inspectTarball(strings.NewReader("not gzip"), DefaultMaxUnpackedSize); err == nil {
 		t.Errorf("garbage accepted")
 	}
 }
