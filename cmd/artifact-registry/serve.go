@@ -87,7 +87,7 @@ func runServe(ctx context.Context, args []string) error {
 	defer stopJobs(jobs, cfg.ShutdownTimeout)
 	npmOpts.Jobs = jobs
 
-	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool)})
+	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool), BodyIdleTimeout: cfg.BodyIdleTimeout})
 	srv.Registry().MustRegister(collector.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
 	r := srv.Router()

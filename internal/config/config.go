@@ -25,6 +25,9 @@ type Config struct {
 	LogLevel        string
 	NoMigrate       bool
 	ShutdownTimeout time.Duration
+	// BodyIdleTimeout cuts a request body that sends nothing, or a client
+	// that reads no response bytes, for this long (httpserver).
+	BodyIdleTimeout time.Duration
 	// GCPhase is ADR-025's rollout phase: 1 record candidates only, 2
 	// recheck and discard but delete nothing, 3 delete.
 	GCPhase       int
@@ -124,6 +127,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envInt(fs, &c.GCCleanupWorkers, "gc-cleanup-workers", "ARTIFACT_REGISTRY_GC_CLEANUP_WORKERS", 10, "garbage collection cleanup jobs run at once (each holds a database connection)")
 	envInt(fs, &c.DBMaxConns, "db-max-conns", "ARTIFACT_REGISTRY_DB_MAX_CONNS", 0, "database pool size; 0 derives it from the job workers plus 16 for requests")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
+	envDuration(fs, &c.BodyIdleTimeout, "body-idle-timeout", "ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", 30*time.Second, "cut a request body that sends nothing, or a client that reads nothing, for this long")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
@@ -153,6 +157,9 @@ func (c *Config) Finish() error {
 	}
 	if c.GCCleanupWorkers < 1 || c.GCCleanupWorkers > 1000 {
 		return fmt.Errorf("--gc-cleanup-workers must be between 1 and 1000, not %d", c.GCCleanupWorkers)
+	}
+	if c.BodyIdleTimeout <= 0 {
+		return fmt.Errorf("--body-idle-timeout must be positive, not %s", c.BodyIdleTimeout)
 	}
 	if c.DBMaxConns < 0 {
 		return fmt.Errorf("--db-max-conns must not be negative, not %d", c.DBMaxConns)

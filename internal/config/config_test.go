@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parse(t *testing.T, args ...string) (*Config, error) {
@@ -62,5 +63,22 @@ func TestPoolSizeExceedsJobWorkers(t *testing.T) {
 		if strings.Contains(bad[len(bad)-2], "db-max-conns") && bad[len(bad)-1] != "-1" && !strings.Contains(err.Error(), "use at least") {
 			t.Fatalf("%v: unclear error %q", bad, err)
 		}
+	}
+}
+
+func TestBodyIdleTimeout(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.BodyIdleTimeout != 30*time.Second {
+		t.Fatalf("default body idle timeout: %v %v", c, err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", "2m")
+	if c, err = parse(t); err != nil || c.BodyIdleTimeout != 2*time.Minute {
+		t.Fatalf("from the environment: %v %v", c, err)
+	}
+	if c, err = parse(t, "--body-idle-timeout", "5s"); err != nil || c.BodyIdleTimeout != 5*time.Second {
+		t.Fatalf("from the flag: %v %v", c, err)
+	}
+	if _, err := parse(t, "--body-idle-timeout", "0s"); err == nil || !strings.Contains(err.Error(), "--body-idle-timeout") {
+		t.Fatalf("zero accepted: %v", err)
 	}
 }
