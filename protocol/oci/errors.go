@@ -23,6 +23,8 @@ const (
 	codeDenied              = "DENIED"
 	codeUnsupported         = "UNSUPPORTED"
 	codeTooManyRequests     = "TOO_MANY_REQUESTS"
+	// codeUnavailable is the distribution registry's code for a 503.
+	codeUnavailable = "UNAVAILABLE"
 	// codeUnknown is only used for internal errors (HTTP 500).
 	codeUnknown = "UNKNOWN"
 )
