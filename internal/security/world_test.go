@@ -151,3 +151,5 @@ func formatOf(s surface) enum.Format {
 	}
 	return enum.FormatDocker // never a target's format
 }
+
+func authSpec(s ...enum.TokenScope) auth.TokenSpec { return auth.TokenSpec{Scopes: s} }
