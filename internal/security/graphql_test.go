@@ -46,7 +46,7 @@ const home, stranger = testserver.Home, testserver.Other
 var fieldRules = []fieldRule{
 	{field: "Query.viewer", need: anyone, args: noArgs},
 	// Anyone sees a namespace that serves reads; what is inside is
-	// filtered (TestGraphQLRepositoryListsAreFiltered).
+	// filtered (TestListingsAreFiltered).
 	{field: "Query.namespace", need: anyone, args: func(*gworld, string) map[string]any { return map[string]any{"slug": home} }, see: true},
 	{field: "Query.namespaces", need: super, args: noArgs},
 	{field: "Query.repository", need: pull, format: enum.FormatOCI, see: true,

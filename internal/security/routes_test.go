@@ -80,9 +80,9 @@ var routeRules = map[string][]op{
 	"HEAD /v2/": {{need: credential, on: ociS, path: fixed("/v2/")}},
 	"GET /v2":   {{need: credential, on: ociS, path: fixed("/v2")}},
 	"HEAD /v2":  {{need: credential, on: ociS, path: fixed("/v2")}},
-	// The catalog lists only what the caller may pull (TestCatalogIsFiltered).
+	// The catalog lists only what the caller may pull (TestListingsAreFiltered).
 	"GET /v2/_catalog": {{need: anyone, on: ociS, path: fixed("/v2/_catalog")}},
-	// Tokens carry only the scopes the caller holds (TestBearerTokenScopes).
+	// Tokens carry only the scopes the caller holds (TestListingsAreFiltered).
 	"GET /v2/token":  {{need: anyone, on: ociS, path: fixed("/v2/token?service=artifact-registry")}},
 	"HEAD /v2/token": {{need: anyone, on: ociS, path: fixed("/v2/token?service=artifact-registry")}},
 	// The OAuth2 password grant (containerd) needs the token as password.
