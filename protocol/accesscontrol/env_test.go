@@ -72,12 +72,11 @@ func (e *env) npmPublish(repo, name, version string) { e.t.Helper(); e.NpmPublis
 func (e *env) mavenDeploy(repo, version string) { e.t.Helper(); e.MavenDeploy(repo, version) }
 
 var (
-	basic          = testserver.Basic
-	bearer         = testserver.Bearer
-	sha            = testserver.SHA
-	npmPublishBody = testserver.NpmPublishBody
-	mavenPom       = testserver.MavenPom
-	pom            = testserver.Pom
-	ociError       = testserver.OCIError
-	npmError       = testserver.NpmError
+	basic    = testserver.Basic
+	bearer   = testserver.Bearer
+	sha      = testserver.SHA
+	mavenPom = testserver.MavenPom
+	pom      = testserver.Pom
+	ociError = testserver.OCIError
+	npmError = testserver.NpmError
 )
