@@ -383,7 +383,7 @@ func (a *Authenticator) TokenHandler(resolve ResolveFunc) http.Handler {
 }
 
 func statusOf(err error) int {
-	if errors.Is(err, store.ErrRetryable) {
+	if errors.Is(err, store.ErrRetryable) || store.IsUnavailable(err) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
@@ -391,6 +391,9 @@ func statusOf(err error) int {
 
 func writeTokenError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", fmt.Sprint(int(store.UnavailableRetryAfter.Seconds())))
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"errors": []map[string]string{{"code": code, "message": msg}},

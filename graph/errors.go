@@ -23,6 +23,9 @@ const (
 	CodeUnauthenticated = "UNAUTHENTICATED"
 	CodeConflict        = "CONFLICT"
 	CodeInternal        = "INTERNAL"
+	// CodeUnavailable: the database cannot be reached; the response is a
+	// 503 with Retry-After.
+	CodeUnavailable = "UNAVAILABLE"
 )
 
 // apiError is an error whose message is safe to show the client.
@@ -62,6 +65,10 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			return gqlErr
 		}
 		switch {
+		case store.IsUnavailable(err):
+			markUnavailable(ctx)
+			gqlErr.Message = "the registry database is unavailable; retry"
+			setCode(gqlErr, CodeUnavailable)
 		case errors.As(err, &ae):
 			gqlErr.Message = ae.msg
 			setCode(gqlErr, ae.code)

@@ -140,10 +140,12 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 				return
 			}
 			log.ErrorContext(r.Context(), "graphql: authenticate", "err", err)
-			writeError(w, http.StatusServiceUnavailable, CodeInternal, "authentication is unavailable; retry")
+			setRetryAfter(w)
+			writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "authentication is unavailable; retry")
 			return
 		}
-		ctx := auth.WithPrincipal(r.Context(), p)
+		ctx, w := watchUnavailable(r.Context(), w)
+		ctx = auth.WithPrincipal(ctx, p)
 		ctx = withLoaders(ctx, st, opts.LoaderWait)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})

@@ -22,13 +22,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/routes"
 	"github.com/artifact-registry/artifact-registry/migrations"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
-	"github.com/artifact-registry/artifact-registry/web"
 )
 
 func runServe(ctx context.Context, args []string) error {
@@ -90,18 +90,16 @@ func runServe(ctx context.Context, args []string) error {
 	defer stopJobs(jobs, cfg.ShutdownTimeout)
 	npmOpts.Jobs = jobs
 
-	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool)})
+	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool), BodyIdleTimeout: cfg.BodyIdleTimeout})
 	srv.Registry().MustRegister(collector.Collectors()...)
 	srv.Registry().MustRegister(authn.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
-	r := srv.Router()
-	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci})
-	npm.Mount(r, st, npmOpts)
-	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
-	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)})
-	// UI sign-in (GET, POST, DELETE; 405 for other methods).
-	r.Handle(auth.SessionPath, authn.SessionHandler())
-	r.PathPrefix("/").Handler(web.Handler()) // last: every other route wins
+	routes.Mount(srv.Router(), st, routes.Options{
+		OCI:   oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci},
+		Npm:   npmOpts,
+		Maven: maven.Options{Auth: authn, Logger: log},
+		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)},
+	})
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
 		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "",

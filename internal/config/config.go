@@ -29,6 +29,9 @@ type Config struct {
 	LogLevel        string
 	NoMigrate       bool
 	ShutdownTimeout time.Duration
+	// BodyIdleTimeout cuts a request body that sends nothing, or a client
+	// that reads no response bytes, for this long (httpserver).
+	BodyIdleTimeout time.Duration
 	// GCPhase is ADR-025's rollout phase: 1 record candidates only, 2
 	// recheck and discard but delete nothing, 3 delete.
 	GCPhase       int
@@ -155,6 +158,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envString(fs, &c.TrustedProxiesList, "trusted-proxies", "ARTIFACT_REGISTRY_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client")
 	envInt(fs, &c.NpmMaxPublishBytes, "npm-max-publish-bytes", "ARTIFACT_REGISTRY_NPM_MAX_PUBLISH_BYTES", DefaultNpmMaxPublishBytes, "largest npm publish body in bytes, the tarball in base64 included (larger: 413)")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
+	envDuration(fs, &c.BodyIdleTimeout, "body-idle-timeout", "ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", 30*time.Second, "cut a request body that sends nothing, or a client that reads nothing, for this long")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
@@ -190,6 +194,9 @@ func (c *Config) Finish() error {
 	}
 	if c.NpmMaxPublishBytes < 1<<10 {
 		return fmt.Errorf("--npm-max-publish-bytes must be at least 1024, not %d", c.NpmMaxPublishBytes)
+	}
+	if c.BodyIdleTimeout <= 0 {
+		return fmt.Errorf("--body-idle-timeout must be positive, not %s", c.BodyIdleTimeout)
 	}
 	if c.DBMaxConns < 0 {
 		return fmt.Errorf("--db-max-conns must not be negative, not %d", c.DBMaxConns)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 )
 
 func parse(t *testing.T, args ...string) (*Config, error) {
@@ -140,5 +141,22 @@ func TestNpmMaxPublishBytes(t *testing.T) {
 	}
 	if _, err := parse(t, "--npm-max-publish-bytes", "0"); err == nil || !strings.Contains(err.Error(), "npm-max-publish-bytes") {
 		t.Fatalf("0 accepted: %v", err)
+	}
+}
+
+func TestBodyIdleTimeout(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.BodyIdleTimeout != 30*time.Second {
+		t.Fatalf("default body idle timeout: %v %v", c, err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", "2m")
+	if c, err = parse(t); err != nil || c.BodyIdleTimeout != 2*time.Minute {
+		t.Fatalf("from the environment: %v %v", c, err)
+	}
+	if c, err = parse(t, "--body-idle-timeout", "5s"); err != nil || c.BodyIdleTimeout != 5*time.Second {
+		t.Fatalf("from the flag: %v %v", c, err)
+	}
+	if _, err := parse(t, "--body-idle-timeout", "0s"); err == nil || !strings.Contains(err.Error(), "--body-idle-timeout") {
+		t.Fatalf("zero accepted: %v", err)
 	}
 }

@@ -28,7 +28,16 @@ type Options struct {
 	// Registry receives the HTTP metrics; nil means a new registry with the
 	// Go and process collectors.
 	Registry *prometheus.Registry
+	// BodyIdleTimeout cuts a connection whose request body sends nothing,
+	// or whose client takes no response bytes, for this long; 0 means
+	// DefaultBodyIdleTimeout.
+	BodyIdleTimeout time.Duration
 }
+
+// maxHeaderBytes bounds request headers (net/http's default is 1 MiB): a
+// bearer token, a session cookie and the usual headers fit many times over,
+// and thousands of connections cannot each hold a megabyte.
+const maxHeaderBytes = 64 << 10
 
 // Server owns the root router and the metrics registry.
 type Server struct {
@@ -38,6 +47,7 @@ type Server struct {
 	registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	handler  http.Handler
 }
 
 // New builds the root router with /-/health, /-/ready and /metrics. Paths
@@ -71,6 +81,11 @@ func New(opts Options) *Server {
 	s.router.HandleFunc("/-/health", s.health).Methods(http.MethodGet, http.MethodHead)
 	s.router.HandleFunc("/-/ready", s.readyz).Methods(http.MethodGet, http.MethodHead)
 	s.router.Handle("/metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})).Methods(http.MethodGet)
+	idle := opts.BodyIdleTimeout
+	if idle <= 0 {
+		idle = DefaultBodyIdleTimeout
+	}
+	s.handler = progressDeadlines(idle, s.router)
 	return s
 }
 
@@ -80,8 +95,8 @@ func (s *Server) Router() *mux.Router { return s.router }
 // Registry is where other packages register their collectors.
 func (s *Server) Registry() *prometheus.Registry { return s.registry }
 
-// Handler is the whole HTTP surface.
-func (s *Server) Handler() http.Handler { return s.router }
+// Handler is the whole HTTP surface, with the body progress deadlines.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -115,10 +130,12 @@ func (s *Server) Serve(ctx context.Context, addr string, grace time.Duration) er
 // ServeListener is Serve on an existing listener (tests use port 0).
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	srv := &http.Server{
-		Handler:           s.router,
+		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    maxHeaderBytes,
 		// No ReadTimeout/WriteTimeout: blob uploads and downloads stream for
-		// as long as they make progress; IdleTimeout bounds idle keep-alives.
+		// as long as they make progress, which Handler's progress deadlines
+		// enforce; IdleTimeout bounds idle keep-alives.
 		IdleTimeout: 120 * time.Second,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

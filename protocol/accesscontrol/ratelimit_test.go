@@ -9,12 +9,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/routes"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testserver"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
@@ -31,18 +32,18 @@ const failureLimit = 3
 func limitedServer(t *testing.T) http.Handler {
 	t.Helper()
 	ctx := context.Background()
-	c := &clock{now: time.Now().UTC()}
+	c := testserver.NewClock()
 	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{Clock: c})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	authn := auth.New(st, auth.Options{AdminToken: adminToken, Clock: c, Logger: log, FailureLimit: failureLimit})
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	hs.Registry().MustRegister(authn.Collectors()...)
-	r := hs.Router()
-	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log})
-	npm.Mount(r, st, npm.Options{Auth: authn, PublicURL: "http://registry.test", Logger: log})
-	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
-	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
-	r.Handle(auth.SessionPath, authn.SessionHandler())
+	routes.Mount(hs.Router(), st, routes.Options{
+		OCI:   oci.Options{Auth: authn, Logger: log},
+		Npm:   npm.Options{Auth: authn, PublicURL: "http://registry.test", Logger: log},
+		Maven: maven.Options{Auth: authn, Logger: log},
+		Graph: graph.Options{Auth: authn, Logger: log},
+	})
 	if _, err := st.CreateNamespace(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}

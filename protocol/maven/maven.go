@@ -161,6 +161,9 @@ func toHTTP(err error) *httpError {
 		return &httpError{status: http.StatusRequestEntityTooLarge, msg: "file too large", err: err}
 	case errors.Is(err, errBodyRead):
 		return &httpError{status: http.StatusBadRequest, msg: "upload interrupted: " + err.Error(), err: err}
+	case store.IsUnavailable(err):
+		return &httpError{status: http.StatusServiceUnavailable, msg: "the registry database is unavailable, retry",
+			header: map[string]string{"Retry-After": strconv.Itoa(int(store.UnavailableRetryAfter.Seconds()))}, err: err}
 	case errors.Is(err, store.ErrRetryable), errors.Is(err, store.ErrBlobMustReupload):
 		return &httpError{status: http.StatusServiceUnavailable, msg: "temporarily unavailable, retry",
 			header: map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter.Seconds()))}, err: err}

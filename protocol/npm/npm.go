@@ -183,6 +183,10 @@ func storeError(err error) error {
 		return errorf(http.StatusRequestEntityTooLarge, "tarball is too large")
 	case errors.Is(err, store.ErrTooManyUploads):
 		return errorf(http.StatusTooManyRequests, "%s", trimStore(err))
+	case store.IsUnavailable(err):
+		e := errorf(http.StatusServiceUnavailable, "the registry database is unavailable, retry")
+		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.UnavailableRetryAfter / time.Second))}
+		return e
 	case errors.Is(err, store.ErrRetryable):
 		e := errorf(http.StatusServiceUnavailable, "the registry is busy, retry")
 		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter / time.Second))}

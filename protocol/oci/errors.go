@@ -28,6 +28,8 @@ const (
 	// codeRateLimited is the spec's code of a 429: too many failed
 	// authentications from the client's address.
 	codeRateLimited = "TOOMANYREQUESTS"
+	// codeUnavailable is the distribution registry's code for a 503.
+	codeUnavailable = "UNAVAILABLE"
 	// codeUnknown is only used for internal errors (HTTP 500).
 	codeUnknown = "UNKNOWN"
 )

@@ -287,6 +287,10 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 		return e
 	}
 	switch {
+	case store.IsUnavailable(err):
+		e := newErr(http.StatusServiceUnavailable, codeUnavailable, "the registry database is unavailable; retry")
+		e.RetryAfter = int(store.UnavailableRetryAfter.Seconds())
+		return e
 	case errors.Is(err, store.ErrRetryable):
 		e := newErr(http.StatusServiceUnavailable, codeTooManyRequests,
 			"the registry is busy with a concurrent change of the same content; retry")

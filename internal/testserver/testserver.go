@@ -1,0 +1,190 @@
+// Package testserver is for tests only: one registry server with every
+// surface mounted as serve mounts it (internal/routes), over real
+// PostgreSQL (internal/testdb) and a file bucket, with two namespaces and
+// helpers to mint tokens, create repositories and push content through the
+// protocols. The access-control and security suites share it.
+package testserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/graph"
+	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/routes"
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/protocol/maven"
+	"github.com/artifact-registry/artifact-registry/protocol/npm"
+	"github.com/artifact-registry/artifact-registry/protocol/oci"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
+)
+
+// AdminToken is the super-user token of every test server.
+const AdminToken = "access-matrix-admin-token"
+
+// Namespaces every server starts with: the one under test and a stranger.
+const (
+	Home  = "acme"
+	Other = "other"
+)
+
+// Clock moves only when told to; the store and the authenticator share it
+// so a token can be created valid and then expire.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock is a clock stopped at the current time.
+func NewClock() *Clock { return &Clock{now: time.Now().UTC()} }
+
+// Now is the current test time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// Options adjust a test server.
+type Options struct {
+	// Pool replaces the fresh test database (e.g. one pointing at a closed
+	// port); no namespaces are created on it.
+	Pool *pgxpool.Pool
+}
+
+// Env is one running server.
+type Env struct {
+	T      testing.TB
+	Ctx    context.Context
+	Store  *store.Store
+	Auth   *auth.Authenticator
+	Clock  *Clock
+	URL    string
+	Server *httpserver.Server
+	NS     map[string]*store.Namespace
+}
+
+// New starts a server for the test and stops it when the test ends.
+func New(t testing.TB, opts Options) *Env {
+	t.Helper()
+	ctx := context.Background()
+	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = objs.Close() })
+	pool := opts.Pool
+	if pool == nil {
+		pool = testdb.New(t)
+	}
+	c := NewClock()
+	st := store.New(pool, objs, store.Options{Clock: c})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	authn := auth.New(st, auth.Options{AdminToken: AdminToken, Clock: c, Logger: log})
+	hs := httpserver.New(httpserver.Options{Logger: log})
+	srv := httptest.NewUnstartedServer(nil)
+	base := "http://" + srv.Listener.Addr().String()
+	npmOpts := npm.Options{Auth: authn, PublicURL: base, Logger: log}
+	routes.Mount(hs.Router(), st, routes.Options{
+		OCI:   oci.Options{Auth: authn, Logger: log},
+		Npm:   npmOpts,
+		Maven: maven.Options{Auth: authn, Logger: log},
+		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)},
+	})
+	srv.Config.Handler = hs.Handler()
+	srv.Start()
+	t.Cleanup(srv.Close)
+	e := &Env{T: t, Ctx: ctx, Store: st, Auth: authn, Clock: c, URL: base, Server: hs, NS: map[string]*store.Namespace{}}
+	if opts.Pool == nil {
+		for _, slug := range []string{Home, Other} {
+			ns, err := st.CreateNamespace(ctx, slug)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.NS[slug] = ns
+		}
+	}
+	return e
+}
+
+// Repo creates a hosted repository of the home namespace.
+func (e *Env) Repo(name string, f enum.Format, v enum.Visibility) *store.Repository {
+	e.T.Helper()
+	r, err := e.Store.CreateRepository(e.Ctx, store.NewRepository{Namespace: Home, Name: name, Format: f, Kind: enum.KindHosted, Visibility: v})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return r
+}
+
+// Mint creates an access token of namespace ns as the super-user.
+func (e *Env) Mint(ns, name string, spec auth.TokenSpec) (string, *store.AccessToken) {
+	e.T.Helper()
+	spec.Name = name
+	tok, secret, err := e.Auth.CreateToken(e.Ctx, auth.AdminPrincipal(""), auth.NamespaceOf(e.NS[ns]), spec)
+	if err != nil {
+		e.T.Fatalf("mint %s: %v", name, err)
+	}
+	return secret, tok
+}
+
+// Response is what a request got back.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Do sends a request; authorization is the whole header value ("" none)
+// and hdr alternates header names and values.
+func (e *Env) Do(method, path, authorization string, body []byte, hdr ...string) Response {
+	e.T.Helper()
+	req, err := http.NewRequest(method, e.URL+path, bytes.NewReader(body))
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return Response{resp.StatusCode, resp.Header, string(b)}
+}
+
+// Basic is an HTTP Basic header value with the token as password.
+func Basic(secret string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte("ci:"+secret))
+}
+
+// Bearer is a bearer header value.
+func Bearer(secret string) string { return "Bearer " + secret }

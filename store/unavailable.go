@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// UnavailableRetryAfter is what every surface puts in Retry-After when the
+// database cannot be reached: long enough for a restart or a failover to
+// make progress, short enough that clients do not give up.
+const UnavailableRetryAfter = 5 * time.Second
+
+// PostgreSQL error codes that mean the server cannot do any work for now.
+const (
+	pgAdminShutdown      = "57P01"
+	pgCrashShutdown      = "57P02"
+	pgCannotConnectNow   = "57P03"
+	pgTooManyConnections = "53300"
+	// Class 08 is "connection exception".
+	pgConnectionExceptionClass = "08"
+)
+
+// IsUnavailable reports whether err means the database is down or not
+// taking work: it refused or dropped the connection, is shutting down,
+// starting up or out of connections. Every surface answers these 503 with
+// Retry-After (UnavailableRetryAfter) in its own format instead of 500; a
+// request cancelled by its client or its own deadline is not one of them.
+func IsUnavailable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code {
+		case pgAdminShutdown, pgCrashShutdown, pgCannotConnectNow, pgTooManyConnections:
+			return true
+		}
+		return strings.HasPrefix(pe.Code, pgConnectionExceptionClass)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
+	return lostConnection(err)
+}
+
+// lostConnection: a connection that broke in the middle of a query. pgconn
+// wraps those network failures in its own errors, which all say whether a
+// retry is safe; requiring that wrapper keeps a client's own broken upload
+// body (also an EOF or a network error) out of this class.
+func lostConnection(err error) bool {
+	var fromPg interface{ SafeToRetry() bool }
+	if !errors.As(err, &fromPg) {
+		return false
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return !ne.Timeout()
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
