@@ -91,7 +91,8 @@ func (a *Authenticator) postSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if body.Token == "" {
-		writeSessionError(w, http.StatusBadRequest, "BAD_REQUEST", "the token is empty")
+		// No credential: the refusal of any anonymous sign-in.
+		writeSessionError(w, http.StatusUnauthorized, CodeUnauthenticated, "sign in with the admin token or a namespace access token")
 		return
 	}
 	// A sign-in is a guess like any other presented credential: it counts

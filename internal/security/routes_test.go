@@ -154,6 +154,15 @@ var routeRules = map[string][]op{
 		hdr: []string{"Content-Type", "application/json"}}},
 	"GET /graphql":            {{need: perField, on: gqlS, path: fixed("/graphql?query=%7Bviewer%7B__typename%7D%7D")}},
 	"GET /graphql/playground": {{need: anyone, on: ui, path: fixed("/graphql/playground")}},
+	// The UI's sign-in: a session for a valid credential only; asking for
+	// or ending one acts on the caller's own cookie (none here).
+	"ANY /-/session": {
+		{method: http.MethodPost, need: credential, on: gqlS, path: fixed("/-/session"),
+			bodyOf: func(secret string) []byte { return []byte(`{"token":"` + secret + `"}`) },
+			hdr:    []string{"Content-Type", "application/json"}},
+		{method: http.MethodGet, need: anyone, on: ui, path: fixed("/-/session")},
+		{method: http.MethodDelete, need: anyone, on: ui, path: fixed("/-/session")},
+	},
 	// The UI's static files: no data without the API.
 	"ANY /": {{method: http.MethodGet, need: anyone, on: ui, path: fixed("/")}},
 }
