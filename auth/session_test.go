@@ -223,7 +223,7 @@ func TestSessionHandler(t *testing.T) {
 		status             int
 	}{
 		{"wrong token", http.MethodPost, `{"token":"nope"}`, js, http.StatusUnauthorized},
-		{"empty token", http.MethodPost, `{"token":""}`, js, http.StatusBadRequest},
+		{"empty token", http.MethodPost, `{"token":""}`, js, http.StatusUnauthorized},
 		{"unknown field", http.MethodPost, `{"token":"x","y":1}`, js, http.StatusBadRequest},
 		{"form post", http.MethodPost, `token=x`, []string{"Content-Type", "application/x-www-form-urlencoded"}, http.StatusUnsupportedMediaType},
 		{"text/plain", http.MethodPost, `{"token":"x"}`, []string{"Content-Type", "text/plain"}, http.StatusUnsupportedMediaType},

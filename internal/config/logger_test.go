@@ -11,7 +11,7 @@ import (
 // The process logger never writes the admin token, wherever a log line
 // carries it (message, attribute, error text).
 func TestLoggerRedactsAdminToken(t *testing.T) {
-	const admin = "config-admin-token-9f8e7d6c5b4a"
+	const admin = "config-admin-token-9f8e7d6c5b4a3210"
 	c, err := parse(t, "--admin-token", admin, "--log-format", "json")
 	if err != nil {
 		t.Fatal(err)
