@@ -28,7 +28,7 @@ test: test-deps
 # corpora, fuzz-smoke fuzzes each for FUZZTIME with FUZZPARALLEL workers,
 # one after another. docs/security/fuzz.md says how to run them longer.
 FUZZ_TARGETS := protocol/oci:FuzzParseManifest protocol/oci:FuzzParseRange protocol/oci:FuzzChunkOffset \
-	protocol/maven:FuzzParsePath protocol/npm:FuzzSplitPublish
+	protocol/maven:FuzzParsePath protocol/npm:FuzzParsePublish protocol/npm:FuzzSplitPublish
 FUZZTIME     ?= 10s
 FUZZPARALLEL ?= 1
 # New inputs are minimized briefly: the 60 s default would use the whole run.

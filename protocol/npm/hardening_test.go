@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -347,6 +348,21 @@ func TestSplitPublish(t *testing.T) {
 			if _, err := parsePublishBody([]byte(bad)); err == nil {
 				t.Errorf("%q accepted", bad)
 			}
+		}
+	}
+	// An attachment named twice: the data would stream from one member and
+	// the document decode to the other.
+	for _, dup := range []string{
+		`{"_attachments": {"f.tgz": {"data": "aGVsbG8="}, "f.tgz": null}}`,
+		`{"_attachments": {"f.tgz": null, "f\u002etgz": {"data": "aGVsbG8="}}}`,
+	} {
+		_, err := splitPublish(strings.NewReader(dup), 1<<20, func(_ string, r io.Reader) error {
+			_, err := io.Copy(io.Discard, r)
+			return err
+		})
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.status != http.StatusBadRequest || !strings.Contains(ae.message, "named twice") {
+			t.Errorf("%s: %v, want a 400 for an attachment named twice", dup, err)
 		}
 	}
 }

@@ -118,11 +118,8 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 	if err != nil {
 		return err
 	}
-	if doc.Name != "" && doc.Name != name {
-		return errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
-	}
-	if doc.ID != "" && doc.ID != name {
-		return errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
+	if err := checkDocumentName(name, doc); err != nil {
+		return err
 	}
 	if len(doc.Attachments) > 0 {
 		if withRev {
@@ -139,6 +136,18 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 	return h.updateMetadata(req, repo, name, rev, withRev, doc)
 }
 
+// checkDocumentName refuses a document that names another package than
+// the URL.
+func checkDocumentName(name string, doc *publishBody) error {
+	if doc.Name != "" && doc.Name != name {
+		return errorf(http.StatusBadRequest, "the document's name %q does not match the URL's %q", doc.Name, name)
+	}
+	if doc.ID != "" && doc.ID != name {
+		return errorf(http.StatusBadRequest, "the document's _id %q does not match the URL's %q", doc.ID, name)
+	}
+	return nil
+}
+
 // publish handles the publish of one version with its tarball.
 func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody, tgz *receivedTarball) error {
 	published := false
@@ -147,51 +156,117 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 			tgz.discard(req.r.Context())
 		}
 	}()
+	pub, err := validatePublication(name, doc, tgz.tarballFacts, h.publisher(req))
+	if err != nil {
+		return err
+	}
+	published = true // NpmPublish owns the staged tarball
+	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
+		Name:        name,
+		Version:     pub.version,
+		PackageJSON: pub.packageJSON,
+		FileName:    tarballFileName(name, pub.version),
+		Staged:      tgz.blob,
+		Tags:        pub.tags,
+		Hook:        h.writeHook(repo),
+	})
+	if err != nil {
+		return err
+	}
+	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
+		"package", name, "version", pub.version, "size", tgz.size, "tags", res.Tags)
+	msg := "created new package"
+	if !res.PackageCreated {
+		msg = "published " + name + "@" + pub.version
+	}
+	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
+	return nil
+}
+
+// publication is what a publish stores besides its tarball.
+type publication struct {
+	version     string
+	packageJSON []byte // the version's package.json as the registry serves it
+	tags        []string
+}
+
+// validatePublication checks a publish document against its tarball's
+// facts and builds what is stored; it has no side effect, so that what a
+// publish accepts can be tested (and fuzzed) without a database.
+func validatePublication(name string, doc *publishBody, tgz tarballFacts, publisher string) (*publication, error) {
 	if err := validateName(name); err != nil {
-		return errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
+		return nil, errorf(http.StatusBadRequest, "invalid package name %q: %v", name, err)
 	}
 	if doc.Name == "" {
-		return errorf(http.StatusBadRequest, "the document has no name")
+		return nil, errorf(http.StatusBadRequest, "the document has no name")
 	}
 	if len(doc.Versions) != 1 {
-		return errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
+		return nil, errorf(http.StatusBadRequest, "a publish carries exactly one version, this one has %d", len(doc.Versions))
 	}
 	if len(doc.Attachments) != 1 {
-		return errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
+		return nil, errorf(http.StatusBadRequest, "a publish carries exactly one attachment, this one has %d", len(doc.Attachments))
 	}
+	version, manifest, dist, err := publishedManifest(name, doc)
+	if err != nil {
+		return nil, err
+	}
+	if att := onlyAttachment(doc); att.Length != nil && *att.Length != tgz.size {
+		return nil, errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, tgz.size)
+	}
+	if err := checkDist(version, dist, tgz); err != nil {
+		return nil, err
+	}
+	tags, err := publishTags(doc, version)
+	if err != nil {
+		return nil, err
+	}
+	pj, err := storedPackageJSON(name, version, manifest, dist, tgz, publisher)
+	if err != nil {
+		return nil, err
+	}
+	return &publication{version: version, packageJSON: pj, tags: tags}, nil
+}
+
+// publishDist is what a publish's dist declares.
+type publishDist struct {
+	Integrity    string          `json:"integrity"`
+	Shasum       string          `json:"shasum"`
+	FileCount    json.RawMessage `json:"fileCount"`
+	UnpackedSize json.RawMessage `json:"unpackedSize"`
+}
+
+// publishedManifest is the one version of a publish, its package.json
+// (naming the package and the version) and its dist.
+func publishedManifest(name string, doc *publishBody) (string, map[string]json.RawMessage, publishDist, error) {
 	var version string
 	var rawManifest json.RawMessage
 	for v, m := range doc.Versions {
 		version, rawManifest = v, m
 	}
+	var dist publishDist
 	if !store.ValidNpmVersion(version) {
-		return errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
+		return "", nil, dist, errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
 	}
 	var manifest map[string]json.RawMessage
 	if err := json.Unmarshal(rawManifest, &manifest); err != nil || manifest == nil {
-		return errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
+		return "", nil, dist, errorf(http.StatusBadRequest, "versions[%q] is not a JSON object", version)
 	}
 	var mName, mVersion string
 	if err := json.Unmarshal(manifest["name"], &mName); err != nil || mName != name {
-		return errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
+		return "", nil, dist, errorf(http.StatusBadRequest, "versions[%q].name must be %q", version, name)
 	}
 	if err := json.Unmarshal(manifest["version"], &mVersion); err != nil || mVersion != version {
-		return errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
-	}
-	var dist struct {
-		Integrity    string          `json:"integrity"`
-		Shasum       string          `json:"shasum"`
-		FileCount    json.RawMessage `json:"fileCount"`
-		UnpackedSize json.RawMessage `json:"unpackedSize"`
+		return "", nil, dist, errorf(http.StatusBadRequest, "versions[%q].version must be %q", version, version)
 	}
 	if raw, ok := manifest["dist"]; !ok || json.Unmarshal(raw, &dist) != nil {
-		return errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
+		return "", nil, dist, errorf(http.StatusBadRequest, "versions[%q].dist is missing or not an object", version)
 	}
+	return version, manifest, dist, nil
+}
 
-	// The tarball, staged already.
-	if att := onlyAttachment(doc); att.Length != nil && *att.Length != tgz.size {
-		return errorf(http.StatusBadRequest, "the attachment's length is %d but its data has %d bytes", *att.Length, tgz.size)
-	}
+// checkDist checks the digests the client declares against the tarball's:
+// at least one of them, and all of those the registry can verify.
+func checkDist(version string, dist publishDist, tgz tarballFacts) error {
 	integrity := "sha512-" + base64.StdEncoding.EncodeToString(tgz.sha512[:])
 	shasum := hex.EncodeToString(tgz.sha1[:])
 	if dist.Integrity == "" && dist.Shasum == "" {
@@ -200,48 +275,54 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	if dist.Shasum != "" && !strings.EqualFold(dist.Shasum, shasum) {
 		return errorf(http.StatusBadRequest, "shasum mismatch: the tarball's sha1 is %s, dist.shasum says %s", shasum, dist.Shasum)
 	}
-	if dist.Integrity != "" {
-		checked := false
-		for _, e := range strings.Fields(dist.Integrity) {
-			algo, _, _ := strings.Cut(e, "-")
-			switch algo {
-			case "sha512":
-				if strings.SplitN(e, "?", 2)[0] != integrity {
-					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", integrity, e)
-				}
-				checked = true
-			case "sha1":
-				want := "sha1-" + base64.StdEncoding.EncodeToString(tgz.sha1[:])
-				if strings.SplitN(e, "?", 2)[0] != want {
-					return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
-				}
-				checked = true
-			}
-		}
-		if !checked && dist.Shasum == "" {
-			return errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
-		}
+	if dist.Integrity == "" {
+		return nil
 	}
-	shrinkwrap, gyp := tgz.shrinkwrap, tgz.gyp
+	checked := false
+	for _, e := range strings.Fields(dist.Integrity) {
+		var want string
+		switch algo, _, _ := strings.Cut(e, "-"); algo {
+		case "sha512":
+			want = integrity
+		case "sha1":
+			want = "sha1-" + base64.StdEncoding.EncodeToString(tgz.sha1[:])
+		default:
+			continue
+		}
+		if strings.SplitN(e, "?", 2)[0] != want {
+			return errorf(http.StatusBadRequest, "integrity mismatch: the tarball is %s, dist.integrity says %s", want, e)
+		}
+		checked = true
+	}
+	if !checked && dist.Shasum == "" {
+		return errorf(http.StatusBadRequest, "dist.integrity has no sha512 or sha1 entry to verify the tarball against")
+	}
+	return nil
+}
 
-	// dist-tags: every tag of a publish points at the published version.
+// publishTags are the dist-tags of a publish: every one points at the
+// published version.
+func publishTags(doc *publishBody, version string) ([]string, error) {
 	var tags []string
 	for tag, v := range doc.DistTags {
 		if v != version {
-			return errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
+			return nil, errorf(http.StatusBadRequest, "dist-tags[%q] is %q; a publish can only tag the version it publishes (%s)", tag, v, version)
 		}
 		if err := validateTag(tag); err != nil {
-			return errorf(http.StatusBadRequest, "%v", err)
+			return nil, errorf(http.StatusBadRequest, "%v", err)
 		}
 		tags = append(tags, tag)
 	}
 	slices.Sort(tags)
+	return tags, nil
+}
 
-	// The stored package.json: the client's, with the registry's dist,
-	// _id, _npmUser and install hints.
+// storedPackageJSON is the client's package.json with the registry's
+// dist, _id, _npmUser and install hints.
+func storedPackageJSON(name, version string, manifest map[string]json.RawMessage, dist publishDist, tgz tarballFacts, publisher string) ([]byte, error) {
 	newDist := map[string]json.RawMessage{
-		"integrity": jsonString(integrity),
-		"shasum":    jsonString(shasum),
+		"integrity": jsonString("sha512-" + base64.StdEncoding.EncodeToString(tgz.sha512[:])),
+		"shasum":    jsonString(hex.EncodeToString(tgz.sha1[:])),
 	}
 	for k, raw := range map[string]json.RawMessage{"fileCount": dist.FileCount, "unpackedSize": dist.UnpackedSize} {
 		var n int64
@@ -251,9 +332,9 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	}
 	manifest["dist"], _ = json.Marshal(newDist)
 	manifest["_id"] = jsonString(name + "@" + version)
-	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": h.publisher(req), "email": ""})
-	manifest["_hasShrinkwrap"], _ = json.Marshal(shrinkwrap)
-	if hasInstallScript(manifest["scripts"], gyp) {
+	manifest["_npmUser"], _ = json.Marshal(map[string]string{"name": publisher, "email": ""})
+	manifest["_hasShrinkwrap"], _ = json.Marshal(tgz.shrinkwrap)
+	if hasInstallScript(manifest["scripts"], tgz.gyp) {
 		manifest["hasInstallScript"] = json.RawMessage("true")
 	} else {
 		delete(manifest, "hasInstallScript")
@@ -269,30 +350,9 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	}
 	pj, err := json.Marshal(manifest)
 	if err != nil {
-		return errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
+		return nil, errorf(http.StatusBadRequest, "versions[%q]: %v", version, err)
 	}
-
-	published = true // NpmPublish owns the staged tarball
-	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
-		Name:        name,
-		Version:     version,
-		PackageJSON: pj,
-		FileName:    tarballFileName(name, version),
-		Staged:      tgz.blob,
-		Tags:        tags,
-		Hook:        h.writeHook(repo),
-	})
-	if err != nil {
-		return err
-	}
-	h.log.Debug("npm publish", "namespace", repo.NamespaceSlug, "repository", repo.RepositoryName,
-		"package", name, "version", version, "size", tgz.size, "tags", res.Tags)
-	msg := "created new package"
-	if !res.PackageCreated {
-		msg = "published " + name + "@" + version
-	}
-	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": msg, "success": true})
-	return nil
+	return pj, nil
 }
 
 // hasInstallScript mirrors npm: an install, preinstall or postinstall

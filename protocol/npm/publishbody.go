@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"unicode/utf8"
@@ -148,6 +149,10 @@ func (s *splitter) object(kind objectKind, file string) error {
 		return s.emit('}')
 	}
 	seenAttachments := false
+	var files map[string]bool // the members of an _attachments object
+	if kind == kindAttachments {
+		files = map[string]bool{}
+	}
 	for {
 		if c != '"' {
 			return malformed("an object key must be a string")
@@ -177,6 +182,12 @@ func (s *splitter) object(kind objectKind, file string) error {
 			seenAttachments = true
 			err = s.valueIn(c, kindAttachments, "")
 		case kind == kindAttachments:
+			// A file named twice is ambiguous: the data streamed from the
+			// first, the document decodes to the last.
+			if files[key] {
+				return malformed(fmt.Sprintf("the attachment %q is named twice", key))
+			}
+			files[key] = true
 			err = s.valueIn(c, kindAttachment, key)
 		case kind == kindAttachment && key == "data" && c == '"':
 			err = s.data(file)

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"strings"
@@ -16,16 +17,21 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// receivedTarball is a publish's tarball, staged in the blob layer while
-// the body streamed in, with what the publish checks against the client's
-// metadata.
-type receivedTarball struct {
-	blob       *store.StagedBlob
+// tarballFacts is what a publish checks of its tarball against the
+// client's metadata, computed while the tarball streams in.
+type tarballFacts struct {
 	size       int64
 	sha512     [sha512.Size]byte
 	sha1       [sha1.Size]byte
 	shrinkwrap bool // npm-shrinkwrap.json at the package root
 	gyp        bool // binding.gyp at the package root
+}
+
+// receivedTarball is a publish's tarball, staged in the blob layer while
+// the body streamed in, with its facts.
+type receivedTarball struct {
+	tarballFacts
+	blob *store.StagedBlob
 }
 
 // discard drops the staged bytes of a tarball that is not published (a
@@ -98,55 +104,93 @@ func (e *errRecorder) Read(p []byte) (int, error) {
 }
 
 // receiveTarball decodes the base64 of a publish's data string into a
-// staged upload, in one pass and without holding the tarball: the decoded
-// bytes are hashed (SHA-512, SHA-1; the store hashes SHA-256) and
-// inspected as a gzip-compressed tar (inspectTarball, in a goroutine fed
-// through a pipe) while they are written. A refused tarball leaves
-// nothing staged.
+// staged upload, in one pass and without holding the tarball (see
+// tarballDecoder). A refused tarball leaves nothing staged.
 func (h *handler) receiveTarball(req *request, repo *store.NpmRepository, data io.Reader) (*receivedTarball, error) {
-	src := &errRecorder{r: data}
-	dec := &errRecorder{r: base64.NewDecoder(base64.StdEncoding, src)}
-	capped := &cappedReader{r: dec, n: h.opts.MaxTarballSize, err: errTarballTooLarge}
-	s512, s1 := sha512.New(), sha1.New()
-	pr, pw := io.Pipe()
-	type inspection struct {
-		shrinkwrap, gyp bool
-		err             error
-	}
-	inspected := make(chan inspection, 1)
-	go func() {
-		var in inspection
-		in.shrinkwrap, in.gyp, in.err = inspectTarball(pr, h.opts.MaxUnpackedSize)
-		if in.err != nil {
-			_ = pr.CloseWithError(in.err) // stops the upload: the tarball is refused
-		} else {
-			_, _ = io.Copy(io.Discard, pr) // what follows the archive's end
-		}
-		inspected <- in
-	}()
 	ctx := req.r.Context()
-	toInspect := &writeRecorder{w: pw}
-	blob, err := h.st.StageStream(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
-		io.TeeReader(capped, io.MultiWriter(s512, s1, toInspect)))
-	_ = pw.CloseWithError(err) // nil: the inspection sees the end
-	in := <-inspected
-	t := &receivedTarball{blob: blob, shrinkwrap: in.shrinkwrap, gyp: in.gyp}
-	refused := in.err != nil && (toInspect.err != nil || err == nil && blob.Size() > 0)
-	if err := tarballError(src.err, dec.err, capped.over, err, refused, in.err, blob, h.opts.MaxTarballSize); err != nil {
+	d := newTarballDecoder(data, h.opts.MaxTarballSize, h.opts.MaxUnpackedSize)
+	blob, err := h.st.StageStream(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID}, d)
+	var size int64
+	if blob != nil {
+		size = blob.Size()
+	}
+	facts, err := d.finish(err, size)
+	t := &receivedTarball{tarballFacts: facts, blob: blob}
+	if err != nil {
 		t.discard(ctx)
 		return nil, err
 	}
-	t.size = blob.Size()
-	copy(t.sha512[:], s512.Sum(nil))
-	copy(t.sha1[:], s1.Sum(nil))
 	blob.SetSHA1(t.sha1)
 	return t, nil
+}
+
+// tarballDecoder is the reader of a tarball's decoded bytes, from the
+// base64 of a publish's data string, that computes the tarball's facts
+// while its consumer (the blob upload, or a buffer) reads it: the bytes
+// are hashed (SHA-512, SHA-1; the store hashes SHA-256) and inspected as
+// a gzip-compressed tar (inspectTarball, in a goroutine fed through a
+// pipe) as they go by. The consumer reads it to its end, then finish says
+// whether the tarball is accepted.
+type tarballDecoder struct {
+	io.Reader
+	src, dec  *errRecorder
+	capped    *cappedReader
+	s512, s1  hash.Hash
+	pw        *io.PipeWriter
+	toInspect *writeRecorder
+	inspected chan inspection
+	limit     int64
+}
+
+type inspection struct {
+	shrinkwrap, gyp bool
+	err             error
+}
+
+// newTarballDecoder starts decoding data (base64) into a tarball of at
+// most maxTarball bytes that expands to at most maxUnpacked bytes.
+func newTarballDecoder(data io.Reader, maxTarball, maxUnpacked int64) *tarballDecoder {
+	d := &tarballDecoder{src: &errRecorder{r: data}, s512: sha512.New(), s1: sha1.New(),
+		inspected: make(chan inspection, 1), limit: maxTarball}
+	d.dec = &errRecorder{r: base64.NewDecoder(base64.StdEncoding, d.src)}
+	d.capped = &cappedReader{r: d.dec, n: maxTarball, err: errTarballTooLarge}
+	pr, pw := io.Pipe()
+	d.pw = pw
+	d.toInspect = &writeRecorder{w: pw}
+	d.Reader = io.TeeReader(d.capped, io.MultiWriter(d.s512, d.s1, d.toInspect))
+	go func() {
+		var in inspection
+		in.shrinkwrap, in.gyp, in.err = inspectTarball(pr, maxUnpacked)
+		if in.err != nil {
+			_ = pr.CloseWithError(in.err) // stops the consumer: the tarball is refused
+		} else {
+			_, _ = io.Copy(io.Discard, pr) // what follows the archive's end
+		}
+		d.inspected <- in
+	}()
+	return d
+}
+
+// finish ends the inspection once the consumer stopped reading, with the
+// consumer's error and the number of bytes it kept, and returns the
+// tarball's facts or why it is refused.
+func (d *tarballDecoder) finish(consumerErr error, size int64) (tarballFacts, error) {
+	_ = d.pw.CloseWithError(consumerErr) // nil: the inspection sees the end
+	in := <-d.inspected
+	refused := in.err != nil && (d.toInspect.err != nil || consumerErr == nil && size > 0)
+	if err := tarballError(d.src.err, d.dec.err, d.capped.over, consumerErr, refused, in.err, size, d.limit); err != nil {
+		return tarballFacts{}, err
+	}
+	f := tarballFacts{size: size, shrinkwrap: in.shrinkwrap, gyp: in.gyp}
+	copy(f.sha512[:], d.s512.Sum(nil))
+	copy(f.sha1[:], d.s1.Sum(nil))
+	return f, nil
 }
 
 // tarballError says why a tarball was refused, looking at the layers from
 // the body up: the JSON string (a syntax error, the body's own failure),
 // base64, the size limit, the store, the archive.
-func tarballError(srcErr, decErr error, over bool, stageErr error, refused bool, inspectErr error, blob *store.StagedBlob, limit int64) error {
+func tarballError(srcErr, decErr error, over bool, stageErr error, refused bool, inspectErr error, size int64, limit int64) error {
 	var ae *apiError
 	var corrupt base64.CorruptInputError
 	switch {
@@ -171,7 +215,7 @@ func tarballError(srcErr, decErr error, over bool, stageErr error, refused bool,
 		return errorf(http.StatusBadRequest, "the attachment is not a gzip-compressed tar archive: %v", inspectErr)
 	case stageErr != nil:
 		return stageErr
-	case blob.Size() == 0:
+	case size == 0:
 		return errorf(http.StatusBadRequest, "the attachment is empty")
 	}
 	return nil
