@@ -42,7 +42,7 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 		return nil, fmt.Errorf("generate collection id: %w", err)
 	}
 	var out *RepositoryCollection
-	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := namespaceBySlug(ctx, tx, namespace, "FOR KEY SHARE")
 		if err != nil {
 			return err
@@ -94,7 +94,7 @@ func (s *Store) changeCollectionLink(ctx context.Context, ref RepositoryRef, col
 		return nil, domainErr(CodeNotFound, "repository collection %q not found", collection)
 	}
 	var out *Repository
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		// The repository row lock serializes link changes of one
 		// repository, so the "last link" check cannot race.
 		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR NO KEY UPDATE")

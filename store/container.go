@@ -229,23 +229,6 @@ func ensureImage(ctx context.Context, tx pgx.Tx, t *ContainerTarget) (uuid.UUID,
 	return got, nil
 }
 
-// errContainerRace asks a write loop to run its transaction again: a
-// concurrent push inserted the same row between our check and our insert.
-var errContainerRace = errors.New("store: concurrent container push, retrying")
-
-// containerTx runs fn in a foreground transaction, again (up to three
-// times) when fn reports errContainerRace.
-func (s *Store) containerTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var err error
-	for range 3 {
-		err = s.WithTx(ctx, fn)
-		if !errors.Is(err, errContainerRace) {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w", ErrRetryable, err)
-}
-
 // ContainerCatalogEntry is one image of the catalog.
 type ContainerCatalogEntry struct {
 	Namespace, Repository, Image string

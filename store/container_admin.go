@@ -375,7 +375,7 @@ func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namesp
 // manifest stays addressable by digest.
 func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, tag string) (*ContainerImage, error) {
 	var out *ContainerImage
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, img, err := activeImage(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -407,7 +407,7 @@ func (s *Store) DeleteContainerManifest(ctx context.Context, ref ContainerImageR
 		return nil, err
 	}
 	var out *ContainerManifest
-	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, img, err := activeImage(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -462,7 +462,7 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 		return nil, err
 	}
 	var out *ContainerManifest
-	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, img, err := activeImage(ctx, tx, ref)
 		if err != nil {
 			return err

@@ -88,7 +88,7 @@ func (s *Store) linkCommitted(ctx context.Context, t *ContainerTarget, sha [32]b
 // with its own attachment, unless it already has an active one. The blob
 // row must exist (ErrBlobUnknown otherwise).
 func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte, mediaType string) error {
-	return s.containerTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		imageID, err := ensureImage(ctx, tx, t)
 		if err != nil {
 			return err
@@ -122,7 +122,7 @@ func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [
 		}
 		if tag.RowsAffected() == 0 {
 			// A concurrent push linked it first: drop our attachment.
-			return errContainerRace
+			return errRace
 		}
 		return nil
 	})

@@ -258,7 +258,7 @@ func (s *Store) checkManifestReferences(ctx context.Context, t *ContainerTarget,
 // PutContainerManifest, once the payload is stored.
 func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
 	var res ContainerManifestPutResult
-	err := s.containerTx(ctx, func(tx pgx.Tx) error {
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
 		res = ContainerManifestPutResult{}
 		imageID, err := ensureImage(ctx, tx, t)
 		if err != nil {
@@ -401,7 +401,7 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return uuid.Nil, errContainerRace
+		return uuid.Nil, errRace
 	}
 	if len(childIDs) > 0 {
 		relIDs := make([]uuid.UUID, len(childIDs))

@@ -41,22 +41,6 @@ type MavenPutResult struct {
 	VersionCreated bool
 }
 
-// errMavenRace asks a write loop to run its transaction again.
-var errMavenRace = errors.New("store: concurrent Maven write, retrying")
-
-// mavenTx runs fn in a foreground transaction, again (up to three times)
-// when fn reports errMavenRace.
-func (s *Store) mavenTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var err error
-	for range 3 {
-		err = s.WithTx(ctx, fn)
-		if !errors.Is(err, errMavenRace) {
-			return err
-		}
-	}
-	return fmt.Errorf("%w: %w", ErrRetryable, err)
-}
-
 // ensureMavenPackage returns the id of the active package, creating it on
 // first upload, and holds its row lock (FOR NO KEY UPDATE: writers of one
 // package queue here; foreign-key checks of new versions and files are not
@@ -82,7 +66,7 @@ func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID,
 			  AND soft_deleted_at IS NULL
 			FOR NO KEY UPDATE`, t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&got)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return uuid.Nil, false, errMavenRace // soft-deleted between the two statements
+			return uuid.Nil, false, errRace // soft-deleted between the two statements
 		}
 	}
 	if err != nil {
@@ -115,7 +99,7 @@ func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, v
 		WHERE namespace_id = $1 AND maven_package_id = $2 AND version = $3 AND soft_deleted_at IS NULL`,
 		nsID, pkgID, version).Scan(&got)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, errMavenRace
+		return uuid.Nil, false, errRace
 	}
 	if err != nil {
 		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven version %s: %w", version, err))
@@ -194,7 +178,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 		return &MavenPutResult{File: *stored}, nil
 	}
 	var res *MavenPutResult
-	err = s.mavenTx(ctx, func(tx pgx.Tx) error {
+	err = s.retryTx(ctx, func(tx pgx.Tx) error {
 		res = &MavenPutResult{}
 		pkgID, pkgCreated, err := ensureMavenPackage(ctx, tx, t, in.GroupID, in.ArtifactID)
 		if err != nil {

@@ -116,7 +116,7 @@ func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, e
 		return nil, fmt.Errorf("generate collection id: %w", err)
 	}
 	var ns *Namespace
-	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		ns, err = scanNamespace(tx.QueryRow(ctx, `
 			INSERT INTO namespaces (id, slug, platform, entity_type, entity_id, billing_entity_type, billing_entity_id)
@@ -274,7 +274,7 @@ func (s *Store) updateNamespace(ctx context.Context, slug string, set func(*Name
 		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
 	}
 	var out *Namespace
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := namespaceBySlug(ctx, tx, slug, "FOR NO KEY UPDATE")
 		if err != nil {
 			return err

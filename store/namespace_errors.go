@@ -1,14 +1,12 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -60,12 +58,6 @@ func pgCode(err error) (code, constraint string) {
 		return pe.Code, pe.ConstraintName
 	}
 	return "", ""
-}
-
-// inAdminTx runs fn in a foreground transaction (WithTx: read committed,
-// lock timeout; a lock timeout or deadlock comes back as ErrRetryable).
-func (s *Store) inAdminTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.WithTx(ctx, fn)
 }
 
 // Input rules (ADR-007 lengths: slug, names 255; description 1024).

@@ -320,30 +320,6 @@ func isPgCode(err error, code, constraint string) bool {
 	return constraint == "" || pe.ConstraintName == constraint
 }
 
-// errNpmRetry asks a write loop to run its transaction again.
-var errNpmRetry = errors.New("store: npm write raced, retrying")
-
-// npmTx runs fn in a foreground transaction, again (up to three attempts)
-// when it fails with a deadlock or a serialization failure (nothing was
-// changed; the other transaction went through) or with errNpmRetry. Lock
-// timeouts are not retried: they already waited LockTimeout.
-func (s *Store) npmTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var err error
-	for range 3 {
-		err = s.WithTx(ctx, fn)
-		if !errors.Is(err, errNpmRetry) && !isPgCode(err, pgDeadlockDetected, "") && !isPgCode(err, pgSerializationFailure, "") {
-			return err
-		}
-		if ctx.Err() != nil {
-			return err
-		}
-	}
-	if errors.Is(err, errNpmRetry) {
-		return fmt.Errorf("%w: %w", ErrRetryable, err)
-	}
-	return err
-}
-
 // npmCounterDelta is one counter_deltas row (buffered counters, ADR-007).
 type npmCounterDelta struct {
 	target   enum.CounterTarget

@@ -336,7 +336,7 @@ func (s *Store) NpmRebuildMetadata(ctx context.Context, repo *NpmRepository, pkg
 		case err == nil:
 			res.Stored = true
 			return res, nil
-		case errors.Is(err, errNpmRetry):
+		case errors.Is(err, errRace):
 			continue
 		default:
 			return nil, err
@@ -391,7 +391,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 		return fmt.Errorf("store: npm swap fingerprint %s: %w", pkg.Name, err)
 	}
 	if now != fingerprint {
-		return errNpmRetry
+		return errRace
 	}
 	// The current rows, locked.
 	rows, err := tx.Query(ctx, `
@@ -444,7 +444,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 			if errors.Is(err, ErrBlobUnknown) || errors.Is(err, ErrBlobMustReupload) {
 				// A document that was current when we looked (so not
 				// uploaded) has been replaced and collected: build again.
-				return errNpmRetry
+				return errRace
 			}
 			return err
 		}

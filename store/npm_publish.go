@@ -187,7 +187,7 @@ func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	// the caller staged them already.
 	pending := in.stage(ctx, s, repo)
 	res := &NpmPublishResult{}
-	err = s.npmTx(ctx, func(tx pgx.Tx) error {
+	err = s.retryTx(ctx, func(tx pgx.Tx) error {
 		*res = NpmPublishResult{Tags: slices.Clone(tags)}
 		target, err := lockNpmPackageForPublish(ctx, tx, repo, part, in, res)
 		if err != nil {
@@ -442,7 +442,7 @@ func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name 
 	// statement's checks; the unique version key still guards them.
 	id, err = lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
 	if errors.Is(err, ErrNpmPackageUnknown) {
-		return uuid.Nil, false, errNpmRetry // and deleted again: start over
+		return uuid.Nil, false, errRace // and deleted again: start over
 	}
 	return id, false, err
 }

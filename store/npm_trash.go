@@ -68,7 +68,7 @@ func lockNpmPackageByID(ctx context.Context, tx pgx.Tx, namespaceID, packageID u
 // NpmDeleteVersionByID moves an active version to the trash, exactly as
 // npm's unpublish of that version does.
 func (s *Store) NpmDeleteVersionByID(ctx context.Context, namespaceID, versionID uuid.UUID, hook NpmWriteHook) error {
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		v, err := npmVersionByID(ctx, tx, namespaceID, versionID)
 		if err != nil {
 			return err
@@ -108,7 +108,7 @@ func (s *Store) NpmDeleteVersionByID(ctx context.Context, namespaceID, versionID
 // NpmDeletePackageByID moves an active package with its versions to the
 // trash (npm unpublish --force).
 func (s *Store) NpmDeletePackageByID(ctx context.Context, namespaceID, packageID uuid.UUID, hook NpmWriteHook) error {
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		name, repoID, deleted, err := lockNpmPackageByID(ctx, tx, namespaceID, packageID)
 		if err != nil {
 			return err
@@ -125,7 +125,7 @@ func (s *Store) NpmDeletePackageByID(ctx context.Context, namespaceID, packageID
 // (and its package, when the package is in the trash too and its name is
 // free). latest is set when the package has none.
 func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uuid.UUID, hook NpmWriteHook) error {
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		v, err := npmVersionByID(ctx, tx, namespaceID, versionID)
 		if err != nil {
 			return err
@@ -166,7 +166,7 @@ func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uu
 // (and files) that went to the trash with it; versions unpublished before
 // stay in the trash.
 func (s *Store) NpmRestorePackage(ctx context.Context, namespaceID, packageID uuid.UUID, hook NpmWriteHook) error {
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		name, repoID, deleted, err := lockNpmPackageByID(ctx, tx, namespaceID, packageID)
 		if err != nil {
 			return err

@@ -45,7 +45,7 @@ func npmRef(repo *NpmRepository, pkgID uuid.UUID, name string) NpmPackageRef {
 // moving it). It reports whether the tag is new.
 func (s *Store) NpmSetTag(ctx context.Context, repo *NpmRepository, name, tag, version string, hook NpmWriteHook) (bool, error) {
 	var created bool
-	err := s.npmTx(ctx, func(tx pgx.Tx) error {
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -85,7 +85,7 @@ func (s *Store) NpmRemoveTag(ctx context.Context, repo *NpmRepository, name, tag
 	if tag == "latest" {
 		return fmt.Errorf("%w: the latest dist-tag cannot be removed; point it at another version instead", ErrNpmInvalid)
 	}
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -175,7 +175,7 @@ func (s *Store) NpmUpdatePackage(ctx context.Context, repo *NpmRepository, upd N
 		}
 	}
 	var res *NpmUpdateResult
-	err := s.npmTx(ctx, func(tx pgx.Tx) error {
+	err := s.retryTx(ctx, func(tx pgx.Tx) error {
 		res = &NpmUpdateResult{}
 		pkgID, err := lockNpmPackage(ctx, tx, repo, upd.Name, "FOR NO KEY UPDATE")
 		if err != nil {
@@ -447,7 +447,7 @@ func (s *Store) trashNpmPackage(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 // and their files go to the trash (restorable; dist-tags are kept for a
 // restore), its metadata files are dropped.
 func (s *Store) NpmDeletePackage(ctx context.Context, repo *NpmRepository, name, rev string, hook NpmWriteHook) error {
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR NO KEY UPDATE")
 		if err != nil {
 			return err
@@ -466,7 +466,7 @@ func (s *Store) NpmDeletePackage(ctx context.Context, repo *NpmRepository, name,
 // PUT that removed the version), nothing is left to do. ErrNpmFileUnknown
 // when the tarball never existed.
 func (s *Store) NpmUnpublishFile(ctx context.Context, repo *NpmRepository, name, version, fileName, rev string, hook NpmWriteHook) error {
-	return s.npmTx(ctx, func(tx pgx.Tx) error {
+	return s.retryTx(ctx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR NO KEY UPDATE")
 		if err != nil && !errors.Is(err, ErrNpmPackageUnknown) {
 			return err

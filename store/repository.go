@@ -96,7 +96,7 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 		return nil, fmt.Errorf("generate repository id: %w", err)
 	}
 	var repo *Repository
-	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		// FOR KEY SHARE: the namespace cannot be purged under us, and its
 		// conditions are read consistently with the insert.
 		ns, err := namespaceBySlug(ctx, tx, in.Namespace, "FOR KEY SHARE")
@@ -265,7 +265,7 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 		return nil, domainErr(CodeInvalidInput, "nothing to update: give description and/or visibility")
 	}
 	var out *Repository
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR NO KEY UPDATE")
 		if err != nil {
 			return err
@@ -309,7 +309,7 @@ func (s *Store) RestoreRepository(ctx context.Context, ref RepositoryRef) (*Repo
 
 func (s *Store) setRepositoryTrash(ctx context.Context, ref RepositoryRef, trash bool) (*Repository, error) {
 	var out *Repository
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR NO KEY UPDATE")
 		if err != nil {
 			return err
@@ -376,7 +376,7 @@ const purgeBlockersSQL = `
 // gets a clear reason, and the NO ACTION foreign keys stay the backstop.
 func (s *Store) PurgeRepository(ctx context.Context, ref RepositoryRef) (*Repository, error) {
 	var out *Repository
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, repo, err := resolveRepository(ctx, tx, ref, "FOR UPDATE")
 		if err != nil {
 			return err

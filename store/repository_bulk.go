@@ -55,7 +55,7 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 	if !lookupable(namespace) {
 		return nil, domainErr(CodeNotFound, "namespace %q not found", namespace)
 	}
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := namespaceBySlug(ctx, tx, namespace, "FOR KEY SHARE")
 		if err != nil {
 			return err

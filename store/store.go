@@ -151,7 +151,10 @@ func mapErr(err error) error {
 }
 
 // WithTx runs fn in a foreground read-committed transaction with the lock
-// timeout set: committed when fn returns nil, rolled back otherwise. Lock
+// timeout set: committed when fn returns nil, rolled back otherwise,
+// including when fn panics (net/http, gqlgen, River and the protocol
+// wrappers recover panics: without the deferred rollback the pooled
+// connection would go back to work still holding fn's row locks). Lock
 // timeouts and deadlocks, from fn or from the commit, come back as
 // ErrRetryable. Format code calls Attach and Detach inside fn.
 func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
@@ -159,14 +162,49 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	if err != nil {
 		return err
 	}
+	// A no-op after Commit, as in pgx.BeginFunc.
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return mapErr(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return mapErr(fmt.Errorf("store: commit: %w", err))
 	}
 	return nil
+}
+
+// errRace asks retryTx to run its transaction again: a concurrent writer
+// changed a row between two of our statements (inserted the row we checked
+// for, soft-deleted the one we found), so this attempt cannot finish but
+// the next one will see the new state.
+var errRace = errors.New("store: concurrent write, retrying")
+
+// txAttempts bounds the attempts of retryTx.
+const txAttempts = 3
+
+// retryTx is WithTx for write loops, the one retry rule of the store: an
+// attempt that failed with errRace, a deadlock or a serialization failure
+// changed nothing (PostgreSQL rolled it back; the other transaction went
+// through), so it runs again, up to txAttempts in all, unless ctx is done.
+// Lock timeouts are not retried: they already waited the lock timeout.
+// When the attempts run out the error is ErrRetryable (503 with
+// Retry-After). fn must keep no state across attempts.
+func (s *Store) retryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	var err error
+	for range txAttempts {
+		err = s.WithTx(ctx, fn)
+		if !retriable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	if errors.Is(err, errRace) {
+		return fmt.Errorf("%w: %w", ErrRetryable, err)
+	}
+	return err
+}
+
+func retriable(err error) bool {
+	return errors.Is(err, errRace) || isPgCode(err, pgDeadlockDetected, "") || isPgCode(err, pgSerializationFailure, "")
 }
 
 // begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in

@@ -189,7 +189,7 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 		return nil, fmt.Errorf("generate token id: %w", err)
 	}
 	var out *AccessToken
-	err = s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := scanNamespace(tx.QueryRow(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE id = $1 FOR KEY SHARE`, in.NamespaceID))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return domainErr(CodeNotFound, "namespace %s not found", in.NamespaceID)
@@ -328,7 +328,7 @@ func (s *Store) ListAccessTokens(ctx context.Context, namespaceID uuid.UUID, aft
 // Replicas that cached the token stop accepting it within auth's cache TTL.
 func (s *Store) RevokeAccessToken(ctx context.Context, namespaceID, id uuid.UUID) (*AccessToken, error) {
 	var out *AccessToken
-	err := s.inAdminTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = scanAccessToken(tx.QueryRow(ctx, `
 			UPDATE access_tokens AS t SET revoked_at = COALESCE(t.revoked_at, $3)
