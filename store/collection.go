@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -54,7 +55,7 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 			INSERT INTO repository_collections AS rc (id, namespace_id, name) VALUES ($1, $2, $3)
 			RETURNING `+collectionColumns, id, ns.ID, name))
 		if err != nil {
-			if code, _ := pgCode(err); code == pgUniqueViolation {
+			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
 				return domainErr(CodeAlreadyExists, "repository collection %q already exists in namespace %q", name, namespace)
 			}
 			return fmt.Errorf("insert collection: %w", err)

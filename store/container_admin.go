@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -493,7 +494,7 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 		}
 		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = NULL WHERE namespace_id = $1 AND id = $2`,
 			ns.ID, id); err != nil {
-			if code, _ := pgCode(err); code == pgUniqueViolation {
+			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
 				return domainErr(CodeConflict, "image %q already has an active manifest %s", ref.Image, digest)
 			}
 			return fmt.Errorf("restore manifest %s: %w", digest, err)

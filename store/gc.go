@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -291,7 +292,7 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 
 	b, err := scanBlob(tx.QueryRow(ctx, gcLockBlobSQL, key.NamespaceID, key.SHA256[:]))
 	switch {
-	case gcIsPgCode(err, pgLockNotAvailable):
+	case gcIsPgCode(err, pgerrcode.LockNotAvailable):
 		return giveUp(&GCCleanupResult{Outcome: GCBlobLocked})
 	case errors.Is(err, pgx.ErrNoRows):
 		// No blob row (never existed, or reclaimed by an earlier episode

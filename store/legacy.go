@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -154,7 +155,7 @@ func (s *Store) UpsertLegacyRepository(ctx context.Context, e LegacyInventoryEnt
 		RETURNING `+legacyColumns,
 		id, e.LegacyPath, e.NamespaceID, e.RepositoryName, e.ImageName, e.TagCount, int16(status), lastErr)
 	r, err := scanLegacy(row)
-	if code, constraint := pgCode(err); code == pgUniqueViolation && constraint == "legacy_repositories_target_key" {
+	if code, constraint := pgCode(err); code == pgerrcode.UniqueViolation && constraint == "legacy_repositories_target_key" {
 		return nil, fmt.Errorf("%w: %s -> %s/%s", ErrLegacyTargetTaken, e.LegacyPath, e.RepositoryName, e.ImageName)
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -194,7 +195,7 @@ var (
 // isMavenUniqueViolation reports a unique_violation (23505).
 func isMavenUniqueViolation(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
+	return errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation
 }
 
 // mavenTargetOfPackage builds the target a metadata refresh needs from a

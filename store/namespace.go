@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -124,7 +125,7 @@ func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, e
 			RETURNING `+namespaceColumns,
 			id, slug, StandalonePlatform, StandaloneEntityType))
 		if err != nil {
-			if code, _ := pgCode(err); code == pgUniqueViolation {
+			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
 				return domainErr(CodeAlreadyExists, "namespace %q already exists (a purged namespace's slug is never reused)", slug)
 			}
 			return fmt.Errorf("insert namespace: %w", err)

@@ -45,13 +45,6 @@ func DomainErrorCode(err error) (ErrorCode, bool) {
 	return "", false
 }
 
-// PostgreSQL error codes the management paths translate.
-const (
-	pgUniqueViolation     = "23505"
-	pgForeignKeyViolation = "23503"
-	pgCheckViolation      = "23514"
-)
-
 func pgCode(err error) (code, constraint string) {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -228,7 +229,7 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 		).Scan(&res.VersionID, &res.CreatedAt, &latestAdded)
 		// The only unique key this statement can hit is the active
 		// version key (reported under the partition's index name).
-		if isPgCode(err, pgUniqueViolationNpm, "") {
+		if isPgCode(err, pgerrcode.UniqueViolation, "") {
 			return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
 		}
 		if err != nil {
@@ -291,9 +292,6 @@ const (
 	npmExactVersionsMargin = 10000
 	npmExactTagsMargin     = 500
 )
-
-// pgUniqueViolationNpm is 23505 (unique_violation).
-const pgUniqueViolationNpm = "23505"
 
 // npmPublishCheck is what npmPublishLockSQL tells of a name.
 type npmPublishCheck struct {

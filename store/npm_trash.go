@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -153,7 +154,7 @@ func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uu
 			UPDATE npm_files SET soft_deleted_at = NULL
 			WHERE namespace_id = $1 AND npm_version_id = $2 AND soft_deleted_at = $3`,
 			npmExecMode, namespaceID, versionID, *v.versionDeleted); err != nil {
-			if isPgCode(err, pgUniqueViolationNpm, "") {
+			if isPgCode(err, pgerrcode.UniqueViolation, "") {
 				return fmt.Errorf("%w: %s@%s is active", ErrNpmConflict, v.name, v.version)
 			}
 			return fmt.Errorf("store: npm restore %s@%s: %w", v.name, v.version, err)
@@ -200,7 +201,7 @@ func (s *Store) NpmRestorePackage(ctx context.Context, namespaceID, packageID uu
 func restoreNpmPackageRow(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef) error {
 	_, err := tx.Exec(ctx, `UPDATE npm_packages SET soft_deleted_at = NULL WHERE namespace_id = $1 AND id = $2`,
 		npmExecMode, pkg.NamespaceID, pkg.PackageID)
-	if isPgCode(err, pgUniqueViolationNpm, "") {
+	if isPgCode(err, pgerrcode.UniqueViolation, "") {
 		return fmt.Errorf("%w: a package named %s was published after it went to the trash", ErrNpmConflict, pkg.Name)
 	}
 	if err != nil {

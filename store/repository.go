@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -112,7 +113,7 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 			RETURNING `+repositoryColumns,
 			id, ns.ID, in.Name, in.Description, int16(in.Format), int16(in.Kind), int16(in.Visibility)))
 		if err != nil {
-			if code, _ := pgCode(err); code == pgUniqueViolation {
+			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
 				return domainErr(CodeAlreadyExists,
 					"repository %q already exists in namespace %q (names are unique across the trash too)", in.Name, in.Namespace)
 			}
@@ -393,7 +394,7 @@ func (s *Store) PurgeRepository(ctx context.Context, ref RepositoryRef) (*Reposi
 			return domainErr(CodeConflict, "repository %s cannot be purged: %s", ref, reason)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM repositories WHERE namespace_id = $1 AND id = $2`, ns.ID, repo.ID); err != nil {
-			if code, _ := pgCode(err); code == pgForeignKeyViolation {
+			if code, _ := pgCode(err); code == pgerrcode.ForeignKeyViolation {
 				return domainErr(CodeConflict, "repository %s cannot be purged: other rows still reference it", ref)
 			}
 			return fmt.Errorf("delete repository %s: %w", ref, err)

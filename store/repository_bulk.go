@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -73,7 +74,7 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"repositories"},
 			[]string{"id", "namespace_id", "name", "description", "format", "kind", "visibility"}, pgx.CopyFromRows(parents)); err != nil {
-			if code, _ := pgCode(err); code == pgUniqueViolation {
+			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
 				return domainErr(CodeAlreadyExists, "a repository name of the batch already exists in namespace %q", namespace)
 			}
 			return fmt.Errorf("copy repositories: %w", err)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -127,13 +128,6 @@ func (s *Store) Options() Options { return s.opts }
 // protocols answer 503 with Retry-After and the client retries.
 var ErrRetryable = errors.New("store: temporarily unavailable, retry")
 
-// PostgreSQL error codes that mean "retry".
-const (
-	pgLockNotAvailable     = "55P03"
-	pgDeadlockDetected     = "40P01"
-	pgSerializationFailure = "40001"
-)
-
 // mapErr turns retryable PostgreSQL failures into ErrRetryable (keeping the
 // original in the chain for errors.As); other errors pass through.
 func mapErr(err error) error {
@@ -143,7 +137,7 @@ func mapErr(err error) error {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case pgLockNotAvailable, pgDeadlockDetected, pgSerializationFailure:
+		case pgerrcode.LockNotAvailable, pgerrcode.DeadlockDetected, pgerrcode.SerializationFailure:
 			return fmt.Errorf("%w: %w", ErrRetryable, err)
 		}
 	}
@@ -204,7 +198,7 @@ func (s *Store) retryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 }
 
 func retriable(err error) bool {
-	return errors.Is(err, errRace) || isPgCode(err, pgDeadlockDetected, "") || isPgCode(err, pgSerializationFailure, "")
+	return errors.Is(err, errRace) || isPgCode(err, pgerrcode.DeadlockDetected, "") || isPgCode(err, pgerrcode.SerializationFailure, "")
 }
 
 // begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in

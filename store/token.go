@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -237,7 +238,7 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 		if err != nil {
 			// On a partition the violated index is the partition's
 			// (access_tokens_pNN_namespace_id_name_idx).
-			if code, constraint := pgCode(err); code == pgUniqueViolation &&
+			if code, constraint := pgCode(err); code == pgerrcode.UniqueViolation &&
 				(constraint == "access_tokens_live_name_key" || strings.HasSuffix(constraint, "_namespace_id_name_idx")) {
 				return domainErr(CodeAlreadyExists, "namespace %q already has a live token named %q", ns.Slug, in.Name)
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,8 +70,8 @@ func TestWithTxPanicRollsBack(t *testing.T) {
 func TestRetryTxRule(t *testing.T) {
 	ctx := context.Background()
 	st := New(testdb.New(t), objstore.NewMem(), Options{})
-	deadlock := &pgconn.PgError{Code: pgDeadlockDetected}
-	lockTimeout := &pgconn.PgError{Code: pgLockNotAvailable}
+	deadlock := &pgconn.PgError{Code: pgerrcode.DeadlockDetected}
+	lockTimeout := &pgconn.PgError{Code: pgerrcode.LockNotAvailable}
 	for _, tc := range []struct {
 		name     string
 		fails    []error // what the attempts return, in order; nil after

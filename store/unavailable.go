@@ -5,9 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strings"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -15,16 +15,6 @@ import (
 // database cannot be reached: long enough for a restart or a failover to
 // make progress, short enough that clients do not give up.
 const UnavailableRetryAfter = 5 * time.Second
-
-// PostgreSQL error codes that mean the server cannot do any work for now.
-const (
-	pgAdminShutdown      = "57P01"
-	pgCrashShutdown      = "57P02"
-	pgCannotConnectNow   = "57P03"
-	pgTooManyConnections = "53300"
-	// Class 08 is "connection exception".
-	pgConnectionExceptionClass = "08"
-)
 
 // IsUnavailable reports whether err means the database is down or not
 // taking work: it refused or dropped the connection, is shutting down,
@@ -38,10 +28,10 @@ func IsUnavailable(err error) bool {
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch pe.Code {
-		case pgAdminShutdown, pgCrashShutdown, pgCannotConnectNow, pgTooManyConnections:
+		case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow, pgerrcode.TooManyConnections:
 			return true
 		}
-		return strings.HasPrefix(pe.Code, pgConnectionExceptionClass)
+		return pgerrcode.IsConnectionException(pe.Code)
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || errors.Is(err, pgconn.ErrConnClosed) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -82,7 +83,7 @@ func TestIsUnavailable(t *testing.T) {
 		"request cancelled":       cancelled,
 		"client body cut short":   fmt.Errorf("read body: %w", io.ErrUnexpectedEOF),
 		"client body timed out":   &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}},
-		"retryable lock timeout":  fmt.Errorf("%w: %w", ErrRetryable, &pgconn.PgError{Code: pgLockNotAvailable}),
+		"retryable lock timeout":  fmt.Errorf("%w: %w", ErrRetryable, &pgconn.PgError{Code: pgerrcode.LockNotAvailable}),
 		"a domain error":          ErrUploadUnknown,
 		"a plain error":           errors.New("boom"),
 		"store: wrapped canceled": fmt.Errorf("store: begin: %w", context.Canceled),

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -341,7 +342,7 @@ func (c *Cluster) ensureDatabase(ctx context.Context) error {
 	}
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{Database}.Sanitize())
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: lost a race, fine
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.DuplicateDatabase { // lost a race, fine
 		return nil
 	}
 	return wrap(err, "create database "+Database)
