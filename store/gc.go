@@ -1,7 +1,7 @@
 package store
 
-// The SQL side of the online garbage collector of ADR-025 (seeds/000,
-// DESIGN.md "Blob protocol" rule 4). Package gc holds the River workers
+// The SQL side of the online garbage collector (docs/garbage-collection.md,
+// rule 4). Package gc holds the River workers
 // and the policy (phases, kill switch, failure isolation); every statement
 // they need is here.
 

@@ -13,9 +13,9 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
-// Inventory and state of the migration from a legacy registry:2 (issue 12,
-// seeds/003): one legacy_repositories row per legacy repository, moved
-// through pending -> pre_importing -> pre_imported -> importing -> migrated
+// Inventory and state of the migration from a legacy registry:2
+// (docs/registry2-migration.md): one legacy_repositories row per legacy
+// repository, moved through pending -> pre_importing -> pre_imported -> importing -> migrated
 // by the two passes (legacy/importer), failed or skipped otherwise. The
 // status importing is the read-only window the proxy enforces.
 

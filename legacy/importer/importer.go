@@ -1,5 +1,5 @@
 // Package importer moves one repository of a legacy registry:2 into ours,
-// in the two passes of seeds/003:
+// in the two passes of docs/registry2-migration.md:
 //
 //   - PreImport (pass 1, no read-only window): every manifest a tag reaches
 //     (index children included), its config and layers, copied into our

@@ -1,7 +1,7 @@
 package enum
 
 // LegacyStatus is legacy_repositories.status: where a repository of the
-// legacy registry:2 stands in its migration (seeds/003). importing is the
+// legacy registry:2 stands in its migration (docs/registry2-migration.md). importing is the
 // read-only window of pass 2.
 type LegacyStatus int16
 
