@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -180,7 +179,7 @@ func (a *Authenticator) Options() Options { return a.opts }
 // Authorization header, else the principal of its credential (see
 // CredentialFromRequest and AuthenticateSecret). Decision errors match
 // ErrUnauthenticated; other errors are internal (the store failed:
-// 500, or 503 for store.ErrRetryable).
+// 500, or 503 for store.CodeRetryable).
 //
 // A request that presents a credential counts against the failure limit
 // of its client address (ratelimit.go): ErrRateLimited once it is spent.
@@ -272,6 +271,4 @@ func (a *Authenticator) tokenByID(ctx context.Context, nsID, id uuid.UUID) (*cac
 	})
 }
 
-var errNotFoundSentinel = store.ErrAccessTokenNotFound
-
-func isNotFound(err error) bool { return errors.Is(err, errNotFoundSentinel) }
+func isNotFound(err error) bool { return store.HasCode(err, store.CodeAccessTokenNotFound) }

@@ -252,7 +252,7 @@ func ContainerResolver(st *store.Store) ResolveFunc {
 			image = parts[2]
 		}
 		t, err := st.ResolveContainerTarget(ctx, parts[0], parts[1], image)
-		if errors.Is(err, store.ErrContainerNameUnknown) {
+		if store.HasCode(err, store.CodeContainerNameUnknown) {
 			return nil, nil
 		}
 		if err != nil {
@@ -383,7 +383,7 @@ func (a *Authenticator) TokenHandler(resolve ResolveFunc) http.Handler {
 }
 
 func statusOf(err error) int {
-	if errors.Is(err, store.ErrRetryable) || store.IsUnavailable(err) {
+	if store.HasCode(err, store.CodeRetryable) || store.IsUnavailable(err) {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -106,7 +106,7 @@ func (e *NamespaceUnavailableError) NotFound() bool {
 // HTTPStatus maps a decision error to the status every HTTP surface uses:
 // 401, 403, 429, or 404 for a deleted or purged namespace; 0 for an error that
 // is not a decision error (an internal failure: 500, or 503 for
-// store.ErrRetryable, as the surface does already).
+// store.CodeRetryable, as the surface does already).
 func HTTPStatus(err error) int {
 	var nu *NamespaceUnavailableError
 	switch {

@@ -2,7 +2,6 @@ package auth_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/artifact-registry/artifact-registry/auth"
@@ -23,7 +22,7 @@ func Example_protocolHandler() {
 			return err // ErrUnauthenticated (malformed, unknown, expired, revoked) or a store failure
 		}
 		t, err := st.ResolveMavenTarget(r.Context(), namespace, repository)
-		if errors.Is(err, store.ErrMavenRepositoryUnknown) {
+		if store.HasCode(err, store.CodeMavenRepositoryUnknown) {
 			return auth.MaskNotFound(p, namespace, err) // 401/403 unless p may know it is missing
 		}
 		if err != nil {
@@ -44,7 +43,7 @@ func Example_protocolHandler() {
 	writeError := func(w http.ResponseWriter, err error) {
 		status := auth.HTTPStatus(err)
 		if status == 0 {
-			status = http.StatusInternalServerError // or 503 for store.ErrRetryable
+			status = http.StatusInternalServerError // or 503 for store.CodeRetryable
 		}
 		if status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", auth.BasicChallenge)

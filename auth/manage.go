@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +12,7 @@ import (
 
 // Token management with its authorization, for GraphQL
 // (createAccessToken, accessTokens, revokeAccessToken) and npm (login,
-// logout, npm token). Store failures pass through: store.DomainError for
+// logout, npm token). Store failures pass through: store.Error for
 // bad input, taken names and unknown repositories, as the GraphQL error
 // presenter already maps them.
 
@@ -100,7 +99,7 @@ func (a *Authenticator) RevokeSecret(ctx context.Context, p *Principal, secret s
 		return nil, unauthenticated("invalid token")
 	}
 	c, err := a.tokens.AccessTokenByHash(ctx, nsID, HashSecret(secret))
-	if errors.Is(err, store.ErrAccessTokenNotFound) {
+	if store.HasCode(err, store.CodeAccessTokenNotFound) {
 		return nil, unauthenticated("invalid token")
 	}
 	if err != nil {

@@ -67,9 +67,9 @@ func TestCreateTokenAuthorization(t *testing.T) {
 	if err := f.st.Pool().QueryRow(ctx, `SELECT count(*) FROM access_tokens WHERE position(convert_to($1, 'UTF8') in token_sha256) > 0 OR name = $1`, secret).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("the secret is stored somewhere: %d %v", n, err)
 	}
-	// Store validation passes through as DomainErrors.
+	// Store validation passes through as store errors.
 	_, _, err = f.authn.CreateToken(ctx, f.admin, acme, TokenSpec{Name: "x", Scopes: scopes(enum.TokenScopeRead), Repositories: []string{"nope"}})
-	if code, _ := store.DomainErrorCode(err); code != store.CodeNotFound {
+	if store.CodeOf(err) != store.CodeNotFound {
 		t.Fatalf("unknown repository: %v", err)
 	}
 	// Suspended: namespace tokens cannot administer, the super-user can.

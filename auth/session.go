@@ -150,7 +150,7 @@ func (a *Authenticator) LookupSession(ctx context.Context, secret string) (*Sess
 	}
 	sha := k.hash()
 	row, err := a.st.UISessionByHash(ctx, sha)
-	if errors.Is(err, store.ErrUISessionNotFound) {
+	if store.HasCode(err, store.CodeUISessionNotFound) {
 		return nil, sessionEnded("unknown or signed out")
 	}
 	if err != nil {

@@ -16,7 +16,6 @@ package counters
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -116,7 +115,7 @@ func (f *Folder) Fold(ctx context.Context) (Result, error) {
 			res.Targets += r.Targets
 			res.Batches += r.Batches
 			switch {
-			case errors.Is(err, store.ErrRetryable):
+			case store.HasCode(err, store.CodeRetryable):
 				f.cfg.Logger.Warn("counters: fold deferred", "namespace", ns, "err", err)
 			case err != nil:
 				return res, fmt.Errorf("counters: fold namespace %s: %w", ns, err)

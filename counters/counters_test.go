@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -335,7 +334,7 @@ func TestFoldConcurrentWriters(t *testing.T) {
 			f := New(e.st, Config{Batch: 7, Logger: quietLogger()})
 			for !done.Load() {
 				r, err := f.Fold(e.ctx)
-				if err != nil && !errors.Is(err, store.ErrRetryable) {
+				if err != nil && !store.HasCode(err, store.CodeRetryable) {
 					foldErrs <- err
 					return
 				}

@@ -2,7 +2,6 @@ package gc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -80,7 +79,7 @@ func (g *GC) Cleanup(ctx context.Context, key store.GCCandidateKey) (*store.GCCl
 	case store.GCReferenced:
 		g.log.DebugContext(ctx, "gc: candidate referenced again, discarded", "candidate", key.String())
 	}
-	if errors.Is(err, store.ErrGCCandidateUnknown) {
+	if store.HasCode(err, store.CodeGCCandidateUnknown) {
 		err = nil // went away meanwhile: nothing to record
 	}
 	return res, err

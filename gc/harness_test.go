@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -276,7 +275,7 @@ func (e *env) key(data []byte) store.GCCandidateKey {
 func (e *env) readBlob(data []byte) ([]byte, bool) {
 	e.t.Helper()
 	r, _, err := e.st.OpenBlob(e.ctx, e.ns, sha256.Sum256(data), 0, -1)
-	if errors.Is(err, store.ErrBlobUnknown) {
+	if store.HasCode(err, store.CodeBlobUnknown) {
 		return nil, false
 	}
 	if err != nil {
@@ -302,7 +301,7 @@ func (e *env) assertIntact(data []byte) {
 func (e *env) assertGone(data []byte) {
 	e.t.Helper()
 	sum := sha256.Sum256(data)
-	if _, err := e.st.StatBlob(e.ctx, e.ns, sum); !errors.Is(err, store.ErrBlobUnknown) {
+	if _, err := e.st.StatBlob(e.ctx, e.ns, sum); !store.HasCode(err, store.CodeBlobUnknown) {
 		e.t.Fatalf("blob row %s still there (err %v)", store.FormatSHA256(sum), err)
 	}
 	ok, err := e.st.Objects().Exists(e.ctx, objstore.BlobKey(e.ns, sum))
@@ -323,7 +322,7 @@ func (e *env) objectExists(data []byte) bool {
 func (e *env) candidate(data []byte) *store.GCCandidate {
 	e.t.Helper()
 	c, err := e.st.GCCandidate(e.ctx, e.key(data))
-	if errors.Is(err, store.ErrGCCandidateUnknown) {
+	if store.HasCode(err, store.CodeGCCandidateUnknown) {
 		return nil
 	}
 	if err != nil {

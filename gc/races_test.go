@@ -194,7 +194,7 @@ func TestRecheckDiscardsCandidateOfReferencedBlob(t *testing.T) {
 
 // Push (blob rows first, then the artifact row) and delete (artifact row
 // first, then blob rows) lock in opposite orders and can deadlock. The
-// loser gets store.ErrRetryable (503 with Retry-After at the protocol),
+// loser gets store.CodeRetryable (503 with Retry-After at the protocol),
 // never an unmapped error (500); the winner commits; a retry succeeds.
 func TestPushDeleteDeadlockLoserGetsRetryable(t *testing.T) {
 	e := newEnv(t, Config{})
@@ -239,7 +239,7 @@ func TestPushDeleteDeadlockLoserGetsRetryable(t *testing.T) {
 	}()
 	wg.Wait()
 	for name, err := range map[string]error{"push": pushErr, "delete": deleteErr} {
-		if err != nil && !errors.Is(err, store.ErrRetryable) {
+		if err != nil && !store.HasCode(err, store.CodeRetryable) {
 			t.Fatalf("%s failed with an unmapped error (would be a 500): %v", name, err)
 		}
 	}

@@ -3,7 +3,6 @@ package gc
 import (
 	"bytes"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -58,12 +57,12 @@ func TestRejectedManifestStoresNothing(t *testing.T) {
 	// does not exist yet.
 	m := manifestOf("missing-layer", layer, blobData("never pushed", 100))
 	_, err := e.st.PutContainerManifest(e.ctx, e.containerTarget("app"), m)
-	if !errors.Is(err, store.ErrContainerManifestBlobUnknown) {
+	if !store.HasCode(err, store.CodeContainerManifestBlobUnknown) {
 		t.Fatalf("push: %v, want ErrContainerManifestBlobUnknown", err)
 	}
 	fresh := manifestOf("fresh-image", layer)
 	_, err = e.st.PutContainerManifest(e.ctx, e.containerTarget("other"), fresh)
-	if !errors.Is(err, store.ErrContainerManifestBlobUnknown) {
+	if !store.HasCode(err, store.CodeContainerManifestBlobUnknown) {
 		t.Fatalf("push to a new image: %v, want ErrContainerManifestBlobUnknown", err)
 	}
 	index := store.ContainerManifestPut{
@@ -71,7 +70,7 @@ func TestRejectedManifestStoresNothing(t *testing.T) {
 		Payload: []byte(`{"index":1}`), Children: [][32]byte{sha256.Sum256([]byte("no such child"))},
 	}
 	_, err = e.st.PutContainerManifest(e.ctx, e.containerTarget("app"), index)
-	if !errors.Is(err, store.ErrContainerManifestChildUnknown) {
+	if !store.HasCode(err, store.CodeContainerManifestChildUnknown) {
 		t.Fatalf("index push: %v, want ErrContainerManifestChildUnknown", err)
 	}
 	for _, p := range [][]byte{m.Payload, fresh.Payload, index.Payload} {
@@ -109,7 +108,7 @@ func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
 	}
 	for _, m := range []store.ContainerManifestPut{orphan, shared} {
 		tgt := *stale
-		if _, err := e.st.PutContainerManifest(e.ctx, &tgt, m); !errors.Is(err, store.ErrContainerManifestBlobUnknown) {
+		if _, err := e.st.PutContainerManifest(e.ctx, &tgt, m); !store.HasCode(err, store.CodeContainerManifestBlobUnknown) {
 			t.Fatalf("push into the deleted image: %v, want ErrContainerManifestBlobUnknown", err)
 		}
 	}

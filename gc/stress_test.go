@@ -2,7 +2,6 @@ package gc
 
 import (
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -73,8 +72,8 @@ func TestStressPushDeleteRepushWhileGCRuns(t *testing.T) {
 			}
 			// What a client sees as 503 or BLOB_UNKNOWN (its blob was
 			// reclaimed between upload and manifest): retry the push.
-			if attempt < 50 && (errors.Is(err, store.ErrRetryable) || errors.Is(err, store.ErrBlobUnknown) ||
-				errors.Is(err, store.ErrBlobMustReupload) || errors.Is(err, store.ErrUploadUnknown)) {
+			if attempt < 50 && (store.HasCode(err, store.CodeRetryable) || store.HasCode(err, store.CodeBlobUnknown) ||
+				store.HasCode(err, store.CodeBlobMustReupload) || store.HasCode(err, store.CodeUploadUnknown)) {
 				retries.Add(1)
 				continue
 			}
@@ -150,7 +149,7 @@ func TestStressPushDeleteRepushWhileGCRuns(t *testing.T) {
 
 				if victim >= 0 {
 					_, err := e.detach(atts...)
-					for attempt := 0; errors.Is(err, store.ErrRetryable) && attempt < 50; attempt++ {
+					for attempt := 0; store.HasCode(err, store.CodeRetryable) && attempt < 50; attempt++ {
 						retries.Add(1)
 						_, err = e.detach(atts...)
 					}

@@ -106,8 +106,7 @@ func (r *Resolver) repositoryFor(ctx context.Context, ref store.RepositoryRef, a
 }
 
 func isNotFound(err error) bool {
-	code, ok := store.DomainErrorCode(err)
-	return ok && code == store.CodeNotFound
+	return store.KindOf(err) == store.KindNotFound
 }
 
 // authError presents a decision error of package auth (ok false for

@@ -47,7 +47,7 @@ func invalidInput(format string, args ...any) error {
 func notFound(format string, args ...any) error { return newError(CodeNotFound, format, args...) }
 
 // errorPresenter maps every error to a GraphQL error with extensions.code.
-// Domain errors (store.DomainError) and API errors keep their message;
+// Store errors (store.Error) and API errors keep their message;
 // errors gqlgen raised itself (parse, validation, complexity) keep theirs;
 // anything else is logged and reported as a generic INTERNAL error, so no
 // SQL or driver detail reaches the client.
@@ -55,7 +55,6 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr := graphql.DefaultErrorPresenter(ctx, err)
 		var ae *apiError
-		var de *store.DomainError
 		if code, msg, reason, ok := authError(err); ok {
 			gqlErr.Message = msg
 			setCode(gqlErr, code)
@@ -72,13 +71,14 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		case errors.As(err, &ae):
 			gqlErr.Message = ae.msg
 			setCode(gqlErr, ae.code)
-		case errors.As(err, &de):
-			gqlErr.Message = de.Message
-			setCode(gqlErr, string(de.Code))
-		case errors.Is(err, store.ErrRetryable):
+		case store.HasCode(err, store.CodeRetryable):
 			// Lock timeout or deadlock: nothing was changed.
 			gqlErr.Message = "the resource is busy with a concurrent change; retry"
 			setCode(gqlErr, CodeConflict)
+		case store.KindOf(err) != "":
+			de, _ := store.AsError(err)
+			gqlErr.Message = de.Message
+			setCode(gqlErr, string(de.Code.Kind))
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Whatever failed once the operation's deadline passed failed
 			// because of it (drivers do not always wrap the context error).

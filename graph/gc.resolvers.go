@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
@@ -33,7 +32,7 @@ func (r *mutationResolver) RequeueGcCandidate(ctx context.Context, input model.R
 		return nil, err
 	}
 	c, err := r.store.RequeueGCCandidate(ctx, ns.ID, [32]byte(sum))
-	if errors.Is(err, store.ErrGCCandidateUnknown) {
+	if store.HasCode(err, store.CodeGCCandidateUnknown) {
 		return nil, notFound("namespace %q has no excluded garbage-collection candidate %s", input.Namespace, store.FormatDigest(sum))
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"math"
 	"strings"
 	"time"
@@ -85,9 +84,9 @@ func (r *Resolver) legacyRepositoryResult(ctx context.Context, row *store.Legacy
 
 func legacyError(err error) error {
 	switch {
-	case errors.Is(err, store.ErrLegacyRepositoryUnknown):
+	case store.HasCode(err, store.CodeLegacyRepositoryUnknown):
 		return notFound("no legacy repository with that id")
-	case errors.Is(err, store.ErrLegacyState):
+	case store.HasCode(err, store.CodeLegacyState):
 		return newError(CodeConflict, "the legacy repository's status does not allow this (a pass is running, or it is migrated, or it is not failed or skipped)")
 	}
 	return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 
@@ -48,39 +47,41 @@ func (r *Resolver) packageItemRef(ctx context.Context, in model.PackageItemRefIn
 }
 
 // npmError maps the npm store's typed errors to API errors; stateCode is
-// the code of ErrNpmInvalid, which the trash operations raise for a state
+// the code of CodeNpmInvalid, which the trash operations raise for a state
 // conflict and the tag operations for bad input.
 func npmError(err error, stateCode string) error {
 	return typedError(err, []typedCode{
-		{store.ErrNpmRepositoryUnknown, CodeNotFound}, {store.ErrNpmPackageUnknown, CodeNotFound},
-		{store.ErrNpmVersionUnknown, CodeNotFound}, {store.ErrNpmTagUnknown, CodeNotFound},
-		{store.ErrNpmConflict, CodeConflict}, {store.ErrNpmLimit, CodeConflict}, {store.ErrNpmRevisionConflict, CodeConflict},
-		{store.ErrNpmInvalid, stateCode},
+		{store.CodeNpmRepositoryUnknown, CodeNotFound}, {store.CodeNpmPackageUnknown, CodeNotFound},
+		{store.CodeNpmVersionUnknown, CodeNotFound}, {store.CodeNpmTagUnknown, CodeNotFound},
+		{store.CodeNpmConflict, CodeConflict}, {store.CodeNpmLimit, CodeConflict}, {store.CodeNpmRevisionConflict, CodeConflict},
+		{store.CodeNpmInvalid, stateCode},
 	})
 }
 
 // mavenError maps the Maven store's typed errors to API errors.
 func mavenError(err error) error {
-	return typedError(err, []typedCode{{store.ErrMavenUnknown, CodeNotFound}, {store.ErrMavenStateConflict, CodeConflict}})
+	return typedError(err, []typedCode{{store.CodeMavenUnknown, CodeNotFound}, {store.CodeMavenStateConflict, CodeConflict}})
 }
 
 type typedCode struct {
-	sentinel error
-	code     string
+	store store.Code
+	code  string
 }
 
-// typedError turns a typed store error into an API error whose message is
-// the part after "<sentinel>: " (written for the caller); other errors
-// pass through (and are reported as INTERNAL).
+// typedError turns a store error into an API error with the code the
+// table gives for its store code; its message is the part after the
+// failure's name ("npm version unknown: a@1.0.0" gives "a@1.0.0"), written
+// for the caller. Other errors pass through to the error presenter.
 func typedError(err error, codes []typedCode) error {
-	if err == nil {
-		return nil
+	se, ok := store.AsError(err)
+	if !ok {
+		return err
 	}
 	for _, c := range codes {
-		if errors.Is(err, c.sentinel) {
-			msg, prefix := err.Error(), c.sentinel.Error()+": "
-			if i := strings.Index(msg, prefix); i >= 0 {
-				msg = msg[i+len(prefix):]
+		if se.Code == c.store {
+			msg := se.Message
+			if _, detail, found := strings.Cut(msg, ": "); found {
+				msg = detail
 			}
 			return newError(c.code, "%s", msg)
 		}

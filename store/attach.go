@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -46,7 +48,7 @@ FOR UPDATE OF b`
 func lockBlobs(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
 	rows, err := tx.Query(ctx, lockBlobsSQL, namespaceID, digests)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: lock blobs: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: lock blobs: %w", err))
 	}
 	defer rows.Close()
 	keys := make(map[[32]byte]string, len(digests))
@@ -59,7 +61,7 @@ func lockBlobs(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests []
 		keys[[32]byte(sha)] = key
 	}
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: lock blobs: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: lock blobs: %w", err))
 	}
 	return keys, nil
 }
@@ -98,9 +100,9 @@ SELECT true, 0, sha256 FROM cleared`
 // those blobs is deleted. A blob that had a live candidate is a dedup skip
 // on a row that may have lost its object, so its object is checked in
 // storage under the lock (bounded by Options.ObjectCheckTimeout): a missing
-// object fails with ErrBlobMustReupload (in a *DigestError), a check that
-// cannot finish with ErrRetryable. A digest without a blob row fails with
-// ErrBlobUnknown. On error the caller must roll back.
+// object fails with CodeBlobMustReupload (in a *DigestError), a check that
+// cannot finish with CodeRetryable. A digest without a blob row fails with
+// CodeBlobUnknown. On error the caller must roll back.
 //
 // The returned attachments are in the order of digests.
 func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][32]byte) ([]Attachment, error) {
@@ -114,7 +116,7 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 	}
 	for _, d := range distinct {
 		if _, ok := keys[[32]byte(d)]; !ok {
-			return nil, digestErr(ErrBlobUnknown, [32]byte(d))
+			return nil, errs.WithDigest(CodeBlobUnknown, [32]byte(d), "blob unknown")
 		}
 	}
 	uses := make([][]byte, len(digests))
@@ -123,7 +125,7 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 	}
 	rows, err := tx.Query(ctx, attachSQL, namespaceID, uses, distinct)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: attach: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: attach: %w", err))
 	}
 	ids := make(map[[32]byte][]int64, len(distinct))
 	var cleared [][32]byte
@@ -145,7 +147,7 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: attach: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: attach: %w", err))
 	}
 	if err := s.checkObjects(ctx, cleared, keys); err != nil {
 		return nil, err
@@ -182,7 +184,7 @@ func (s *Store) checkObjects(ctx context.Context, digests [][32]byte, keys map[[
 				return err
 			}
 			if !ok {
-				return digestErr(ErrBlobMustReupload, d)
+				return errs.WithDigest(CodeBlobMustReupload, d, "blob object missing, upload it again")
 			}
 			return nil
 		})
@@ -227,7 +229,7 @@ SELECT (SELECT count(*) FROM del), ARRAY(SELECT sha256 FROM cand ORDER BY sha256
 // UPDATE in ascending digest order, the attachments deleted, and a GC
 // candidate due at now + ReviewDelay is recorded for each blob left with
 // no attachment. It returns those digests (ascending). An attachment that
-// does not exist fails with ErrAttachmentUnknown; the caller must roll back.
+// does not exist fails with CodeAttachmentUnknown; the caller must roll back.
 func (s *Store) Detach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, attachments []Attachment) ([][32]byte, error) {
 	if len(attachments) == 0 {
 		return nil, nil
@@ -250,11 +252,10 @@ func (s *Store) Detach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, at
 	reviewAfter := s.opts.Clock.Now().Add(s.opts.ReviewDelay)
 	err := tx.QueryRow(ctx, detachSQL, namespaceID, ids, uses, distinct, reviewAfter).Scan(&deleted, &zero)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: detach: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: detach: %w", err))
 	}
 	if deleted != int64(len(attachments)) {
-		return nil, fmt.Errorf("%w: %d of %d attachments not found (or given twice)",
-			ErrAttachmentUnknown, int64(len(attachments))-deleted, len(attachments))
+		return nil, errs.New(CodeAttachmentUnknown, "attachment unknown: %d of %d attachments not found (or given twice)", int64(len(attachments))-deleted, len(attachments))
 	}
 	out := make([][32]byte, len(zero))
 	for i, z := range zero {

@@ -117,15 +117,14 @@ func TestAttachDetach(t *testing.T) {
 		_, err := f.store.Attach(ctx, tx, f.ns, [][32]byte{a, {7}})
 		return err
 	})
-	var de *DigestError
-	if !errors.Is(err, ErrBlobUnknown) || !errors.As(err, &de) || de.SHA256 != [32]byte{7} {
+	if e, ok := AsError(err); !ok || e.Code != CodeBlobUnknown || e.Digest == nil || *e.Digest != [32]byte{7} {
 		t.Fatalf("attach of an unknown blob: %v", err)
 	}
 	err = f.store.WithTx(ctx, func(tx pgx.Tx) error {
 		_, err := f.store.Detach(ctx, tx, f.ns, []Attachment{atts[1]})
 		return err
 	})
-	if !errors.Is(err, ErrAttachmentUnknown) {
+	if !HasCode(err, CodeAttachmentUnknown) {
 		t.Fatalf("detach of a deleted attachment: %v", err)
 	}
 	fresh := f.attach(t, b)
@@ -133,7 +132,7 @@ func TestAttachDetach(t *testing.T) {
 		_, err := f.store.Detach(ctx, tx, f.ns, []Attachment{fresh[0], fresh[0]})
 		return err
 	})
-	if !errors.Is(err, ErrAttachmentUnknown) || f.attachmentCount(t, b) != 1 {
+	if !HasCode(err, CodeAttachmentUnknown) || f.attachmentCount(t, b) != 1 {
 		t.Fatalf("detach given twice: %v (count %d)", err, f.attachmentCount(t, b))
 	}
 	if zero := f.detach(t); zero != nil {
@@ -208,7 +207,7 @@ func TestAttachDetachRandomized(t *testing.T) {
 				switch {
 				case errors.Is(err, errRollback):
 					continue
-				case errors.Is(err, ErrRetryable):
+				case HasCode(err, CodeRetryable):
 					localRetries++
 					continue // deadlock between the two orders: the client retries
 				case err != nil:
@@ -239,7 +238,7 @@ func TestAttachDetachRandomized(t *testing.T) {
 					_, err := f.store.Detach(ctx, tx, f.ns, drop)
 					return err
 				})
-				if errors.Is(err, ErrRetryable) {
+				if HasCode(err, CodeRetryable) {
 					continue
 				}
 				if err != nil {
@@ -328,7 +327,7 @@ func TestCrashRecoveryReupload(t *testing.T) {
 				_, err := f.store.Attach(ctx, tx, f.ns, [][32]byte{blob.SHA256})
 				return err
 			})
-			if !errors.Is(err, ErrBlobMustReupload) {
+			if !HasCode(err, CodeBlobMustReupload) {
 				t.Fatalf("attach of a blob without object: %v", err)
 			}
 			if len(f.candidates(t)) != 1 || f.attachmentCount(t, blob.SHA256) != 0 {
@@ -391,7 +390,7 @@ func pgErrCode(err error) string {
 
 // TestLockTimeoutRetryable: a blob row held FOR UPDATE by another
 // connection makes attach, detach and the dedup commit wait; past the lock
-// timeout they fail with ErrRetryable (55P03 underneath) and change nothing.
+// timeout they fail with CodeRetryable (55P03 underneath) and change nothing.
 func TestLockTimeoutRetryable(t *testing.T) {
 	f := newBlobFixture(t, "file", Options{LockTimeout: 150 * time.Millisecond})
 	ctx := context.Background()
@@ -404,21 +403,21 @@ func TestLockTimeoutRetryable(t *testing.T) {
 		_, err := f.store.Attach(ctx, tx, f.ns, [][32]byte{sha})
 		return err
 	})
-	if !errors.Is(err, ErrRetryable) || pgErrCode(err) != "55P03" {
+	if !HasCode(err, CodeRetryable) || pgErrCode(err) != "55P03" {
 		t.Fatalf("attach: %v", err)
 	}
 	err = f.store.WithTx(ctx, func(tx pgx.Tx) error {
 		_, err := f.store.Detach(ctx, tx, f.ns, atts)
 		return err
 	})
-	if !errors.Is(err, ErrRetryable) {
+	if !HasCode(err, CodeRetryable) {
 		t.Fatalf("detach: %v", err)
 	}
 	u, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadMonolithic)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.CommitUpload(ctx, u.Ref(), bytes.NewReader(data), want(data)); !errors.Is(err, ErrRetryable) {
+	if _, err := f.store.CommitUpload(ctx, u.Ref(), bytes.NewReader(data), want(data)); !HasCode(err, CodeRetryable) {
 		t.Fatalf("dedup commit: %v", err)
 	}
 	release()
@@ -435,7 +434,7 @@ func TestLockTimeoutRetryable(t *testing.T) {
 // TestDeadlockRetryable: a push (blob rows, then the artifact row) and a
 // delete (artifact row, then blob rows) lock in opposite orders by
 // necessity (ADR-025). PostgreSQL aborts one of them with a deadlock, which
-// surfaces as ErrRetryable; the other commits.
+// surfaces as CodeRetryable; the other commits.
 func TestDeadlockRetryable(t *testing.T) {
 	f := newBlobFixture(t, "mem", Options{LockTimeout: 20 * time.Second})
 	ctx := context.Background()
@@ -481,7 +480,7 @@ func TestDeadlockRetryable(t *testing.T) {
 	default:
 		t.Fatalf("want exactly one loser: push %v, delete %v", pushErr, deleteErr)
 	}
-	if !errors.Is(lost, ErrRetryable) || pgErrCode(lost) != "40P01" {
+	if !HasCode(lost, CodeRetryable) || pgErrCode(lost) != "40P01" {
 		t.Fatalf("loser: %v", lost)
 	}
 	want := 0 // push lost: the delete removed the one attachment

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -30,7 +31,7 @@ import (
 //   - Read bytes: StatBlob (database only), OpenBlob, or an AP1 join
 //     (BlobColumns, JoinBlob, ScanBlobInto) followed by OpenBlobObject.
 //
-// Errors are typed (blob_errors.go); ErrRetryable means 503 + Retry-After.
+// Errors are typed (blob_errors.go); CodeRetryable means 503 + Retry-After.
 
 // Blob is a blob_storage_blobs row: one stored object per (namespace,
 // sha256).
@@ -133,13 +134,13 @@ func scanBlob(row pgx.Row) (*Blob, error) {
 }
 
 // StatBlob returns the blob row of (namespace, sha256) from the database
-// only; storage is not touched. ErrBlobUnknown when there is none.
+// only; storage is not touched. CodeBlobUnknown when there is none.
 func (s *Store) StatBlob(ctx context.Context, namespaceID uuid.UUID, sha256 [32]byte) (*Blob, error) {
 	b, err := scanBlob(s.pool.QueryRow(ctx,
 		`SELECT `+BlobColumns+` FROM blob_storage_blobs b WHERE b.namespace_id = $1 AND b.sha256 = $2`,
 		namespaceID, sha256[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, digestErr(ErrBlobUnknown, sha256)
+		return nil, errs.WithDigest(CodeBlobUnknown, sha256, "blob unknown")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: stat blob: %w", err)
@@ -163,14 +164,14 @@ func (s *Store) OpenBlob(ctx context.Context, namespaceID uuid.UUID, sha256 [32]
 
 // OpenBlobObject opens a range of a blob row already read (for example by
 // an AP1 join), without another database round trip. A missing object is
-// reported as ErrBlobUnknown.
+// reported as CodeBlobUnknown.
 func (s *Store) OpenBlobObject(ctx context.Context, b *Blob, offset, length int64) (io.ReadCloser, error) {
 	if offset < 0 || offset > b.Size || (length >= 0 && offset+length > b.Size) {
-		return nil, fmt.Errorf("%w: %d+%d of %d bytes", ErrRangeNotSatisfiable, offset, length, b.Size)
+		return nil, errs.New(CodeRangeNotSatisfiable, "range not satisfiable: %d+%d of %d bytes", offset, length, b.Size)
 	}
 	r, err := s.objects.NewRangeReader(ctx, b.ObjectStorageKey, offset, length)
 	if errors.Is(err, objstore.ErrNotFound) {
-		return nil, digestErr(ErrBlobUnknown, b.SHA256)
+		return nil, errs.WithDigest(CodeBlobUnknown, b.SHA256, "blob unknown")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open blob: %w", err)

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -88,7 +87,7 @@ func TestPushObserverHooks(t *testing.T) {
 				_, err := f.store.Attach(ctx, tx, f.ns, [][32]byte{blob.SHA256})
 				return err
 			})
-			if !errors.Is(err, ErrBlobMustReupload) {
+			if !HasCode(err, CodeBlobMustReupload) {
 				t.Fatalf("attach without object: %v", err)
 			}
 			step("attach of a missing object", 5, 1, 1)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -36,14 +38,11 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 		return nil, err
 	}
 	if !lookupable(namespace) {
-		return nil, domainErr(CodeNotFound, "namespace %q not found", namespace)
+		return nil, errs.New(CodeNotFound, "namespace %q not found", namespace)
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("generate collection id: %w", err)
-	}
+	id := db.NewID()
 	var out *RepositoryCollection
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := namespaceBySlug(ctx, tx, namespace, "FOR KEY SHARE")
 		if err != nil {
 			return err
@@ -55,8 +54,8 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 			INSERT INTO repository_collections AS rc (id, namespace_id, name) VALUES ($1, $2, $3)
 			RETURNING `+collectionColumns, id, ns.ID, name))
 		if err != nil {
-			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
-				return domainErr(CodeAlreadyExists, "repository collection %q already exists in namespace %q", name, namespace)
+			if code, _ := db.PgCode(err); code == pgerrcode.UniqueViolation {
+				return errs.New(CodeAlreadyExists, "repository collection %q already exists in namespace %q", name, namespace)
 			}
 			return fmt.Errorf("insert collection: %w", err)
 		}
@@ -65,11 +64,11 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 	return out, err
 }
 
-func collectionByName(ctx context.Context, q querier, nsID uuid.UUID, name string) (*RepositoryCollection, error) {
+func collectionByName(ctx context.Context, q db.Queryer, nsID uuid.UUID, name string) (*RepositoryCollection, error) {
 	c, err := scanCollection(q.QueryRow(ctx, `SELECT `+collectionColumns+` FROM repository_collections rc
 		WHERE rc.namespace_id = $1 AND rc.name = $2`, nsID, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, domainErr(CodeNotFound, "repository collection %q not found", name)
+		return nil, errs.New(CodeNotFound, "repository collection %q not found", name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load collection %q: %w", name, err)
@@ -92,7 +91,7 @@ func (s *Store) UnlinkRepositoryFromCollection(ctx context.Context, ref Reposito
 
 func (s *Store) changeCollectionLink(ctx context.Context, ref RepositoryRef, collection string, link bool) (*Repository, error) {
 	if !lookupable(collection) {
-		return nil, domainErr(CodeNotFound, "repository collection %q not found", collection)
+		return nil, errs.New(CodeNotFound, "repository collection %q not found", collection)
 	}
 	var out *Repository
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -127,10 +126,10 @@ func (s *Store) changeCollectionLink(ctx context.Context, ref RepositoryRef, col
 				return fmt.Errorf("count repository links: %w", err)
 			}
 			if linked == 0 {
-				return domainErr(CodeNotFound, "repository %s is not in collection %q", ref, collection)
+				return errs.New(CodeNotFound, "repository %s is not in collection %q", ref, collection)
 			}
 			if total == 1 {
-				return domainErr(CodeConflict, "collection %q is the last collection of repository %s: link it elsewhere first", collection, ref)
+				return errs.New(CodeConflict, "collection %q is the last collection of repository %s: link it elsewhere first", collection, ref)
 			}
 			if _, err := tx.Exec(ctx, `DELETE FROM repository_collection_repositories
 				WHERE namespace_id = $1 AND repository_collection_id = $2 AND repository_id = $3`, ns.ID, c.ID, repo.ID); err != nil {

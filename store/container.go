@@ -10,36 +10,38 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Container (OCI / Docker) data path of hosted container repositories
 // (ADR-007 "コンテナリポジトリ"): the operations the OCI distribution
 // protocol calls. Reads prune to one partition (namespace_id = $1 first);
-// writes run in foreground transactions (WithTx: lock timeout, ErrRetryable)
+// writes run in foreground transactions (WithTx: lock timeout, CodeRetryable)
 // and take locks in the ADR-025 order.
 
 // Typed errors of the container data path. Protocols test them with
 // errors.Is / errors.As.
 var (
-	// ErrContainerNameUnknown: no such namespace, or no active hosted
+	// CodeContainerNameUnknown: no such namespace, or no active hosted
 	// container repository of that name in it.
-	ErrContainerNameUnknown = errors.New("store: container repository unknown")
-	// ErrContainerManifestUnknown: no active manifest (or tag) by that
+	CodeContainerNameUnknown = Code{Name: "CONTAINER_NAME_UNKNOWN", Kind: KindNotFound}
+	// CodeContainerManifestUnknown: no active manifest (or tag) by that
 	// reference in the image.
-	ErrContainerManifestUnknown = errors.New("store: manifest unknown")
-	// ErrContainerBlobUnknown: the image has no active blob of that digest.
-	ErrContainerBlobUnknown = errors.New("store: blob unknown in image")
-	// ErrContainerManifestBlobUnknown: a manifest references a blob that is
+	CodeContainerManifestUnknown = Code{Name: "CONTAINER_MANIFEST_UNKNOWN", Kind: KindNotFound}
+	// CodeContainerBlobUnknown: the image has no active blob of that digest.
+	CodeContainerBlobUnknown = Code{Name: "CONTAINER_BLOB_UNKNOWN", Kind: KindNotFound}
+	// CodeContainerManifestBlobUnknown: a manifest references a blob that is
 	// not in the image. Returned in a *DigestError.
-	ErrContainerManifestBlobUnknown = errors.New("store: manifest references a blob unknown in the image")
-	// ErrContainerManifestChildUnknown: an index references a manifest that
+	CodeContainerManifestBlobUnknown = Code{Name: "CONTAINER_MANIFEST_BLOB_UNKNOWN", Kind: KindInvalidInput}
+	// CodeContainerManifestChildUnknown: an index references a manifest that
 	// is not in the image. Returned in a *DigestError.
-	ErrContainerManifestChildUnknown = errors.New("store: index references a manifest unknown in the image")
-	// ErrContainerManifestReferenced: the manifest is listed by an active
+	CodeContainerManifestChildUnknown = Code{Name: "CONTAINER_MANIFEST_CHILD_UNKNOWN", Kind: KindInvalidInput}
+	// CodeContainerManifestReferenced: the manifest is listed by an active
 	// index or manifest list. Returned in a *DigestError naming the index.
-	ErrContainerManifestReferenced = errors.New("store: manifest is referenced by an index")
-	// ErrContainerTooManyManifests: the image holds MaxContainerManifestsPerImage.
-	ErrContainerTooManyManifests = errors.New("store: too many manifests in the image")
+	CodeContainerManifestReferenced = Code{Name: "CONTAINER_MANIFEST_REFERENCED", Kind: KindConflict}
+	// CodeContainerTooManyManifests: the image holds MaxContainerManifestsPerImage.
+	CodeContainerTooManyManifests = Code{Name: "CONTAINER_TOO_MANY_MANIFESTS", Kind: KindConflict}
 )
 
 // MaxContainerManifestsPerImage is ADR-007's bound on one image (25,000).
@@ -92,15 +94,15 @@ WHERE n.id = $1`
 // ContainerNamespaceID returns the id of a namespace by slug (deleted ones
 // included). Slugs are immutable and never reused (namespaces_slug_key
 // spans purged rows too), so callers may cache the answer forever.
-// ErrContainerNameUnknown when there is none.
+// CodeContainerNameUnknown when there is none.
 func (s *Store) ContainerNamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
 	var id uuid.UUID
 	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, slug).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, slug)
+		return uuid.Nil, errs.New(CodeContainerNameUnknown, "container repository unknown: namespace %q not found", slug)
 	}
 	if err != nil {
-		return uuid.Nil, mapErr(fmt.Errorf("store: namespace %s: %w", slug, err))
+		return uuid.Nil, db.MapErr(fmt.Errorf("store: namespace %s: %w", slug, err))
 	}
 	return id, nil
 }
@@ -116,7 +118,7 @@ func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repositor
 }
 
 // ResolveContainerTargetIn resolves an OCI name in the namespace nsID (whose
-// slug is namespace). ErrContainerNameUnknown (wrapped with the reason) when
+// slug is namespace). CodeContainerNameUnknown (wrapped with the reason) when
 // the namespace does not exist or is deleted, or when the repository is
 // missing, in the trash, not a container repository, or not HOSTED.
 // Blocked, disabled and suspended namespaces resolve, with
@@ -132,20 +134,20 @@ func (s *Store) ResolveContainerTargetIn(ctx context.Context, nsID uuid.UUID, na
 		&deleted, &purged, &blocked, &disabled, &suspended,
 		&repoID, &format, &kind, &visibility, &crID, &imageID)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (deleted != nil || purged != nil)) {
-		return nil, fmt.Errorf("%w: namespace %q not found", ErrContainerNameUnknown, namespace)
+		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: namespace %q not found", namespace)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
+		return nil, db.MapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
 	}
 	if repoID == nil {
-		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrContainerNameUnknown, repository, namespace)
+		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: repository %q not found in namespace %q", repository, namespace)
 	}
 	f := enum.Format(*format)
 	if f != enum.FormatDocker && f != enum.FormatOCI {
-		return nil, fmt.Errorf("%w: repository %s/%s is not a container repository", ErrContainerNameUnknown, namespace, repository)
+		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: repository %s/%s is not a container repository", namespace, repository)
 	}
 	if enum.Kind(*kind) != enum.KindHosted || crID == nil {
-		return nil, fmt.Errorf("%w: repository %s/%s is not a hosted container repository", ErrContainerNameUnknown, namespace, repository)
+		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: repository %s/%s is not a hosted container repository", namespace, repository)
 	}
 	t.NamespaceID, t.RepositoryID, t.ContainerRepositoryID = nsID, *repoID, *crID
 	// ADR-007 serving predicate: reads need the namespace neither blocked
@@ -167,21 +169,16 @@ func (s *Store) ResolveContainerTargetIn(ctx context.Context, nsID uuid.UUID, na
 	return t, nil
 }
 
-// containerQuerier is a pool or a transaction.
-type containerQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // statBlobs reads the blob rows of digests of one namespace. The digests
 // are constants of the statement, so blob_storage_blobs (HASH(sha256)) is
 // pruned to their partitions at plan time; joining it to a format table on
 // its sha256 column instead plans all 64 partitions, which costs far more
 // than this second round trip.
-func statBlobs(ctx context.Context, q containerQuerier, nsID uuid.UUID, shas [][]byte) (map[[32]byte]*Blob, error) {
+func statBlobs(ctx context.Context, q db.Queryer, nsID uuid.UUID, shas [][]byte) (map[[32]byte]*Blob, error) {
 	rows, err := q.Query(ctx, `SELECT `+BlobColumns+` FROM blob_storage_blobs b
 		WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])`, nsID, shas)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: stat blobs: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: stat blobs: %w", err))
 	}
 	defer rows.Close()
 	out := make(map[[32]byte]*Blob, len(shas))
@@ -197,7 +194,7 @@ func statBlobs(ctx context.Context, q containerQuerier, nsID uuid.UUID, shas [][
 		out[b.SHA256] = b
 	}
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: stat blobs: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: stat blobs: %w", err))
 	}
 	return out, nil
 }
@@ -206,12 +203,9 @@ func statBlobs(ctx context.Context, q containerQuerier, nsID uuid.UUID, shas [][
 // first push (inside the caller's transaction, so a failed push leaves no
 // image behind). t.ImageID is updated.
 func ensureImage(ctx context.Context, tx pgx.Tx, t *ContainerTarget) (uuid.UUID, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("store: image id: %w", err)
-	}
+	id := db.NewID()
 	var got uuid.UUID
-	err = tx.QueryRow(ctx, `
+	err := tx.QueryRow(ctx, `
 		INSERT INTO container_images (id, namespace_id, container_repository_id, name)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (namespace_id, container_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
@@ -292,7 +286,7 @@ func (s *Store) ContainerCatalog(ctx context.Context, filter CatalogFilter, afte
 		int16(enum.KindHosted), filter.NamespaceID, ownAll, ownVis, ownIDs, othAll, othVis, othIDs,
 		a.Namespace, a.Repository, a.Image, limit)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: catalog: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: catalog: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ContainerCatalogEntry, error) {
 		var e ContainerCatalogEntry
@@ -300,7 +294,7 @@ func (s *Store) ContainerCatalog(ctx context.Context, filter CatalogFilter, afte
 		return e, err
 	})
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: catalog: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: catalog: %w", err))
 	}
 	return out, nil
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -61,7 +63,7 @@ func ParseDigest(s string) ([]byte, error) {
 	h := strings.TrimPrefix(s, "sha256:")
 	b, err := hex.DecodeString(h)
 	if err != nil || len(b) != 32 || strings.ToLower(h) != h {
-		return nil, domainErr(CodeInvalidInput, "digest %q is invalid: want sha256:<64 lowercase hex digits>", s)
+		return nil, errs.New(CodeInvalidInput, "digest %q is invalid: want sha256:<64 lowercase hex digits>", s)
 	}
 	return b, nil
 }
@@ -107,40 +109,6 @@ func scanTag(row pgx.Row) (*ContainerTag, error) {
 	return &t, nil
 }
 
-// groupBy runs a query whose first column is the parent id and scan reads
-// the rest, grouping rows by parent.
-func groupBy[T any](ctx context.Context, q querier, what, sql string, args []any, scan func(pgx.Row) (*T, error)) (map[uuid.UUID][]*T, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", what, err)
-	}
-	defer rows.Close()
-	out := map[uuid.UUID][]*T{}
-	for rows.Next() {
-		var parent uuid.UUID
-		v, err := scan(&parentRow{rows: rows, parent: &parent})
-		if err != nil {
-			return nil, fmt.Errorf("load %s: %w", what, err)
-		}
-		out[parent] = append(out[parent], v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("load %s: %w", what, err)
-	}
-	return out, nil
-}
-
-// parentRow scans the leading parent-id column of a row, then hands the
-// remaining destinations to the entity scanner.
-type parentRow struct {
-	rows   pgx.Rows
-	parent *uuid.UUID
-}
-
-func (p *parentRow) Scan(dest ...any) error {
-	return p.rows.Scan(append([]any{p.parent}, dest...)...)
-}
-
 // ImagesOfRepositories returns, per repository id, the first limit+1
 // active images by name after afterName (nil: from the start): one
 // LATERAL index range scan per repository on
@@ -150,7 +118,7 @@ func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoID
 	if afterName != nil {
 		keyset, args = " AND ci.name > $4", append(args, *afterName)
 	}
-	return groupBy(ctx, s.pool, "container images", `
+	return db.GroupBy(ctx, s.pool, "container images", `
 		SELECT cr.repository_id, ci.id, ci.namespace_id, cr.repository_id, ci.name, ci.last_downloaded_at, ci.soft_deleted_at
 		FROM container_repositories cr
 		CROSS JOIN LATERAL (
@@ -166,7 +134,7 @@ func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoID
 // unique (namespace_id, container_repository_id, name) index per
 // repository, for all of them in one statement.
 func (s *Store) ImageOfRepositoriesByName(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, name string) (map[uuid.UUID][]*ContainerImage, error) {
-	return groupBy(ctx, s.pool, "container images by name", `
+	return db.GroupBy(ctx, s.pool, "container images by name", `
 		SELECT cr.repository_id, `+imageColumns+`
 		FROM container_repositories cr
 		JOIN container_images ci ON ci.namespace_id = cr.namespace_id AND ci.container_repository_id = cr.id
@@ -176,32 +144,11 @@ func (s *Store) ImageOfRepositoriesByName(ctx context.Context, nsID uuid.UUID, r
 
 // CountImagesOfRepositories counts active images per repository id.
 func (s *Store) CountImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "container images", `
+	return db.CountBy(ctx, s.pool, "container images", `
 		SELECT cr.repository_id, count(*) FROM container_repositories cr
 		JOIN container_images ci ON ci.namespace_id = cr.namespace_id AND ci.container_repository_id = cr.id
 		WHERE cr.namespace_id = $1 AND ci.namespace_id = $1 AND cr.repository_id = ANY($2) AND ci.soft_deleted_at IS NULL
 		GROUP BY cr.repository_id`, nsID, repoIDs)
-}
-
-func countBy(ctx context.Context, q querier, what, sql string, args ...any) (map[uuid.UUID]int, error) {
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("count %s: %w", what, err)
-	}
-	defer rows.Close()
-	out := map[uuid.UUID]int{}
-	for rows.Next() {
-		var id uuid.UUID
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return nil, fmt.Errorf("count %s: %w", what, err)
-		}
-		out[id] = n
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count %s: %w", what, err)
-	}
-	return out, nil
 }
 
 // TagsOfImages returns, per image id, the first limit+1 tags by name
@@ -211,7 +158,7 @@ func (s *Store) TagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uui
 	if afterName != nil {
 		keyset, args = " AND ct.name > $4", append(args, *afterName)
 	}
-	return groupBy(ctx, s.pool, "container tags", `
+	return db.GroupBy(ctx, s.pool, "container tags", `
 		SELECT i.id, `+tagColumns+`
 		FROM unnest($2::uuid[]) AS i(id)
 		CROSS JOIN LATERAL (
@@ -223,7 +170,7 @@ func (s *Store) TagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uui
 
 // CountTagsOfImages counts tags per image id.
 func (s *Store) CountTagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "container tags", `
+	return db.CountBy(ctx, s.pool, "container tags", `
 		SELECT container_image_id, count(*) FROM container_tags
 		WHERE namespace_id = $1 AND container_image_id = ANY($2) GROUP BY container_image_id`, nsID, imageIDs)
 }
@@ -236,7 +183,7 @@ func (s *Store) ManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs 
 	if afterDigest != nil {
 		keyset, args = " AND cm.digest > $4", append(args, afterDigest)
 	}
-	return groupBy(ctx, s.pool, "container manifests", `
+	return db.GroupBy(ctx, s.pool, "container manifests", `
 		SELECT i.id, `+manifestColumns+`
 		FROM unnest($2::uuid[]) AS i(id)
 		CROSS JOIN LATERAL (
@@ -250,7 +197,7 @@ func (s *Store) ManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs 
 
 // CountManifestsOfImages counts active manifests per image id.
 func (s *Store) CountManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "container manifests", `
+	return db.CountBy(ctx, s.pool, "container manifests", `
 		SELECT container_image_id, count(*) FROM container_manifests
 		WHERE namespace_id = $1 AND container_image_id = ANY($2) AND soft_deleted_at IS NULL
 		GROUP BY container_image_id`, nsID, imageIDs)
@@ -313,7 +260,7 @@ func (s *Store) TagNamesOfManifests(ctx context.Context, nsID uuid.UUID, manifes
 // ReferencesOfManifests returns, per parent manifest id, its child
 // manifests (index / manifest list entries), by digest.
 func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, parentIDs []uuid.UUID) (map[uuid.UUID][]*ContainerManifest, error) {
-	return groupBy(ctx, s.pool, "manifest references", `
+	return db.GroupBy(ctx, s.pool, "manifest references", `
 		SELECT rel.parent_container_manifest_id, `+manifestColumns+`
 		FROM container_manifest_relationships rel
 		JOIN `+manifestFrom+` ON cm.namespace_id = rel.namespace_id AND cm.id = rel.child_container_manifest_id
@@ -325,7 +272,7 @@ func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, paren
 // ReferrersOfManifests returns, per child manifest id, the manifests
 // (indexes, manifest lists) that reference it, by digest.
 func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, childIDs []uuid.UUID) (map[uuid.UUID][]*ContainerManifest, error) {
-	return groupBy(ctx, s.pool, "manifest referrers", `
+	return db.GroupBy(ctx, s.pool, "manifest referrers", `
 		SELECT rel.child_container_manifest_id, `+manifestColumns+`
 		FROM container_manifest_relationships rel
 		JOIN `+manifestFrom+` ON cm.namespace_id = rel.namespace_id AND cm.id = rel.parent_container_manifest_id
@@ -349,22 +296,22 @@ func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namesp
 		return nil, nil, err
 	}
 	if repo.SoftDeletedAt != nil {
-		return nil, nil, domainErr(CodeNotFound, "repository %s/%s not found (it is in the trash)", ref.Namespace, ref.Repository)
+		return nil, nil, errs.New(CodeNotFound, "repository %s/%s not found (it is in the trash)", ref.Namespace, ref.Repository)
 	}
 	if !repo.IsContainer() {
-		return nil, nil, domainErr(CodeInvalidInput, "repository %s/%s is not a container repository", ref.Namespace, ref.Repository)
+		return nil, nil, errs.New(CodeInvalidInput, "repository %s/%s is not a container repository", ref.Namespace, ref.Repository)
 	}
 	if err := ns.requireWrites(); err != nil {
 		return nil, nil, err
 	}
 	if !lookupable(ref.Image) {
-		return nil, nil, domainErr(CodeNotFound, "image %q not found", ref.Image)
+		return nil, nil, errs.New(CodeNotFound, "image %q not found", ref.Image)
 	}
 	img, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageColumns+` FROM `+imageFrom+`
 		WHERE ci.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = $2
 		  AND ci.name = $3 AND ci.soft_deleted_at IS NULL`, ns.ID, repo.ID, ref.Image))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, domainErr(CodeNotFound, "image %q not found in repository %s/%s", ref.Image, ref.Namespace, ref.Repository)
+		return nil, nil, errs.New(CodeNotFound, "image %q not found in repository %s/%s", ref.Image, ref.Namespace, ref.Repository)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("load image %q: %w", ref.Image, err)
@@ -382,7 +329,7 @@ func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, t
 			return err
 		}
 		if !lookupable(tag) {
-			return domainErr(CodeNotFound, "tag %q not found", tag)
+			return errs.New(CodeNotFound, "tag %q not found", tag)
 		}
 		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
 			ns.ID, img.ID, tag)
@@ -390,7 +337,7 @@ func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, t
 			return fmt.Errorf("delete tag %q: %w", tag, err)
 		}
 		if ct.RowsAffected() == 0 {
-			return domainErr(CodeNotFound, "tag %q not found in image %q", tag, ref.Image)
+			return errs.New(CodeNotFound, "tag %q not found in image %q", tag, ref.Image)
 		}
 		out = img
 		return nil
@@ -418,7 +365,7 @@ func (s *Store) DeleteContainerManifest(ctx context.Context, ref ContainerImageR
 			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
 			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return domainErr(CodeNotFound, "manifest %s not found in image %q", digest, ref.Image)
+			return errs.New(CodeNotFound, "manifest %s not found in image %q", digest, ref.Image)
 		}
 		if err != nil {
 			return fmt.Errorf("load manifest %s: %w", digest, err)
@@ -431,7 +378,7 @@ func (s *Store) DeleteContainerManifest(ctx context.Context, ref ContainerImageR
 			  AND p.soft_deleted_at IS NULL
 			LIMIT 1`, ns.ID, id).Scan(&parent)
 		if err == nil {
-			return domainErr(CodeConflict, "manifest %s is referenced by %s: delete that index first", digest, FormatDigest(parent))
+			return errs.New(CodeConflict, "manifest %s is referenced by %s: delete that index first", digest, FormatDigest(parent))
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("check manifest referrers: %w", err)
@@ -474,7 +421,7 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 			ORDER BY soft_deleted_at DESC LIMIT 1
 			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return domainErr(CodeNotFound, "no deleted manifest %s in image %q", digest, ref.Image)
+			return errs.New(CodeNotFound, "no deleted manifest %s in image %q", digest, ref.Image)
 		}
 		if err != nil {
 			return fmt.Errorf("load manifest %s: %w", digest, err)
@@ -487,15 +434,15 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 			  AND c.soft_deleted_at IS NOT NULL
 			LIMIT 1`, ns.ID, id).Scan(&trashedChild)
 		if err == nil {
-			return domainErr(CodeConflict, "manifest %s references %s, which is in the trash: restore that first", digest, FormatDigest(trashedChild))
+			return errs.New(CodeConflict, "manifest %s references %s, which is in the trash: restore that first", digest, FormatDigest(trashedChild))
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("check manifest references: %w", err)
 		}
 		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = NULL WHERE namespace_id = $1 AND id = $2`,
 			ns.ID, id); err != nil {
-			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
-				return domainErr(CodeConflict, "image %q already has an active manifest %s", ref.Image, digest)
+			if code, _ := db.PgCode(err); code == pgerrcode.UniqueViolation {
+				return errs.New(CodeConflict, "image %q already has an active manifest %s", ref.Image, digest)
 			}
 			return fmt.Errorf("restore manifest %s: %w", digest, err)
 		}

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // defaultContainerBlobMediaType is container_blobs.media_type of a blob
@@ -18,10 +20,10 @@ const defaultContainerBlobMediaType = "application/octet-stream"
 
 // ContainerBlob returns the blob row behind an active blob of the target's
 // image, from the database only (AP1 join: container_blobs straight to
-// blob_storage_blobs). ErrContainerBlobUnknown when the image has none.
+// blob_storage_blobs). CodeContainerBlobUnknown when the image has none.
 func (s *Store) ContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte) (*Blob, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, digestErr(ErrContainerBlobUnknown, sha)
+		return nil, errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
 	}
 	var exists bool
 	err := s.pool.QueryRow(ctx, `
@@ -29,10 +31,10 @@ func (s *Store) ContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]b
 		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`,
 		t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: container blob: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
 	}
 	if !exists {
-		return nil, digestErr(ErrContainerBlobUnknown, sha)
+		return nil, errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
 	}
 	// container_blobs.digest = blob_sha256: the blob row is (namespace, digest).
 	return s.StatBlob(ctx, t.NamespaceID, sha)
@@ -86,9 +88,9 @@ func (s *Store) linkCommitted(ctx context.Context, t *ContainerTarget, sha [32]b
 
 // linkContainerBlob gives the image a container_blobs row for the digest,
 // with its own attachment, unless it already has an active one. The blob
-// row must exist (ErrBlobUnknown otherwise).
+// row must exist (CodeBlobUnknown otherwise).
 func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte, mediaType string) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		imageID, err := ensureImage(ctx, tx, t)
 		if err != nil {
 			return err
@@ -107,10 +109,7 @@ func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [
 		if err != nil {
 			return err
 		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return fmt.Errorf("store: container blob id: %w", err)
-		}
+		id := db.NewID()
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO container_blobs (id, namespace_id, container_image_id, digest, media_type,
 			                             blob_storage_attachment_id, blob_sha256)
@@ -122,7 +121,7 @@ func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [
 		}
 		if tag.RowsAffected() == 0 {
 			// A concurrent push linked it first: drop our attachment.
-			return errRace
+			return db.ErrRace
 		}
 		return nil
 	})
@@ -166,7 +165,7 @@ func (s *Store) ContainerBlobSource(ctx context.Context, t *ContainerTarget, rea
 		return nil, nil
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: mount source: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: mount source: %w", err))
 	}
 	src.Format, src.Visibility = enum.Format(format), enum.Visibility(visibility)
 	return src, nil
@@ -194,10 +193,10 @@ func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from
 		return false, nil
 	}
 	if err != nil {
-		return false, mapErr(fmt.Errorf("store: mount source: %w", err))
+		return false, db.MapErr(fmt.Errorf("store: mount source: %w", err))
 	}
 	err = s.linkContainerBlob(ctx, t, sha, mediaType)
-	if errors.Is(err, ErrBlobMustReupload) || errors.Is(err, ErrBlobUnknown) {
+	if HasCode(err, CodeBlobMustReupload) || HasCode(err, CodeBlobUnknown) {
 		return false, nil
 	}
 	if err != nil {
@@ -213,7 +212,7 @@ func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from
 // blob API removes the blob from the image whatever references it.
 func (s *Store) DeleteContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
 	if t.ImageID == uuid.Nil {
-		return digestErr(ErrContainerBlobUnknown, sha)
+		return errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
 	}
 	return s.WithTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
@@ -224,7 +223,7 @@ func (s *Store) DeleteContainerBlob(ctx context.Context, t *ContainerTarget, sha
 			return fmt.Errorf("store: delete container blob: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return digestErr(ErrContainerBlobUnknown, sha)
+			return errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
 		}
 		return nil
 	})

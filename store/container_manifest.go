@@ -8,6 +8,8 @@ import (
 	"io"
 	"slices"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -65,7 +67,7 @@ func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*Containe
 	for _, m := range ms {
 		b, ok := blobs[m.Digest]
 		if !ok {
-			return digestErr(ErrBlobUnknown, m.Digest)
+			return errs.WithDigest(CodeBlobUnknown, m.Digest, "blob unknown")
 		}
 		m.Payload = *b
 	}
@@ -75,7 +77,7 @@ func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*Containe
 // ContainerManifestByTag returns the active manifest a tag points at.
 func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, tag string) (*ContainerManifestRow, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, ErrContainerManifestUnknown
+		return nil, errs.New(CodeContainerManifestUnknown, "manifest unknown")
 	}
 	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
 		SELECT `+containerManifestRowColumns+`
@@ -84,10 +86,10 @@ func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, 
 		WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = $2 AND ct.name = $3
 		  AND cm.soft_deleted_at IS NULL`, t.NamespaceID, t.ImageID, tag))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrContainerManifestUnknown
+		return nil, errs.New(CodeContainerManifestUnknown, "manifest unknown")
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: manifest by tag: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: manifest by tag: %w", err))
 	}
 	return m, nil
 }
@@ -95,7 +97,7 @@ func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, 
 // ContainerManifestByDigest returns the image's active manifest of a digest.
 func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarget, sha [32]byte) (*ContainerManifestRow, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, digestErr(ErrContainerManifestUnknown, sha)
+		return nil, errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
 	}
 	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
 		SELECT `+containerManifestRowColumns+`
@@ -103,10 +105,10 @@ func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarge
 		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
 		t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, digestErr(ErrContainerManifestUnknown, sha)
+		return nil, errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: manifest by digest: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: manifest by digest: %w", err))
 	}
 	return m, nil
 }
@@ -168,8 +170,8 @@ type ContainerManifestPutResult struct {
 // Then one foreground transaction: the referenced container_blobs rows and
 // child manifest rows are locked FOR SHARE (so a concurrent delete cannot
 // remove them under the push, while other pushes sharing them go on), a
-// missing one failing with ErrContainerManifestBlobUnknown /
-// ErrContainerManifestChildUnknown; the manifest row is inserted with its
+// missing one failing with CodeContainerManifestBlobUnknown /
+// CodeContainerManifestChildUnknown; the manifest row is inserted with its
 // own attachment (Attach: blob-row lock), its size being the payload plus
 // the referenced blobs and child trees; index relationships are inserted;
 // tags are upserted (a moved tag keeps its row). A manifest already in the
@@ -226,9 +228,9 @@ func (s *Store) checkManifestReferences(ctx context.Context, t *ContainerTarget,
 	}
 	if t.ImageID == uuid.Nil { // no image yet: it holds nothing
 		if len(in.Blobs) > 0 {
-			return digestErr(ErrContainerManifestBlobUnknown, in.Blobs[0].SHA256)
+			return errs.WithDigest(CodeContainerManifestBlobUnknown, in.Blobs[0].SHA256, "manifest references a blob unknown in the image")
 		}
-		return digestErr(ErrContainerManifestChildUnknown, in.Children[0])
+		return errs.WithDigest(CodeContainerManifestChildUnknown, in.Children[0], "index references a manifest unknown in the image")
 	}
 	blobs := make([][]byte, len(in.Blobs))
 	for i := range in.Blobs {
@@ -247,18 +249,18 @@ func (s *Store) checkManifestReferences(ctx context.Context, t *ContainerTarget,
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil
 	case err != nil:
-		return mapErr(fmt.Errorf("store: check manifest references: %w", err))
+		return db.MapErr(fmt.Errorf("store: check manifest references: %w", err))
 	case kind == 0:
-		return digestErr(ErrContainerManifestBlobUnknown, [32]byte(d))
+		return errs.WithDigest(CodeContainerManifestBlobUnknown, [32]byte(d), "manifest references a blob unknown in the image")
 	}
-	return digestErr(ErrContainerManifestChildUnknown, [32]byte(d))
+	return errs.WithDigest(CodeContainerManifestChildUnknown, [32]byte(d), "index references a manifest unknown in the image")
 }
 
 // putContainerManifestTx is the foreground transaction of
 // PutContainerManifest, once the payload is stored.
 func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
 	var res ContainerManifestPutResult
-	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+	err := db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		res = ContainerManifestPutResult{}
 		imageID, err := ensureImage(ctx, tx, t)
 		if err != nil {
@@ -298,8 +300,7 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		return uuid.Nil, fmt.Errorf("store: count manifests: %w", err)
 	}
 	if count >= MaxContainerManifestsPerImage {
-		return uuid.Nil, fmt.Errorf("%w: image %q holds %d manifests (limit %d)",
-			ErrContainerTooManyManifests, t.ImageName, count, MaxContainerManifestsPerImage)
+		return uuid.Nil, errs.New(CodeContainerTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxContainerManifestsPerImage)
 	}
 	size := int64(len(in.Payload))
 	// Referenced blobs, each counted once, locked in digest order.
@@ -335,7 +336,7 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		}
 		for _, b := range in.Blobs {
 			if !found[b.SHA256] {
-				return uuid.Nil, digestErr(ErrContainerManifestBlobUnknown, b.SHA256)
+				return uuid.Nil, errs.WithDigest(CodeContainerManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
 			}
 		}
 		stats, err := statBlobs(ctx, tx, t.NamespaceID, blobs)
@@ -379,7 +380,7 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		}
 		for _, c := range in.Children {
 			if !found[c] {
-				return uuid.Nil, digestErr(ErrContainerManifestChildUnknown, c)
+				return uuid.Nil, errs.WithDigest(CodeContainerManifestChildUnknown, c, "index references a manifest unknown in the image")
 			}
 		}
 	}
@@ -387,10 +388,7 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 	if err != nil {
 		return uuid.Nil, err
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("store: manifest id: %w", err)
-	}
+	id := db.NewID()
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO container_manifests (id, namespace_id, container_image_id, digest, media_type,
 		                                 blob_storage_attachment_id, blob_sha256, size)
@@ -401,14 +399,12 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return uuid.Nil, errRace
+		return uuid.Nil, db.ErrRace
 	}
 	if len(childIDs) > 0 {
 		relIDs := make([]uuid.UUID, len(childIDs))
 		for i := range relIDs {
-			if relIDs[i], err = uuid.NewV7(); err != nil {
-				return uuid.Nil, fmt.Errorf("store: relationship id: %w", err)
-			}
+			relIDs[i] = db.NewID()
 		}
 		if _, err := tx.Exec(ctx, `
 			INSERT INTO container_manifest_relationships
@@ -441,10 +437,7 @@ func upsertContainerTags(ctx context.Context, tx pgx.Tx, nsID, imageID, manifest
 	}
 	ids := make([]uuid.UUID, len(tags))
 	for i := range ids {
-		var err error
-		if ids[i], err = uuid.NewV7(); err != nil {
-			return fmt.Errorf("store: tag id: %w", err)
-		}
+		ids[i] = db.NewID()
 	}
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO container_tags AS ct (id, namespace_id, container_image_id, container_manifest_id, name)
@@ -462,10 +455,10 @@ func upsertContainerTags(ctx context.Context, tx pgx.Tx, nsID, imageID, manifest
 // DeleteContainerManifestByDigest soft-deletes the image's active manifest
 // of a digest and deletes the tags pointing at it (ADR-007: restorable from
 // the trash; its attachment stays until the row is purged). A manifest
-// listed by an active index is refused with ErrContainerManifestReferenced.
+// listed by an active index is refused with CodeContainerManifestReferenced.
 func (s *Store) DeleteContainerManifestByDigest(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
 	if t.ImageID == uuid.Nil {
-		return digestErr(ErrContainerManifestUnknown, sha)
+		return errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
 	}
 	return s.WithTx(ctx, func(tx pgx.Tx) error {
 		var id uuid.UUID
@@ -474,7 +467,7 @@ func (s *Store) DeleteContainerManifestByDigest(ctx context.Context, t *Containe
 			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
 			FOR UPDATE`, t.NamespaceID, t.ImageID, sha[:]).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return digestErr(ErrContainerManifestUnknown, sha)
+			return errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock manifest: %w", err)
@@ -487,7 +480,7 @@ func (s *Store) DeleteContainerManifestByDigest(ctx context.Context, t *Containe
 			  AND p.soft_deleted_at IS NULL
 			LIMIT 1`, t.NamespaceID, id).Scan(&parent)
 		if err == nil {
-			return digestErr(ErrContainerManifestReferenced, [32]byte(parent))
+			return errs.WithDigest(CodeContainerManifestReferenced, [32]byte(parent), "manifest is referenced by an index")
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("store: manifest parents: %w", err)
@@ -520,13 +513,13 @@ func (s *Store) ContainerReferrerCandidates(ctx context.Context, t *ContainerTar
 		  AND cm.media_type = ANY($3::text[])
 		ORDER BY cm.digest`, t.NamespaceID, t.ImageID, mediaTypes)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: referrer candidates: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: referrer candidates: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerManifestRow, error) {
 		return scanContainerManifestRow(r)
 	})
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: referrer candidates: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: referrer candidates: %w", err))
 	}
 	if err := s.withPayloads(ctx, t.NamespaceID, out); err != nil {
 		return nil, err

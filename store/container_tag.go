@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // ContainerTags lists the image's tag names in order after last ("" from
@@ -24,21 +26,21 @@ func (s *Store) ContainerTags(ctx context.Context, t *ContainerTarget, last stri
 		ORDER BY name
 		LIMIT $4`, t.NamespaceID, t.ImageID, last, limit)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: list tags: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: list tags: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: list tags: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: list tags: %w", err))
 	}
 	return out, nil
 }
 
 // DeleteContainerTagByName deletes one tag of the image (tags have no soft
 // delete; the manifest stays addressable by digest).
-// ErrContainerManifestUnknown when there is no such tag.
+// CodeContainerManifestUnknown when there is no such tag.
 func (s *Store) DeleteContainerTagByName(ctx context.Context, t *ContainerTarget, tag string) error {
 	if t.ImageID == uuid.Nil {
-		return ErrContainerManifestUnknown
+		return errs.New(CodeContainerManifestUnknown, "manifest unknown")
 	}
 	return s.WithTx(ctx, func(tx pgx.Tx) error {
 		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
@@ -47,7 +49,7 @@ func (s *Store) DeleteContainerTagByName(ctx context.Context, t *ContainerTarget
 			return fmt.Errorf("store: delete tag: %w", err)
 		}
 		if ct.RowsAffected() == 0 {
-			return ErrContainerManifestUnknown
+			return errs.New(CodeContainerManifestUnknown, "manifest unknown")
 		}
 		return nil
 	})
@@ -90,10 +92,7 @@ func (s *Store) RecordContainerPulls(ctx context.Context, pulls []ContainerPull)
 			continue
 		}
 		for range 2 {
-			id, err := uuid.NewV7()
-			if err != nil {
-				return err
-			}
+			id := db.NewID()
 			ids = append(ids, id)
 		}
 		at := p.At
@@ -109,7 +108,7 @@ func (s *Store) RecordContainerPulls(ctx context.Context, pulls []ContainerPull)
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`,
 		ids, nss, targets, tids, fields, deltas, ats)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: record pulls: %w", err))
+		return db.MapErr(fmt.Errorf("store: record pulls: %w", err))
 	}
 	return nil
 }

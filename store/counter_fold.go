@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
 // Folding of the buffered counters (ADR-007 "buffered and asynchronous
@@ -119,7 +120,7 @@ type foldRows map[uuid.UUID]map[enum.CounterField]foldCell
 // batch <= 0), until fewer than a full batch remain or maxBatches batches
 // committed (0: no bound), so one busy namespace cannot hold a run. When
 // another folder holds the namespace it returns at once with Skipped. Lock
-// timeouts and deadlocks come back as ErrRetryable with the batch rolled
+// timeouts and deadlocks come back as CodeRetryable with the batch rolled
 // back (its deltas stay for the next run).
 func (s *Store) FoldCounterDeltas(ctx context.Context, nsID uuid.UUID, batch, maxBatches int) (CounterFoldResult, error) {
 	if batch <= 0 {
@@ -153,13 +154,13 @@ func (s *Store) FoldCounterDeltas(ctx context.Context, nsID uuid.UUID, batch, ma
 func (s *Store) foldCounterBatch(ctx context.Context, nsID uuid.UUID, batch int) (deltas, targets int, locked bool, err error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: counterFoldBeginSQL})
 	if err != nil {
-		return 0, 0, false, mapErr(fmt.Errorf("store: fold counters: begin: %w", err))
+		return 0, 0, false, db.MapErr(fmt.Errorf("store: fold counters: begin: %w", err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	err = tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2::text))`,
 		counterFoldLockClass, nsID.String()).Scan(&locked)
 	if err != nil || !locked {
-		return 0, 0, false, mapErr(wrapFold(nsID, "lock", err))
+		return 0, 0, false, db.MapErr(wrapFold(nsID, "lock", err))
 	}
 	byTarget, deltas, err := takeCounterDeltas(ctx, tx, nsID, batch)
 	if err != nil || deltas == 0 {
@@ -173,7 +174,7 @@ func (s *Store) foldCounterBatch(ctx context.Context, nsID uuid.UUID, batch int)
 		targets += n
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, 0, true, mapErr(wrapFold(nsID, "commit", err))
+		return 0, 0, true, db.MapErr(wrapFold(nsID, "commit", err))
 	}
 	return deltas, targets, true, nil
 }
@@ -189,7 +190,7 @@ func wrapFold(nsID uuid.UUID, what string, err error) error {
 func takeCounterDeltas(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, batch int) (map[enum.CounterTarget]foldRows, int, error) {
 	rows, err := tx.Query(ctx, counterFoldTakeSQL, nsID, batch)
 	if err != nil {
-		return nil, 0, mapErr(wrapFold(nsID, "take deltas", err))
+		return nil, 0, db.MapErr(wrapFold(nsID, "take deltas", err))
 	}
 	defer rows.Close()
 	out := map[enum.CounterTarget]foldRows{}
@@ -220,7 +221,7 @@ func takeCounterDeltas(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, batch int
 		total += n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, mapErr(wrapFold(nsID, "take deltas", err))
+		return nil, 0, db.MapErr(wrapFold(nsID, "take deltas", err))
 	}
 	return out, total, nil
 }
@@ -255,7 +256,7 @@ func applyCounterDeltas(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, t enum.C
 	}
 	tag, err := tx.Exec(ctx, sqlText, args...)
 	if err != nil {
-		return 0, mapErr(wrapFold(nsID, "apply to "+t.String(), err))
+		return 0, db.MapErr(wrapFold(nsID, "apply to "+t.String(), err))
 	}
 	return int(tag.RowsAffected()), nil
 }

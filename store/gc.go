@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -67,17 +68,17 @@ func scanGCCandidate(row pgx.Row) (*GCCandidate, error) {
 	return &c, nil
 }
 
-// ErrGCCandidateUnknown: no such review candidate (or not in the state the
+// CodeGCCandidateUnknown: no such review candidate (or not in the state the
 // operation needs). Returned wrapped in a *DigestError.
-var ErrGCCandidateUnknown = errors.New("store: gc candidate unknown")
+var CodeGCCandidateUnknown = Code{Name: "G_C_CANDIDATE_UNKNOWN", Kind: KindNotFound}
 
-// GCCandidate reads one candidate; ErrGCCandidateUnknown when there is none.
+// GCCandidate reads one candidate; CodeGCCandidateUnknown when there is none.
 func (s *Store) GCCandidate(ctx context.Context, key GCCandidateKey) (*GCCandidate, error) {
 	c, err := scanGCCandidate(s.pool.QueryRow(ctx,
 		`SELECT `+gcCandidateColumns+` FROM gc_blob_review_queue q WHERE q.namespace_id = $1 AND q.sha256 = $2`,
 		key.NamespaceID, key.SHA256[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, digestErr(ErrGCCandidateUnknown, key.SHA256)
+		return nil, errs.WithDigest(CodeGCCandidateUnknown, key.SHA256, "gc candidate unknown")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: read gc candidate: %w", err)
@@ -450,10 +451,10 @@ type GCFailure struct {
 // RecordGCFailure counts a failed attempt on a live, non-excluded
 // candidate without waiting for any lock (a candidate row held by someone
 // else is being cleared or re-recorded by a push or delete: nothing to
-// record then, and ErrGCCandidateUnknown is returned): attempts+1, a strike when f.Strike and the sweep is not
+// record then, and CodeGCCandidateUnknown is returned): attempts+1, a strike when f.Strike and the sweep is not
 // paused, backoff_until from the growing schedule, excluded_at once the
 // strikes reach the limit, last_error. It returns the updated candidate,
-// or ErrGCCandidateUnknown when the candidate went away meanwhile.
+// or CodeGCCandidateUnknown when the candidate went away meanwhile.
 func (s *Store) RecordGCFailure(ctx context.Context, key GCCandidateKey, f GCFailure) (*GCCandidate, error) {
 	msg := f.Error
 	if len(msg) > 1024 {
@@ -480,7 +481,7 @@ func (s *Store) RecordGCFailure(ctx context.Context, key GCCandidateKey, f GCFai
 		key.NamespaceID, key.SHA256[:], f.Now, f.Strike, f.StrikeLimit,
 		f.BackoffBase.Seconds(), f.BackoffMax.Seconds(), msg))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, digestErr(ErrGCCandidateUnknown, key.SHA256)
+		return nil, errs.WithDigest(CodeGCCandidateUnknown, key.SHA256, "gc candidate unknown")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: record gc failure: %w", err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -106,7 +107,7 @@ func (c *GCCandidate) Cursor() *GCExcludedCursor {
 // (GraphQL requeueGcCandidate): exclusion, strikes, attempts, backoff and
 // last error are cleared. Its review time is kept (it is already past), so
 // the next sweep picks it up; requeueing never shortens a review delay.
-// ErrGCCandidateUnknown when the namespace has no excluded candidate with
+// CodeGCCandidateUnknown when the namespace has no excluded candidate with
 // that digest.
 func (s *Store) RequeueGCCandidate(ctx context.Context, namespaceID uuid.UUID, sha256 [32]byte) (*GCCandidate, error) {
 	c, err := scanGCCandidate(s.pool.QueryRow(ctx, `
@@ -115,7 +116,7 @@ func (s *Store) RequeueGCCandidate(ctx context.Context, namespaceID uuid.UUID, s
 		WHERE q.namespace_id = $1 AND q.sha256 = $2 AND q.excluded_at IS NOT NULL
 		RETURNING `+gcCandidateColumns, namespaceID, sha256[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, digestErr(ErrGCCandidateUnknown, sha256)
+		return nil, errs.WithDigest(CodeGCCandidateUnknown, sha256, "gc candidate unknown")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: requeue gc candidate: %w", err)

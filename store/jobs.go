@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/riverqueue/river/rivertype"
 )
 
@@ -35,7 +36,7 @@ func (s *Store) JobWaitingAfter(ctx context.Context, job *rivertype.JobRow, matc
 	}
 	var waiting bool
 	if err := s.pool.QueryRow(ctx, jobWaitingAfterSQL, job.Kind, job.ID, m, jobWaitingStates).Scan(&waiting); err != nil {
-		return false, mapErr(fmt.Errorf("store: later %s jobs: %w", job.Kind, err))
+		return false, db.MapErr(fmt.Errorf("store: later %s jobs: %w", job.Kind, err))
 	}
 	return waiting, nil
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Inventory and state of the migration from a legacy registry:2
@@ -21,18 +23,18 @@ import (
 
 // Typed errors of the legacy migration state.
 var (
-	// ErrLegacyRepositoryUnknown: no inventory row for that path or id.
-	ErrLegacyRepositoryUnknown = errors.New("store: legacy repository unknown")
-	// ErrLegacyState: the row's status does not allow the transition.
-	ErrLegacyState = errors.New("store: legacy repository is not in a state that allows this")
-	// ErrLegacyPreImportedRecently: pass 1 finished less than
+	// CodeLegacyRepositoryUnknown: no inventory row for that path or id.
+	CodeLegacyRepositoryUnknown = Code{Name: "LEGACY_REPOSITORY_UNKNOWN", Kind: KindNotFound}
+	// CodeLegacyState: the row's status does not allow the transition.
+	CodeLegacyState = Code{Name: "LEGACY_STATE", Kind: KindConflict}
+	// CodeLegacyPreImportedRecently: pass 1 finished less than
 	// pre_import_skip_recent ago; it is not run again.
-	ErrLegacyPreImportedRecently = errors.New("store: legacy repository was pre-imported recently")
-	// ErrLegacyTargetTaken: another legacy path already maps to the same
+	CodeLegacyPreImportedRecently = Code{Name: "LEGACY_PRE_IMPORTED_RECENTLY", Kind: KindConflict}
+	// CodeLegacyTargetTaken: another legacy path already maps to the same
 	// (namespace, repository, image).
-	ErrLegacyTargetTaken = errors.New("store: another legacy repository already maps to that target")
-	// ErrLegacyNoWork: nothing to claim.
-	ErrLegacyNoWork = errors.New("store: no legacy repository to claim")
+	CodeLegacyTargetTaken = Code{Name: "LEGACY_TARGET_TAKEN", Kind: KindAlreadyExists}
+	// CodeLegacyNoWork: nothing to claim.
+	CodeLegacyNoWork = Code{Name: "LEGACY_NO_WORK", Kind: KindNotFound}
 )
 
 // LegacyPass is one of the two import passes.
@@ -133,10 +135,7 @@ type LegacyInventoryEntry struct {
 // status change only while it is still pending or skipped (a repository
 // already in a pass keeps the target the pass works on).
 func (s *Store) UpsertLegacyRepository(ctx context.Context, e LegacyInventoryEntry) (*LegacyRepository, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("store: legacy repository id: %w", err)
-	}
+	id := db.NewID()
 	status, lastErr := enum.LegacyPending, (*string)(nil)
 	if e.Skip != "" {
 		status, lastErr = enum.LegacySkipped, &e.Skip
@@ -155,11 +154,11 @@ func (s *Store) UpsertLegacyRepository(ctx context.Context, e LegacyInventoryEnt
 		RETURNING `+legacyColumns,
 		id, e.LegacyPath, e.NamespaceID, e.RepositoryName, e.ImageName, e.TagCount, int16(status), lastErr)
 	r, err := scanLegacy(row)
-	if code, constraint := pgCode(err); code == pgerrcode.UniqueViolation && constraint == "legacy_repositories_target_key" {
-		return nil, fmt.Errorf("%w: %s -> %s/%s", ErrLegacyTargetTaken, e.LegacyPath, e.RepositoryName, e.ImageName)
+	if code, constraint := db.PgCode(err); code == pgerrcode.UniqueViolation && constraint == "legacy_repositories_target_key" {
+		return nil, errs.New(CodeLegacyTargetTaken, "another legacy repository already maps to that target: %s -> %s/%s", e.LegacyPath, e.RepositoryName, e.ImageName)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: upsert legacy repository %s: %w", e.LegacyPath, err))
+		return nil, db.MapErr(fmt.Errorf("store: upsert legacy repository %s: %w", e.LegacyPath, err))
 	}
 	return r, nil
 }
@@ -172,15 +171,15 @@ func (s *Store) LegacyRepositoryByPath(ctx context.Context, path string) (*Legac
 // LegacyRepositoryByTarget returns the inventory row feeding a target
 // (namespace id, repository name, image name): what the proxy asks to
 // decide between local, legacy and read-only (status importing).
-// ErrLegacyRepositoryUnknown when no legacy repository maps there.
+// CodeLegacyRepositoryUnknown when no legacy repository maps there.
 func (s *Store) LegacyRepositoryByTarget(ctx context.Context, namespaceID uuid.UUID, repository, image string) (*LegacyRepository, error) {
 	r, err := scanLegacy(s.pool.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories
 		WHERE namespace_id = $1 AND repository_name = $2 AND image_name = $3`, namespaceID, repository, image))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s/%s", ErrLegacyRepositoryUnknown, repository, image)
+		return nil, errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s/%s", repository, image)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: legacy repository of %s/%s: %w", repository, image, err))
+		return nil, db.MapErr(fmt.Errorf("store: legacy repository of %s/%s: %w", repository, image, err))
 	}
 	return r, nil
 }
@@ -193,10 +192,10 @@ func (s *Store) LegacyRepositoryByID(ctx context.Context, id uuid.UUID) (*Legacy
 func (s *Store) legacyOne(ctx context.Context, where string, arg any) (*LegacyRepository, error) {
 	r, err := scanLegacy(s.pool.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories WHERE `+where, arg))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %v", ErrLegacyRepositoryUnknown, arg)
+		return nil, errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %v", arg)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: legacy repository %v: %w", arg, err))
+		return nil, db.MapErr(fmt.Errorf("store: legacy repository %v: %w", arg, err))
 	}
 	return r, nil
 }
@@ -236,11 +235,11 @@ func (s *Store) ListLegacyRepositories(ctx context.Context, f LegacyFilter, p Le
 		ORDER BY legacy_path
 		LIMIT $4`, p.After, statuses, f.PathPrefix, limit+1)
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list legacy repositories: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list legacy repositories: %w", err))
 	}
 	rows, err = collectLegacy(q)
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list legacy repositories: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list legacy repositories: %w", err))
 	}
 	if len(rows) > limit {
 		return rows[:limit], true, nil
@@ -275,7 +274,7 @@ func startPassSQL(pass LegacyPass) string {
 // status with an expired lease) and moves it into the pass's running
 // status, under FOR UPDATE SKIP LOCKED so concurrent workers never claim
 // the same row. The lease is LegacyPreImportLease for pass 1 and the
-// controls' final_time_limit for pass 2. ErrLegacyNoWork when nothing is
+// controls' final_time_limit for pass 2. CodeLegacyNoWork when nothing is
 // ready.
 func (s *Store) ClaimNextLegacyRepository(ctx context.Context, pass LegacyPass) (*LegacyRepository, error) {
 	lease := LegacyPreImportLease
@@ -302,7 +301,7 @@ func (s *Store) ClaimNextLegacyRepositoryWithLease(ctx context.Context, pass Leg
 		err := tx.QueryRow(ctx, `SELECT id FROM legacy_repositories WHERE `+cond+`
 			ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrLegacyNoWork
+			return errs.New(CodeLegacyNoWork, "no legacy repository to claim")
 		}
 		if err != nil {
 			return fmt.Errorf("store: claim legacy repository: %w", err)
@@ -323,14 +322,14 @@ func (s *Store) ClaimNextLegacyRepositoryWithLease(ctx context.Context, pass Leg
 // StartLegacyPass moves one repository into the pass's running status, as
 // a claim does, for an operator-driven pass (`import pre|final`). Pass 1
 // also restarts a failed or pre-imported repository, but not one
-// pre-imported less than skipRecent ago (ErrLegacyPreImportedRecently);
-// pass 2 needs pre_imported. ErrLegacyState otherwise.
+// pre-imported less than skipRecent ago (CodeLegacyPreImportedRecently);
+// pass 2 needs pre_imported. CodeLegacyState otherwise.
 func (s *Store) StartLegacyPass(ctx context.Context, id uuid.UUID, pass LegacyPass, lease, skipRecent time.Duration) (*LegacyRepository, error) {
 	var r *LegacyRepository
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		cur, err := scanLegacy(tx.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories WHERE id = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s", ErrLegacyRepositoryUnknown, id)
+			return errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", id)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
@@ -368,7 +367,7 @@ func legacyStartAllowed(cur *LegacyRepository, pass LegacyPass, skipRecent time.
 			}
 		case enum.LegacyPreImported:
 			if cur.PreImportFinishedAt != nil && now.Sub(*cur.PreImportFinishedAt) < skipRecent {
-				return fmt.Errorf("%w: %s at %s", ErrLegacyPreImportedRecently, cur.LegacyPath, cur.PreImportFinishedAt.Format(time.RFC3339))
+				return errs.New(CodeLegacyPreImportedRecently, "legacy repository was pre-imported recently: %s at %s", cur.LegacyPath, cur.PreImportFinishedAt.Format(time.RFC3339))
 			}
 			return nil
 		}
@@ -379,7 +378,7 @@ func legacyStartAllowed(cur *LegacyRepository, pass LegacyPass, skipRecent time.
 	default:
 		return fmt.Errorf("store: unknown legacy pass %d", pass)
 	}
-	return fmt.Errorf("%w: %s is %s, cannot start pass %s", ErrLegacyState, cur.LegacyPath, cur.Status, pass)
+	return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s is %s, cannot start pass %s", cur.LegacyPath, cur.Status, pass)
 }
 
 // SetLegacyRepositoryTarget records the hosted repository pass 1 created or
@@ -387,7 +386,7 @@ func legacyStartAllowed(cur *LegacyRepository, pass LegacyPass, skipRecent time.
 func (s *Store) SetLegacyRepositoryTarget(ctx context.Context, id, repositoryID uuid.UUID) error {
 	_, err := s.pool.Exec(ctx, `UPDATE legacy_repositories SET repository_id = $2, updated_at = now() WHERE id = $1`, id, repositoryID)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: set legacy repository target: %w", err))
+		return db.MapErr(fmt.Errorf("store: set legacy repository target: %w", err))
 	}
 	return nil
 }
@@ -420,15 +419,15 @@ func (s *Store) AbortLegacyFinal(ctx context.Context, id uuid.UUID, reason strin
 }
 
 // legacyTransition applies set to the row while it is in status from;
-// ErrLegacyState otherwise. set may use $3.. for args.
+// CodeLegacyState otherwise. set may use $3.. for args.
 func (s *Store) legacyTransition(ctx context.Context, id uuid.UUID, from enum.LegacyStatus, set string, args ...any) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE legacy_repositories SET `+set+` WHERE id = $1 AND status = $2`,
 		append([]any{id, int16(from)}, args...)...)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: legacy transition: %w", err))
+		return db.MapErr(fmt.Errorf("store: legacy transition: %w", err))
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: %s is not %s", ErrLegacyState, id, from)
+		return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s is not %s", id, from)
 	}
 	return nil
 }
@@ -439,7 +438,7 @@ func (s *Store) SetLegacyPriority(ctx context.Context, id uuid.UUID, priority in
 }
 
 // SkipLegacyRepository takes a repository out of the migration (skipped,
-// with the reason). Refused (ErrLegacyState) while a pass runs on it or once
+// with the reason). Refused (CodeLegacyState) while a pass runs on it or once
 // it is migrated.
 func (s *Store) SkipLegacyRepository(ctx context.Context, id uuid.UUID, reason string) (*LegacyRepository, error) {
 	return s.legacyUpdate(ctx, id, `status = 6, last_error = NULLIF($2, ''), lease_expires_at = NULL, updated_at = now()`,
@@ -458,13 +457,13 @@ func (s *Store) legacyUpdate(ctx context.Context, id uuid.UUID, set, allowed str
 		var ok bool
 		err := tx.QueryRow(ctx, `SELECT `+allowed+` FROM legacy_repositories WHERE id = $1 FOR UPDATE`, id).Scan(&ok)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s", ErrLegacyRepositoryUnknown, id)
+			return errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", id)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
 		}
 		if !ok {
-			return fmt.Errorf("%w: %s", ErrLegacyState, id)
+			return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s", id)
 		}
 		r, err = scanLegacy(tx.QueryRow(ctx, `UPDATE legacy_repositories SET `+set+` WHERE id = $1 RETURNING `+legacyColumns,
 			append([]any{id}, args...)...))

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // The database side of the two import passes (legacy/importer): the hosted
@@ -26,15 +28,14 @@ func (s *Store) EnsureLegacyTarget(ctx context.Context, r *LegacyRepository) (*C
 		return nil, err
 	}
 	if len(nss) != 1 {
-		return nil, fmt.Errorf("%w: namespace %s of legacy repository %s", ErrContainerNameUnknown, r.NamespaceID, r.LegacyPath)
+		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: namespace %s of legacy repository %s", r.NamespaceID, r.LegacyPath)
 	}
 	slug := nss[0].Slug
 	t, err := s.ResolveContainerTargetIn(ctx, r.NamespaceID, slug, r.RepositoryName, r.ImageName)
-	if errors.Is(err, ErrContainerNameUnknown) {
+	if HasCode(err, CodeContainerNameUnknown) {
 		_, cerr := s.CreateRepository(ctx, NewRepository{Namespace: slug, Name: r.RepositoryName,
 			Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate})
-		var de *DomainError
-		if cerr != nil && !(errors.As(cerr, &de) && de.Code == CodeAlreadyExists) {
+		if cerr != nil && !HasCode(cerr, CodeAlreadyExists) {
 			return nil, fmt.Errorf("store: create repository %s/%s for %s: %w", slug, r.RepositoryName, r.LegacyPath, cerr)
 		}
 		t, err = s.ResolveContainerTargetIn(ctx, r.NamespaceID, slug, r.RepositoryName, r.ImageName)
@@ -62,7 +63,7 @@ func (s *Store) RecordLegacyImportedManifest(ctx context.Context, legacyID uuid.
 		INSERT INTO legacy_imported_manifests (legacy_repository_id, digest, media_type) VALUES ($1, $2, $3)
 		ON CONFLICT (legacy_repository_id, digest) DO NOTHING`, legacyID, digest[:], mediaType)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: record imported manifest: %w", err))
+		return db.MapErr(fmt.Errorf("store: record imported manifest: %w", err))
 	}
 	return nil
 }
@@ -72,7 +73,7 @@ func (s *Store) RecordLegacyImportedManifest(ctx context.Context, legacyID uuid.
 func (s *Store) LegacyImportedManifests(ctx context.Context, legacyID uuid.UUID) ([][32]byte, error) {
 	rows, err := s.pool.Query(ctx, `SELECT digest FROM legacy_imported_manifests WHERE legacy_repository_id = $1 ORDER BY digest`, legacyID)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: imported manifests: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: imported manifests: %w", err))
 	}
 	defer rows.Close()
 	var out [][32]byte
@@ -122,13 +123,13 @@ func (s *Store) CompleteLegacyImport(ctx context.Context, in LegacyFinal) (*Lega
 		var status int16
 		err := tx.QueryRow(ctx, `SELECT status FROM legacy_repositories WHERE id = $1 FOR UPDATE`, in.LegacyID).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s", ErrLegacyRepositoryUnknown, in.LegacyID)
+			return errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", in.LegacyID)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
 		}
 		if enum.LegacyStatus(status) != enum.LegacyImporting {
-			return fmt.Errorf("%w: %s is %s, not importing", ErrLegacyState, in.LegacyID, enum.LegacyStatus(status))
+			return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s is %s, not importing", in.LegacyID, enum.LegacyStatus(status))
 		}
 		imageID, err := ensureImage(ctx, tx, t)
 		if err != nil {
@@ -174,9 +175,7 @@ func setLegacyTags(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tags
 	for i, n := range names {
 		d := tags[n]
 		digests[i] = d[:]
-		if ids[i], err = uuid.NewV7(); err != nil {
-			return fmt.Errorf("store: tag id: %w", err)
-		}
+		ids[i] = db.NewID()
 	}
 	// One statement for every tag: the manifest of each by digest (active,
 	// in the image); a tag whose manifest is missing makes the count short.
@@ -200,7 +199,7 @@ func setLegacyTags(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tags
 		return fmt.Errorf("store: count tags: %w", err)
 	}
 	if n != len(names) {
-		return fmt.Errorf("%w: %d of %d tags have no manifest in the image", ErrContainerManifestUnknown, len(names)-n, len(names))
+		return errs.New(CodeContainerManifestUnknown, "manifest unknown: %d of %d tags have no manifest in the image", len(names)-n, len(names))
 	}
 	return nil
 }
@@ -293,7 +292,7 @@ func (s *Store) LegacyImageContents(ctx context.Context, t *ContainerTarget) (bl
 	} {
 		rows, err := s.pool.Query(ctx, q.sql, t.NamespaceID, t.ImageID)
 		if err != nil {
-			return nil, nil, mapErr(fmt.Errorf("store: image contents: %w", err))
+			return nil, nil, db.MapErr(fmt.Errorf("store: image contents: %w", err))
 		}
 		for rows.Next() {
 			var d []byte
@@ -305,7 +304,7 @@ func (s *Store) LegacyImageContents(ctx context.Context, t *ContainerTarget) (bl
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, nil, mapErr(fmt.Errorf("store: image contents: %w", err))
+			return nil, nil, db.MapErr(fmt.Errorf("store: image contents: %w", err))
 		}
 	}
 	return blobs, manifests, nil
@@ -325,7 +324,7 @@ func (s *Store) RecordLegacyImportedManifests(ctx context.Context, legacyID uuid
 		SELECT $1, d, mt FROM unnest($2::bytea[], $3::text[]) AS u(d, mt)
 		ON CONFLICT (legacy_repository_id, digest) DO NOTHING`, legacyID, toBytea(digests), mediaTypes)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: record imported manifests: %w", err))
+		return db.MapErr(fmt.Errorf("store: record imported manifests: %w", err))
 	}
 	return nil
 }

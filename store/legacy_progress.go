@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
 // LegacyDurations are the min / median / max of one pass's durations over
@@ -74,7 +75,7 @@ SELECT (SELECT COALESCE(array_agg(status ORDER BY status), '{}') FROM s),
 		&statuses, &counts, &preN, &preMin, &preMed, &preMax, &finN, &finMin, &finMed, &finMax,
 		&over, &lastHour, &lastDay, &tot)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: legacy migration progress: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: legacy migration progress: %w", err))
 	}
 	for i, st := range statuses {
 		p.ByStatus[enum.LegacyStatus(st)] = int(counts[i])
@@ -113,7 +114,7 @@ func (s *Store) LegacyControls(ctx context.Context) (*LegacyControls, error) {
 		FROM legacy_migration_controls WHERE singleton`).Scan(
 		&c.Paused, &c.Concurrency, &cadence, &skip, &limit, &c.ChangedBy, &c.UpdatedAt)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: legacy migration controls: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: legacy migration controls: %w", err))
 	}
 	c.Cadence, c.PreImportSkipRecent, c.FinalTimeLimit = secs(&cadence), secs(&skip), secs(&limit)
 	return c, nil
@@ -163,7 +164,7 @@ func (s *Store) SetLegacyControls(ctx context.Context, u LegacyControlsUpdate) (
 		WHERE singleton`, u.Paused, u.Concurrency, dur(u.Cadence), dur(u.PreImportSkipRecent), dur(u.FinalTimeLimit),
 		truncate(u.ChangedBy, 255))
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: set legacy migration controls: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: set legacy migration controls: %w", err))
 	}
 	return s.LegacyControls(ctx)
 }

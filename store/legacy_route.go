@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
 // LegacyRouteRow is what proxy mode needs of an inventory row: its status
@@ -33,7 +34,7 @@ func (s *Store) LegacyRoute(ctx context.Context, path string) (row LegacyRouteRo
 		return row, false, nil
 	}
 	if err != nil {
-		return row, false, mapErr(fmt.Errorf("store: legacy route %q: %w", path, err))
+		return row, false, db.MapErr(fmt.Errorf("store: legacy route %q: %w", path, err))
 	}
 	return row, true, nil
 }

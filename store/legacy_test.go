@@ -38,13 +38,13 @@ func TestLegacyInventoryUpsertAndList(t *testing.T) {
 	if byTarget, err := f.store.LegacyRepositoryByTarget(ctx, f.ns, "legacy", "team/app03"); err != nil || byTarget.ID != again.ID {
 		t.Fatalf("by target: %+v %v", byTarget, err)
 	}
-	if _, err := f.store.LegacyRepositoryByTarget(ctx, f.ns, "legacy", "nope"); !errors.Is(err, ErrLegacyRepositoryUnknown) {
+	if _, err := f.store.LegacyRepositoryByTarget(ctx, f.ns, "legacy", "nope"); !HasCode(err, CodeLegacyRepositoryUnknown) {
 		t.Fatalf("by unknown target: %v", err)
 	}
 	// A second path onto the same target is refused.
 	clash := legacyEntry(f.ns, "other/path", 1)
 	clash.ImageName = "team/app03"
-	if _, err := f.store.UpsertLegacyRepository(ctx, clash); !errors.Is(err, ErrLegacyTargetTaken) {
+	if _, err := f.store.UpsertLegacyRepository(ctx, clash); !HasCode(err, CodeLegacyTargetTaken) {
 		t.Fatalf("target clash: %v", err)
 	}
 	// Keyset pages of 10 cover every row once, in path order.
@@ -104,10 +104,10 @@ func TestLegacyClaimRace(t *testing.T) {
 			defer wg.Done()
 			for {
 				r, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute)
-				if errors.Is(err, ErrLegacyNoWork) {
+				if HasCode(err, CodeLegacyNoWork) {
 					return
 				}
-				if errors.Is(err, ErrRetryable) {
+				if HasCode(err, CodeRetryable) {
 					continue
 				}
 				if err != nil {
@@ -130,7 +130,7 @@ func TestLegacyClaimRace(t *testing.T) {
 		}
 	}
 	// Nothing is claimable for pass 2 until pass 1 finishes.
-	if _, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal); !errors.Is(err, ErrLegacyNoWork) {
+	if _, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal); !HasCode(err, CodeLegacyNoWork) {
 		t.Fatalf("final claim before any pre-import: %v", err)
 	}
 }
@@ -144,7 +144,7 @@ func TestLegacyTransitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.StartLegacyPass(ctx, r.ID, LegacyPassFinal, time.Minute, 0); !errors.Is(err, ErrLegacyState) {
+	if _, err := f.store.StartLegacyPass(ctx, r.ID, LegacyPassFinal, time.Minute, 0); !HasCode(err, CodeLegacyState) {
 		t.Fatalf("final before pre: %v", err)
 	}
 	// A pass 1 with an already expired lease is claimable again (dead worker).
@@ -155,16 +155,16 @@ func TestLegacyTransitions(t *testing.T) {
 	if err != nil || re.ID != r.ID || re.Attempts != 2 {
 		t.Fatalf("reclaim after lease: %+v %v", re, err)
 	}
-	if _, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute); !errors.Is(err, ErrLegacyNoWork) {
+	if _, err := f.store.ClaimNextLegacyRepositoryWithLease(ctx, LegacyPassPre, time.Minute); !HasCode(err, CodeLegacyNoWork) {
 		t.Fatalf("claim of a live lease: %v", err)
 	}
-	if _, err := f.store.SkipLegacyRepository(ctx, r.ID, "no"); !errors.Is(err, ErrLegacyState) {
+	if _, err := f.store.SkipLegacyRepository(ctx, r.ID, "no"); !HasCode(err, CodeLegacyState) {
 		t.Fatalf("skip while pre-importing: %v", err)
 	}
 	if err := f.store.FinishLegacyPreImport(ctx, r.ID, 2, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.StartLegacyPass(ctx, r.ID, LegacyPassPre, time.Minute, time.Hour); !errors.Is(err, ErrLegacyPreImportedRecently) {
+	if _, err := f.store.StartLegacyPass(ctx, r.ID, LegacyPassPre, time.Minute, time.Hour); !HasCode(err, CodeLegacyPreImportedRecently) {
 		t.Fatalf("pre-import again within skip window: %v", err)
 	}
 	fin, err := f.store.ClaimNextLegacyRepository(ctx, LegacyPassFinal)
@@ -198,10 +198,10 @@ func TestLegacyTransitions(t *testing.T) {
 	if got, _ := f.store.LegacyRepositoryByID(ctx, r.ID); got.Status != enum.LegacyPending || *got.LastError != "boom" {
 		t.Fatalf("after retry: %+v", got)
 	}
-	if _, err := f.store.RetryLegacyRepository(ctx, r.ID); !errors.Is(err, ErrLegacyState) {
+	if _, err := f.store.RetryLegacyRepository(ctx, r.ID); !HasCode(err, CodeLegacyState) {
 		t.Fatalf("retry of a pending row: %v", err)
 	}
-	if _, err := f.store.SkipLegacyRepository(ctx, uuid.Must(uuid.NewV7()), ""); !errors.Is(err, ErrLegacyRepositoryUnknown) {
+	if _, err := f.store.SkipLegacyRepository(ctx, uuid.Must(uuid.NewV7()), ""); !HasCode(err, CodeLegacyRepositoryUnknown) {
 		t.Fatalf("skip unknown: %v", err)
 	}
 }

@@ -12,13 +12,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Maven data path of hosted Maven repositories (ADR-007 "Maven リポジトリ":
 // maven_packages, maven_versions, maven_files): the operations
 // protocol/maven calls. Every query names namespace_id first so it prunes
 // to one partition; writes run in foreground transactions (WithTx: lock
-// timeout, ErrRetryable) and follow the ADR-025 lock order: the package row
+// timeout, CodeRetryable) and follow the ADR-025 lock order: the package row
 // (FOR NO KEY UPDATE, which serializes the writers of one package), then
 // file rows, then blob rows in ascending digest order.
 //
@@ -33,21 +35,21 @@ import (
 
 // Typed errors of the Maven data path.
 var (
-	// ErrMavenRepositoryUnknown: no such namespace (or it is deleted), or no
+	// CodeMavenRepositoryUnknown: no such namespace (or it is deleted), or no
 	// active repository of that name in it, or it is not a hosted Maven
 	// repository. Wrapped with the reason.
-	ErrMavenRepositoryUnknown = errors.New("store: Maven repository unknown")
-	// ErrMavenNotFound: no such active package, version or file.
-	ErrMavenNotFound = errors.New("store: Maven file not found")
-	// ErrMavenReleaseExists: a release file already exists with different
+	CodeMavenRepositoryUnknown = Code{Name: "MAVEN_REPOSITORY_UNKNOWN", Kind: KindNotFound}
+	// CodeMavenNotFound: no such active package, version or file.
+	CodeMavenNotFound = Code{Name: "MAVEN_NOT_FOUND", Kind: KindNotFound}
+	// CodeMavenReleaseExists: a release file already exists with different
 	// bytes (releases are immutable).
-	ErrMavenReleaseExists = errors.New("store: release file already exists with different content")
-	// ErrMavenChecksumMismatch: a checksum sidecar (or a checksum header)
+	CodeMavenReleaseExists = Code{Name: "MAVEN_RELEASE_EXISTS", Kind: KindConflict}
+	// CodeMavenChecksumMismatch: a checksum sidecar (or a checksum header)
 	// does not match the file's bytes.
-	ErrMavenChecksumMismatch = errors.New("store: checksum mismatch")
-	// ErrMavenNothingToDescribe: a maven-metadata.xml or checksum was
+	CodeMavenChecksumMismatch = Code{Name: "MAVEN_CHECKSUM_MISMATCH", Kind: KindInvalidInput}
+	// CodeMavenNothingToDescribe: a maven-metadata.xml or checksum was
 	// uploaded for a package, version or file that holds nothing yet.
-	ErrMavenNothingToDescribe = errors.New("store: nothing stored for this metadata or checksum")
+	CodeMavenNothingToDescribe = Code{Name: "MAVEN_NOTHING_TO_DESCRIBE", Kind: KindNotFound}
 )
 
 // MavenTarget is a resolved /maven/<namespace>/<repository>: the namespace
@@ -73,7 +75,7 @@ func (t *MavenTarget) UploadRef(uploadID uuid.UUID) UploadRef {
 }
 
 // ResolveMavenTarget resolves /maven/<namespace>/<repository>.
-// ErrMavenRepositoryUnknown (wrapped with the reason) when the namespace
+// CodeMavenRepositoryUnknown (wrapped with the reason) when the namespace
 // does not exist or is deleted, or the repository is missing, in the
 // trash, not Maven, or not HOSTED. Blocked, disabled and suspended
 // namespaces resolve, with ServesReads/ServesWrites telling what they
@@ -98,13 +100,13 @@ func (s *Store) ResolveMavenTarget(ctx context.Context, namespace, repository st
 		FROM namespaces WHERE slug = $1`, namespace).Scan(
 		&nsID, &deleted, &purged, &blocked, &disabled, &suspended)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: namespace %q not found", ErrMavenRepositoryUnknown, namespace)
+		return nil, errs.New(CodeMavenRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: resolve namespace %s: %w", namespace, err))
+		return nil, db.MapErr(fmt.Errorf("store: resolve namespace %s: %w", namespace, err))
 	}
 	if deleted != nil || purged != nil {
-		return nil, fmt.Errorf("%w: namespace %q not found", ErrMavenRepositoryUnknown, namespace)
+		return nil, errs.New(CodeMavenRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
 	}
 	err = s.pool.QueryRow(ctx, `
 		SELECT r.id, r.format, r.kind, r.visibility, mr.id
@@ -113,16 +115,16 @@ func (s *Store) ResolveMavenTarget(ctx context.Context, namespace, repository st
 		WHERE r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL`, nsID, repository).Scan(
 		&repoID, &format, &kind, &visibility, &mrID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: repository %q not found in namespace %q", ErrMavenRepositoryUnknown, repository, namespace)
+		return nil, errs.New(CodeMavenRepositoryUnknown, "Maven repository unknown: repository %q not found in namespace %q", repository, namespace)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
+		return nil, db.MapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
 	}
 	if enum.Format(format) != enum.FormatMaven {
-		return nil, fmt.Errorf("%w: repository %s/%s is not a Maven repository", ErrMavenRepositoryUnknown, namespace, repository)
+		return nil, errs.New(CodeMavenRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a Maven repository", namespace, repository)
 	}
 	if enum.Kind(kind) != enum.KindHosted || mrID == nil {
-		return nil, fmt.Errorf("%w: repository %s/%s is not a hosted Maven repository", ErrMavenRepositoryUnknown, namespace, repository)
+		return nil, errs.New(CodeMavenRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a hosted Maven repository", namespace, repository)
 	}
 	t.NamespaceID, t.RepositoryID, t.MavenRepositoryID = nsID, repoID, *mrID
 	switch {
@@ -201,7 +203,7 @@ func (r MavenFileRef) Validate() error {
 	}
 	if r.Version == "" {
 		if r.FileName != MavenMetadataFile {
-			return fmt.Errorf("%w: only %s lives next to the versions of %s:%s", ErrMavenInvalid, MavenMetadataFile, r.GroupID, r.ArtifactID)
+			return errs.New(CodeMavenInvalid, "invalid Maven coordinates: only %s lives next to the versions of %s:%s", MavenMetadataFile, r.GroupID, r.ArtifactID)
 		}
 		return nil
 	}
@@ -256,7 +258,7 @@ func scanMavenFile(row pgx.Row) (*MavenFile, error) {
 }
 
 // MavenFile returns an active file and its blob row, from the database
-// only. ErrMavenNotFound when the package, the version or the file is
+// only. CodeMavenNotFound when the package, the version or the file is
 // missing.
 func (s *Store) MavenFile(ctx context.Context, t *MavenTarget, ref MavenFileRef) (*MavenFile, error) {
 	var row pgx.Row
@@ -267,46 +269,40 @@ func (s *Store) MavenFile(ctx context.Context, t *MavenTarget, ref MavenFileRef)
 	}
 	f, err := scanMavenFile(row)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", ErrMavenNotFound, ref)
+		return nil, errs.New(CodeMavenNotFound, "Maven file not found: %s", ref)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven file %s: %w", ref, err))
+		return nil, db.MapErr(fmt.Errorf("store: maven file %s: %w", ref, err))
 	}
 	b, err := s.StatBlob(ctx, t.NamespaceID, f.Checksums.SHA256)
 	if err != nil {
 		// The file row holds an attachment, so its blob row exists;
 		// a concurrent replace can only have detached it after we read.
-		if errors.Is(err, ErrBlobUnknown) {
-			return nil, fmt.Errorf("%w: %s (replaced meanwhile)", ErrMavenNotFound, ref)
+		if HasCode(err, CodeBlobUnknown) {
+			return nil, errs.New(CodeMavenNotFound, "Maven file not found: %s (replaced meanwhile)", ref)
 		}
-		return nil, mapErr(err)
+		return nil, db.MapErr(err)
 	}
 	f.Blob = *b
 	return f, nil
 }
 
-// mavenQuerier is what both a pool and a transaction offer.
-type mavenQuerier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // mavenVersionFileNames lists the names of a version's active files.
-func mavenVersionFileNames(ctx context.Context, q mavenQuerier, nsID, versionID uuid.UUID) ([]string, error) {
+func mavenVersionFileNames(ctx context.Context, q db.Queryer, nsID, versionID uuid.UUID) ([]string, error) {
 	rows, err := q.Query(ctx, `
 		SELECT file_name FROM maven_files
 		WHERE namespace_id = $1 AND maven_version_id = $2 AND soft_deleted_at IS NULL`, nsID, versionID)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven version files: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: maven version files: %w", err))
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven version files: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: maven version files: %w", err))
 	}
 	return names, nil
 }
 
-// mavenVersionID finds an active package and version: ErrMavenNotFound
+// mavenVersionID finds an active package and version: CodeMavenNotFound
 // when either is missing.
 func (s *Store) mavenVersionID(ctx context.Context, t *MavenTarget, groupID, artifactID, version string) (pkgID, versionID uuid.UUID, err error) {
 	err = s.pool.QueryRow(ctx, `
@@ -318,15 +314,15 @@ func (s *Store) mavenVersionID(ctx context.Context, t *MavenTarget, groupID, art
 		  AND p.soft_deleted_at IS NULL`,
 		t.NamespaceID, t.MavenRepositoryID, groupID, artifactID, version).Scan(&pkgID, &versionID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, uuid.Nil, fmt.Errorf("%w: %s:%s:%s", ErrMavenNotFound, groupID, artifactID, version)
+		return uuid.Nil, uuid.Nil, errs.New(CodeMavenNotFound, "Maven file not found: %s:%s:%s", groupID, artifactID, version)
 	}
 	if err != nil {
-		return uuid.Nil, uuid.Nil, mapErr(fmt.Errorf("store: maven version %s:%s:%s: %w", groupID, artifactID, version, err))
+		return uuid.Nil, uuid.Nil, db.MapErr(fmt.Errorf("store: maven version %s:%s:%s: %w", groupID, artifactID, version, err))
 	}
 	return pkgID, versionID, nil
 }
 
-// mavenPackageID finds an active package: ErrMavenNotFound when missing.
+// mavenPackageID finds an active package: CodeMavenNotFound when missing.
 func (s *Store) mavenPackageID(ctx context.Context, t *MavenTarget, groupID, artifactID string) (uuid.UUID, error) {
 	var id uuid.UUID
 	err := s.pool.QueryRow(ctx, `
@@ -335,10 +331,10 @@ func (s *Store) mavenPackageID(ctx context.Context, t *MavenTarget, groupID, art
 		  AND soft_deleted_at IS NULL`,
 		t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("%w: %s:%s", ErrMavenNotFound, groupID, artifactID)
+		return uuid.Nil, errs.New(CodeMavenNotFound, "Maven file not found: %s:%s", groupID, artifactID)
 	}
 	if err != nil {
-		return uuid.Nil, mapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
+		return uuid.Nil, db.MapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
 	}
 	return id, nil
 }
@@ -347,10 +343,10 @@ func (s *Store) mavenPackageID(ctx context.Context, t *MavenTarget, groupID, art
 // version ("lib-1.0-SNAPSHOT.jar", "lib-1.0-SNAPSHOT-sources.jar") to the
 // latest timestamped build of the same classifier and extension
 // ("lib-1.0-20261129.210811-2.jar"), the way a client that reads the
-// version-level metadata would. ErrMavenNotFound when the version holds no
+// version-level metadata would. CodeMavenNotFound when the version holds no
 // such build.
 func (s *Store) ResolveMavenSnapshotFile(ctx context.Context, t *MavenTarget, ref MavenFileRef) (string, error) {
-	notFound := fmt.Errorf("%w: %s", ErrMavenNotFound, ref)
+	notFound := errs.New(CodeMavenNotFound, "Maven file not found: %s", ref)
 	if !IsMavenSnapshotVersion(ref.Version) {
 		return "", notFound
 	}
@@ -398,7 +394,7 @@ func (s *Store) ResolveMavenSnapshotFile(ctx context.Context, t *MavenTarget, re
 // (ref.Version == "") or of a SNAPSHOT version from the stored rows, the
 // same bytes the server stores as the metadata file. It is the fallback
 // for a read that finds no stored document (the refresh after a write did
-// not run, e.g. a crash in between). ErrMavenNotFound when there is
+// not run, e.g. a crash in between). CodeMavenNotFound when there is
 // nothing to describe.
 func (s *Store) RenderMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenFileRef) ([]byte, error) {
 	var (
@@ -422,7 +418,7 @@ func (s *Store) RenderMavenMetadata(ctx context.Context, t *MavenTarget, ref Mav
 		return nil, err
 	}
 	if content == nil {
-		return nil, fmt.Errorf("%w: %s", ErrMavenNotFound, ref)
+		return nil, errs.New(CodeMavenNotFound, "Maven file not found: %s", ref)
 	}
 	return content, nil
 }

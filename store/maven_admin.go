@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -92,11 +94,11 @@ func (s *Store) ListMavenPackages(ctx context.Context, nsID, repositoryID uuid.U
 		ORDER BY p.group_id, p.artifact_id
 		LIMIT $3`, args...)
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list maven packages: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list maven packages: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackage, error) { return scanMavenPackage(r) })
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list maven packages: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list maven packages: %w", err))
 	}
 	return mavenPage(out, limit)
 }
@@ -118,11 +120,11 @@ func (s *Store) ListMavenVersions(ctx context.Context, nsID, packageID uuid.UUID
 		ORDER BY v.version
 		LIMIT $3`, args...)
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list maven versions: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list maven versions: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenVersion, error) { return scanMavenVersion(r) })
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list maven versions: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list maven versions: %w", err))
 	}
 	return mavenPage(out, limit)
 }
@@ -149,7 +151,7 @@ func (s *Store) ListMavenFiles(ctx context.Context, nsID, packageID uuid.UUID, v
 		ORDER BY f.file_name
 		LIMIT $3`, args...)
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list maven files: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list maven files: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenFileInfo, error) {
 		var (
@@ -170,7 +172,7 @@ func (s *Store) ListMavenFiles(ctx context.Context, nsID, packageID uuid.UUID, v
 		return &fi, nil
 	})
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("store: list maven files: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("store: list maven files: %w", err))
 	}
 	return mavenPage(out, limit)
 }
@@ -184,12 +186,12 @@ func mavenPage[T any](rows []T, limit int) ([]T, bool, error) {
 
 // Typed errors of the Maven management operations.
 var (
-	// ErrMavenUnknown: no such package or version in the namespace.
-	ErrMavenUnknown = errors.New("store: Maven package or version unknown")
-	// ErrMavenStateConflict: the row is not in the state the operation
+	// CodeMavenUnknown: no such package or version in the namespace.
+	CodeMavenUnknown = Code{Name: "MAVEN_UNKNOWN", Kind: KindNotFound}
+	// CodeMavenStateConflict: the row is not in the state the operation
 	// needs (already in the trash, not in the trash, an active namesake
 	// blocks a restore, its package is in the trash).
-	ErrMavenStateConflict = errors.New("store: Maven package or version state conflict")
+	CodeMavenStateConflict = Code{Name: "MAVEN_STATE_CONFLICT", Kind: KindConflict}
 )
 
 // isMavenUniqueViolation reports a unique_violation (23505).
@@ -200,7 +202,7 @@ func isMavenUniqueViolation(err error) bool {
 
 // mavenTargetOfPackage builds the target a metadata refresh needs from a
 // package row.
-func (s *Store) mavenTargetOfPackage(ctx context.Context, q mavenQuerier, nsID, pkgID uuid.UUID) (*MavenTarget, *MavenPackage, error) {
+func (s *Store) mavenTargetOfPackage(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID) (*MavenTarget, *MavenPackage, error) {
 	t := &MavenTarget{NamespaceID: nsID}
 	var p MavenPackage
 	err := q.QueryRow(ctx, `
@@ -210,10 +212,10 @@ func (s *Store) mavenTargetOfPackage(ctx context.Context, q mavenQuerier, nsID, 
 		WHERE p.namespace_id = $1 AND p.id = $2`, nsID, pkgID).Scan(
 		&p.ID, &p.NamespaceID, &p.MavenRepositoryID, &p.GroupID, &p.ArtifactID, &p.LastDownloadedAt, &p.SoftDeletedAt, &t.RepositoryID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, fmt.Errorf("%w: package %s", ErrMavenUnknown, pkgID)
+		return nil, nil, errs.New(CodeMavenUnknown, "Maven package or version unknown: package %s", pkgID)
 	}
 	if err != nil {
-		return nil, nil, mapErr(fmt.Errorf("store: maven package %s: %w", pkgID, err))
+		return nil, nil, db.MapErr(fmt.Errorf("store: maven package %s: %w", pkgID, err))
 	}
 	t.MavenRepositoryID = p.MavenRepositoryID
 	return t, &p, nil
@@ -244,10 +246,10 @@ func (s *Store) setMavenVersionTrash(ctx context.Context, nsID, versionID uuid.U
 		err := tx.QueryRow(ctx, `SELECT maven_package_id FROM maven_versions WHERE namespace_id = $1 AND id = $2`,
 			nsID, versionID).Scan(&pkgID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: version %s", ErrMavenUnknown, versionID)
+			return errs.New(CodeMavenUnknown, "Maven package or version unknown: version %s", versionID)
 		}
 		if err != nil {
-			return mapErr(fmt.Errorf("store: maven version %s: %w", versionID, err))
+			return db.MapErr(fmt.Errorf("store: maven version %s: %w", versionID, err))
 		}
 		if t, pkg, err = s.mavenTargetOfPackage(ctx, tx, nsID, pkgID); err != nil {
 			return err
@@ -258,7 +260,7 @@ func (s *Store) setMavenVersionTrash(ctx context.Context, nsID, versionID uuid.U
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: package %s:%s is in the trash", ErrMavenStateConflict, pkg.GroupID, pkg.ArtifactID)
+			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: package %s:%s is in the trash", pkg.GroupID, pkg.ArtifactID)
 		}
 		set, cond := `soft_deleted_at = now()`, `soft_deleted_at IS NULL`
 		if !trash {
@@ -274,11 +276,11 @@ func (s *Store) setMavenVersionTrash(ctx context.Context, nsID, versionID uuid.U
 			if !trash {
 				state = "not in the trash"
 			}
-			return fmt.Errorf("%w: version %s is %s", ErrMavenStateConflict, versionID, state)
+			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: version %s is %s", versionID, state)
 		case isMavenUniqueViolation(err):
-			return fmt.Errorf("%w: an active version of the same name exists (deployed again after the delete)", ErrMavenStateConflict)
+			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: an active version of the same name exists (deployed again after the delete)")
 		case err != nil:
-			return mapErr(fmt.Errorf("store: maven version %s: %w", versionID, err))
+			return db.MapErr(fmt.Errorf("store: maven version %s: %w", versionID, err))
 		}
 		return nil
 	})
@@ -330,11 +332,11 @@ func (s *Store) setMavenPackageTrash(ctx context.Context, nsID, packageID uuid.U
 			if !trash {
 				state = "not in the trash"
 			}
-			return fmt.Errorf("%w: package %s is %s", ErrMavenStateConflict, packageID, state)
+			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: package %s is %s", packageID, state)
 		case isMavenUniqueViolation(err):
-			return fmt.Errorf("%w: an active package of the same coordinates exists (deployed again after the delete)", ErrMavenStateConflict)
+			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: an active package of the same coordinates exists (deployed again after the delete)")
 		case err != nil:
-			return mapErr(fmt.Errorf("store: maven package %s: %w", packageID, err))
+			return db.MapErr(fmt.Errorf("store: maven package %s: %w", packageID, err))
 		}
 		t, _, err = s.mavenTargetOfPackage(ctx, tx, nsID, packageID)
 		return err

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -31,7 +32,7 @@ func scanMavenPackageInfo(row pgx.Row) (*MavenPackageInfo, error) {
 
 // CountMavenPackages counts active packages per repositories.id.
 func (s *Store) CountMavenPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "maven packages", `
+	return db.CountBy(ctx, s.pool, "maven packages", `
 		SELECT mr.repository_id, count(*)
 		FROM maven_repositories mr
 		JOIN maven_packages p ON p.namespace_id = $1 AND p.maven_repository_id = mr.id
@@ -47,11 +48,11 @@ func (s *Store) MavenPackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uu
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = p.maven_repository_id
 		WHERE p.namespace_id = $1 AND p.id = ANY($2)`, nsID, ids)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: load maven packages: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: load maven packages: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackageInfo, error) { return scanMavenPackageInfo(r) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: load maven packages: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: load maven packages: %w", err))
 	}
 	m := make(map[uuid.UUID]*MavenPackageInfo, len(out))
 	for _, p := range out {
@@ -81,11 +82,11 @@ func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, 
 		                     AND p.group_id = k.group_id AND p.artifact_id = k.artifact_id
 		WHERE p.soft_deleted_at IS NULL`, nsID, repos, gs, as)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackageInfo, error) { return scanMavenPackageInfo(r) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
 	}
 	m := make(map[MavenCoordinates]*MavenPackageInfo, len(out))
 	for _, p := range out {
@@ -104,7 +105,7 @@ func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, 
 // string, descending, so the order is total and the cursor (a version
 // string) is unambiguous, and still resumes right after a delete.
 func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, afterVersion *string, limit int) (map[uuid.UUID][]*MavenArtifact, error) {
-	all, err := groupBy(ctx, s.pool, "maven versions", `
+	all, err := db.GroupBy(ctx, s.pool, "maven versions", `
 		SELECT mv.maven_package_id, `+mavenArtifactColumns+`
 		FROM maven_versions mv
 		JOIN maven_packages mp ON mp.namespace_id = $1 AND mp.id = mv.maven_package_id
@@ -150,7 +151,7 @@ func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkg
 
 // CountMavenVersionsOfPackages counts active versions per package id.
 func (s *Store) CountMavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "maven versions", `
+	return db.CountBy(ctx, s.pool, "maven versions", `
 		SELECT maven_package_id, count(*) FROM maven_versions
 		WHERE namespace_id = $1 AND maven_package_id = ANY($2) AND soft_deleted_at IS NULL
 		GROUP BY maven_package_id`, nsID, pkgIDs)
@@ -176,11 +177,11 @@ func (s *Store) MavenVersionsByName(ctx context.Context, nsID uuid.UUID, names [
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = mp.maven_repository_id
 		WHERE mv.soft_deleted_at IS NULL`, nsID, pkgs, vs)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven versions by name: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: maven versions by name: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenArtifact, error) { return scanMavenArtifact(r) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven versions by name: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: maven versions by name: %w", err))
 	}
 	m := make(map[MavenVersionName]*MavenArtifact, len(out))
 	for _, v := range out {
@@ -204,7 +205,7 @@ func (s *Store) MavenFilesOfParents(ctx context.Context, nsID uuid.UUID, parents
 	if afterName != nil {
 		args, scope = append(args, *afterName), scope+` AND f.file_name > $4`
 	}
-	return groupBy(ctx, s.pool, "maven files", `
+	return db.GroupBy(ctx, s.pool, "maven files", `
 		SELECT f.parent, f.id, f.maven_package_id, f.maven_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512, bn.size
 		FROM unnest($2::uuid[]) AS pk(id)
 		CROSS JOIN LATERAL (
@@ -244,7 +245,7 @@ func (s *Store) MavenPackagesOfRepositories(ctx context.Context, nsID uuid.UUID,
 	if after != nil {
 		args, keyset = append(args, after.GroupID, after.ArtifactID), ` AND (p.group_id, p.artifact_id) > ($4, $5)`
 	}
-	return groupBy(ctx, s.pool, "maven packages", `
+	return db.GroupBy(ctx, s.pool, "maven packages", `
 		SELECT mr.repository_id, p.id, p.namespace_id, p.maven_repository_id, p.group_id, p.artifact_id,
 		       p.last_downloaded_at, p.soft_deleted_at, mr.repository_id
 		FROM maven_repositories mr

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
 // Buffered counters of the Maven data path (ADR-007 "buffered and
@@ -37,7 +37,7 @@ type mavenDelta struct {
 
 // insertMavenDeltas appends counter_deltas rows (in the caller's
 // transaction, or on the pool); zero counter deltas are skipped.
-func insertMavenDeltas(ctx context.Context, q mavenExecer, nsID uuid.UUID, deltas []mavenDelta) error {
+func insertMavenDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas []mavenDelta) error {
 	var (
 		ids     []uuid.UUID
 		targets []int16
@@ -50,10 +50,7 @@ func insertMavenDeltas(ctx context.Context, q mavenExecer, nsID uuid.UUID, delta
 		if d.at == nil && d.delta == 0 {
 			continue
 		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return fmt.Errorf("store: counter delta id: %w", err)
-		}
+		id := db.NewID()
 		ids = append(ids, id)
 		targets = append(targets, int16(d.target))
 		tids = append(tids, d.targetID)
@@ -75,7 +72,7 @@ func insertMavenDeltas(ctx context.Context, q mavenExecer, nsID uuid.UUID, delta
 		     AS u(id, target, target_id, field, delta, observed_at)`,
 		nsID, ids, targets, tids, fields, values, ats)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: maven counter deltas: %w", err))
+		return db.MapErr(fmt.Errorf("store: maven counter deltas: %w", err))
 	}
 	return nil
 }
@@ -94,9 +91,4 @@ func (s *Store) RecordMavenDownload(ctx context.Context, t *MavenTarget, f *Mave
 		{target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
 		{target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},
 	})
-}
-
-// mavenExecer is what both a pool and a transaction offer.
-type mavenExecer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }

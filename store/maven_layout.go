@@ -3,22 +3,22 @@ package store
 import (
 	"bytes"
 	"encoding/xml"
-	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Maven repository layout rules shared by the store and protocol/maven:
 // coordinate validation, timestamped SNAPSHOT file names and the
 // maven-metadata.xml documents the server generates.
 
-// ErrMavenInvalid: a coordinate, file name or document that the Maven
+// CodeMavenInvalid: a coordinate, file name or document that the Maven
 // layout does not allow. Returned wrapped with the reason.
-var ErrMavenInvalid = errors.New("store: invalid Maven coordinates")
+var CodeMavenInvalid = Code{Name: "MAVEN_INVALID", Kind: KindInvalidInput}
 
 // MavenMetadataFile is the name of the metadata document at package level
 // (<group>/<artifactId>/) and at SNAPSHOT version level.
@@ -36,15 +36,15 @@ func mavenVersionChar(c byte) bool { return mavenNameChar(c) || c == '+' || c ==
 func checkMavenToken(what, s string, ok func(byte) bool) error {
 	switch {
 	case s == "":
-		return fmt.Errorf("%w: empty %s", ErrMavenInvalid, what)
+		return errs.New(CodeMavenInvalid, "invalid Maven coordinates: empty %s", what)
 	case len(s) > maxMavenField:
-		return fmt.Errorf("%w: %s longer than %d characters", ErrMavenInvalid, what, maxMavenField)
+		return errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s longer than %d characters", what, maxMavenField)
 	case s == "." || s == ".." || s[0] == '.':
-		return fmt.Errorf("%w: %s %q may not start with a dot", ErrMavenInvalid, what, s)
+		return errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s %q may not start with a dot", what, s)
 	}
 	for i := 0; i < len(s); i++ {
 		if !ok(s[i]) {
-			return fmt.Errorf("%w: %s %q contains the character %q", ErrMavenInvalid, what, s, s[i])
+			return errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s %q contains the character %q", what, s, s[i])
 		}
 	}
 	return nil
@@ -58,7 +58,7 @@ func ValidateMavenGroupID(g string) error {
 	}
 	for part := range strings.SplitSeq(g, ".") {
 		if part == "" {
-			return fmt.Errorf("%w: groupId %q has an empty part", ErrMavenInvalid, g)
+			return errs.New(CodeMavenInvalid, "invalid Maven coordinates: groupId %q has an empty part", g)
 		}
 	}
 	return nil
@@ -93,8 +93,7 @@ func ValidateMavenFileName(artifactID, version, name string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: file %q does not belong to %s version %s (expected %s-%s[-classifier].ext)",
-		ErrMavenInvalid, name, artifactID, version, artifactID, version)
+	return errs.New(CodeMavenInvalid, "invalid Maven coordinates: file %q does not belong to %s version %s (expected %s-%s[-classifier].ext)", name, artifactID, version, artifactID, version)
 }
 
 // MavenSnapshotFile is a timestamped SNAPSHOT file name taken apart:
@@ -218,15 +217,15 @@ func SplitMavenChecksumName(name string) (base string, alg MavenChecksumAlgorith
 func ParseMavenChecksumBody(alg MavenChecksumAlgorithm, body []byte) (string, error) {
 	fields := strings.Fields(string(body))
 	if len(fields) == 0 {
-		return "", fmt.Errorf("%w: empty %s checksum", ErrMavenInvalid, alg)
+		return "", errs.New(CodeMavenInvalid, "invalid Maven coordinates: empty %s checksum", alg)
 	}
 	h := strings.ToLower(fields[0])
 	if len(h) != alg.HexLen() {
-		return "", fmt.Errorf("%w: a %s checksum has %d hex digits, got %d", ErrMavenInvalid, alg, alg.HexLen(), len(h))
+		return "", errs.New(CodeMavenInvalid, "invalid Maven coordinates: a %s checksum has %d hex digits, got %d", alg, alg.HexLen(), len(h))
 	}
 	for i := 0; i < len(h); i++ {
 		if !(h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f') {
-			return "", fmt.Errorf("%w: %s checksum %q is not hex", ErrMavenInvalid, alg, fields[0])
+			return "", errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s checksum %q is not hex", alg, fields[0])
 		}
 	}
 	return h, nil
@@ -373,7 +372,7 @@ func ParseMavenMetadata(r io.Reader) (*MavenMetadataDoc, error) {
 	dec := xml.NewDecoder(r)
 	dec.Strict = true
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: maven-metadata.xml is not a metadata document: %v", ErrMavenInvalid, err)
+		return nil, errs.New(CodeMavenInvalid, "invalid Maven coordinates: maven-metadata.xml is not a metadata document: %v", err)
 	}
 	return &doc, nil
 }

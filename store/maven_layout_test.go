@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -77,8 +76,8 @@ func TestMavenFileRefValidate(t *testing.T) {
 		{"com.example", strings.Repeat("a", 256), "1.0", "x"},
 	}
 	for _, r := range bad {
-		if err := r.Validate(); !errors.Is(err, ErrMavenInvalid) {
-			t.Errorf("%v: got %v, want ErrMavenInvalid", r, err)
+		if err := r.Validate(); !HasCode(err, CodeMavenInvalid) {
+			t.Errorf("%v: got %v, want CodeMavenInvalid", r, err)
 		}
 	}
 }
@@ -92,7 +91,7 @@ func TestParseMavenChecksumBody(t *testing.T) {
 		}
 	}
 	for _, body := range []string{"", "\n", sha1[:39], sha1 + "0", strings.Replace(sha1, "2", "g", 1)} {
-		if _, err := ParseMavenChecksumBody(MavenSHA1, []byte(body)); !errors.Is(err, ErrMavenInvalid) {
+		if _, err := ParseMavenChecksumBody(MavenSHA1, []byte(body)); !HasCode(err, CodeMavenInvalid) {
 			t.Errorf("%q: %v", body, err)
 		}
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Server-generated maven-metadata.xml.
@@ -42,12 +44,12 @@ const mavenRefreshAttempts = 8
 
 // activeMavenVersions lists the active versions of a package and the
 // creation time of the newest.
-func activeMavenVersions(ctx context.Context, q mavenQuerier, nsID, pkgID uuid.UUID) ([]string, time.Time, error) {
+func activeMavenVersions(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID) ([]string, time.Time, error) {
 	rows, err := q.Query(ctx, `
 		SELECT version, created_at FROM maven_versions
 		WHERE namespace_id = $1 AND maven_package_id = $2 AND soft_deleted_at IS NULL`, nsID, pkgID)
 	if err != nil {
-		return nil, time.Time{}, mapErr(fmt.Errorf("store: maven versions: %w", err))
+		return nil, time.Time{}, db.MapErr(fmt.Errorf("store: maven versions: %w", err))
 	}
 	defer rows.Close()
 	var (
@@ -68,14 +70,14 @@ func activeMavenVersions(ctx context.Context, q mavenQuerier, nsID, pkgID uuid.U
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, time.Time{}, mapErr(fmt.Errorf("store: maven versions: %w", err))
+		return nil, time.Time{}, db.MapErr(fmt.Errorf("store: maven versions: %w", err))
 	}
 	return out, newest, nil
 }
 
 // renderMavenPackageMetadata renders a package's metadata from its active
 // versions; nil when it has none.
-func renderMavenPackageMetadata(ctx context.Context, q mavenQuerier, nsID, pkgID uuid.UUID, groupID, artifactID string) ([]byte, error) {
+func renderMavenPackageMetadata(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID, groupID, artifactID string) ([]byte, error) {
 	versions, newest, err := activeMavenVersions(ctx, q, nsID, pkgID)
 	if err != nil || len(versions) == 0 {
 		return nil, err
@@ -85,7 +87,7 @@ func renderMavenPackageMetadata(ctx context.Context, q mavenQuerier, nsID, pkgID
 
 // renderMavenSnapshotMetadata renders a SNAPSHOT version's metadata from
 // its files; nil when it holds no timestamped file.
-func renderMavenSnapshotMetadata(ctx context.Context, q mavenQuerier, nsID, versionID uuid.UUID, groupID, artifactID, version string) ([]byte, error) {
+func renderMavenSnapshotMetadata(ctx context.Context, q db.Queryer, nsID, versionID uuid.UUID, groupID, artifactID, version string) ([]byte, error) {
 	if !IsMavenSnapshotVersion(version) {
 		return nil, nil
 	}
@@ -106,7 +108,7 @@ type mavenMetadataScope struct {
 	version    string
 }
 
-func (m mavenMetadataScope) render(ctx context.Context, q mavenQuerier, nsID uuid.UUID) ([]byte, error) {
+func (m mavenMetadataScope) render(ctx context.Context, q db.Queryer, nsID uuid.UUID) ([]byte, error) {
 	if m.versionID == nil {
 		return renderMavenPackageMetadata(ctx, q, nsID, m.pkgID, m.groupID, m.artifactID)
 	}
@@ -123,7 +125,7 @@ type storedMavenFile struct {
 
 // current returns the active metadata row of the scope (nil if none);
 // lock is "" or "FOR UPDATE OF f".
-func (m mavenMetadataScope) current(ctx context.Context, q mavenQuerier, nsID uuid.UUID, lock string) (*storedMavenFile, error) {
+func (m mavenMetadataScope) current(ctx context.Context, q db.Queryer, nsID uuid.UUID, lock string) (*storedMavenFile, error) {
 	where := `f.maven_package_id = $2 AND f.maven_version_id IS NULL`
 	arg := m.pkgID
 	if m.versionID != nil {
@@ -132,7 +134,7 @@ func (m mavenMetadataScope) current(ctx context.Context, q mavenQuerier, nsID uu
 	return currentMavenFile(ctx, q, nsID, where, arg, MavenMetadataFile, lock)
 }
 
-func currentMavenFile(ctx context.Context, q mavenQuerier, nsID uuid.UUID, where string, arg uuid.UUID, name, lock string) (*storedMavenFile, error) {
+func currentMavenFile(ctx context.Context, q db.Queryer, nsID uuid.UUID, where string, arg uuid.UUID, name, lock string) (*storedMavenFile, error) {
 	var (
 		f   storedMavenFile
 		sha []byte
@@ -151,7 +153,7 @@ func currentMavenFile(ctx context.Context, q mavenQuerier, nsID uuid.UUID, where
 		return nil, nil
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: maven file %s: %w", name, err))
+		return nil, db.MapErr(fmt.Errorf("store: maven file %s: %w", name, err))
 	}
 	f.sha256 = [32]byte(sha)
 	return &f, nil
@@ -169,7 +171,7 @@ func lockMavenPackage(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID) (bo
 		return false, nil
 	}
 	if err != nil {
-		return false, mapErr(fmt.Errorf("store: lock maven package: %w", err))
+		return false, db.MapErr(fmt.Errorf("store: lock maven package: %w", err))
 	}
 	return true, nil
 }
@@ -235,7 +237,7 @@ func (s *Store) refreshMavenMetadata(ctx context.Context, t *MavenTarget, m mave
 			return created, nil
 		}
 	}
-	return false, fmt.Errorf("%w: %w: maven-metadata.xml of %s:%s", ErrRetryable, errMavenRefreshContended, m.groupID, m.artifactID)
+	return false, errs.Wrap(CodeRetryable, errMavenRefreshContended, "temporarily unavailable, retry: maven-metadata.xml of %s:%s", m.groupID, m.artifactID)
 }
 
 // errMavenRefreshContended: a refresh gave up because the rows kept
@@ -265,7 +267,7 @@ func (s *Store) removeMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget, 
 		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM maven_files WHERE namespace_id = $1 AND id = $2`, t.NamespaceID, cur.id); err != nil {
-		return mapErr(fmt.Errorf("store: delete maven file: %w", err))
+		return db.MapErr(fmt.Errorf("store: delete maven file: %w", err))
 	}
 	if _, err := s.Detach(ctx, tx, t.NamespaceID, []Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
 		return err
@@ -293,7 +295,7 @@ func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget,
 	}
 	if cur != nil {
 		if _, err := tx.Exec(ctx, `DELETE FROM maven_files WHERE namespace_id = $1 AND id = $2`, t.NamespaceID, cur.id); err != nil {
-			return uuid.Nil, mapErr(fmt.Errorf("store: replace maven file: %w", err))
+			return uuid.Nil, db.MapErr(fmt.Errorf("store: replace maven file: %w", err))
 		}
 		if _, err := s.Detach(ctx, tx, t.NamespaceID, []Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
 			return uuid.Nil, err
@@ -303,16 +305,13 @@ func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget,
 	if err != nil {
 		return uuid.Nil, err
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.Nil, fmt.Errorf("store: maven file id: %w", err)
-	}
+	id := db.NewID()
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO maven_files (id, namespace_id, maven_package_id, maven_version_id, file_name,
 		                         blob_storage_attachment_id, blob_sha256, sha1, md5, sha512)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 		id, t.NamespaceID, pkgID, versionID, name, att[0].ID, sums.SHA256[:], sums.SHA1[:], sums.MD5[:], sums.SHA512[:]); err != nil {
-		return uuid.Nil, mapErr(fmt.Errorf("store: insert maven file %s: %w", name, err))
+		return uuid.Nil, db.MapErr(fmt.Errorf("store: insert maven file %s: %w", name, err))
 	}
 	delta := sums.Size
 	if cur != nil {
@@ -336,7 +335,7 @@ func addMavenVersionSize(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, version
 	}
 	if _, err := tx.Exec(ctx, `UPDATE maven_versions SET size_bytes = size_bytes + $3 WHERE namespace_id = $1 AND id = $2`,
 		nsID, *versionID, delta); err != nil {
-		return mapErr(fmt.Errorf("store: maven version size: %w", err))
+		return db.MapErr(fmt.Errorf("store: maven version size: %w", err))
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // MavenPut describes a version file upload.
@@ -46,12 +48,9 @@ type MavenPutResult struct {
 // package queue here; foreign-key checks of new versions and files are not
 // blocked).
 func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID, artifactID string) (uuid.UUID, bool, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("store: maven package id: %w", err)
-	}
+	id := db.NewID()
 	var got uuid.UUID
-	err = tx.QueryRow(ctx, `
+	err := tx.QueryRow(ctx, `
 		INSERT INTO maven_packages (id, namespace_id, maven_repository_id, group_id, artifact_id)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (namespace_id, maven_repository_id, group_id, artifact_id) WHERE soft_deleted_at IS NULL DO NOTHING
@@ -66,11 +65,11 @@ func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID,
 			  AND soft_deleted_at IS NULL
 			FOR NO KEY UPDATE`, t.NamespaceID, t.MavenRepositoryID, groupID, artifactID).Scan(&got)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return uuid.Nil, false, errRace // soft-deleted between the two statements
+			return uuid.Nil, false, db.ErrRace // soft-deleted between the two statements
 		}
 	}
 	if err != nil {
-		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
+		return uuid.Nil, false, db.MapErr(fmt.Errorf("store: maven package %s:%s: %w", groupID, artifactID, err))
 	}
 	return got, false, nil
 }
@@ -78,12 +77,9 @@ func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID,
 // ensureMavenVersion returns the id of the active version, creating it on
 // its first file (the caller holds the package lock).
 func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, version string) (uuid.UUID, bool, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return uuid.Nil, false, fmt.Errorf("store: maven version id: %w", err)
-	}
+	id := db.NewID()
 	var got uuid.UUID
-	err = tx.QueryRow(ctx, `
+	err := tx.QueryRow(ctx, `
 		INSERT INTO maven_versions (id, namespace_id, maven_package_id, version)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (namespace_id, maven_package_id, version) WHERE soft_deleted_at IS NULL DO NOTHING
@@ -92,17 +88,17 @@ func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, v
 		return got, true, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven version %s: %w", version, err))
+		return uuid.Nil, false, db.MapErr(fmt.Errorf("store: maven version %s: %w", version, err))
 	}
 	err = tx.QueryRow(ctx, `
 		SELECT id FROM maven_versions
 		WHERE namespace_id = $1 AND maven_package_id = $2 AND version = $3 AND soft_deleted_at IS NULL`,
 		nsID, pkgID, version).Scan(&got)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, false, errRace
+		return uuid.Nil, false, db.ErrRace
 	}
 	if err != nil {
-		return uuid.Nil, false, mapErr(fmt.Errorf("store: maven version %s: %w", version, err))
+		return uuid.Nil, false, db.MapErr(fmt.Errorf("store: maven version %s: %w", version, err))
 	}
 	return got, false, nil
 }
@@ -115,7 +111,7 @@ func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, v
 // NOT NULL in maven_files), and are committed as a deduplicated blob. Then
 // one transaction creates the package and version on first use (package
 // row locked), and inserts the file row with its attachment. A release
-// file that exists with other bytes is refused (ErrMavenReleaseExists)
+// file that exists with other bytes is refused (CodeMavenReleaseExists)
 // unless AllowRedeploy; identical bytes are an idempotent success. A
 // SNAPSHOT version's files may be replaced. Nothing is written when the
 // bytes do not match in.Expect or in.Size.
@@ -126,10 +122,10 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 		return nil, err
 	}
 	if in.FileName == MavenMetadataFile {
-		return nil, fmt.Errorf("%w: %s is uploaded with PutMavenMetadata", ErrMavenInvalid, MavenMetadataFile)
+		return nil, errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s is uploaded with PutMavenMetadata", MavenMetadataFile)
 	}
 	if _, _, ok := SplitMavenChecksumName(in.FileName); ok {
-		return nil, fmt.Errorf("%w: %s is a checksum: verify it with VerifyMavenChecksum", ErrMavenInvalid, in.FileName)
+		return nil, errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s is a checksum: verify it with VerifyMavenChecksum", in.FileName)
 	}
 	for alg, want := range in.Expect {
 		if _, err := ParseMavenChecksumBody(alg, []byte(want)); err != nil {
@@ -147,15 +143,15 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 		switch {
 		case err == nil:
 			if in.Size >= 0 && in.Size != cur.Blob.Size {
-				return nil, fmt.Errorf("%w: %s (stored with %d bytes, upload has %d)", ErrMavenReleaseExists, in.MavenFileRef, cur.Blob.Size, in.Size)
+				return nil, errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s (stored with %d bytes, upload has %d)", in.MavenFileRef, cur.Blob.Size, in.Size)
 			}
 			for alg, want := range in.Expect {
 				if have, ok := cur.Checksums.Hex(alg); ok && have != want {
-					return nil, fmt.Errorf("%w: %s (stored %s %s, upload announces %s)", ErrMavenReleaseExists, in.MavenFileRef, alg, have, want)
+					return nil, errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s (stored %s %s, upload announces %s)", in.MavenFileRef, alg, have, want)
 				}
 			}
 			stored = cur
-		case !errors.Is(err, ErrMavenNotFound):
+		case !HasCode(err, CodeMavenNotFound):
 			return nil, err
 		}
 	}
@@ -169,7 +165,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 		case sums.SHA256 == stored.Checksums.SHA256:
 			return true, nil
 		}
-		return false, fmt.Errorf("%w: %s", ErrMavenReleaseExists, in.MavenFileRef)
+		return false, errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s", in.MavenFileRef)
 	})
 	if err != nil {
 		return nil, err
@@ -178,7 +174,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 		return &MavenPutResult{File: *stored}, nil
 	}
 	var res *MavenPutResult
-	err = s.retryTx(ctx, func(tx pgx.Tx) error {
+	err = db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		res = &MavenPutResult{}
 		pkgID, pkgCreated, err := ensureMavenPackage(ctx, tx, t, in.GroupID, in.ArtifactID)
 		if err != nil {
@@ -211,7 +207,7 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 			return nil // the same bytes again: idempotent
 		}
 		if cur != nil && !snapshot && !in.AllowRedeploy {
-			return fmt.Errorf("%w: %s", ErrMavenReleaseExists, in.MavenFileRef)
+			return errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s", in.MavenFileRef)
 		}
 		res.Created, res.Replaced = cur == nil, cur != nil
 		res.File.ID, err = s.installMavenFile(ctx, tx, t, pkgID, &versionID, in.FileName, sums, cur)
@@ -249,7 +245,7 @@ func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut
 	}
 	ref := u.Ref()
 	cancel := func(err error) error {
-		if cerr := s.CancelUpload(context.WithoutCancel(ctx), ref); cerr != nil && !errors.Is(cerr, ErrUploadUnknown) {
+		if cerr := s.CancelUpload(context.WithoutCancel(ctx), ref); cerr != nil && !HasCode(cerr, CodeUploadUnknown) {
 			return errors.Join(err, cerr)
 		}
 		return err
@@ -261,13 +257,13 @@ func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut
 		return mavenSums{}, false, cancel(err)
 	}
 	if in.Size >= 0 && sums.Size != in.Size {
-		return mavenSums{}, false, cancel(fmt.Errorf("%w: received %d bytes, announced %d", ErrSizeMismatch, sums.Size, in.Size))
+		return mavenSums{}, false, cancel(errs.New(CodeSizeMismatch, "size mismatch: received %d bytes, announced %d", sums.Size, in.Size))
 	}
 	got := sums.checksums()
 	for alg, want := range in.Expect {
 		have, _ := got.Hex(alg)
 		if subtle.ConstantTimeCompare([]byte(have), []byte(want)) != 1 {
-			return mavenSums{}, false, cancel(fmt.Errorf("%w: %s of %s is %s, the client announced %s", ErrMavenChecksumMismatch, alg, in.FileName, have, want))
+			return mavenSums{}, false, cancel(errs.New(CodeMavenChecksumMismatch, "checksum mismatch: %s of %s is %s, the client announced %s", alg, in.FileName, have, want))
 		}
 	}
 	skip, err := decide(sums)
@@ -283,7 +279,7 @@ func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut
 // VerifyMavenChecksum answers the upload of a checksum sidecar of a stored
 // file: nothing is stored (sidecars are served from the file's columns);
 // a value that differs from the stored file's checksum is refused with
-// ErrMavenChecksumMismatch, and ErrMavenNothingToDescribe when the file
+// CodeMavenChecksumMismatch, and CodeMavenNothingToDescribe when the file
 // does not exist. Sidecars of maven-metadata.xml describe the client's
 // document, which the server replaces by its own: they are accepted
 // without comparison.
@@ -299,29 +295,29 @@ func (s *Store) VerifyMavenChecksum(ctx context.Context, t *MavenTarget, ref Mav
 		return nil
 	}
 	f, err := s.MavenFile(ctx, t, ref)
-	if errors.Is(err, ErrMavenNotFound) {
-		return fmt.Errorf("%w: %s is not stored (upload the file before its checksum)", ErrMavenNothingToDescribe, ref)
+	if HasCode(err, CodeMavenNotFound) {
+		return errs.New(CodeMavenNothingToDescribe, "nothing stored for this metadata or checksum: %s is not stored (upload the file before its checksum)", ref)
 	}
 	if err != nil {
 		return err
 	}
 	have, ok := f.Checksums.Hex(alg)
 	if !ok {
-		return fmt.Errorf("%w: %s has no stored %s", ErrMavenNothingToDescribe, ref, alg)
+		return errs.New(CodeMavenNothingToDescribe, "nothing stored for this metadata or checksum: %s has no stored %s", ref, alg)
 	}
 	if have != want {
-		return fmt.Errorf("%w: %s of %s is %s, the upload says %s", ErrMavenChecksumMismatch, alg, ref, have, want)
+		return errs.New(CodeMavenChecksumMismatch, "checksum mismatch: %s of %s is %s, the upload says %s", alg, ref, have, want)
 	}
 	return nil
 }
 
 // PutMavenMetadata answers the upload of a maven-metadata.xml (package
 // level, ref.Version == "", or SNAPSHOT version level). The client's
-// document is parsed and checked against the path (ErrMavenInvalid), then
+// document is parsed and checked against the path (CodeMavenInvalid), then
 // discarded: the server refreshes its own document from the stored rows,
 // which keeps every committed version even when deploys race. It reports
 // whether the server document was created by this call.
-// ErrMavenNothingToDescribe when the package or version holds nothing.
+// CodeMavenNothingToDescribe when the package or version holds nothing.
 // Group-level plugin metadata (plugins, no artifactId) is accepted and
 // ignored.
 func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenFileRef, body io.Reader) (bool, error) {
@@ -338,11 +334,11 @@ func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenF
 	}
 	switch {
 	case doc.ArtifactID != ref.ArtifactID:
-		return false, fmt.Errorf("%w: the document describes artifactId %q, the path %q", ErrMavenInvalid, doc.ArtifactID, ref.ArtifactID)
+		return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: the document describes artifactId %q, the path %q", doc.ArtifactID, ref.ArtifactID)
 	case doc.GroupID != "" && doc.GroupID != ref.GroupID:
-		return false, fmt.Errorf("%w: the document describes groupId %q, the path %q", ErrMavenInvalid, doc.GroupID, ref.GroupID)
+		return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: the document describes groupId %q, the path %q", doc.GroupID, ref.GroupID)
 	case ref.Version != "" && doc.Version != "" && doc.Version != ref.Version:
-		return false, fmt.Errorf("%w: the document describes version %q, the path %q", ErrMavenInvalid, doc.Version, ref.Version)
+		return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: the document describes version %q, the path %q", doc.Version, ref.Version)
 	}
 	if doc.Versioning != nil {
 		for _, v := range doc.Versioning.Versions {
@@ -356,14 +352,14 @@ func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenF
 		m.pkgID, err = s.mavenPackageID(ctx, t, ref.GroupID, ref.ArtifactID)
 	} else {
 		if !IsMavenSnapshotVersion(ref.Version) {
-			return false, fmt.Errorf("%w: only SNAPSHOT versions have a version-level %s", ErrMavenInvalid, MavenMetadataFile)
+			return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: only SNAPSHOT versions have a version-level %s", MavenMetadataFile)
 		}
 		var versionID uuid.UUID
 		m.pkgID, versionID, err = s.mavenVersionID(ctx, t, ref.GroupID, ref.ArtifactID, ref.Version)
 		m.versionID = &versionID
 	}
-	if errors.Is(err, ErrMavenNotFound) {
-		return false, fmt.Errorf("%w: %s (upload the artifacts before the metadata)", ErrMavenNothingToDescribe, err)
+	if HasCode(err, CodeMavenNotFound) {
+		return false, errs.New(CodeMavenNothingToDescribe, "nothing stored for this metadata or checksum: %s (upload the artifacts before the metadata)", err)
 	}
 	if err != nil {
 		return false, err

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -72,7 +71,7 @@ func (f *mavenFixture) metadata(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	mf, err := f.store.MavenFile(ctx, f.t, MavenFileRef{GroupID: "com.example", ArtifactID: "lib", FileName: MavenMetadataFile})
-	if errors.Is(err, ErrMavenNotFound) {
+	if HasCode(err, CodeMavenNotFound) {
 		return ""
 	}
 	if err != nil {
@@ -112,7 +111,7 @@ func TestMavenSoftDeleteAndRestore(t *testing.T) {
 	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !errors.Is(err, ErrMavenStateConflict) {
+	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !HasCode(err, CodeMavenStateConflict) {
 		t.Fatalf("second delete: %v", err)
 	}
 	md := f.metadata(t)
@@ -120,13 +119,13 @@ func TestMavenSoftDeleteAndRestore(t *testing.T) {
 		t.Fatalf("after delete:\n%s", md)
 	}
 	ref := MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: "1.1", FileName: "lib-1.1.jar"}
-	if _, err := f.store.MavenFile(ctx, f.t, ref); !errors.Is(err, ErrMavenNotFound) {
+	if _, err := f.store.MavenFile(ctx, f.t, ref); !HasCode(err, CodeMavenNotFound) {
 		t.Fatalf("file of a trashed version: %v", err)
 	}
 	// A re-deploy after the delete is a new version; the trashed one can
 	// only come back once the name is free again.
 	again := f.put(t, "1.1", "lib-1.1.jar", "eleven, again")
-	if _, err := f.store.RestoreMavenVersion(ctx, f.t.NamespaceID, vid); !errors.Is(err, ErrMavenStateConflict) {
+	if _, err := f.store.RestoreMavenVersion(ctx, f.t.NamespaceID, vid); !HasCode(err, CodeMavenStateConflict) {
 		t.Fatalf("restore over an active namesake: %v", err)
 	}
 	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, *again.File.VersionID); err != nil {
@@ -151,10 +150,10 @@ func TestMavenSoftDeleteAndRestore(t *testing.T) {
 	if f.metadata(t) != "" {
 		t.Fatal("metadata of a trashed package is served")
 	}
-	if _, err := f.store.MavenFile(ctx, f.t, ref); !errors.Is(err, ErrMavenNotFound) {
+	if _, err := f.store.MavenFile(ctx, f.t, ref); !HasCode(err, CodeMavenNotFound) {
 		t.Fatalf("file of a trashed package: %v", err)
 	}
-	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !errors.Is(err, ErrMavenStateConflict) {
+	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !HasCode(err, CodeMavenStateConflict) {
 		t.Fatalf("version delete under a trashed package: %v", err)
 	}
 	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, pkg); err != nil {
@@ -163,7 +162,7 @@ func TestMavenSoftDeleteAndRestore(t *testing.T) {
 	if got := listed(f.metadata(t)); fmt.Sprint(got) != "[1.0 1.1]" {
 		t.Fatalf("after package restore %v", got)
 	}
-	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, uuid.Must(uuid.NewV7())); !errors.Is(err, ErrMavenUnknown) {
+	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, uuid.Must(uuid.NewV7())); !HasCode(err, CodeMavenUnknown) {
 		t.Fatalf("restore of an unknown package: %v", err)
 	}
 }
@@ -236,7 +235,7 @@ func TestMavenMetadataRefreshRace(t *testing.T) {
 			defer wg.Done()
 			_, err := f.store.PutMavenMetadata(ctx, f.t, MavenFileRef{GroupID: "com.example", ArtifactID: "lib"},
 				strings.NewReader(`<metadata><groupId>com.example</groupId><artifactId>lib</artifactId></metadata>`))
-			if errors.Is(err, ErrMavenNothingToDescribe) {
+			if HasCode(err, CodeMavenNothingToDescribe) {
 				err = nil // no version committed yet
 			}
 			errs <- err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -85,7 +87,7 @@ func (n *Namespace) ServesWrites() bool { return n.ServesReads() && n.SuspendedA
 
 func (n *Namespace) requireWrites() error {
 	if !n.ServesWrites() {
-		return domainErr(CodeForbidden, "namespace %q is %s and accepts no changes", n.Slug, n.Status())
+		return errs.New(CodeForbidden, "namespace %q is %s and accepts no changes", n.Slug, n.Status())
 	}
 	return nil
 }
@@ -108,16 +110,10 @@ func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, e
 	if err := ValidateNamespaceSlug(slug); err != nil {
 		return nil, err
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("generate namespace id: %w", err)
-	}
-	collectionID, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("generate collection id: %w", err)
-	}
+	id := db.NewID()
+	collectionID := db.NewID()
 	var ns *Namespace
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		ns, err = scanNamespace(tx.QueryRow(ctx, `
 			INSERT INTO namespaces (id, slug, platform, entity_type, entity_id, billing_entity_type, billing_entity_id)
@@ -125,8 +121,8 @@ func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, e
 			RETURNING `+namespaceColumns,
 			id, slug, StandalonePlatform, StandaloneEntityType))
 		if err != nil {
-			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
-				return domainErr(CodeAlreadyExists, "namespace %q already exists (a purged namespace's slug is never reused)", slug)
+			if code, _ := db.PgCode(err); code == pgerrcode.UniqueViolation {
+				return errs.New(CodeAlreadyExists, "namespace %q already exists (a purged namespace's slug is never reused)", slug)
 			}
 			return fmt.Errorf("insert namespace: %w", err)
 		}
@@ -146,20 +142,15 @@ func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, e
 // NamespaceBySlug finds a namespace by slug, whatever its status.
 func (s *Store) NamespaceBySlug(ctx context.Context, slug string) (*Namespace, error) {
 	if !lookupable(slug) {
-		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
+		return nil, errs.New(CodeNotFound, "namespace %q not found", slug)
 	}
 	return namespaceBySlug(ctx, s.pool, slug, "")
 }
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-func namespaceBySlug(ctx context.Context, q querier, slug, lock string) (*Namespace, error) {
+func namespaceBySlug(ctx context.Context, q db.Queryer, slug, lock string) (*Namespace, error) {
 	ns, err := scanNamespace(q.QueryRow(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE slug = $1 `+lock, slug))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
+		return nil, errs.New(CodeNotFound, "namespace %q not found", slug)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("load namespace %q: %w", slug, err)
@@ -223,7 +214,7 @@ func (s *Store) CountNamespaces(ctx context.Context) (int, error) {
 func (s *Store) SoftDeleteNamespace(ctx context.Context, slug string) (*Namespace, error) {
 	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
 		if ns.PurgedAt != nil {
-			return "", domainErr(CodeConflict, "namespace %q is purged", slug)
+			return "", errs.New(CodeConflict, "namespace %q is purged", slug)
 		}
 		return `deleted_at = COALESCE(deleted_at, now())`, nil
 	})
@@ -233,10 +224,10 @@ func (s *Store) SoftDeleteNamespace(ctx context.Context, slug string) (*Namespac
 func (s *Store) RestoreNamespace(ctx context.Context, slug string) (*Namespace, error) {
 	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
 		if ns.PurgedAt != nil {
-			return "", domainErr(CodeConflict, "namespace %q is purged and cannot be restored", slug)
+			return "", errs.New(CodeConflict, "namespace %q is purged and cannot be restored", slug)
 		}
 		if ns.DeletedAt == nil {
-			return "", domainErr(CodeConflict, "namespace %q is not deleted", slug)
+			return "", errs.New(CodeConflict, "namespace %q is not deleted", slug)
 		}
 		return `deleted_at = NULL`, nil
 	})
@@ -255,11 +246,11 @@ func (s *Store) SetNamespaceCondition(ctx context.Context, slug string, cond Nam
 	case ConditionSuspended:
 		col = "suspended_at"
 	default:
-		return nil, domainErr(CodeInvalidInput, "unknown namespace condition %q", cond)
+		return nil, errs.New(CodeInvalidInput, "unknown namespace condition %q", cond)
 	}
 	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
 		if ns.PurgedAt != nil {
-			return "", domainErr(CodeConflict, "namespace %q is purged", slug)
+			return "", errs.New(CodeConflict, "namespace %q is purged", slug)
 		}
 		if active {
 			return col + ` = COALESCE(` + col + `, now())`, nil
@@ -272,7 +263,7 @@ func (s *Store) SetNamespaceCondition(ctx context.Context, slug string, cond Nam
 // (or refuse), and returns the updated row.
 func (s *Store) updateNamespace(ctx context.Context, slug string, set func(*Namespace) (string, error)) (*Namespace, error) {
 	if !lookupable(slug) {
-		return nil, domainErr(CodeNotFound, "namespace %q not found", slug)
+		return nil, errs.New(CodeNotFound, "namespace %q not found", slug)
 	}
 	var out *Namespace
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {

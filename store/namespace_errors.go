@@ -1,57 +1,12 @@
 package store
 
 import (
-	"errors"
-	"fmt"
 	"regexp"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
-
-// ErrorCode classifies a DomainError for API layers (GraphQL extensions.code).
-type ErrorCode string
-
-const (
-	CodeNotFound      ErrorCode = "NOT_FOUND"
-	CodeAlreadyExists ErrorCode = "ALREADY_EXISTS"
-	CodeInvalidInput  ErrorCode = "INVALID_INPUT"
-	CodeConflict      ErrorCode = "CONFLICT"
-	CodeForbidden     ErrorCode = "FORBIDDEN"
-)
-
-// DomainError is an expected failure of a management operation (missing
-// row, taken name, bad input, refused state change). Its message is meant
-// for the caller and never contains SQL; anything else a management method
-// returns is an internal error.
-type DomainError struct {
-	Code    ErrorCode
-	Message string
-}
-
-func (e *DomainError) Error() string { return e.Message }
-
-func domainErr(code ErrorCode, format string, args ...any) error {
-	return &DomainError{Code: code, Message: fmt.Sprintf(format, args...)}
-}
-
-// DomainErrorCode returns the code of a DomainError in err's chain.
-func DomainErrorCode(err error) (ErrorCode, bool) {
-	var de *DomainError
-	if errors.As(err, &de) {
-		return de.Code, true
-	}
-	return "", false
-}
-
-func pgCode(err error) (code, constraint string) {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code, pe.ConstraintName
-	}
-	return "", ""
-}
 
 // Input rules (ADR-007 lengths: slug, names 255; description 1024).
 const (
@@ -80,14 +35,14 @@ var (
 func ValidateNamespaceSlug(slug string) error {
 	switch {
 	case slug == "":
-		return domainErr(CodeInvalidInput, "slug must not be empty")
+		return errs.New(CodeInvalidInput, "slug must not be empty")
 	case utf8.RuneCountInString(slug) > MaxSlugLength:
-		return domainErr(CodeInvalidInput, "slug must be at most %d characters", MaxSlugLength)
+		return errs.New(CodeInvalidInput, "slug must be at most %d characters", MaxSlugLength)
 	case !slugPattern.MatchString(slug):
-		return domainErr(CodeInvalidInput,
+		return errs.New(CodeInvalidInput,
 			"slug %q is invalid: use lowercase letters, digits and single hyphens, starting and ending with a letter or digit", slug)
 	case reservedSlugs[slug]:
-		return domainErr(CodeInvalidInput, "slug %q is reserved", slug)
+		return errs.New(CodeInvalidInput, "slug %q is reserved", slug)
 	}
 	return nil
 }
@@ -96,11 +51,11 @@ func ValidateNamespaceSlug(slug string) error {
 func ValidateRepositoryName(what, name string) error {
 	switch {
 	case name == "":
-		return domainErr(CodeInvalidInput, "%s name must not be empty", what)
+		return errs.New(CodeInvalidInput, "%s name must not be empty", what)
 	case utf8.RuneCountInString(name) > MaxNameLength:
-		return domainErr(CodeInvalidInput, "%s name must be at most %d characters", what, MaxNameLength)
+		return errs.New(CodeInvalidInput, "%s name must be at most %d characters", what, MaxNameLength)
 	case !namePattern.MatchString(name):
-		return domainErr(CodeInvalidInput,
+		return errs.New(CodeInvalidInput,
 			"%s name %q is invalid: use lowercase letters and digits, separated by single '.', '_' or '-'", what, name)
 	}
 	return nil
@@ -110,11 +65,11 @@ func ValidateRepositoryName(what, name string) error {
 func ValidateDescription(d string) error {
 	switch {
 	case !utf8.ValidString(d):
-		return domainErr(CodeInvalidInput, "description must be valid UTF-8")
+		return errs.New(CodeInvalidInput, "description must be valid UTF-8")
 	case strings.ContainsRune(d, 0):
-		return domainErr(CodeInvalidInput, "description must not contain NUL characters")
+		return errs.New(CodeInvalidInput, "description must not contain NUL characters")
 	case utf8.RuneCountInString(d) > MaxDescriptionLength:
-		return domainErr(CodeInvalidInput, "description must be at most %d characters", MaxDescriptionLength)
+		return errs.New(CodeInvalidInput, "description must be at most %d characters", MaxDescriptionLength)
 	}
 	return nil
 }

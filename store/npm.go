@@ -11,12 +11,13 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // npm data path of hosted npm repositories (ADR-007 npm_packages,
@@ -33,30 +34,30 @@ import (
 
 // Typed errors of the npm data path. Protocols test them with errors.Is.
 var (
-	// ErrNpmRepositoryUnknown: no such namespace (or deleted), or no active
+	// CodeNpmRepositoryUnknown: no such namespace (or deleted), or no active
 	// hosted npm repository of that name in it.
-	ErrNpmRepositoryUnknown = errors.New("store: npm repository unknown")
-	// ErrNpmPackageUnknown: no active package of that name (or one without
+	CodeNpmRepositoryUnknown = Code{Name: "NPM_REPOSITORY_UNKNOWN", Kind: KindNotFound}
+	// CodeNpmPackageUnknown: no active package of that name (or one without
 	// any active version).
-	ErrNpmPackageUnknown = errors.New("store: npm package unknown")
-	// ErrNpmVersionUnknown: no active version of that package.
-	ErrNpmVersionUnknown = errors.New("store: npm version unknown")
-	// ErrNpmFileUnknown: no such tarball.
-	ErrNpmFileUnknown = errors.New("store: npm tarball unknown")
-	// ErrNpmTagUnknown: no such dist-tag.
-	ErrNpmTagUnknown = errors.New("store: npm dist-tag unknown")
-	// ErrNpmVersionExists: the version is published.
-	ErrNpmVersionExists = errors.New("store: npm version already published")
-	// ErrNpmVersionUnpublished: the version was published and unpublished;
+	CodeNpmPackageUnknown = Code{Name: "NPM_PACKAGE_UNKNOWN", Kind: KindNotFound}
+	// CodeNpmVersionUnknown: no active version of that package.
+	CodeNpmVersionUnknown = Code{Name: "NPM_VERSION_UNKNOWN", Kind: KindNotFound}
+	// CodeNpmFileUnknown: no such tarball.
+	CodeNpmFileUnknown = Code{Name: "NPM_FILE_UNKNOWN", Kind: KindNotFound}
+	// CodeNpmTagUnknown: no such dist-tag.
+	CodeNpmTagUnknown = Code{Name: "NPM_TAG_UNKNOWN", Kind: KindNotFound}
+	// CodeNpmVersionExists: the version is published.
+	CodeNpmVersionExists = Code{Name: "NPM_VERSION_EXISTS", Kind: KindAlreadyExists}
+	// CodeNpmVersionUnpublished: the version was published and unpublished;
 	// a version string is never reused.
-	ErrNpmVersionUnpublished = errors.New("store: npm version was unpublished and cannot be published again")
-	// ErrNpmLimit: an ADR-004 per-package limit (versions, tags) is reached.
-	ErrNpmLimit = errors.New("store: npm package limit reached")
-	// ErrNpmRevisionConflict: the document revision the client sent is not
+	CodeNpmVersionUnpublished = Code{Name: "NPM_VERSION_UNPUBLISHED", Kind: KindConflict}
+	// CodeNpmLimit: an ADR-004 per-package limit (versions, tags) is reached.
+	CodeNpmLimit = Code{Name: "NPM_LIMIT", Kind: KindConflict}
+	// CodeNpmRevisionConflict: the document revision the client sent is not
 	// the current one (optimistic concurrency on _rev).
-	ErrNpmRevisionConflict = errors.New("store: npm document revision conflict")
-	// ErrNpmInvalid: the data does not satisfy the schema or a registry rule.
-	ErrNpmInvalid = errors.New("store: invalid npm data")
+	CodeNpmRevisionConflict = Code{Name: "NPM_REVISION_CONFLICT", Kind: KindConflict}
+	// CodeNpmInvalid: the data does not satisfy the schema or a registry rule.
+	CodeNpmInvalid = Code{Name: "NPM_INVALID", Kind: KindInvalidInput}
 )
 
 // ADR-004 per-package limits as ADR-007 applies them to npm (soft-deleted
@@ -145,10 +146,10 @@ func (s *Store) npmNamespaceID(ctx context.Context, slug string) (uuid.UUID, err
 	var id uuid.UUID
 	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, npmExecMode, slug).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("%w: namespace %s not found", ErrNpmRepositoryUnknown, slug)
+		return uuid.Nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: namespace %s not found", slug)
 	}
 	if err != nil {
-		return uuid.Nil, mapErr(fmt.Errorf("store: resolve namespace %s: %w", slug, err))
+		return uuid.Nil, db.MapErr(fmt.Errorf("store: resolve namespace %s: %w", slug, err))
 	}
 	npmNamespaceIDs.Store(key, id)
 	return id, nil
@@ -165,20 +166,20 @@ func scanNpmRepository(row pgx.Row, what string) (*NpmRepository, error) {
 	err := row.Scan(&repo.NamespaceID, &repo.NamespaceSlug, &gone, &blocked, &disabled, &suspended,
 		&repoID, &repoName, &format, &kind, &visibility, &npmRepoID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s not found", ErrNpmRepositoryUnknown, what)
+		return nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: %s not found", what)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: resolve npm repository %s: %w", what, err))
+		return nil, db.MapErr(fmt.Errorf("store: resolve npm repository %s: %w", what, err))
 	}
 	switch {
 	case gone:
-		return nil, fmt.Errorf("%w: %s not found", ErrNpmRepositoryUnknown, what)
+		return nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: %s not found", what)
 	case repoID == nil:
-		return nil, fmt.Errorf("%w: repository %s not found", ErrNpmRepositoryUnknown, what)
+		return nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: repository %s not found", what)
 	case enum.Format(*format) != enum.FormatNpm:
-		return nil, fmt.Errorf("%w: repository %s is not an npm repository", ErrNpmRepositoryUnknown, what)
+		return nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: repository %s is not an npm repository", what)
 	case enum.Kind(*kind) != enum.KindHosted || npmRepoID == nil:
-		return nil, fmt.Errorf("%w: repository %s is not a hosted npm repository", ErrNpmRepositoryUnknown, what)
+		return nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: repository %s is not a hosted npm repository", what)
 	}
 	repo.RepositoryID, repo.RepositoryName, repo.NpmRepositoryID = *repoID, *repoName, *npmRepoID
 	repo.Visibility = enum.Visibility(*visibility)
@@ -201,7 +202,7 @@ func scanNpmRepository(row pgx.Row, what string) (*NpmRepository, error) {
 // ServesWrites telling what they allow.
 func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository string) (*NpmRepository, error) {
 	if namespace == "" || repository == "" || len(namespace) > 255 || len(repository) > 255 {
-		return nil, fmt.Errorf("%w: %s/%s not found", ErrNpmRepositoryUnknown, namespace, repository)
+		return nil, errs.New(CodeNpmRepositoryUnknown, "npm repository unknown: %s/%s not found", namespace, repository)
 	}
 	nsID, err := s.npmNamespaceID(ctx, namespace)
 	if err != nil {
@@ -213,7 +214,7 @@ func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository 
 	}
 	repo, err := scanNpmRepository(s.pool.QueryRow(ctx, resolveNpmPartitionSQL[part], pgx.QueryExecModeCacheStatement, nsID, repository),
 		namespace+"/"+repository)
-	if err != nil && errors.Is(err, ErrNpmRepositoryUnknown) {
+	if err != nil && HasCode(err, CodeNpmRepositoryUnknown) {
 		var gone bool
 		if s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM namespaces WHERE id = $1)`, npmExecMode, nsID).Scan(&gone) == nil && gone {
 			npmNamespaceIDs.Delete(npmNamespaceKey{s, namespace})
@@ -252,7 +253,7 @@ var npmPackageJSONSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 })
 
 // ValidateNpmPackageJSON validates an npm_versions.package_json document
-// against its embedded JSON schema. A failure wraps ErrNpmInvalid.
+// against its embedded JSON schema. A failure wraps CodeNpmInvalid.
 func ValidateNpmPackageJSON(doc []byte) error {
 	sch, err := npmPackageJSONSchema()
 	if err != nil {
@@ -260,14 +261,14 @@ func ValidateNpmPackageJSON(doc []byte) error {
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
-		return fmt.Errorf("%w: package.json is not valid JSON: %v", ErrNpmInvalid, err)
+		return errs.New(CodeNpmInvalid, "invalid npm data: package.json is not valid JSON: %v", err)
 	}
 	if err := sch.Validate(v); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%w: package.json: %s", ErrNpmInvalid, npmSchemaMessage(ve))
+			return errs.New(CodeNpmInvalid, "invalid npm data: package.json: %s", npmSchemaMessage(ve))
 		}
-		return fmt.Errorf("%w: package.json: %v", ErrNpmInvalid, err)
+		return errs.New(CodeNpmInvalid, "invalid npm data: package.json: %v", err)
 	}
 	return nil
 }
@@ -288,36 +289,6 @@ func npmSchemaMessage(ve *jsonschema.ValidationError) string {
 		}
 	}
 	return fmt.Sprintf("at %s: %s", loc, ve.ErrorKind.LocalizedString(npmSchemaPrinter))
-}
-
-// --- helpers shared by the npm files.
-
-// newNpmID returns a UUIDv7 (ADR-007 ids are generated in Go).
-func newNpmID() uuid.UUID {
-	id, err := uuid.NewV7()
-	if err != nil {
-		// uuid.NewV7 fails only when the system's random source does.
-		panic(fmt.Sprintf("store: uuid v7: %v", err))
-	}
-	return id
-}
-
-func newNpmIDs(n int) []uuid.UUID {
-	out := make([]uuid.UUID, n)
-	for i := range out {
-		out[i] = newNpmID()
-	}
-	return out
-}
-
-// isPgCode reports whether err carries the PostgreSQL error code (and,
-// when constraint is not empty, that constraint).
-func isPgCode(err error, code, constraint string) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != code {
-		return false
-	}
-	return constraint == "" || pe.ConstraintName == constraint
 }
 
 // npmCounterDelta is one counter_deltas row (buffered counters, ADR-007).
@@ -342,7 +313,7 @@ func insertNpmCounterDeltas(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUI
 		if d.delta == 0 {
 			continue
 		}
-		ids = append(ids, newNpmID())
+		ids = append(ids, db.NewID())
 		targets = append(targets, int16(d.target))
 		tids = append(tids, d.targetID)
 		fields = append(fields, int16(d.field))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -48,7 +49,7 @@ func (s *Store) NpmPackagesOfRepositories(ctx context.Context, nsID uuid.UUID, r
 	if afterName != nil {
 		args, keyset = append(args, *afterName), ` AND p.name > $4`
 	}
-	return groupBy(ctx, s.pool, "npm packages", `
+	return db.GroupBy(ctx, s.pool, "npm packages", `
 		SELECT nr.repository_id, `+npmPackageColumns+`
 		FROM npm_repositories nr
 		CROSS JOIN LATERAL (
@@ -62,7 +63,7 @@ func (s *Store) NpmPackagesOfRepositories(ctx context.Context, nsID uuid.UUID, r
 // CountNpmPackages counts the active packages of npm repositories, per
 // repositories.id.
 func (s *Store) CountNpmPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "npm packages", `
+	return db.CountBy(ctx, s.pool, "npm packages", `
 		SELECT nr.repository_id, count(*)
 		FROM npm_repositories nr
 		JOIN npm_packages np ON np.namespace_id = $1 AND np.npm_repository_id = nr.id
@@ -78,11 +79,11 @@ func (s *Store) NpmPackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid
 		JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.id = np.npm_repository_id
 		WHERE np.namespace_id = $1 AND np.id = ANY($2)`, nsID, ids)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: load npm packages: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: load npm packages: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmPackage, error) { return scanNpmPackage(r) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: load npm packages: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: load npm packages: %w", err))
 	}
 	m := make(map[uuid.UUID]*NpmPackage, len(out))
 	for _, p := range out {
@@ -110,11 +111,11 @@ func (s *Store) NpmPackagesByName(ctx context.Context, nsID uuid.UUID, names []N
 		JOIN npm_packages np ON np.namespace_id = $1 AND np.npm_repository_id = nr.id AND np.name = k.name
 		WHERE np.soft_deleted_at IS NULL`, nsID, repos, ns)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm packages by name: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm packages by name: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmPackage, error) { return scanNpmPackage(r) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm packages by name: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm packages by name: %w", err))
 	}
 	m := make(map[NpmPackageName]*NpmPackage, len(out))
 	for _, p := range out {
@@ -145,7 +146,7 @@ func (s *Store) NpmVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgID
 	if after != nil {
 		args = append(args, after.SemverKey, after.ID)
 	}
-	return groupBy(ctx, s.pool, "npm versions", npmVersionsPageSQL(after != nil), args, scanNpmVersionRow)
+	return db.GroupBy(ctx, s.pool, "npm versions", npmVersionsPageSQL(after != nil), args, scanNpmVersionRow)
 }
 
 // npmVersionsPageSQL is NpmVersionsOfPackages' statement ($4, $5: the
@@ -179,7 +180,7 @@ func scanNpmVersionRow(row pgx.Row) (*NpmVersionRow, error) {
 
 // CountNpmVersionsOfPackages counts active versions per package id.
 func (s *Store) CountNpmVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
-	return countBy(ctx, s.pool, "npm versions", `
+	return db.CountBy(ctx, s.pool, "npm versions", `
 		SELECT npm_package_id, count(*) FROM npm_versions
 		WHERE namespace_id = $1 AND npm_package_id = ANY($2) AND soft_deleted_at IS NULL
 		GROUP BY npm_package_id`, nsID, pkgIDs)
@@ -205,11 +206,11 @@ func (s *Store) NpmVersionsByName(ctx context.Context, nsID uuid.UUID, names []N
 		JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.id = np.npm_repository_id
 		WHERE nv.soft_deleted_at IS NULL`, nsID, pkgs, vs)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm versions by name: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm versions by name: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmArtifact, error) { return scanNpmArtifact(r) })
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm versions by name: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm versions by name: %w", err))
 	}
 	m := make(map[NpmVersionName]*NpmArtifact, len(out))
 	for _, v := range out {
@@ -227,7 +228,7 @@ type NpmDistTag struct {
 // NpmTagsOfPackages returns the dist-tags of packages by name, per
 // package id (npm_tags_package_name_key).
 func (s *Store) NpmTagsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID][]*NpmDistTag, error) {
-	return groupBy(ctx, s.pool, "npm dist-tags", `
+	return db.GroupBy(ctx, s.pool, "npm dist-tags", `
 		SELECT npm_package_id, name, npm_version_id FROM npm_tags
 		WHERE namespace_id = $1 AND npm_package_id = ANY($2)
 		ORDER BY npm_package_id, name`, []any{nsID, pkgIDs}, func(row pgx.Row) (*NpmDistTag, error) {
@@ -242,7 +243,7 @@ func (s *Store) NpmTagsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []
 // NpmTagNamesOfVersions returns the dist-tag names pointing at each
 // version, by name (npm_tags_version_idx).
 func (s *Store) NpmTagNamesOfVersions(ctx context.Context, nsID uuid.UUID, versionIDs []uuid.UUID) (map[uuid.UUID][]string, error) {
-	m, err := groupBy(ctx, s.pool, "npm dist-tags", `
+	m, err := db.GroupBy(ctx, s.pool, "npm dist-tags", `
 		SELECT npm_version_id, name FROM npm_tags
 		WHERE namespace_id = $1 AND npm_version_id = ANY($2)
 		ORDER BY npm_version_id, name`, []any{nsID, versionIDs}, func(row pgx.Row) (*string, error) {
@@ -292,7 +293,7 @@ func (s *Store) NpmVersionDetailsByIDs(ctx context.Context, nsID uuid.UUID, ids 
 		       package_json->'peerDependencies', package_json->'optionalDependencies'
 		FROM npm_versions WHERE namespace_id = $1 AND id = ANY($2)`, nsID, ids)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm version details: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm version details: %w", err))
 	}
 	defer rows.Close()
 	out := make(map[uuid.UUID]*NpmVersionDetails, len(ids))
@@ -315,7 +316,7 @@ func (s *Store) NpmVersionDetailsByIDs(ctx context.Context, nsID uuid.UUID, ids 
 		out[id] = &d
 	}
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm version details: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm version details: %w", err))
 	}
 	return out, nil
 }
@@ -340,7 +341,7 @@ func (s *Store) NpmTarballsOfVersions(ctx context.Context, nsID uuid.UUID, versi
 		WHERE f.namespace_id = $1 AND f.npm_version_id = ANY($2) AND f.soft_deleted_at IS NULL
 		ORDER BY f.npm_version_id, f.file_name`, nsID, versionIDs)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm tarballs: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm tarballs: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmFileInfo, error) {
 		var (
@@ -357,7 +358,7 @@ func (s *Store) NpmTarballsOfVersions(ctx context.Context, nsID uuid.UUID, versi
 		return &f, nil
 	})
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm tarballs: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm tarballs: %w", err))
 	}
 	m := make(map[uuid.UUID]*NpmFileInfo, len(out))
 	for _, f := range out {

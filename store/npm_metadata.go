@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Precomputed packuments (ADR-007 npm_metadata_files): one file per package
@@ -37,7 +39,7 @@ LEFT JOIN npm_metadata_files m
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
 
 // NpmCachedMetadata finds the active package of a name and its fresh
-// metadata file of a kind. ErrNpmPackageUnknown when there is no active
+// metadata file of a kind. CodeNpmPackageUnknown when there is no active
 // package. Two index lookups, each planned on one partition: the package
 // and metadata row, then the blob row by digest (blob_storage_blobs is
 // partitioned by sha256; joined instead of looked up by a parameter, the
@@ -48,17 +50,17 @@ func (s *Store) NpmCachedMetadata(ctx context.Context, repo *NpmRepository, name
 	err := s.pool.QueryRow(ctx, npmCachedMetadataSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, name, int16(kind)).
 		Scan(&out.Package.PackageID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", ErrNpmPackageUnknown, name)
+		return nil, errs.New(CodeNpmPackageUnknown, "npm package unknown: %s", name)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm packument %s: %w", name, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm packument %s: %w", name, err))
 	}
 	if len(sha) == 32 {
 		b, err := s.StatBlob(ctx, repo.NamespaceID, [32]byte(sha))
 		if err == nil {
 			out.Blob = b
-		} else if !errors.Is(err, ErrBlobUnknown) {
-			return nil, mapErr(err)
+		} else if !HasCode(err, CodeBlobUnknown) {
+			return nil, db.MapErr(err)
 		}
 	}
 	return out, nil
@@ -182,7 +184,7 @@ type npmMetadataRow struct {
 func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enum.NpmMetadataKind]*npmMetadataRow, error) {
 	rows, err := s.pool.Query(ctx, npmMetadataRowsSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm metadata rows: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm metadata rows: %w", err))
 	}
 	defer rows.Close()
 	out := map[enum.NpmMetadataKind]*npmMetadataRow{}
@@ -199,18 +201,18 @@ func (s *Store) npmMetadataRows(ctx context.Context, pkg NpmPackageRef) (map[enu
 		out[r.kind] = &r
 	}
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm metadata rows: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm metadata rows: %w", err))
 	}
 	return out, nil
 }
 
 // NpmLoadPackageState reads a package's state (versions, tags and
 // fingerprint) in one REPEATABLE READ snapshot.
-// ErrNpmPackageUnknown when it has no active version.
+// CodeNpmPackageUnknown when it has no active version.
 func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*NpmPackageState, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm load state: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: npm load state: %w", err))
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	st := &NpmPackageState{Package: pkg}
@@ -218,7 +220,7 @@ func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*Np
 	// but batches cannot use npmExecMode).
 	rows, err := tx.Query(ctx, npmLoadVersionsSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err))
 	}
 	for rows.Next() {
 		var (
@@ -234,12 +236,12 @@ func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*Np
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm load versions of %s: %w", pkg.Name, err))
 	}
 	var tagRows []NpmTag
 	rows, err = tx.Query(ctx, npmLoadTagsSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err))
 	}
 	for rows.Next() {
 		var t NpmTag
@@ -251,13 +253,13 @@ func (s *Store) NpmLoadPackageState(ctx context.Context, pkg NpmPackageRef) (*Np
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm load tags of %s: %w", pkg.Name, err))
 	}
 	if err := tx.QueryRow(ctx, npmFingerprintSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID).Scan(&st.Fingerprint); err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm fingerprint of %s: %w", pkg.Name, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm fingerprint of %s: %w", pkg.Name, err))
 	}
 	if len(st.Versions) == 0 {
-		return nil, fmt.Errorf("%w: %s has no active version", ErrNpmPackageUnknown, pkg.Name)
+		return nil, errs.New(CodeNpmPackageUnknown, "npm package unknown: %s has no active version", pkg.Name)
 	}
 	byID := make(map[uuid.UUID]string, len(st.Versions))
 	for _, v := range st.Versions {
@@ -297,7 +299,7 @@ func (s *Store) NpmRebuildMetadata(ctx context.Context, repo *NpmRepository, pkg
 			for k, r := range existing {
 				b, err := s.StatBlob(ctx, pkg.NamespaceID, r.sha)
 				if err != nil {
-					return nil, mapErr(err)
+					return nil, db.MapErr(err)
 				}
 				res.Files[k] = &NpmMetadataFile{Kind: k, SHA256: r.sha, Blob: b}
 			}
@@ -336,7 +338,7 @@ func (s *Store) NpmRebuildMetadata(ctx context.Context, repo *NpmRepository, pkg
 		case err == nil:
 			res.Stored = true
 			return res, nil
-		case errors.Is(err, errRace):
+		case errors.Is(err, db.ErrRace):
 			continue
 		default:
 			return nil, err
@@ -381,7 +383,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 	err := tx.QueryRow(ctx, `SELECT soft_deleted_at IS NULL FROM npm_packages WHERE namespace_id = $1 AND id = $2 FOR NO KEY UPDATE`, npmExecMode,
 		pkg.NamespaceID, pkg.PackageID).Scan(&active)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !active) {
-		return fmt.Errorf("%w: %s", ErrNpmPackageUnknown, pkg.Name)
+		return errs.New(CodeNpmPackageUnknown, "npm package unknown: %s", pkg.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("store: npm swap lock %s: %w", pkg.Name, err)
@@ -391,7 +393,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 		return fmt.Errorf("store: npm swap fingerprint %s: %w", pkg.Name, err)
 	}
 	if now != fingerprint {
-		return errRace
+		return db.ErrRace
 	}
 	// The current rows, locked.
 	rows, err := tx.Query(ctx, `
@@ -441,10 +443,10 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 		}
 		atts, err := s.Attach(ctx, tx, pkg.NamespaceID, changedDigests)
 		if err != nil {
-			if errors.Is(err, ErrBlobUnknown) || errors.Is(err, ErrBlobMustReupload) {
+			if HasCode(err, CodeBlobUnknown) || HasCode(err, CodeBlobMustReupload) {
 				// A document that was current when we looked (so not
 				// uploaded) has been replaced and collected: build again.
-				return errRace
+				return db.ErrRace
 			}
 			return err
 		}
@@ -455,7 +457,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 			shas[i] = changedDigests[i][:]
 		}
 		rows, err := tx.Query(ctx, npmSwapSQL, npmExecMode, pkg.NamespaceID, pkg.PackageID,
-			newNpmIDs(len(changedKinds)), changedKinds, attIDs, shas, ttl.Seconds())
+			db.NewIDs(len(changedKinds)), changedKinds, attIDs, shas, ttl.Seconds())
 		if err != nil {
 			return fmt.Errorf("store: npm swap %s: %w", pkg.Name, err)
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // NpmPublish is one version to publish with its tarball. The protocol has
@@ -160,8 +162,8 @@ var npmPublishPartitionSQL = perPartition(npmPublishSQL, "npm_versions", "npm_fi
 // blob row (dedup), attaches it, writes the version, its file, its
 // dist-tags, the cache expiry and the counters, and runs the hook. A
 // failure, a refusal included, leaves no row and no object (the staged
-// upload is discarded). Errors: ErrNpmVersionExists,
-// ErrNpmVersionUnpublished, ErrNpmLimit, ErrNpmInvalid, ErrRetryable.
+// upload is discarded). Errors: CodeNpmVersionExists,
+// CodeNpmVersionUnpublished, CodeNpmLimit, CodeNpmInvalid, CodeRetryable.
 func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
 	res, err := s.npmPublish(ctx, repo, in)
 	if err != nil && in.Staged != nil {
@@ -188,7 +190,7 @@ func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	// the caller staged them already.
 	pending := in.stage(ctx, s, repo)
 	res := &NpmPublishResult{}
-	err = s.retryTx(ctx, func(tx pgx.Tx) error {
+	err = db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		*res = NpmPublishResult{Tags: slices.Clone(tags)}
 		target, err := lockNpmPackageForPublish(ctx, tx, repo, part, in, res)
 		if err != nil {
@@ -222,15 +224,15 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 			return err
 		}
 		err := tx.QueryRow(ctx, npmPublishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
-			newNpmID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
-			newNpmID(), in.FileName, u.Blob.SHA256[:],
-			newNpmIDs(len(tags)), tags, staged.size, repo.RepositoryID, target.created, newNpmIDs(6),
-			target.addLatest, newNpmID(),
+			db.NewID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
+			db.NewID(), in.FileName, u.Blob.SHA256[:],
+			db.NewIDs(len(tags)), tags, staged.size, repo.RepositoryID, target.created, db.NewIDs(6),
+			target.addLatest, db.NewID(),
 		).Scan(&res.VersionID, &res.CreatedAt, &latestAdded)
 		// The only unique key this statement can hit is the active
 		// version key (reported under the partition's index name).
-		if isPgCode(err, pgerrcode.UniqueViolation, "") {
-			return fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+		if db.IsPgCode(err, pgerrcode.UniqueViolation, "") {
+			return errs.New(CodeNpmVersionExists, "npm version already published: %s@%s", in.Name, in.Version)
 		}
 		if err != nil {
 			return fmt.Errorf("store: npm publish %s@%s: %w", in.Name, in.Version, err)
@@ -314,12 +316,11 @@ func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepositor
 	}
 	switch {
 	case c.exists:
-		return npmPublishTarget{}, fmt.Errorf("%w: %s@%s", ErrNpmVersionExists, in.Name, in.Version)
+		return npmPublishTarget{}, errs.New(CodeNpmVersionExists, "npm version already published: %s@%s", in.Name, in.Version)
 	case c.existed:
-		return npmPublishTarget{}, fmt.Errorf("%w: %s@%s", ErrNpmVersionUnpublished, in.Name, in.Version)
+		return npmPublishTarget{}, errs.New(CodeNpmVersionUnpublished, "npm version was unpublished and cannot be published again: %s@%s", in.Name, in.Version)
 	case c.versions >= MaxNpmVersionsPerPackage:
-		return npmPublishTarget{}, fmt.Errorf("%w: %s has %d versions (unpublished ones count); the limit is %d",
-			ErrNpmLimit, in.Name, c.versions, MaxNpmVersionsPerPackage)
+		return npmPublishTarget{}, errs.New(CodeNpmLimit, "npm package limit reached: %s has %d versions (unpublished ones count); the limit is %d", in.Name, c.versions, MaxNpmVersionsPerPackage)
 	}
 	if c.active == nil {
 		if !slices.Contains(res.Tags, "latest") {
@@ -410,7 +411,7 @@ func checkNpmTagLimit(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name 
 		res.Tags = append(res.Tags, "latest")
 	}
 	if n := others + int64(len(res.Tags)); n > MaxNpmTagsPerPackage {
-		return fmt.Errorf("%w: %s would have %d dist-tags; the limit is %d", ErrNpmLimit, name, n, MaxNpmTagsPerPackage)
+		return errs.New(CodeNpmLimit, "npm package limit reached: %s would have %d dist-tags; the limit is %d", name, n, MaxNpmTagsPerPackage)
 	}
 	return nil
 }
@@ -428,7 +429,7 @@ func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name 
 		INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, scope)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (namespace_id, npm_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
-		RETURNING id`, npmExecMode, newNpmID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
+		RETURNING id`, npmExecMode, db.NewID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
@@ -439,14 +440,14 @@ func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name 
 	// waited for it): lock that row. Its versions are not in this
 	// statement's checks; the unique version key still guards them.
 	id, err = lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
-	if errors.Is(err, ErrNpmPackageUnknown) {
-		return uuid.Nil, false, errRace // and deleted again: start over
+	if HasCode(err, CodeNpmPackageUnknown) {
+		return uuid.Nil, false, db.ErrRace // and deleted again: start over
 	}
 	return id, false, err
 }
 
 // lockNpmPackage locks the active package row of a name (lock: "FOR SHARE"
-// or "FOR NO KEY UPDATE"); ErrNpmPackageUnknown when there is none.
+// or "FOR NO KEY UPDATE"); CodeNpmPackageUnknown when there is none.
 func lockNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name, lock string) (uuid.UUID, error) {
 	var id uuid.UUID
 	err := tx.QueryRow(ctx, `
@@ -454,7 +455,7 @@ func lockNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name, l
 		WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL `+lock, npmExecMode,
 		repo.NamespaceID, repo.NpmRepositoryID, name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, fmt.Errorf("%w: %s", ErrNpmPackageUnknown, name)
+		return uuid.Nil, errs.New(CodeNpmPackageUnknown, "npm package unknown: %s", name)
 	}
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("store: lock npm package %s: %w", name, err)

@@ -89,7 +89,7 @@ func TestNpmPublishFailureLeavesNothing(t *testing.T) {
 }
 
 // TestNpmConcurrentSameVersion: eight publishes of one version, each with
-// its own tarball, race; one wins, the others get ErrNpmVersionExists
+// its own tarball, race; one wins, the others get CodeNpmVersionExists
 // (from the pre-check or from the unique index inside the transaction) and
 // leave no trace of their tarballs.
 func TestNpmConcurrentSameVersion(t *testing.T) {
@@ -114,7 +114,7 @@ func TestNpmConcurrentSameVersion(t *testing.T) {
 			if b != 1 || a != 1 || !o {
 				t.Errorf("winner %d: %d blob rows, %d attachments, object %v", i, b, a, o)
 			}
-		case errors.Is(err, ErrNpmVersionExists):
+		case HasCode(err, CodeNpmVersionExists):
 			if b+a != 0 || o {
 				t.Errorf("loser %d left %d blob rows, %d attachments, object %v", i, b, a, o)
 			}
@@ -201,8 +201,8 @@ func TestNpmPublishLimits(t *testing.T) {
 	}
 	tgz := npmTestTarball(t, "1.0.2")
 	_, err := f.publishTarball("lib", "1.0.2", tgz, nil)
-	if !errors.Is(err, ErrNpmLimit) {
-		t.Fatalf("publish of version 25,001: %v, want ErrNpmLimit", err)
+	if !HasCode(err, CodeNpmLimit) {
+		t.Fatalf("publish of version 25,001: %v, want CodeNpmLimit", err)
 	}
 	if b, a, s, o := f.leftovers(t, tgz); b+a+s != 0 || o {
 		t.Fatalf("a refused publish left %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
@@ -230,8 +230,8 @@ func TestNpmPublishLimits(t *testing.T) {
 	if err := publishTagged("1.0.2", "next"); err != nil {
 		t.Fatalf("tag 1,000: %v", err)
 	}
-	if err := publishTagged("1.0.3", "beta"); !errors.Is(err, ErrNpmLimit) {
-		t.Fatalf("tag 1,001: %v, want ErrNpmLimit", err)
+	if err := publishTagged("1.0.3", "beta"); !HasCode(err, CodeNpmLimit) {
+		t.Fatalf("tag 1,001: %v, want CodeNpmLimit", err)
 	}
 }
 

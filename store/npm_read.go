@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // NpmTarball is a tarball of an active version with its blob row.
@@ -33,7 +35,7 @@ JOIN npm_files f
   ON f.namespace_id = $1 AND f.npm_version_id = v.id AND f.file_name = $5 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
 
-// NpmTarball finds the tarball fileName of name@version. ErrNpmFileUnknown
+// NpmTarball finds the tarball fileName of name@version. CodeNpmFileUnknown
 // when the package, the version or the file is not active.
 func (s *Store) NpmTarball(ctx context.Context, repo *NpmRepository, name, version, fileName string) (*NpmTarball, error) {
 	t := &NpmTarball{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
@@ -41,14 +43,14 @@ func (s *Store) NpmTarball(ctx context.Context, repo *NpmRepository, name, versi
 	err := s.pool.QueryRow(ctx, npmTarballSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
 		Scan(&t.Package.PackageID, &t.VersionID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: %s", ErrNpmFileUnknown, fileName)
+		return nil, errs.New(CodeNpmFileUnknown, "npm tarball unknown: %s", fileName)
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: npm tarball %s: %w", fileName, err))
+		return nil, db.MapErr(fmt.Errorf("store: npm tarball %s: %w", fileName, err))
 	}
 	b, err := s.StatBlob(ctx, repo.NamespaceID, [32]byte(sha))
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, db.MapErr(err)
 	}
 	t.Blob = *b
 	return t, nil
@@ -72,7 +74,7 @@ func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload)
 	}
 	n := len(downloads) * 3
 	var (
-		ids     = newNpmIDs(n)
+		ids     = db.NewIDs(n)
 		nss     = make([]uuid.UUID, 0, n)
 		targets = make([]int16, 0, n)
 		tids    = make([]uuid.UUID, 0, n)
@@ -95,7 +97,7 @@ func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload)
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`, npmExecMode,
 		ids, nss, targets, tids, fields, deltas, ats)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: npm downloads: %w", err))
+		return db.MapErr(fmt.Errorf("store: npm downloads: %w", err))
 	}
 	return nil
 }
@@ -152,7 +154,7 @@ func (s *Store) NpmSearch(ctx context.Context, repo *NpmRepository, text string,
 	}
 	rows, err := s.pool.Query(ctx, npmSearchSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, pats, strings.TrimSpace(text), size, from)
 	if err != nil {
-		return nil, 0, mapErr(fmt.Errorf("store: npm search: %w", err))
+		return nil, 0, db.MapErr(fmt.Errorf("store: npm search: %w", err))
 	}
 	defer rows.Close()
 	var (
@@ -169,7 +171,7 @@ func (s *Store) NpmSearch(ctx context.Context, repo *NpmRepository, text string,
 		hits = append(hits, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, mapErr(fmt.Errorf("store: npm search: %w", err))
+		return nil, 0, db.MapErr(fmt.Errorf("store: npm search: %w", err))
 	}
 	return hits, total, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -223,7 +222,7 @@ func TestNpmTrash(t *testing.T) {
 	if latest() != "1.0.0" {
 		t.Errorf("latest after delete: %q", latest())
 	}
-	if err := f.s.NpmDeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !errors.Is(err, ErrNpmInvalid) {
+	if err := f.s.NpmDeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !HasCode(err, CodeNpmInvalid) {
 		t.Errorf("second delete: %v", err)
 	}
 	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
@@ -241,7 +240,7 @@ func TestNpmTrash(t *testing.T) {
 	if err := f.s.NpmDeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.NpmCachedMetadata(f.ctx, f.repo, "lib", enum.NpmMetadataFull); !errors.Is(err, ErrNpmPackageUnknown) {
+	if _, err := f.s.NpmCachedMetadata(f.ctx, f.repo, "lib", enum.NpmMetadataFull); !HasCode(err, CodeNpmPackageUnknown) {
 		t.Errorf("trashed package: %v", err)
 	}
 	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
@@ -257,10 +256,10 @@ func TestNpmTrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.publish(t, "lib", "3.0.0")
-	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); !errors.Is(err, ErrNpmConflict) {
+	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); !HasCode(err, CodeNpmConflict) {
 		t.Errorf("restore over a new package: %v", err)
 	}
-	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); !errors.Is(err, ErrNpmConflict) {
+	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); !HasCode(err, CodeNpmConflict) {
 		t.Errorf("restore of a version of an old package over a new one: %v", err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -17,9 +19,9 @@ import (
 // restore. Each runs in one transaction that locks the package row first
 // and force-expires the package's metadata files.
 
-// ErrNpmConflict: a restore would collide with an active row (a package of
+// CodeNpmConflict: a restore would collide with an active row (a package of
 // the same name was published after the delete).
-var ErrNpmConflict = errors.New("store: npm restore conflict")
+var CodeNpmConflict = Code{Name: "NPM_CONFLICT", Kind: KindConflict}
 
 // npmVersionRow is what the trash operations read about a version.
 type npmVersionRow struct {
@@ -38,7 +40,7 @@ func npmVersionByID(ctx context.Context, tx pgx.Tx, namespaceID, versionID uuid.
 		WHERE v.namespace_id = $1 AND v.id = $2`, npmExecMode, namespaceID, versionID).
 		Scan(&r.packageID, &r.npmRepositoryID, &r.name, &r.version, &r.versionDeleted, &r.packageDeleted)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("%w: version %s", ErrNpmVersionUnknown, versionID)
+		return nil, errs.New(CodeNpmVersionUnknown, "npm version unknown: version %s", versionID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: npm version %s: %w", versionID, err)
@@ -58,7 +60,7 @@ func lockNpmPackageByID(ctx context.Context, tx pgx.Tx, namespaceID, packageID u
 		SELECT name, npm_repository_id, soft_deleted_at FROM npm_packages
 		WHERE namespace_id = $1 AND id = $2 FOR NO KEY UPDATE`, npmExecMode, namespaceID, packageID).Scan(&name, &repoID, &deleted)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", uuid.Nil, nil, fmt.Errorf("%w: package %s", ErrNpmPackageUnknown, packageID)
+		return "", uuid.Nil, nil, errs.New(CodeNpmPackageUnknown, "npm package unknown: package %s", packageID)
 	}
 	if err != nil {
 		return "", uuid.Nil, nil, fmt.Errorf("store: npm package %s: %w", packageID, err)
@@ -69,7 +71,7 @@ func lockNpmPackageByID(ctx context.Context, tx pgx.Tx, namespaceID, packageID u
 // NpmDeleteVersionByID moves an active version to the trash, exactly as
 // npm's unpublish of that version does.
 func (s *Store) NpmDeleteVersionByID(ctx context.Context, namespaceID, versionID uuid.UUID, hook NpmWriteHook) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		v, err := npmVersionByID(ctx, tx, namespaceID, versionID)
 		if err != nil {
 			return err
@@ -82,7 +84,7 @@ func (s *Store) NpmDeleteVersionByID(ctx context.Context, namespaceID, versionID
 			return err
 		}
 		if v.versionDeleted != nil || v.packageDeleted != nil {
-			return fmt.Errorf("%w: %s@%s is already in the trash", ErrNpmInvalid, v.name, v.version)
+			return errs.New(CodeNpmInvalid, "invalid npm data: %s@%s is already in the trash", v.name, v.version)
 		}
 		pkg := NpmPackageRef{NamespaceID: namespaceID, NpmRepositoryID: v.npmRepositoryID, PackageID: v.packageID, Name: v.name}
 		active, err := npmActiveVersions(ctx, tx, pkg)
@@ -109,13 +111,13 @@ func (s *Store) NpmDeleteVersionByID(ctx context.Context, namespaceID, versionID
 // NpmDeletePackageByID moves an active package with its versions to the
 // trash (npm unpublish --force).
 func (s *Store) NpmDeletePackageByID(ctx context.Context, namespaceID, packageID uuid.UUID, hook NpmWriteHook) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		name, repoID, deleted, err := lockNpmPackageByID(ctx, tx, namespaceID, packageID)
 		if err != nil {
 			return err
 		}
 		if deleted != nil {
-			return fmt.Errorf("%w: %s is already in the trash", ErrNpmInvalid, name)
+			return errs.New(CodeNpmInvalid, "invalid npm data: %s is already in the trash", name)
 		}
 		pkg := NpmPackageRef{NamespaceID: namespaceID, NpmRepositoryID: repoID, PackageID: packageID, Name: name}
 		return s.trashNpmPackage(ctx, tx, pkg, hook, nil)
@@ -126,7 +128,7 @@ func (s *Store) NpmDeletePackageByID(ctx context.Context, namespaceID, packageID
 // (and its package, when the package is in the trash too and its name is
 // free). latest is set when the package has none.
 func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uuid.UUID, hook NpmWriteHook) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		v, err := npmVersionByID(ctx, tx, namespaceID, versionID)
 		if err != nil {
 			return err
@@ -138,7 +140,7 @@ func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uu
 			return err
 		}
 		if v.versionDeleted == nil {
-			return fmt.Errorf("%w: %s@%s is not in the trash", ErrNpmInvalid, v.name, v.version)
+			return errs.New(CodeNpmInvalid, "invalid npm data: %s@%s is not in the trash", v.name, v.version)
 		}
 		pkg := NpmPackageRef{NamespaceID: namespaceID, NpmRepositoryID: v.npmRepositoryID, PackageID: v.packageID, Name: v.name}
 		if v.packageDeleted != nil {
@@ -154,8 +156,8 @@ func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uu
 			UPDATE npm_files SET soft_deleted_at = NULL
 			WHERE namespace_id = $1 AND npm_version_id = $2 AND soft_deleted_at = $3`,
 			npmExecMode, namespaceID, versionID, *v.versionDeleted); err != nil {
-			if isPgCode(err, pgerrcode.UniqueViolation, "") {
-				return fmt.Errorf("%w: %s@%s is active", ErrNpmConflict, v.name, v.version)
+			if db.IsPgCode(err, pgerrcode.UniqueViolation, "") {
+				return errs.New(CodeNpmConflict, "npm restore conflict: %s@%s is active", v.name, v.version)
 			}
 			return fmt.Errorf("store: npm restore %s@%s: %w", v.name, v.version, err)
 		}
@@ -167,13 +169,13 @@ func (s *Store) NpmRestoreVersion(ctx context.Context, namespaceID, versionID uu
 // (and files) that went to the trash with it; versions unpublished before
 // stay in the trash.
 func (s *Store) NpmRestorePackage(ctx context.Context, namespaceID, packageID uuid.UUID, hook NpmWriteHook) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		name, repoID, deleted, err := lockNpmPackageByID(ctx, tx, namespaceID, packageID)
 		if err != nil {
 			return err
 		}
 		if deleted == nil {
-			return fmt.Errorf("%w: %s is not in the trash", ErrNpmInvalid, name)
+			return errs.New(CodeNpmInvalid, "invalid npm data: %s is not in the trash", name)
 		}
 		pkg := NpmPackageRef{NamespaceID: namespaceID, NpmRepositoryID: repoID, PackageID: packageID, Name: name}
 		if err := restoreNpmPackageRow(ctx, tx, pkg); err != nil {
@@ -201,8 +203,8 @@ func (s *Store) NpmRestorePackage(ctx context.Context, namespaceID, packageID uu
 func restoreNpmPackageRow(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef) error {
 	_, err := tx.Exec(ctx, `UPDATE npm_packages SET soft_deleted_at = NULL WHERE namespace_id = $1 AND id = $2`,
 		npmExecMode, pkg.NamespaceID, pkg.PackageID)
-	if isPgCode(err, pgerrcode.UniqueViolation, "") {
-		return fmt.Errorf("%w: a package named %s was published after it went to the trash", ErrNpmConflict, pkg.Name)
+	if db.IsPgCode(err, pgerrcode.UniqueViolation, "") {
+		return errs.New(CodeNpmConflict, "npm restore conflict: a package named %s was published after it went to the trash", pkg.Name)
 	}
 	if err != nil {
 		return fmt.Errorf("store: npm restore %s: %w", pkg.Name, err)
@@ -218,7 +220,7 @@ func (s *Store) finishNpmRestore(ctx context.Context, tx pgx.Tx, pkg NpmPackageR
 		return err
 	}
 	if len(active) == 0 {
-		return fmt.Errorf("%w: %s has no version to restore with it; restore a version instead", ErrNpmInvalid, pkg.Name)
+		return errs.New(CodeNpmInvalid, "invalid npm data: %s has no version to restore with it; restore a version instead", pkg.Name)
 	}
 	var hasLatest bool
 	if err := tx.QueryRow(ctx, `
@@ -235,7 +237,7 @@ func (s *Store) finishNpmRestore(ctx context.Context, tx pgx.Tx, pkg NpmPackageR
 			INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
 			VALUES ($1, $2, $3, $4, 'latest')
 			ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
-			RETURNING t.id = $1`, npmExecMode, newNpmID(), pkg.NamespaceID, pkg.PackageID, latest.id).Scan(&created); err != nil {
+			RETURNING t.id = $1`, npmExecMode, db.NewID(), pkg.NamespaceID, pkg.PackageID, latest.id).Scan(&created); err != nil {
 			return fmt.Errorf("store: npm restore %s: latest: %w", pkg.Name, err)
 		}
 		deltas = npmTagsDelta(pkg.PackageID, boolInt(created))

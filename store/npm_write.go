@@ -12,6 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Metadata writes of hosted npm packages: dist-tags, deprecation,
@@ -32,7 +34,7 @@ func checkNpmRev(ctx context.Context, tx pgx.Tx, pkg NpmPackageRef, rev string) 
 		return fmt.Errorf("store: npm revision of %s: %w", pkg.Name, err)
 	}
 	if want != now {
-		return fmt.Errorf("%w: %s is at a newer revision than %s; fetch it again", ErrNpmRevisionConflict, pkg.Name, rev)
+		return errs.New(CodeNpmRevisionConflict, "npm document revision conflict: %s is at a newer revision than %s; fetch it again", pkg.Name, rev)
 	}
 	return nil
 }
@@ -45,7 +47,7 @@ func npmRef(repo *NpmRepository, pkgID uuid.UUID, name string) NpmPackageRef {
 // moving it). It reports whether the tag is new.
 func (s *Store) NpmSetTag(ctx context.Context, repo *NpmRepository, name, tag, version string, hook NpmWriteHook) (bool, error) {
 	var created bool
-	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+	err := db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -58,19 +60,19 @@ func (s *Store) NpmSetTag(ctx context.Context, repo *NpmRepository, name, tag, v
 			WHERE v.namespace_id = $1 AND v.npm_package_id = $2 AND v.version = $3 AND v.soft_deleted_at IS NULL`, npmExecMode,
 			repo.NamespaceID, pkgID, version, tag).Scan(&versionID, &count)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: %s@%s", ErrNpmVersionUnknown, name, version)
+			return errs.New(CodeNpmVersionUnknown, "npm version unknown: %s@%s", name, version)
 		}
 		if err != nil {
 			return fmt.Errorf("store: npm dist-tag %s: %w", name, err)
 		}
 		if count >= MaxNpmTagsPerPackage {
-			return fmt.Errorf("%w: %s has %d dist-tags; the limit is %d", ErrNpmLimit, name, count, MaxNpmTagsPerPackage)
+			return errs.New(CodeNpmLimit, "npm package limit reached: %s has %d dist-tags; the limit is %d", name, count, MaxNpmTagsPerPackage)
 		}
 		err = tx.QueryRow(ctx, `
 			INSERT INTO npm_tags AS t (id, namespace_id, npm_package_id, npm_version_id, name)
 			VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (namespace_id, npm_package_id, name) DO UPDATE SET npm_version_id = EXCLUDED.npm_version_id
-			RETURNING t.id = $1`, npmExecMode, newNpmID(), repo.NamespaceID, pkgID, versionID, tag).Scan(&created)
+			RETURNING t.id = $1`, npmExecMode, db.NewID(), repo.NamespaceID, pkgID, versionID, tag).Scan(&created)
 		if err != nil {
 			return fmt.Errorf("store: npm dist-tag %s: %w", name, err)
 		}
@@ -83,9 +85,9 @@ func (s *Store) NpmSetTag(ctx context.Context, repo *NpmRepository, name, tag, v
 // package has one; unpublish moves it).
 func (s *Store) NpmRemoveTag(ctx context.Context, repo *NpmRepository, name, tag string, hook NpmWriteHook) error {
 	if tag == "latest" {
-		return fmt.Errorf("%w: the latest dist-tag cannot be removed; point it at another version instead", ErrNpmInvalid)
+		return errs.New(CodeNpmInvalid, "invalid npm data: the latest dist-tag cannot be removed; point it at another version instead")
 	}
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
 		if err != nil {
 			return err
@@ -96,7 +98,7 @@ func (s *Store) NpmRemoveTag(ctx context.Context, repo *NpmRepository, name, tag
 			return fmt.Errorf("store: npm dist-tag %s: %w", name, err)
 		}
 		if tag2.RowsAffected() == 0 {
-			return fmt.Errorf("%w: %s has no dist-tag %q", ErrNpmTagUnknown, name, tag)
+			return errs.New(CodeNpmTagUnknown, "npm dist-tag unknown: %s has no dist-tag %q", name, tag)
 		}
 		return s.finishNpmWrite(ctx, tx, npmRef(repo, pkgID, name), hook, npmTagsDelta(pkgID, -1))
 	})
@@ -171,11 +173,11 @@ type npmActiveVersion struct {
 func (s *Store) NpmUpdatePackage(ctx context.Context, repo *NpmRepository, upd NpmPackageUpdate) (*NpmUpdateResult, error) {
 	for v, msg := range upd.Deprecations {
 		if msg != "" && len(msg) > 4096 {
-			return nil, fmt.Errorf("%w: the deprecation message of %s is longer than 4096 bytes", ErrNpmInvalid, v)
+			return nil, errs.New(CodeNpmInvalid, "invalid npm data: the deprecation message of %s is longer than 4096 bytes", v)
 		}
 	}
 	var res *NpmUpdateResult
-	err := s.retryTx(ctx, func(tx pgx.Tx) error {
+	err := db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		res = &NpmUpdateResult{}
 		pkgID, err := lockNpmPackage(ctx, tx, repo, upd.Name, "FOR NO KEY UPDATE")
 		if err != nil {
@@ -199,7 +201,7 @@ func (s *Store) NpmUpdatePackage(ctx context.Context, repo *NpmRepository, upd N
 		for v, msg := range upd.Deprecations {
 			a, ok := byVersion[v]
 			if !ok {
-				return fmt.Errorf("%w: %s@%s (a metadata update cannot add versions; publish them with their tarball)", ErrNpmVersionUnknown, upd.Name, v)
+				return errs.New(CodeNpmVersionUnknown, "npm version unknown: %s@%s (a metadata update cannot add versions; publish them with their tarball)", upd.Name, v)
 			}
 			if a.deprecated == msg {
 				continue
@@ -220,7 +222,7 @@ func (s *Store) NpmUpdatePackage(ctx context.Context, repo *NpmRepository, upd N
 		if upd.Keep != nil {
 			for _, v := range upd.Keep {
 				if _, ok := byVersion[v]; !ok {
-					return fmt.Errorf("%w: %s@%s", ErrNpmVersionUnknown, upd.Name, v)
+					return errs.New(CodeNpmVersionUnknown, "npm version unknown: %s@%s", upd.Name, v)
 				}
 			}
 			for _, a := range active {
@@ -380,7 +382,7 @@ func (s *Store) unpublishNpmVersions(ctx context.Context, tx pgx.Tx, pkg NpmPack
 	latest := npmPickLatest(remaining)
 	if _, err := tx.Exec(ctx, `
 		INSERT INTO npm_tags (id, namespace_id, npm_package_id, npm_version_id, name)
-		VALUES ($1, $2, $3, $4, 'latest')`, npmExecMode, newNpmID(), pkg.NamespaceID, pkg.PackageID, latest.id); err != nil {
+		VALUES ($1, $2, $3, $4, 'latest')`, npmExecMode, db.NewID(), pkg.NamespaceID, pkg.PackageID, latest.id); err != nil {
 		return nil, fmt.Errorf("store: npm unpublish %s: latest: %w", pkg.Name, err)
 	}
 	deltas[0].delta++
@@ -447,7 +449,7 @@ func (s *Store) trashNpmPackage(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 // and their files go to the trash (restorable; dist-tags are kept for a
 // restore), its metadata files are dropped.
 func (s *Store) NpmDeletePackage(ctx context.Context, repo *NpmRepository, name, rev string, hook NpmWriteHook) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR NO KEY UPDATE")
 		if err != nil {
 			return err
@@ -463,12 +465,12 @@ func (s *Store) NpmDeletePackage(ctx context.Context, repo *NpmRepository, name,
 // NpmUnpublishFile is npm's DELETE of a tarball: when its version is still
 // active, the version is unpublished (a version without its tarball is of
 // no use); when it was unpublished already (npm sends the DELETE after the
-// PUT that removed the version), nothing is left to do. ErrNpmFileUnknown
+// PUT that removed the version), nothing is left to do. CodeNpmFileUnknown
 // when the tarball never existed.
 func (s *Store) NpmUnpublishFile(ctx context.Context, repo *NpmRepository, name, version, fileName, rev string, hook NpmWriteHook) error {
-	return s.retryTx(ctx, func(tx pgx.Tx) error {
+	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		pkgID, err := lockNpmPackage(ctx, tx, repo, name, "FOR NO KEY UPDATE")
-		if err != nil && !errors.Is(err, ErrNpmPackageUnknown) {
+		if err != nil && !HasCode(err, CodeNpmPackageUnknown) {
 			return err
 		}
 		if err == nil {
@@ -495,7 +497,7 @@ func (s *Store) NpmUnpublishFile(ctx context.Context, repo *NpmRepository, name,
 					return fmt.Errorf("store: npm unpublish %s: %w", name, err)
 				}
 				if !ok {
-					return fmt.Errorf("%w: %s", ErrNpmFileUnknown, fileName)
+					return errs.New(CodeNpmFileUnknown, "npm tarball unknown: %s", fileName)
 				}
 				if err := checkNpmRev(ctx, tx, pkg, rev); err != nil {
 					return err
@@ -524,7 +526,7 @@ func (s *Store) NpmUnpublishFile(ctx context.Context, repo *NpmRepository, name,
 			return fmt.Errorf("store: npm unpublish %s: %w", name, err)
 		}
 		if !existed {
-			return fmt.Errorf("%w: %s", ErrNpmFileUnknown, fileName)
+			return errs.New(CodeNpmFileUnknown, "npm tarball unknown: %s", fileName)
 		}
 		return nil
 	})

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"path/filepath"
@@ -91,7 +90,7 @@ func hangingS3Store(t *testing.T, h *hangingListener) *objstore.Store {
 // TestAttachObjectCheckBoundHangingStorage: blobs with live GC candidates
 // make Attach check their objects under the blob-row locks. With storage
 // that accepts connections and never answers, an Attach of more digests
-// than run in parallel fails with ErrRetryable once the one shared
+// than run in parallel fails with CodeRetryable once the one shared
 // ObjectCheckTimeout has passed, leaves its transaction able to roll back,
 // and changes nothing.
 func TestAttachObjectCheckBoundHangingStorage(t *testing.T) {
@@ -115,10 +114,10 @@ func TestAttachObjectCheckBoundHangingStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = hs.Attach(ctx, tx, f.ns, digests)
-	if !errors.Is(err, ErrRetryable) {
-		t.Fatalf("attach against hanging storage: %v, want ErrRetryable", err)
+	if !HasCode(err, CodeRetryable) {
+		t.Fatalf("attach against hanging storage: %v, want CodeRetryable", err)
 	}
-	if errors.Is(err, ErrBlobMustReupload) {
+	if HasCode(err, CodeBlobMustReupload) {
 		t.Fatalf("a check that did not finish reported a missing object: %v", err)
 	}
 	if err := tx.Rollback(ctx); err != nil {
@@ -147,7 +146,7 @@ func TestAttachObjectCheckBoundHangingStorage(t *testing.T) {
 
 // TestCommitObjectCheckBoundHangingStorage: the dedup commit of a blob
 // with a live candidate checks its object under the blob-row lock. Against
-// storage that never answers it fails with ErrRetryable after
+// storage that never answers it fails with CodeRetryable after
 // ObjectCheckTimeout, keeps the session (the client's retry works) and
 // changes nothing. The blob is empty, so the commit writes no part and the
 // check is the only storage call it makes.
@@ -166,8 +165,8 @@ func TestCommitObjectCheckBoundHangingStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := hs.CommitUpload(ctx, u.Ref(), nil, want(empty))
-	if !errors.Is(err, ErrRetryable) {
-		t.Fatalf("dedup commit against hanging storage: %+v %v, want ErrRetryable", res, err)
+	if !HasCode(err, CodeRetryable) {
+		t.Fatalf("dedup commit against hanging storage: %+v %v, want CodeRetryable", res, err)
 	}
 	if h.conns.Load() < 1 {
 		t.Fatal("the commit never reached storage")
@@ -200,7 +199,7 @@ func TestCommitObjectCheckBoundHangingStorage(t *testing.T) {
 // link that holds each request for 400 ms, and the bound is 1 s: 24
 // checks, 8 at a time, cannot all finish by the deadline (each eight start
 // when a check of the previous eight has answered, so the last eight answer
-// at >= 1.2 s), so the Attach fails with ErrRetryable and changes nothing,
+// at >= 1.2 s), so the Attach fails with CodeRetryable and changes nothing,
 // although every single check fits a bound of its own.
 func TestAttachObjectCheckBoundSlowStorage(t *testing.T) {
 	f := newS3Fixture(t, Options{})
@@ -228,8 +227,8 @@ func TestAttachObjectCheckBoundSlowStorage(t *testing.T) {
 		_, err := ss.Attach(ctx, tx, f.ns, digests)
 		return err
 	})
-	if !errors.Is(err, ErrRetryable) {
-		t.Fatalf("attach of %d digests through the slow link: %v, want ErrRetryable", n, err)
+	if !HasCode(err, CodeRetryable) {
+		t.Fatalf("attach of %d digests through the slow link: %v, want CodeRetryable", n, err)
 	}
 	after := f.candidates(t)
 	for _, d := range digests {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/google/uuid"
 )
 
@@ -34,14 +35,14 @@ type partitionKey struct {
 // every table hash-partitioned by namespace_id (cached), asking q (the
 // caller's transaction, or the pool) the first time: a caller holding a
 // connection must not wait for a second one.
-func (s *Store) namespacePartition(ctx context.Context, q querier, namespaceID uuid.UUID) (int, error) {
+func (s *Store) namespacePartition(ctx context.Context, q db.Queryer, namespaceID uuid.UUID) (int, error) {
 	key := partitionKey{s, namespaceID}
 	if p, ok := namespacePartitions.Load(key); ok {
 		return p.(int), nil
 	}
 	var p int
 	if err := q.QueryRow(ctx, namespacePartitionSQL, namespaceID, namespacePartitionCount).Scan(&p); err != nil {
-		return 0, mapErr(fmt.Errorf("store: partition of namespace %s: %w", namespaceID, err))
+		return 0, db.MapErr(fmt.Errorf("store: partition of namespace %s: %w", namespaceID, err))
 	}
 	namespacePartitions.Store(key, p)
 	return p, nil

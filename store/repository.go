@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Repository is a repositories row as the management API sees it.
@@ -86,16 +88,10 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 		return nil, err
 	}
 	if !lookupable(in.Namespace) {
-		return nil, domainErr(CodeNotFound, "namespace %q not found", in.Namespace)
+		return nil, errs.New(CodeNotFound, "namespace %q not found", in.Namespace)
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("generate repository id: %w", err)
-	}
-	childID, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("generate repository id: %w", err)
-	}
+	id := db.NewID()
+	childID := db.NewID()
 	var repo *Repository
 	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		// FOR KEY SHARE: the namespace cannot be purged under us, and its
@@ -113,8 +109,8 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 			RETURNING `+repositoryColumns,
 			id, ns.ID, in.Name, in.Description, int16(in.Format), int16(in.Kind), int16(in.Visibility)))
 		if err != nil {
-			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
-				return domainErr(CodeAlreadyExists,
+			if code, _ := db.PgCode(err); code == pgerrcode.UniqueViolation {
+				return errs.New(CodeAlreadyExists,
 					"repository %q already exists in namespace %q (names are unique across the trash too)", in.Name, in.Namespace)
 			}
 			return fmt.Errorf("insert repository: %w", err)
@@ -144,7 +140,7 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 // hostedChildTable names the format child table of a hosted repository.
 func hostedChildTable(f enum.Format, k enum.Kind) (string, error) {
 	if k != enum.KindHosted {
-		return "", domainErr(CodeInvalidInput, "only HOSTED repositories can be created so far")
+		return "", errs.New(CodeInvalidInput, "only HOSTED repositories can be created so far")
 	}
 	switch f {
 	case enum.FormatDocker, enum.FormatOCI:
@@ -154,7 +150,7 @@ func hostedChildTable(f enum.Format, k enum.Kind) (string, error) {
 	case enum.FormatNpm:
 		return "npm_repositories", nil
 	}
-	return "", domainErr(CodeInvalidInput, "unknown repository format %s", formatName(f))
+	return "", errs.New(CodeInvalidInput, "unknown repository format %s", formatName(f))
 }
 
 func formatName(f enum.Format) string {
@@ -187,12 +183,12 @@ func (ref RepositoryRef) String() string {
 
 // resolveRepository locks (lock: "", "FOR UPDATE", ...) and returns the
 // repository and its namespace. Trash rows are included; callers decide.
-func resolveRepository(ctx context.Context, q querier, ref RepositoryRef, lock string) (*Namespace, *Repository, error) {
-	notFound := domainErr(CodeNotFound, "repository %s not found", ref)
+func resolveRepository(ctx context.Context, q db.Queryer, ref RepositoryRef, lock string) (*Namespace, *Repository, error) {
+	notFound := errs.New(CodeNotFound, "repository %s not found", ref)
 	// The namespace is always named: every query of a partitioned table
 	// carries namespace_id, so an id alone would fan out to 64 partitions.
 	if !lookupable(ref.Namespace) {
-		return nil, nil, domainErr(CodeNotFound, "namespace %q not found", ref.Namespace)
+		return nil, nil, errs.New(CodeNotFound, "namespace %q not found", ref.Namespace)
 	}
 	if ref.ID == uuid.Nil && !lookupable(ref.Name) {
 		return nil, nil, notFound
@@ -223,7 +219,7 @@ func (s *Store) RepositoryByName(ctx context.Context, namespace, name string) (*
 		return nil, nil, err
 	}
 	if repo.SoftDeletedAt != nil {
-		return nil, nil, domainErr(CodeNotFound, "repository %s/%s not found (it is in the trash)", namespace, name)
+		return nil, nil, errs.New(CodeNotFound, "repository %s/%s not found (it is in the trash)", namespace, name)
 	}
 	return ns, repo, nil
 }
@@ -263,7 +259,7 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 		}
 	}
 	if upd.Description == nil && upd.Visibility == nil {
-		return nil, domainErr(CodeInvalidInput, "nothing to update: give description and/or visibility")
+		return nil, errs.New(CodeInvalidInput, "nothing to update: give description and/or visibility")
 	}
 	var out *Repository
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -275,7 +271,7 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 			return err
 		}
 		if repo.SoftDeletedAt != nil {
-			return domainErr(CodeConflict, "repository %s is in the trash: restore it first", ref)
+			return errs.New(CodeConflict, "repository %s is in the trash: restore it first", ref)
 		}
 		var sets []string
 		args := []any{ns.ID, repo.ID}
@@ -320,11 +316,11 @@ func (s *Store) setRepositoryTrash(ctx context.Context, ref RepositoryRef, trash
 		}
 		set := `soft_deleted_at = now()`
 		if trash && repo.SoftDeletedAt != nil {
-			return domainErr(CodeConflict, "repository %s is already in the trash", ref)
+			return errs.New(CodeConflict, "repository %s is already in the trash", ref)
 		}
 		if !trash {
 			if repo.SoftDeletedAt == nil {
-				return domainErr(CodeConflict, "repository %s is not in the trash", ref)
+				return errs.New(CodeConflict, "repository %s is not in the trash", ref)
 			}
 			set = `soft_deleted_at = NULL`
 		}
@@ -383,7 +379,7 @@ func (s *Store) PurgeRepository(ctx context.Context, ref RepositoryRef) (*Reposi
 			return err
 		}
 		if repo.SoftDeletedAt == nil {
-			return domainErr(CodeConflict, "repository %s is not in the trash: delete it first", ref)
+			return errs.New(CodeConflict, "repository %s is not in the trash: delete it first", ref)
 		}
 		var reason string
 		err = tx.QueryRow(ctx, purgeBlockersSQL, ns.ID, repo.ID).Scan(&reason)
@@ -391,11 +387,11 @@ func (s *Store) PurgeRepository(ctx context.Context, ref RepositoryRef) (*Reposi
 			return fmt.Errorf("check repository %s before purge: %w", ref, err)
 		}
 		if reason != "" {
-			return domainErr(CodeConflict, "repository %s cannot be purged: %s", ref, reason)
+			return errs.New(CodeConflict, "repository %s cannot be purged: %s", ref, reason)
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM repositories WHERE namespace_id = $1 AND id = $2`, ns.ID, repo.ID); err != nil {
-			if code, _ := pgCode(err); code == pgerrcode.ForeignKeyViolation {
-				return domainErr(CodeConflict, "repository %s cannot be purged: other rows still reference it", ref)
+			if code, _ := db.PgCode(err); code == pgerrcode.ForeignKeyViolation {
+				return errs.New(CodeConflict, "repository %s cannot be purged: other rows still reference it", ref)
 			}
 			return fmt.Errorf("delete repository %s: %w", ref, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -36,14 +38,8 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 		if err != nil {
 			return nil, err
 		}
-		id, err := uuid.NewV7()
-		if err != nil {
-			return nil, fmt.Errorf("generate repository id: %w", err)
-		}
-		childID, err := uuid.NewV7()
-		if err != nil {
-			return nil, fmt.Errorf("generate repository id: %w", err)
-		}
+		id := db.NewID()
+		childID := db.NewID()
 		ids[i] = id
 		parents = append(parents, []any{id, nil, in.Name, in.Description, int16(in.Format), int16(in.Kind), int16(in.Visibility)})
 		c := children[table]
@@ -54,7 +50,7 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 		c.rows = append(c.rows, []any{childID, nil, id})
 	}
 	if !lookupable(namespace) {
-		return nil, domainErr(CodeNotFound, "namespace %q not found", namespace)
+		return nil, errs.New(CodeNotFound, "namespace %q not found", namespace)
 	}
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := namespaceBySlug(ctx, tx, namespace, "FOR KEY SHARE")
@@ -74,8 +70,8 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 		}
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"repositories"},
 			[]string{"id", "namespace_id", "name", "description", "format", "kind", "visibility"}, pgx.CopyFromRows(parents)); err != nil {
-			if code, _ := pgCode(err); code == pgerrcode.UniqueViolation {
-				return domainErr(CodeAlreadyExists, "a repository name of the batch already exists in namespace %q", namespace)
+			if code, _ := db.PgCode(err); code == pgerrcode.UniqueViolation {
+				return errs.New(CodeAlreadyExists, "a repository name of the batch already exists in namespace %q", namespace)
 			}
 			return fmt.Errorf("copy repositories: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // RepositoryOrder is a sort of the landing-page list. Each has its ADR-007
@@ -125,7 +126,7 @@ func (s *Store) repositoryWhere(ctx context.Context, q RepositoryListQuery) (str
 		add("r.visibility = $%d", int16(*f.Visibility))
 	}
 	if f.Collection != nil {
-		notFound := domainErr(CodeNotFound, "repository collection %q not found", *f.Collection)
+		notFound := errs.New(CodeNotFound, "repository collection %q not found", *f.Collection)
 		if !lookupable(*f.Collection) {
 			return "", nil, notFound
 		}
@@ -183,10 +184,10 @@ func (s *Store) ListRepositories(ctx context.Context, q RepositoryListQuery) ([]
 func (s *Store) repositoryListSQL(ctx context.Context, q RepositoryListQuery) (string, []any, error) {
 	expr, ok := q.Order.sortExpr()
 	if !ok {
-		return "", nil, domainErr(CodeInvalidInput, "unknown repository order %q", q.Order)
+		return "", nil, errs.New(CodeInvalidInput, "unknown repository order %q", q.Order)
 	}
 	if q.Limit < 1 {
-		return "", nil, domainErr(CodeInvalidInput, "page size must be positive")
+		return "", nil, errs.New(CodeInvalidInput, "page size must be positive")
 	}
 	where, args, err := s.repositoryWhere(ctx, q)
 	if err != nil {
@@ -198,7 +199,7 @@ func (s *Store) repositoryListSQL(ctx context.Context, q RepositoryListQuery) (s
 	}
 	if k := q.After; k != nil {
 		if k.Order != q.Order || k.Desc != q.Desc {
-			return "", nil, domainErr(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
+			return "", nil, errs.New(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
 		}
 		var v any
 		switch q.Order {

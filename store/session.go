@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -15,8 +17,8 @@ import (
 // secret and passes its SHA-256, and decides what a row is worth (expiry,
 // the admin binding, the access token behind it).
 
-// ErrUISessionNotFound: no session with that hash.
-var ErrUISessionNotFound = errors.New("store: ui session not found")
+// CodeUISessionNotFound: no session with that hash.
+var CodeUISessionNotFound = Code{Name: "U_I_SESSION_NOT_FOUND", Kind: KindNotFound}
 
 // UISession is a ui_sessions row. Exactly one of AdminBinding and
 // AccessTokenID is set.
@@ -47,7 +49,7 @@ INSERT INTO ui_sessions (session_sha256, admin_binding, access_token_namespace_i
 VALUES ($1, $2, $3, $4, $5, $5, $6)`,
 		sha[:], in.AdminBinding, nsID, tokID, in.CreatedAt, in.ExpiresAt)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: create ui session: %w", err))
+		return db.MapErr(fmt.Errorf("store: create ui session: %w", err))
 	}
 	return nil
 }
@@ -63,10 +65,10 @@ SELECT admin_binding, access_token_namespace_id, access_token_id, created_at, la
 FROM ui_sessions WHERE session_sha256 = $1`, sha[:]).
 		Scan(&out.AdminBinding, &nsID, &tokID, &out.CreatedAt, &out.LastSeenAt, &out.ExpiresAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrUISessionNotFound
+		return nil, errs.New(CodeUISessionNotFound, "ui session not found")
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: load ui session: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: load ui session: %w", err))
 	}
 	if tokID != nil {
 		out.AccessTokenNamespaceID, out.AccessTokenID = *nsID, *tokID
@@ -79,7 +81,7 @@ FROM ui_sessions WHERE session_sha256 = $1`, sha[:]).
 func (s *Store) TouchUISession(ctx context.Context, sha [32]byte, now time.Time) error {
 	_, err := s.pool.Exec(ctx, `UPDATE ui_sessions SET last_seen_at = $2 WHERE session_sha256 = $1 AND last_seen_at < $2`, sha[:], now)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: touch ui session: %w", err))
+		return db.MapErr(fmt.Errorf("store: touch ui session: %w", err))
 	}
 	return nil
 }
@@ -88,7 +90,7 @@ func (s *Store) TouchUISession(ctx context.Context, sha [32]byte, now time.Time)
 // (sign-out is idempotent).
 func (s *Store) DeleteUISession(ctx context.Context, sha [32]byte) error {
 	if _, err := s.pool.Exec(ctx, `DELETE FROM ui_sessions WHERE session_sha256 = $1`, sha[:]); err != nil {
-		return mapErr(fmt.Errorf("store: delete ui session: %w", err))
+		return db.MapErr(fmt.Errorf("store: delete ui session: %w", err))
 	}
 	return nil
 }
@@ -104,7 +106,7 @@ DELETE FROM ui_sessions WHERE session_sha256 IN (
     SELECT session_sha256 FROM ui_sessions WHERE last_seen_at <= $2
     LIMIT $3)`, now, now.Add(-idle), limit)
 	if err != nil {
-		return 0, mapErr(fmt.Errorf("store: delete expired ui sessions: %w", err))
+		return 0, db.MapErr(fmt.Errorf("store: delete expired ui sessions: %w", err))
 	}
 	return tag.RowsAffected(), nil
 }

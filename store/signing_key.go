@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -55,7 +56,7 @@ func (s *Store) SigningKeys(ctx context.Context) ([]SigningKey, error) {
 	}
 	if _, err := s.pool.Exec(ctx, `INSERT INTO token_signing_keys (key, created_at) VALUES ($1, $2)
 		ON CONFLICT DO NOTHING`, key, s.opts.Clock.Now()); err != nil {
-		return nil, mapErr(fmt.Errorf("create signing key: %w", err))
+		return nil, db.MapErr(fmt.Errorf("create signing key: %w", err))
 	}
 	keys, err = s.signingKeys(ctx)
 	if err == nil && (len(keys) == 0 || !keys[0].Current()) {
@@ -68,7 +69,7 @@ func (s *Store) signingKeys(ctx context.Context) ([]SigningKey, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id, key, created_at, retired_at FROM token_signing_keys
 		ORDER BY retired_at DESC NULLS FIRST, id DESC`)
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("read signing keys: %w", err))
+		return nil, db.MapErr(fmt.Errorf("read signing keys: %w", err))
 	}
 	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (SigningKey, error) {
 		var k SigningKey
@@ -76,7 +77,7 @@ func (s *Store) signingKeys(ctx context.Context) ([]SigningKey, error) {
 		return k, err
 	})
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("read signing keys: %w", err))
+		return nil, db.MapErr(fmt.Errorf("read signing keys: %w", err))
 	}
 	return keys, nil
 }
@@ -124,7 +125,7 @@ func (s *Store) RotateSigningKey(ctx context.Context, retention time.Duration) (
 func (s *Store) DeleteRetiredSigningKeys(ctx context.Context, retiredBefore time.Time) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM token_signing_keys WHERE retired_at < $1`, retiredBefore)
 	if err != nil {
-		return 0, mapErr(fmt.Errorf("delete expired signing keys: %w", err))
+		return 0, db.MapErr(fmt.Errorf("delete expired signing keys: %w", err))
 	}
 	return tag.RowsAffected(), nil
 }

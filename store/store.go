@@ -5,21 +5,19 @@
 //
 // Transactions are explicit. Foreground transactions (the ones a client
 // waits for) run with SET LOCAL lock_timeout (5 s by default); a lock timeout
-// or a deadlock surfaces as ErrRetryable, which protocols map to 503 with
+// or a deadlock surfaces as CodeRetryable, which protocols map to 503 with
 // Retry-After.
 package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -42,7 +40,7 @@ const (
 	DefaultObjectCheckTimeout  = 2 * time.Second
 	DefaultMonolithicUploadTTL = time.Hour
 	DefaultResumableUploadTTL  = 24 * time.Hour
-	// RetryAfter is what protocols put in Retry-After for ErrRetryable.
+	// RetryAfter is what protocols put in Retry-After for CodeRetryable.
 	RetryAfter = time.Second
 )
 
@@ -122,35 +120,13 @@ func (s *Store) Objects() *objstore.Store { return s.objects }
 // Options returns the effective options.
 func (s *Store) Options() Options { return s.opts }
 
-// ErrRetryable is the one retryable failure: a lock timeout (55P03), a
-// deadlock (40P01), a serialization failure (40001), or a storage check that
-// did not finish within its bound while a lock was held. Nothing was changed;
-// protocols answer 503 with Retry-After and the client retries.
-var ErrRetryable = errors.New("store: temporarily unavailable, retry")
-
-// mapErr turns retryable PostgreSQL failures into ErrRetryable (keeping the
-// original in the chain for errors.As); other errors pass through.
-func mapErr(err error) error {
-	if err == nil || errors.Is(err, ErrRetryable) {
-		return err
-	}
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case pgerrcode.LockNotAvailable, pgerrcode.DeadlockDetected, pgerrcode.SerializationFailure:
-			return fmt.Errorf("%w: %w", ErrRetryable, err)
-		}
-	}
-	return err
-}
-
 // WithTx runs fn in a foreground read-committed transaction with the lock
 // timeout set: committed when fn returns nil, rolled back otherwise,
 // including when fn panics (net/http, gqlgen, River and the protocol
 // wrappers recover panics: without the deferred rollback the pooled
 // connection would go back to work still holding fn's row locks). Lock
 // timeouts and deadlocks, from fn or from the commit, come back as
-// ErrRetryable. Format code calls Attach and Detach inside fn.
+// CodeRetryable. Format code calls Attach and Detach inside fn.
 func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	tx, err := s.begin(ctx)
 	if err != nil {
@@ -159,46 +135,12 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	// A no-op after Commit, as in pgx.BeginFunc.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := fn(tx); err != nil {
-		return mapErr(err)
+		return db.MapErr(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return mapErr(fmt.Errorf("store: commit: %w", err))
+		return db.MapErr(fmt.Errorf("store: commit: %w", err))
 	}
 	return nil
-}
-
-// errRace asks retryTx to run its transaction again: a concurrent writer
-// changed a row between two of our statements (inserted the row we checked
-// for, soft-deleted the one we found), so this attempt cannot finish but
-// the next one will see the new state.
-var errRace = errors.New("store: concurrent write, retrying")
-
-// txAttempts bounds the attempts of retryTx.
-const txAttempts = 3
-
-// retryTx is WithTx for write loops, the one retry rule of the store: an
-// attempt that failed with errRace, a deadlock or a serialization failure
-// changed nothing (PostgreSQL rolled it back; the other transaction went
-// through), so it runs again, up to txAttempts in all, unless ctx is done.
-// Lock timeouts are not retried: they already waited the lock timeout.
-// When the attempts run out the error is ErrRetryable (503 with
-// Retry-After). fn must keep no state across attempts.
-func (s *Store) retryTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	var err error
-	for range txAttempts {
-		err = s.WithTx(ctx, fn)
-		if !retriable(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	if errors.Is(err, errRace) {
-		return fmt.Errorf("%w: %w", ErrRetryable, err)
-	}
-	return err
-}
-
-func retriable(err error) bool {
-	return errors.Is(err, errRace) || isPgCode(err, pgerrcode.DeadlockDetected, "") || isPgCode(err, pgerrcode.SerializationFailure, "")
 }
 
 // begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in
@@ -206,7 +148,7 @@ func retriable(err error) bool {
 func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL})
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: begin: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: begin: %w", err))
 	}
 	return tx, nil
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Namespace access tokens (migrations/00029_access_tokens.sql). The store
@@ -29,10 +31,10 @@ import (
 // last_used_at is written only by TouchAccessTokens, which auth calls from
 // its periodic flush with the maximum use time per token, never per request.
 
-// ErrAccessTokenNotFound: no token with that hash (or id) in the namespace.
+// CodeAccessTokenNotFound: no token with that hash (or id) in the namespace.
 // Returned by the authentication lookups; management operations return a
-// DomainError with CodeNotFound instead.
-var ErrAccessTokenNotFound = errors.New("store: access token not found")
+// store error with CodeNotFound instead.
+var CodeAccessTokenNotFound = Code{Name: "ACCESS_TOKEN_NOT_FOUND", Kind: KindNotFound}
 
 // AccessToken is an access_tokens row (the hash is never returned).
 type AccessToken struct {
@@ -119,15 +121,15 @@ func scanAccessToken(row pgx.Row, extra ...any) (*AccessToken, error) {
 func ValidateAccessTokenName(name string) error {
 	switch {
 	case name == "":
-		return domainErr(CodeInvalidInput, "token name must not be empty")
+		return errs.New(CodeInvalidInput, "token name must not be empty")
 	case !utf8.ValidString(name):
-		return domainErr(CodeInvalidInput, "token name must be valid UTF-8")
+		return errs.New(CodeInvalidInput, "token name must be valid UTF-8")
 	case utf8.RuneCountInString(name) > MaxNameLength:
-		return domainErr(CodeInvalidInput, "token name must be at most %d characters", MaxNameLength)
+		return errs.New(CodeInvalidInput, "token name must be at most %d characters", MaxNameLength)
 	case strings.TrimSpace(name) != name:
-		return domainErr(CodeInvalidInput, "token name must not start or end with white space")
+		return errs.New(CodeInvalidInput, "token name must not start or end with white space")
 	case strings.IndexFunc(name, unicode.IsControl) >= 0:
-		return domainErr(CodeInvalidInput, "token name must not contain control characters")
+		return errs.New(CodeInvalidInput, "token name must not contain control characters")
 	}
 	return nil
 }
@@ -135,12 +137,12 @@ func ValidateAccessTokenName(name string) error {
 // normalizeScopes validates, sorts and deduplicates scopes.
 func normalizeScopes(in []enum.TokenScope) ([]int16, error) {
 	if len(in) == 0 {
-		return nil, domainErr(CodeInvalidInput, "a token needs at least one scope")
+		return nil, errs.New(CodeInvalidInput, "a token needs at least one scope")
 	}
 	out := make([]int16, 0, len(in))
 	for _, s := range in {
 		if !s.Valid() {
-			return nil, domainErr(CodeInvalidInput, "unknown token scope %d", s)
+			return nil, errs.New(CodeInvalidInput, "unknown token scope %d", s)
 		}
 		out = append(out, int16(s))
 	}
@@ -166,7 +168,7 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 		return nil, errors.New("store: access token without a secret hash")
 	}
 	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.opts.Clock.Now()) {
-		return nil, domainErr(CodeInvalidInput, "expiresAt must lie in the future")
+		return nil, errs.New(CodeInvalidInput, "expiresAt must lie in the future")
 	}
 	var names []string
 	if in.Repositories != nil {
@@ -175,31 +177,28 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 		names = slices.Compact(names)
 		switch {
 		case len(names) == 0:
-			return nil, domainErr(CodeInvalidInput, "repositories must not be an empty list: omit it for a token valid in every repository")
+			return nil, errs.New(CodeInvalidInput, "repositories must not be an empty list: omit it for a token valid in every repository")
 		case len(names) > MaxAccessTokenRepositories:
-			return nil, domainErr(CodeInvalidInput, "a token can list at most %d repositories", MaxAccessTokenRepositories)
+			return nil, errs.New(CodeInvalidInput, "a token can list at most %d repositories", MaxAccessTokenRepositories)
 		}
 		for _, n := range names {
 			if !lookupable(n) {
-				return nil, domainErr(CodeNotFound, "repository %q not found", n)
+				return nil, errs.New(CodeNotFound, "repository %q not found", n)
 			}
 		}
 	}
-	id, err := uuid.NewV7()
-	if err != nil {
-		return nil, fmt.Errorf("generate token id: %w", err)
-	}
+	id := db.NewID()
 	var out *AccessToken
 	err = s.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, err := scanNamespace(tx.QueryRow(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE id = $1 FOR KEY SHARE`, in.NamespaceID))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return domainErr(CodeNotFound, "namespace %s not found", in.NamespaceID)
+			return errs.New(CodeNotFound, "namespace %s not found", in.NamespaceID)
 		}
 		if err != nil {
 			return fmt.Errorf("load namespace %s: %w", in.NamespaceID, err)
 		}
 		if ns.DeletedAt != nil || ns.PurgedAt != nil {
-			return domainErr(CodeConflict, "namespace %q is %s: no tokens can be created", ns.Slug, strings.ToLower(string(ns.Status())))
+			return errs.New(CodeConflict, "namespace %q is %s: no tokens can be created", ns.Slug, strings.ToLower(string(ns.Status())))
 		}
 		var repoIDs []uuid.UUID
 		if names != nil {
@@ -226,7 +225,7 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 			}
 			for _, n := range names {
 				if !found[n] {
-					return domainErr(CodeNotFound, "repository %q not found in namespace %q", n, ns.Slug)
+					return errs.New(CodeNotFound, "repository %q not found in namespace %q", n, ns.Slug)
 				}
 			}
 		}
@@ -238,9 +237,9 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 		if err != nil {
 			// On a partition the violated index is the partition's
 			// (access_tokens_pNN_namespace_id_name_idx).
-			if code, constraint := pgCode(err); code == pgerrcode.UniqueViolation &&
+			if code, constraint := db.PgCode(err); code == pgerrcode.UniqueViolation &&
 				(constraint == "access_tokens_live_name_key" || strings.HasSuffix(constraint, "_namespace_id_name_idx")) {
-				return domainErr(CodeAlreadyExists, "namespace %q already has a live token named %q", ns.Slug, in.Name)
+				return errs.New(CodeAlreadyExists, "namespace %q already has a live token named %q", ns.Slug, in.Name)
 			}
 			return fmt.Errorf("insert access token: %w", err)
 		}
@@ -263,10 +262,10 @@ func (s *Store) accessTokenCredential(ctx context.Context, where string, nsID uu
 	tok, err := scanAccessToken(s.pool.QueryRow(ctx, accessTokenCredentialSQL+where, nsID, arg),
 		&n.ID, &n.Slug, &n.CreatedAt, &n.DeletedAt, &n.PurgedAt, &n.BlockedAt, &n.DisabledAt, &n.SuspendedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, ErrAccessTokenNotFound
+		return nil, errs.New(CodeAccessTokenNotFound, "access token not found")
 	}
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: load access token: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: load access token: %w", err))
 	}
 	c.AccessToken = *tok
 	return &c, nil
@@ -274,7 +273,7 @@ func (s *Store) accessTokenCredential(ctx context.Context, where string, nsID uu
 
 // AccessTokenByHash is the authentication lookup: the token of the
 // namespace whose secret hashes to sha, with its namespace's state, in one
-// index lookup on (namespace_id, token_sha256). ErrAccessTokenNotFound
+// index lookup on (namespace_id, token_sha256). CodeAccessTokenNotFound
 // when there is none. Revoked and expired tokens are returned.
 func (s *Store) AccessTokenByHash(ctx context.Context, namespaceID uuid.UUID, sha [32]byte) (*AccessTokenCredential, error) {
 	return s.accessTokenCredential(ctx, `t.token_sha256 = $2`, namespaceID, sha[:])
@@ -282,7 +281,7 @@ func (s *Store) AccessTokenByHash(ctx context.Context, namespaceID uuid.UUID, sh
 
 // AccessTokenByID loads a token and its namespace's state by id
 // (re-validation of the OCI bearer tokens auth issues, management).
-// ErrAccessTokenNotFound when there is none.
+// CodeAccessTokenNotFound when there is none.
 func (s *Store) AccessTokenByID(ctx context.Context, namespaceID, id uuid.UUID) (*AccessTokenCredential, error) {
 	return s.accessTokenCredential(ctx, `t.id = $2`, namespaceID, id)
 }
@@ -292,7 +291,7 @@ func (s *Store) AccessTokenByID(ctx context.Context, namespaceID, id uuid.UUID) 
 // follow. Revoked tokens are left out unless includeRevoked.
 func (s *Store) ListAccessTokens(ctx context.Context, namespaceID uuid.UUID, after *AccessTokenKey, limit int, includeRevoked bool) ([]*AccessToken, bool, error) {
 	if limit <= 0 {
-		return nil, false, domainErr(CodeInvalidInput, "limit must be positive")
+		return nil, false, errs.New(CodeInvalidInput, "limit must be positive")
 	}
 	args := []any{namespaceID, limit + 1}
 	var where []string
@@ -311,11 +310,11 @@ func (s *Store) ListAccessTokens(ctx context.Context, namespaceID uuid.UUID, aft
 		WHERE t.namespace_id = $1`+cond+`
 		ORDER BY t.created_at DESC, t.id DESC LIMIT $2`, args...)
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("list access tokens: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("list access tokens: %w", err))
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*AccessToken, error) { return scanAccessToken(r) })
 	if err != nil {
-		return nil, false, mapErr(fmt.Errorf("list access tokens: %w", err))
+		return nil, false, db.MapErr(fmt.Errorf("list access tokens: %w", err))
 	}
 	more := len(out) > limit
 	if more {
@@ -336,7 +335,7 @@ func (s *Store) RevokeAccessToken(ctx context.Context, namespaceID, id uuid.UUID
 			WHERE t.namespace_id = $1 AND t.id = $2
 			RETURNING `+accessTokenColumns, namespaceID, id, s.opts.Clock.Now()))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return domainErr(CodeNotFound, "access token %s not found", id)
+			return errs.New(CodeNotFound, "access token %s not found", id)
 		}
 		if err != nil {
 			return fmt.Errorf("revoke access token %s: %w", id, err)

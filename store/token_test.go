@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,10 +72,9 @@ func (f *tokenFixture) create(t *testing.T, in NewAccessToken) *AccessToken {
 	return tok
 }
 
-func wantCode(t *testing.T, err error, code ErrorCode) {
+func wantCode(t *testing.T, err error, code Code) {
 	t.Helper()
-	got, ok := DomainErrorCode(err)
-	if !ok || got != code {
+	if got := CodeOf(err); got != code {
 		t.Fatalf("error %v: want code %s, got %q", err, code, got)
 	}
 }
@@ -117,19 +115,19 @@ func TestAccessTokenCreateAndLookup(t *testing.T) {
 	if got.ID != tok.ID || got.Namespace.Slug != "acme" || got.Namespace.ID != f.ns.ID || !slices.Equal(got.RepositoryIDs, wantRepos) {
 		t.Fatalf("lookup %+v", got)
 	}
-	if _, err := f.st.AccessTokenByHash(ctx, f.ns.ID, secretHash("s2")); !errors.Is(err, ErrAccessTokenNotFound) {
+	if _, err := f.st.AccessTokenByHash(ctx, f.ns.ID, secretHash("s2")); !HasCode(err, CodeAccessTokenNotFound) {
 		t.Fatalf("unknown hash: %v", err)
 	}
 	// The namespace is part of the key: the right hash under another
 	// namespace finds nothing.
-	if _, err := f.st.AccessTokenByHash(ctx, f.other.ID, secretHash("s1")); !errors.Is(err, ErrAccessTokenNotFound) {
+	if _, err := f.st.AccessTokenByHash(ctx, f.other.ID, secretHash("s1")); !HasCode(err, CodeAccessTokenNotFound) {
 		t.Fatalf("hash under another namespace: %v", err)
 	}
 	byID, err := f.st.AccessTokenByID(ctx, f.ns.ID, tok.ID)
 	if err != nil || byID.ID != tok.ID {
 		t.Fatalf("by id: %v %v", byID, err)
 	}
-	if _, err := f.st.AccessTokenByID(ctx, f.other.ID, tok.ID); !errors.Is(err, ErrAccessTokenNotFound) {
+	if _, err := f.st.AccessTokenByID(ctx, f.other.ID, tok.ID); !HasCode(err, CodeAccessTokenNotFound) {
 		t.Fatalf("by id under another namespace: %v", err)
 	}
 
@@ -157,7 +155,7 @@ func TestAccessTokenCreateRefusals(t *testing.T) {
 	cases := []struct {
 		name string
 		in   NewAccessToken
-		code ErrorCode
+		code Code
 	}{
 		{"empty name", NewAccessToken{Name: ""}, CodeInvalidInput},
 		{"long name", NewAccessToken{Name: long}, CodeInvalidInput},

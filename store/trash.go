@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 )
 
@@ -95,7 +96,7 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 	for _, k := range kinds {
 		table, ok := trashTables[k]
 		if !ok {
-			return nil, false, domainErr(CodeInvalidInput, "unknown trash kind %q", k)
+			return nil, false, errs.New(CodeInvalidInput, "unknown trash kind %q", k)
 		}
 		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, soft_deleted_at FROM %s
 			WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL%s

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -65,8 +66,8 @@ func TestWithTxPanicRollsBack(t *testing.T) {
 	}
 }
 
-// retryTx runs an attempt again after a race, a deadlock or a
-// serialization failure, at most txAttempts in all, and nothing else.
+// db.Retry runs an attempt again after a race, a deadlock or a
+// serialization failure, at most db.TxAttempts in all, and nothing else.
 func TestRetryTxRule(t *testing.T) {
 	ctx := context.Background()
 	st := New(testdb.New(t), objstore.NewMem(), Options{})
@@ -78,15 +79,15 @@ func TestRetryTxRule(t *testing.T) {
 		attempts int
 		want     error
 	}{
-		{"race then success", []error{errRace, errRace}, 3, nil},
-		{"races until the end", []error{errRace, errRace, errRace, errRace}, 3, ErrRetryable},
+		{"race then success", []error{db.ErrRace, db.ErrRace}, 3, nil},
+		{"races until the end", []error{db.ErrRace, db.ErrRace, db.ErrRace, db.ErrRace}, 3, &Error{Code: CodeRetryable}},
 		{"deadlock then success", []error{deadlock}, 2, nil},
-		{"lock timeout is not retried", []error{lockTimeout}, 1, ErrRetryable},
+		{"lock timeout is not retried", []error{lockTimeout}, 1, &Error{Code: CodeRetryable}},
 		{"other errors are not retried", []error{errors.New("boom")}, 1, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0
-			err := st.retryTx(ctx, func(tx pgx.Tx) error {
+			err := db.Retry(ctx, st.WithTx, func(tx pgx.Tx) error {
 				n++
 				if n <= len(tc.fails) {
 					return tc.fails[n-1]

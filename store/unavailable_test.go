@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // closedPort is a loopback port nothing listens on.
@@ -83,8 +84,8 @@ func TestIsUnavailable(t *testing.T) {
 		"request cancelled":       cancelled,
 		"client body cut short":   fmt.Errorf("read body: %w", io.ErrUnexpectedEOF),
 		"client body timed out":   &net.OpError{Op: "read", Net: "tcp", Err: timeoutErr{}},
-		"retryable lock timeout":  fmt.Errorf("%w: %w", ErrRetryable, &pgconn.PgError{Code: pgerrcode.LockNotAvailable}),
-		"a domain error":          ErrUploadUnknown,
+		"retryable lock timeout":  errs.Wrap(CodeRetryable, &pgconn.PgError{Code: pgerrcode.LockNotAvailable}, "temporarily unavailable, retry"),
+		"a domain error":          errs.New(CodeUploadUnknown, "upload unknown"),
 		"a plain error":           errors.New("boom"),
 		"store: wrapped canceled": fmt.Errorf("store: begin: %w", context.Canceled),
 	} {

@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -78,13 +80,10 @@ func (s *Store) startUpload(ctx context.Context, namespaceID, repositoryID uuid.
 	if kind == UploadResumable {
 		ttl = s.opts.ResumableUploadTTL
 	}
-	uploadID, err := uuid.NewV7()
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: upload id: %w", err)
-	}
+	uploadID := db.NewID()
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, nil, mapErr(fmt.Errorf("store: start upload: %w", err))
+		return nil, nil, db.MapErr(fmt.Errorf("store: start upload: %w", err))
 	}
 	defer conn.Release()
 	if acquired != nil {
@@ -114,11 +113,11 @@ func (s *Store) startUpload(ctx context.Context, namespaceID, repositoryID uuid.
 		_ = c.h.Close()
 	}
 	_ = s.objects.DeleteUpload(context.WithoutCancel(ctx), namespaceID, uploadID)
-	if errors.Is(err, ErrTooManyUploads) {
+	if HasCode(err, CodeTooManyUploads) {
 		return nil, nil, err
 	}
 	if err != nil {
-		return nil, nil, mapErr(fmt.Errorf("store: start upload: %w", err))
+		return nil, nil, db.MapErr(fmt.Errorf("store: start upload: %w", err))
 	}
 	_, _ = conn.Exec(context.WithoutCancel(ctx), `DELETE FROM upload_sessions WHERE namespace_id = $1 AND upload_id = $2`,
 		namespaceID, uploadID)
@@ -154,7 +153,7 @@ const uploadCapLockClass = 0x75706c64 // "upld"
 // insert go in one batch, hence one implicit transaction and one round
 // trip: the lock is held until the insert commits, and the insert, a
 // statement of its own, counts every session committed before the lock
-// was granted, on every instance. ErrTooManyUploads when the cap is
+// was granted, on every instance. CodeTooManyUploads when the cap is
 // reached.
 func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Upload, now time.Time, ttl time.Duration) error {
 	limit := s.opts.MaxUploadSessionsPerRepository
@@ -176,14 +175,13 @@ func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Uplo
 		err = cerr
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("%w: the repository has %d open upload sessions, the limit: finish or cancel some, or wait for them to expire",
-			ErrTooManyUploads, limit)
+		return errs.New(CodeTooManyUploads, "too many upload sessions in the repository: the repository has %d open upload sessions, the limit: finish or cancel some, or wait for them to expire", limit)
 	}
 	return err
 }
 
 // loadUpload reads a session. Unknown, foreign-repository and expired
-// sessions are all ErrUploadUnknown.
+// sessions are all CodeUploadUnknown.
 func (s *Store) loadUpload(ctx context.Context, ref UploadRef) (*Upload, []byte, error) {
 	u := &Upload{NamespaceID: ref.NamespaceID, UploadID: ref.UploadID}
 	var state []byte
@@ -194,13 +192,13 @@ func (s *Store) loadUpload(ctx context.Context, ref UploadRef) (*Upload, []byte,
 		ref.NamespaceID, ref.UploadID,
 	).Scan(&u.ID, &u.RepositoryID, &u.Size, &state, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, ErrUploadUnknown
+		return nil, nil, errs.New(CodeUploadUnknown, "upload unknown")
 	}
 	if err != nil {
-		return nil, nil, mapErr(fmt.Errorf("store: read upload: %w", err))
+		return nil, nil, db.MapErr(fmt.Errorf("store: read upload: %w", err))
 	}
 	if u.RepositoryID != ref.RepositoryID || !s.opts.Clock.Now().Before(u.ExpiresAt) {
-		return nil, nil, ErrUploadUnknown
+		return nil, nil, errs.New(CodeUploadUnknown, "upload unknown")
 	}
 	return u, state, nil
 }
@@ -214,7 +212,7 @@ func (s *Store) UploadStatus(ctx context.Context, ref UploadRef) (*Upload, error
 
 // openUpload opens the temporary data of an upload. A concurrent writer on
 // the file backend poisons the session (it is a concurrent write, whoever
-// wins the lock) and yields ErrUploadConflict.
+// wins the lock) and yields CodeUploadConflict.
 func (s *Store) openUpload(ctx context.Context, ref UploadRef) (*objstore.Upload, error) {
 	h, err := s.objects.OpenUpload(ctx, ref.NamespaceID, ref.UploadID)
 	switch {
@@ -222,7 +220,7 @@ func (s *Store) openUpload(ctx context.Context, ref UploadRef) (*objstore.Upload
 		if err := s.poison(ctx, ref); err != nil {
 			return nil, err
 		}
-		return nil, ErrUploadConflict
+		return nil, errs.New(CodeUploadConflict, "concurrent write to the upload")
 	case err != nil:
 		return nil, err
 	}
@@ -230,17 +228,17 @@ func (s *Store) openUpload(ctx context.Context, ref UploadRef) (*objstore.Upload
 }
 
 // poison sets the dirty bit (the session is then refused for good).
-// ErrUploadUnknown when the session is gone.
+// CodeUploadUnknown when the session is gone.
 func (s *Store) poison(ctx context.Context, ref UploadRef) error {
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE upload_sessions SET dirty = true, updated_at = now()
 		WHERE namespace_id = $1 AND upload_id = $2 AND repository_id = $3`,
 		ref.NamespaceID, ref.UploadID, ref.RepositoryID)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: poison upload: %w", err))
+		return db.MapErr(fmt.Errorf("store: poison upload: %w", err))
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrUploadUnknown
+		return errs.New(CodeUploadUnknown, "upload unknown")
 	}
 	return nil
 }
@@ -256,12 +254,12 @@ func (s *Store) sizeLimit(have int64) int64 {
 // session holds (else *RangeMismatchError). The chunk is hashed while it is
 // written; the new size and SHA-256 state are then persisted by
 // compare-and-swap on size_bytes. The loser of a race sets the dirty bit and
-// gets ErrUploadConflict; a dirty session answers ErrUploadPoisoned. Returns
+// gets CodeUploadConflict; a dirty session answers CodeUploadPoisoned. Returns
 // the session after the chunk.
 func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r io.Reader) (*Upload, error) {
 	h, err := s.openUpload(ctx, ref)
 	if errors.Is(err, objstore.ErrNotFound) {
-		return nil, ErrUploadUnknown
+		return nil, errs.New(CodeUploadUnknown, "upload unknown")
 	}
 	if err != nil {
 		return nil, err
@@ -272,10 +270,11 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 		return nil, err
 	}
 	if u.Dirty {
-		return nil, ErrUploadPoisoned
+		return nil, errs.New(CodeUploadPoisoned, "upload poisoned by concurrent writers")
 	}
 	if offset != u.Size {
-		return nil, &RangeMismatchError{Offset: offset, Size: u.Size}
+		return nil, &Error{Code: CodeRangeMismatch, Size: u.Size,
+			Message: fmt.Sprintf("chunk offset does not match the upload size: chunk at %d, upload holds %d bytes", offset, u.Size)}
 	}
 	st, err := unmarshalUploadState(raw, u.Size)
 	if err != nil {
@@ -284,7 +283,7 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 	part, err := h.Write(ctx, offset, r, st.hash, s.sizeLimit(u.Size))
 	if err != nil {
 		if errors.Is(err, objstore.ErrTooLarge) {
-			return nil, ErrBlobTooLarge
+			return nil, errs.New(CodeBlobTooLarge, "blob too large")
 		}
 		return nil, fmt.Errorf("store: append upload: %w", err)
 	}
@@ -317,12 +316,12 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 		// own, the CAS transaction is rolled back).
 		err = s.poison(ctx, ref)
 		if err == nil {
-			err = ErrUploadConflict
+			err = errs.New(CodeUploadConflict, "concurrent write to the upload")
 		}
 	}
 	if err != nil {
 		_ = h.DiscardPart(context.WithoutCancel(ctx), part)
-		if errors.Is(err, ErrUploadUnknown) || errors.Is(err, ErrUploadConflict) || errors.Is(err, ErrRetryable) {
+		if HasCode(err, CodeUploadUnknown) || HasCode(err, CodeUploadConflict) || HasCode(err, CodeRetryable) {
 			return nil, err
 		}
 		return nil, fmt.Errorf("store: append upload: %w", err)
@@ -346,10 +345,10 @@ func (s *Store) CancelUpload(ctx context.Context, ref UploadRef) error {
 		WHERE namespace_id = $1 AND upload_id = $2 AND repository_id = $3`,
 		ref.NamespaceID, ref.UploadID, ref.RepositoryID)
 	if err != nil {
-		return mapErr(fmt.Errorf("store: cancel upload: %w", err))
+		return db.MapErr(fmt.Errorf("store: cancel upload: %w", err))
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrUploadUnknown
+		return errs.New(CodeUploadUnknown, "upload unknown")
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +18,7 @@ import (
 // The upload session cap holds across instances: two Stores, each with
 // its own pool and bucket handle on one database and bucket, start
 // sessions of one repository concurrently, and exactly the cap succeed;
-// the others get ErrTooManyUploads and leave no row and no temporary
+// the others get CodeTooManyUploads and leave no row and no temporary
 // object. Monolithic uploads count too; other repositories are not
 // affected; a cancelled or expired session frees its place.
 func TestUploadSessionCapAcrossInstances(t *testing.T) {
@@ -59,7 +58,7 @@ func TestUploadSessionCapAcrossInstances(t *testing.T) {
 			switch {
 			case err == nil:
 				started = append(started, u)
-			case errors.Is(err, ErrTooManyUploads):
+			case HasCode(err, CodeTooManyUploads):
 				refused++
 			default:
 				failures = append(failures, err)
@@ -89,8 +88,8 @@ func TestUploadSessionCapAcrossInstances(t *testing.T) {
 	// A monolithic upload needs a session too: refused, with the error.
 	data := []byte("monolithic")
 	_, err = f.store.PutBlob(ctx, f.ref(started[0].UploadID), bytes.NewReader(data), Expected{SHA256: sha256.Sum256(data), Size: -1})
-	if !errors.Is(err, ErrTooManyUploads) {
-		t.Fatalf("monolithic upload at the cap: %v, want ErrTooManyUploads", err)
+	if !HasCode(err, CodeTooManyUploads) {
+		t.Fatalf("monolithic upload at the cap: %v, want CodeTooManyUploads", err)
 	}
 	// Another repository has its own count.
 	other := f.newRepository(t, f.ns)
@@ -107,8 +106,8 @@ func TestUploadSessionCapAcrossInstances(t *testing.T) {
 	if _, err := second.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
 		t.Fatalf("start after a cancel: %v", err)
 	}
-	if _, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); !errors.Is(err, ErrTooManyUploads) {
-		t.Fatalf("start at the cap again: %v, want ErrTooManyUploads", err)
+	if _, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable); !HasCode(err, CodeTooManyUploads) {
+		t.Fatalf("start at the cap again: %v, want CodeTooManyUploads", err)
 	}
 	// Expired sessions no longer count, even before the purge removes them.
 	f.clock.Advance(DefaultResumableUploadTTL + 1)

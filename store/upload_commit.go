@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -57,7 +59,7 @@ func (s *Store) PutBlob(ctx context.Context, ref UploadRef, r io.Reader, want Ex
 	}
 	res, err := s.CommitUpload(ctx, u.Ref(), r, want)
 	if err != nil {
-		if cerr := s.CancelUpload(context.WithoutCancel(ctx), u.Ref()); cerr != nil && !errors.Is(cerr, ErrUploadUnknown) {
+		if cerr := s.CancelUpload(context.WithoutCancel(ctx), u.Ref()); cerr != nil && !HasCode(cerr, CodeUploadUnknown) {
 			return nil, errors.Join(err, cerr)
 		}
 		return nil, err
@@ -90,7 +92,7 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 		return nil, err
 	}
 	if u.Dirty {
-		return nil, ErrUploadPoisoned
+		return nil, errs.New(CodeUploadPoisoned, "upload poisoned by concurrent writers")
 	}
 	st, err := unmarshalUploadState(raw, u.Size)
 	if err != nil {
@@ -103,7 +105,7 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 	var finalPart *objstore.Part
 	if final != nil {
 		if missingData {
-			return nil, ErrUploadUnknown
+			return nil, errs.New(CodeUploadUnknown, "upload unknown")
 		}
 		p, err := s.writeAt(ctx, h, size, final, st.hash)
 		if err != nil {
@@ -154,11 +156,11 @@ func sha1Metadata(want Expected) map[string]string {
 }
 
 // writeAt writes r into the upload at offset, hashing it into hash, within
-// the blob size limit (ErrBlobTooLarge beyond it).
+// the blob size limit (CodeBlobTooLarge beyond it).
 func (s *Store) writeAt(ctx context.Context, h *objstore.Upload, offset int64, r io.Reader, hash hash.Hash) (objstore.Part, error) {
 	p, err := h.Write(ctx, offset, r, hash, s.sizeLimit(offset))
 	if errors.Is(err, objstore.ErrTooLarge) {
-		return objstore.Part{}, ErrBlobTooLarge
+		return objstore.Part{}, errs.New(CodeBlobTooLarge, "blob too large")
 	}
 	if err != nil {
 		return objstore.Part{}, fmt.Errorf("store: write upload: %w", err)
@@ -170,9 +172,9 @@ func (s *Store) writeAt(ctx context.Context, h *objstore.Upload, offset int64, r
 func (want Expected) check(sum [32]byte, size int64) error {
 	switch {
 	case sum != want.SHA256:
-		return fmt.Errorf("%w: bytes hash to %s, expected %s", ErrDigestMismatch, FormatSHA256(sum), FormatSHA256(want.SHA256))
+		return errs.New(CodeDigestMismatch, "digest mismatch: bytes hash to %s, expected %s", FormatSHA256(sum), FormatSHA256(want.SHA256))
 	case want.Size >= 0 && size != want.Size:
-		return fmt.Errorf("%w: %d bytes, expected %d", ErrSizeMismatch, size, want.Size)
+		return errs.New(CodeSizeMismatch, "size mismatch: %d bytes, expected %d", size, want.Size)
 	}
 	return nil
 }
@@ -306,7 +308,7 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: commit upload: %w", err))
 	}
 	committed = true
 	return res, nil
@@ -335,18 +337,18 @@ func (s *Store) commitBlobTx(ctx context.Context, tx pgx.Tx, ref UploadRef, casS
 	}
 	c, err := scanCommitRow(tx.QueryRow(ctx, commitPartitionSQL[part], ref.NamespaceID, ref.UploadID, casSize, sum[:], key, size, sha1Arg, createdAt))
 	if err != nil {
-		return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: commit upload: %w", err))
 	}
 	if c.sessions == 0 {
 		return nil, errSessionChanged
 	}
 	for attempt := 1; c.inserted == nil; attempt++ {
 		if attempt >= commitAttempts {
-			return nil, fmt.Errorf("%w: blob row kept changing under the commit", ErrRetryable)
+			return nil, errs.New(CodeRetryable, "temporarily unavailable, retry: blob row kept changing under the commit")
 		}
 		c, err = scanCommitRow(tx.QueryRow(ctx, commitRetrySQL, ref.NamespaceID, sum[:], key, size, sha1Arg, createdAt))
 		if err != nil {
-			return nil, mapErr(fmt.Errorf("store: commit upload: %w", err))
+			return nil, db.MapErr(fmt.Errorf("store: commit upload: %w", err))
 		}
 	}
 	if !*c.inserted { // a dedup commit: it locked the existing row
@@ -411,7 +413,7 @@ func (s *Store) objectExistsWithin(ctx, bounded context.Context, key string) (bo
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
-		return false, fmt.Errorf("%w: object check: %w", ErrRetryable, err)
+		return false, errs.Wrap(CodeRetryable, err, "temporarily unavailable, retry: object check")
 	}
 	return ok, nil
 }
@@ -431,7 +433,7 @@ func (s *Store) place(ctx context.Context, h *objstore.Upload, parts []objstore.
 		if ok, xerr := s.objectExists(ctx, key); xerr == nil && ok {
 			return nil
 		}
-		return ErrUploadUnknown
+		return errs.New(CodeUploadUnknown, "upload unknown")
 	}
 	if err != nil {
 		return fmt.Errorf("store: commit upload: %w", err)
@@ -448,12 +450,12 @@ func (s *Store) whyNotCommitted(ctx context.Context, ref UploadRef, casSize int6
 	case err != nil:
 		return err
 	case u.Dirty:
-		return ErrUploadPoisoned
+		return errs.New(CodeUploadPoisoned, "upload poisoned by concurrent writers")
 	case u.Size != casSize:
 		if err := s.poison(ctx, ref); err != nil {
 			return err
 		}
-		return ErrUploadConflict
+		return errs.New(CodeUploadConflict, "concurrent write to the upload")
 	}
-	return fmt.Errorf("%w: upload session changed during commit", ErrRetryable)
+	return errs.New(CodeRetryable, "temporarily unavailable, retry: upload session changed during commit")
 }

@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -43,8 +43,8 @@ type StagedUse struct {
 
 // StageBlob starts a monolithic upload in ref's namespace and repository
 // (ref.UploadID is ignored) and writes r into it, hashing while writing. A
-// digest or size other than want's fails with ErrDigestMismatch or
-// ErrSizeMismatch and leaves nothing behind.
+// digest or size other than want's fails with CodeDigestMismatch or
+// CodeSizeMismatch and leaves nothing behind.
 func (s *Store) StageBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*StagedBlob, error) {
 	b, err := s.stageBlob(ctx, ref, r, want, nil)
 	if err != nil && b != nil {
@@ -165,7 +165,7 @@ func (s *Store) CommitStaged(ctx context.Context, tx pgx.Tx, b *StagedBlob, use 
 	c, err := s.commitBlobTx(ctx, tx, b.ref, 0, b.size, b.sum, b.sha1)
 	if errors.Is(err, errSessionChanged) {
 		// Only the purge of an expired session can do that to a staged one.
-		return nil, fmt.Errorf("%w: upload session gone before its commit", ErrRetryable)
+		return nil, errs.New(CodeRetryable, "temporarily unavailable, retry: upload session gone before its commit")
 	}
 	if err != nil {
 		return nil, err

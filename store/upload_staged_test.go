@@ -127,7 +127,7 @@ func TestStagedBlob(t *testing.T) {
 					w := stagedWant(data)
 					w.Size++
 					b, err := stage(t, async, data, w)
-					if !errors.Is(err, ErrSizeMismatch) {
+					if !HasCode(err, CodeSizeMismatch) {
 						t.Fatalf("stage: %v", err)
 					}
 					if b != nil {

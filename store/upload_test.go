@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -91,10 +92,10 @@ func TestPutBlobAndRead(t *testing.T) {
 			if !bytes.Equal(got, data) {
 				t.Fatal("full read differs")
 			}
-			if _, _, err := f.store.OpenBlob(ctx, f.ns, w.SHA256, int64(len(data)), 1); !errors.Is(err, ErrRangeNotSatisfiable) {
+			if _, _, err := f.store.OpenBlob(ctx, f.ns, w.SHA256, int64(len(data)), 1); !HasCode(err, CodeRangeNotSatisfiable) {
 				t.Fatalf("range past the end: %v", err)
 			}
-			if _, err := f.store.StatBlob(ctx, f.ns, [32]byte{9}); !errors.Is(err, ErrBlobUnknown) {
+			if _, err := f.store.StatBlob(ctx, f.ns, [32]byte{9}); !HasCode(err, CodeBlobUnknown) {
 				t.Fatalf("unknown blob: %v", err)
 			}
 			if n := f.count(t, `SELECT count(*) FROM upload_sessions`); n != 0 {
@@ -288,8 +289,7 @@ func TestChunkOutOfOrder(t *testing.T) {
 			}
 			for _, off := range []int64{0, 50000, 100001, 200000} {
 				_, err := f.store.AppendUpload(ctx, u.Ref(), off, bytes.NewReader(data[200000:]))
-				var rm *RangeMismatchError
-				if !errors.As(err, &rm) || !errors.Is(err, ErrRangeMismatch) || rm.Size != 100000 {
+				if e, ok := AsError(err); !ok || e.Code != CodeRangeMismatch || e.Size != 100000 {
 					t.Fatalf("offset %d: %v", off, err)
 				}
 			}
@@ -309,7 +309,7 @@ func TestChunkOutOfOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.store.AppendUpload(ctx, f.ref(u2.UploadID), 0, bytes.NewReader(data)); !errors.Is(err, ErrUploadUnknown) {
+			if _, err := f.store.AppendUpload(ctx, f.ref(u2.UploadID), 0, bytes.NewReader(data)); !HasCode(err, CodeUploadUnknown) {
 				t.Fatalf("foreign repository: %v", err)
 			}
 		})
@@ -334,7 +334,7 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 }
 
 // TestConcurrentChunks: two writers send a chunk for the same offset at the
-// same time. At most one wins; the loser gets ErrUploadConflict and poisons
+// same time. At most one wins; the loser gets CodeUploadConflict and poisons
 // the session, which then refuses chunks and commits and creates no blob.
 // On the mem backend the winner's recorded state still describes exactly
 // the winner's bytes: unpoisoned by hand, the upload commits the winner's
@@ -381,9 +381,9 @@ func TestConcurrentChunks(t *testing.T) {
 						t.Fatal("both writers won")
 					}
 					won = i
-				case errors.Is(err, ErrUploadConflict):
+				case HasCode(err, CodeUploadConflict):
 					conflicts++
-				case errors.Is(err, ErrUploadPoisoned):
+				case HasCode(err, CodeUploadPoisoned):
 					// It read the session after the other writer had
 					// already poisoned it (file backend: lost the lock
 					// race before its own read).
@@ -398,11 +398,11 @@ func TestConcurrentChunks(t *testing.T) {
 			if err != nil || !st.Dirty {
 				t.Fatalf("status after the race: %+v %v", st, err)
 			}
-			if _, err := f.store.AppendUpload(ctx, u.Ref(), st.Size, bytes.NewReader([]byte("x"))); !errors.Is(err, ErrUploadPoisoned) {
+			if _, err := f.store.AppendUpload(ctx, u.Ref(), st.Size, bytes.NewReader([]byte("x"))); !HasCode(err, CodeUploadPoisoned) {
 				t.Fatalf("append to a poisoned session: %v", err)
 			}
 			full := append(append([]byte{}, head...), chunks[max(won, 0)]...)
-			if _, err := f.store.CommitUpload(ctx, u.Ref(), nil, want(full)); !errors.Is(err, ErrUploadPoisoned) {
+			if _, err := f.store.CommitUpload(ctx, u.Ref(), nil, want(full)); !HasCode(err, CodeUploadPoisoned) {
 				t.Fatalf("commit of a poisoned session: %v", err)
 			}
 			if n := f.count(t, `SELECT count(*) FROM blob_storage_blobs`); n != 0 {
@@ -449,7 +449,7 @@ func TestSequentialChunkRace(t *testing.T) {
 			if _, err := f.store.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(a)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.store.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(b)); !errors.Is(err, ErrRangeMismatch) {
+			if _, err := f.store.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(b)); !HasCode(err, CodeRangeMismatch) {
 				t.Fatalf("second writer: %v", err)
 			}
 			if _, err := f.store.CommitUpload(ctx, u.Ref(), nil, want(a)); err != nil {
@@ -472,9 +472,9 @@ func TestCommitMismatch(t *testing.T) {
 			wrongSize := want(data)
 			wrongSize.Size++
 			for name, w := range map[string]Expected{"digest": wrongDigest, "size": wrongSize} {
-				wantErr := ErrDigestMismatch
+				wantErr := errs.New(CodeDigestMismatch, "digest mismatch")
 				if name == "size" {
-					wantErr = ErrSizeMismatch
+					wantErr = errs.New(CodeSizeMismatch, "size mismatch")
 				}
 				if _, err := f.store.PutBlob(ctx, f.ref(uuid.Nil), bytes.NewReader(data), w); !errors.Is(err, wantErr) {
 					t.Fatalf("monolithic, wrong %s: %v", name, err)
@@ -489,7 +489,7 @@ func TestCommitMismatch(t *testing.T) {
 				if _, err := f.store.CommitUpload(ctx, u.Ref(), bytes.NewReader(data[1<<20:]), w); !errors.Is(err, wantErr) {
 					t.Fatalf("resumable, wrong %s: %v", name, err)
 				}
-				if _, err := f.store.UploadStatus(ctx, u.Ref()); !errors.Is(err, ErrUploadUnknown) {
+				if _, err := f.store.UploadStatus(ctx, u.Ref()); !HasCode(err, CodeUploadUnknown) {
 					t.Fatalf("session after a mismatch: %v", err)
 				}
 			}
@@ -545,11 +545,11 @@ func TestExpiredUploads(t *testing.T) {
 			if e, _ := f.store.ExpiredUploads(ctx, 1); len(e) != 1 || e[0].UploadID != mono[0].UploadID {
 				t.Fatalf("limit 1: %+v", e)
 			}
-			if _, err := f.store.CommitUpload(ctx, mono[0].Ref(), bytes.NewReader(nil), want(nil)); !errors.Is(err, ErrUploadUnknown) {
+			if _, err := f.store.CommitUpload(ctx, mono[0].Ref(), bytes.NewReader(nil), want(nil)); !HasCode(err, CodeUploadUnknown) {
 				t.Fatalf("commit of an expired session: %v", err)
 			}
 			f.clock.Advance(24 * time.Hour)
-			if _, err := f.store.AppendUpload(ctx, resum[0].Ref(), int64(len(content(0))), bytes.NewReader([]byte("more"))); !errors.Is(err, ErrUploadUnknown) {
+			if _, err := f.store.AppendUpload(ctx, resum[0].Ref(), int64(len(content(0))), bytes.NewReader([]byte("more"))); !HasCode(err, CodeUploadUnknown) {
 				t.Fatalf("append to an expired session: %v", err)
 			}
 			e, err = f.store.ExpiredUploads(ctx, 100)
@@ -597,10 +597,10 @@ func TestCancelUpload(t *testing.T) {
 			if err := f.store.CancelUpload(ctx, u.Ref()); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.store.CancelUpload(ctx, u.Ref()); !errors.Is(err, ErrUploadUnknown) {
+			if err := f.store.CancelUpload(ctx, u.Ref()); !HasCode(err, CodeUploadUnknown) {
 				t.Fatalf("second cancel: %v", err)
 			}
-			if _, err := f.store.AppendUpload(ctx, u.Ref(), int64(len(content(1))), bytes.NewReader(content(2))); !errors.Is(err, ErrUploadUnknown) {
+			if _, err := f.store.AppendUpload(ctx, u.Ref(), int64(len(content(1))), bytes.NewReader(content(2))); !HasCode(err, CodeUploadUnknown) {
 				t.Fatalf("append after cancel: %v", err)
 			}
 			if keys := f.objectKeys(t); len(keys) != 0 {
@@ -613,7 +613,7 @@ func TestCancelUpload(t *testing.T) {
 func TestMaxBlobSize(t *testing.T) {
 	f := newBlobFixture(t, "mem", Options{MaxBlobSize: 1000})
 	ctx := context.Background()
-	if _, err := f.store.PutBlob(ctx, f.ref(uuid.Nil), bytes.NewReader(make([]byte, 1001)), Expected{Size: -1}); !errors.Is(err, ErrBlobTooLarge) {
+	if _, err := f.store.PutBlob(ctx, f.ref(uuid.Nil), bytes.NewReader(make([]byte, 1001)), Expected{Size: -1}); !HasCode(err, CodeBlobTooLarge) {
 		t.Fatalf("too large: %v", err)
 	}
 	data := make([]byte, 1000)

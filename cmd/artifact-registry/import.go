@@ -176,7 +176,7 @@ func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket,
 			lease = limit
 		}
 		repo, err := st.ClaimNextLegacyRepositoryWithLease(ctx, pass, lease)
-		if errors.Is(err, store.ErrLegacyNoWork) {
+		if store.HasCode(err, store.CodeLegacyNoWork) {
 			break
 		}
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -205,7 +204,7 @@ func (e *env) ours(t *testing.T, repo, image string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	tg, err := e.st.ResolveContainerTarget(ctx, "legacy", repo, image)
-	if errors.Is(err, store.ErrContainerNameUnknown) {
+	if store.HasCode(err, store.CodeContainerNameUnknown) {
 		return map[string]string{}
 	}
 	if err != nil {
@@ -239,7 +238,7 @@ func (e *env) hasManifest(t *testing.T, repo, image, digest string) bool {
 		t.Fatal(err)
 	}
 	_, err = e.st.ContainerManifestByDigest(ctx, tg, d)
-	if errors.Is(err, store.ErrContainerManifestUnknown) {
+	if store.HasCode(err, store.CodeContainerManifestUnknown) {
 		return false
 	}
 	if err != nil {

@@ -146,7 +146,7 @@ func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo 
 	rep := &Report{LegacyPath: repo.LegacyPath, Pass: store.LegacyPassPre}
 	if repo.Status != enum.LegacyPreImporting {
 		r, err := startPass(ctx, st, repo, store.LegacyPassPre, o)
-		if errors.Is(err, store.ErrLegacyPreImportedRecently) {
+		if store.HasCode(err, store.CodeLegacyPreImportedRecently) {
 			rep.Skipped, rep.SkipReason = true, err.Error()
 			return rep, nil
 		}

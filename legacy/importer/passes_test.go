@@ -116,7 +116,7 @@ func TestPreImportIdempotent(t *testing.T) {
 	if err := os.RemoveAll(e.dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.RetryLegacyRepository(ctx, r.ID); !errors.Is(err, store.ErrLegacyState) {
+	if _, err := e.st.RetryLegacyRepository(ctx, r.ID); !store.HasCode(err, store.CodeLegacyState) {
 		t.Fatalf("retry of a pre-imported row: %v", err)
 	}
 	if _, err := e.final(t, "good/app"); !errors.Is(err, importer.ErrRepositoryMissing) {

@@ -360,7 +360,7 @@ func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.
 	}
 	defer r.Close()
 	if _, err := st.PutContainerBlob(ctx, t, r, store.Expected{SHA256: d, Size: size}); err != nil {
-		if errors.Is(err, store.ErrDigestMismatch) || errors.Is(err, store.ErrSizeMismatch) {
+		if store.HasCode(err, store.CodeDigestMismatch) || store.HasCode(err, store.CodeSizeMismatch) {
 			// The planned size matched; the bytes do not hash to the
 			// digest: the legacy blob store is corrupted under a tagged
 			// image. Importing the image would serve a broken pull.

@@ -6,7 +6,6 @@ package inventory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"gocloud.dev/blob"
@@ -51,7 +50,7 @@ func Run(ctx context.Context, st *store.Store, src *blob.Bucket, rules *mapping.
 		ns, ok := namespaces[t.Namespace]
 		if !ok {
 			ns, err = st.NamespaceBySlug(ctx, t.Namespace)
-			if code, isDomain := store.DomainErrorCode(err); isDomain && code == store.CodeNotFound {
+			if store.KindOf(err) == store.KindNotFound {
 				ns, err = nil, nil
 			}
 			if err != nil {
@@ -73,7 +72,7 @@ func Run(ctx context.Context, st *store.Store, src *blob.Bucket, rules *mapping.
 			e.Skip = "no tags: only tagged images migrate"
 		}
 		row, err := st.UpsertLegacyRepository(ctx, e)
-		if errors.Is(err, store.ErrLegacyTargetTaken) {
+		if store.HasCode(err, store.CodeLegacyTargetTaken) {
 			res.Unmapped = append(res.Unmapped, Unmapped{Path: info.Name, Reason: err.Error()})
 			continue
 		}

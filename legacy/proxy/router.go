@@ -7,7 +7,6 @@ package proxy
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -70,13 +69,11 @@ func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
 	}
 	_, err := r.st.CreateRepository(ctx, store.NewRepository{Namespace: t.Namespace, Name: t.Repository,
 		Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate})
-	if code, ok := store.DomainErrorCode(err); ok {
-		switch code {
-		case store.CodeAlreadyExists:
-			err = nil
-		case store.CodeNotFound:
-			return fmt.Errorf("%w: namespace %q of the new repository does not exist", store.ErrContainerNameUnknown, t.Namespace)
-		}
+	switch store.CodeOf(err) {
+	case store.CodeAlreadyExists:
+		err = nil
+	case store.CodeNotFound:
+		return &store.Error{Code: store.CodeContainerNameUnknown, Message: fmt.Sprintf("container repository unknown: namespace %q of the new repository does not exist", t.Namespace)}
 	}
 	if err != nil {
 		return fmt.Errorf("create repository %s for a new legacy name: %w", key, err)
@@ -111,7 +108,7 @@ func (r *Router) HeldTarget(ctx context.Context, name string) (string, bool, err
 		return "", false, nil
 	}
 	ns, err := r.st.NamespaceBySlug(ctx, parts[0])
-	if code, ok := store.DomainErrorCode(err); ok && code == store.CodeNotFound {
+	if store.KindOf(err) == store.KindNotFound {
 		return "", false, nil
 	}
 	if err != nil {
@@ -119,7 +116,7 @@ func (r *Router) HeldTarget(ctx context.Context, name string) (string, bool, err
 	}
 	row, err := r.st.LegacyRepositoryByTarget(ctx, ns.ID, parts[1], parts[2])
 	switch {
-	case errors.Is(err, store.ErrLegacyRepositoryUnknown):
+	case store.HasCode(err, store.CodeLegacyRepositoryUnknown):
 		return "", false, nil
 	case err != nil:
 		return "", false, fmt.Errorf("legacy target %q: %w", name, err)

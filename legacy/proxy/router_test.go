@@ -2,7 +2,6 @@ package proxy_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -97,7 +96,7 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = proxy.New(st, rules, func(string) bool { return true }).Route(ctx, "ghost/x", true)
-	if !errors.Is(err, store.ErrContainerNameUnknown) {
+	if !store.HasCode(err, store.CodeContainerNameUnknown) {
 		t.Fatalf("missing namespace: %v", err)
 	}
 }
@@ -123,7 +122,7 @@ func TestGuardWriteBlocksFinalPass(t *testing.T) {
 	if route := <-inside; route.Decision != oci.LegacyForward {
 		t.Fatalf("guarded route %+v", route)
 	}
-	if _, err := st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, time.Minute); !errors.Is(err, store.ErrLegacyNoWork) {
+	if _, err := st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, time.Minute); !store.HasCode(err, store.CodeLegacyNoWork) {
 		t.Fatalf("claim under a forwarded tag write: %v", err)
 	}
 	started := make(chan error, 1)

@@ -120,9 +120,9 @@ func (s *Service) step(ctx context.Context, c *store.LegacyControls) (bool, erro
 		if !s.preImport(ctx, *repo) {
 			return true, ctx.Err()
 		}
-	case errors.Is(err, store.ErrLegacyNoWork):
+	case store.HasCode(err, store.CodeLegacyNoWork):
 		repo, err = s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, c.FinalTimeLimit)
-		if errors.Is(err, store.ErrLegacyNoWork) {
+		if store.HasCode(err, store.CodeLegacyNoWork) {
 			return false, nil
 		}
 		if err != nil {

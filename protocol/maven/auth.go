@@ -1,7 +1,6 @@
 package maven
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -26,7 +25,7 @@ func (h *handler) access(r *http.Request, q *request, action auth.Action) (*stor
 		return nil, denied(err)
 	}
 	t, err := h.st.ResolveMavenTarget(r.Context(), q.namespace, q.repository)
-	if errors.Is(err, store.ErrMavenRepositoryUnknown) {
+	if store.HasCode(err, store.CodeMavenRepositoryUnknown) {
 		if masked := auth.MaskNotFound(p, q.namespace, err); masked != err {
 			return nil, denied(masked)
 		}

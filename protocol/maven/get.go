@@ -112,7 +112,7 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // name the latest timestamped build.
 func (h *handler) find(ctx context.Context, t *store.MavenTarget, ref store.MavenFileRef) (*store.MavenFile, []byte, error) {
 	f, err := h.st.MavenFile(ctx, t, ref)
-	if err == nil || !errors.Is(err, store.ErrMavenNotFound) {
+	if err == nil || !store.HasCode(err, store.CodeMavenNotFound) {
 		return f, nil, err
 	}
 	if ref.FileName == store.MavenMetadataFile {

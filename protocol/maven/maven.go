@@ -143,28 +143,28 @@ func toHTTP(err error) *httpError {
 	}
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.Is(err, errBadPath), errors.Is(err, store.ErrMavenInvalid):
+	case errors.Is(err, errBadPath), store.HasCode(err, store.CodeMavenInvalid):
 		return &httpError{status: http.StatusBadRequest, msg: err.Error(), err: err}
 	case errors.Is(err, errDirectory):
 		return &httpError{status: http.StatusNotFound, msg: err.Error(), err: err}
-	case errors.Is(err, store.ErrMavenRepositoryUnknown), errors.Is(err, store.ErrMavenNotFound):
+	case store.HasCode(err, store.CodeMavenRepositoryUnknown), store.HasCode(err, store.CodeMavenNotFound):
 		return &httpError{status: http.StatusNotFound, msg: err.Error(), err: err}
-	case errors.Is(err, store.ErrMavenReleaseExists):
+	case store.HasCode(err, store.CodeMavenReleaseExists):
 		return &httpError{status: http.StatusConflict, msg: err.Error() + " (releases are immutable)", err: err}
-	case errors.Is(err, store.ErrMavenChecksumMismatch), errors.Is(err, store.ErrMavenNothingToDescribe):
+	case store.HasCode(err, store.CodeMavenChecksumMismatch), store.HasCode(err, store.CodeMavenNothingToDescribe):
 		return &httpError{status: http.StatusConflict, msg: err.Error(), err: err}
-	case errors.Is(err, store.ErrSizeMismatch):
+	case store.HasCode(err, store.CodeSizeMismatch):
 		return &httpError{status: http.StatusBadRequest, msg: err.Error(), err: err}
-	case errors.Is(err, store.ErrTooManyUploads):
+	case store.HasCode(err, store.CodeTooManyUploads):
 		return &httpError{status: http.StatusTooManyRequests, msg: strings.TrimPrefix(err.Error(), "store: "), err: err}
-	case errors.Is(err, store.ErrBlobTooLarge), errors.As(err, &tooBig):
+	case store.HasCode(err, store.CodeBlobTooLarge), errors.As(err, &tooBig):
 		return &httpError{status: http.StatusRequestEntityTooLarge, msg: "file too large", err: err}
 	case errors.Is(err, errBodyRead):
 		return &httpError{status: http.StatusBadRequest, msg: "upload interrupted: " + err.Error(), err: err}
 	case store.IsUnavailable(err):
 		return &httpError{status: http.StatusServiceUnavailable, msg: "the registry database is unavailable, retry",
 			header: map[string]string{"Retry-After": strconv.Itoa(int(store.UnavailableRetryAfter.Seconds()))}, err: err}
-	case errors.Is(err, store.ErrRetryable), errors.Is(err, store.ErrBlobMustReupload):
+	case store.HasCode(err, store.CodeRetryable), store.HasCode(err, store.CodeBlobMustReupload):
 		return &httpError{status: http.StatusServiceUnavailable, msg: "temporarily unavailable, retry",
 			header: map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter.Seconds()))}, err: err}
 	}

@@ -54,7 +54,7 @@ func FuzzParsePath(f *testing.F) {
 			if q != nil {
 				t.Fatalf("parsePath(%q) returned a request and an error", escaped)
 			}
-			if !errors.Is(err, errBadPath) && !errors.Is(err, errDirectory) && !errors.Is(err, store.ErrMavenInvalid) {
+			if !errors.Is(err, errBadPath) && !errors.Is(err, errDirectory) && !store.HasCode(err, store.CodeMavenInvalid) {
 				t.Fatalf("parsePath(%q): %v is neither a bad path nor a directory", escaped, err)
 			}
 			return

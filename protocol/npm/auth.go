@@ -98,7 +98,7 @@ func (h *handler) repoFor(req *request, action auth.Action) (*store.NpmRepositor
 		return nil, err
 	}
 	repo, err := h.resolve(req)
-	if errors.Is(err, store.ErrNpmRepositoryUnknown) {
+	if store.HasCode(err, store.CodeNpmRepositoryUnknown) {
 		if masked := auth.MaskNotFound(p, req.namespace, err); masked != err {
 			return nil, denied(masked)
 		}
@@ -237,7 +237,7 @@ func (h *handler) logout(req *request, secret string) error {
 // token manages; unknown namespaces answer like hidden ones.
 func (h *handler) tokenNamespace(req *request, p *auth.Principal) (auth.Namespace, error) {
 	ns, err := h.st.NamespaceBySlug(req.r.Context(), req.namespace)
-	if code, ok := store.DomainErrorCode(err); ok && code == store.CodeNotFound {
+	if store.KindOf(err) == store.KindNotFound {
 		if masked := auth.MaskNotFound(p, req.namespace, err); masked != err {
 			return auth.Namespace{}, denied(masked)
 		}
@@ -431,17 +431,16 @@ func tokenError(err error) error {
 	if auth.IsDecision(err) {
 		return denied(err)
 	}
-	if errors.Is(err, store.ErrAccessTokenNotFound) {
+	if store.HasCode(err, store.CodeAccessTokenNotFound) {
 		return errorf(http.StatusNotFound, "no such token")
 	}
-	var de *store.DomainError
-	if errors.As(err, &de) {
-		switch de.Code {
-		case store.CodeNotFound:
+	if de, ok := store.AsError(err); ok {
+		switch de.Code.Kind {
+		case store.KindNotFound:
 			return errorf(http.StatusNotFound, "%s", de.Message)
-		case store.CodeAlreadyExists, store.CodeConflict:
+		case store.KindAlreadyExists, store.KindConflict:
 			return errorf(http.StatusConflict, "%s", de.Message)
-		case store.CodeForbidden:
+		case store.KindForbidden:
 			return errorf(http.StatusForbidden, "%s", de.Message)
 		}
 		return errorf(http.StatusBadRequest, "%s", de.Message)

@@ -163,31 +163,31 @@ func storeError(err error) error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, store.ErrNpmRepositoryUnknown):
+	case store.HasCode(err, store.CodeNpmRepositoryUnknown):
 		return errorf(http.StatusNotFound, "no such registry: %s", trimStore(err))
-	case errors.Is(err, store.ErrNpmPackageUnknown):
+	case store.HasCode(err, store.CodeNpmPackageUnknown):
 		return errorf(http.StatusNotFound, "no such package available")
-	case errors.Is(err, store.ErrNpmVersionUnknown), errors.Is(err, store.ErrNpmFileUnknown), errors.Is(err, store.ErrNpmTagUnknown):
+	case store.HasCode(err, store.CodeNpmVersionUnknown), store.HasCode(err, store.CodeNpmFileUnknown), store.HasCode(err, store.CodeNpmTagUnknown):
 		return errorf(http.StatusNotFound, "%s", trimStore(err))
-	case errors.Is(err, store.ErrNpmVersionExists):
+	case store.HasCode(err, store.CodeNpmVersionExists):
 		return errorf(http.StatusConflict, "this package is already present: cannot publish over the previously published version (%s)", trimStore(err))
-	case errors.Is(err, store.ErrNpmVersionUnpublished):
+	case store.HasCode(err, store.CodeNpmVersionUnpublished):
 		return errorf(http.StatusConflict, "%s; version numbers are never reused, publish a new version", trimStore(err))
-	case errors.Is(err, store.ErrNpmRevisionConflict):
+	case store.HasCode(err, store.CodeNpmRevisionConflict):
 		return errorf(http.StatusConflict, "%s", trimStore(err))
-	case errors.Is(err, store.ErrNpmLimit):
+	case store.HasCode(err, store.CodeNpmLimit):
 		return errorf(http.StatusUnprocessableEntity, "%s", trimStore(err))
-	case errors.Is(err, store.ErrNpmInvalid):
+	case store.HasCode(err, store.CodeNpmInvalid):
 		return errorf(http.StatusBadRequest, "%s", trimStore(err))
-	case errors.Is(err, store.ErrBlobTooLarge):
+	case store.HasCode(err, store.CodeBlobTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "tarball is too large")
-	case errors.Is(err, store.ErrTooManyUploads):
+	case store.HasCode(err, store.CodeTooManyUploads):
 		return errorf(http.StatusTooManyRequests, "%s", trimStore(err))
 	case store.IsUnavailable(err):
 		e := errorf(http.StatusServiceUnavailable, "the registry database is unavailable, retry")
 		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.UnavailableRetryAfter / time.Second))}
 		return e
-	case errors.Is(err, store.ErrRetryable):
+	case store.HasCode(err, store.CodeRetryable):
 		e := errorf(http.StatusServiceUnavailable, "the registry is busy, retry")
 		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter / time.Second))}
 		return e

@@ -206,7 +206,7 @@ func tarballError(srcErr, decErr error, over bool, stageErr error, refused bool,
 		return errorf(http.StatusBadRequest, "the attachment's data is not valid base64: %v", decErr)
 	case over:
 		return errorf(http.StatusRequestEntityTooLarge, "the tarball is larger than this registry's limit of %d bytes", limit)
-	case errors.Is(stageErr, store.ErrBlobTooLarge):
+	case store.HasCode(stageErr, store.CodeBlobTooLarge):
 		return storeError(stageErr)
 	case refused:
 		if errors.Is(inspectErr, errUnpackedTooLarge) {

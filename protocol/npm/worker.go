@@ -2,7 +2,6 @@ package npm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -91,7 +90,7 @@ type rebuildOutput struct {
 // package or repository went away).
 func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArgs) (string, error) {
 	repo, err := h.st.NpmRepositoryByID(ctx, a.NamespaceID, a.NpmRepositoryID)
-	if errors.Is(err, store.ErrNpmRepositoryUnknown) {
+	if store.HasCode(err, store.CodeNpmRepositoryUnknown) {
 		return "fresh", nil // the repository went away
 	}
 	if err != nil {
@@ -100,7 +99,7 @@ func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArg
 	pkg := store.NpmPackageRef{NamespaceID: a.NamespaceID, NpmRepositoryID: a.NpmRepositoryID, PackageID: a.PackageID, Name: a.Name}
 	res, err := h.rebuild(ctx, nil, repo, pkg, false)
 	switch {
-	case errors.Is(err, store.ErrNpmPackageUnknown):
+	case store.HasCode(err, store.CodeNpmPackageUnknown):
 		return "fresh", nil // unpublished meanwhile
 	case err != nil:
 		return "", err

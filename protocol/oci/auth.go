@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -99,7 +98,7 @@ func (h *handler) requireCredential(r *http.Request, n imageName, action auth.Ac
 // those allowed to know, else what a hidden private repository answers.
 func (h *handler) unknownName(r *http.Request, n imageName, action auth.Action, notFound error) error {
 	masked := auth.MaskNotFound(principal(r), n.Namespace, notFound)
-	if errors.Is(masked, store.ErrContainerNameUnknown) {
+	if store.HasCode(masked, store.CodeContainerNameUnknown) {
 		return newErr(http.StatusNotFound, codeNameUnknown, "%v", notFound).withDetail(map[string]string{"name": n.String()})
 	}
 	return h.denied(r, masked, auth.OCIScope(n.String(), scopeActions(action)...))

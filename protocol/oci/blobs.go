@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -204,7 +203,7 @@ func (h *handler) mountSource(r *http.Request, t *store.ContainerTarget, d diges
 		return nil, nil
 	}
 	src, err := h.st.ResolveContainerTargetIn(r.Context(), t.NamespaceID, n.Namespace, n.Repository, n.Image)
-	if errors.Is(err, store.ErrContainerNameUnknown) {
+	if store.HasCode(err, store.CodeContainerNameUnknown) {
 		return nil, nil
 	}
 	return src, err
@@ -276,8 +275,7 @@ func (h *handler) patchUpload(w http.ResponseWriter, r *http.Request) error {
 // withLocation adds the session's Location to a 416, so the client can
 // resume from the Range it reports.
 func (h *handler) withLocation(err error, t *store.ContainerTarget, id uuid.UUID) error {
-	var rm *store.RangeMismatchError
-	if errors.As(err, &rm) {
+	if rm, ok := store.AsError(err); ok && rm.Code == store.CodeRangeMismatch {
 		return rangeMismatch(rm.Size).
 			withHeader("Location", h.location(h.v2Path(t, "/blobs/uploads/"+id.String()))).
 			withHeader("Docker-Upload-UUID", id.String())
@@ -317,7 +315,7 @@ func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 			if offset != u.Size {
-				return h.withLocation(&store.RangeMismatchError{Offset: offset, Size: u.Size}, t, id)
+				return h.withLocation(&store.Error{Code: store.CodeRangeMismatch, Size: u.Size}, t, id)
 			}
 		}
 		final = r.Body

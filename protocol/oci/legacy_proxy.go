@@ -353,7 +353,7 @@ func (h *handler) authorizeForward(r *http.Request, target string) error {
 	switch {
 	case err == nil:
 		return h.authorize(r, action, t)
-	case !errors.Is(err, store.ErrContainerNameUnknown):
+	case !store.HasCode(err, store.CodeContainerNameUnknown):
 		return err
 	case principal(r).IsAdmin():
 		return nil

@@ -1,7 +1,6 @@
 package oci
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -272,13 +271,10 @@ func (h *handler) catalog(w http.ResponseWriter, r *http.Request) error {
 // timeouts and deadlocks are 503 with Retry-After; anything else is logged
 // and answered 500.
 func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
-	var (
-		de *store.DigestError
-		rm *store.RangeMismatchError
-	)
+	se, _ := store.AsError(err)
 	dg := ""
-	if errors.As(err, &de) {
-		dg = digest(de.SHA256).String()
+	if se != nil && se.Digest != nil {
+		dg = digest(*se.Digest).String()
 	}
 	detail := func(e *apiError) *apiError {
 		if dg != "" {
@@ -291,7 +287,7 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 		e := newErr(http.StatusServiceUnavailable, codeUnavailable, "the registry database is unavailable; retry")
 		e.RetryAfter = int(store.UnavailableRetryAfter.Seconds())
 		return e
-	case errors.Is(err, store.ErrRetryable):
+	case store.HasCode(err, store.CodeRetryable):
 		e := newErr(http.StatusServiceUnavailable, codeTooManyRequests,
 			"the registry is busy with a concurrent change of the same content; retry")
 		e.RetryAfter = int(store.RetryAfter.Seconds())
@@ -299,47 +295,47 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 			e.RetryAfter = 1
 		}
 		return e
-	case errors.Is(err, store.ErrContainerNameUnknown):
+	case store.HasCode(err, store.CodeContainerNameUnknown):
 		return newErr(http.StatusNotFound, codeNameUnknown, "%v", err)
-	case errors.Is(err, store.ErrContainerManifestUnknown):
+	case store.HasCode(err, store.CodeContainerManifestUnknown):
 		if dg != "" {
 			return detail(newErr(http.StatusNotFound, codeManifestUnknown, "manifest %s is not in this image", dg))
 		}
 		return newErr(http.StatusNotFound, codeManifestUnknown, "manifest unknown: no such tag in this image")
-	case errors.Is(err, store.ErrContainerBlobUnknown):
+	case store.HasCode(err, store.CodeContainerBlobUnknown):
 		return detail(newErr(http.StatusNotFound, codeBlobUnknown, "blob %s is not in this image", dg))
-	case errors.Is(err, store.ErrContainerManifestBlobUnknown):
+	case store.HasCode(err, store.CodeContainerManifestBlobUnknown):
 		return detail(newErr(http.StatusBadRequest, codeManifestBlobUnknown,
 			"the manifest references blob %s, which is not in this image: push it first", dg))
-	case errors.Is(err, store.ErrContainerManifestChildUnknown):
+	case store.HasCode(err, store.CodeContainerManifestChildUnknown):
 		return detail(newErr(http.StatusBadRequest, codeManifestUnknown,
 			"the index references manifest %s, which is not in this image: push it first", dg))
-	case errors.Is(err, store.ErrContainerManifestReferenced):
+	case store.HasCode(err, store.CodeContainerManifestReferenced):
 		return detail(newErr(http.StatusConflict, codeDenied,
 			"the manifest is listed by index %s: delete that index first", dg))
-	case errors.Is(err, store.ErrContainerTooManyManifests):
+	case store.HasCode(err, store.CodeContainerTooManyManifests):
 		return newErr(http.StatusForbidden, codeDenied, "%v", err)
-	case errors.As(err, &rm):
-		return rangeMismatch(rm.Size)
-	case errors.Is(err, store.ErrUploadUnknown):
+	case store.HasCode(err, store.CodeRangeMismatch):
+		return rangeMismatch(se.Size)
+	case store.HasCode(err, store.CodeUploadUnknown):
 		return newErr(http.StatusNotFound, codeBlobUploadUnknown, "upload unknown: it never existed, expired, was cancelled or was already committed")
-	case errors.Is(err, store.ErrUploadConflict), errors.Is(err, store.ErrUploadPoisoned):
+	case store.HasCode(err, store.CodeUploadConflict), store.HasCode(err, store.CodeUploadPoisoned):
 		return newErr(http.StatusConflict, codeBlobUploadInvalid,
 			"concurrent writes to this upload: it can no longer be used, start a new upload")
-	case errors.Is(err, store.ErrDigestMismatch):
+	case store.HasCode(err, store.CodeDigestMismatch):
 		return newErr(http.StatusBadRequest, codeDigestInvalid, "%v", err)
-	case errors.Is(err, store.ErrSizeMismatch):
+	case store.HasCode(err, store.CodeSizeMismatch):
 		return newErr(http.StatusBadRequest, codeSizeInvalid, "%v", err)
-	case errors.Is(err, store.ErrBlobTooLarge):
+	case store.HasCode(err, store.CodeBlobTooLarge):
 		return newErr(http.StatusRequestEntityTooLarge, codeSizeInvalid, "%v", err)
-	case errors.Is(err, store.ErrTooManyUploads):
+	case store.HasCode(err, store.CodeTooManyUploads):
 		return newErr(http.StatusTooManyRequests, codeTooManyRequests, "%s", strings.TrimPrefix(err.Error(), "store: "))
-	case errors.Is(err, store.ErrBlobMustReupload):
+	case store.HasCode(err, store.CodeBlobMustReupload):
 		return detail(newErr(http.StatusBadRequest, codeManifestBlobUnknown,
 			"the stored bytes of %s are gone: push the blob again", dg))
-	case errors.Is(err, store.ErrBlobUnknown):
+	case store.HasCode(err, store.CodeBlobUnknown):
 		return detail(newErr(http.StatusNotFound, codeBlobUnknown, "blob %s unknown", dg))
-	case errors.Is(err, store.ErrRangeNotSatisfiable):
+	case store.HasCode(err, store.CodeRangeNotSatisfiable):
 		return newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUnknown, "%v", err)
 	}
 	if r.Context().Err() != nil {

@@ -212,7 +212,7 @@ func (h *handler) target(r *http.Request, action auth.Action) (*store.ContainerT
 		return nil, aerr
 	}
 	t, err := h.resolve(r.Context(), n)
-	if errors.Is(err, store.ErrContainerNameUnknown) {
+	if store.HasCode(err, store.CodeContainerNameUnknown) {
 		return nil, h.unknownName(r, n, action, err)
 	}
 	if err != nil {

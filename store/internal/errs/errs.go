@@ -84,6 +84,13 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// Is makes errors.Is(err, &Error{Code: c}) true when any *Error in err's
+// chain carries code c.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
 // New returns an *Error with a formatted message.
 func New(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -117,8 +124,10 @@ func CodeOf(err error) Code {
 	return Code{}
 }
 
-// Has reports whether err's first *Error carries code.
-func Has(err error, code Code) bool { return err != nil && CodeOf(err) == code }
+// Has reports whether any *Error in err's chain carries code (as errors.Is
+// did for the sentinel errors this type replaced: a retryable failure can
+// wrap the failure that caused it).
+func Has(err error, code Code) bool { return errors.Is(err, &Error{Code: code}) }
 
 // KindOf returns the kind of the first *Error in err's chain ("" when none).
 func KindOf(err error) Kind { return CodeOf(err).Kind }
