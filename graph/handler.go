@@ -19,6 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -105,7 +106,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.Auth == nil {
 		panic("graph: Options.Auth is required")
 	}
-	cfg := Config{Resolvers: &Resolver{store: st, auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
+	cfg := Config{Resolvers: &Resolver{store: st, catalog: catalog.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Options{})

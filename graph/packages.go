@@ -12,6 +12,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 )
 
 // Helpers of the npm and Maven resolvers (packages.resolvers.go). Reads
@@ -211,7 +212,7 @@ func mavenFiles(ctx context.Context, l *loader[pageKey, []*store.MavenFileInfo],
 }
 
 // trashPackageNode converts the package entries of the trash.
-func trashPackageNode(e *store.TrashEntry) model.TrashItem {
+func trashPackageNode(e *catalog.TrashEntry) model.TrashItem {
 	switch {
 	case e.MavenPackage != nil:
 		return toMavenPackage(e.MavenPackage)

@@ -5,14 +5,17 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 )
 
-// Resolver is the root resolver: the one store and a logger. Per-request
-// state (caller, dataloaders) travels in the context.
+// Resolver is the root resolver: the core store, the cross-format reads
+// and a logger. Per-request state (caller, dataloaders) travels in the
+// context.
 type Resolver struct {
-	store *store.Store
-	auth  *auth.Authenticator
-	log   *slog.Logger
+	store   *store.Store
+	catalog *catalog.Store
+	auth    *auth.Authenticator
+	log     *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.
 	npmHook store.NpmWriteHook
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/google/uuid"
 )
 
@@ -463,18 +464,18 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 	if err != nil {
 		return nil, err
 	}
-	var kinds []store.TrashKind
+	var kinds []catalog.TrashKind
 	if kind != nil {
-		kinds = []store.TrashKind{store.TrashKind(*kind)}
+		kinds = []catalog.TrashKind{catalog.TrashKind(*kind)}
 	}
-	var key store.TrashKey
-	var afterKey *store.TrashKey
+	var key catalog.TrashKey
+	var afterKey *catalog.TrashKey
 	if ok, err := decodeCursor(pg.cursor, "trash", &key); err != nil {
 		return nil, err
 	} else if ok {
 		afterKey = &key
 	}
-	entries, more, err := r.store.ListTrashPage(ctx, obj.ID, kinds, afterKey, pg.limit, pg.backward)
+	entries, more, err := r.catalog.ListTrashPage(ctx, obj.ID, kinds, afterKey, pg.limit, pg.backward)
 	if err != nil {
 		return nil, err
 	}
@@ -539,14 +540,14 @@ func (r *namespaceResolver) PublishHistory(ctx context.Context, obj *model.Names
 	if from != nil && to != nil && !from.Before(*to) {
 		return nil, invalidInput("from must be before to")
 	}
-	var key store.HistoryKey
-	var afterKey *store.HistoryKey
+	var key catalog.HistoryKey
+	var afterKey *catalog.HistoryKey
 	if ok, err := decodeCursor(after, "history", &key); err != nil {
 		return nil, err
 	} else if ok {
 		afterKey = &key
 	}
-	rows, more, err := r.store.PublishHistory(ctx, obj.ID, from, to, afterKey, limit)
+	rows, more, err := r.catalog.PublishHistory(ctx, obj.ID, from, to, afterKey, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -588,7 +589,7 @@ func (r *namespaceResolver) ChecksumSearch(ctx context.Context, obj *model.Names
 		return nil, err
 	}
 	active := activeOnly == nil || *activeOnly
-	matches, err := r.store.ChecksumSearch(ctx, obj.ID, sum, active, limit)
+	matches, err := r.catalog.ChecksumSearch(ctx, obj.ID, sum, active, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,11 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
@@ -21,58 +20,13 @@ type Attachment struct {
 	SHA256 [32]byte
 }
 
-// sortedDigests returns the distinct digests in ascending byte order (the
-// order bytea sorts in, hence the lock order of the protocol).
-func sortedDigests(in [][32]byte) [][]byte {
-	out := make([][]byte, 0, len(in))
-	for i := range in {
-		out = append(out, in[i][:])
-	}
-	slices.SortFunc(out, bytes.Compare)
-	return slices.CompactFunc(out, bytes.Equal)
-}
-
-// lockBlobsSQL locks blob rows FOR UPDATE in ascending digest order: the
-// lock rows node sits above the sort, so rows are locked in that order, and
-// two transactions locking overlapping sets can never wait on each other in
-// a cycle.
-const lockBlobsSQL = `
-SELECT b.sha256, b.object_storage_key
-FROM blob_storage_blobs b
-WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])
-ORDER BY b.sha256
-FOR UPDATE OF b`
-
-// lockBlobs locks the blob rows of digests (sorted, distinct) and returns
-// their object keys by digest.
-func lockBlobs(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
-	rows, err := tx.Query(ctx, lockBlobsSQL, namespaceID, digests)
-	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: lock blobs: %w", err))
-	}
-	defer rows.Close()
-	keys := make(map[[32]byte]string, len(digests))
-	for rows.Next() {
-		var sha []byte
-		var key string
-		if err := rows.Scan(&sha, &key); err != nil {
-			return nil, fmt.Errorf("store: lock blobs: %w", err)
-		}
-		keys[[32]byte(sha)] = key
-	}
-	if err := rows.Err(); err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: lock blobs: %w", err))
-	}
-	return keys, nil
-}
-
 // lockBlobsObserved is lockBlobs for Attach and Detach: the time until
 // every row is locked goes to the push observer (ADR-025's blob-row lock
 // wait histogram), successful or not.
 func (s *Store) lockBlobsObserved(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
 	start := time.Now()
 	defer s.ObserveBlobLockWait(start)
-	return lockBlobs(ctx, tx, namespaceID, digests)
+	return blobsql.Lock(ctx, tx, namespaceID, digests)
 }
 
 // attachSQL creates one attachment per digest use and clears the live GC
@@ -109,7 +63,7 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 	if len(digests) == 0 {
 		return nil, nil
 	}
-	distinct := sortedDigests(digests)
+	distinct := blobsql.SortedDigests(digests)
 	keys, err := s.lockBlobsObserved(ctx, tx, namespaceID, distinct)
 	if err != nil {
 		return nil, err
@@ -241,7 +195,7 @@ func (s *Store) Detach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, at
 		shas[i], ids[i] = a.SHA256, a.ID
 		uses[i] = attachments[i].SHA256[:]
 	}
-	distinct := sortedDigests(shas)
+	distinct := blobsql.SortedDigests(shas)
 	if _, err := s.lockBlobsObserved(ctx, tx, namespaceID, distinct); err != nil {
 		return nil, err
 	}

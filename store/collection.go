@@ -37,7 +37,7 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 	if err := ValidateRepositoryName("collection", name); err != nil {
 		return nil, err
 	}
-	if !lookupable(namespace) {
+	if !db.Lookupable(namespace) {
 		return nil, errs.New(CodeNotFound, "namespace %q not found", namespace)
 	}
 	id := db.NewID()
@@ -47,7 +47,7 @@ func (s *Store) CreateRepositoryCollection(ctx context.Context, namespace, name 
 		if err != nil {
 			return err
 		}
-		if err := ns.requireWrites(); err != nil {
+		if err := ns.RequireWrites(); err != nil {
 			return err
 		}
 		out, err = scanCollection(tx.QueryRow(ctx, `
@@ -90,7 +90,7 @@ func (s *Store) UnlinkRepositoryFromCollection(ctx context.Context, ref Reposito
 }
 
 func (s *Store) changeCollectionLink(ctx context.Context, ref RepositoryRef, collection string, link bool) (*Repository, error) {
-	if !lookupable(collection) {
+	if !db.Lookupable(collection) {
 		return nil, errs.New(CodeNotFound, "repository collection %q not found", collection)
 	}
 	var out *Repository
@@ -101,7 +101,7 @@ func (s *Store) changeCollectionLink(ctx context.Context, ref RepositoryRef, col
 		if err != nil {
 			return err
 		}
-		if err := ns.requireWrites(); err != nil {
+		if err := ns.RequireWrites(); err != nil {
 			return err
 		}
 		c, err := collectionByName(ctx, tx, ns.ID, collection)

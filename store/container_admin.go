@@ -291,7 +291,7 @@ type ContainerImageRef struct {
 // activeImage resolves an active container repository and one of its
 // active images, and checks the namespace accepts changes.
 func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namespace, *ContainerImage, error) {
-	ns, repo, err := resolveRepository(ctx, tx, RepositoryRef{Namespace: ref.Namespace, Name: ref.Repository}, "FOR KEY SHARE")
+	ns, repo, err := LockRepository(ctx, tx, RepositoryRef{Namespace: ref.Namespace, Name: ref.Repository}, "FOR KEY SHARE")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -301,10 +301,10 @@ func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namesp
 	if !repo.IsContainer() {
 		return nil, nil, errs.New(CodeInvalidInput, "repository %s/%s is not a container repository", ref.Namespace, ref.Repository)
 	}
-	if err := ns.requireWrites(); err != nil {
+	if err := ns.RequireWrites(); err != nil {
 		return nil, nil, err
 	}
-	if !lookupable(ref.Image) {
+	if !db.Lookupable(ref.Image) {
 		return nil, nil, errs.New(CodeNotFound, "image %q not found", ref.Image)
 	}
 	img, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageColumns+` FROM `+imageFrom+`
@@ -328,7 +328,7 @@ func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, t
 		if err != nil {
 			return err
 		}
-		if !lookupable(tag) {
+		if !db.Lookupable(tag) {
 			return errs.New(CodeNotFound, "tag %q not found", tag)
 		}
 		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,

@@ -79,7 +79,7 @@ func (s *Store) CommitContainerUpload(ctx context.Context, t *ContainerTarget, u
 func (s *Store) linkCommitted(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
 	err := s.linkContainerBlob(ctx, t, sha, defaultContainerBlobMediaType)
 	if err != nil {
-		if rerr := s.releaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
+		if rerr := s.ReleaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}

@@ -193,7 +193,7 @@ func (s *Store) PutContainerManifest(ctx context.Context, t *ContainerTarget, in
 	}
 	res, err := s.putContainerManifestTx(ctx, t, in)
 	if err != nil {
-		if rerr := s.releaseUnattached(ctx, t.NamespaceID, in.Digest); rerr != nil {
+		if rerr := s.ReleaseUnattached(ctx, t.NamespaceID, in.Digest); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return nil, err

@@ -139,7 +139,7 @@ SELECT $1, $2, $3
 WHERE NOT EXISTS (SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = $1 AND a.sha256 = $2)
 ON CONFLICT (namespace_id, sha256) DO NOTHING`
 
-// releaseUnattached hands a blob that a refused write stored to the GC:
+// ReleaseUnattached hands a blob that a refused write stored to the GC:
 // under the blob-row lock, if nothing attaches it, it records a candidate
 // due after the review delay, as the last detach does (ADR-025 rule 3), so
 // the refused bytes cannot leak. A blob that something attaches (it was
@@ -148,7 +148,7 @@ ON CONFLICT (namespace_id, sha256) DO NOTHING`
 // window before it deletes anything. It runs even when the caller's
 // request was cancelled (that is one way a write gets refused); if it
 // cannot run, the reconcile scan records the blob later.
-func (s *Store) releaseUnattached(ctx context.Context, namespaceID uuid.UUID, sha [32]byte) error {
+func (s *Store) ReleaseUnattached(ctx context.Context, namespaceID uuid.UUID, sha [32]byte) error {
 	ctx = context.WithoutCancel(ctx)
 	reviewAfter := s.opts.Clock.Now().Add(s.opts.ReviewDelay)
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
@@ -263,7 +264,7 @@ func (s *Store) removeMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget, 
 	if cur == nil {
 		return nil
 	}
-	if _, err := lockBlobs(ctx, tx, t.NamespaceID, sortedDigests([][32]byte{cur.sha256})); err != nil {
+	if _, err := blobsql.Lock(ctx, tx, t.NamespaceID, blobsql.SortedDigests([][32]byte{cur.sha256})); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM maven_files WHERE namespace_id = $1 AND id = $2`, t.NamespaceID, cur.id); err != nil {
@@ -290,7 +291,7 @@ func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget,
 	if cur != nil {
 		digests = append(digests, cur.sha256)
 	}
-	if _, err := lockBlobs(ctx, tx, t.NamespaceID, sortedDigests(digests)); err != nil {
+	if _, err := blobsql.Lock(ctx, tx, t.NamespaceID, blobsql.SortedDigests(digests)); err != nil {
 		return uuid.Nil, err
 	}
 	if cur != nil {

@@ -85,7 +85,8 @@ func (n *Namespace) ServesReads() bool {
 // ServesWrites is the write-serving predicate: all five columns NULL.
 func (n *Namespace) ServesWrites() bool { return n.ServesReads() && n.SuspendedAt == nil }
 
-func (n *Namespace) requireWrites() error {
+// RequireWrites refuses changes to a namespace that does not serve writes.
+func (n *Namespace) RequireWrites() error {
 	if !n.ServesWrites() {
 		return errs.New(CodeForbidden, "namespace %q is %s and accepts no changes", n.Slug, n.Status())
 	}
@@ -141,7 +142,7 @@ func (s *Store) CreateNamespace(ctx context.Context, slug string) (*Namespace, e
 
 // NamespaceBySlug finds a namespace by slug, whatever its status.
 func (s *Store) NamespaceBySlug(ctx context.Context, slug string) (*Namespace, error) {
-	if !lookupable(slug) {
+	if !db.Lookupable(slug) {
 		return nil, errs.New(CodeNotFound, "namespace %q not found", slug)
 	}
 	return namespaceBySlug(ctx, s.pool, slug, "")
@@ -262,7 +263,7 @@ func (s *Store) SetNamespaceCondition(ctx context.Context, slug string, cond Nam
 // updateNamespace locks the namespace row, lets set decide the SET clause
 // (or refuse), and returns the updated row.
 func (s *Store) updateNamespace(ctx context.Context, slug string, set func(*Namespace) (string, error)) (*Namespace, error) {
-	if !lookupable(slug) {
+	if !db.Lookupable(slug) {
 		return nil, errs.New(CodeNotFound, "namespace %q not found", slug)
 	}
 	var out *Namespace

@@ -73,10 +73,3 @@ func ValidateDescription(d string) error {
 	}
 	return nil
 }
-
-// lookupKey is a namespace slug or name used only for lookups: anything
-// that cannot be a valid identifier simply matches nothing, so it is
-// checked for what PostgreSQL would refuse (invalid UTF-8, NUL, length).
-func lookupable(s string) bool {
-	return s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, 0) && len(s) <= 4*MaxNameLength
-}

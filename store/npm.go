@@ -18,6 +18,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // npm data path of hosted npm repositories (ADR-007 npm_packages,
@@ -118,7 +119,7 @@ LEFT JOIN {npm_repositories} nr
        ON nr.namespace_id = $1 AND nr.repository_id = r.id
 WHERE n.id = $1`
 
-var resolveNpmPartitionSQL = perPartition(resolveNpmSQL, "repositories", "npm_repositories")
+var resolveNpmPartitionSQL = partition.Statements(resolveNpmSQL, "repositories", "npm_repositories")
 
 const npmRepositoryByIDSQL = `
 SELECT ` + npmResolveColumns + `
@@ -208,7 +209,7 @@ func (s *Store) ResolveNpmRepository(ctx context.Context, namespace, repository 
 	if err != nil {
 		return nil, err
 	}
-	part, err := s.namespacePartition(ctx, s.pool, nsID)
+	part, err := partition.Of(ctx, s.pool, nsID)
 	if err != nil {
 		return nil, err
 	}

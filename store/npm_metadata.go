@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
@@ -438,7 +439,7 @@ func (s *Store) swapNpmMetadata(ctx context.Context, tx pgx.Tx, pkg NpmPackageRe
 	if len(changedKinds) > 0 {
 		// ADR-025: blob rows of both the new and the old files locked in
 		// ascending digest order before any attachment changes.
-		if _, err := lockBlobs(ctx, tx, pkg.NamespaceID, sortedDigests(lockSet)); err != nil {
+		if _, err := blobsql.Lock(ctx, tx, pkg.NamespaceID, blobsql.SortedDigests(lockSet)); err != nil {
 			return err
 		}
 		atts, err := s.Attach(ctx, tx, pkg.NamespaceID, changedDigests)

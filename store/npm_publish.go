@@ -16,6 +16,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // NpmPublish is one version to publish with its tarball. The protocol has
@@ -81,7 +82,7 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
   AND (p.soft_deleted_at IS NULL OR p.soft_deleted_at IS NOT NULL) -- npmEveryPackageRow
 FOR SHARE OF p`
 
-var npmPublishLockPartitionSQL = perPartition(npmPublishLockSQL, "npm_packages", "npm_versions")
+var npmPublishLockPartitionSQL = partition.Statements(npmPublishLockSQL, "npm_packages", "npm_versions")
 
 // npmTagRowsSQL counts a package's dist-tags other than the ones a
 // publish sets, and tells whether it has a latest tag (the exact count of
@@ -154,7 +155,7 @@ WITH a AS (
 )
 SELECT v.id, v.created_at, EXISTS (SELECT 1 FROM l) FROM v`
 
-var npmPublishPartitionSQL = perPartition(npmPublishSQL, "npm_versions", "npm_files", "npm_tags", "npm_metadata_files", "counter_deltas")
+var npmPublishPartitionSQL = partition.Statements(npmPublishSQL, "npm_versions", "npm_files", "npm_tags", "npm_metadata_files", "counter_deltas")
 
 // NpmPublish publishes one version: the tarball is staged in the blob
 // layer (session row, temporary bytes), then one foreground transaction
@@ -180,7 +181,7 @@ func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	slices.Sort(tags)
 	tags = slices.Compact(tags)
 
-	part, err := s.namespacePartition(ctx, s.pool, repo.NamespaceID)
+	part, err := partition.Of(ctx, s.pool, repo.NamespaceID)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +343,7 @@ func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepositor
 // npmPublishTarget is the package a publish writes to.
 type npmPublishTarget struct {
 	id      uuid.UUID
-	part    int  // the namespace's partition (namespacePartition)
+	part    int  // the namespace's partition (partition.Of)
 	created bool // by this publish
 	// addLatest: the publish adds "latest" if the package has none (the
 	// check did not read the tags).

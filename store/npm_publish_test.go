@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -256,7 +257,7 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 	if _, err := f.pool.Exec(f.ctx, `ANALYZE npm_versions, npm_packages`); err != nil {
 		t.Fatal(err)
 	}
-	part, err := f.s.namespacePartition(f.ctx, f.pool, f.repo.NamespaceID)
+	part, err := partition.Of(f.ctx, f.pool, f.repo.NamespaceID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/google/uuid"
 )
 
-// TestPerPartitionStatements: namespacePartition names the partition that
+// TestPerPartitionStatements: partition.Of names the partition that
 // holds a namespace's rows, for every table partitioned by namespace_id
 // that the per-partition statements read, and the per-partition resolve
 // answers what the same statement on the parents answers.
@@ -32,7 +33,7 @@ func TestPerPartitionStatements(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		part, err := f.s.namespacePartition(f.ctx, f.pool, nsID)
+		part, err := partition.Of(f.ctx, f.pool, nsID)
 		if err != nil {
 			t.Fatal(err)
 		}

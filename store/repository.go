@@ -87,7 +87,7 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 	if err != nil {
 		return nil, err
 	}
-	if !lookupable(in.Namespace) {
+	if !db.Lookupable(in.Namespace) {
 		return nil, errs.New(CodeNotFound, "namespace %q not found", in.Namespace)
 	}
 	id := db.NewID()
@@ -100,7 +100,7 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 		if err != nil {
 			return err
 		}
-		if err := ns.requireWrites(); err != nil {
+		if err := ns.RequireWrites(); err != nil {
 			return err
 		}
 		repo, err = scanRepository(tx.QueryRow(ctx, `
@@ -181,16 +181,23 @@ func (ref RepositoryRef) String() string {
 	return ref.Namespace + "/" + ref.Name
 }
 
+// LockRepository returns a repository and its namespace inside the
+// caller's transaction, with the row lock asked for ("FOR KEY SHARE",
+// "FOR UPDATE", ...), for the format packages' own transactions.
+func LockRepository(ctx context.Context, tx pgx.Tx, ref RepositoryRef, lock string) (*Namespace, *Repository, error) {
+	return resolveRepository(ctx, tx, ref, lock)
+}
+
 // resolveRepository locks (lock: "", "FOR UPDATE", ...) and returns the
 // repository and its namespace. Trash rows are included; callers decide.
 func resolveRepository(ctx context.Context, q db.Queryer, ref RepositoryRef, lock string) (*Namespace, *Repository, error) {
 	notFound := errs.New(CodeNotFound, "repository %s not found", ref)
 	// The namespace is always named: every query of a partitioned table
 	// carries namespace_id, so an id alone would fan out to 64 partitions.
-	if !lookupable(ref.Namespace) {
+	if !db.Lookupable(ref.Namespace) {
 		return nil, nil, errs.New(CodeNotFound, "namespace %q not found", ref.Namespace)
 	}
-	if ref.ID == uuid.Nil && !lookupable(ref.Name) {
+	if ref.ID == uuid.Nil && !db.Lookupable(ref.Name) {
 		return nil, nil, notFound
 	}
 	ns, err := namespaceBySlug(ctx, q, ref.Namespace, "")
@@ -267,7 +274,7 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 		if err != nil {
 			return err
 		}
-		if err := ns.requireWrites(); err != nil {
+		if err := ns.RequireWrites(); err != nil {
 			return err
 		}
 		if repo.SoftDeletedAt != nil {
@@ -311,7 +318,7 @@ func (s *Store) setRepositoryTrash(ctx context.Context, ref RepositoryRef, trash
 		if err != nil {
 			return err
 		}
-		if err := ns.requireWrites(); err != nil {
+		if err := ns.RequireWrites(); err != nil {
 			return err
 		}
 		set := `soft_deleted_at = now()`

@@ -49,7 +49,7 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 		}
 		c.rows = append(c.rows, []any{childID, nil, id})
 	}
-	if !lookupable(namespace) {
+	if !db.Lookupable(namespace) {
 		return nil, errs.New(CodeNotFound, "namespace %q not found", namespace)
 	}
 	err := s.WithTx(ctx, func(tx pgx.Tx) error {
@@ -57,7 +57,7 @@ func (s *Store) CreateRepositoriesBulk(ctx context.Context, namespace string, re
 		if err != nil {
 			return err
 		}
-		if err := ns.requireWrites(); err != nil {
+		if err := ns.RequireWrites(); err != nil {
 			return err
 		}
 		var collectionID uuid.UUID

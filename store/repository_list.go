@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
@@ -127,7 +128,7 @@ func (s *Store) repositoryWhere(ctx context.Context, q RepositoryListQuery) (str
 	}
 	if f.Collection != nil {
 		notFound := errs.New(CodeNotFound, "repository collection %q not found", *f.Collection)
-		if !lookupable(*f.Collection) {
+		if !db.Lookupable(*f.Collection) {
 			return "", nil, notFound
 		}
 		var collectionID uuid.UUID

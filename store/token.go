@@ -182,7 +182,7 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 			return nil, errs.New(CodeInvalidInput, "a token can list at most %d repositories", MaxAccessTokenRepositories)
 		}
 		for _, n := range names {
-			if !lookupable(n) {
+			if !db.Lookupable(n) {
 				return nil, errs.New(CodeNotFound, "repository %q not found", n)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -220,7 +221,7 @@ FROM (SELECT) one LEFT JOIN ins i ON true`
 // commitPartitionSQL is commitSQL on the namespace's partition of
 // upload_sessions (perPartition); blob_storage_blobs is partitioned by
 // sha256 and only inserted into, which needs no pruning.
-var commitPartitionSQL = perPartition(commitSQL, "upload_sessions")
+var commitPartitionSQL = partition.Statements(commitSQL, "upload_sessions")
 
 // commitRetrySQL inserts the blob row or, when it exists, locks it FOR
 // UPDATE and reports whether a live GC candidate exists; NULLs when the
@@ -331,7 +332,7 @@ func (s *Store) commitBlobTx(ctx context.Context, tx pgx.Tx, ref UploadRef, casS
 	// The statement waits for the blob-row lock when the row exists.
 	lockStart := time.Now()
 	createdAt := s.opts.Clock.Now()
-	part, err := s.namespacePartition(ctx, tx, ref.NamespaceID)
+	part, err := partition.Of(ctx, tx, ref.NamespaceID)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
@@ -76,4 +78,12 @@ func MapErr(err error) error {
 		return errs.Wrap(errs.Retryable, err, "store: temporarily unavailable, retry")
 	}
 	return err
+}
+
+// Lookupable reports whether s can be a slug or name used for a lookup:
+// anything that cannot be a valid identifier simply matches nothing, so it
+// is checked only for what PostgreSQL would refuse (invalid UTF-8, NUL,
+// length beyond any name's).
+func Lookupable(s string) bool {
+	return s != "" && utf8.ValidString(s) && !strings.ContainsRune(s, 0) && len(s) <= 4*255
 }

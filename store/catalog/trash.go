@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 )
@@ -52,15 +53,15 @@ type TrashEntry struct {
 	Kind       TrashKind
 	ID         uuid.UUID
 	DeletedAt  time.Time
-	Repository *Repository
-	Image      *ContainerImage
-	Manifest   *ContainerManifest
-	Maven      *MavenArtifact
-	Npm        *NpmArtifact
+	Repository *store.Repository
+	Image      *store.ContainerImage
+	Manifest   *store.ContainerManifest
+	Maven      *store.MavenArtifact
+	Npm        *store.NpmArtifact
 	// MavenPackage and NpmPackage: a package in the trash. An npm package
 	// goes with its versions (each listed too); a Maven package alone.
-	MavenPackage *MavenPackageInfo
-	NpmPackage   *NpmPackage
+	MavenPackage *store.MavenPackageInfo
+	NpmPackage   *store.NpmPackage
 }
 
 // Key is the entry's keyset position.
@@ -96,7 +97,7 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 	for _, k := range kinds {
 		table, ok := trashTables[k]
 		if !ok {
-			return nil, false, errs.New(CodeInvalidInput, "unknown trash kind %q", k)
+			return nil, false, errs.New(store.CodeInvalidInput, "unknown trash kind %q", k)
 		}
 		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, soft_deleted_at FROM %s
 			WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL%s
@@ -133,10 +134,10 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 	for _, e := range entries {
 		ids[e.Kind] = append(ids[e.Kind], e.ID)
 	}
-	repos := map[uuid.UUID]*Repository{}
-	images := map[uuid.UUID]*ContainerImage{}
+	repos := map[uuid.UUID]*store.Repository{}
+	images := map[uuid.UUID]*store.ContainerImage{}
 	if len(ids[TrashRepository]) > 0 {
-		rs, err := s.RepositoriesByIDs(ctx, nsID, ids[TrashRepository])
+		rs, err := s.core.RepositoriesByIDs(ctx, nsID, ids[TrashRepository])
 		if err != nil {
 			return nil, false, err
 		}
@@ -145,7 +146,7 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 		}
 	}
 	if len(ids[TrashContainerImage]) > 0 {
-		is, err := s.ImagesByIDs(ctx, nsID, ids[TrashContainerImage])
+		is, err := s.core.ImagesByIDs(ctx, nsID, ids[TrashContainerImage])
 		if err != nil {
 			return nil, false, err
 		}
@@ -189,19 +190,19 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 }
 
 // loadTrashedPackages loads the package entries of a trash page by id.
-func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*MavenPackageInfo, map[uuid.UUID]*NpmPackage, error) {
+func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*store.MavenPackageInfo, map[uuid.UUID]*store.NpmPackage, error) {
 	var (
-		maven = map[uuid.UUID]*MavenPackageInfo{}
-		npm   = map[uuid.UUID]*NpmPackage{}
+		maven = map[uuid.UUID]*store.MavenPackageInfo{}
+		npm   = map[uuid.UUID]*store.NpmPackage{}
 		err   error
 	)
 	if len(mavenIDs) > 0 {
-		if maven, err = s.MavenPackagesByIDs(ctx, nsID, mavenIDs); err != nil {
+		if maven, err = s.core.MavenPackagesByIDs(ctx, nsID, mavenIDs); err != nil {
 			return nil, nil, err
 		}
 	}
 	if len(npmIDs) > 0 {
-		if npm, err = s.NpmPackagesByIDs(ctx, nsID, npmIDs); err != nil {
+		if npm, err = s.core.NpmPackagesByIDs(ctx, nsID, npmIDs); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -1,10 +1,11 @@
-package store
+package catalog
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -41,7 +42,7 @@ type ChecksumMatch struct {
 // npm_metadata_files rows have no soft delete and always count as active.
 func (s *Store) ChecksumSearch(ctx context.Context, nsID uuid.UUID, sha256 []byte, activeOnly bool, limit int) ([]*ChecksumMatch, error) {
 	if len(sha256) != 32 {
-		return nil, errs.New(CodeInvalidInput, "sha256 must be 32 bytes")
+		return nil, errs.New(store.CodeInvalidInput, "sha256 must be 32 bytes")
 	}
 	active := ""
 	if activeOnly {

@@ -1,4 +1,4 @@
-package store
+package catalog
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/google/uuid"
 )
 
@@ -31,9 +32,9 @@ type PublishEvent struct {
 	Kind      PublishKind
 	ID        uuid.UUID
 	CreatedAt time.Time
-	Manifest  *ContainerManifest
-	Maven     *MavenArtifact
-	Npm       *NpmArtifact
+	Manifest  *store.ContainerManifest
+	Maven     *store.MavenArtifact
+	Npm       *store.NpmArtifact
 }
 
 // Key is the event's keyset position.
@@ -130,17 +131,17 @@ func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *ti
 }
 
 type loadedArtifacts struct {
-	manifests map[uuid.UUID]*ContainerManifest
-	maven     map[uuid.UUID]*MavenArtifact
-	npm       map[uuid.UUID]*NpmArtifact
+	manifests map[uuid.UUID]*store.ContainerManifest
+	maven     map[uuid.UUID]*store.MavenArtifact
+	npm       map[uuid.UUID]*store.NpmArtifact
 }
 
 // loadArtifacts loads manifests and Maven and npm versions by id, one
 // query per non-empty kind.
 func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
-	l := &loadedArtifacts{map[uuid.UUID]*ContainerManifest{}, map[uuid.UUID]*MavenArtifact{}, map[uuid.UUID]*NpmArtifact{}}
+	l := &loadedArtifacts{map[uuid.UUID]*store.ContainerManifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*store.NpmArtifact{}}
 	if len(manifestIDs) > 0 {
-		ms, err := s.ManifestsByIDs(ctx, nsID, manifestIDs)
+		ms, err := s.core.ManifestsByIDs(ctx, nsID, manifestIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +150,7 @@ func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, 
 		}
 	}
 	if len(mavenIDs) > 0 {
-		vs, err := s.MavenArtifactsByIDs(ctx, nsID, mavenIDs)
+		vs, err := s.core.MavenArtifactsByIDs(ctx, nsID, mavenIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -158,7 +159,7 @@ func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, 
 		}
 	}
 	if len(npmIDs) > 0 {
-		vs, err := s.NpmArtifactsByIDs(ctx, nsID, npmIDs)
+		vs, err := s.core.NpmArtifactsByIDs(ctx, nsID, npmIDs)
 		if err != nil {
 			return nil, err
 		}

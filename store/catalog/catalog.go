@@ -1,0 +1,20 @@
+// Package catalog reads across formats: the namespace's trash, its publish
+// history and the checksum search. Each of these is one statement over the
+// rows of every format, whose items it then loads from the format
+// packages; the format packages never import each other or this package.
+package catalog
+
+import (
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/artifact-registry/artifact-registry/store"
+)
+
+// Store runs the cross-format reads.
+type Store struct {
+	core *store.Store
+	pool *pgxpool.Pool
+}
+
+// New returns the cross-format reads over the core store.
+func New(core *store.Store) *Store { return &Store{core: core, pool: core.Pool()} }

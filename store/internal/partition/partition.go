@@ -1,0 +1,68 @@
+// Package partition knows the hash partitions of the tables partitioned by
+// namespace_id (docs/schema.md, "Partitioning"): which partition holds a
+// namespace's rows, and statements that name single partitions.
+package partition
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
+)
+
+// Count is the partition count: every table partitioned by namespace_id
+// has 64 children, partitions.<table>_p00 to _p63, _pNN holding remainder
+// NN (the migrations' catalog test checks it).
+const Count = 64
+
+// ofSQL asks PostgreSQL which remainder a namespace id hashes to; the hash
+// is PostgreSQL's (hashuuidextended with the partition seed), so it is not
+// recomputed here.
+const ofSQL = `
+SELECT r FROM generate_series(0, $2::int - 1) r
+WHERE satisfies_hash_partition('public.repositories'::regclass, $2::int, r, $1::uuid)`
+
+// cache maps namespace id -> partition number. An entry never goes stale,
+// on any instance: the count is fixed and the hash is stable.
+var cache sync.Map
+
+// Of returns the partition number of a namespace id (cached), asking q
+// (the caller's transaction, or the pool) the first time: a caller
+// holding a connection must not wait for a second one.
+func Of(ctx context.Context, q db.Queryer, namespaceID uuid.UUID) (int, error) {
+	if p, ok := cache.Load(namespaceID); ok {
+		return p.(int), nil
+	}
+	var p int
+	if err := q.QueryRow(ctx, ofSQL, namespaceID, Count).Scan(&p); err != nil {
+		return 0, db.MapErr(fmt.Errorf("store: partition of namespace %s: %w", namespaceID, err))
+	}
+	cache.Store(namespaceID, p)
+	return p, nil
+}
+
+// Statements returns one statement per partition: sql with every {table}
+// replaced by partitions.table_pNN. A statement naming single partitions
+// is prepared once per connection and runs on a cached generic plan; the
+// same statement on the partitioned parents is planned again at every
+// call, to prune 64 partitions (hundreds of microseconds). Kept for the
+// statements every request or publish runs. A wrong partition cannot pass
+// unnoticed: a row inserted into another namespace's partition violates
+// its partition constraint, a read finds nothing, and the npm store's
+// TestPerPartitionStatements checks Of against where PostgreSQL routes a
+// namespace's rows.
+func Statements(sql string, tables ...string) [Count]string {
+	var out [Count]string
+	for p := range out {
+		pairs := make([]string, 0, 2*len(tables))
+		for _, t := range tables {
+			pairs = append(pairs, "{"+t+"}", fmt.Sprintf("partitions.%s_p%02d", t, p))
+		}
+		out[p] = strings.NewReplacer(pairs...).Replace(sql)
+	}
+	return out
+}
