@@ -9,7 +9,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// namespacePartitionCount is ADR-007's hash partition count: every table
+// namespacePartitionCount is the hash partition count (docs/schema.md
+// "Partitioning"): every table
 // partitioned by namespace_id has 64 children, partitions.<table>_p00 to
 // _p63, _pNN holding remainder NN (migrations' TestCatalog checks it).
 const namespacePartitionCount = 64
