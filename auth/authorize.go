@@ -74,7 +74,8 @@ func (a Action) verb() string {
 }
 
 // Namespace is the target namespace as a decision needs it: the row's id,
-// slug and service conditions (ADR-007; true = the column is not NULL).
+// slug and service conditions (docs/schema.md "Status columns and
+// serving"; true = the column is not NULL).
 type Namespace struct {
 	ID        uuid.UUID
 	Slug      string
@@ -88,7 +89,7 @@ type Namespace struct {
 // unavailable names the condition that refuses a read (changes false) or
 // a change (changes true), "" if none: reads need deleted, purged, blocked
 // and disabled clear; changes need suspended clear too. Priority as in
-// ADR-007's derived status.
+// the derived status (purged, deleted, blocked, disabled, suspended).
 func (n Namespace) unavailable(changes bool) Reason {
 	switch {
 	case n.Purged:
@@ -150,10 +151,11 @@ func (t Target) String() string {
 //     - scope implications: every scope implies READ, ADMIN implies all.
 //     Refusals are ErrUnauthenticated for anonymous callers (so clients
 //     retry with credentials) and ErrForbidden for the others.
-//  3. Service conditions of the target namespace (ADR-007 serving
-//     predicate): reads need deleted, purged, blocked and disabled clear,
-//     writes, deletes and administration need all five clear, so a
-//     suspended namespace stays readable. The super-user's
+//  3. Service conditions of the target namespace (the serving predicate,
+//     docs/schema.md "Status columns and serving"): reads need deleted,
+//     purged, blocked and disabled clear, writes, deletes and
+//     administration need all five clear, so a suspended namespace stays
+//     readable. The super-user's
 //     administration (ActionAdmin, ActionAdminRead) is exempt: it is how
 //     conditions are inspected and lifted. Its reads and writes are not.
 //  4. An OCI bearer token (TokenHandler) must have been issued for the

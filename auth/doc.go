@@ -49,7 +49,8 @@
 //
 // # Service conditions
 //
-// ADR-007's serving predicate, enforced here for every surface: reads need
+// The serving predicate (docs/schema.md "Status columns and serving"),
+// enforced here for every surface: reads need
 // deleted_at, purged_at, blocked_at and disabled_at NULL; writes, deletes
 // and administration also need suspended_at NULL, so a suspended namespace
 // is read-only. Tokens of a blocked or disabled namespace get nothing

@@ -15,8 +15,9 @@ import (
 //     lacking the scope). HTTP 401 with a challenge; GraphQL UNAUTHENTICATED.
 //   - ErrForbidden: a valid credential that does not allow the action.
 //     HTTP 403; GraphQL FORBIDDEN.
-//   - ErrNamespaceUnavailable (a *NamespaceUnavailableError): the ADR-007
-//     service conditions refuse the action. Deleted and purged namespaces
+//   - ErrNamespaceUnavailable (a *NamespaceUnavailableError): the
+//     namespace's status columns refuse the action (docs/schema.md
+//     "Status columns and serving"). Deleted and purged namespaces
 //     are 404 (they do not exist for clients); blocked, disabled and
 //     suspended ones are 403 with the message saying why. See HTTPStatus.
 //   - ErrRateLimited (a *RateLimitedError): the client's address failed

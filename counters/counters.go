@@ -1,5 +1,5 @@
-// Package counters folds the buffered counters of ADR-007 ("buffered and
-// asynchronous writes") into their rows: request paths only insert
+// Package counters folds the buffered counters (docs/schema.md "Buffered
+// counters") into their rows: request paths only insert
 // counter_deltas rows, and the periodic River job counters:fold merges
 // them into repositories, namespace_statistics, the npm and Maven package
 // and version rows (counters by sum, timestamps by maximum). The SQL lives

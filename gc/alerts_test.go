@@ -33,7 +33,8 @@ type rule struct {
 }
 
 // TestAlertRules parses gc/alerts.yml and checks that it holds the five
-// alarms of ADR-025, that every rule is well-formed, and that every metric
+// alarms of docs/garbage-collection.md ("Operational controls", item 3),
+// that every rule is well-formed, and that every metric
 // it uses is one this package exports.
 func TestAlertRules(t *testing.T) {
 	f, err := os.Open("alerts.yml")

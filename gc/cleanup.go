@@ -9,7 +9,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Cleanup is the body of gc:cleanup for one candidate (ADR-025): the store
+// Cleanup is the body of gc:cleanup for one candidate
+// (docs/garbage-collection.md, rule 4): the store
 // transaction (NOWAIT blob-row lock, recheck, kill switch, storage delete,
 // row deletes, commit), then the failure bookkeeping in its own
 // transaction, holding no lock. The returned error is for River (retry,

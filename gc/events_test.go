@@ -51,8 +51,9 @@ func (b *syncBuffer) deleteEvents(t *testing.T) map[string][]map[string]any {
 	return out
 }
 
-// TestObjectDeleteEventPerIrreversibleDelete: ADR-025 wants a forensic
-// trail of every irreversible delete. Each storage delete of gc:cleanup
+// TestObjectDeleteEventPerIrreversibleDelete: GC keeps a forensic trail
+// of every irreversible delete (docs/garbage-collection.md "Operational
+// controls"). Each storage delete of gc:cleanup
 // emits exactly one structured gc.object_deleted event carrying the
 // namespace, digest and size, also when the transaction then fails (the
 // bytes are gone either way); stopped, referenced and phase-2 cleanups emit

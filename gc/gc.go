@@ -1,4 +1,5 @@
-// Package gc is the online garbage collector of ADR-025 on River: the
+// Package gc is the online garbage collector (docs/garbage-collection.md)
+// on River: the
 // periodic gc:sweep promotes due review candidates to gc:cleanup jobs, the
 // only job that destroys bytes; gc:reconcile-scan repairs missed candidate
 // records; gc:staging-sweep purges expired upload sessions. Candidates are
@@ -34,7 +35,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Phase is the rollout phase of ADR-025 ("operational controls" 5).
+// Phase is the GC rollout phase (docs/garbage-collection.md "Operational
+// controls", item 5).
 type Phase int
 
 const (

@@ -13,7 +13,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Job kinds of ADR-025's job family implemented here. gc:expiry-sweep and
+// Job kinds of the GC job family (docs/garbage-collection.md "Job family")
+// implemented here. gc:expiry-sweep and
 // gc:cache-evict arrive with soft-delete retention and remote
 // repositories.
 const (
@@ -26,7 +27,7 @@ const (
 // inFlight is the uniqueness scope of every GC job: only states in which
 // the job is still going to run. River's default set also holds completed
 // jobs, which would suppress the cleanup of a blob dereferenced a second
-// time within one review delay (ADR-025).
+// time within one review delay (docs/garbage-collection.md "Job family").
 func inFlight() []rivertype.JobState {
 	return []rivertype.JobState{
 		rivertype.JobStateAvailable,

@@ -11,7 +11,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// KillSwitch is the source of the operator kill switch of ADR-025: it
+// KillSwitch is the source of the operator kill switch
+// (docs/garbage-collection.md "Operational controls"): it
 // stops every object deletion without a deploy. It is read before every
 // delete; an error means the state is unknown, and GC then deletes
 // nothing (fail-closed).

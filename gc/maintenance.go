@@ -50,7 +50,8 @@ type StagingResult struct {
 }
 
 // StagingSweep is the body of gc:staging-sweep: expired upload sessions,
-// oldest first in batches (the ADR-007 purge query), temporary objects
+// oldest first in batches (the upload purge of docs/schema.md "Upload
+// sessions"), temporary objects
 // first, then the rows. It deletes objects, so it runs in phase 3 only and
 // asks the kill switch before every session.
 func (g *GC) StagingSweep(ctx context.Context) (*StagingResult, error) {

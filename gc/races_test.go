@@ -13,7 +13,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
-// The race and fault tests of ADR-025, one per rule. All run against real
+// The race and fault tests of docs/garbage-collection.md, one per rule. All
+// run against real
 // PostgreSQL and the file backend, on the fake clock.
 
 // A re-push during the review delay clears the candidate, and the blob

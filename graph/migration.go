@@ -14,7 +14,7 @@ import (
 )
 
 // Helpers of migration.resolvers.go: the legacy inventory, progress and
-// controls of the registry:2 migration (issue 12).
+// controls of the registry:2 migration (docs/registry2-migration.md).
 
 const legacyCursorKind = "legacy"
 

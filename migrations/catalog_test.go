@@ -28,8 +28,9 @@ func TestCatalog(t *testing.T) {
 	t.Run("partial, expression and covering indexes", func(t *testing.T) { checkIndexes(t, pool) })
 }
 
-// shaPartitioned are the tables ADR-007 (blob layer) and ADR-025 (GC queue)
-// partition by HASH(sha256) instead of HASH(namespace_id).
+// shaPartitioned are the tables (blob layer and GC queue) partitioned by
+// HASH(sha256) instead of HASH(namespace_id) (docs/schema.md "Blob tables
+// and attachments").
 var shaPartitioned = map[string]bool{
 	"blob_storage_blobs":       true,
 	"blob_storage_attachments": true,
@@ -42,8 +43,8 @@ var shaPartitioned = map[string]bool{
 // priority, keyed by a registry-wide legacy path (migration 00031).
 var unpartitioned = map[string]bool{"namespaces": true, "namespace_statistics": true, "legacy_repositories": true}
 
-// checkPartitioningInvariant checks, for every table in public, the ADR-007
-// invariant: a table with namespace_id is hash-partitioned on namespace_id
+// checkPartitioningInvariant checks, for every table in public, the
+// partitioning invariant (docs/schema.md "Partitioning"): a table with namespace_id is hash-partitioned on namespace_id
 // (sha256 for the blob layer and GC queue) into exactly 64 children, all in
 // schema partitions, named <parent>_p00.._p63, covering every remainder;
 // namespaces and namespace_statistics and every table without namespace_id
@@ -414,8 +415,8 @@ WHERE contype = 'f' AND conname ~ '_p\d\d$' AND connamespace = 'partitions'::reg
 }
 
 // checkReferentialActions lists every foreign key of the public parents whose
-// delete action is not NO ACTION and compares it with the actions ADR-007
-// specifies: CASCADE for derived rows and structural children, RESTRICT for
+// delete action is not NO ACTION and compares it with the actions the
+// schema specifies (docs/schema.md "Referential actions"): CASCADE for derived rows and structural children, RESTRICT for
 // the credential key references; every other key is NO ACTION.
 func checkReferentialActions(t *testing.T, pool *pgxpool.Pool) {
 	ctx := context.Background()
@@ -467,8 +468,8 @@ WHERE contype = 'u' AND condeferrable AND condeferred AND conparentid = 0`)
 	}
 }
 
-// checkTables asserts that every table ADR-007 and the GC/ops additions name
-// exists in public.
+// checkTables asserts that every table of the schema (docs/schema.md) and
+// the GC/ops additions exists in public.
 func checkTables(t *testing.T, pool *pgxpool.Pool) {
 	want := []string{
 		"namespaces", "namespace_statistics", "repository_collections", "repositories",
@@ -501,7 +502,7 @@ WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
 	}
 }
 
-// checkIndexes spot-checks the index shapes ADR-007 calls out (partial,
+// checkIndexes spot-checks the index shapes docs/schema.md calls out (partial,
 // expression, NULLS FIRST, DESC keyset, INCLUDE) on the parents; children
 // inherit them (the partitioning check covers their presence per child).
 func checkIndexes(t *testing.T, pool *pgxpool.Pool) {

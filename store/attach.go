@@ -21,8 +21,9 @@ type Attachment struct {
 }
 
 // lockBlobsObserved is lockBlobs for Attach and Detach: the time until
-// every row is locked goes to the push observer (ADR-025's blob-row lock
-// wait histogram), successful or not.
+// every row is locked goes to the push observer (the blob-row lock wait
+// histogram of docs/garbage-collection.md "Operational controls"),
+// successful or not.
 func (s *Store) lockBlobsObserved(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
 	start := time.Now()
 	defer s.ObserveBlobLockWait(start)
@@ -49,7 +50,8 @@ SELECT true, 0, sha256 FROM cleared`
 
 // Attach records one attachment per element of digests (a digest used
 // twice gets two attachments) inside the caller's transaction, following
-// ADR-025: the blob rows are locked FOR UPDATE in ascending digest order
+// docs/garbage-collection.md (rules 2 and 3): the blob rows are locked FOR
+// UPDATE in ascending digest order
 // first, then the attachments are inserted and any live GC candidate of
 // those blobs is deleted. A blob that had a live candidate is a dedup skip
 // on a row that may have lost its object, so its object is checked in
@@ -178,8 +180,8 @@ WITH del AS (
 SELECT (SELECT count(*) FROM del), ARRAY(SELECT sha256 FROM cand ORDER BY sha256)`
 
 // Detach deletes attachments inside the caller's transaction, after the
-// caller locked the artifact row that owned them (ADR-025 lock order for
-// deletes: artifact row, then blob rows). The blob rows are locked FOR
+// caller locked the artifact row that owned them (lock order for deletes:
+// artifact row, then blob rows; docs/garbage-collection.md, rule 2). The blob rows are locked FOR
 // UPDATE in ascending digest order, the attachments deleted, and a GC
 // candidate due at now + ReviewDelay is recorded for each blob left with
 // no attachment. It returns those digests (ascending). An attachment that

@@ -433,7 +433,8 @@ func TestLockTimeoutRetryable(t *testing.T) {
 
 // TestDeadlockRetryable: a push (blob rows, then the artifact row) and a
 // delete (artifact row, then blob rows) lock in opposite orders by
-// necessity (ADR-025). PostgreSQL aborts one of them with a deadlock, which
+// necessity (docs/garbage-collection.md "Lock protocol"). PostgreSQL
+// aborts one of them with a deadlock, which
 // surfaces as CodeRetryable; the other commits.
 func TestDeadlockRetryable(t *testing.T) {
 	f := newBlobFixture(t, "mem", Options{LockTimeout: 20 * time.Second})

@@ -16,8 +16,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
-// The blob layer (DESIGN.md "Blob protocol", ADR-025, ADR-007 "blob
-// storage" and "upload sessions"). How formats use it:
+// The blob layer (docs/garbage-collection.md "Rules"; docs/schema.md "Blob
+// tables and attachments" and "Upload sessions"). How formats use it:
 //
 //   - Upload bytes: StartUpload, AppendUpload (chunks), CommitUpload (with an
 //     optional last chunk), or PutBlob for a whole body in one call. The
@@ -52,7 +52,8 @@ func (b *Blob) Digest() string { return FormatSHA256(b.SHA256) }
 func FormatSHA256(sum [32]byte) string { return "sha256:" + hex.EncodeToString(sum[:]) }
 
 // ParseSHA256 parses "sha256:<64 lowercase hex>" into raw bytes. Other
-// algorithms are refused (ADR-007: sha256 only).
+// algorithms are refused (sha256 only: docs/schema.md "Digests, hashes and
+// enums").
 func ParseSHA256(s string) ([32]byte, error) {
 	var sum [32]byte
 	h, ok := strings.CutPrefix(s, "sha256:")
@@ -67,8 +68,8 @@ func ParseSHA256(s string) ([32]byte, error) {
 
 // BlobColumns is the select list of a blob row aliased "b", in the order
 // scanBlob reads it. The pull path joins format rows straight to
-// blob_storage_blobs on (namespace_id, sha256) (ADR-007 AP1, one partition,
-// no attachment join), selects these columns after its own and scans them
+// blob_storage_blobs on (namespace_id, sha256) (one partition, no
+// attachment join: docs/schema.md "Blob tables and attachments"), selects these columns after its own and scans them
 // with ScanBlobInto, e.g.:
 //
 //	SELECT f.id, ..., ` + BlobColumns + `

@@ -83,7 +83,8 @@ func (s *Store) LinkRepositoryToCollection(ctx context.Context, ref RepositoryRe
 }
 
 // UnlinkRepositoryFromCollection removes a repository from a collection;
-// a repository always keeps at least one collection (ADR-007), so removing
+// a repository always keeps at least one collection (docs/schema.md
+// "Repositories and collections"), so removing
 // the last link is refused.
 func (s *Store) UnlinkRepositoryFromCollection(ctx context.Context, ref RepositoryRef, collection string) (*Repository, error) {
 	return s.changeCollectionLink(ctx, ref, collection, false)

@@ -16,8 +16,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
-// Folding of the buffered counters (ADR-007 "buffered and asynchronous
-// writes"; migration 00028). Request paths only INSERT counter_deltas rows;
+// Folding of the buffered counters (docs/schema.md "Buffered counters";
+// migration 00028). Request paths only INSERT counter_deltas rows;
 // FoldCounterDeltas merges them into their target rows: counters by sum,
 // timestamps by maximum. Each batch deletes the deltas it merges in the
 // transaction that applies them, so a delta is applied exactly once

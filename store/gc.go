@@ -18,7 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// GCGracePeriod is the grace window of ADR-025: a blob row younger than
+// GCGracePeriod is the grace window (docs/garbage-collection.md "Grace
+// window"): a blob row younger than
 // this (measured from blob_storage_blobs.created_at) is never queued by
 // the reconcile scan and never deleted by cleanup. It is a compile-time
 // constant on purpose, shared by every path that tests a blob's age, so
@@ -253,7 +254,8 @@ FROM gc_blob_review_queue q
 WHERE q.namespace_id = $1 AND q.sha256 = $2
 FOR UPDATE OF q`
 
-// CleanupGCCandidate is the transaction of gc:cleanup (ADR-025): lock the
+// CleanupGCCandidate is the transaction of gc:cleanup
+// (docs/garbage-collection.md, rule 4): lock the
 // blob row FOR UPDATE NOWAIT; recheck that the candidate is live and due,
 // that the blob has zero attachments and is past the grace window; run
 // MayDelete (the kill switch); delete the object (bounded, a missing object

@@ -9,7 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// GCReclaimSwitch is the operator kill switch of ADR-025 (the gc_controls
+// GCReclaimSwitch is the operator kill switch (docs/garbage-collection.md
+// "Operational controls"; the gc_controls
 // singleton row): when Enabled is false the garbage collector deletes no
 // object. gc:cleanup reads it before every delete and fails closed.
 //

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// PushObserver receives the two push-path measurements of ADR-025 that
+// PushObserver receives the two push-path measurements
+// (docs/garbage-collection.md "Operational controls") that
 // decide the phase-3 gate: how long a push waited for blob-row locks, and
 // how often a dedup skip had to check storage because of a live GC
 // candidate. Package gc implements it with Prometheus metrics.

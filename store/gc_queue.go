@@ -11,7 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// GCQueueStats are the fleet-wide queue gauges of ADR-025.
+// GCQueueStats are the fleet-wide queue gauges (docs/garbage-collection.md
+// "Operational controls").
 type GCQueueStats struct {
 	// Tracked: every candidate (a large number is the normal steady state:
 	// most wait for their review delay).
@@ -141,7 +142,8 @@ ON CONFLICT (namespace_id, sha256) DO NOTHING`
 
 // ReleaseUnattached hands a blob that a refused write stored to the GC:
 // under the blob-row lock, if nothing attaches it, it records a candidate
-// due after the review delay, as the last detach does (ADR-025 rule 3), so
+// due after the review delay, as the last detach does
+// (docs/garbage-collection.md, rule 3), so
 // the refused bytes cannot leak. A blob that something attaches (it was
 // already stored and used) is left alone; a later attach clears the
 // candidate as usual, and cleanup rechecks attachments and the grace

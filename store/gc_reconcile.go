@@ -69,7 +69,8 @@ WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])
                   WHERE u.namespace_id = $1 AND u.expires_at > $5 AND u.created_at <= b.created_at)
 ON CONFLICT (namespace_id, sha256) DO NOTHING`
 
-// ReconcileGCPage runs one page of gc:reconcile-scan (ADR-025): it repairs
+// ReconcileGCPage runs one page of gc:reconcile-scan
+// (docs/garbage-collection.md "Job family"): it repairs
 // missed candidate records by scanning blob rows (after the cursor, at most
 // limit) for ones with zero attachments, created at least GCGracePeriod
 // before now, without a candidate, and not committed while an upload

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Standalone anchors. ADR-007 gives namespaces an external anchor
+// Standalone anchors. The schema gives namespaces an external anchor
 // (platform, entity_type, entity_id) and a billing anchor, both NOT NULL
 // without defaults. A standalone deployment has no external organization,
 // so a namespace created through the management API anchors to itself:
@@ -25,7 +25,8 @@ const (
 	StandaloneEntityType = "namespace"
 )
 
-// NamespaceStatus is the derived status of ADR-007, in priority order.
+// NamespaceStatus is the derived status, in priority order (docs/schema.md
+// "Status columns and serving").
 type NamespaceStatus string
 
 const (

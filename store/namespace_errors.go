@@ -8,7 +8,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// Input rules (ADR-007 lengths: slug, names 255; description 1024).
+// Input rules (docs/schema.md "Lengths, names and limits": slug, names
+// 255; description 1024).
 const (
 	MaxSlugLength        = 255
 	MaxNameLength        = 255
@@ -23,8 +24,8 @@ var (
 	// Repository and collection names are one URL path segment: lowercase
 	// alphanumeric runs joined by single '.', '_' or '-'.
 	namePattern = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
-	// reservedSlugs are refused at creation (ADR-015 keeps the list out of
-	// the database).
+	// reservedSlugs are refused at creation; the list stays out of the
+	// database (docs/schema.md "Slugs and anchors").
 	reservedSlugs = map[string]bool{
 		"admin": true, "api": true, "graphql": true, "health": true, "metrics": true,
 		"maven": true, "npm": true, "v2": true, "static": true, "assets": true,

@@ -9,7 +9,7 @@ import (
 )
 
 // RepositoryCounterDelta is one buffered change of a repository's counters
-// (ADR-007 "buffered and asynchronous writes").
+// (docs/schema.md "Buffered counters").
 type RepositoryCounterDelta struct {
 	RepositoryID   uuid.UUID
 	ArtifactsCount int64
@@ -19,8 +19,9 @@ type RepositoryCounterDelta struct {
 }
 
 // MergeRepositoryCounters applies buffered deltas of one namespace's
-// repositories in one statement, with the ADR-007 merge semantics: counter
-// deltas are summed into the stored value, timestamps take the maximum.
+// repositories in one statement, with the buffered-counter merge
+// semantics: counter deltas are summed into the stored value, timestamps
+// take the maximum.
 // Deltas for the same repository are combined first. It sets counters
 // directly (test fixtures, imports); the buffered counters of the request
 // paths go through counter_deltas and FoldCounterDeltas. Never called on a

@@ -15,8 +15,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// RepositoryOrder is a sort of the landing-page list. Each has its ADR-007
-// index over active rows: (namespace_id, name) for NAME — and
+// RepositoryOrder is a sort of the landing-page list. Each has its index
+// over active rows (docs/schema.md "Repositories and collections"): (namespace_id, name) for NAME — and
 // (namespace_id, format, name) when filtered by format — and
 // (namespace_id, <key> DESC, id DESC) for the others.
 type RepositoryOrder string

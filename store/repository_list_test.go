@@ -15,7 +15,8 @@ import (
 
 // TestRepositoryListUsesADR007Indexes checks that every order and
 // direction of the landing-page list, first page and keyset page, is an
-// ordered range scan of its ADR-007 index (no Sort node, no OFFSET): the
+// ordered range scan of its landing-page index (docs/schema.md
+// "Repositories and collections"; no Sort node, no OFFSET): the
 // planner is told to avoid sorts and sequential scans, so the plan shows
 // whether an index matching the query exists.
 func TestRepositoryListUsesADR007Indexes(t *testing.T) {
@@ -73,7 +74,7 @@ func TestRepositoryListUsesADR007Indexes(t *testing.T) {
 				name := fmt.Sprintf("%s desc=%v keyset=%v filter=%v", c.order, desc, after != nil, c.filter.Format != nil)
 				// The namespace's repositories live in one of the 64
 				// partitions: the plan names the partition's index, attached
-				// to the parent's ADR-007 index.
+				// to the parent's landing-page index.
 				m := usingIndex.FindStringSubmatch(plan)
 				if m == nil {
 					t.Fatalf("%s: no index scan:\n%s", name, plan)

@@ -10,7 +10,8 @@ import (
 )
 
 // StatisticsOfNamespaces reads the precomputed (buffered) counters of
-// several namespaces in one query: the display path of ADR-007.
+// several namespaces in one query: the display path of the buffered
+// counters (docs/schema.md "Buffered counters").
 func (s *Store) StatisticsOfNamespaces(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*NamespaceStatistics, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT namespace_id, deduplicated_size_bytes, components_count
@@ -34,7 +35,7 @@ func (s *Store) StatisticsOfNamespaces(ctx context.Context, ids []uuid.UUID) (ma
 }
 
 // GCQueueSummary describes a namespace's garbage-collection review queue
-// (gc_blob_review_queue, ADR-025).
+// (gc_blob_review_queue, docs/garbage-collection.md "Review queue").
 type GCQueueSummary struct {
 	Tracked             int   // every candidate of the namespace
 	Due                 int   // past review_after, not excluded, not backing off

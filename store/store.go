@@ -48,7 +48,7 @@ const (
 type Options struct {
 	Clock Clock
 	// ReviewDelay is how long a GC candidate waits after the last attachment
-	// of its blob went (ADR-025).
+	// of its blob went (docs/garbage-collection.md, rule 3).
 	ReviewDelay time.Duration
 	// LockTimeout is the SET LOCAL lock_timeout of foreground transactions.
 	LockTimeout time.Duration

@@ -26,7 +26,8 @@ const (
 )
 
 // UploadRef names an upload session. Every operation checks that the
-// session belongs to the repository in the URL (ADR-007), so a leaked
+// session belongs to the repository in the URL (docs/schema.md "Upload
+// sessions"), so a leaked
 // upload id cannot be used from another repository.
 type UploadRef struct {
 	NamespaceID  uuid.UUID
@@ -361,7 +362,8 @@ type ExpiredUpload struct {
 	ExpiresAt   time.Time
 }
 
-// ExpiredUploads is the upload-purge query of ADR-007: sessions whose
+// ExpiredUploads is the upload-purge query (docs/schema.md "Upload
+// sessions"): sessions whose
 // expires_at is before the clock's now, oldest first, at most limit. It
 // scans all 64 partitions (no namespace_id), bounded by the expires_at
 // index and the limit; it runs in a background job, not on a hot path.
@@ -388,7 +390,7 @@ func (s *Store) ExpiredUploads(ctx context.Context, limit int) ([]ExpiredUpload,
 }
 
 // PurgeUpload deletes an expired session's temporary data, then its row
-// (ADR-007, "clean up after the purge"). It reports whether the row was
+// (docs/schema.md "Upload sessions"). It reports whether the row was
 // still there.
 func (s *Store) PurgeUpload(ctx context.Context, e ExpiredUpload) (bool, error) {
 	if err := s.objects.DeleteUpload(ctx, e.NamespaceID, e.UploadID); err != nil {

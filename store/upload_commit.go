@@ -78,7 +78,8 @@ func (s *Store) PutBlob(ctx context.Context, ref UploadRef, r io.Reader, want Ex
 // An existing row means deduplication: no object is written, unless a live
 // GC candidate exists, in which case the object is checked in storage under
 // the blob-row lock (bounded by Options.ObjectCheckTimeout) and re-created
-// from this upload's bytes when it is gone (ADR-025 crash recovery).
+// from this upload's bytes when it is gone (docs/garbage-collection.md
+// "Crash recovery").
 func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader, want Expected) (*CommitResult, error) {
 	h, err := s.openUpload(ctx, ref)
 	missingData := errors.Is(err, objstore.ErrNotFound)

@@ -37,7 +37,8 @@ type StagedBlob struct {
 type StagedUse struct {
 	Blob *Blob
 	// Candidate: the blob row has a live GC candidate, which attaching
-	// must delete (ADR-025: attach clears the candidate).
+	// must delete (docs/garbage-collection.md, rule 3: attach clears the
+	// candidate).
 	Candidate bool
 }
 

@@ -506,7 +506,8 @@ func TestCommitMismatch(t *testing.T) {
 	}
 }
 
-// TestExpiredUploads: the purge query of ADR-007 returns sessions past
+// TestExpiredUploads: the upload purge query (docs/schema.md "Upload
+// sessions") returns sessions past
 // expires_at, oldest first, bounded by its limit; purging removes row and
 // data; an expired session refuses chunks.
 func TestExpiredUploads(t *testing.T) {

@@ -32,7 +32,8 @@ type Config struct {
 	// BodyIdleTimeout cuts a request body that sends nothing, or a client
 	// that reads no response bytes, for this long (httpserver).
 	BodyIdleTimeout time.Duration
-	// GCPhase is ADR-025's rollout phase: 1 record candidates only, 2
+	// GCPhase is the GC rollout phase (docs/garbage-collection.md
+	// "Operational controls"): 1 record candidates only, 2
 	// recheck and discard but delete nothing, 3 delete.
 	GCPhase       int
 	GCReviewDelay time.Duration

@@ -15,7 +15,7 @@ import (
 // constraint_exclusion=off: with the default ("partition") the planner
 // reads and tests every CHECK constraint of each partition that survived
 // partition pruning, on every custom plan, foreign-key checks included.
-// ADR-007's tables carry a CHECK on every id (the UUIDv7 version) and
+// The schema's tables carry a CHECK on every id (the UUIDv7 version) and
 // several more, and hash-partitioned tables are always planned with the
 // actual parameters (see store's npmExecMode), so that work is a large
 // share of planning: a foreign-key check against repositories plans in

@@ -246,7 +246,8 @@ func manifestRefs(t *testing.T, body string) []string {
 	return out
 }
 
-// TestEndToEnd is issue 12's end-to-end test: clients pull and push
+// TestEndToEnd is the registry:2 migration's end-to-end test
+// (docs/registry2-migration.md): clients pull and push
 // through our proxy before, during pass 1 and during pass 2 (a push in the
 // read-only window gets 503 and succeeds on retry after it); after the
 // migration every tag pulls byte-identical from us with the legacy

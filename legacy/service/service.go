@@ -1,4 +1,5 @@
-// Package service is the migration service of issue 12: River jobs that
+// Package service is the migration service (docs/registry2-migration.md
+// "Migration service"): River jobs that
 // work through the legacy inventory by priority. A periodic legacy:tick
 // (every TickInterval, leader only) starts `concurrency` legacy:migrate
 // slot jobs; each slot claims the next repository and runs pass 1

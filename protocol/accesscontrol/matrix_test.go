@@ -26,7 +26,7 @@ const (
 	del  op = "delete"
 )
 
-// expect is the independent statement of issue 7's rules the matrix
+// expect is the independent statement of the access rules (auth/doc.go) the matrix
 // checks the surfaces against: "ok", "401" or "403".
 func expect(who string, vis enum.Visibility, o op, restrictedTo bool) string {
 	switch who {

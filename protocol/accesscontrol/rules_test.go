@@ -50,7 +50,8 @@ func TestUnknownNamesAreHidden(t *testing.T) {
 	}
 }
 
-// TestNamespaceConditions: ADR-007's serving predicate on every protocol.
+// TestNamespaceConditions: the serving predicate (docs/schema.md "Status
+// columns and serving") on every protocol.
 // Suspended: reads work, writes are 403 saying so; blocked and disabled:
 // nothing is served, even to the admin; the namespace's own tokens get
 // nothing anywhere while it is blocked.

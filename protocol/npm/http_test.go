@@ -528,7 +528,8 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("private with token: %d", status)
 	}
 
-	// Limits (ADR-004): versions (soft-deleted ones count) and tags.
+	// Limits (docs/schema.md "Lengths, names and limits"): versions
+	// (soft-deleted ones count) and tags.
 	if _, err := e.pool.Exec(e.ctx, `UPDATE npm_packages SET versions_count = 25000 WHERE name = 'ep'`); err != nil {
 		t.Fatal(err)
 	}

@@ -150,9 +150,10 @@ func WriteHook(o Options) store.NpmWriteHook {
 }
 
 // downloadRecorder buffers tarball downloads in memory and writes them as
-// counter deltas about once a second in one statement (ADR-007 buffered
-// counters: the request path does not even wait for the INSERT). A crash
-// loses at most that second of counts, which ADR-007 accepts.
+// counter deltas about once a second in one statement (buffered counters,
+// docs/schema.md "Buffered counters": the request path does not even wait
+// for the INSERT). A crash loses at most that second of counts, which the
+// buffered-counter rules accept.
 type downloadRecorder struct {
 	st      *store.Store
 	log     *slog.Logger

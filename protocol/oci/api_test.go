@@ -287,7 +287,8 @@ func TestClientErrorsBeforeDatabase(t *testing.T) {
 	wantError(t, putManifest(s, t, "acme/images/app", "v1", m, mtOCIManifest), http.StatusBadRequest, codeUnsupported)
 }
 
-// TestManifestData checks the rows a push leaves (ADR-007): one attachment
+// TestManifestData checks the rows a push leaves (docs/schema.md "Format
+// tables"): one attachment
 // per manifest and blob row, the payload stored as a content-addressed
 // blob, the tree size, index relationships, tag moves updating the row,
 // deletes removing tags and refusing children of a live index.

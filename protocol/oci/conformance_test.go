@@ -18,7 +18,8 @@ import (
 // TestConformance runs the OCI distribution-spec conformance suite (the
 // real program, pinned in ocitools) against a real server over real
 // PostgreSQL, for spec versions 1.1 and dev, with every API and data
-// category enabled except sha512 content (ADR-007: sha256 only). It fails
+// category enabled except sha512 content (the registry stores sha256 only:
+// docs/schema.md "Digests, hashes and enums"). It fails
 // unless the suite reports 0 failures and 0 errors, and prints the suite's
 // result block (go test -v, or on failure; set OCI_CONFORMANCE_OUT=<dir>
 // to keep the reports and the block in <dir>/<version>/).

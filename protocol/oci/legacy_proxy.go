@@ -19,7 +19,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Proxy mode (issue 12): Artifact Registry stands in front of an existing
+// Proxy mode (docs/registry2-migration.md "Proxy mode"): Artifact
+// Registry stands in front of an existing
 // registry:2 and clients keep using the legacy repository paths. For each
 // request under /v2/<name>/..., a LegacyRouter decides where the name lives:
 //

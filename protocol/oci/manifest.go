@@ -24,8 +24,9 @@ const (
 const (
 	// maxManifestSize is the largest manifest body accepted (4 MiB).
 	maxManifestSize = 4 << 20
-	// maxManifestReferences bounds the descriptors of one manifest (ADR-007:
-	// a manifest can hold 200 references).
+	// maxManifestReferences bounds the descriptors of one manifest: a
+	// manifest can hold 200 references (docs/schema.md "Lengths, names and
+	// limits").
 	maxManifestReferences = 200
 )
 

@@ -18,7 +18,8 @@ var (
 )
 
 const (
-	// maxImageNameLength is container_images.name's limit (ADR-007).
+	// maxImageNameLength is container_images.name's limit (docs/schema.md
+	// "Lengths, names and limits").
 	maxImageNameLength = 255
 	// maxNameLength bounds the whole <namespace>/<repository>/<image> name.
 	maxNameLength = 255 + 255 + 255 + 2
@@ -59,7 +60,7 @@ func parseName(name string) (imageName, *apiError) {
 }
 
 // digest is a sha256 digest, the only algorithm this registry stores
-// (ADR-007: raw 32-byte columns).
+// (raw 32-byte columns, docs/schema.md "Digests, hashes and enums").
 type digest [32]byte
 
 func (d digest) String() string { return "sha256:" + hex.EncodeToString(d[:]) }

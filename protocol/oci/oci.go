@@ -14,7 +14,8 @@
 //     learn to authenticate); 403 DENIED for insufficient credentials and
 //     for blocked, disabled or (for changes) suspended namespaces; unknown
 //     names answer like private ones to callers who may not know.
-//   - Digests are sha256 only (ADR-007): any other algorithm, in a URL or in
+//   - Digests are sha256 only (docs/schema.md "Digests, hashes and enums"):
+//     any other algorithm, in a URL or in
 //     a manifest, is UNSUPPORTED (400) before the database is asked.
 //   - Images are created by their first push. Manifests must reference blobs
 //     and child manifests of the same image (MANIFEST_BLOB_UNKNOWN,
@@ -25,7 +26,7 @@
 //     purged); tags pointing at a deleted manifest are deleted; a manifest
 //     listed by a live index cannot be deleted (409 DENIED). DELETE by tag
 //     deletes the tag only.
-//   - Referrers: ADR-007 has no subject column, so the image's OCI
+//   - Referrers: the schema has no subject column, so the image's OCI
 //     manifests are scanned and each payload's subject is parsed once and
 //     cached by digest.
 //   - Lock timeouts and deadlocks are 503 with Retry-After (code

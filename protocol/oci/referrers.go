@@ -86,7 +86,7 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 }
 
 // referrersOf finds the referrers of subject among the image's manifests.
-// ADR-007 stores no subject column, so each candidate manifest's payload
+// The schema stores no subject column, so each candidate manifest's payload
 // is parsed once and its referrer info cached by digest.
 func (h *handler) referrersOf(ctx context.Context, t *store.ContainerTarget, subject digest) ([]referrerDescriptor, error) {
 	cands, err := h.st.ContainerReferrerCandidates(ctx, t, subjectMediaTypes)

@@ -32,11 +32,11 @@ type ChecksumMatch struct {
 }
 
 // ChecksumSearch finds every artifact of the namespace that references the
-// blob with this sha256: the cross-format UNION ALL of ADR-007, one arm per
+// blob with this sha256: a cross-format UNION ALL, one arm per
 // table, each pruned to the namespace's partition. container_blobs rides
 // its (namespace_id, digest) index (digest = blob_sha256); the
 // container_manifests arm scans the namespace's partition (no standalone
-// digest index, accepted by ADR-007); maven_files, npm_files and
+// digest index, an accepted cost); maven_files, npm_files and
 // npm_metadata_files ride their (namespace_id, blob_sha256) indexes.
 // activeOnly adds soft_deleted_at IS NULL (vulnerability impact);
 // npm_metadata_files rows have no soft delete and always count as active.

@@ -29,7 +29,8 @@ const (
 var AllTrashKinds = []TrashKind{TrashRepository, TrashContainerImage, TrashContainerManifest, TrashMavenVersion, TrashNpmVersion,
 	TrashMavenPackage, TrashNpmPackage}
 
-// trashTables maps a kind to its table; each has the ADR-007 trash index
+// trashTables maps a kind to its table; each has the trash index
+// (docs/schema.md "Soft delete, trash and purge")
 // (namespace_id, soft_deleted_at DESC) WHERE soft_deleted_at IS NOT NULL.
 var trashTables = map[TrashKind]string{
 	TrashRepository:        "repositories",

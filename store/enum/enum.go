@@ -1,7 +1,8 @@
 // Package enum is the one place that maps the database's smallint enum
-// columns to Go. ADR-007 stores enum-style columns as SMALLINT (PostgreSQL
-// ENUM types are hard to change safely) and defines the integer-to-label
-// mapping in the application; the values below are exactly the document's, and
+// columns to Go. The schema stores enum-style columns as SMALLINT (PostgreSQL
+// ENUM types are hard to change safely) and keeps the integer-to-label
+// mapping in the application (docs/schema.md "Digests, hashes and enums");
+// the values below are that mapping, and
 // every column's CHECK in migrations/ accepts exactly Values() (asserted by the
 // migrations tests). Never renumber a value: the integers live in the data.
 package enum
@@ -113,7 +114,8 @@ func ParseVisibility(s string) (Visibility, error) {
 	return Visibility(v), err
 }
 
-// DeliveryMode is namespaces.delivery_mode_override (ADR-005). NULL in the
+// DeliveryMode is namespaces.delivery_mode_override (docs/schema.md "Slugs
+// and anchors"). NULL in the
 // column inherits the instance default; future per-repository overrides
 // reuse the same mapping.
 type DeliveryMode int16

@@ -6,10 +6,10 @@ import (
 )
 
 // enumCase describes one enum: its values in integer order with the labels
-// ADR-007 gives them, and its String/Parse pair.
+// the schema gives them (docs/schema.md), and its String/Parse pair.
 type enumCase struct {
 	name   string
-	want   []string // label of value i, exactly as the document maps it
+	want   []string // label of value i, exactly as the schema maps it
 	values func() []int16
 	str    func(int16) string
 	parse  func(string) (int16, error)

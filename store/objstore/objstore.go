@@ -2,7 +2,7 @@
 // blob objects and temporary upload data, kept in one bucket opened through
 // gocloud.dev/blob from a URL (file://, mem://, s3://, gs://, azblob://).
 //
-// Key layout (one prefix per namespace, DESIGN.md "Blob protocol" rule 5):
+// Key layout (one prefix per namespace, docs/garbage-collection.md rule 5):
 //
 //	<namespace-id>/blobs/sha256/<ab>/<hex>       content-addressed blob object
 //	<namespace-id>/uploads/<upload-id>           temporary upload data (file backend: one file)
