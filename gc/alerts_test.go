@@ -108,7 +108,7 @@ func TestAlertRules(t *testing.T) {
 		"GCReclamationStopped":       MetricReclaimStopped,
 	}
 	if len(alerts) != len(want) {
-		t.Errorf("alerts %v, want the five of ADR-025", alerts)
+		t.Errorf("alerts %v, want the five of docs/garbage-collection.md", alerts)
 	}
 	for a, m := range want {
 		if !slices.Contains(alerts, a) {

@@ -69,7 +69,7 @@ func newMetrics() *metrics {
 		push: &pushMetrics{
 			lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 				Name:    MetricBlobLockWait,
-				Help:    "Time a push, delete or dedup commit waited for its blob-row locks (ADR-025).",
+				Help:    "Time a push, delete or dedup commit waited for its blob-row locks (docs/garbage-collection.md, Lock protocol).",
 				Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 			}),
 			checks: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -1,13 +1,13 @@
 -- +goose Up
 -- Schema home for the 64 hash-partition children of every partitioned table
--- (ADR-007 "partitioning invariant"): parents live in public, children here.
+-- (docs/schema.md, "Partitioning"): parents live in public, children here.
 CREATE SCHEMA IF NOT EXISTS partitions;
 
 -- create_hash_partitions attaches n hash partitions to the partitioned parent
 -- public.<parent>, named partitions.<parent>_p00 .. _p<n-1>. The partition key
 -- (HASH(namespace_id) by default, HASH(sha256) for the blob layer) is declared
 -- on the parent; every child inherits the parent's indexes, constraints and
--- foreign keys. ADR-007 fixes n = 64 for every partitioned table, so every
+-- foreign keys. docs/schema.md fixes n = 64 for every partitioned table, so every
 -- migration calls this helper instead of writing 64 statements by hand.
 -- +goose StatementBegin
 CREATE FUNCTION public.create_hash_partitions(parent text, n integer DEFAULT 64)

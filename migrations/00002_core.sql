@@ -1,5 +1,5 @@
 -- +goose Up
--- Core tables of ADR-007 (seeds/004_d8c4f918fb40434b.txt): namespaces,
+-- Core tables (docs/schema.md): namespaces,
 -- namespace_statistics, repository_collections, repositories and
 -- repository_collection_repositories.
 --
@@ -24,9 +24,9 @@ CREATE TABLE namespaces (
     billing_entity_type    text        NOT NULL,
     billing_entity_id      text        NOT NULL,
     delivery_mode_override smallint    NULL,      -- enum.DeliveryMode: 0=redirect, 1=proxy; NULL inherits the instance default
-    deleted_at             timestamptz NULL,      -- soft delete (ADR-015)
-    purged_at              timestamptz NULL,      -- hard delete, slug retired, anchor kept for audit (ADR-015)
-    blocked_at             timestamptz NULL,      -- security block (ADR-015)
+    deleted_at             timestamptz NULL,      -- soft delete (docs/schema.md, "Status columns and serving")
+    purged_at              timestamptz NULL,      -- hard delete, slug retired, anchor kept for audit (docs/schema.md, "Status columns and serving")
+    blocked_at             timestamptz NULL,      -- security block (docs/schema.md, "Status columns and serving")
     disabled_at            timestamptz NULL,      -- organization turned the registry off
     suspended_at           timestamptz NULL,      -- billing suspension: read-only service
     created_at             timestamptz NOT NULL DEFAULT now(),
@@ -47,7 +47,7 @@ CREATE UNIQUE INDEX namespaces_slug_key ON namespaces (slug);
 CREATE UNIQUE INDEX namespaces_anchor_unpurged_key
     ON namespaces (platform, entity_type, entity_id) WHERE purged_at IS NULL;
 
--- Slug immutability (ADR-022) enforced in the database so that every code path
+-- Slug immutability (docs/schema.md, "Slugs and anchors") enforced in the database so that every code path
 -- (direct SQL, admin tools, migrations) is caught. For an emergency slug change:
 --   ALTER TABLE namespaces DISABLE TRIGGER trg_namespaces_immutable_slug;
 -- +goose StatementBegin

@@ -1,5 +1,5 @@
 -- +goose Up
--- Blob storage layer of ADR-007 (seeds/004_d8c4f918fb40434b.txt, "blob storage",
+-- Blob storage layer (docs/schema.md, "Blob tables and attachments",
 -- "upload sessions", "storage usage"): blob_storage_blobs,
 -- blob_storage_attachments, blob_storage_blobs_by_namespace (+ triggers) and
 -- upload_sessions. This layer is never exposed through the API and holds the
@@ -11,11 +11,11 @@
 -- hot paths (pull, orphan check, dedup upsert, attachment CRUD) name the digest
 -- and prune to one partition.
 -- No foreign key to namespaces, by design: the row owns object_storage_key, the
--- only handle to the stored object, and GC (ADR-025) deletes the object before
+-- only handle to the stored object, and GC (docs/garbage-collection.md) deletes the object before
 -- the row. A cascade would destroy the handle while the object exists (leak);
 -- a blocking reference would hold namespace deletion hostage to GC. The row
 -- outlives a namespace hard delete until GC reclaims it.
--- created_at starts the compile-time 24 h GC grace window (ADR-025).
+-- created_at starts the compile-time 24 h GC grace window (docs/garbage-collection.md).
 CREATE SEQUENCE blob_storage_blobs_id_seq AS bigint;
 CREATE TABLE blob_storage_blobs (
     id                 bigint      NOT NULL DEFAULT nextval('blob_storage_blobs_id_seq'),
@@ -38,7 +38,7 @@ CREATE INDEX blob_storage_blobs_namespace_id_size_idx ON blob_storage_blobs (nam
 SELECT create_hash_partitions('blob_storage_blobs');
 
 -- blob_storage_attachments ----------------------------------------------------
--- One row per use of a blob (the reference count of ADR-025). Clients create
+-- One row per use of a blob (the reference count of docs/garbage-collection.md). Clients create
 -- and delete it in the same transaction as the row that uses the blob; no
 -- ON DELETE CASCADE anywhere, cleanup is application-managed.
 CREATE SEQUENCE blob_storage_attachments_id_seq AS bigint;
@@ -114,7 +114,7 @@ CREATE TRIGGER trg_blob_storage_blobs_shadow_delete
 -- One row per in-flight upload (binary-existence model). Deleted in the
 -- transaction that inserts the blob row; expired rows are purged with their
 -- temporary object uploads/{upload_id}.
--- FK (repository_id, namespace_id) -> repositories has NO ACTION: ADR-007
+-- FK (repository_id, namespace_id) -> repositories has NO ACTION: docs/schema.md
 -- states that the ERD's unspecified action is NO ACTION and that this key then
 -- refuses the repository delete. That is also the safe choice: a cascade would
 -- drop the only record of the temporary object in storage (leak); the

@@ -1,10 +1,10 @@
 -- +goose Up
--- Garbage-collection state required by ADR-025 (seeds/000_8003c2cc1a9ae089.txt)
--- and not spelled out by ADR-007 ("auxiliary tables for blob storage cleanup
+-- Garbage-collection state required by the GC design (docs/garbage-collection.md)
+-- and not spelled out by the schema design ("auxiliary tables for blob storage cleanup
 -- are not described here").
 
 -- gc_blob_review_queue --------------------------------------------------------
--- The review queue of ADR-025: a dedicated candidate table, not River's job
+-- The review queue of docs/garbage-collection.md: a dedicated candidate table, not River's job
 -- table, because the candidate must outlive the attempts that process it (a
 -- River job row is deleted after its retention, including after discard).
 --
@@ -56,7 +56,7 @@ CREATE INDEX gc_blob_review_queue_due_idx ON gc_blob_review_queue (review_after)
 SELECT create_hash_partitions('gc_blob_review_queue');
 
 -- gc_sweep_state --------------------------------------------------------------
--- Sweep-pause state shared by all GC workers (ADR-025 "failure isolation"):
+-- Sweep-pause state shared by all GC workers (docs/garbage-collection.md, "Failure isolation"):
 -- when storage deletes fail broadly (environmental failure), the sweep pauses
 -- for a bounded time and resumes by itself. Stored in the database because it
 -- coordinates workers across replicas; it is not an operator setting (the

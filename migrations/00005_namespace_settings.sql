@@ -1,5 +1,5 @@
 -- +goose Up
--- Namespace-level tables of ADR-007 (seeds/004_d8c4f918fb40434b.txt):
+-- Namespace-level tables (docs/schema.md):
 -- lifecycle_policy_settings, lifecycle_rules and namespace_encryption_keys.
 -- The repository-level lifecycle overrides live with their format (00006-00008).
 
@@ -18,7 +18,7 @@ SELECT create_hash_partitions('lifecycle_policy_settings');
 
 -- lifecycle_rules -------------------------------------------------------------
 -- rule_configuration is validated against a strict JSON schema in Go before it
--- is written (ADR-007: every jsonb column).
+-- is written (docs/schema.md: every jsonb column).
 CREATE TABLE lifecycle_rules (
     id                           uuid     NOT NULL,
     namespace_id                 uuid     NOT NULL,

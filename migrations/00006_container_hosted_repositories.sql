@@ -1,9 +1,9 @@
 -- +goose Up
--- Container (OCI / Docker) tables of ADR-007 (seeds/004_d8c4f918fb40434b.txt):
+-- Container (OCI / Docker) tables (docs/schema.md):
 -- hosted, remote (pull-through cache) and virtual repositories, plus the
 -- repository-level lifecycle override pair.
 --
--- Referential actions (ADR-007 "repositories"):
+-- Referential actions (docs/schema.md, "Referential actions"):
 --   * format child -> repositories: ON DELETE CASCADE (structural child);
 --   * artifact tables -> their format child, and everything below: NO ACTION
 --     (user data refuses the repository delete; blob attachments are cleaned

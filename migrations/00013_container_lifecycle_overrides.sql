@@ -1,6 +1,6 @@
 -- +goose Up
 -- Container repository-level lifecycle policy override pair:
--- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- docs/schema.md, "Format tables".
 -- Referential actions and blob references follow the rules written out in
 -- 00006_container_hosted_repositories.sql (format child -> repositories
 -- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream
@@ -8,7 +8,7 @@
 
 -- container_repository_lifecycle_policy_settings / _rules ---------------------
 -- Repository-level override of the namespace lifecycle policy. The FK to
--- repositories has no action in the document, i.e. NO ACTION: ADR-007 notes it
+-- repositories has no action in the document, i.e. NO ACTION: docs/schema.md notes it
 -- then refuses the repository delete (the override must be removed first).
 CREATE TABLE container_repository_lifecycle_policy_settings (
     id            uuid    NOT NULL,

@@ -1,13 +1,13 @@
 -- +goose Up
 -- Maven virtual repositories, their ordered upstreams and upstream rules:
--- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- docs/schema.md, "Format tables".
 -- Referential actions and blob references follow the rules written out in
 -- 00006_container_hosted_repositories.sql (format child -> repositories
 -- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream
 -- reference NO ACTION; blob rows referenced by (namespace_id, blob_sha256)).
 
 -- maven_virtual_repositories --------------------------------------------------
--- FK to repositories: ON DELETE CASCADE by the format-child rule of ADR-007
+-- FK to repositories: ON DELETE CASCADE by the format-child rule of docs/schema.md (Referential actions)
 -- ("format child tables ... and their virtual and remote variants").
 CREATE TABLE maven_virtual_repositories (
     id            uuid NOT NULL,
@@ -25,7 +25,7 @@ SELECT create_hash_partitions('maven_virtual_repositories');
 
 -- maven_virtual_repository_upstreams ------------------------------------------
 -- The Maven ERD gives position no lower bound and the link to the virtual
--- repository no action. ON DELETE CASCADE follows ADR-007's two tests
+-- repository no action. ON DELETE CASCADE follows the two tests of docs/schema.md (Referential actions)
 -- (parent-to-child and purely structural), as for the container and npm
 -- siblings; the upstream reference is NO ACTION as the ERD states.
 CREATE TABLE maven_virtual_repository_upstreams (

@@ -1,6 +1,6 @@
 -- +goose Up
 -- npm hosted repositories and packages:
--- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- docs/schema.md, "Format tables".
 -- Referential actions and blob references follow the rules written out in
 -- 00006_container_hosted_repositories.sql (format child -> repositories
 -- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream
@@ -22,7 +22,7 @@ SELECT create_hash_partitions('npm_repositories');
 
 -- npm_packages ----------------------------------------------------------------
 -- name is the full package name including the scope (@myorg/pkg). The
--- versions_count / tags_count buffered counters enforce the ADR-004 per-package
+-- versions_count / tags_count buffered counters enforce the per-package (docs/schema.md, "Lengths, names and limits")
 -- limits (25,000 versions, 1,000 tags) and include soft-deleted versions.
 CREATE TABLE npm_packages (
     id                 uuid        NOT NULL,

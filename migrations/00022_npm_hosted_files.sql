@@ -1,6 +1,6 @@
 -- +goose Up
 -- npm hosted files (tarballs) and precomputed metadata files:
--- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- docs/schema.md, "Format tables".
 -- Referential actions and blob references follow the rules written out in
 -- 00006_container_hosted_repositories.sql (format child -> repositories
 -- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream

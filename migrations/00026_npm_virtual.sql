@@ -1,6 +1,6 @@
 -- +goose Up
 -- npm virtual repositories, their ordered upstreams and upstream rules:
--- ADR-007 (seeds/004_d8c4f918fb40434b.txt).
+-- docs/schema.md, "Format tables".
 -- Referential actions and blob references follow the rules written out in
 -- 00006_container_hosted_repositories.sql (format child -> repositories
 -- CASCADE; artifact rows NO ACTION; virtual upstream link CASCADE, upstream
@@ -24,7 +24,7 @@ SELECT create_hash_partitions('npm_virtual_repositories');
 
 -- npm_virtual_repository_upstreams --------------------------------------------
 -- position is 0-based here (CHECK position >= 0, 0 = highest priority) and may
--- have gaps after deletes; the container table is 1-based. ADR-007 records the
+-- have gaps after deletes; the container table is 1-based. docs/schema.md records the
 -- divergence (#985) without ratifying it; both are implemented as written.
 CREATE TABLE npm_virtual_repository_upstreams (
     id                        uuid    NOT NULL,

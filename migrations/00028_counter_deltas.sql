@@ -1,11 +1,11 @@
 -- +goose Up
--- Buffered-counter delta table: required by the seeds but not spelled out by ADR-007.
+-- Buffered-counter delta table: not spelled out by the original schema design.
 
 -- counter_deltas --------------------------------------------------------------
--- Buffer for the buffered columns of ADR-007 ("buffered and asynchronous
--- writes"; seeds/004_d8c4f918fb40434b.txt) and shared/DESIGN.md ("no UPDATE of
--- a hot row on the request path; a periodic job merges deltas"). ADR-007 names
--- Redis as an example store; DESIGN.md makes PostgreSQL the only required
+-- Buffer for the buffered columns (docs/schema.md, "Buffered
+-- counters") and docs/architecture.md ("no UPDATE of
+-- a hot row on the request path; a periodic job merges deltas"). The schema design names
+-- Redis as an example store; this project makes PostgreSQL the only required
 -- service, so the buffer is this append-only table.
 --
 -- The request path only INSERTs one row per event; a periodic River job

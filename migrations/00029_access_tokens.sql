@@ -1,10 +1,10 @@
 -- +goose Up
--- Namespace-scoped access tokens: required by the seeds but not spelled out by ADR-007.
+-- Namespace-scoped access tokens: not spelled out by the original schema design.
 
 -- access_tokens ---------------------------------------------------------------
 -- Namespace-scoped API / registry-client tokens, required by the management
--- API and the protocol surfaces (shared/DESIGN.md: OCI, Maven, npm clients and
--- GraphQL authenticate per namespace; issue 3). Not described by ADR-007.
+-- API and the protocol surfaces (docs/architecture.md: OCI, Maven, npm clients and
+-- GraphQL authenticate per namespace). Not part of the original schema design.
 --   token_sha256    SHA-256 of the secret; the secret itself is never stored.
 --                   Lookup is (namespace_id, token_sha256): the namespace comes
 --                   from the URL slug, or from the token's plaintext prefix.

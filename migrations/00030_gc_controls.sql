@@ -1,6 +1,6 @@
 -- +goose Up
--- The operator kill switch of ADR-025: it stops
--- every object deletion of the garbage collector without a deploy. ADR-025
+-- The operator kill switch (docs/garbage-collection.md, "Operational controls"): it stops
+-- every object deletion of the garbage collector without a deploy. docs/garbage-collection.md
 -- keeps it apart from gc_sweep_state (that row coordinates workers and is
 -- never an operator setting), hence its own singleton row. gc:cleanup reads
 -- it before every storage delete and fails closed: a missing table, a

@@ -1,5 +1,5 @@
 -- +goose Up
--- Migration from an existing registry:2 (seeds/003, issue 12): the inventory
+-- Migration from an existing registry:2 (docs/registry2-migration.md): the inventory
 -- of legacy repositories, what pass 1 imported for each, and the operator
 -- controls of the migration service.
 --

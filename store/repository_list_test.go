@@ -13,13 +13,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
-// TestRepositoryListUsesADR007Indexes checks that every order and
+// TestRepositoryListUsesItsIndexes checks that every order and
 // direction of the landing-page list, first page and keyset page, is an
 // ordered range scan of its landing-page index (docs/schema.md
 // "Repositories and collections"; no Sort node, no OFFSET): the
 // planner is told to avoid sorts and sequential scans, so the plan shows
 // whether an index matching the query exists.
-func TestRepositoryListUsesADR007Indexes(t *testing.T) {
+func TestRepositoryListUsesItsIndexes(t *testing.T) {
 	ctx := context.Background()
 	st := New(testdb.New(t), nil, Options{})
 	ns, err := st.CreateNamespace(ctx, "plans")
