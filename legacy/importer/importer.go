@@ -28,6 +28,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/layout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Decision is what the importer did with a broken or unusual item.
@@ -74,7 +75,7 @@ type Report struct {
 	BlobsPresent      int
 	BytesCopied       int64
 	Items             []Item
-	Final             *store.LegacyFinalResult
+	Final             *legacy.FinalResult
 	Duration          time.Duration
 }
 
@@ -193,7 +194,7 @@ func startPass(ctx context.Context, st *store.Store, repo store.LegacyRepository
 }
 
 func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store.LegacyRepository, rep *Report) error {
-	target, err := st.EnsureLegacyTarget(ctx, repo)
+	target, err := legacy.New(st).EnsureTarget(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo st
 }
 
 func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store.LegacyRepository, rep *Report) error {
-	target, err := st.EnsureLegacyTarget(ctx, repo)
+	target, err := legacy.New(st).EnsureTarget(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *sto
 	if err != nil {
 		return err
 	}
-	res, err := st.CompleteLegacyImport(ctx, *fin)
+	res, err := legacy.New(st).CompleteImport(ctx, *fin)
 	if err != nil {
 		return err
 	}

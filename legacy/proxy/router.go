@@ -14,6 +14,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -73,7 +74,7 @@ func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
 	case store.CodeAlreadyExists:
 		err = nil
 	case store.CodeNotFound:
-		return &store.Error{Code: store.CodeContainerNameUnknown, Message: fmt.Sprintf("container repository unknown: namespace %q of the new repository does not exist", t.Namespace)}
+		return &store.Error{Code: container.CodeNameUnknown, Message: fmt.Sprintf("container repository unknown: namespace %q of the new repository does not exist", t.Namespace)}
 	}
 	if err != nil {
 		return fmt.Errorf("create repository %s for a new legacy name: %w", key, err)

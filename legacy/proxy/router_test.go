@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/proxy"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
@@ -96,7 +97,7 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = proxy.New(st, rules, func(string) bool { return true }).Route(ctx, "ghost/x", true)
-	if !store.HasCode(err, store.CodeContainerNameUnknown) {
+	if !store.HasCode(err, container.CodeNameUnknown) {
 		t.Fatalf("missing namespace: %v", err)
 	}
 }
