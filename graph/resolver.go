@@ -7,6 +7,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Resolver is the root resolver: the core store, the cross-format reads
@@ -16,6 +17,7 @@ type Resolver struct {
 	store     *store.Store
 	catalog   *catalog.Store
 	container *container.Store
+	legacy    *legacy.Store
 	auth      *auth.Authenticator
 	log       *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.

@@ -20,6 +20,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -167,9 +168,9 @@ func (e *env) inventory(t *testing.T) *inventory.Result {
 	return res
 }
 
-func (e *env) row(t *testing.T, path string) *store.LegacyRepository {
+func (e *env) row(t *testing.T, path string) *legacy.Repository {
 	t.Helper()
-	r, err := e.st.LegacyRepositoryByPath(context.Background(), path)
+	r, err := legacy.New(e.st).RepositoryByPath(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -278,7 +278,7 @@ const copyConcurrency = 4
 // execute copies what the tags reach into the image (blobs first, then
 // manifests children first), skipping what is already there, and returns
 // the pass-2 transaction's input.
-func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *store.LegacyRepository,
+func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.Repository,
 	tree *layout.Tree, t *container.Target, rep *Report) (*legacy.Final, error) {
 	manifests, blobs := p.reach()
 	haveBlobs, haveManifests, err := legacy.New(st).ImageContents(ctx, t)

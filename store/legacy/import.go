@@ -24,7 +24,7 @@ import (
 // creating its hosted container repository (private, docker format) when
 // the namespace has none of that name, and records it on the row. The
 // namespace must exist and accept writes.
-func (s *Store) EnsureTarget(ctx context.Context, r *store.LegacyRepository) (*container.Target, error) {
+func (s *Store) EnsureTarget(ctx context.Context, r *Repository) (*container.Target, error) {
 	nss, err := s.core.NamespacesByIDs(ctx, []uuid.UUID{r.NamespaceID})
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func (s *Store) EnsureTarget(ctx context.Context, r *store.LegacyRepository) (*c
 		return nil, fmt.Errorf("store: namespace %s is %s: cannot import %s", slug, t.NamespaceState, r.LegacyPath)
 	}
 	if r.RepositoryID == nil || *r.RepositoryID != t.RepositoryID {
-		if err := s.core.SetLegacyRepositoryTarget(ctx, r.ID, t.RepositoryID); err != nil {
+		if err := s.SetRepositoryTarget(ctx, r.ID, t.RepositoryID); err != nil {
 			return nil, err
 		}
 		id := t.RepositoryID
@@ -125,13 +125,13 @@ func (s *Store) CompleteImport(ctx context.Context, in Final) (*FinalResult, err
 		var status int16
 		err := tx.QueryRow(ctx, `SELECT status FROM legacy_repositories WHERE id = $1 FOR UPDATE`, in.LegacyID).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(store.CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", in.LegacyID)
+			return errs.New(CodeRepositoryUnknown, "legacy repository unknown: %s", in.LegacyID)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
 		}
 		if enum.LegacyStatus(status) != enum.LegacyImporting {
-			return errs.New(store.CodeLegacyState, "legacy repository is not in a state that allows this: %s is %s, not importing", in.LegacyID, enum.LegacyStatus(status))
+			return errs.New(CodeState, "legacy repository is not in a state that allows this: %s is %s, not importing", in.LegacyID, enum.LegacyStatus(status))
 		}
 		imageID, err := container.EnsureImage(ctx, tx, t)
 		if err != nil {
