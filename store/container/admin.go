@@ -317,12 +317,11 @@ func (s *Store) DeleteTag(ctx context.Context, ref ImageRef, tag string) (*Image
 		if !db.Lookupable(tag) {
 			return errs.New(store.CodeNotFound, "tag %q not found", tag)
 		}
-		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
-			ns.ID, img.ID, tag)
+		deleted, err := deleteTag(ctx, tx, ns.ID, img.ID, tag)
 		if err != nil {
-			return fmt.Errorf("delete tag %q: %w", tag, err)
+			return err
 		}
-		if ct.RowsAffected() == 0 {
+		if !deleted {
 			return errs.New(store.CodeNotFound, "tag %q not found in image %q", tag, ref.Image)
 		}
 		out = img
@@ -347,35 +346,14 @@ func (s *Store) DeleteManifest(ctx context.Context, ref ImageRef, digest string)
 		if err != nil {
 			return err
 		}
-		var id uuid.UUID
-		err = tx.QueryRow(ctx, `SELECT id FROM container_manifests
-			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
-			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
+		id, parent, err := softDeleteManifest(ctx, tx, ns.ID, img.ID, d)
+		switch {
+		case err != nil:
+			return err
+		case id == uuid.Nil:
 			return errs.New(store.CodeNotFound, "manifest %s not found in image %q", digest, ref.Image)
-		}
-		if err != nil {
-			return fmt.Errorf("load manifest %s: %w", digest, err)
-		}
-		var parent []byte
-		err = tx.QueryRow(ctx, `
-			SELECT p.digest FROM container_manifest_relationships rel
-			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
-			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
-			  AND p.soft_deleted_at IS NULL
-			LIMIT 1`, ns.ID, id).Scan(&parent)
-		if err == nil {
+		case parent != nil:
 			return errs.New(store.CodeConflict, "manifest %s is referenced by %s: delete that index first", digest, store.FormatDigest(parent))
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("check manifest referrers: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`, ns.ID, id); err != nil {
-			return fmt.Errorf("delete tags of manifest %s: %w", digest, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
-			ns.ID, id); err != nil {
-			return fmt.Errorf("soft-delete manifest %s: %w", digest, err)
 		}
 		out, err = scanManifest(tx.QueryRow(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
 			WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND cm.id = $2`, ns.ID, id))

@@ -462,40 +462,59 @@ func (s *Store) DeleteManifestByDigest(ctx context.Context, t *Target, sha [32]b
 		return errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
 	return s.core.WithTx(ctx, func(tx pgx.Tx) error {
-		var id uuid.UUID
-		err := tx.QueryRow(ctx, `
+		id, parent, err := softDeleteManifest(ctx, tx, t.NamespaceID, t.ImageID, sha[:])
+		switch {
+		case err != nil:
+			return err
+		case id == uuid.Nil:
+			return errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
+		case parent != nil:
+			return errs.WithDigest(CodeManifestReferenced, [32]byte(parent), "manifest is referenced by an index")
+		}
+		return nil
+	})
+}
+
+// softDeleteManifest soft-deletes the image's active manifest of digest
+// inside tx and deletes the tags pointing at it: the row is locked, then
+// refused when an active index or manifest list lists it (parent is that
+// index's digest, nothing changed), then its tags go and the row is marked
+// deleted (restorable from the trash; its attachment stays until the row
+// is purged). id is uuid.Nil when the image has no such active manifest.
+// The protocol (DeleteManifestByDigest) and the admin API
+// (DeleteManifest) both soft-delete manifests here.
+func softDeleteManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, digest []byte) (id uuid.UUID, parent []byte, err error) {
+	err = tx.QueryRow(ctx, `
 			SELECT id FROM container_manifests
 			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
-			FOR UPDATE`, t.NamespaceID, t.ImageID, sha[:]).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
-		}
-		if err != nil {
-			return fmt.Errorf("store: lock manifest: %w", err)
-		}
-		var parent []byte
-		err = tx.QueryRow(ctx, `
+			FOR UPDATE`, nsID, imageID, digest).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, nil, nil
+	}
+	if err != nil {
+		return uuid.Nil, nil, fmt.Errorf("store: lock manifest: %w", err)
+	}
+	err = tx.QueryRow(ctx, `
 			SELECT p.digest FROM container_manifest_relationships rel
 			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
 			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
 			  AND p.soft_deleted_at IS NULL
-			LIMIT 1`, t.NamespaceID, id).Scan(&parent)
-		if err == nil {
-			return errs.WithDigest(CodeManifestReferenced, [32]byte(parent), "manifest is referenced by an index")
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("store: manifest parents: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`,
-			t.NamespaceID, id); err != nil {
-			return fmt.Errorf("store: delete tags of manifest: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
-			t.NamespaceID, id); err != nil {
-			return fmt.Errorf("store: soft-delete manifest: %w", err)
-		}
-		return nil
-	})
+			LIMIT 1`, nsID, id).Scan(&parent)
+	if err == nil {
+		return id, parent, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, nil, fmt.Errorf("store: manifest parents: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`,
+		nsID, id); err != nil {
+		return uuid.Nil, nil, fmt.Errorf("store: delete tags of manifest: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+		nsID, id); err != nil {
+		return uuid.Nil, nil, fmt.Errorf("store: soft-delete manifest: %w", err)
+	}
+	return id, nil, nil
 }
 
 // ReferrerCandidates lists the image's active manifests whose

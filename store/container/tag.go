@@ -43,16 +43,27 @@ func (s *Store) DeleteTagByName(ctx context.Context, t *Target, tag string) erro
 		return errs.New(CodeManifestUnknown, "manifest unknown")
 	}
 	return s.core.WithTx(ctx, func(tx pgx.Tx) error {
-		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
-			t.NamespaceID, t.ImageID, tag)
+		deleted, err := deleteTag(ctx, tx, t.NamespaceID, t.ImageID, tag)
 		if err != nil {
-			return fmt.Errorf("store: delete tag: %w", err)
+			return err
 		}
-		if ct.RowsAffected() == 0 {
+		if !deleted {
 			return errs.New(CodeManifestUnknown, "manifest unknown")
 		}
 		return nil
 	})
+}
+
+// deleteTag deletes one tag of an image inside tx (tags have no soft
+// delete); deleted is false when the image has no such tag. The protocol
+// (DeleteTagByName) and the admin API (DeleteTag) both delete tags here.
+func deleteTag(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tag string) (deleted bool, err error) {
+	ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
+		nsID, imageID, tag)
+	if err != nil {
+		return false, fmt.Errorf("store: delete tag %q: %w", tag, err)
+	}
+	return ct.RowsAffected() > 0, nil
 }
 
 // Pull is one image pull (a manifest GET).
