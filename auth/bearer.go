@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // OCI token authentication (the distribution "token" spec that docker,
@@ -238,7 +239,7 @@ func (a *Authenticator) verifyBearer(ctx context.Context, s string) (*Principal,
 // "ns/repo/image") to its Target; (nil, nil) when it does not exist.
 type ResolveFunc func(ctx context.Context, name string) (*Target, error)
 
-// ContainerResolver resolves names with store.ResolveContainerTarget: the
+// ContainerResolver resolves names with container.ResolveTarget: the
 // first segment is the namespace, the second the repository, the rest the
 // image.
 func ContainerResolver(st *store.Store) ResolveFunc {
@@ -251,8 +252,8 @@ func ContainerResolver(st *store.Store) ResolveFunc {
 		if len(parts) == 3 {
 			image = parts[2]
 		}
-		t, err := st.ResolveContainerTarget(ctx, parts[0], parts[1], image)
-		if store.HasCode(err, store.CodeContainerNameUnknown) {
+		t, err := container.New(st).ResolveTarget(ctx, parts[0], parts[1], image)
+		if store.HasCode(err, container.CodeNameUnknown) {
 			return nil, nil
 		}
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -66,7 +67,7 @@ func (f *fixture) containerTarget(repo string) Target { return f.containerImage(
 
 func (f *fixture) containerImage(repo, image string) Target {
 	f.t.Helper()
-	ct, err := f.st.ResolveContainerTarget(context.Background(), "acme", repo, image)
+	ct, err := container.New(f.st).ResolveTarget(context.Background(), "acme", repo, image)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // Adapters from the store's rows and the protocols' resolved targets to a
@@ -62,7 +63,7 @@ func fromServing(id uuid.UUID, slug, condition string, servesReads, servesWrites
 }
 
 // ContainerTarget converts a resolved /v2/<namespace>/<repository>/... name.
-func ContainerTarget(t *store.ContainerTarget) Target {
+func ContainerTarget(t *container.Target) Target {
 	return Target{
 		Namespace:  fromServing(t.NamespaceID, t.NamespaceSlug, t.NamespaceState, t.ServesReads, t.ServesWrites),
 		Repository: &Repository{ID: t.RepositoryID, Name: t.RepositoryName, Visibility: t.Visibility},

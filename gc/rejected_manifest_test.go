@@ -8,34 +8,35 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // manifestOf is an image manifest payload over blobs (by content).
-func manifestOf(name string, blobs ...[]byte) store.ContainerManifestPut {
-	var refs []store.ContainerBlobRef
+func manifestOf(name string, blobs ...[]byte) container.ManifestPut {
+	var refs []container.BlobRef
 	payload := fmt.Sprintf(`{"schemaVersion":2,"name":%q,"layers":[`, name)
 	for i, b := range blobs {
 		d := sha256.Sum256(b)
-		refs = append(refs, store.ContainerBlobRef{SHA256: d, Size: int64(len(b))})
+		refs = append(refs, container.BlobRef{SHA256: d, Size: int64(len(b))})
 		if i > 0 {
 			payload += ","
 		}
 		payload += fmt.Sprintf(`{"digest":%q,"size":%d}`, store.FormatSHA256(d), len(b))
 	}
 	payload += "]}"
-	return store.ContainerManifestPut{
+	return container.ManifestPut{
 		Digest: sha256.Sum256([]byte(payload)), MediaType: "application/vnd.oci.image.manifest.v1+json",
 		Payload: []byte(payload), Blobs: refs,
 	}
 }
 
-func (e *env) containerTarget(image string) *store.ContainerTarget {
+func (e *env) containerTarget(image string) *container.Target {
 	e.t.Helper()
 	var slug string
 	if err := e.pool.QueryRow(e.ctx, `SELECT slug FROM namespaces WHERE id = $1`, e.ns).Scan(&slug); err != nil {
 		e.t.Fatal(err)
 	}
-	t, err := e.st.ResolveContainerTarget(e.ctx, slug, "images", image)
+	t, err := container.New(e.st).ResolveTarget(e.ctx, slug, "images", image)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -49,28 +50,28 @@ func TestRejectedManifestStoresNothing(t *testing.T) {
 	e := newEnv(t, Config{})
 	layer := blobData("layer", 3000)
 	tgt := e.containerTarget("app")
-	if _, err := e.st.PutContainerBlob(e.ctx, tgt, bytes.NewReader(layer),
+	if _, err := container.New(e.st).PutBlob(e.ctx, tgt, bytes.NewReader(layer),
 		store.Expected{SHA256: sha256.Sum256(layer), Size: int64(len(layer))}); err != nil {
 		t.Fatal(err)
 	}
 	// One blob held, one missing; and a manifest pushed to an image that
 	// does not exist yet.
 	m := manifestOf("missing-layer", layer, blobData("never pushed", 100))
-	_, err := e.st.PutContainerManifest(e.ctx, e.containerTarget("app"), m)
-	if !store.HasCode(err, store.CodeContainerManifestBlobUnknown) {
+	_, err := container.New(e.st).PutManifest(e.ctx, e.containerTarget("app"), m)
+	if !store.HasCode(err, container.CodeManifestBlobUnknown) {
 		t.Fatalf("push: %v, want ErrContainerManifestBlobUnknown", err)
 	}
 	fresh := manifestOf("fresh-image", layer)
-	_, err = e.st.PutContainerManifest(e.ctx, e.containerTarget("other"), fresh)
-	if !store.HasCode(err, store.CodeContainerManifestBlobUnknown) {
+	_, err = container.New(e.st).PutManifest(e.ctx, e.containerTarget("other"), fresh)
+	if !store.HasCode(err, container.CodeManifestBlobUnknown) {
 		t.Fatalf("push to a new image: %v, want ErrContainerManifestBlobUnknown", err)
 	}
-	index := store.ContainerManifestPut{
+	index := container.ManifestPut{
 		Digest: sha256.Sum256([]byte(`{"index":1}`)), MediaType: "application/vnd.oci.image.index.v1+json",
 		Payload: []byte(`{"index":1}`), Children: [][32]byte{sha256.Sum256([]byte("no such child"))},
 	}
-	_, err = e.st.PutContainerManifest(e.ctx, e.containerTarget("app"), index)
-	if !store.HasCode(err, store.CodeContainerManifestChildUnknown) {
+	_, err = container.New(e.st).PutManifest(e.ctx, e.containerTarget("app"), index)
+	if !store.HasCode(err, container.CodeManifestChildUnknown) {
 		t.Fatalf("index push: %v, want ErrContainerManifestChildUnknown", err)
 	}
 	for _, p := range [][]byte{m.Payload, fresh.Payload, index.Payload} {
@@ -88,7 +89,7 @@ func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
 	layer := blobData("layer", 3000)
 	put := func(image string) {
 		t.Helper()
-		if _, err := e.st.PutContainerBlob(e.ctx, e.containerTarget(image), bytes.NewReader(layer),
+		if _, err := container.New(e.st).PutBlob(e.ctx, e.containerTarget(image), bytes.NewReader(layer),
 			store.Expected{SHA256: sha256.Sum256(layer), Size: int64(len(layer))}); err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +98,7 @@ func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
 	put("kept")
 	orphan := manifestOf("refused", layer)
 	shared := manifestOf("shared", layer)
-	if _, err := e.st.PutContainerManifest(e.ctx, e.containerTarget("kept"), shared); err != nil {
+	if _, err := container.New(e.st).PutManifest(e.ctx, e.containerTarget("kept"), shared); err != nil {
 		t.Fatal(err)
 	}
 
@@ -106,9 +107,9 @@ func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
 		WHERE namespace_id = $1 AND id = $2`, e.ns, stale.ImageID); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range []store.ContainerManifestPut{orphan, shared} {
+	for _, m := range []container.ManifestPut{orphan, shared} {
 		tgt := *stale
-		if _, err := e.st.PutContainerManifest(e.ctx, &tgt, m); !store.HasCode(err, store.CodeContainerManifestBlobUnknown) {
+		if _, err := container.New(e.st).PutManifest(e.ctx, &tgt, m); !store.HasCode(err, container.CodeManifestBlobUnknown) {
 			t.Fatalf("push into the deleted image: %v, want ErrContainerManifestBlobUnknown", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -70,7 +71,7 @@ func toCollection(c *store.RepositoryCollection) *model.RepositoryCollection {
 	return &model.RepositoryCollection{ID: c.ID, NamespaceID: c.NamespaceID, Name: c.Name, IsDefault: c.IsDefault, CreatedAt: c.CreatedAt}
 }
 
-func toImage(i *store.ContainerImage) *model.ContainerImage {
+func toImage(i *container.Image) *model.ContainerImage {
 	if i == nil {
 		return nil
 	}
@@ -80,7 +81,7 @@ func toImage(i *store.ContainerImage) *model.ContainerImage {
 	}
 }
 
-func toManifest(m *store.ContainerManifest) *model.ContainerManifest {
+func toManifest(m *container.Manifest) *model.ContainerManifest {
 	if m == nil {
 		return nil
 	}
@@ -104,7 +105,7 @@ func toNpmVersion(v *store.NpmArtifact) *model.NpmVersion {
 	}
 }
 
-func toTag(t *store.ContainerTag) *model.ContainerTag {
+func toTag(t *container.Tag) *model.ContainerTag {
 	return &model.ContainerTag{ID: t.ID, NamespaceID: t.NamespaceID, ImageID: t.ImageID, ManifestID: t.ManifestID, Name: t.Name}
 }
 

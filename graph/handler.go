@@ -20,6 +20,8 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
+	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -106,7 +108,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.Auth == nil {
 		panic("graph: Options.Auth is required")
 	}
-	cfg := Config{Resolvers: &Resolver{store: st, catalog: catalog.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
+	cfg := Config{Resolvers: &Resolver{store: st, catalog: catalog.New(st), container: container.New(st), legacy: legacy.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Options{})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // Per-request dataloaders: nested fields queue their keys, and each loader
@@ -67,7 +68,7 @@ type loaders struct {
 	manifestPage  *loader[pageKey, []*model.ContainerManifest]
 	manifestCount *loader[idKey, int]
 
-	image      *loader[idKey, *store.ContainerImage]
+	image      *loader[idKey, *container.Image]
 	manifest   *loader[idKey, *model.ContainerManifest]
 	tagNames   *loader[idKey, []string]
 	references *loader[idKey, []*model.ContainerManifest]
@@ -87,6 +88,7 @@ func loadersFrom(ctx context.Context) *loaders {
 }
 
 func newLoaders(st *store.Store, wait time.Duration) *loaders {
+	cs := container.New(st)
 	return &loaders{
 		namespace: newLoader(wait, func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Namespace, error) {
 			nss, err := st.NamespacesByIDs(ctx, ids)
@@ -101,12 +103,12 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 		collections: newLoader(wait, perNamespace(st.CollectionsOfRepositories)),
 
 		imagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerImage, error) {
-			m, err := st.ImagesOfRepositories(ctx, k.ns, ids, optString(k.after), k.limit)
+			m, err := cs.ImagesOfRepositories(ctx, k.ns, ids, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toImage,
-				func(i *store.ContainerImage) uuid.UUID { return i.ID },
+				func(i *container.Image) uuid.UUID { return i.ID },
 				func(i *model.ContainerImage, g *model.Group) { i.Siblings = g }), err
 		})),
-		imageCount: newLoader(wait, perNamespace(st.CountImagesOfRepositories)),
+		imageCount: newLoader(wait, perNamespace(cs.CountImagesOfRepositories)),
 		imageByName: newLoader(wait, func(ctx context.Context, keys []namedKey) (map[namedKey]*model.ContainerImage, error) {
 			type group struct {
 				ns   uuid.UUID
@@ -119,12 +121,12 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			}
 			out := make(map[namedKey]*model.ContainerImage, len(keys))
 			for g, repos := range groups {
-				m, err := st.ImageOfRepositoriesByName(ctx, g.ns, repos, g.name)
+				m, err := cs.ImageOfRepositoriesByName(ctx, g.ns, repos, g.name)
 				if err != nil {
 					return nil, err
 				}
 				for repo, list := range siblingPages(m, -1, toImage,
-					func(i *store.ContainerImage) uuid.UUID { return i.ID },
+					func(i *container.Image) uuid.UUID { return i.ID },
 					func(i *model.ContainerImage, sg *model.Group) { i.Siblings = sg }) {
 					out[namedKey{ns: g.ns, parent: repo, name: g.name}] = list[0]
 				}
@@ -132,33 +134,33 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			return out, nil
 		}),
 		tagPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerTag, error) {
-			m, err := st.TagsOfImages(ctx, k.ns, ids, optString(k.after), k.limit)
+			m, err := cs.TagsOfImages(ctx, k.ns, ids, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toTag,
-				func(t *store.ContainerTag) uuid.UUID { return t.ManifestID },
+				func(t *container.Tag) uuid.UUID { return t.ManifestID },
 				func(t *model.ContainerTag, g *model.Group) { t.Siblings = g }), err
 		})),
-		tagCount: newLoader(wait, perNamespace(st.CountTagsOfImages)),
+		tagCount: newLoader(wait, perNamespace(cs.CountTagsOfImages)),
 		manifestPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
 			var after []byte
 			if k.after != "" {
 				after = []byte(k.after)
 			}
-			m, err := st.ManifestsOfImages(ctx, k.ns, ids, after, k.limit)
+			m, err := cs.ManifestsOfImages(ctx, k.ns, ids, after, k.limit)
 			return siblingPages(m, k.limit, toManifest, manifestID, setManifestSiblings), err
 		})),
-		manifestCount: newLoader(wait, perNamespace(st.CountManifestsOfImages)),
+		manifestCount: newLoader(wait, perNamespace(cs.CountManifestsOfImages)),
 
-		image: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*store.ContainerImage, error) {
-			is, err := st.ImagesByIDs(ctx, ns, ids)
-			return indexBy(is, func(i *store.ContainerImage) uuid.UUID { return i.ID }), err
+		image: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*container.Image, error) {
+			is, err := cs.ImagesByIDs(ctx, ns, ids)
+			return indexBy(is, func(i *container.Image) uuid.UUID { return i.ID }), err
 		})),
 		manifest: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.ContainerManifest, error) {
-			ms, err := st.ManifestsByIDs(ctx, ns, ids)
+			ms, err := cs.ManifestsByIDs(ctx, ns, ids)
 			if err != nil {
 				return nil, err
 			}
 			out := map[uuid.UUID]*model.ContainerManifest{}
-			for _, list := range siblingPages(map[uuid.UUID][]*store.ContainerManifest{uuid.Nil: ms}, len(ms), toManifest, manifestID, setManifestSiblings) {
+			for _, list := range siblingPages(map[uuid.UUID][]*container.Manifest{uuid.Nil: ms}, len(ms), toManifest, manifestID, setManifestSiblings) {
 				for _, m := range list {
 					out[m.ID] = m
 				}
@@ -166,19 +168,19 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			return out, nil
 		})),
 		references: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
-			m, err := st.ReferencesOfManifests(ctx, ns, ids)
+			m, err := cs.ReferencesOfManifests(ctx, ns, ids)
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
 		referrers: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
-			m, err := st.ReferrersOfManifests(ctx, ns, ids)
+			m, err := cs.ReferrersOfManifests(ctx, ns, ids)
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
-		tagNames: newLoader(wait, perNamespace(st.TagNamesOfManifests)),
+		tagNames: newLoader(wait, perNamespace(cs.TagNamesOfManifests)),
 		pkg:      newPackageLoaders(st, wait),
 	}
 }
 
-func manifestID(m *store.ContainerManifest) uuid.UUID { return m.ID }
+func manifestID(m *container.Manifest) uuid.UUID { return m.ID }
 
 func setManifestSiblings(m *model.ContainerManifest, g *model.Group) { m.Siblings = g }
 

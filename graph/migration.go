@@ -11,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Helpers of migration.resolvers.go: the legacy inventory, progress and
@@ -32,7 +33,7 @@ func legacyStatusFrom(s model.LegacyMigrationStatus) (enum.LegacyStatus, error) 
 
 // toLegacyRepositories converts a page, resolving the target namespace
 // slugs in one query.
-func (r *Resolver) toLegacyRepositories(ctx context.Context, rows []*store.LegacyRepository) ([]*model.LegacyRepository, error) {
+func (r *Resolver) toLegacyRepositories(ctx context.Context, rows []*legacy.Repository) ([]*model.LegacyRepository, error) {
 	ids := make([]uuid.UUID, 0, len(rows))
 	seen := map[uuid.UUID]bool{}
 	for _, row := range rows {
@@ -58,7 +59,7 @@ func (r *Resolver) toLegacyRepositories(ctx context.Context, rows []*store.Legac
 	return out, nil
 }
 
-func toLegacyRepository(row *store.LegacyRepository, slug string) *model.LegacyRepository {
+func toLegacyRepository(row *legacy.Repository, slug string) *model.LegacyRepository {
 	return &model.LegacyRepository{
 		ID: row.ID.String(), LegacyPath: row.LegacyPath,
 		Target:   slug + "/" + row.RepositoryName + "/" + row.ImageName,
@@ -71,11 +72,11 @@ func toLegacyRepository(row *store.LegacyRepository, slug string) *model.LegacyR
 }
 
 // legacyRepositoryResult converts the answer of a mutation on one row.
-func (r *Resolver) legacyRepositoryResult(ctx context.Context, row *store.LegacyRepository, err error) (*model.LegacyRepository, error) {
+func (r *Resolver) legacyRepositoryResult(ctx context.Context, row *legacy.Repository, err error) (*model.LegacyRepository, error) {
 	if err != nil {
 		return nil, legacyError(err)
 	}
-	rows, err := r.toLegacyRepositories(ctx, []*store.LegacyRepository{row})
+	rows, err := r.toLegacyRepositories(ctx, []*legacy.Repository{row})
 	if err != nil {
 		return nil, err
 	}
@@ -84,9 +85,9 @@ func (r *Resolver) legacyRepositoryResult(ctx context.Context, row *store.Legacy
 
 func legacyError(err error) error {
 	switch {
-	case store.HasCode(err, store.CodeLegacyRepositoryUnknown):
+	case store.HasCode(err, legacy.CodeRepositoryUnknown):
 		return notFound("no legacy repository with that id")
-	case store.HasCode(err, store.CodeLegacyState):
+	case store.HasCode(err, legacy.CodeState):
 		return newError(CodeConflict, "the legacy repository's status does not allow this (a pass is running, or it is migrated, or it is not failed or skipped)")
 	}
 	return err
@@ -100,7 +101,7 @@ func (r *Resolver) legacyRepositories(ctx context.Context, status []model.Legacy
 	if err != nil {
 		return nil, err
 	}
-	var f store.LegacyFilter
+	var f legacy.Filter
 	for _, s := range status {
 		v, err := legacyStatusFrom(s)
 		if err != nil {
@@ -113,7 +114,7 @@ func (r *Resolver) legacyRepositories(ctx context.Context, status []model.Legacy
 	if err != nil {
 		return nil, err
 	}
-	rows, more, err := r.store.ListLegacyRepositories(ctx, f, store.LegacyPage{After: key, Limit: n})
+	rows, more, err := r.legacy.ListRepositories(ctx, f, legacy.Page{After: key, Limit: n})
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +138,11 @@ func (r *Resolver) legacyProgress(ctx context.Context) (*model.LegacyMigrationPr
 	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
-	p, err := r.store.LegacyMigrationProgress(ctx)
+	p, err := r.legacy.MigrationProgress(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.store.LegacyControls(ctx)
+	c, err := r.legacy.Controls(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +163,7 @@ func (r *Resolver) legacyProgress(ctx context.Context) (*model.LegacyMigrationPr
 	return out, nil
 }
 
-func toPassDurations(d store.LegacyDurations) *model.LegacyPassDurations {
+func toPassDurations(d legacy.Durations) *model.LegacyPassDurations {
 	out := &model.LegacyPassDurations{Count: d.Count}
 	if d.Count > 0 {
 		secs := func(v time.Duration) *float64 { f := v.Seconds(); return &f }
@@ -175,7 +176,7 @@ func (r *Resolver) setLegacyPaused(ctx context.Context, paused bool) (*model.Leg
 	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
-	c, err := r.store.SetLegacyControls(ctx, store.LegacyControlsUpdate{Paused: &paused, ChangedBy: "admin"})
+	c, err := r.legacy.SetControls(ctx, legacy.ControlsUpdate{Paused: &paused, ChangedBy: "admin"})
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func (r *Resolver) legacyControls(ctx context.Context) (*model.LegacyMigrationCo
 	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
-	c, err := r.store.LegacyControls(ctx)
+	c, err := r.legacy.Controls(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +204,7 @@ func (r *Resolver) setLegacyControls(ctx context.Context, in model.LegacyMigrati
 	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
-	u := store.LegacyControlsUpdate{Concurrency: in.Concurrency, ChangedBy: "admin"}
+	u := legacy.ControlsUpdate{Concurrency: in.Concurrency, ChangedBy: "admin"}
 	if in.Concurrency != nil && (*in.Concurrency < 1 || *in.Concurrency > 64) {
 		return nil, invalidInput("concurrency must be between 1 and 64, not %d", *in.Concurrency)
 	}
@@ -215,7 +216,7 @@ func (r *Resolver) setLegacyControls(ctx context.Context, in model.LegacyMigrati
 	if u.FinalTimeLimit, err = legacySeconds("finalTimeLimitSeconds", in.FinalTimeLimitSeconds, time.Microsecond); err != nil {
 		return nil, err
 	}
-	c, err := r.store.SetLegacyControls(ctx, u)
+	c, err := r.legacy.SetControls(ctx, u)
 	if err != nil {
 		return nil, err
 	}
@@ -236,14 +237,14 @@ func legacySeconds(field string, secs *float64, min time.Duration) (*time.Durati
 	return &d, nil
 }
 
-func toLegacyControls(c *store.LegacyControls) *model.LegacyMigrationControls {
+func toLegacyControls(c *legacy.Controls) *model.LegacyMigrationControls {
 	return &model.LegacyMigrationControls{
 		Paused: c.Paused, Concurrency: c.Concurrency, CadenceSeconds: c.Cadence.Seconds(),
 		FinalTimeLimitSeconds: c.FinalTimeLimit.Seconds(), ChangedBy: c.ChangedBy, UpdatedAt: c.UpdatedAt,
 	}
 }
 
-func (r *Resolver) legacyMutate(ctx context.Context, id string, fn func(uuid.UUID) (*store.LegacyRepository, error)) (*model.LegacyRepository, error) {
+func (r *Resolver) legacyMutate(ctx context.Context, id string, fn func(uuid.UUID) (*legacy.Repository, error)) (*model.LegacyRepository, error) {
 	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}

@@ -9,14 +9,14 @@ import (
 	"context"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/google/uuid"
 )
 
 // PrioritizeLegacyRepository is the resolver for the prioritizeLegacyRepository field.
 func (r *mutationResolver) PrioritizeLegacyRepository(ctx context.Context, id string, priority int) (*model.LegacyRepository, error) {
-	return r.legacyMutate(ctx, id, func(uid uuid.UUID) (*store.LegacyRepository, error) {
-		return r.store.SetLegacyPriority(ctx, uid, priority)
+	return r.legacyMutate(ctx, id, func(uid uuid.UUID) (*legacy.Repository, error) {
+		return r.legacy.SetPriority(ctx, uid, priority)
 	})
 }
 
@@ -26,15 +26,15 @@ func (r *mutationResolver) SkipLegacyRepository(ctx context.Context, id string, 
 	if reason != nil && *reason != "" {
 		why = *reason
 	}
-	return r.legacyMutate(ctx, id, func(uid uuid.UUID) (*store.LegacyRepository, error) {
-		return r.store.SkipLegacyRepository(ctx, uid, why)
+	return r.legacyMutate(ctx, id, func(uid uuid.UUID) (*legacy.Repository, error) {
+		return r.legacy.SkipRepository(ctx, uid, why)
 	})
 }
 
 // RetryLegacyRepository is the resolver for the retryLegacyRepository field.
 func (r *mutationResolver) RetryLegacyRepository(ctx context.Context, id string) (*model.LegacyRepository, error) {
-	return r.legacyMutate(ctx, id, func(uid uuid.UUID) (*store.LegacyRepository, error) {
-		return r.store.RetryLegacyRepository(ctx, uid)
+	return r.legacyMutate(ctx, id, func(uid uuid.UUID) (*legacy.Repository, error) {
+		return r.legacy.RetryRepository(ctx, uid)
 	})
 }
 

@@ -6,20 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // seedLegacy records n legacy repositories team/r000.. in namespace acme
 // (pending), as the inventory does.
-func (a *testAPI) seedLegacy(n int) []*store.LegacyRepository {
+func (a *testAPI) seedLegacy(n int) []*legacy.Repository {
 	a.t.Helper()
 	ns, err := a.st.CreateNamespace(context.Background(), "acme")
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	out := make([]*store.LegacyRepository, n)
+	out := make([]*legacy.Repository, n)
 	for i := range n {
-		out[i], err = a.st.UpsertLegacyRepository(context.Background(), store.LegacyInventoryEntry{
+		out[i], err = legacy.New(a.st).UpsertRepository(context.Background(), legacy.InventoryEntry{
 			LegacyPath: fmt.Sprintf("team/r%03d", i), NamespaceID: ns.ID, RepositoryName: "legacy",
 			ImageName: fmt.Sprintf("r%03d", i), TagCount: i})
 		if err != nil {
@@ -57,7 +57,7 @@ func TestLegacyRepositoriesPaging(t *testing.T) {
 	a := newTestAPI(t)
 	rows := a.seedLegacy(25)
 	ctx := context.Background()
-	if _, err := a.st.SkipLegacyRepository(ctx, rows[3].ID, "blob-only"); err != nil {
+	if _, err := legacy.New(a.st).SkipRepository(ctx, rows[3].ID, "blob-only"); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
@@ -102,7 +102,7 @@ func TestLegacyMutations(t *testing.T) {
 	if pr.PrioritizeLegacyRepository.Priority != 7 {
 		t.Fatalf("prioritize: %+v", pr)
 	}
-	claimed, err := a.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassPre, time.Hour)
+	claimed, err := legacy.New(a.st).ClaimNextRepositoryWithLease(ctx, legacy.PassPre, time.Hour)
 	if err != nil || claimed.ID != rows[2].ID {
 		t.Fatalf("claim after prioritize: %+v %v", claimed, err)
 	}
@@ -129,12 +129,12 @@ func TestLegacyMutations(t *testing.T) {
 
 	var pause struct{ PauseLegacyMigration struct{ Paused bool } }
 	a.admin(`mutation { pauseLegacyMigration { paused updatedAt } }`, nil, &pause)
-	if c, _ := a.st.LegacyControls(ctx); !pause.PauseLegacyMigration.Paused || !c.Paused {
+	if c, _ := legacy.New(a.st).Controls(ctx); !pause.PauseLegacyMigration.Paused || !c.Paused {
 		t.Fatalf("pause: %+v", pause)
 	}
 	var resume struct{ ResumeLegacyMigration struct{ Paused bool } }
 	a.admin(`mutation { resumeLegacyMigration { paused } }`, nil, &resume)
-	if c, _ := a.st.LegacyControls(ctx); resume.ResumeLegacyMigration.Paused || c.Paused {
+	if c, _ := legacy.New(a.st).Controls(ctx); resume.ResumeLegacyMigration.Paused || c.Paused {
 		t.Fatalf("resume: %+v", resume)
 	}
 	a.expectError("", `mutation { pauseLegacyMigration { paused } }`, nil, CodeUnauthenticated)
@@ -150,7 +150,7 @@ func TestLegacyProgress(t *testing.T) {
 	a.exec(`UPDATE legacy_repositories SET status = 4,
 		pre_import_started_at = now() - interval '50 s', pre_import_finished_at = now() - interval '20 s',
 		import_started_at = now() - interval '10 s', import_finished_at = now() - interval '6 s' WHERE id = $1`, rows[1].ID)
-	if _, err := a.st.SkipLegacyRepository(ctx, rows[2].ID, "final pass ran over its time limit"); err != nil {
+	if _, err := legacy.New(a.st).SkipRepository(ctx, rows[2].ID, "final pass ran over its time limit"); err != nil {
 		t.Fatal(err)
 	}
 	a.exec(`UPDATE legacy_repositories SET time_limit_exceeded_at = now() WHERE id = $1`, rows[2].ID)
@@ -217,7 +217,7 @@ func TestLegacyMigrationControls(t *testing.T) {
 	if got.Concurrency != 5 || got.CadenceSeconds != 2.5 || got.FinalTimeLimitSeconds != 90 || got.ChangedBy == nil || *got.ChangedBy != "admin" {
 		t.Fatalf("set: %+v", got)
 	}
-	c, err := a.st.LegacyControls(ctx)
+	c, err := legacy.New(a.st).Controls(ctx)
 	if err != nil || c.Concurrency != 5 || c.Cadence != 2500*time.Millisecond || c.FinalTimeLimit != 90*time.Second {
 		t.Fatalf("row after set: %+v %v", c, err)
 	}
@@ -235,7 +235,7 @@ func TestLegacyMigrationControls(t *testing.T) {
 	} {
 		a.expectError(adminToken, set, map[string]any{"in": in}, CodeInvalidInput)
 	}
-	if c, _ := a.st.LegacyControls(ctx); c.Concurrency != 5 || c.Cadence != 0 || c.FinalTimeLimit != 90*time.Second {
+	if c, _ := legacy.New(a.st).Controls(ctx); c.Concurrency != 5 || c.Cadence != 0 || c.FinalTimeLimit != 90*time.Second {
 		t.Fatalf("a refused update changed the controls: %+v", c)
 	}
 	var q struct{ LegacyMigrationControls controls }

@@ -6,16 +6,20 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
+	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Resolver is the root resolver: the core store, the cross-format reads
 // and a logger. Per-request state (caller, dataloaders) travels in the
 // context.
 type Resolver struct {
-	store   *store.Store
-	catalog *catalog.Store
-	auth    *auth.Authenticator
-	log     *slog.Logger
+	store     *store.Store
+	catalog   *catalog.Store
+	container *container.Store
+	legacy    *legacy.Store
+	auth      *auth.Authenticator
+	log       *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.
 	npmHook store.NpmWriteHook
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/google/uuid"
 )
 
@@ -314,7 +315,7 @@ func (r *mutationResolver) DeleteContainerTag(ctx context.Context, input model.C
 	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, auth.ActionDelete); err != nil {
 		return nil, err
 	}
-	img, err := r.store.DeleteContainerTag(ctx, store.ContainerImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Tag)
+	img, err := r.container.DeleteTag(ctx, container.ImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Tag)
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +327,7 @@ func (r *mutationResolver) DeleteContainerManifest(ctx context.Context, input mo
 	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, auth.ActionDelete); err != nil {
 		return nil, err
 	}
-	m, err := r.store.DeleteContainerManifest(ctx, store.ContainerImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Digest)
+	m, err := r.container.DeleteManifest(ctx, container.ImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Digest)
 	if err != nil {
 		return nil, err
 	}
@@ -338,7 +339,7 @@ func (r *mutationResolver) RestoreContainerManifest(ctx context.Context, input m
 	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}, auth.ActionDelete); err != nil {
 		return nil, err
 	}
-	m, err := r.store.RestoreContainerManifest(ctx, store.ContainerImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Digest)
+	m, err := r.container.RestoreManifest(ctx, container.ImageRef{Namespace: input.Namespace, Repository: input.Repository, Image: input.Image}, input.Digest)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,19 @@ func ParseSHA256(s string) ([32]byte, error) {
 	return sum, nil
 }
 
+// FormatDigest renders a raw sha256 as sha256:<hex>.
+func FormatDigest(b []byte) string { return "sha256:" + hex.EncodeToString(b) }
+
+// ParseDigest accepts sha256:<64 hex> or 64 hex digits.
+func ParseDigest(s string) ([]byte, error) {
+	h := strings.TrimPrefix(s, "sha256:")
+	b, err := hex.DecodeString(h)
+	if err != nil || len(b) != 32 || strings.ToLower(h) != h {
+		return nil, errs.New(CodeInvalidInput, "digest %q is invalid: want sha256:<64 lowercase hex digits>", s)
+	}
+	return b, nil
+}
+
 // BlobColumns is the select list of a blob row aliased "b", in the order
 // scanBlob reads it. The pull path joins format rows straight to
 // blob_storage_blobs on (namespace_id, sha256) (one partition, no

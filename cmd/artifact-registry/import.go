@@ -20,6 +20,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/migrations"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -115,9 +116,9 @@ func (c *importCmd) run(ctx context.Context, action string) error {
 	case "inventory":
 		return c.inventory(ctx, st, src)
 	case "pre":
-		return c.pass(ctx, st, src, store.LegacyPassPre)
+		return c.pass(ctx, st, src, legacy.PassPre)
 	default:
-		return c.pass(ctx, st, src, store.LegacyPassFinal)
+		return c.pass(ctx, st, src, legacy.PassFinal)
 	}
 }
 
@@ -140,8 +141,8 @@ func (c *importCmd) inventory(ctx context.Context, st *store.Store, src *blob.Bu
 	return nil
 }
 
-func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket, pass store.LegacyPass) error {
-	controls, err := st.LegacyControls(ctx)
+func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket, pass legacy.Pass) error {
+	controls, err := legacy.New(st).Controls(ctx)
 	if err != nil {
 		return err
 	}
@@ -149,12 +150,12 @@ func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket,
 	if c.timeLimit > 0 {
 		limit = c.timeLimit
 	}
-	one := func(repo *store.LegacyRepository) error {
+	one := func(repo *legacy.Repository) error {
 		var (
 			rep *importer.Report
 			err error
 		)
-		if pass == store.LegacyPassPre {
+		if pass == legacy.PassPre {
 			rep, err = importer.PreImport(ctx, st, src, *repo)
 		} else {
 			rep, err = importer.FinalImport(ctx, st, src, *repo, time.Now().Add(limit))
@@ -163,7 +164,7 @@ func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket,
 		return err
 	}
 	if !c.all {
-		repo, err := st.LegacyRepositoryByPath(ctx, c.repository)
+		repo, err := legacy.New(st).RepositoryByPath(ctx, c.repository)
 		if err != nil {
 			return err
 		}
@@ -171,12 +172,12 @@ func (c *importCmd) pass(ctx context.Context, st *store.Store, src *blob.Bucket,
 	}
 	var failed int
 	for ctx.Err() == nil {
-		lease := store.LegacyPreImportLease
-		if pass == store.LegacyPassFinal {
+		lease := legacy.PreImportLease
+		if pass == legacy.PassFinal {
 			lease = limit
 		}
-		repo, err := st.ClaimNextLegacyRepositoryWithLease(ctx, pass, lease)
-		if store.HasCode(err, store.CodeLegacyNoWork) {
+		repo, err := legacy.New(st).ClaimNextRepositoryWithLease(ctx, pass, lease)
+		if store.HasCode(err, legacy.CodeNoWork) {
 			break
 		}
 		if err != nil {
@@ -210,7 +211,7 @@ func (c *importCmd) printReport(rep *importer.Report, err error) {
 }
 
 func (c *importCmd) status(ctx context.Context, st *store.Store) error {
-	p, err := st.LegacyMigrationProgress(ctx)
+	p, err := legacy.New(st).MigrationProgress(ctx)
 	if err != nil {
 		return err
 	}

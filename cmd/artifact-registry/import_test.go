@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -75,11 +76,11 @@ func TestImportCommands(t *testing.T) {
 	if out := run(true, "import", "status"); !strings.Contains(out, "100.0% migrated") {
 		t.Fatalf("status output:\n%s", out)
 	}
-	tg, err := st.ResolveContainerTarget(ctx, "legacy", "team", "app")
+	tg, err := container.New(st).ResolveTarget(ctx, "legacy", "team", "app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st.ContainerManifestByTag(ctx, tg, "v1")
+	m, err := container.New(st).ManifestByTag(ctx, tg, "v1")
 	if err != nil || store.FormatDigest(m.Digest[:]) != v1 {
 		t.Fatalf("v1 on our side: %v %v", m, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/inventory"
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -84,7 +85,7 @@ func writeTree(b *testing.B, dir, repo string, tags, layerSize int) int64 {
 	return total
 }
 
-func setupBench(b *testing.B, tags, layerSize int) (*store.Store, *store.LegacyRepository, string, int64) {
+func setupBench(b *testing.B, tags, layerSize int) (*store.Store, *legacy.Repository, string, int64) {
 	b.Helper()
 	ctx := context.Background()
 	dir := b.TempDir()
@@ -107,7 +108,7 @@ func setupBench(b *testing.B, tags, layerSize int) (*store.Store, *store.LegacyR
 	if _, err := inventory.Run(ctx, st, src, r); err != nil {
 		b.Fatal(err)
 	}
-	row, err := st.LegacyRepositoryByPath(ctx, "bench/app")
+	row, err := legacy.New(st).RepositoryByPath(ctx, "bench/app")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func BenchmarkFinal1000Tags(b *testing.B) {
 		if _, err := st.Pool().Exec(ctx, `UPDATE legacy_repositories SET status = 2`); err != nil {
 			b.Fatal(err)
 		}
-		cur, err := st.LegacyRepositoryByID(ctx, row.ID)
+		cur, err := legacy.New(st).RepositoryByID(ctx, row.ID)
 		if err != nil {
 			b.Fatal(err)
 		}

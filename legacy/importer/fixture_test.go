@@ -19,6 +19,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -166,9 +168,9 @@ func (e *env) inventory(t *testing.T) *inventory.Result {
 	return res
 }
 
-func (e *env) row(t *testing.T, path string) *store.LegacyRepository {
+func (e *env) row(t *testing.T, path string) *legacy.Repository {
 	t.Helper()
-	r, err := e.st.LegacyRepositoryByPath(context.Background(), path)
+	r, err := legacy.New(e.st).RepositoryByPath(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,20 +205,20 @@ func (e *env) both(t *testing.T, path string) (pre, final *importer.Report) {
 func (e *env) ours(t *testing.T, repo, image string) map[string]string {
 	t.Helper()
 	ctx := context.Background()
-	tg, err := e.st.ResolveContainerTarget(ctx, "legacy", repo, image)
-	if store.HasCode(err, store.CodeContainerNameUnknown) {
+	tg, err := container.New(e.st).ResolveTarget(ctx, "legacy", repo, image)
+	if store.HasCode(err, container.CodeNameUnknown) {
 		return map[string]string{}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	names, err := e.st.ContainerTags(ctx, tg, "", 1000)
+	names, err := container.New(e.st).Tags(ctx, tg, "", 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, n := range names {
-		m, err := e.st.ContainerManifestByTag(ctx, tg, n)
+		m, err := container.New(e.st).ManifestByTag(ctx, tg, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,7 +231,7 @@ func (e *env) ours(t *testing.T, repo, image string) map[string]string {
 func (e *env) hasManifest(t *testing.T, repo, image, digest string) bool {
 	t.Helper()
 	ctx := context.Background()
-	tg, err := e.st.ResolveContainerTarget(ctx, "legacy", repo, image)
+	tg, err := container.New(e.st).ResolveTarget(ctx, "legacy", repo, image)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +239,8 @@ func (e *env) hasManifest(t *testing.T, repo, image, digest string) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = e.st.ContainerManifestByDigest(ctx, tg, d)
-	if store.HasCode(err, store.CodeContainerManifestUnknown) {
+	_, err = container.New(e.st).ManifestByDigest(ctx, tg, d)
+	if store.HasCode(err, container.CodeManifestUnknown) {
 		return false
 	}
 	if err != nil {

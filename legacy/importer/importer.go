@@ -28,6 +28,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/layout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Decision is what the importer did with a broken or unusual item.
@@ -61,7 +62,7 @@ func (i Item) String() string {
 // Report is what a pass did for one repository.
 type Report struct {
 	LegacyPath string
-	Pass       store.LegacyPass
+	Pass       legacy.Pass
 	// Skipped: the pass did not run (pre-imported recently).
 	Skipped    bool
 	SkipReason string
@@ -74,7 +75,7 @@ type Report struct {
 	BlobsPresent      int
 	BytesCopied       int64
 	Items             []Item
-	Final             *store.LegacyFinalResult
+	Final             *legacy.FinalResult
 	Duration          time.Duration
 }
 
@@ -125,7 +126,7 @@ var ErrRepositoryMissing = errors.New("importer: repository not found in the leg
 // Options tune a pass.
 type Options struct {
 	// Lease of a pass started here (not claimed by the service). Pass 1
-	// default store.LegacyPreImportLease; pass 2 uses its deadline.
+	// default legacy.PreImportLease; pass 2 uses its deadline.
 	Lease time.Duration
 	// SkipRecent: a pass 1 is not run when the last one finished less than
 	// this ago (default: the controls' pre_import_skip_recent).
@@ -136,17 +137,17 @@ type Options struct {
 // (status pre_importing, by ClaimNextLegacyRepository) or is started here.
 // It returns the report and, when the pass failed, the error (the row is
 // then failed, with the error as last_error).
-func PreImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo store.LegacyRepository) (*Report, error) {
+func PreImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo legacy.Repository) (*Report, error) {
 	return PreImportWith(ctx, st, src, repo, Options{})
 }
 
 // PreImportWith is PreImport with options.
-func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo store.LegacyRepository, o Options) (*Report, error) {
+func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo legacy.Repository, o Options) (*Report, error) {
 	start := time.Now()
-	rep := &Report{LegacyPath: repo.LegacyPath, Pass: store.LegacyPassPre}
+	rep := &Report{LegacyPath: repo.LegacyPath, Pass: legacy.PassPre}
 	if repo.Status != enum.LegacyPreImporting {
-		r, err := startPass(ctx, st, repo, store.LegacyPassPre, o)
-		if store.HasCode(err, store.CodeLegacyPreImportedRecently) {
+		r, err := startPass(ctx, st, repo, legacy.PassPre, o)
+		if store.HasCode(err, legacy.CodePreImportedRecently) {
 			rep.Skipped, rep.SkipReason = true, err.Error()
 			return rep, nil
 		}
@@ -159,41 +160,41 @@ func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo 
 	rep.Duration = time.Since(start)
 	if err != nil {
 		rep.add("repository", repo.LegacyPath, FailRepository, "%v", err)
-		if ferr := st.FailLegacyPass(context.WithoutCancel(ctx), repo.ID, store.LegacyPassPre, err); ferr != nil {
+		if ferr := legacy.New(st).FailPass(context.WithoutCancel(ctx), repo.ID, legacy.PassPre, err); ferr != nil {
 			return rep, errors.Join(err, ferr)
 		}
 		return rep, err
 	}
 	// Everything is copied: the bookkeeping is not abandoned on a late
 	// cancellation (that would leave a finished pass looking failed).
-	if err := st.FinishLegacyPreImport(context.WithoutCancel(ctx), repo.ID, rep.TagsSeen, rep.summary()); err != nil {
+	if err := legacy.New(st).FinishPreImport(context.WithoutCancel(ctx), repo.ID, rep.TagsSeen, rep.summary()); err != nil {
 		return rep, err
 	}
 	return rep, nil
 }
 
-func startPass(ctx context.Context, st *store.Store, repo store.LegacyRepository, pass store.LegacyPass, o Options) (*store.LegacyRepository, error) {
+func startPass(ctx context.Context, st *store.Store, repo legacy.Repository, pass legacy.Pass, o Options) (*legacy.Repository, error) {
 	lease := o.Lease
 	if lease <= 0 {
-		lease = store.LegacyPreImportLease
+		lease = legacy.PreImportLease
 	}
 	skip := time.Duration(0)
-	if pass == store.LegacyPassPre {
+	if pass == legacy.PassPre {
 		if o.SkipRecent != nil {
 			skip = *o.SkipRecent
 		} else {
-			c, err := st.LegacyControls(ctx)
+			c, err := legacy.New(st).Controls(ctx)
 			if err != nil {
 				return nil, err
 			}
 			skip = c.PreImportSkipRecent
 		}
 	}
-	return st.StartLegacyPass(ctx, repo.ID, pass, lease, skip)
+	return legacy.New(st).StartPass(ctx, repo.ID, pass, lease, skip)
 }
 
-func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store.LegacyRepository, rep *Report) error {
-	target, err := st.EnsureLegacyTarget(ctx, repo)
+func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *legacy.Repository, rep *Report) error {
+	target, err := legacy.New(st).EnsureTarget(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -215,11 +216,11 @@ func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store
 // whole pass, its transaction included, must end before deadline; past it
 // the repository goes back to pre_imported with time_limit_exceeded_at set,
 // nothing of the pass visible (ErrTimeLimit).
-func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo store.LegacyRepository, deadline time.Time) (*Report, error) {
+func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo legacy.Repository, deadline time.Time) (*Report, error) {
 	start := time.Now()
-	rep := &Report{LegacyPath: repo.LegacyPath, Pass: store.LegacyPassFinal}
+	rep := &Report{LegacyPath: repo.LegacyPath, Pass: legacy.PassFinal}
 	if repo.Status != enum.LegacyImporting {
-		r, err := startPass(ctx, st, repo, store.LegacyPassFinal, Options{Lease: time.Until(deadline)})
+		r, err := startPass(ctx, st, repo, legacy.PassFinal, Options{Lease: time.Until(deadline)})
 		if err != nil {
 			return rep, err
 		}
@@ -236,20 +237,20 @@ func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo st
 	if dctx.Err() != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w (%s after %v): %v", ErrTimeLimit, repo.LegacyPath, rep.Duration.Round(time.Millisecond), err)
 		rep.add("repository", repo.LegacyPath, FailRepository, "%v", err)
-		if aerr := st.AbortLegacyFinal(bg, repo.ID, err.Error()); aerr != nil {
+		if aerr := legacy.New(st).AbortFinal(bg, repo.ID, err.Error()); aerr != nil {
 			return rep, errors.Join(err, aerr)
 		}
 		return rep, err
 	}
 	rep.add("repository", repo.LegacyPath, FailRepository, "%v", err)
-	if ferr := st.FailLegacyPass(bg, repo.ID, store.LegacyPassFinal, err); ferr != nil {
+	if ferr := legacy.New(st).FailPass(bg, repo.ID, legacy.PassFinal, err); ferr != nil {
 		return rep, errors.Join(err, ferr)
 	}
 	return rep, err
 }
 
-func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *store.LegacyRepository, rep *Report) error {
-	target, err := st.EnsureLegacyTarget(ctx, repo)
+func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *legacy.Repository, rep *Report) error {
+	target, err := legacy.New(st).EnsureTarget(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -261,7 +262,7 @@ func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *sto
 	if err != nil {
 		return err
 	}
-	res, err := st.CompleteLegacyImport(ctx, *fin)
+	res, err := legacy.New(st).CompleteImport(ctx, *fin)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/importer"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -139,7 +140,7 @@ func TestTwoPassHappyPath(t *testing.T) {
 func requireSameBlobs(t *testing.T, e *env, repo, image string, digests []string) {
 	t.Helper()
 	ctx := context.Background()
-	tg, err := e.st.ResolveContainerTarget(ctx, "legacy", repo, image)
+	tg, err := container.New(e.st).ResolveTarget(ctx, "legacy", repo, image)
 	if err != nil {
 		t.Fatal(err)
 	}

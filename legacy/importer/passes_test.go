@@ -11,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // TestChangesBetweenPasses: after pass 1 the legacy registry (running on
@@ -77,7 +78,7 @@ func TestFinalDeadline(t *testing.T) {
 		t.Fatalf("after the aborted final: %+v", r)
 	}
 	requireTags(t, e.ours(t, "good", "app"), map[string]string{})
-	p, err := e.st.LegacyMigrationProgress(context.Background())
+	p, err := legacy.New(e.st).MigrationProgress(context.Background())
 	if err != nil || p.OverTimeLimit != 1 {
 		t.Fatalf("progress %+v %v", p, err)
 	}
@@ -99,10 +100,10 @@ func TestPreImportIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := e.row(t, "good/app")
-	if _, err := e.st.SkipLegacyRepository(ctx, r.ID, "operator"); err != nil {
+	if _, err := legacy.New(e.st).SkipRepository(ctx, r.ID, "operator"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.RetryLegacyRepository(ctx, r.ID); err != nil {
+	if _, err := legacy.New(e.st).RetryRepository(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	second, err := e.pre(t, "good/app")
@@ -116,7 +117,7 @@ func TestPreImportIdempotent(t *testing.T) {
 	if err := os.RemoveAll(e.dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.RetryLegacyRepository(ctx, r.ID); !store.HasCode(err, store.CodeLegacyState) {
+	if _, err := legacy.New(e.st).RetryRepository(ctx, r.ID); !store.HasCode(err, legacy.CodeState) {
 		t.Fatalf("retry of a pre-imported row: %v", err)
 	}
 	if _, err := e.final(t, "good/app"); !errors.Is(err, importer.ErrRepositoryMissing) {
@@ -148,7 +149,7 @@ func TestPreImportInterrupted(t *testing.T) {
 					t.Fatalf("pass 1 returned ok with status %s", r.Status)
 				}
 			case r.Status == enum.LegacyFailed:
-				if _, err := e.st.RetryLegacyRepository(context.Background(), r.ID); err != nil {
+				if _, err := legacy.New(e.st).RetryRepository(context.Background(), r.ID); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := e.pre(t, "good/app"); err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/legacy/layout"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // readConcurrency bounds the concurrent reads of the legacy tree (link
@@ -276,10 +278,10 @@ const copyConcurrency = 4
 // execute copies what the tags reach into the image (blobs first, then
 // manifests children first), skipping what is already there, and returns
 // the pass-2 transaction's input.
-func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *store.LegacyRepository,
-	tree *layout.Tree, t *store.ContainerTarget, rep *Report) (*store.LegacyFinal, error) {
+func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.Repository,
+	tree *layout.Tree, t *container.Target, rep *Report) (*legacy.Final, error) {
 	manifests, blobs := p.reach()
-	haveBlobs, haveManifests, err := st.LegacyImageContents(ctx, t)
+	haveBlobs, haveManifests, err := legacy.New(st).ImageContents(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +293,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *store.L
 	if err := p.copyBlobs(ctx, st, tree, t, blobList, haveBlobs, rep); err != nil {
 		return nil, err
 	}
-	fin := &store.LegacyFinal{LegacyID: repo.ID, Target: t, Tags: map[string][32]byte{}}
+	fin := &legacy.Final{LegacyID: repo.ID, Target: t, Tags: map[string][32]byte{}}
 	var mts []string
 	for _, d := range p.order {
 		if manifests[d] {
@@ -301,7 +303,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *store.L
 	}
 	// Recorded before they are stored: a crash in between leaves a record
 	// without a manifest (harmless), never a manifest pass 2 cannot detach.
-	if err := st.RecordLegacyImportedManifests(ctx, repo.ID, fin.KeepManifests, mts); err != nil {
+	if err := legacy.New(st).RecordImportedManifests(ctx, repo.ID, fin.KeepManifests, mts); err != nil {
 		return nil, err
 	}
 	for _, d := range fin.KeepManifests {
@@ -323,7 +325,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *store.L
 }
 
 // copyBlobs copies the blobs the image lacks, a few at a time.
-func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.ContainerTarget,
+func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layout.Tree, t *container.Target,
 	list []layout.Digest, have map[[32]byte]bool, rep *Report) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -353,13 +355,13 @@ func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layou
 	return g.Wait()
 }
 
-func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.ContainerTarget, d layout.Digest, size int64) error {
+func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *container.Target, d layout.Digest, size int64) error {
 	r, err := tree.OpenBlob(ctx, d)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	if _, err := st.PutContainerBlob(ctx, t, r, store.Expected{SHA256: d, Size: size}); err != nil {
+	if _, err := container.New(st).PutBlob(ctx, t, r, store.Expected{SHA256: d, Size: size}); err != nil {
 		if store.HasCode(err, store.CodeDigestMismatch) || store.HasCode(err, store.CodeSizeMismatch) {
 			// The planned size matched; the bytes do not hash to the
 			// digest: the legacy blob store is corrupted under a tagged
@@ -371,10 +373,10 @@ func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *store.
 	return nil
 }
 
-func putManifest(ctx context.Context, st *store.Store, t *store.ContainerTarget, n *node, rep *Report) error {
-	in := store.ContainerManifestPut{Digest: n.digest, MediaType: n.m.MediaType, Payload: n.payload}
+func putManifest(ctx context.Context, st *store.Store, t *container.Target, n *node, rep *Report) error {
+	in := container.ManifestPut{Digest: n.digest, MediaType: n.m.MediaType, Payload: n.payload}
 	for _, b := range n.m.Blobs {
-		in.Blobs = append(in.Blobs, store.ContainerBlobRef{SHA256: b.Digest, Size: b.Size})
+		in.Blobs = append(in.Blobs, container.BlobRef{SHA256: b.Digest, Size: b.Size})
 	}
 	for _, c := range n.m.Children {
 		in.Children = append(in.Children, c)
@@ -382,7 +384,7 @@ func putManifest(ctx context.Context, st *store.Store, t *store.ContainerTarget,
 	for _, f := range n.m.Foreign {
 		rep.add("blob", f, SkipItem, "foreign layer of %s (bytes outside the registry): manifest imported, layer not copied", n.digest)
 	}
-	if _, err := st.PutContainerManifest(ctx, t, in); err != nil {
+	if _, err := container.New(st).PutManifest(ctx, t, in); err != nil {
 		return fmt.Errorf("store manifest %s: %w", n.digest, err)
 	}
 	rep.ManifestsImported++

@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/layout"
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Unmapped is a legacy repository left out of the inventory, and why.
@@ -24,7 +25,7 @@ type Unmapped struct {
 // Result is what an inventory run found.
 type Result struct {
 	// Recorded are the rows written (pending, or skipped with a reason).
-	Recorded []*store.LegacyRepository
+	Recorded []*legacy.Repository
 	Unmapped []Unmapped
 	// Found is every repository of the tree.
 	Found []*layout.RepositoryInfo
@@ -63,7 +64,7 @@ func Run(ctx context.Context, st *store.Store, src *blob.Bucket, rules *mapping.
 				Reason: fmt.Sprintf("maps to namespace %q, which does not exist", t.Namespace)})
 			continue
 		}
-		e := store.LegacyInventoryEntry{LegacyPath: info.Name, NamespaceID: ns.ID, RepositoryName: t.Repository,
+		e := legacy.InventoryEntry{LegacyPath: info.Name, NamespaceID: ns.ID, RepositoryName: t.Repository,
 			ImageName: t.Image, TagCount: info.Tags}
 		switch {
 		case !info.HasManifests:
@@ -71,8 +72,8 @@ func Run(ctx context.Context, st *store.Store, src *blob.Bucket, rules *mapping.
 		case info.Tags == 0:
 			e.Skip = "no tags: only tagged images migrate"
 		}
-		row, err := st.UpsertLegacyRepository(ctx, e)
-		if store.HasCode(err, store.CodeLegacyTargetTaken) {
+		row, err := legacy.New(st).UpsertRepository(ctx, e)
+		if store.HasCode(err, legacy.CodeTargetTaken) {
 			res.Unmapped = append(res.Unmapped, Unmapped{Path: info.Name, Reason: err.Error()})
 			continue
 		}

@@ -35,6 +35,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -180,9 +181,9 @@ func (e *env) pushErr(ref, content string) error {
 	return err
 }
 
-func (e *env) row(path string) *store.LegacyRepository {
+func (e *env) row(path string) *legacy.Repository {
 	e.t.Helper()
-	r, err := e.st.LegacyRepositoryByPath(context.Background(), path)
+	r, err := legacy.New(e.st).RepositoryByPath(context.Background(), path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -283,7 +284,7 @@ func TestEndToEnd(t *testing.T) {
 
 	// Pass 1 (pre_importing): reads and writes keep going to the legacy registry.
 	row := e.row("team/app")
-	row, err = e.st.StartLegacyPass(ctx, row.ID, store.LegacyPassPre, time.Hour, 0)
+	row, err = legacy.New(e.st).StartPass(ctx, row.ID, legacy.PassPre, time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +299,7 @@ func TestEndToEnd(t *testing.T) {
 	v5 := e.push(app+":v5", "pushed between the passes")
 
 	// Pass 2: the read-only window.
-	row, err = e.st.StartLegacyPass(ctx, row.ID, store.LegacyPassFinal, time.Minute, 0)
+	row, err = legacy.New(e.st).StartPass(ctx, row.ID, legacy.PassFinal, time.Minute, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +522,7 @@ func TestTargetNameUntilMigrated(t *testing.T) {
 	}
 
 	refused("pending")
-	row, err := e.st.StartLegacyPass(ctx, e.row("team/app").ID, store.LegacyPassPre, time.Hour, 0)
+	row, err := legacy.New(e.st).StartPass(ctx, e.row("team/app").ID, legacy.PassPre, time.Hour, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,7 +533,7 @@ func TestTargetNameUntilMigrated(t *testing.T) {
 	if n := localTags(); n != 0 {
 		t.Fatalf("%d local tags before pass 2", n)
 	}
-	row, err = e.st.StartLegacyPass(ctx, row.ID, store.LegacyPassFinal, time.Minute, 0)
+	row, err = legacy.New(e.st).StartPass(ctx, row.ID, legacy.PassFinal, time.Minute, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,17 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Router implements oci.LegacyRouter.
 type Router struct {
-	st    *store.Store
-	rules *mapping.Rules
-	local func(path string) bool
+	st     *store.Store
+	legacy *legacy.Store
+	rules  *mapping.Rules
+	local  func(path string) bool
 	// migrated caches routes of migrated repositories: migrated is final,
 	// so the hottest names skip the database.
 	migrated sync.Map // legacy path -> target
@@ -36,7 +39,7 @@ type Router struct {
 // New builds a Router. local decides whether a path not in the inventory
 // is created here (true) or in the legacy registry.
 func New(st *store.Store, rules *mapping.Rules, local func(path string) bool) *Router {
-	return &Router{st: st, rules: rules, local: local}
+	return &Router{st: st, legacy: legacy.New(st), rules: rules, local: local}
 }
 
 var _ oci.LegacyRouter = (*Router)(nil)
@@ -48,7 +51,7 @@ func (r *Router) Route(ctx context.Context, path string, write bool) (oci.Legacy
 	if t, ok := r.migrated.Load(path); ok {
 		return oci.LegacyRoute{Decision: oci.LegacyLocal, Target: t.(string)}, nil
 	}
-	row, found, err := r.st.LegacyRoute(ctx, path)
+	row, found, err := r.legacy.Route(ctx, path)
 	if err != nil {
 		return oci.LegacyRoute{}, err
 	}
@@ -73,7 +76,7 @@ func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
 	case store.CodeAlreadyExists:
 		err = nil
 	case store.CodeNotFound:
-		return &store.Error{Code: store.CodeContainerNameUnknown, Message: fmt.Sprintf("container repository unknown: namespace %q of the new repository does not exist", t.Namespace)}
+		return &store.Error{Code: container.CodeNameUnknown, Message: fmt.Sprintf("container repository unknown: namespace %q of the new repository does not exist", t.Namespace)}
 	}
 	if err != nil {
 		return fmt.Errorf("create repository %s for a new legacy name: %w", key, err)
@@ -83,9 +86,9 @@ func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
 }
 
 // GuardWrite decides under a share lock of the inventory row (see
-// store.WithLegacyRouteShared) and calls fn inside it.
+// legacy.WithRouteShared) and calls fn inside it.
 func (r *Router) GuardWrite(ctx context.Context, path string, fn func(oci.LegacyRoute) error) error {
-	err := r.st.WithLegacyRouteShared(ctx, path, func(row store.LegacyRouteRow, found bool) error {
+	err := r.legacy.WithRouteShared(ctx, path, func(row legacy.RouteRow, found bool) error {
 		return fn(r.decide(path, row, found))
 	})
 	if err != nil {
@@ -114,9 +117,9 @@ func (r *Router) HeldTarget(ctx context.Context, name string) (string, bool, err
 	if err != nil {
 		return "", false, fmt.Errorf("legacy target %q: %w", name, err)
 	}
-	row, err := r.st.LegacyRepositoryByTarget(ctx, ns.ID, parts[1], parts[2])
+	row, err := r.legacy.RepositoryByTarget(ctx, ns.ID, parts[1], parts[2])
 	switch {
-	case store.HasCode(err, store.CodeLegacyRepositoryUnknown):
+	case store.HasCode(err, legacy.CodeRepositoryUnknown):
 		return "", false, nil
 	case err != nil:
 		return "", false, fmt.Errorf("legacy target %q: %w", name, err)
@@ -127,7 +130,7 @@ func (r *Router) HeldTarget(ctx context.Context, name string) (string, bool, err
 	return row.LegacyPath, true, nil
 }
 
-func (r *Router) decide(path string, row store.LegacyRouteRow, found bool) oci.LegacyRoute {
+func (r *Router) decide(path string, row legacy.RouteRow, found bool) oci.LegacyRoute {
 	if !found {
 		t, ok := r.rules.Map(path)
 		if !ok {

@@ -10,11 +10,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/proxy"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
-func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *store.LegacyRepository) {
+func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *legacy.Repository) {
 	t.Helper()
 	ctx := context.Background()
 	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{})
@@ -22,7 +24,7 @@ func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *store.LegacyReposito
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := st.UpsertLegacyRepository(ctx, store.LegacyInventoryEntry{LegacyPath: "team/app",
+	row, err := legacy.New(st).UpsertRepository(ctx, legacy.InventoryEntry{LegacyPath: "team/app",
 		NamespaceID: ns.ID, RepositoryName: "legacy", ImageName: "app", TagCount: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = proxy.New(st, rules, func(string) bool { return true }).Route(ctx, "ghost/x", true)
-	if !store.HasCode(err, store.CodeContainerNameUnknown) {
+	if !store.HasCode(err, container.CodeNameUnknown) {
 		t.Fatalf("missing namespace: %v", err)
 	}
 }
@@ -122,12 +124,12 @@ func TestGuardWriteBlocksFinalPass(t *testing.T) {
 	if route := <-inside; route.Decision != oci.LegacyForward {
 		t.Fatalf("guarded route %+v", route)
 	}
-	if _, err := st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, time.Minute); !store.HasCode(err, store.CodeLegacyNoWork) {
+	if _, err := legacy.New(st).ClaimNextRepositoryWithLease(ctx, legacy.PassFinal, time.Minute); !store.HasCode(err, legacy.CodeNoWork) {
 		t.Fatalf("claim under a forwarded tag write: %v", err)
 	}
 	started := make(chan error, 1)
 	go func() {
-		_, err := st.StartLegacyPass(ctx, row.ID, store.LegacyPassFinal, time.Minute, 0)
+		_, err := legacy.New(st).StartPass(ctx, row.ID, legacy.PassFinal, time.Minute, 0)
 		started <- err
 	}()
 	select {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // Metric names.
@@ -68,7 +69,7 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 // LegacyOptions.Observe).
 func (m *Metrics) ObserveProxy(outcome string) { m.proxied.WithLabelValues(outcome).Inc() }
 
-func (m *Metrics) pass(pass store.LegacyPass, outcome string, d time.Duration) {
+func (m *Metrics) pass(pass legacy.Pass, outcome string, d time.Duration) {
 	m.passDuration.WithLabelValues(pass.String()).Observe(d.Seconds())
 	m.outcomes.WithLabelValues(pass.String(), outcome).Inc()
 }
@@ -85,7 +86,7 @@ func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; c
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := c.st.LegacyMigrationProgress(ctx)
+	p, err := legacy.New(c.st).MigrationProgress(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return

@@ -41,6 +41,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/legacy/importer"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
 
 // DefaultMaxConcurrency and DefaultTickInterval are the Config defaults.
@@ -50,7 +51,7 @@ const (
 )
 
 // Config of the service. The run-time settings are not here: they are the
-// legacy_migration_controls row (store.LegacyControls).
+// legacy_migration_controls row (legacy.Controls).
 type Config struct {
 	// MaxConcurrency is the most slots that can run at once whatever the
 	// controls say: the River queue's MaxWorkers (minus the tick), fixed
@@ -61,7 +62,7 @@ type Config struct {
 	// the slots; default DefaultTickInterval.
 	TickInterval time.Duration
 	// PreImportLease bounds pass 1 before another worker may claim the
-	// repository again; default store.LegacyPreImportLease.
+	// repository again; default legacy.PreImportLease.
 	PreImportLease time.Duration
 	Logger         *slog.Logger
 }
@@ -69,6 +70,7 @@ type Config struct {
 // Service is the migration service.
 type Service struct {
 	st      *store.Store
+	legacy  *legacy.Store
 	src     *blob.Bucket
 	cfg     Config
 	metrics *Metrics
@@ -89,7 +91,7 @@ func New(st *store.Store, src *blob.Bucket, m *Metrics, cfg Config) (*Service, e
 			cfg.MaxConcurrency, cfg.TickInterval)
 	}
 	if cfg.PreImportLease <= 0 {
-		cfg.PreImportLease = store.LegacyPreImportLease
+		cfg.PreImportLease = legacy.PreImportLease
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -97,7 +99,7 @@ func New(st *store.Store, src *blob.Bucket, m *Metrics, cfg Config) (*Service, e
 	if m == nil {
 		m = NewMetrics(st)
 	}
-	return &Service{st: st, src: src, cfg: cfg, metrics: m, log: cfg.Logger, now: time.Now}, nil
+	return &Service{st: st, legacy: legacy.New(st), src: src, cfg: cfg, metrics: m, log: cfg.Logger, now: time.Now}, nil
 }
 
 // Step migrates at most one repository: the next pending one (pass 1 then
@@ -114,16 +116,16 @@ func (s *Service) Step(ctx context.Context) (bool, error) {
 }
 
 // step is Step under controls c, read just before.
-func (s *Service) step(ctx context.Context, c *store.LegacyControls) (bool, error) {
-	repo, err := s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassPre, s.cfg.PreImportLease)
+func (s *Service) step(ctx context.Context, c *legacy.Controls) (bool, error) {
+	repo, err := s.legacy.ClaimNextRepositoryWithLease(ctx, legacy.PassPre, s.cfg.PreImportLease)
 	switch {
 	case err == nil:
 		if !s.preImport(ctx, *repo) {
 			return true, ctx.Err()
 		}
-	case store.HasCode(err, store.CodeLegacyNoWork):
-		repo, err = s.st.ClaimNextLegacyRepositoryWithLease(ctx, store.LegacyPassFinal, c.FinalTimeLimit)
-		if store.HasCode(err, store.CodeLegacyNoWork) {
+	case store.HasCode(err, legacy.CodeNoWork):
+		repo, err = s.legacy.ClaimNextRepositoryWithLease(ctx, legacy.PassFinal, c.FinalTimeLimit)
+		if store.HasCode(err, legacy.CodeNoWork) {
 			return false, nil
 		}
 		if err != nil {
@@ -137,8 +139,8 @@ func (s *Service) step(ctx context.Context, c *store.LegacyControls) (bool, erro
 
 // controls reads the operator controls, concurrency clamped to
 // MaxConcurrency.
-func (s *Service) controls(ctx context.Context) (*store.LegacyControls, error) {
-	c, err := s.st.LegacyControls(ctx)
+func (s *Service) controls(ctx context.Context) (*legacy.Controls, error) {
+	c, err := s.legacy.Controls(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("legacy service: read controls: %w", err)
 	}
@@ -149,7 +151,7 @@ func (s *Service) controls(ctx context.Context) (*store.LegacyControls, error) {
 }
 
 // preImport runs pass 1 of a claimed repository; false when it failed.
-func (s *Service) preImport(ctx context.Context, repo store.LegacyRepository) bool {
+func (s *Service) preImport(ctx context.Context, repo legacy.Repository) bool {
 	start := s.now()
 	rep, err := importer.PreImportWith(ctx, s.st, s.src, repo, importer.Options{Lease: s.cfg.PreImportLease})
 	d := s.now().Sub(start)
@@ -157,11 +159,11 @@ func (s *Service) preImport(ctx context.Context, repo store.LegacyRepository) bo
 		s.metrics.bytes.Add(float64(rep.BytesCopied))
 	}
 	if err != nil {
-		s.metrics.pass(store.LegacyPassPre, "failed", d)
+		s.metrics.pass(legacy.PassPre, "failed", d)
 		s.log.Warn("legacy pre-import failed", "path", repo.LegacyPath, "attempt", repo.Attempts, "err", err)
 		return false
 	}
-	s.metrics.pass(store.LegacyPassPre, "done", d)
+	s.metrics.pass(legacy.PassPre, "done", d)
 	s.log.Info("legacy pre-import done", "path", repo.LegacyPath, "tags", rep.TagsSeen,
 		"bytes", rep.BytesCopied, "left_behind", len(rep.Items), "took", d)
 	return true
@@ -169,7 +171,7 @@ func (s *Service) preImport(ctx context.Context, repo store.LegacyRepository) bo
 
 // finalImport runs pass 2 (the read-only window). repo is claimed
 // (importing) or pre-imported (the importer starts the pass).
-func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository, limit time.Duration) error {
+func (s *Service) finalImport(ctx context.Context, repo legacy.Repository, limit time.Duration) error {
 	start := s.now()
 	deadline := start.Add(limit)
 	rep, err := importer.FinalImport(ctx, s.st, s.src, repo, deadline)
@@ -179,7 +181,7 @@ func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository, 
 	}
 	switch {
 	case err == nil:
-		s.metrics.pass(store.LegacyPassFinal, "done", d)
+		s.metrics.pass(legacy.PassFinal, "done", d)
 		s.log.Info("legacy repository migrated", "path", repo.LegacyPath, "tags", rep.TagsImported, "read_only", d)
 		return nil
 	case errors.Is(err, importer.ErrTimeLimit):
@@ -187,15 +189,15 @@ func (s *Service) finalImport(ctx context.Context, repo store.LegacyRepository, 
 		// Skip it, so it is not claimed again (it would only run over
 		// again): it stays on the legacy registry until an operator
 		// retries it, e.g. in an arranged longer window.
-		s.metrics.pass(store.LegacyPassFinal, "over_time_limit", d)
+		s.metrics.pass(legacy.PassFinal, "over_time_limit", d)
 		s.log.Warn("legacy final pass over the time limit", "path", repo.LegacyPath, "tags", repo.TagCount, "limit", limit)
 		reason := fmt.Sprintf("final pass ran over its time limit of %s; it stays on the legacy registry until retried", limit)
-		if _, err := s.st.SkipLegacyRepository(context.WithoutCancel(ctx), repo.ID, reason); err != nil {
+		if _, err := s.legacy.SkipRepository(context.WithoutCancel(ctx), repo.ID, reason); err != nil {
 			return fmt.Errorf("legacy service: skip %s over the time limit: %w", repo.LegacyPath, err)
 		}
 		return nil
 	default:
-		s.metrics.pass(store.LegacyPassFinal, "failed", d)
+		s.metrics.pass(legacy.PassFinal, "failed", d)
 		s.log.Warn("legacy final pass failed", "path", repo.LegacyPath, "attempt", repo.Attempts, "err", err)
 		return ctx.Err() // shutdown stops the slot; a repository's failure does not
 	}

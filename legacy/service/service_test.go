@@ -26,6 +26,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -108,16 +109,16 @@ func (e *env) service(t *testing.T, cfg service.Config) *service.Service {
 
 func ptr[T any](v T) *T { return &v }
 
-func (e *env) controls(t *testing.T, u store.LegacyControlsUpdate) {
+func (e *env) controls(t *testing.T, u legacy.ControlsUpdate) {
 	t.Helper()
-	if _, err := e.st.SetLegacyControls(context.Background(), u); err != nil {
+	if _, err := legacy.New(e.st).SetControls(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (e *env) row(t *testing.T, path string) *store.LegacyRepository {
+func (e *env) row(t *testing.T, path string) *legacy.Repository {
 	t.Helper()
-	r, err := e.st.LegacyRepositoryByPath(context.Background(), path)
+	r, err := legacy.New(e.st).RepositoryByPath(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +162,10 @@ func (e *env) sample(t *testing.T, name string, labels map[string]string) (float
 func TestServiceRiver(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	if _, err := e.st.SetLegacyPriority(ctx, e.row(t, "team/c").ID, 10); err != nil {
+	if _, err := legacy.New(e.st).SetPriority(ctx, e.row(t, "team/c").ID, 10); err != nil {
 		t.Fatal(err)
 	}
-	e.controls(t, store.LegacyControlsUpdate{Concurrency: ptr(1), Cadence: ptr(50 * time.Millisecond)})
+	e.controls(t, legacy.ControlsUpdate{Concurrency: ptr(1), Cadence: ptr(50 * time.Millisecond)})
 	svc := e.service(t, service.Config{TickInterval: 50 * time.Millisecond})
 	workers := river.NewWorkers()
 	periodic := svc.Register(workers)
@@ -181,7 +182,7 @@ func TestServiceRiver(t *testing.T) {
 	defer func() { _ = client.Stop(context.Background()) }()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		p, err := e.st.LegacyMigrationProgress(ctx)
+		p, err := legacy.New(e.st).MigrationProgress(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,24 +218,24 @@ func TestServicePause(t *testing.T) {
 	e := newEnv(t)
 	svc := e.service(t, service.Config{})
 	paused := true
-	if _, err := e.st.SetLegacyControls(ctx, store.LegacyControlsUpdate{Paused: &paused}); err != nil {
+	if _, err := legacy.New(e.st).SetControls(ctx, legacy.ControlsUpdate{Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	found, err := svc.Step(ctx)
 	if err != nil || found {
 		t.Fatalf("paused step: found %v err %v", found, err)
 	}
-	if p, _ := e.st.LegacyMigrationProgress(ctx); p.ByStatus[enum.LegacyPending] != 3 {
+	if p, _ := legacy.New(e.st).MigrationProgress(ctx); p.ByStatus[enum.LegacyPending] != 3 {
 		t.Fatalf("paused service claimed work: %v", p.ByStatus)
 	}
 	paused = false
-	if _, err := e.st.SetLegacyControls(ctx, store.LegacyControlsUpdate{Paused: &paused}); err != nil {
+	if _, err := legacy.New(e.st).SetControls(ctx, legacy.ControlsUpdate{Paused: &paused}); err != nil {
 		t.Fatal(err)
 	}
 	if found, err := svc.Step(ctx); err != nil || !found {
 		t.Fatalf("resumed step: found %v err %v", found, err)
 	}
-	if p, _ := e.st.LegacyMigrationProgress(ctx); p.ByStatus[enum.LegacyMigrated] != 1 {
+	if p, _ := legacy.New(e.st).MigrationProgress(ctx); p.ByStatus[enum.LegacyMigrated] != 1 {
 		t.Fatalf("after one step: %v", p.ByStatus)
 	}
 }
@@ -245,7 +246,7 @@ func TestServiceTimeLimit(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	// The time limit is the controls' (the smallest the table holds).
-	e.controls(t, store.LegacyControlsUpdate{FinalTimeLimit: ptr(time.Microsecond)})
+	e.controls(t, legacy.ControlsUpdate{FinalTimeLimit: ptr(time.Microsecond)})
 	svc := e.service(t, service.Config{})
 	for {
 		found, err := svc.Step(ctx)
@@ -256,7 +257,7 @@ func TestServiceTimeLimit(t *testing.T) {
 			break
 		}
 	}
-	p, err := e.st.LegacyMigrationProgress(ctx)
+	p, err := legacy.New(e.st).MigrationProgress(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,10 +285,10 @@ func TestServiceTimeLimit(t *testing.T) {
 	}
 	// Retry puts it back; with a sane limit, set at run time and read by
 	// the same service at its next step, it migrates.
-	if _, err := e.st.RetryLegacyRepository(ctx, r.ID); err != nil {
+	if _, err := legacy.New(e.st).RetryRepository(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.controls(t, store.LegacyControlsUpdate{FinalTimeLimit: ptr(time.Minute)})
+	e.controls(t, legacy.ControlsUpdate{FinalTimeLimit: ptr(time.Minute)})
 	if found, err := svc.Step(ctx); err != nil || !found {
 		t.Fatalf("retry: %v %v", found, err)
 	}
@@ -336,7 +337,7 @@ func TestServiceFailure(t *testing.T) {
 func TestServiceControlsAtRunTime(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
-	e.controls(t, store.LegacyControlsUpdate{Paused: ptr(true), Concurrency: ptr(1), Cadence: ptr(time.Hour)})
+	e.controls(t, legacy.ControlsUpdate{Paused: ptr(true), Concurrency: ptr(1), Cadence: ptr(time.Hour)})
 	svc := e.service(t, service.Config{MaxConcurrency: 3, TickInterval: 20 * time.Millisecond})
 	if got := svc.Queues()[service.Queue].MaxWorkers; got != 4 {
 		t.Fatalf("queue MaxWorkers %d, want max concurrency + the tick", got)
@@ -356,7 +357,7 @@ func TestServiceControlsAtRunTime(t *testing.T) {
 	defer func() { _ = client.StopAndCancel(context.Background()) }()
 
 	migrated := func() int {
-		p, err := e.st.LegacyMigrationProgress(ctx)
+		p, err := legacy.New(e.st).MigrationProgress(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +377,7 @@ func TestServiceControlsAtRunTime(t *testing.T) {
 	if n := migrated(); n != 0 {
 		t.Fatalf("paused: %d migrated", n)
 	}
-	e.controls(t, store.LegacyControlsUpdate{Paused: ptr(false), Concurrency: ptr(2)})
+	e.controls(t, legacy.ControlsUpdate{Paused: ptr(false), Concurrency: ptr(2)})
 	waitFor(2)
 	time.Sleep(200 * time.Millisecond) // ten more ticks: no third slot
 	if n := migrated(); n != 2 {
@@ -390,7 +391,7 @@ func TestServiceControlsAtRunTime(t *testing.T) {
 	if len(slots) != 2 || slots[0] != 0 || slots[1] != 1 {
 		t.Fatalf("slots %v, want [0 1]", slots)
 	}
-	e.controls(t, store.LegacyControlsUpdate{Concurrency: ptr(3)})
+	e.controls(t, legacy.ControlsUpdate{Concurrency: ptr(3)})
 	waitFor(3)
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -303,7 +304,7 @@ func TestManifestData(t *testing.T) {
 	b := testImage(t, c, "layer B, a bit longer")
 	wantStatus(t, putManifest(s, t, name, "latest", a, mtOCIManifest), http.StatusCreated)
 
-	tg, err := s.Store.ResolveContainerTarget(ctx, "acme", "images", "app")
+	tg, err := container.New(s.Store).ResolveTarget(ctx, "acme", "images", "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,12 +472,12 @@ func TestManifestLimit(t *testing.T) {
 	first := testImage(t, c, "first")
 	wantStatus(t, putManifest(s, t, name, "first", first, mtOCIManifest), http.StatusCreated)
 	ctx := context.Background()
-	tg, err := s.Store.ResolveContainerTarget(ctx, "acme", "images", "app")
+	tg, err := container.New(s.Store).ResolveTarget(ctx, "acme", "images", "app")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Fill the image up to the limit with rows sharing the first payload.
-	n := store.MaxContainerManifestsPerImage - 1
+	n := container.MaxManifestsPerImage - 1
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
 		ids[i] = uuid.Must(uuid.NewV7())
@@ -513,7 +514,7 @@ func TestLockTimeout503(t *testing.T) {
 	body := testImage(t, c, "locked")
 	c.pushBlob(body) // the payload's blob row exists: the push will lock it
 	ctx := context.Background()
-	tg, err := s.Store.ResolveContainerTarget(ctx, "acme", "images", "app")
+	tg, err := container.New(s.Store).ResolveTarget(ctx, "acme", "images", "app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -571,7 +572,7 @@ func TestConcurrentPushes(t *testing.T) {
 		t.Error(err)
 	}
 	ctx := context.Background()
-	tg, _ := s.Store.ResolveContainerTarget(ctx, "acme", "images", "app")
+	tg, _ := container.New(s.Store).ResolveTarget(ctx, "acme", "images", "app")
 	var manifests, blobs, tags, attachments int
 	if err := s.Store.Pool().QueryRow(ctx, `SELECT
 		(SELECT count(*) FROM container_manifests WHERE namespace_id = $1),

@@ -7,6 +7,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // Access control is package auth's: wrap authenticates every request once
@@ -78,7 +79,7 @@ func (h *handler) denied(r *http.Request, err error, scope string) error {
 }
 
 // authorize checks the caller against a resolved target.
-func (h *handler) authorize(r *http.Request, action auth.Action, t *store.ContainerTarget) error {
+func (h *handler) authorize(r *http.Request, action auth.Action, t *container.Target) error {
 	if err := auth.Authorize(r.Context(), principal(r), action, auth.ContainerTarget(t)); err != nil {
 		return h.denied(r, err, auth.OCIScope(t.Name(), scopeActions(action)...))
 	}
@@ -98,7 +99,7 @@ func (h *handler) requireCredential(r *http.Request, n imageName, action auth.Ac
 // those allowed to know, else what a hidden private repository answers.
 func (h *handler) unknownName(r *http.Request, n imageName, action auth.Action, notFound error) error {
 	masked := auth.MaskNotFound(principal(r), n.Namespace, notFound)
-	if store.HasCode(masked, store.CodeContainerNameUnknown) {
+	if store.HasCode(masked, container.CodeNameUnknown) {
 		return newErr(http.StatusNotFound, codeNameUnknown, "%v", notFound).withDetail(map[string]string{"name": n.String()})
 	}
 	return h.denied(r, masked, auth.OCIScope(n.String(), scopeActions(action)...))
@@ -106,12 +107,12 @@ func (h *handler) unknownName(r *http.Request, n imageName, action auth.Action, 
 
 // catalogFilter is what the caller may list: its own namespace's rules
 // and everyone else's, both from auth.ReadableRepositories.
-func catalogFilter(p *auth.Principal) store.CatalogFilter {
-	conv := func(f auth.RepositoryFilter) store.ReadFilter {
-		return store.ReadFilter{All: f.All, Visibilities: f.Visibilities, IDs: f.IDs}
+func catalogFilter(p *auth.Principal) container.CatalogFilter {
+	conv := func(f auth.RepositoryFilter) container.ReadFilter {
+		return container.ReadFilter{All: f.All, Visibilities: f.Visibilities, IDs: f.IDs}
 	}
 	own := p.NamespaceID() // uuid.Nil unless a token: never a namespace id
-	return store.CatalogFilter{
+	return container.CatalogFilter{
 		NamespaceID: own,
 		Own:         conv(auth.ReadableRepositories(p, auth.Namespace{ID: own})),
 		Others:      conv(auth.ReadableRepositories(p, auth.Namespace{ID: uuid.Nil})),

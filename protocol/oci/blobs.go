@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // getBlob serves GET and HEAD /v2/<name>/blobs/<digest>, with single byte
@@ -26,7 +27,7 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	b, err := h.st.ContainerBlob(r.Context(), t, d)
+	b, err := h.container.Blob(r.Context(), t, d)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (h *handler) deleteBlob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := h.st.DeleteContainerBlob(r.Context(), t, d); err != nil {
+	if err := h.container.DeleteBlob(r.Context(), t, d); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Length", "0")
@@ -87,7 +88,7 @@ func (h *handler) deleteBlob(w http.ResponseWriter, r *http.Request) error {
 }
 
 // blobCreated answers a completed upload or mount.
-func (h *handler) blobCreated(w http.ResponseWriter, t *store.ContainerTarget, d digest) error {
+func (h *handler) blobCreated(w http.ResponseWriter, t *container.Target, d digest) error {
 	hdr := w.Header()
 	hdr.Set("Location", h.location(h.v2Path(t, "/blobs/"+d.String())))
 	hdr.Set("Docker-Content-Digest", d.String())
@@ -97,7 +98,7 @@ func (h *handler) blobCreated(w http.ResponseWriter, t *store.ContainerTarget, d
 }
 
 // uploadAccepted answers an open upload session with its progress.
-func (h *handler) uploadAccepted(w http.ResponseWriter, t *store.ContainerTarget, u *store.Upload, status int) error {
+func (h *handler) uploadAccepted(w http.ResponseWriter, t *container.Target, u *store.Upload, status int) error {
 	hdr := w.Header()
 	hdr.Set("Location", h.location(h.v2Path(t, "/blobs/uploads/"+u.UploadID.String())))
 	hdr.Set("Range", uploadRange(u.Size))
@@ -155,7 +156,7 @@ func (h *handler) startUpload(w http.ResponseWriter, r *http.Request) error {
 		// Nothing to mount: fall back to a normal upload session.
 	}
 	if dg != nil {
-		if _, err := h.st.PutContainerBlob(r.Context(), t, r.Body, store.Expected{SHA256: *dg, Size: r.ContentLength}); err != nil {
+		if _, err := h.container.PutBlob(r.Context(), t, r.Body, store.Expected{SHA256: *dg, Size: r.ContentLength}); err != nil {
 			return err
 		}
 		return h.blobCreated(w, t, *dg)
@@ -175,7 +176,7 @@ func (h *handler) startUpload(w http.ResponseWriter, r *http.Request) error {
 // namespace, an unknown or unreadable source, a digest the source lacks)
 // answers false, so the client uploads and learns nothing about blobs it
 // may not read.
-func (h *handler) mount(r *http.Request, t *store.ContainerTarget, d digest, from string) (bool, error) {
+func (h *handler) mount(r *http.Request, t *container.Target, d digest, from string) (bool, error) {
 	src, err := h.mountSource(r, t, d, from)
 	if err != nil || src == nil {
 		return false, err
@@ -186,24 +187,24 @@ func (h *handler) mount(r *http.Request, t *store.ContainerTarget, d digest, fro
 		}
 		return false, err
 	}
-	return h.st.MountContainerBlob(r.Context(), t, src, d)
+	return h.container.MountBlob(r.Context(), t, src, d)
 }
 
 // mountSource resolves the source of a mount: the image from names (in
 // the target's namespace only), or, without from, an image holding the
 // digest among the repositories the caller may read. nil when none.
-func (h *handler) mountSource(r *http.Request, t *store.ContainerTarget, d digest, from string) (*store.ContainerTarget, error) {
+func (h *handler) mountSource(r *http.Request, t *container.Target, d digest, from string) (*container.Target, error) {
 	if from == "" {
 		f := auth.ReadableRepositories(principal(r), auth.Namespace{ID: t.NamespaceID})
-		return h.st.ContainerBlobSource(r.Context(), t,
-			store.ReadFilter{All: f.All, Visibilities: f.Visibilities, IDs: f.IDs}, d)
+		return h.container.BlobSource(r.Context(), t,
+			container.ReadFilter{All: f.All, Visibilities: f.Visibilities, IDs: f.IDs}, d)
 	}
 	n, aerr := parseName(from)
 	if aerr != nil || n.Namespace != t.NamespaceSlug {
 		return nil, nil
 	}
-	src, err := h.st.ResolveContainerTargetIn(r.Context(), t.NamespaceID, n.Namespace, n.Repository, n.Image)
-	if store.HasCode(err, store.CodeContainerNameUnknown) {
+	src, err := h.container.ResolveTargetIn(r.Context(), t.NamespaceID, n.Namespace, n.Repository, n.Image)
+	if store.HasCode(err, container.CodeNameUnknown) {
 		return nil, nil
 	}
 	return src, err
@@ -274,7 +275,7 @@ func (h *handler) patchUpload(w http.ResponseWriter, r *http.Request) error {
 
 // withLocation adds the session's Location to a 416, so the client can
 // resume from the Range it reports.
-func (h *handler) withLocation(err error, t *store.ContainerTarget, id uuid.UUID) error {
+func (h *handler) withLocation(err error, t *container.Target, id uuid.UUID) error {
 	if rm, ok := store.AsError(err); ok && rm.Code == store.CodeRangeMismatch {
 		return rangeMismatch(rm.Size).
 			withHeader("Location", h.location(h.v2Path(t, "/blobs/uploads/"+id.String()))).
@@ -320,7 +321,7 @@ func (h *handler) putUpload(w http.ResponseWriter, r *http.Request) error {
 		}
 		final = r.Body
 	}
-	if _, err := h.st.CommitContainerUpload(r.Context(), t, id, final, store.Expected{SHA256: d, Size: -1}); err != nil {
+	if _, err := h.container.CommitUpload(r.Context(), t, id, final, store.Expected{SHA256: d, Size: -1}); err != nil {
 		return h.withLocation(err, t, id)
 	}
 	return h.blobCreated(w, t, d)

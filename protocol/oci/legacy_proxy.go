@@ -17,6 +17,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // Proxy mode (docs/registry2-migration.md "Proxy mode"): Artifact
@@ -354,7 +355,7 @@ func (h *handler) authorizeForward(r *http.Request, target string) error {
 	switch {
 	case err == nil:
 		return h.authorize(r, action, t)
-	case !store.HasCode(err, store.CodeContainerNameUnknown):
+	case !store.HasCode(err, container.CodeNameUnknown):
 		return err
 	case principal(r).IsAdmin():
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // getManifest serves GET and HEAD /v2/<name>/manifests/<reference>. The
@@ -27,11 +28,11 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var m *store.ContainerManifestRow
+	var m *container.ManifestRow
 	if ref.IsTag {
-		m, err = h.st.ContainerManifestByTag(r.Context(), t, ref.Tag)
+		m, err = h.container.ManifestByTag(r.Context(), t, ref.Tag)
 	} else {
-		m, err = h.st.ContainerManifestByDigest(r.Context(), t, ref.Digest)
+		m, err = h.container.ManifestByDigest(r.Context(), t, ref.Digest)
 	}
 	if err != nil {
 		return err
@@ -52,7 +53,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	payload, cached := h.payloads.get(digest(m.Digest))
 	size := int64(len(payload))
 	if !cached {
-		if err := h.st.ContainerManifestPayload(r.Context(), t, m); err != nil {
+		if err := h.container.ManifestPayload(r.Context(), t, m); err != nil {
 			return err
 		}
 		size = m.Payload.Size
@@ -63,7 +64,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if !cached {
-		if payload, err = h.st.ReadContainerManifest(r.Context(), m, maxManifestSize); err != nil {
+		if payload, err = h.container.ReadManifest(r.Context(), m, maxManifestSize); err != nil {
 			return err
 		}
 		if len(payload) <= payloadCacheMax {
@@ -73,7 +74,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(payload)
 	// A GET is a pull: its counters are recorded off the request path.
-	h.pulls.record(h.st.Pull(t))
+	h.pulls.record(h.container.Pull(t))
 	return nil
 }
 
@@ -136,14 +137,14 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := store.ContainerManifestPut{Digest: p.Digest, MediaType: p.MediaType, Payload: p.Payload, Tags: tags}
+	in := container.ManifestPut{Digest: p.Digest, MediaType: p.MediaType, Payload: p.Payload, Tags: tags}
 	for _, b := range p.Blobs {
-		in.Blobs = append(in.Blobs, store.ContainerBlobRef{SHA256: b.Digest, Size: b.Size})
+		in.Blobs = append(in.Blobs, container.BlobRef{SHA256: b.Digest, Size: b.Size})
 	}
 	for _, c := range p.Children {
 		in.Children = append(in.Children, c)
 	}
-	if _, err := h.st.PutContainerManifest(r.Context(), t, in); err != nil {
+	if _, err := h.container.PutManifest(r.Context(), t, in); err != nil {
 		return err
 	}
 	h.referrers.put(p.Digest, referrerInfoOf(p))
@@ -173,9 +174,9 @@ func (h *handler) deleteManifest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if ref.IsTag {
-		err = h.st.DeleteContainerTagByName(r.Context(), t, ref.Tag)
+		err = h.container.DeleteTagByName(r.Context(), t, ref.Tag)
 	} else {
-		err = h.st.DeleteContainerManifestByDigest(r.Context(), t, ref.Digest)
+		err = h.container.DeleteManifestByDigest(r.Context(), t, ref.Digest)
 	}
 	if err != nil {
 		return err
@@ -208,7 +209,7 @@ func (h *handler) listTags(w http.ResponseWriter, r *http.Request) error {
 	}
 	var tags []string
 	if n > 0 {
-		if tags, err = h.st.ContainerTags(r.Context(), t, last, n+1); err != nil {
+		if tags, err = h.container.Tags(r.Context(), t, last, n+1); err != nil {
 			return err
 		}
 	}
@@ -239,17 +240,17 @@ func (h *handler) catalog(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	var after *store.ContainerCatalogEntry
+	var after *container.CatalogEntry
 	if last := q.Get("last"); last != "" {
 		parts := strings.SplitN(last, "/", 3)
 		for len(parts) < 3 {
 			parts = append(parts, "")
 		}
-		after = &store.ContainerCatalogEntry{Namespace: parts[0], Repository: parts[1], Image: parts[2]}
+		after = &container.CatalogEntry{Namespace: parts[0], Repository: parts[1], Image: parts[2]}
 	}
 	names := []string{}
 	if n > 0 {
-		entries, err := h.st.ContainerCatalog(r.Context(), catalogFilter(principal(r)), after, n+1)
+		entries, err := h.container.Catalog(r.Context(), catalogFilter(principal(r)), after, n+1)
 		if err != nil {
 			return err
 		}
@@ -295,25 +296,25 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 			e.RetryAfter = 1
 		}
 		return e
-	case store.HasCode(err, store.CodeContainerNameUnknown):
+	case store.HasCode(err, container.CodeNameUnknown):
 		return newErr(http.StatusNotFound, codeNameUnknown, "%v", err)
-	case store.HasCode(err, store.CodeContainerManifestUnknown):
+	case store.HasCode(err, container.CodeManifestUnknown):
 		if dg != "" {
 			return detail(newErr(http.StatusNotFound, codeManifestUnknown, "manifest %s is not in this image", dg))
 		}
 		return newErr(http.StatusNotFound, codeManifestUnknown, "manifest unknown: no such tag in this image")
-	case store.HasCode(err, store.CodeContainerBlobUnknown):
+	case store.HasCode(err, container.CodeBlobUnknown):
 		return detail(newErr(http.StatusNotFound, codeBlobUnknown, "blob %s is not in this image", dg))
-	case store.HasCode(err, store.CodeContainerManifestBlobUnknown):
+	case store.HasCode(err, container.CodeManifestBlobUnknown):
 		return detail(newErr(http.StatusBadRequest, codeManifestBlobUnknown,
 			"the manifest references blob %s, which is not in this image: push it first", dg))
-	case store.HasCode(err, store.CodeContainerManifestChildUnknown):
+	case store.HasCode(err, container.CodeManifestChildUnknown):
 		return detail(newErr(http.StatusBadRequest, codeManifestUnknown,
 			"the index references manifest %s, which is not in this image: push it first", dg))
-	case store.HasCode(err, store.CodeContainerManifestReferenced):
+	case store.HasCode(err, container.CodeManifestReferenced):
 		return detail(newErr(http.StatusConflict, codeDenied,
 			"the manifest is listed by index %s: delete that index first", dg))
-	case store.HasCode(err, store.CodeContainerTooManyManifests):
+	case store.HasCode(err, container.CodeTooManyManifests):
 		return newErr(http.StatusForbidden, codeDenied, "%v", err)
 	case store.HasCode(err, store.CodeRangeMismatch):
 		return rangeMismatch(se.Size)

@@ -51,6 +51,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // Options configure the OCI surface.
@@ -69,9 +70,10 @@ type Options struct {
 }
 
 type handler struct {
-	st    *store.Store
-	log   *slog.Logger
-	authn *auth.Authenticator
+	st        *store.Store
+	container *container.Store
+	log       *slog.Logger
+	authn     *auth.Authenticator
 	// tokenURL is the realm of the challenges: PublicURL + /v2/token, or
 	// "" to derive it from each request's Host.
 	tokenURL  string
@@ -95,12 +97,12 @@ const (
 
 // Mount registers the /v2/ routes on r.
 func Mount(r *mux.Router, st *store.Store, opts Options) {
-	h := &handler{st: st, log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries),
+	h := &handler{st: st, container: container.New(st), log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries),
 		payloads: newLRU[digest, []byte](payloadCacheBytes, func(b []byte) int64 { return int64(len(b)) })}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.pulls = newPullRecorder(st, h.log)
+	h.pulls = newPullRecorder(h.container, h.log)
 	if opts.Auth == nil {
 		panic("oci.Mount: Options.Auth is required")
 	}
@@ -207,13 +209,13 @@ func (h *handler) base(w http.ResponseWriter, r *http.Request) error {
 }
 
 // target resolves the {name} of the route and authorizes the action.
-func (h *handler) target(r *http.Request, action auth.Action) (*store.ContainerTarget, error) {
+func (h *handler) target(r *http.Request, action auth.Action) (*container.Target, error) {
 	n, aerr := parseName(mux.Vars(r)["name"])
 	if aerr != nil {
 		return nil, aerr
 	}
 	t, err := h.resolve(r.Context(), n)
-	if store.HasCode(err, store.CodeContainerNameUnknown) {
+	if store.HasCode(err, container.CodeNameUnknown) {
 		return nil, h.unknownName(r, n, action, err)
 	}
 	if err != nil {
@@ -227,19 +229,19 @@ func (h *handler) target(r *http.Request, action auth.Action) (*store.ContainerT
 
 // resolve resolves a name in one round trip: namespace slugs are immutable
 // and never reused, so their ids are cached for the life of the process.
-func (h *handler) resolve(ctx context.Context, n imageName) (*store.ContainerTarget, error) {
+func (h *handler) resolve(ctx context.Context, n imageName) (*container.Target, error) {
 	var nsID uuid.UUID
 	if v, ok := h.nsIDs.Load(n.Namespace); ok {
 		nsID = v.(uuid.UUID)
 	} else {
-		id, err := h.st.ContainerNamespaceID(ctx, n.Namespace)
+		id, err := h.container.NamespaceID(ctx, n.Namespace)
 		if err != nil {
 			return nil, err
 		}
 		h.nsIDs.Store(n.Namespace, id)
 		nsID = id
 	}
-	return h.st.ResolveContainerTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
+	return h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
 }
 
 // location makes a Location header value for a /v2/ path.
@@ -247,7 +249,7 @@ func (h *handler) location(path string) string {
 	return h.publicURL + path
 }
 
-func (h *handler) v2Path(t *store.ContainerTarget, rest string) string {
+func (h *handler) v2Path(t *container.Target, rest string) string {
 	return "/v2/" + t.Name() + rest
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // pullRecorder records image pulls (buffered counters) off the request
@@ -16,9 +16,9 @@ import (
 // dropped and counted: download counts are statistics, and a pull must
 // never wait for them. Pulls still queued when the process dies are lost.
 type pullRecorder struct {
-	st      *store.Store
+	st      *container.Store
 	log     *slog.Logger
-	ch      chan store.ContainerPull
+	ch      chan container.Pull
 	dropped atomic.Int64
 }
 
@@ -28,13 +28,13 @@ const (
 	pullFlushEvery = 500 * time.Millisecond
 )
 
-func newPullRecorder(st *store.Store, log *slog.Logger) *pullRecorder {
-	p := &pullRecorder{st: st, log: log, ch: make(chan store.ContainerPull, pullQueue)}
+func newPullRecorder(st *container.Store, log *slog.Logger) *pullRecorder {
+	p := &pullRecorder{st: st, log: log, ch: make(chan container.Pull, pullQueue)}
 	go p.run()
 	return p
 }
 
-func (p *pullRecorder) record(pull store.ContainerPull) {
+func (p *pullRecorder) record(pull container.Pull) {
 	select {
 	case p.ch <- pull:
 	default:
@@ -45,7 +45,7 @@ func (p *pullRecorder) record(pull store.ContainerPull) {
 }
 
 func (p *pullRecorder) run() {
-	batch := make([]store.ContainerPull, 0, pullMaxBatch)
+	batch := make([]container.Pull, 0, pullMaxBatch)
 	tick := time.NewTicker(pullFlushEvery)
 	defer tick.Stop()
 	flush := func() {
@@ -53,7 +53,7 @@ func (p *pullRecorder) run() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := p.st.RecordContainerPulls(ctx, batch); err != nil {
+		if err := p.st.RecordPulls(ctx, batch); err != nil {
 			p.log.Warn("oci: pull counters not recorded", "pulls", len(batch), "err", err)
 		}
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -51,7 +52,7 @@ func TestIndexPushVersusChildDelete(t *testing.T) {
 		default:
 			t.Fatalf("round %d: push %d, delete %d", round, push, del)
 		}
-		tg, err := s.Store.ResolveContainerTarget(ctx, "acme", "images", "app")
+		tg, err := container.New(s.Store).ResolveTarget(ctx, "acme", "images", "app")
 		if err != nil {
 			t.Fatal(err)
 		}

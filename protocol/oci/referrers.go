@@ -8,7 +8,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // referrerInfo is what the referrers API needs from one manifest. It is a
@@ -88,8 +88,8 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 // referrersOf finds the referrers of subject among the image's manifests.
 // The schema stores no subject column, so each candidate manifest's payload
 // is parsed once and its referrer info cached by digest.
-func (h *handler) referrersOf(ctx context.Context, t *store.ContainerTarget, subject digest) ([]referrerDescriptor, error) {
-	cands, err := h.st.ContainerReferrerCandidates(ctx, t, subjectMediaTypes)
+func (h *handler) referrersOf(ctx context.Context, t *container.Target, subject digest) ([]referrerDescriptor, error) {
+	cands, err := h.container.ReferrerCandidates(ctx, t, subjectMediaTypes)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (h *handler) referrersOf(ctx context.Context, t *store.ContainerTarget, sub
 		d := digest(m.Digest)
 		info, ok := h.referrers.get(d)
 		if !ok {
-			payload, err := h.st.ReadContainerManifest(ctx, m, maxManifestSize)
+			payload, err := h.container.ReadManifest(ctx, m, maxManifestSize)
 			if err != nil {
 				return nil, err
 			}

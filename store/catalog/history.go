@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/google/uuid"
 )
 
@@ -32,7 +33,7 @@ type PublishEvent struct {
 	Kind      PublishKind
 	ID        uuid.UUID
 	CreatedAt time.Time
-	Manifest  *store.ContainerManifest
+	Manifest  *container.Manifest
 	Maven     *store.MavenArtifact
 	Npm       *store.NpmArtifact
 }
@@ -131,7 +132,7 @@ func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *ti
 }
 
 type loadedArtifacts struct {
-	manifests map[uuid.UUID]*store.ContainerManifest
+	manifests map[uuid.UUID]*container.Manifest
 	maven     map[uuid.UUID]*store.MavenArtifact
 	npm       map[uuid.UUID]*store.NpmArtifact
 }
@@ -139,9 +140,9 @@ type loadedArtifacts struct {
 // loadArtifacts loads manifests and Maven and npm versions by id, one
 // query per non-empty kind.
 func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
-	l := &loadedArtifacts{map[uuid.UUID]*store.ContainerManifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*store.NpmArtifact{}}
+	l := &loadedArtifacts{map[uuid.UUID]*container.Manifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*store.NpmArtifact{}}
 	if len(manifestIDs) > 0 {
-		ms, err := s.core.ManifestsByIDs(ctx, nsID, manifestIDs)
+		ms, err := s.container.ManifestsByIDs(ctx, nsID, manifestIDs)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 )
@@ -55,8 +56,8 @@ type TrashEntry struct {
 	ID         uuid.UUID
 	DeletedAt  time.Time
 	Repository *store.Repository
-	Image      *store.ContainerImage
-	Manifest   *store.ContainerManifest
+	Image      *container.Image
+	Manifest   *container.Manifest
 	Maven      *store.MavenArtifact
 	Npm        *store.NpmArtifact
 	// MavenPackage and NpmPackage: a package in the trash. An npm package
@@ -136,7 +137,7 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 		ids[e.Kind] = append(ids[e.Kind], e.ID)
 	}
 	repos := map[uuid.UUID]*store.Repository{}
-	images := map[uuid.UUID]*store.ContainerImage{}
+	images := map[uuid.UUID]*container.Image{}
 	if len(ids[TrashRepository]) > 0 {
 		rs, err := s.core.RepositoriesByIDs(ctx, nsID, ids[TrashRepository])
 		if err != nil {
@@ -147,7 +148,7 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 		}
 	}
 	if len(ids[TrashContainerImage]) > 0 {
-		is, err := s.core.ImagesByIDs(ctx, nsID, ids[TrashContainerImage])
+		is, err := s.container.ImagesByIDs(ctx, nsID, ids[TrashContainerImage])
 		if err != nil {
 			return nil, false, err
 		}

@@ -1,4 +1,4 @@
-package store
+package container
 
 import (
 	"context"
@@ -9,21 +9,23 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// defaultContainerBlobMediaType is container_blobs.media_type of a blob
+// defaultBlobMediaType is container_blobs.media_type of a blob
 // pushed through the blob API, which carries no media type.
-const defaultContainerBlobMediaType = "application/octet-stream"
+const defaultBlobMediaType = "application/octet-stream"
 
-// ContainerBlob returns the blob row behind an active blob of the target's
-// image, from the database only (AP1 join: container_blobs straight to
-// blob_storage_blobs). CodeContainerBlobUnknown when the image has none.
-func (s *Store) ContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte) (*Blob, error) {
+// Blob returns the blob row behind an active blob of the target's
+// image, from the database only (the blob join of docs/schema.md, "Blob tables and attachments":
+// container_blobs straight to
+// blob_storage_blobs). CodeBlobUnknown when the image has none.
+func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
+		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
 	var exists bool
 	err := s.pool.QueryRow(ctx, `
@@ -34,22 +36,22 @@ func (s *Store) ContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]b
 		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
 	}
 	if !exists {
-		return nil, errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
+		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
 	// container_blobs.digest = blob_sha256: the blob row is (namespace, digest).
-	return s.StatBlob(ctx, t.NamespaceID, sha)
+	return s.core.StatBlob(ctx, t.NamespaceID, sha)
 }
 
 // UploadRef returns the reference of an upload session of the target's
 // repository.
-func (t *ContainerTarget) UploadRef(uploadID uuid.UUID) UploadRef {
-	return UploadRef{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, UploadID: uploadID}
+func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
+	return store.UploadRef{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, UploadID: uploadID}
 }
 
-// PutContainerBlob stores a whole blob (monolithic upload) and links it to
+// PutBlob stores a whole blob (monolithic upload) and links it to
 // the target's image, creating the image on first push.
-func (s *Store) PutContainerBlob(ctx context.Context, t *ContainerTarget, r io.Reader, want Expected) (*Blob, error) {
-	res, err := s.PutBlob(ctx, t.UploadRef(uuid.Nil), r, want)
+func (s *Store) PutBlob(ctx context.Context, t *Target, r io.Reader, want store.Expected) (*store.Blob, error) {
+	res, err := s.core.PutBlob(ctx, t.UploadRef(uuid.Nil), r, want)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +61,11 @@ func (s *Store) PutContainerBlob(ctx context.Context, t *ContainerTarget, r io.R
 	return res.Blob, nil
 }
 
-// CommitContainerUpload finishes a resumable upload of the target's
+// CommitUpload finishes a resumable upload of the target's
 // repository (appending final when not nil), then links the blob to the
 // target's image.
-func (s *Store) CommitContainerUpload(ctx context.Context, t *ContainerTarget, uploadID uuid.UUID, final io.Reader, want Expected) (*Blob, error) {
-	res, err := s.CommitUpload(ctx, t.UploadRef(uploadID), final, want)
+func (s *Store) CommitUpload(ctx context.Context, t *Target, uploadID uuid.UUID, final io.Reader, want store.Expected) (*store.Blob, error) {
+	res, err := s.core.CommitUpload(ctx, t.UploadRef(uploadID), final, want)
 	if err != nil {
 		return nil, err
 	}
@@ -76,22 +78,22 @@ func (s *Store) CommitContainerUpload(ctx context.Context, t *ContainerTarget, u
 // linkCommitted links a blob an upload just committed to the target's
 // image; when that fails, the blob is handed to the GC unless something
 // else attaches it, so the uploaded bytes cannot leak.
-func (s *Store) linkCommitted(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
-	err := s.linkContainerBlob(ctx, t, sha, defaultContainerBlobMediaType)
+func (s *Store) linkCommitted(ctx context.Context, t *Target, sha [32]byte) error {
+	err := s.linkBlob(ctx, t, sha, defaultBlobMediaType)
 	if err != nil {
-		if rerr := s.ReleaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
+		if rerr := s.core.ReleaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}
 	return err
 }
 
-// linkContainerBlob gives the image a container_blobs row for the digest,
+// linkBlob gives the image a container_blobs row for the digest,
 // with its own attachment, unless it already has an active one. The blob
-// row must exist (CodeBlobUnknown otherwise).
-func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte, mediaType string) error {
-	return db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
-		imageID, err := ensureImage(ctx, tx, t)
+// row must exist (store.CodeBlobUnknown otherwise).
+func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType string) error {
+	return db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+		imageID, err := EnsureImage(ctx, tx, t)
 		if err != nil {
 			return err
 		}
@@ -105,7 +107,7 @@ func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [
 		if exists {
 			return nil
 		}
-		att, err := s.Attach(ctx, tx, t.NamespaceID, [][32]byte{sha})
+		att, err := s.core.Attach(ctx, tx, t.NamespaceID, [][32]byte{sha})
 		if err != nil {
 			return err
 		}
@@ -127,11 +129,11 @@ func (s *Store) linkContainerBlob(ctx context.Context, t *ContainerTarget, sha [
 	})
 }
 
-// containerBlobSourceSQL finds an active image of the namespace holding an
+// blobSourceSQL finds an active image of the namespace holding an
 // active blob row of the digest, in an active hosted container repository
 // the read filter admits ($3..$5, ReadFilter.args), the target's own
 // repository ($6) first. Every table names namespace_id = $1 (pruned).
-const containerBlobSourceSQL = `
+const blobSourceSQL = `
 SELECT r.id, r.name, r.format, r.visibility, cr.id, ci.id, ci.name
 FROM container_blobs cb
 JOIN container_images ci ON ci.namespace_id = cb.namespace_id AND ci.id = cb.container_image_id
@@ -144,21 +146,21 @@ WHERE cb.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND
 ORDER BY r.id = $6 DESC
 LIMIT 1`
 
-// ContainerBlobSource finds the source of a cross-repository mount that
+// BlobSource finds the source of a cross-repository mount that
 // names only the digest: an image of t's namespace, in a repository the
 // caller may read (readable, from auth.ReadableRepositories), holding an
 // active blob of the digest. It returns nil, with no error, when there is
 // none: the caller then cannot tell a blob it may not read from a missing
 // one. The source carries t's namespace state; the caller still authorizes
 // the read on it like on a named source.
-func (s *Store) ContainerBlobSource(ctx context.Context, t *ContainerTarget, readable ReadFilter, sha [32]byte) (*ContainerTarget, error) {
+func (s *Store) BlobSource(ctx context.Context, t *Target, readable ReadFilter, sha [32]byte) (*Target, error) {
 	all, vis, ids := readable.args()
-	src := &ContainerTarget{
+	src := &Target{
 		NamespaceID: t.NamespaceID, NamespaceSlug: t.NamespaceSlug, NamespaceState: t.NamespaceState,
 		ServesReads: t.ServesReads, ServesWrites: t.ServesWrites,
 	}
 	var format, visibility int16
-	err := s.pool.QueryRow(ctx, containerBlobSourceSQL, t.NamespaceID, sha[:], all, vis, ids, t.RepositoryID,
+	err := s.pool.QueryRow(ctx, blobSourceSQL, t.NamespaceID, sha[:], all, vis, ids, t.RepositoryID,
 		int16(enum.KindHosted), []int16{int16(enum.FormatDocker), int16(enum.FormatOCI)}).
 		Scan(&src.RepositoryID, &src.RepositoryName, &format, &visibility, &src.ContainerRepositoryID, &src.ImageID, &src.ImageName)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -171,16 +173,16 @@ func (s *Store) ContainerBlobSource(ctx context.Context, t *ContainerTarget, rea
 	return src, nil
 }
 
-// MountContainerBlob links a blob that already exists in the namespace to
+// MountBlob links a blob that already exists in the namespace to
 // the target's image without any bytes being sent (OCI cross-repository
 // mount; the namespace is the deduplication scope). from is the source
 // image, which the caller has authorized for reading: the blob must be an
 // active blob of that image. A nil source mounts nothing (the store never
-// searches the namespace on its own: ContainerBlobSource does, for the
+// searches the namespace on its own: BlobSource does, for the
 // repositories a caller may read). It reports false, with no error, when
 // there is nothing to mount (the client then uploads normally), including
 // when the blob's object turned out missing and must be uploaded again.
-func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from *ContainerTarget, sha [32]byte) (bool, error) {
+func (s *Store) MountBlob(ctx context.Context, t *Target, from *Target, sha [32]byte) (bool, error) {
 	if from == nil || from.NamespaceID != t.NamespaceID || from.ImageID == uuid.Nil {
 		return false, nil
 	}
@@ -195,8 +197,8 @@ func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from
 	if err != nil {
 		return false, db.MapErr(fmt.Errorf("store: mount source: %w", err))
 	}
-	err = s.linkContainerBlob(ctx, t, sha, mediaType)
-	if HasCode(err, CodeBlobMustReupload) || HasCode(err, CodeBlobUnknown) {
+	err = s.linkBlob(ctx, t, sha, mediaType)
+	if store.HasCode(err, store.CodeBlobMustReupload) || store.HasCode(err, store.CodeBlobUnknown) {
 		return false, nil
 	}
 	if err != nil {
@@ -205,16 +207,16 @@ func (s *Store) MountContainerBlob(ctx context.Context, t *ContainerTarget, from
 	return true, nil
 }
 
-// DeleteContainerBlob soft-deletes the image's active blob row of the
-// digest (ADR-007: blobs can be restored from the trash; the attachment
+// DeleteBlob soft-deletes the image's active blob row of the
+// digest (docs/schema.md, "Soft delete, trash and purge": blobs can be restored from the trash; the attachment
 // stays until the row is purged, so the bytes cannot be collected
 // meanwhile). Manifests are not checked: like the reference registry, the
 // blob API removes the blob from the image whatever references it.
-func (s *Store) DeleteContainerBlob(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
+func (s *Store) DeleteBlob(ctx context.Context, t *Target, sha [32]byte) error {
 	if t.ImageID == uuid.Nil {
-		return errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
+		return errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
-	return s.WithTx(ctx, func(tx pgx.Tx) error {
+	return s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `
 			UPDATE container_blobs SET soft_deleted_at = now()
 			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL`,
@@ -223,7 +225,7 @@ func (s *Store) DeleteContainerBlob(ctx context.Context, t *ContainerTarget, sha
 			return fmt.Errorf("store: delete container blob: %w", err)
 		}
 		if tag.RowsAffected() == 0 {
-			return errs.WithDigest(CodeContainerBlobUnknown, sha, "blob unknown in image")
+			return errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 		}
 		return nil
 	})

@@ -1,4 +1,4 @@
-package store
+package container
 
 import (
 	"bytes"
@@ -8,36 +8,37 @@ import (
 	"io"
 	"slices"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
-// ContainerManifestRow is an active manifest of an image. Payload, the blob
-// row holding its bytes, is filled by ContainerManifestPayload (lookups by
+// ManifestRow is an active manifest of an image. Payload, the blob
+// row holding its bytes, is filled by ManifestPayload (lookups by
 // tag or digest leave it empty, so that a caller holding the bytes in a
 // cache saves the round trip).
-type ContainerManifestRow struct {
+type ManifestRow struct {
 	ID        uuid.UUID
 	Digest    [32]byte
 	MediaType string
 	// Size is the whole tree's size (container_manifests.size); the payload
 	// size is Payload.Size.
 	Size    int64
-	Payload Blob
+	Payload store.Blob
 }
 
-// ContainerManifestPayload fills m.Payload (one pruned lookup).
-func (s *Store) ContainerManifestPayload(ctx context.Context, t *ContainerTarget, m *ContainerManifestRow) error {
-	return s.withPayloads(ctx, t.NamespaceID, []*ContainerManifestRow{m})
+// ManifestPayload fills m.Payload (one pruned lookup).
+func (s *Store) ManifestPayload(ctx context.Context, t *Target, m *ManifestRow) error {
+	return s.withPayloads(ctx, t.NamespaceID, []*ManifestRow{m})
 }
 
-const containerManifestRowColumns = `cm.id, cm.digest, cm.media_type, cm.size`
+const manifestRowColumns = `cm.id, cm.digest, cm.media_type, cm.size`
 
-func scanContainerManifestRow(row pgx.Row) (*ContainerManifestRow, error) {
+func scanManifestRow(row pgx.Row) (*ManifestRow, error) {
 	var (
-		m   ContainerManifestRow
+		m   ManifestRow
 		dig []byte
 	)
 	if err := row.Scan(&m.ID, &dig, &m.MediaType, &m.Size); err != nil {
@@ -52,7 +53,7 @@ func scanContainerManifestRow(row pgx.Row) (*ContainerManifestRow, error) {
 
 // withPayloads fills the payload blob rows of manifests (their digest is
 // their payload's sha256) in one pruned lookup.
-func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*ContainerManifestRow) error {
+func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*ManifestRow) error {
 	if len(ms) == 0 {
 		return nil
 	}
@@ -67,26 +68,26 @@ func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*Containe
 	for _, m := range ms {
 		b, ok := blobs[m.Digest]
 		if !ok {
-			return errs.WithDigest(CodeBlobUnknown, m.Digest, "blob unknown")
+			return errs.WithDigest(store.CodeBlobUnknown, m.Digest, "blob unknown")
 		}
 		m.Payload = *b
 	}
 	return nil
 }
 
-// ContainerManifestByTag returns the active manifest a tag points at.
-func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, tag string) (*ContainerManifestRow, error) {
+// ManifestByTag returns the active manifest a tag points at.
+func (s *Store) ManifestByTag(ctx context.Context, t *Target, tag string) (*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, errs.New(CodeContainerManifestUnknown, "manifest unknown")
+		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
 	}
-	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
-		SELECT `+containerManifestRowColumns+`
+	m, err := scanManifestRow(s.pool.QueryRow(ctx, `
+		SELECT `+manifestRowColumns+`
 		FROM container_tags ct
 		JOIN container_manifests cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_manifest_id
 		WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = $2 AND ct.name = $3
 		  AND cm.soft_deleted_at IS NULL`, t.NamespaceID, t.ImageID, tag))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeContainerManifestUnknown, "manifest unknown")
+		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: manifest by tag: %w", err))
@@ -94,18 +95,18 @@ func (s *Store) ContainerManifestByTag(ctx context.Context, t *ContainerTarget, 
 	return m, nil
 }
 
-// ContainerManifestByDigest returns the image's active manifest of a digest.
-func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarget, sha [32]byte) (*ContainerManifestRow, error) {
+// ManifestByDigest returns the image's active manifest of a digest.
+func (s *Store) ManifestByDigest(ctx context.Context, t *Target, sha [32]byte) (*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
+		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
-	m, err := scanContainerManifestRow(s.pool.QueryRow(ctx, `
-		SELECT `+containerManifestRowColumns+`
+	m, err := scanManifestRow(s.pool.QueryRow(ctx, `
+		SELECT `+manifestRowColumns+`
 		FROM container_manifests cm
 		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
 		t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
+		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: manifest by digest: %w", err))
@@ -113,15 +114,15 @@ func (s *Store) ContainerManifestByDigest(ctx context.Context, t *ContainerTarge
 	return m, nil
 }
 
-// ReadContainerManifest reads a manifest's payload (bounded by max bytes).
-func (s *Store) ReadContainerManifest(ctx context.Context, m *ContainerManifestRow, max int64) ([]byte, error) {
+// ReadManifest reads a manifest's payload (bounded by max bytes).
+func (s *Store) ReadManifest(ctx context.Context, m *ManifestRow, max int64) ([]byte, error) {
 	if m.Payload.ObjectStorageKey == "" {
-		return nil, fmt.Errorf("store: manifest %s: payload row not loaded", FormatSHA256(m.Digest))
+		return nil, fmt.Errorf("store: manifest %s: payload row not loaded", store.FormatSHA256(m.Digest))
 	}
 	if m.Payload.Size > max {
-		return nil, fmt.Errorf("store: manifest %s payload is %d bytes, over %d", FormatSHA256(m.Digest), m.Payload.Size, max)
+		return nil, fmt.Errorf("store: manifest %s payload is %d bytes, over %d", store.FormatSHA256(m.Digest), m.Payload.Size, max)
 	}
-	r, err := s.OpenBlobObject(ctx, &m.Payload, 0, -1)
+	r, err := s.core.OpenBlobObject(ctx, &m.Payload, 0, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -129,49 +130,49 @@ func (s *Store) ReadContainerManifest(ctx context.Context, m *ContainerManifestR
 	buf := make([]byte, 0, m.Payload.Size)
 	w := bytes.NewBuffer(buf)
 	if _, err := io.Copy(w, io.LimitReader(r, m.Payload.Size+1)); err != nil {
-		return nil, fmt.Errorf("store: read manifest %s: %w", FormatSHA256(m.Digest), err)
+		return nil, fmt.Errorf("store: read manifest %s: %w", store.FormatSHA256(m.Digest), err)
 	}
 	if int64(w.Len()) != m.Payload.Size {
-		return nil, fmt.Errorf("store: manifest %s: object has %d bytes, row says %d", FormatSHA256(m.Digest), w.Len(), m.Payload.Size)
+		return nil, fmt.Errorf("store: manifest %s: object has %d bytes, row says %d", store.FormatSHA256(m.Digest), w.Len(), m.Payload.Size)
 	}
 	return w.Bytes(), nil
 }
 
-// ContainerBlobRef is a blob a manifest references.
-type ContainerBlobRef struct {
+// BlobRef is a blob a manifest references.
+type BlobRef struct {
 	SHA256 [32]byte
 	Size   int64
 }
 
-// ContainerManifestPut is a validated manifest to store.
-type ContainerManifestPut struct {
+// ManifestPut is a validated manifest to store.
+type ManifestPut struct {
 	Digest    [32]byte
 	MediaType string
 	Payload   []byte
 	// Blobs (config and distributable layers) must be active blobs of the
 	// image; Children (index / manifest list entries) active manifests.
-	Blobs    []ContainerBlobRef
+	Blobs    []BlobRef
 	Children [][32]byte
 	// Tags are pointed at the manifest (created or moved).
 	Tags []string
 }
 
-// ContainerManifestPutResult reports a stored manifest.
-type ContainerManifestPutResult struct {
+// ManifestPutResult reports a stored manifest.
+type ManifestPutResult struct {
 	ManifestID uuid.UUID
 	// Created: a new manifest row (false: it was already in the image).
 	Created bool
 }
 
-// PutContainerManifest stores a manifest in the target's image (creating
+// PutManifest stores a manifest in the target's image (creating
 // the image on first push) and points the tags at it.
 //
 // The payload is first stored as a content-addressed blob (deduplicated).
 // Then one foreground transaction: the referenced container_blobs rows and
 // child manifest rows are locked FOR SHARE (so a concurrent delete cannot
 // remove them under the push, while other pushes sharing them go on), a
-// missing one failing with CodeContainerManifestBlobUnknown /
-// CodeContainerManifestChildUnknown; the manifest row is inserted with its
+// missing one failing with CodeManifestBlobUnknown /
+// CodeManifestChildUnknown; the manifest row is inserted with its
 // own attachment (Attach: blob-row lock), its size being the payload plus
 // the referenced blobs and child trees; index relationships are inserted;
 // tags are upserted (a moved tag keeps its row). A manifest already in the
@@ -183,17 +184,17 @@ type ContainerManifestPutResult struct {
 // concurrent delete took a reference meanwhile, a limit, a lost
 // connection) the payload's blob row is handed to the GC if nothing
 // attaches it (releaseUnattached).
-func (s *Store) PutContainerManifest(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
+func (s *Store) PutManifest(ctx context.Context, t *Target, in ManifestPut) (*ManifestPutResult, error) {
 	if err := s.checkManifestReferences(ctx, t, in); err != nil {
 		return nil, err
 	}
-	if _, err := s.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
-		Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}); err != nil {
+	if _, err := s.core.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
+		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}); err != nil {
 		return nil, err
 	}
-	res, err := s.putContainerManifestTx(ctx, t, in)
+	res, err := s.putManifestTx(ctx, t, in)
 	if err != nil {
-		if rerr := s.ReleaseUnattached(ctx, t.NamespaceID, in.Digest); rerr != nil {
+		if rerr := s.core.ReleaseUnattached(ctx, t.NamespaceID, in.Digest); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return nil, err
@@ -222,15 +223,15 @@ LIMIT 1`
 // checkManifestReferences refuses, before anything is written, a manifest
 // whose blobs or children the image does not hold (the transaction checks
 // again under its locks).
-func (s *Store) checkManifestReferences(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) error {
+func (s *Store) checkManifestReferences(ctx context.Context, t *Target, in ManifestPut) error {
 	if len(in.Blobs) == 0 && len(in.Children) == 0 {
 		return nil
 	}
 	if t.ImageID == uuid.Nil { // no image yet: it holds nothing
 		if len(in.Blobs) > 0 {
-			return errs.WithDigest(CodeContainerManifestBlobUnknown, in.Blobs[0].SHA256, "manifest references a blob unknown in the image")
+			return errs.WithDigest(CodeManifestBlobUnknown, in.Blobs[0].SHA256, "manifest references a blob unknown in the image")
 		}
-		return errs.WithDigest(CodeContainerManifestChildUnknown, in.Children[0], "index references a manifest unknown in the image")
+		return errs.WithDigest(CodeManifestChildUnknown, in.Children[0], "index references a manifest unknown in the image")
 	}
 	blobs := make([][]byte, len(in.Blobs))
 	for i := range in.Blobs {
@@ -251,18 +252,18 @@ func (s *Store) checkManifestReferences(ctx context.Context, t *ContainerTarget,
 	case err != nil:
 		return db.MapErr(fmt.Errorf("store: check manifest references: %w", err))
 	case kind == 0:
-		return errs.WithDigest(CodeContainerManifestBlobUnknown, [32]byte(d), "manifest references a blob unknown in the image")
+		return errs.WithDigest(CodeManifestBlobUnknown, [32]byte(d), "manifest references a blob unknown in the image")
 	}
-	return errs.WithDigest(CodeContainerManifestChildUnknown, [32]byte(d), "index references a manifest unknown in the image")
+	return errs.WithDigest(CodeManifestChildUnknown, [32]byte(d), "index references a manifest unknown in the image")
 }
 
-// putContainerManifestTx is the foreground transaction of
-// PutContainerManifest, once the payload is stored.
-func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, in ContainerManifestPut) (*ContainerManifestPutResult, error) {
-	var res ContainerManifestPutResult
-	err := db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
-		res = ContainerManifestPutResult{}
-		imageID, err := ensureImage(ctx, tx, t)
+// putManifestTx is the foreground transaction of
+// PutManifest, once the payload is stored.
+func (s *Store) putManifestTx(ctx context.Context, t *Target, in ManifestPut) (*ManifestPutResult, error) {
+	var res ManifestPutResult
+	err := db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+		res = ManifestPutResult{}
+		imageID, err := EnsureImage(ctx, tx, t)
 		if err != nil {
 			return err
 		}
@@ -275,7 +276,7 @@ func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, 
 		case err == nil:
 			res.ManifestID = existing
 		case errors.Is(err, pgx.ErrNoRows):
-			id, err := s.insertContainerManifest(ctx, tx, t, imageID, in)
+			id, err := s.insertManifest(ctx, tx, t, imageID, in)
 			if err != nil {
 				return err
 			}
@@ -283,7 +284,7 @@ func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, 
 		default:
 			return fmt.Errorf("store: manifest exists: %w", err)
 		}
-		return upsertContainerTags(ctx, tx, t.NamespaceID, imageID, res.ManifestID, in.Tags)
+		return upsertTags(ctx, tx, t.NamespaceID, imageID, res.ManifestID, in.Tags)
 	})
 	if err != nil {
 		return nil, err
@@ -291,7 +292,7 @@ func (s *Store) putContainerManifestTx(ctx context.Context, t *ContainerTarget, 
 	return &res, nil
 }
 
-func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *ContainerTarget, imageID uuid.UUID, in ContainerManifestPut) (uuid.UUID, error) {
+func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (uuid.UUID, error) {
 	var count int
 	if err := tx.QueryRow(ctx, `
 		SELECT count(*) FROM container_manifests
@@ -299,8 +300,8 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		t.NamespaceID, imageID).Scan(&count); err != nil {
 		return uuid.Nil, fmt.Errorf("store: count manifests: %w", err)
 	}
-	if count >= MaxContainerManifestsPerImage {
-		return uuid.Nil, errs.New(CodeContainerTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxContainerManifestsPerImage)
+	if count >= MaxManifestsPerImage {
+		return uuid.Nil, errs.New(CodeTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxManifestsPerImage)
 	}
 	size := int64(len(in.Payload))
 	// Referenced blobs, each counted once, locked in digest order.
@@ -336,7 +337,7 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		}
 		for _, b := range in.Blobs {
 			if !found[b.SHA256] {
-				return uuid.Nil, errs.WithDigest(CodeContainerManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
+				return uuid.Nil, errs.WithDigest(CodeManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
 			}
 		}
 		stats, err := statBlobs(ctx, tx, t.NamespaceID, blobs)
@@ -380,11 +381,11 @@ func (s *Store) insertContainerManifest(ctx context.Context, tx pgx.Tx, t *Conta
 		}
 		for _, c := range in.Children {
 			if !found[c] {
-				return uuid.Nil, errs.WithDigest(CodeContainerManifestChildUnknown, c, "index references a manifest unknown in the image")
+				return uuid.Nil, errs.WithDigest(CodeManifestChildUnknown, c, "index references a manifest unknown in the image")
 			}
 		}
 	}
-	att, err := s.Attach(ctx, tx, t.NamespaceID, [][32]byte{in.Digest})
+	att, err := s.core.Attach(ctx, tx, t.NamespaceID, [][32]byte{in.Digest})
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -429,9 +430,9 @@ func distinctSHA(seq func(yield func([32]byte) bool)) [][]byte {
 	return slices.CompactFunc(out, bytes.Equal)
 }
 
-// upsertContainerTags points tags at a manifest: new tags get a row, moved
-// tags keep theirs (ADR-007: moving a tag updates its row).
-func upsertContainerTags(ctx context.Context, tx pgx.Tx, nsID, imageID, manifestID uuid.UUID, tags []string) error {
+// upsertTags points tags at a manifest: new tags get a row, moved
+// tags keep theirs (docs/schema.md, "Format tables": moving a tag updates its row).
+func upsertTags(ctx context.Context, tx pgx.Tx, nsID, imageID, manifestID uuid.UUID, tags []string) error {
 	if len(tags) == 0 {
 		return nil
 	}
@@ -452,62 +453,81 @@ func upsertContainerTags(ctx context.Context, tx pgx.Tx, nsID, imageID, manifest
 	return nil
 }
 
-// DeleteContainerManifestByDigest soft-deletes the image's active manifest
-// of a digest and deletes the tags pointing at it (ADR-007: restorable from
+// DeleteManifestByDigest soft-deletes the image's active manifest
+// of a digest and deletes the tags pointing at it (docs/schema.md, "Soft delete, trash and purge": restorable from
 // the trash; its attachment stays until the row is purged). A manifest
-// listed by an active index is refused with CodeContainerManifestReferenced.
-func (s *Store) DeleteContainerManifestByDigest(ctx context.Context, t *ContainerTarget, sha [32]byte) error {
+// listed by an active index is refused with CodeManifestReferenced.
+func (s *Store) DeleteManifestByDigest(ctx context.Context, t *Target, sha [32]byte) error {
 	if t.ImageID == uuid.Nil {
-		return errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
+		return errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
-	return s.WithTx(ctx, func(tx pgx.Tx) error {
-		var id uuid.UUID
-		err := tx.QueryRow(ctx, `
-			SELECT id FROM container_manifests
-			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
-			FOR UPDATE`, t.NamespaceID, t.ImageID, sha[:]).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.WithDigest(CodeContainerManifestUnknown, sha, "manifest unknown")
-		}
-		if err != nil {
-			return fmt.Errorf("store: lock manifest: %w", err)
-		}
-		var parent []byte
-		err = tx.QueryRow(ctx, `
-			SELECT p.digest FROM container_manifest_relationships rel
-			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
-			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
-			  AND p.soft_deleted_at IS NULL
-			LIMIT 1`, t.NamespaceID, id).Scan(&parent)
-		if err == nil {
-			return errs.WithDigest(CodeContainerManifestReferenced, [32]byte(parent), "manifest is referenced by an index")
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("store: manifest parents: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`,
-			t.NamespaceID, id); err != nil {
-			return fmt.Errorf("store: delete tags of manifest: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
-			t.NamespaceID, id); err != nil {
-			return fmt.Errorf("store: soft-delete manifest: %w", err)
+	return s.core.WithTx(ctx, func(tx pgx.Tx) error {
+		id, parent, err := softDeleteManifest(ctx, tx, t.NamespaceID, t.ImageID, sha[:])
+		switch {
+		case err != nil:
+			return err
+		case id == uuid.Nil:
+			return errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
+		case parent != nil:
+			return errs.WithDigest(CodeManifestReferenced, [32]byte(parent), "manifest is referenced by an index")
 		}
 		return nil
 	})
 }
 
-// ContainerReferrerCandidates lists the image's active manifests whose
+// softDeleteManifest soft-deletes the image's active manifest of digest
+// inside tx and deletes the tags pointing at it: the row is locked, then
+// refused when an active index or manifest list lists it (parent is that
+// index's digest, nothing changed), then its tags go and the row is marked
+// deleted (restorable from the trash; its attachment stays until the row
+// is purged). id is uuid.Nil when the image has no such active manifest.
+// The protocol (DeleteManifestByDigest) and the admin API
+// (DeleteManifest) both soft-delete manifests here.
+func softDeleteManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, digest []byte) (id uuid.UUID, parent []byte, err error) {
+	err = tx.QueryRow(ctx, `
+			SELECT id FROM container_manifests
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
+			FOR UPDATE`, nsID, imageID, digest).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, nil, nil
+	}
+	if err != nil {
+		return uuid.Nil, nil, fmt.Errorf("store: lock manifest: %w", err)
+	}
+	err = tx.QueryRow(ctx, `
+			SELECT p.digest FROM container_manifest_relationships rel
+			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
+			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
+			  AND p.soft_deleted_at IS NULL
+			LIMIT 1`, nsID, id).Scan(&parent)
+	if err == nil {
+		return id, parent, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, nil, fmt.Errorf("store: manifest parents: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`,
+		nsID, id); err != nil {
+		return uuid.Nil, nil, fmt.Errorf("store: delete tags of manifest: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+		nsID, id); err != nil {
+		return uuid.Nil, nil, fmt.Errorf("store: soft-delete manifest: %w", err)
+	}
+	return id, nil, nil
+}
+
+// ReferrerCandidates lists the image's active manifests whose
 // media type can carry a subject (OCI image manifests, indexes and
-// artifact manifests), with their payload blob rows. ADR-007 has no
-// subject column, so the protocol reads (and caches, by digest) the
+// artifact manifests), with their payload blob rows. The schema has no
+// subject column (docs/schema.md, "Format tables"), so the protocol reads (and caches, by digest) the
 // payloads to find the referrers of a digest.
-func (s *Store) ContainerReferrerCandidates(ctx context.Context, t *ContainerTarget, mediaTypes []string) ([]*ContainerManifestRow, error) {
+func (s *Store) ReferrerCandidates(ctx context.Context, t *Target, mediaTypes []string) ([]*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+containerManifestRowColumns+`
+		SELECT `+manifestRowColumns+`
 		FROM container_manifests cm
 		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.soft_deleted_at IS NULL
 		  AND cm.media_type = ANY($3::text[])
@@ -515,8 +535,8 @@ func (s *Store) ContainerReferrerCandidates(ctx context.Context, t *ContainerTar
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: referrer candidates: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerManifestRow, error) {
-		return scanContainerManifestRow(r)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ManifestRow, error) {
+		return scanManifestRow(r)
 	})
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: referrer candidates: %w", err))

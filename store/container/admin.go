@@ -1,13 +1,12 @@
-package store
+package container
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
@@ -20,8 +19,8 @@ import (
 // LATERAL join per parent) so the GraphQL dataloaders issue one statement
 // per level of a nested query, whatever the row count.
 
-// ContainerImage is a container_images row.
-type ContainerImage struct {
+// Image is a container_images row.
+type Image struct {
 	ID               uuid.UUID
 	NamespaceID      uuid.UUID
 	RepositoryID     uuid.UUID // repositories.id of the owning repository
@@ -30,8 +29,8 @@ type ContainerImage struct {
 	SoftDeletedAt    *time.Time
 }
 
-// ContainerManifest is a container_manifests row.
-type ContainerManifest struct {
+// Manifest is a container_manifests row.
+type Manifest struct {
 	ID            uuid.UUID
 	NamespaceID   uuid.UUID
 	ImageID       uuid.UUID
@@ -44,28 +43,15 @@ type ContainerManifest struct {
 }
 
 // DigestString renders the digest as sha256:<hex>.
-func (m *ContainerManifest) DigestString() string { return FormatDigest(m.Digest) }
+func (m *Manifest) DigestString() string { return store.FormatDigest(m.Digest) }
 
-// ContainerTag is a container_tags row.
-type ContainerTag struct {
+// Tag is a container_tags row.
+type Tag struct {
 	ID          uuid.UUID
 	NamespaceID uuid.UUID
 	ImageID     uuid.UUID
 	ManifestID  uuid.UUID
 	Name        string
-}
-
-// FormatDigest renders a raw sha256 as sha256:<hex>.
-func FormatDigest(b []byte) string { return "sha256:" + hex.EncodeToString(b) }
-
-// ParseDigest accepts sha256:<64 hex> or 64 hex digits.
-func ParseDigest(s string) ([]byte, error) {
-	h := strings.TrimPrefix(s, "sha256:")
-	b, err := hex.DecodeString(h)
-	if err != nil || len(b) != 32 || strings.ToLower(h) != h {
-		return nil, errs.New(CodeInvalidInput, "digest %q is invalid: want sha256:<64 lowercase hex digits>", s)
-	}
-	return b, nil
 }
 
 const imageColumns = `ci.id, ci.namespace_id, cr.repository_id, ci.name, ci.last_downloaded_at, ci.soft_deleted_at`
@@ -75,8 +61,8 @@ const imageColumns = `ci.id, ci.namespace_id, cr.repository_id, ci.name, ci.last
 const imageFrom = `container_images ci
 	JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id`
 
-func scanImage(row pgx.Row) (*ContainerImage, error) {
-	var i ContainerImage
+func scanImage(row pgx.Row) (*Image, error) {
+	var i Image
 	if err := row.Scan(&i.ID, &i.NamespaceID, &i.RepositoryID, &i.Name, &i.LastDownloadedAt, &i.SoftDeletedAt); err != nil {
 		return nil, err
 	}
@@ -90,8 +76,8 @@ const manifestFrom = `container_manifests cm
 	JOIN container_images ci ON ci.namespace_id = cm.namespace_id AND ci.id = cm.container_image_id
 	JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id`
 
-func scanManifest(row pgx.Row) (*ContainerManifest, error) {
-	var m ContainerManifest
+func scanManifest(row pgx.Row) (*Manifest, error) {
+	var m Manifest
 	if err := row.Scan(&m.ID, &m.NamespaceID, &m.ImageID, &m.RepositoryID, &m.Digest, &m.MediaType,
 		&m.Size, &m.CreatedAt, &m.SoftDeletedAt); err != nil {
 		return nil, err
@@ -101,8 +87,8 @@ func scanManifest(row pgx.Row) (*ContainerManifest, error) {
 
 const tagColumns = `ct.id, ct.namespace_id, ct.container_image_id, ct.container_manifest_id, ct.name`
 
-func scanTag(row pgx.Row) (*ContainerTag, error) {
-	var t ContainerTag
+func scanTag(row pgx.Row) (*Tag, error) {
+	var t Tag
 	if err := row.Scan(&t.ID, &t.NamespaceID, &t.ImageID, &t.ManifestID, &t.Name); err != nil {
 		return nil, err
 	}
@@ -113,7 +99,7 @@ func scanTag(row pgx.Row) (*ContainerTag, error) {
 // active images by name after afterName (nil: from the start): one
 // LATERAL index range scan per repository on
 // (namespace_id, container_repository_id, name) WHERE soft_deleted_at IS NULL.
-func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*ContainerImage, error) {
+func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*Image, error) {
 	keyset, args := "", []any{nsID, repoIDs, limit + 1}
 	if afterName != nil {
 		keyset, args = " AND ci.name > $4", append(args, *afterName)
@@ -133,7 +119,7 @@ func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoID
 // called name (repositories without one are left out): one probe of the
 // unique (namespace_id, container_repository_id, name) index per
 // repository, for all of them in one statement.
-func (s *Store) ImageOfRepositoriesByName(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, name string) (map[uuid.UUID][]*ContainerImage, error) {
+func (s *Store) ImageOfRepositoriesByName(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, name string) (map[uuid.UUID][]*Image, error) {
 	return db.GroupBy(ctx, s.pool, "container images by name", `
 		SELECT cr.repository_id, `+imageColumns+`
 		FROM container_repositories cr
@@ -153,7 +139,7 @@ func (s *Store) CountImagesOfRepositories(ctx context.Context, nsID uuid.UUID, r
 
 // TagsOfImages returns, per image id, the first limit+1 tags by name
 // after afterName: LATERAL range scans of (namespace_id, container_image_id, name).
-func (s *Store) TagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*ContainerTag, error) {
+func (s *Store) TagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*Tag, error) {
 	keyset, args := "", []any{nsID, imageIDs, limit + 1}
 	if afterName != nil {
 		keyset, args = " AND ct.name > $4", append(args, *afterName)
@@ -178,7 +164,7 @@ func (s *Store) CountTagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs 
 // ManifestsOfImages returns, per image id, the first limit+1 active
 // manifests by digest after afterDigest: LATERAL range scans of the
 // (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL index.
-func (s *Store) ManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, afterDigest []byte, limit int) (map[uuid.UUID][]*ContainerManifest, error) {
+func (s *Store) ManifestsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, afterDigest []byte, limit int) (map[uuid.UUID][]*Manifest, error) {
 	keyset, args := "", []any{nsID, imageIDs, limit + 1}
 	if afterDigest != nil {
 		keyset, args = " AND cm.digest > $4", append(args, afterDigest)
@@ -204,13 +190,13 @@ func (s *Store) CountManifestsOfImages(ctx context.Context, nsID uuid.UUID, imag
 }
 
 // ImagesByIDs loads images (trash included) by id.
-func (s *Store) ImagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*ContainerImage, error) {
+func (s *Store) ImagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*Image, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+imageColumns+` FROM `+imageFrom+`
 		WHERE ci.namespace_id = $1 AND cr.namespace_id = $1 AND ci.id = ANY($2)`, nsID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load container images: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerImage, error) { return scanImage(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Image, error) { return scanImage(r) })
 	if err != nil {
 		return nil, fmt.Errorf("load container images: %w", err)
 	}
@@ -218,13 +204,13 @@ func (s *Store) ImagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID
 }
 
 // ManifestsByIDs loads manifests (trash included) by id.
-func (s *Store) ManifestsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*ContainerManifest, error) {
+func (s *Store) ManifestsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*Manifest, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
 		WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND cm.id = ANY($2)`, nsID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load container manifests: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ContainerManifest, error) { return scanManifest(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Manifest, error) { return scanManifest(r) })
 	if err != nil {
 		return nil, fmt.Errorf("load container manifests: %w", err)
 	}
@@ -259,7 +245,7 @@ func (s *Store) TagNamesOfManifests(ctx context.Context, nsID uuid.UUID, manifes
 
 // ReferencesOfManifests returns, per parent manifest id, its child
 // manifests (index / manifest list entries), by digest.
-func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, parentIDs []uuid.UUID) (map[uuid.UUID][]*ContainerManifest, error) {
+func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, parentIDs []uuid.UUID) (map[uuid.UUID][]*Manifest, error) {
 	return db.GroupBy(ctx, s.pool, "manifest references", `
 		SELECT rel.parent_container_manifest_id, `+manifestColumns+`
 		FROM container_manifest_relationships rel
@@ -271,7 +257,7 @@ func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, paren
 
 // ReferrersOfManifests returns, per child manifest id, the manifests
 // (indexes, manifest lists) that reference it, by digest.
-func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, childIDs []uuid.UUID) (map[uuid.UUID][]*ContainerManifest, error) {
+func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, childIDs []uuid.UUID) (map[uuid.UUID][]*Manifest, error) {
 	return db.GroupBy(ctx, s.pool, "manifest referrers", `
 		SELECT rel.child_container_manifest_id, `+manifestColumns+`
 		FROM container_manifest_relationships rel
@@ -281,8 +267,8 @@ func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, childI
 		ORDER BY cm.digest`, []any{nsID, childIDs}, scanManifest)
 }
 
-// ContainerImageRef names one active image of a container repository.
-type ContainerImageRef struct {
+// ImageRef names one active image of a container repository.
+type ImageRef struct {
 	Namespace  string
 	Repository string
 	Image      string
@@ -290,28 +276,28 @@ type ContainerImageRef struct {
 
 // activeImage resolves an active container repository and one of its
 // active images, and checks the namespace accepts changes.
-func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namespace, *ContainerImage, error) {
-	ns, repo, err := LockRepository(ctx, tx, RepositoryRef{Namespace: ref.Namespace, Name: ref.Repository}, "FOR KEY SHARE")
+func activeImage(ctx context.Context, tx pgx.Tx, ref ImageRef) (*store.Namespace, *Image, error) {
+	ns, repo, err := store.LockRepository(ctx, tx, store.RepositoryRef{Namespace: ref.Namespace, Name: ref.Repository}, "FOR KEY SHARE")
 	if err != nil {
 		return nil, nil, err
 	}
 	if repo.SoftDeletedAt != nil {
-		return nil, nil, errs.New(CodeNotFound, "repository %s/%s not found (it is in the trash)", ref.Namespace, ref.Repository)
+		return nil, nil, errs.New(store.CodeNotFound, "repository %s/%s not found (it is in the trash)", ref.Namespace, ref.Repository)
 	}
 	if !repo.IsContainer() {
-		return nil, nil, errs.New(CodeInvalidInput, "repository %s/%s is not a container repository", ref.Namespace, ref.Repository)
+		return nil, nil, errs.New(store.CodeInvalidInput, "repository %s/%s is not a container repository", ref.Namespace, ref.Repository)
 	}
 	if err := ns.RequireWrites(); err != nil {
 		return nil, nil, err
 	}
 	if !db.Lookupable(ref.Image) {
-		return nil, nil, errs.New(CodeNotFound, "image %q not found", ref.Image)
+		return nil, nil, errs.New(store.CodeNotFound, "image %q not found", ref.Image)
 	}
 	img, err := scanImage(tx.QueryRow(ctx, `SELECT `+imageColumns+` FROM `+imageFrom+`
 		WHERE ci.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = $2
 		  AND ci.name = $3 AND ci.soft_deleted_at IS NULL`, ns.ID, repo.ID, ref.Image))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, errs.New(CodeNotFound, "image %q not found in repository %s/%s", ref.Image, ref.Namespace, ref.Repository)
+		return nil, nil, errs.New(store.CodeNotFound, "image %q not found in repository %s/%s", ref.Image, ref.Namespace, ref.Repository)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("load image %q: %w", ref.Image, err)
@@ -319,25 +305,24 @@ func activeImage(ctx context.Context, tx pgx.Tx, ref ContainerImageRef) (*Namesp
 	return ns, img, nil
 }
 
-// DeleteContainerTag deletes one tag (tags have no soft delete); the
+// DeleteTag deletes one tag (tags have no soft delete); the
 // manifest stays addressable by digest.
-func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, tag string) (*ContainerImage, error) {
-	var out *ContainerImage
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+func (s *Store) DeleteTag(ctx context.Context, ref ImageRef, tag string) (*Image, error) {
+	var out *Image
+	err := s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, img, err := activeImage(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
 		if !db.Lookupable(tag) {
-			return errs.New(CodeNotFound, "tag %q not found", tag)
+			return errs.New(store.CodeNotFound, "tag %q not found", tag)
 		}
-		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
-			ns.ID, img.ID, tag)
+		deleted, err := deleteTag(ctx, tx, ns.ID, img.ID, tag)
 		if err != nil {
-			return fmt.Errorf("delete tag %q: %w", tag, err)
+			return err
 		}
-		if ct.RowsAffected() == 0 {
-			return errs.New(CodeNotFound, "tag %q not found in image %q", tag, ref.Image)
+		if !deleted {
+			return errs.New(store.CodeNotFound, "tag %q not found in image %q", tag, ref.Image)
 		}
 		out = img
 		return nil
@@ -345,50 +330,30 @@ func (s *Store) DeleteContainerTag(ctx context.Context, ref ContainerImageRef, t
 	return out, err
 }
 
-// DeleteContainerManifest soft-deletes an active manifest and deletes the
+// DeleteManifest soft-deletes an active manifest and deletes the
 // tags pointing at it, in one transaction. A manifest still referenced by
 // an active index or manifest list is refused. Blob attachments stay until
-// the manifest is purged (the bytes count until then, as ADR-007 says).
-func (s *Store) DeleteContainerManifest(ctx context.Context, ref ContainerImageRef, digest string) (*ContainerManifest, error) {
-	d, err := ParseDigest(digest)
+// the manifest is purged (the bytes count until then: docs/schema.md,
+// "Soft delete, trash and purge").
+func (s *Store) DeleteManifest(ctx context.Context, ref ImageRef, digest string) (*Manifest, error) {
+	d, err := store.ParseDigest(digest)
 	if err != nil {
 		return nil, err
 	}
-	var out *ContainerManifest
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	var out *Manifest
+	err = s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, img, err := activeImage(ctx, tx, ref)
 		if err != nil {
 			return err
 		}
-		var id uuid.UUID
-		err = tx.QueryRow(ctx, `SELECT id FROM container_manifests
-			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
-			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeNotFound, "manifest %s not found in image %q", digest, ref.Image)
-		}
-		if err != nil {
-			return fmt.Errorf("load manifest %s: %w", digest, err)
-		}
-		var parent []byte
-		err = tx.QueryRow(ctx, `
-			SELECT p.digest FROM container_manifest_relationships rel
-			JOIN container_manifests p ON p.namespace_id = rel.namespace_id AND p.id = rel.parent_container_manifest_id
-			WHERE rel.namespace_id = $1 AND p.namespace_id = $1 AND rel.child_container_manifest_id = $2
-			  AND p.soft_deleted_at IS NULL
-			LIMIT 1`, ns.ID, id).Scan(&parent)
-		if err == nil {
-			return errs.New(CodeConflict, "manifest %s is referenced by %s: delete that index first", digest, FormatDigest(parent))
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("check manifest referrers: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = $2`, ns.ID, id); err != nil {
-			return fmt.Errorf("delete tags of manifest %s: %w", digest, err)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
-			ns.ID, id); err != nil {
-			return fmt.Errorf("soft-delete manifest %s: %w", digest, err)
+		id, parent, err := softDeleteManifest(ctx, tx, ns.ID, img.ID, d)
+		switch {
+		case err != nil:
+			return err
+		case id == uuid.Nil:
+			return errs.New(store.CodeNotFound, "manifest %s not found in image %q", digest, ref.Image)
+		case parent != nil:
+			return errs.New(store.CodeConflict, "manifest %s is referenced by %s: delete that index first", digest, store.FormatDigest(parent))
 		}
 		out, err = scanManifest(tx.QueryRow(ctx, `SELECT `+manifestColumns+` FROM `+manifestFrom+`
 			WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND cm.id = $2`, ns.ID, id))
@@ -400,17 +365,17 @@ func (s *Store) DeleteContainerManifest(ctx context.Context, ref ContainerImageR
 	return out, err
 }
 
-// RestoreContainerManifest restores the most recently soft-deleted
+// RestoreManifest restores the most recently soft-deleted
 // manifest with the digest in an active image (untagged: its tags were
 // deleted with it). Refused while an active manifest has the same digest
 // or while one of its child manifests is in the trash.
-func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImageRef, digest string) (*ContainerManifest, error) {
-	d, err := ParseDigest(digest)
+func (s *Store) RestoreManifest(ctx context.Context, ref ImageRef, digest string) (*Manifest, error) {
+	d, err := store.ParseDigest(digest)
 	if err != nil {
 		return nil, err
 	}
-	var out *ContainerManifest
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	var out *Manifest
+	err = s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		ns, img, err := activeImage(ctx, tx, ref)
 		if err != nil {
 			return err
@@ -421,7 +386,7 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 			ORDER BY soft_deleted_at DESC LIMIT 1
 			FOR UPDATE`, ns.ID, img.ID, d).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeNotFound, "no deleted manifest %s in image %q", digest, ref.Image)
+			return errs.New(store.CodeNotFound, "no deleted manifest %s in image %q", digest, ref.Image)
 		}
 		if err != nil {
 			return fmt.Errorf("load manifest %s: %w", digest, err)
@@ -434,7 +399,7 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 			  AND c.soft_deleted_at IS NOT NULL
 			LIMIT 1`, ns.ID, id).Scan(&trashedChild)
 		if err == nil {
-			return errs.New(CodeConflict, "manifest %s references %s, which is in the trash: restore that first", digest, FormatDigest(trashedChild))
+			return errs.New(store.CodeConflict, "manifest %s references %s, which is in the trash: restore that first", digest, store.FormatDigest(trashedChild))
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("check manifest references: %w", err)
@@ -442,7 +407,7 @@ func (s *Store) RestoreContainerManifest(ctx context.Context, ref ContainerImage
 		if _, err := tx.Exec(ctx, `UPDATE container_manifests SET soft_deleted_at = NULL WHERE namespace_id = $1 AND id = $2`,
 			ns.ID, id); err != nil {
 			if code, _ := db.PgCode(err); code == pgerrcode.UniqueViolation {
-				return errs.New(CodeConflict, "image %q already has an active manifest %s", ref.Image, digest)
+				return errs.New(store.CodeConflict, "image %q already has an active manifest %s", ref.Image, digest)
 			}
 			return fmt.Errorf("restore manifest %s: %w", digest, err)
 		}

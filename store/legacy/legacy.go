@@ -1,4 +1,4 @@
-package store
+package legacy
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
@@ -23,46 +24,46 @@ import (
 
 // Typed errors of the legacy migration state.
 var (
-	// CodeLegacyRepositoryUnknown: no inventory row for that path or id.
-	CodeLegacyRepositoryUnknown = Code{Name: "LEGACY_REPOSITORY_UNKNOWN", Kind: KindNotFound}
-	// CodeLegacyState: the row's status does not allow the transition.
-	CodeLegacyState = Code{Name: "LEGACY_STATE", Kind: KindConflict}
-	// CodeLegacyPreImportedRecently: pass 1 finished less than
+	// CodeRepositoryUnknown: no inventory row for that path or id.
+	CodeRepositoryUnknown = store.Code{Name: "LEGACY_REPOSITORY_UNKNOWN", Kind: store.KindNotFound}
+	// CodeState: the row's status does not allow the transition.
+	CodeState = store.Code{Name: "LEGACY_STATE", Kind: store.KindConflict}
+	// CodePreImportedRecently: pass 1 finished less than
 	// pre_import_skip_recent ago; it is not run again.
-	CodeLegacyPreImportedRecently = Code{Name: "LEGACY_PRE_IMPORTED_RECENTLY", Kind: KindConflict}
-	// CodeLegacyTargetTaken: another legacy path already maps to the same
+	CodePreImportedRecently = store.Code{Name: "LEGACY_PRE_IMPORTED_RECENTLY", Kind: store.KindConflict}
+	// CodeTargetTaken: another legacy path already maps to the same
 	// (namespace, repository, image).
-	CodeLegacyTargetTaken = Code{Name: "LEGACY_TARGET_TAKEN", Kind: KindAlreadyExists}
-	// CodeLegacyNoWork: nothing to claim.
-	CodeLegacyNoWork = Code{Name: "LEGACY_NO_WORK", Kind: KindNotFound}
+	CodeTargetTaken = store.Code{Name: "LEGACY_TARGET_TAKEN", Kind: store.KindAlreadyExists}
+	// CodeNoWork: nothing to claim.
+	CodeNoWork = store.Code{Name: "LEGACY_NO_WORK", Kind: store.KindNotFound}
 )
 
-// LegacyPass is one of the two import passes.
-type LegacyPass int
+// Pass is one of the two import passes.
+type Pass int
 
 const (
-	// LegacyPassPre is pass 1: manifests and blobs, no tags, no read-only.
-	LegacyPassPre LegacyPass = 1
-	// LegacyPassFinal is pass 2: the rest and every tag, read-only window.
-	LegacyPassFinal LegacyPass = 2
+	// PassPre is pass 1: manifests and blobs, no tags, no read-only.
+	PassPre Pass = 1
+	// PassFinal is pass 2: the rest and every tag, read-only window.
+	PassFinal Pass = 2
 )
 
-func (p LegacyPass) String() string {
+func (p Pass) String() string {
 	switch p {
-	case LegacyPassPre:
+	case PassPre:
 		return "pre"
-	case LegacyPassFinal:
+	case PassFinal:
 		return "final"
 	}
-	return fmt.Sprintf("LegacyPass(%d)", int(p))
+	return fmt.Sprintf("Pass(%d)", int(p))
 }
 
-// LegacyPreImportLease is how long a claimed pass 1 may run before another
+// PreImportLease is how long a claimed pass 1 may run before another
 // worker may claim the repository again (its worker is presumed dead).
-const LegacyPreImportLease = time.Hour
+const PreImportLease = time.Hour
 
-// LegacyRepository is a legacy_repositories row.
-type LegacyRepository struct {
+// Repository is a legacy_repositories row.
+type Repository struct {
 	ID             uuid.UUID
 	LegacyPath     string
 	NamespaceID    uuid.UUID
@@ -89,8 +90,8 @@ const legacyColumns = `id, legacy_path, namespace_id, repository_id, repository_
 	priority, status, pre_import_started_at, pre_import_finished_at, import_started_at, import_finished_at,
 	lease_expires_at, time_limit_exceeded_at, attempts, last_error, created_at, updated_at`
 
-func scanLegacy(row pgx.Row) (*LegacyRepository, error) {
-	r := &LegacyRepository{}
+func scanLegacy(row pgx.Row) (*Repository, error) {
+	r := &Repository{}
 	var status int16
 	err := row.Scan(&r.ID, &r.LegacyPath, &r.NamespaceID, &r.RepositoryID, &r.RepositoryName, &r.ImageName,
 		&r.TagCount, &r.Priority, &status, &r.PreImportStartedAt, &r.PreImportFinishedAt, &r.ImportStartedAt,
@@ -103,9 +104,9 @@ func scanLegacy(row pgx.Row) (*LegacyRepository, error) {
 	return r, nil
 }
 
-func collectLegacy(rows pgx.Rows) ([]*LegacyRepository, error) {
+func collectLegacy(rows pgx.Rows) ([]*Repository, error) {
 	defer rows.Close()
-	var out []*LegacyRepository
+	var out []*Repository
 	for rows.Next() {
 		r, err := scanLegacy(rows)
 		if err != nil {
@@ -116,9 +117,9 @@ func collectLegacy(rows pgx.Rows) ([]*LegacyRepository, error) {
 	return out, rows.Err()
 }
 
-// LegacyInventoryEntry is what the inventory records for one legacy
+// InventoryEntry is what the inventory records for one legacy
 // repository.
-type LegacyInventoryEntry struct {
+type InventoryEntry struct {
 	LegacyPath     string
 	NamespaceID    uuid.UUID
 	RepositoryName string
@@ -129,12 +130,12 @@ type LegacyInventoryEntry struct {
 	Skip string
 }
 
-// UpsertLegacyRepository records a legacy repository found by the
+// UpsertRepository records a legacy repository found by the
 // inventory. A new row starts pending (or skipped with Skip as its
 // last_error). An existing row gets the new tag count; its target and
 // status change only while it is still pending or skipped (a repository
 // already in a pass keeps the target the pass works on).
-func (s *Store) UpsertLegacyRepository(ctx context.Context, e LegacyInventoryEntry) (*LegacyRepository, error) {
+func (s *Store) UpsertRepository(ctx context.Context, e InventoryEntry) (*Repository, error) {
 	id := db.NewID()
 	status, lastErr := enum.LegacyPending, (*string)(nil)
 	if e.Skip != "" {
@@ -155,7 +156,7 @@ func (s *Store) UpsertLegacyRepository(ctx context.Context, e LegacyInventoryEnt
 		id, e.LegacyPath, e.NamespaceID, e.RepositoryName, e.ImageName, e.TagCount, int16(status), lastErr)
 	r, err := scanLegacy(row)
 	if code, constraint := db.PgCode(err); code == pgerrcode.UniqueViolation && constraint == "legacy_repositories_target_key" {
-		return nil, errs.New(CodeLegacyTargetTaken, "another legacy repository already maps to that target: %s -> %s/%s", e.LegacyPath, e.RepositoryName, e.ImageName)
+		return nil, errs.New(CodeTargetTaken, "another legacy repository already maps to that target: %s -> %s/%s", e.LegacyPath, e.RepositoryName, e.ImageName)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: upsert legacy repository %s: %w", e.LegacyPath, err))
@@ -163,20 +164,20 @@ func (s *Store) UpsertLegacyRepository(ctx context.Context, e LegacyInventoryEnt
 	return r, nil
 }
 
-// LegacyRepositoryByPath returns the inventory row of a legacy path.
-func (s *Store) LegacyRepositoryByPath(ctx context.Context, path string) (*LegacyRepository, error) {
+// RepositoryByPath returns the inventory row of a legacy path.
+func (s *Store) RepositoryByPath(ctx context.Context, path string) (*Repository, error) {
 	return s.legacyOne(ctx, `legacy_path = $1`, path)
 }
 
-// LegacyRepositoryByTarget returns the inventory row feeding a target
+// RepositoryByTarget returns the inventory row feeding a target
 // (namespace id, repository name, image name): what the proxy asks to
 // decide between local, legacy and read-only (status importing).
-// CodeLegacyRepositoryUnknown when no legacy repository maps there.
-func (s *Store) LegacyRepositoryByTarget(ctx context.Context, namespaceID uuid.UUID, repository, image string) (*LegacyRepository, error) {
+// CodeRepositoryUnknown when no legacy repository maps there.
+func (s *Store) RepositoryByTarget(ctx context.Context, namespaceID uuid.UUID, repository, image string) (*Repository, error) {
 	r, err := scanLegacy(s.pool.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories
 		WHERE namespace_id = $1 AND repository_name = $2 AND image_name = $3`, namespaceID, repository, image))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s/%s", repository, image)
+		return nil, errs.New(CodeRepositoryUnknown, "legacy repository unknown: %s/%s", repository, image)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: legacy repository of %s/%s: %w", repository, image, err))
@@ -184,15 +185,15 @@ func (s *Store) LegacyRepositoryByTarget(ctx context.Context, namespaceID uuid.U
 	return r, nil
 }
 
-// LegacyRepositoryByID returns the inventory row of an id.
-func (s *Store) LegacyRepositoryByID(ctx context.Context, id uuid.UUID) (*LegacyRepository, error) {
+// RepositoryByID returns the inventory row of an id.
+func (s *Store) RepositoryByID(ctx context.Context, id uuid.UUID) (*Repository, error) {
 	return s.legacyOne(ctx, `id = $1`, id)
 }
 
-func (s *Store) legacyOne(ctx context.Context, where string, arg any) (*LegacyRepository, error) {
+func (s *Store) legacyOne(ctx context.Context, where string, arg any) (*Repository, error) {
 	r, err := scanLegacy(s.pool.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories WHERE `+where, arg))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %v", arg)
+		return nil, errs.New(CodeRepositoryUnknown, "legacy repository unknown: %v", arg)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: legacy repository %v: %w", arg, err))
@@ -200,24 +201,24 @@ func (s *Store) legacyOne(ctx context.Context, where string, arg any) (*LegacyRe
 	return r, nil
 }
 
-// LegacyFilter narrows ListLegacyRepositories.
-type LegacyFilter struct {
+// Filter narrows ListRepositories.
+type Filter struct {
 	// Statuses keeps rows in any of these (empty: all).
 	Statuses []enum.LegacyStatus
 	// PathPrefix keeps rows whose legacy path starts with it.
 	PathPrefix string
 }
 
-// LegacyPage is a keyset page: rows after After (a legacy path, "" for the
+// Page is a keyset page: rows after After (a legacy path, "" for the
 // first page), at most Limit of them (default 100, at most 1000).
-type LegacyPage struct {
+type Page struct {
 	After string
 	Limit int
 }
 
-// ListLegacyRepositories lists inventory rows in legacy path order, keyset
+// ListRepositories lists inventory rows in legacy path order, keyset
 // paged by path; more reports whether rows follow the page.
-func (s *Store) ListLegacyRepositories(ctx context.Context, f LegacyFilter, p LegacyPage) (rows []*LegacyRepository, more bool, err error) {
+func (s *Store) ListRepositories(ctx context.Context, f Filter, p Page) (rows []*Repository, more bool, err error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 100
@@ -249,19 +250,19 @@ func (s *Store) ListLegacyRepositories(ctx context.Context, f LegacyFilter, p Le
 
 // claimableSQL is, per pass, the statuses a claim may take: the pass's
 // entry status, or its running status whose lease expired (dead worker).
-func claimableSQL(pass LegacyPass) (string, error) {
+func claimableSQL(pass Pass) (string, error) {
 	switch pass {
-	case LegacyPassPre:
+	case PassPre:
 		return `(status = 0 OR (status = 1 AND lease_expires_at < now()))`, nil
-	case LegacyPassFinal:
+	case PassFinal:
 		return `(status = 2 OR (status = 3 AND lease_expires_at < now()))`, nil
 	}
 	return "", fmt.Errorf("store: unknown legacy pass %d", pass)
 }
 
 // startPassSQL moves a claimed row into the pass's running status.
-func startPassSQL(pass LegacyPass) string {
-	if pass == LegacyPassPre {
+func startPassSQL(pass Pass) string {
+	if pass == PassPre {
 		return `status = 1, pre_import_started_at = now(), pre_import_finished_at = NULL,
 			lease_expires_at = now() + make_interval(secs => $2::float8), attempts = attempts + 1, updated_at = now()`
 	}
@@ -269,39 +270,39 @@ func startPassSQL(pass LegacyPass) string {
 		lease_expires_at = now() + make_interval(secs => $2::float8), attempts = attempts + 1, updated_at = now()`
 }
 
-// ClaimNextLegacyRepository claims the highest-priority repository ready
+// ClaimNextRepository claims the highest-priority repository ready
 // for the pass (pass 1: pending; pass 2: pre-imported; either: its running
 // status with an expired lease) and moves it into the pass's running
 // status, under FOR UPDATE SKIP LOCKED so concurrent workers never claim
-// the same row. The lease is LegacyPreImportLease for pass 1 and the
-// controls' final_time_limit for pass 2. CodeLegacyNoWork when nothing is
+// the same row. The lease is PreImportLease for pass 1 and the
+// controls' final_time_limit for pass 2. CodeNoWork when nothing is
 // ready.
-func (s *Store) ClaimNextLegacyRepository(ctx context.Context, pass LegacyPass) (*LegacyRepository, error) {
-	lease := LegacyPreImportLease
-	if pass == LegacyPassFinal {
-		c, err := s.LegacyControls(ctx)
+func (s *Store) ClaimNextRepository(ctx context.Context, pass Pass) (*Repository, error) {
+	lease := PreImportLease
+	if pass == PassFinal {
+		c, err := s.Controls(ctx)
 		if err != nil {
 			return nil, err
 		}
 		lease = c.FinalTimeLimit
 	}
-	return s.ClaimNextLegacyRepositoryWithLease(ctx, pass, lease)
+	return s.ClaimNextRepositoryWithLease(ctx, pass, lease)
 }
 
-// ClaimNextLegacyRepositoryWithLease is ClaimNextLegacyRepository with an
+// ClaimNextRepositoryWithLease is ClaimNextRepository with an
 // explicit lease.
-func (s *Store) ClaimNextLegacyRepositoryWithLease(ctx context.Context, pass LegacyPass, lease time.Duration) (*LegacyRepository, error) {
+func (s *Store) ClaimNextRepositoryWithLease(ctx context.Context, pass Pass, lease time.Duration) (*Repository, error) {
 	cond, err := claimableSQL(pass)
 	if err != nil {
 		return nil, err
 	}
-	var r *LegacyRepository
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	var r *Repository
+	err = s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		var id uuid.UUID
 		err := tx.QueryRow(ctx, `SELECT id FROM legacy_repositories WHERE `+cond+`
 			ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED`).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeLegacyNoWork, "no legacy repository to claim")
+			return errs.New(CodeNoWork, "no legacy repository to claim")
 		}
 		if err != nil {
 			return fmt.Errorf("store: claim legacy repository: %w", err)
@@ -319,17 +320,17 @@ func (s *Store) ClaimNextLegacyRepositoryWithLease(ctx context.Context, pass Leg
 	return r, nil
 }
 
-// StartLegacyPass moves one repository into the pass's running status, as
+// StartPass moves one repository into the pass's running status, as
 // a claim does, for an operator-driven pass (`import pre|final`). Pass 1
 // also restarts a failed or pre-imported repository, but not one
-// pre-imported less than skipRecent ago (CodeLegacyPreImportedRecently);
-// pass 2 needs pre_imported. CodeLegacyState otherwise.
-func (s *Store) StartLegacyPass(ctx context.Context, id uuid.UUID, pass LegacyPass, lease, skipRecent time.Duration) (*LegacyRepository, error) {
-	var r *LegacyRepository
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+// pre-imported less than skipRecent ago (CodePreImportedRecently);
+// pass 2 needs pre_imported. CodeState otherwise.
+func (s *Store) StartPass(ctx context.Context, id uuid.UUID, pass Pass, lease, skipRecent time.Duration) (*Repository, error) {
+	var r *Repository
+	err := s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		cur, err := scanLegacy(tx.QueryRow(ctx, `SELECT `+legacyColumns+` FROM legacy_repositories WHERE id = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", id)
+			return errs.New(CodeRepositoryUnknown, "legacy repository unknown: %s", id)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
@@ -354,10 +355,10 @@ func (s *Store) StartLegacyPass(ctx context.Context, id uuid.UUID, pass LegacyPa
 	return r, nil
 }
 
-func legacyStartAllowed(cur *LegacyRepository, pass LegacyPass, skipRecent time.Duration, now time.Time) error {
+func legacyStartAllowed(cur *Repository, pass Pass, skipRecent time.Duration, now time.Time) error {
 	leaseOver := cur.LeaseExpiresAt == nil || cur.LeaseExpiresAt.Before(now)
 	switch pass {
-	case LegacyPassPre:
+	case PassPre:
 		switch cur.Status {
 		case enum.LegacyPending, enum.LegacyFailed:
 			return nil
@@ -367,23 +368,23 @@ func legacyStartAllowed(cur *LegacyRepository, pass LegacyPass, skipRecent time.
 			}
 		case enum.LegacyPreImported:
 			if cur.PreImportFinishedAt != nil && now.Sub(*cur.PreImportFinishedAt) < skipRecent {
-				return errs.New(CodeLegacyPreImportedRecently, "legacy repository was pre-imported recently: %s at %s", cur.LegacyPath, cur.PreImportFinishedAt.Format(time.RFC3339))
+				return errs.New(CodePreImportedRecently, "legacy repository was pre-imported recently: %s at %s", cur.LegacyPath, cur.PreImportFinishedAt.Format(time.RFC3339))
 			}
 			return nil
 		}
-	case LegacyPassFinal:
+	case PassFinal:
 		if cur.Status == enum.LegacyPreImported || (cur.Status == enum.LegacyImporting && leaseOver) {
 			return nil
 		}
 	default:
 		return fmt.Errorf("store: unknown legacy pass %d", pass)
 	}
-	return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s is %s, cannot start pass %s", cur.LegacyPath, cur.Status, pass)
+	return errs.New(CodeState, "legacy repository is not in a state that allows this: %s is %s, cannot start pass %s", cur.LegacyPath, cur.Status, pass)
 }
 
-// SetLegacyRepositoryTarget records the hosted repository pass 1 created or
+// SetRepositoryTarget records the hosted repository pass 1 created or
 // found for the row.
-func (s *Store) SetLegacyRepositoryTarget(ctx context.Context, id, repositoryID uuid.UUID) error {
+func (s *Store) SetRepositoryTarget(ctx context.Context, id, repositoryID uuid.UUID) error {
 	_, err := s.pool.Exec(ctx, `UPDATE legacy_repositories SET repository_id = $2, updated_at = now() WHERE id = $1`, id, repositoryID)
 	if err != nil {
 		return db.MapErr(fmt.Errorf("store: set legacy repository target: %w", err))
@@ -391,35 +392,35 @@ func (s *Store) SetLegacyRepositoryTarget(ctx context.Context, id, repositoryID 
 	return nil
 }
 
-// FinishLegacyPreImport marks pass 1 done (pre_imported) with the tag count
+// FinishPreImport marks pass 1 done (pre_imported) with the tag count
 // it saw; lastError keeps the report's summary of skipped items ("" none).
-func (s *Store) FinishLegacyPreImport(ctx context.Context, id uuid.UUID, tagCount int, lastError string) error {
+func (s *Store) FinishPreImport(ctx context.Context, id uuid.UUID, tagCount int, lastError string) error {
 	return s.legacyTransition(ctx, id, enum.LegacyPreImporting, `status = 2, pre_import_finished_at = now(),
 		lease_expires_at = NULL, tag_count = $3, last_error = NULLIF($4, ''), updated_at = now()`, tagCount, truncate(lastError, 4096))
 }
 
-// FailLegacyPass marks the running pass failed with the error. A final pass
+// FailPass marks the running pass failed with the error. A final pass
 // that failed leaves nothing changed on our side and the repository served
 // by the legacy registry.
-func (s *Store) FailLegacyPass(ctx context.Context, id uuid.UUID, pass LegacyPass, cause error) error {
+func (s *Store) FailPass(ctx context.Context, id uuid.UUID, pass Pass, cause error) error {
 	from := enum.LegacyPreImporting
-	if pass == LegacyPassFinal {
+	if pass == PassFinal {
 		from = enum.LegacyImporting
 	}
 	return s.legacyTransition(ctx, id, from, `status = 5, lease_expires_at = NULL, last_error = $3, updated_at = now()`,
 		truncate(cause.Error(), 4096))
 }
 
-// AbortLegacyFinal ends a final pass that ran over its time limit: back to
+// AbortFinal ends a final pass that ran over its time limit: back to
 // pre_imported (served by the legacy registry, eligible for another final
 // pass), time_limit_exceeded_at set.
-func (s *Store) AbortLegacyFinal(ctx context.Context, id uuid.UUID, reason string) error {
+func (s *Store) AbortFinal(ctx context.Context, id uuid.UUID, reason string) error {
 	return s.legacyTransition(ctx, id, enum.LegacyImporting, `status = 2, lease_expires_at = NULL,
 		time_limit_exceeded_at = now(), last_error = $3, updated_at = now()`, truncate(reason, 4096))
 }
 
 // legacyTransition applies set to the row while it is in status from;
-// CodeLegacyState otherwise. set may use $3.. for args.
+// CodeState otherwise. set may use $3.. for args.
 func (s *Store) legacyTransition(ctx context.Context, id uuid.UUID, from enum.LegacyStatus, set string, args ...any) error {
 	tag, err := s.pool.Exec(ctx, `UPDATE legacy_repositories SET `+set+` WHERE id = $1 AND status = $2`,
 		append([]any{id, int16(from)}, args...)...)
@@ -427,43 +428,43 @@ func (s *Store) legacyTransition(ctx context.Context, id uuid.UUID, from enum.Le
 		return db.MapErr(fmt.Errorf("store: legacy transition: %w", err))
 	}
 	if tag.RowsAffected() == 0 {
-		return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s is not %s", id, from)
+		return errs.New(CodeState, "legacy repository is not in a state that allows this: %s is not %s", id, from)
 	}
 	return nil
 }
 
-// SetLegacyPriority sets the priority of a repository (higher first).
-func (s *Store) SetLegacyPriority(ctx context.Context, id uuid.UUID, priority int) (*LegacyRepository, error) {
+// SetPriority sets the priority of a repository (higher first).
+func (s *Store) SetPriority(ctx context.Context, id uuid.UUID, priority int) (*Repository, error) {
 	return s.legacyUpdate(ctx, id, `priority = $2, updated_at = now()`, `true`, priority)
 }
 
-// SkipLegacyRepository takes a repository out of the migration (skipped,
-// with the reason). Refused (CodeLegacyState) while a pass runs on it or once
+// SkipRepository takes a repository out of the migration (skipped,
+// with the reason). Refused (CodeState) while a pass runs on it or once
 // it is migrated.
-func (s *Store) SkipLegacyRepository(ctx context.Context, id uuid.UUID, reason string) (*LegacyRepository, error) {
+func (s *Store) SkipRepository(ctx context.Context, id uuid.UUID, reason string) (*Repository, error) {
 	return s.legacyUpdate(ctx, id, `status = 6, last_error = NULLIF($2, ''), lease_expires_at = NULL, updated_at = now()`,
 		`status IN (0, 2, 5, 6)`, truncate(reason, 4096))
 }
 
-// RetryLegacyRepository puts a failed or skipped repository back to
+// RetryRepository puts a failed or skipped repository back to
 // pending (attempts kept).
-func (s *Store) RetryLegacyRepository(ctx context.Context, id uuid.UUID) (*LegacyRepository, error) {
+func (s *Store) RetryRepository(ctx context.Context, id uuid.UUID) (*Repository, error) {
 	return s.legacyUpdate(ctx, id, `status = 0, lease_expires_at = NULL, updated_at = now()`, `status IN (5, 6)`)
 }
 
-func (s *Store) legacyUpdate(ctx context.Context, id uuid.UUID, set, allowed string, args ...any) (*LegacyRepository, error) {
-	var r *LegacyRepository
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+func (s *Store) legacyUpdate(ctx context.Context, id uuid.UUID, set, allowed string, args ...any) (*Repository, error) {
+	var r *Repository
+	err := s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		var ok bool
 		err := tx.QueryRow(ctx, `SELECT `+allowed+` FROM legacy_repositories WHERE id = $1 FOR UPDATE`, id).Scan(&ok)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", id)
+			return errs.New(CodeRepositoryUnknown, "legacy repository unknown: %s", id)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
 		}
 		if !ok {
-			return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s", id)
+			return errs.New(CodeState, "legacy repository is not in a state that allows this: %s", id)
 		}
 		r, err = scanLegacy(tx.QueryRow(ctx, `UPDATE legacy_repositories SET `+set+` WHERE id = $1 RETURNING `+legacyColumns,
 			append([]any{id}, args...)...))

@@ -1,4 +1,4 @@
-package store
+package container
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// ContainerTags lists the image's tag names in order after last ("" from
+// Tags lists the image's tag names in order after last ("" from
 // the start), at most limit of them: a keyset range scan of the
 // (namespace_id, container_image_id, name) index.
-func (s *Store) ContainerTags(ctx context.Context, t *ContainerTarget, last string, limit int) ([]string, error) {
+func (s *Store) Tags(ctx context.Context, t *Target, last string, limit int) ([]string, error) {
 	if t.ImageID == uuid.Nil || limit <= 0 {
 		return nil, nil
 	}
@@ -35,44 +35,55 @@ func (s *Store) ContainerTags(ctx context.Context, t *ContainerTarget, last stri
 	return out, nil
 }
 
-// DeleteContainerTagByName deletes one tag of the image (tags have no soft
+// DeleteTagByName deletes one tag of the image (tags have no soft
 // delete; the manifest stays addressable by digest).
-// CodeContainerManifestUnknown when there is no such tag.
-func (s *Store) DeleteContainerTagByName(ctx context.Context, t *ContainerTarget, tag string) error {
+// CodeManifestUnknown when there is no such tag.
+func (s *Store) DeleteTagByName(ctx context.Context, t *Target, tag string) error {
 	if t.ImageID == uuid.Nil {
-		return errs.New(CodeContainerManifestUnknown, "manifest unknown")
+		return errs.New(CodeManifestUnknown, "manifest unknown")
 	}
-	return s.WithTx(ctx, func(tx pgx.Tx) error {
-		ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
-			t.NamespaceID, t.ImageID, tag)
+	return s.core.WithTx(ctx, func(tx pgx.Tx) error {
+		deleted, err := deleteTag(ctx, tx, t.NamespaceID, t.ImageID, tag)
 		if err != nil {
-			return fmt.Errorf("store: delete tag: %w", err)
+			return err
 		}
-		if ct.RowsAffected() == 0 {
-			return errs.New(CodeContainerManifestUnknown, "manifest unknown")
+		if !deleted {
+			return errs.New(CodeManifestUnknown, "manifest unknown")
 		}
 		return nil
 	})
 }
 
-// ContainerPull is one image pull (a manifest GET).
-type ContainerPull struct {
+// deleteTag deletes one tag of an image inside tx (tags have no soft
+// delete); deleted is false when the image has no such tag. The protocol
+// (DeleteTagByName) and the admin API (DeleteTag) both delete tags here.
+func deleteTag(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tag string) (deleted bool, err error) {
+	ct, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2 AND name = $3`,
+		nsID, imageID, tag)
+	if err != nil {
+		return false, fmt.Errorf("store: delete tag %q: %w", tag, err)
+	}
+	return ct.RowsAffected() > 0, nil
+}
+
+// Pull is one image pull (a manifest GET).
+type Pull struct {
 	NamespaceID, RepositoryID, ImageID uuid.UUID
 	At                                 time.Time
 }
 
 // Pull returns the pull of the target's image now.
-func (s *Store) Pull(t *ContainerTarget) ContainerPull {
-	return ContainerPull{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, ImageID: t.ImageID, At: s.opts.Clock.Now()}
+func (s *Store) Pull(t *Target) Pull {
+	return Pull{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, ImageID: t.ImageID, At: s.core.Options().Clock.Now()}
 }
 
-// RecordContainerPulls buffers the counters of image pulls (ADR-007
-// buffered counters) in one statement: +1 on the repository's
+// RecordPulls buffers the counters of image pulls (docs/schema.md,
+// "Buffered counters") in one statement: +1 on the repository's
 // downloads_count and the pull time for the image's last_downloaded_at
 // (which the keep_last_downloaded_at lifecycle rule reads). Only
 // counter_deltas rows are inserted; the merge job applies them, so no hot
 // row is updated on the request path.
-func (s *Store) RecordContainerPulls(ctx context.Context, pulls []ContainerPull) error {
+func (s *Store) RecordPulls(ctx context.Context, pulls []Pull) error {
 	n := 2 * len(pulls)
 	if n == 0 {
 		return nil

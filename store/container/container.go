@@ -1,4 +1,4 @@
-package store
+package container
 
 import (
 	"context"
@@ -9,54 +9,56 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
 // Container (OCI / Docker) data path of hosted container repositories
-// (ADR-007 "コンテナリポジトリ"): the operations the OCI distribution
+// (docs/schema.md, "Format tables"): the operations the OCI distribution
 // protocol calls. Reads prune to one partition (namespace_id = $1 first);
 // writes run in foreground transactions (WithTx: lock timeout, CodeRetryable)
-// and take locks in the ADR-025 order.
+// and take locks in the order of docs/garbage-collection.md, "Lock protocol".
 
 // Typed errors of the container data path. Protocols test them with
 // errors.Is / errors.As.
 var (
-	// CodeContainerNameUnknown: no such namespace, or no active hosted
+	// CodeNameUnknown: no such namespace, or no active hosted
 	// container repository of that name in it.
-	CodeContainerNameUnknown = Code{Name: "CONTAINER_NAME_UNKNOWN", Kind: KindNotFound}
-	// CodeContainerManifestUnknown: no active manifest (or tag) by that
+	CodeNameUnknown = store.Code{Name: "CONTAINER_NAME_UNKNOWN", Kind: store.KindNotFound}
+	// CodeManifestUnknown: no active manifest (or tag) by that
 	// reference in the image.
-	CodeContainerManifestUnknown = Code{Name: "CONTAINER_MANIFEST_UNKNOWN", Kind: KindNotFound}
-	// CodeContainerBlobUnknown: the image has no active blob of that digest.
-	CodeContainerBlobUnknown = Code{Name: "CONTAINER_BLOB_UNKNOWN", Kind: KindNotFound}
-	// CodeContainerManifestBlobUnknown: a manifest references a blob that is
-	// not in the image. Returned in a *DigestError.
-	CodeContainerManifestBlobUnknown = Code{Name: "CONTAINER_MANIFEST_BLOB_UNKNOWN", Kind: KindInvalidInput}
-	// CodeContainerManifestChildUnknown: an index references a manifest that
-	// is not in the image. Returned in a *DigestError.
-	CodeContainerManifestChildUnknown = Code{Name: "CONTAINER_MANIFEST_CHILD_UNKNOWN", Kind: KindInvalidInput}
-	// CodeContainerManifestReferenced: the manifest is listed by an active
-	// index or manifest list. Returned in a *DigestError naming the index.
-	CodeContainerManifestReferenced = Code{Name: "CONTAINER_MANIFEST_REFERENCED", Kind: KindConflict}
-	// CodeContainerTooManyManifests: the image holds MaxContainerManifestsPerImage.
-	CodeContainerTooManyManifests = Code{Name: "CONTAINER_TOO_MANY_MANIFESTS", Kind: KindConflict}
+	CodeManifestUnknown = store.Code{Name: "CONTAINER_MANIFEST_UNKNOWN", Kind: store.KindNotFound}
+	// CodeBlobUnknown: the image has no active blob of that digest.
+	CodeBlobUnknown = store.Code{Name: "CONTAINER_BLOB_UNKNOWN", Kind: store.KindNotFound}
+	// CodeManifestBlobUnknown: a manifest references a blob that is
+	// not in the image. Error.Digest names it.
+	CodeManifestBlobUnknown = store.Code{Name: "CONTAINER_MANIFEST_BLOB_UNKNOWN", Kind: store.KindInvalidInput}
+	// CodeManifestChildUnknown: an index references a manifest that
+	// is not in the image. Error.Digest names it.
+	CodeManifestChildUnknown = store.Code{Name: "CONTAINER_MANIFEST_CHILD_UNKNOWN", Kind: store.KindInvalidInput}
+	// CodeManifestReferenced: the manifest is listed by an active
+	// index or manifest list. Error.Digest names the index.
+	CodeManifestReferenced = store.Code{Name: "CONTAINER_MANIFEST_REFERENCED", Kind: store.KindConflict}
+	// CodeTooManyManifests: the image holds MaxManifestsPerImage.
+	CodeTooManyManifests = store.Code{Name: "CONTAINER_TOO_MANY_MANIFESTS", Kind: store.KindConflict}
 )
 
-// MaxContainerManifestsPerImage is ADR-007's bound on one image (25,000).
-const MaxContainerManifestsPerImage = 25000
+// MaxManifestsPerImage bounds one image (25,000; docs/schema.md, "Lengths, names and
+// limits").
+const MaxManifestsPerImage = 25000
 
-// ContainerTarget is a resolved /v2/<namespace>/<repository>/<image> name:
+// Target is a resolved /v2/<namespace>/<repository>/<image> name:
 // the namespace, the hosted container repository and, once pushed, the
 // image.
-type ContainerTarget struct {
+type Target struct {
 	NamespaceID   uuid.UUID
 	NamespaceSlug string
 	// NamespaceState says why the namespace does not serve everything
 	// ("blocked", "disabled", "suspended"); "" when it does.
 	NamespaceState        string
-	ServesReads           bool // ADR-007 serving predicate for reads
+	ServesReads           bool // serving predicate for reads (docs/schema.md, "Status columns and serving")
 	ServesWrites          bool // ... and for writes (not suspended)
 	RepositoryID          uuid.UUID
 	RepositoryName        string
@@ -69,7 +71,7 @@ type ContainerTarget struct {
 }
 
 // Name is the OCI name <namespace>/<repository>/<image>.
-func (t *ContainerTarget) Name() string {
+func (t *Target) Name() string {
 	return t.NamespaceSlug + "/" + t.RepositoryName + "/" + t.ImageName
 }
 
@@ -91,15 +93,15 @@ LEFT JOIN container_images ci
        ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL
 WHERE n.id = $1`
 
-// ContainerNamespaceID returns the id of a namespace by slug (deleted ones
+// NamespaceID returns the id of a namespace by slug (deleted ones
 // included). Slugs are immutable and never reused (namespaces_slug_key
 // spans purged rows too), so callers may cache the answer forever.
-// CodeContainerNameUnknown when there is none.
-func (s *Store) ContainerNamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
+// CodeNameUnknown when there is none.
+func (s *Store) NamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
 	var id uuid.UUID
 	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, slug).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, errs.New(CodeContainerNameUnknown, "container repository unknown: namespace %q not found", slug)
+		return uuid.Nil, errs.New(CodeNameUnknown, "container repository unknown: namespace %q not found", slug)
 	}
 	if err != nil {
 		return uuid.Nil, db.MapErr(fmt.Errorf("store: namespace %s: %w", slug, err))
@@ -107,24 +109,24 @@ func (s *Store) ContainerNamespaceID(ctx context.Context, slug string) (uuid.UUI
 	return id, nil
 }
 
-// ResolveContainerTarget resolves an OCI name (two round trips; see
-// ResolveContainerTargetIn for one).
-func (s *Store) ResolveContainerTarget(ctx context.Context, namespace, repository, image string) (*ContainerTarget, error) {
-	nsID, err := s.ContainerNamespaceID(ctx, namespace)
+// ResolveTarget resolves an OCI name (two round trips; see
+// ResolveTargetIn for one).
+func (s *Store) ResolveTarget(ctx context.Context, namespace, repository, image string) (*Target, error) {
+	nsID, err := s.NamespaceID(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
-	return s.ResolveContainerTargetIn(ctx, nsID, namespace, repository, image)
+	return s.ResolveTargetIn(ctx, nsID, namespace, repository, image)
 }
 
-// ResolveContainerTargetIn resolves an OCI name in the namespace nsID (whose
-// slug is namespace). CodeContainerNameUnknown (wrapped with the reason) when
+// ResolveTargetIn resolves an OCI name in the namespace nsID (whose
+// slug is namespace). CodeNameUnknown (wrapped with the reason) when
 // the namespace does not exist or is deleted, or when the repository is
 // missing, in the trash, not a container repository, or not HOSTED.
 // Blocked, disabled and suspended namespaces resolve, with
 // ServesReads/ServesWrites telling what they allow.
-func (s *Store) ResolveContainerTargetIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string) (*ContainerTarget, error) {
-	t := &ContainerTarget{NamespaceSlug: namespace, RepositoryName: repository, ImageName: image}
+func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string) (*Target, error) {
+	t := &Target{NamespaceSlug: namespace, RepositoryName: repository, ImageName: image}
 	var (
 		deleted, purged, blocked, disabled, suspended *time.Time
 		repoID, crID, imageID                         *uuid.UUID
@@ -134,23 +136,23 @@ func (s *Store) ResolveContainerTargetIn(ctx context.Context, nsID uuid.UUID, na
 		&deleted, &purged, &blocked, &disabled, &suspended,
 		&repoID, &format, &kind, &visibility, &crID, &imageID)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (deleted != nil || purged != nil)) {
-		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: namespace %q not found", namespace)
+		return nil, errs.New(CodeNameUnknown, "container repository unknown: namespace %q not found", namespace)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
 	}
 	if repoID == nil {
-		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: repository %q not found in namespace %q", repository, namespace)
+		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %q not found in namespace %q", repository, namespace)
 	}
 	f := enum.Format(*format)
 	if f != enum.FormatDocker && f != enum.FormatOCI {
-		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: repository %s/%s is not a container repository", namespace, repository)
+		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a container repository", namespace, repository)
 	}
 	if enum.Kind(*kind) != enum.KindHosted || crID == nil {
-		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: repository %s/%s is not a hosted container repository", namespace, repository)
+		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a hosted container repository", namespace, repository)
 	}
 	t.NamespaceID, t.RepositoryID, t.ContainerRepositoryID = nsID, *repoID, *crID
-	// ADR-007 serving predicate: reads need the namespace neither blocked
+	// Serving predicate (docs/schema.md, "Status columns and serving"): reads need the namespace neither blocked
 	// nor disabled; writes also need it not suspended.
 	switch {
 	case blocked != nil:
@@ -174,17 +176,17 @@ func (s *Store) ResolveContainerTargetIn(ctx context.Context, nsID uuid.UUID, na
 // pruned to their partitions at plan time; joining it to a format table on
 // its sha256 column instead plans all 64 partitions, which costs far more
 // than this second round trip.
-func statBlobs(ctx context.Context, q db.Queryer, nsID uuid.UUID, shas [][]byte) (map[[32]byte]*Blob, error) {
-	rows, err := q.Query(ctx, `SELECT `+BlobColumns+` FROM blob_storage_blobs b
+func statBlobs(ctx context.Context, q db.Queryer, nsID uuid.UUID, shas [][]byte) (map[[32]byte]*store.Blob, error) {
+	rows, err := q.Query(ctx, `SELECT `+store.BlobColumns+` FROM blob_storage_blobs b
 		WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])`, nsID, shas)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: stat blobs: %w", err))
 	}
 	defer rows.Close()
-	out := make(map[[32]byte]*Blob, len(shas))
+	out := make(map[[32]byte]*store.Blob, len(shas))
 	for rows.Next() {
-		b := &Blob{}
-		dest, finish := ScanBlobInto(b)
+		b := &store.Blob{}
+		dest, finish := store.ScanBlobInto(b)
 		if err := rows.Scan(dest...); err != nil {
 			return nil, fmt.Errorf("store: stat blobs: %w", err)
 		}
@@ -199,10 +201,10 @@ func statBlobs(ctx context.Context, q db.Queryer, nsID uuid.UUID, shas [][]byte)
 	return out, nil
 }
 
-// ensureImage returns the id of the target's active image, creating it on
+// EnsureImage returns the id of the target's active image, creating it on
 // first push (inside the caller's transaction, so a failed push leaves no
 // image behind). t.ImageID is updated.
-func ensureImage(ctx context.Context, tx pgx.Tx, t *ContainerTarget) (uuid.UUID, error) {
+func EnsureImage(ctx context.Context, tx pgx.Tx, t *Target) (uuid.UUID, error) {
 	id := db.NewID()
 	var got uuid.UUID
 	err := tx.QueryRow(ctx, `
@@ -223,8 +225,8 @@ func ensureImage(ctx context.Context, tx pgx.Tx, t *ContainerTarget) (uuid.UUID,
 	return got, nil
 }
 
-// ContainerCatalogEntry is one image of the catalog.
-type ContainerCatalogEntry struct {
+// CatalogEntry is one image of the catalog.
+type CatalogEntry struct {
 	Namespace, Repository, Image string
 }
 
@@ -258,12 +260,12 @@ type CatalogFilter struct {
 	Others      ReadFilter
 }
 
-// ContainerCatalog lists active images of active hosted container
+// Catalog lists active images of active hosted container
 // repositories across namespaces that serve reads, ordered by (namespace,
 // repository, image), after the given entry (nil: from the start), limited
 // to the repositories the filter admits.
-func (s *Store) ContainerCatalog(ctx context.Context, filter CatalogFilter, after *ContainerCatalogEntry, limit int) ([]ContainerCatalogEntry, error) {
-	var a ContainerCatalogEntry
+func (s *Store) Catalog(ctx context.Context, filter CatalogFilter, after *CatalogEntry, limit int) ([]CatalogEntry, error) {
+	var a CatalogEntry
 	if after != nil {
 		a = *after
 	}
@@ -288,8 +290,8 @@ func (s *Store) ContainerCatalog(ctx context.Context, filter CatalogFilter, afte
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: catalog: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ContainerCatalogEntry, error) {
-		var e ContainerCatalogEntry
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (CatalogEntry, error) {
+		var e CatalogEntry
 		err := r.Scan(&e.Namespace, &e.Repository, &e.Image)
 		return e, err
 	})

@@ -1,4 +1,4 @@
-package store
+package legacy
 
 import (
 	"context"
@@ -9,22 +9,22 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
-// LegacyDurations are the min / median / max of one pass's durations over
+// Durations are the min / median / max of one pass's durations over
 // the repositories that finished it (zero when none did).
-type LegacyDurations struct {
+type Durations struct {
 	Count            int
 	Min, Median, Max time.Duration
 }
 
-// LegacyProgress is the migration's progress (GraphQL and metrics).
-type LegacyProgress struct {
+// Progress is the migration's progress (GraphQL and metrics).
+type Progress struct {
 	// ByStatus counts the inventory rows of each status (every status
 	// present, zero included).
 	ByStatus map[enum.LegacyStatus]int
 	Total    int
 	// PreImport and Final are the durations of the finished passes.
-	PreImport LegacyDurations
-	Final     LegacyDurations
+	PreImport Durations
+	Final     Durations
 	// OverTimeLimit counts repositories whose last final pass ran over the
 	// time limit and that are not migrated since.
 	OverTimeLimit int
@@ -34,7 +34,7 @@ type LegacyProgress struct {
 }
 
 // PercentDone is migrated / (total - skipped), in percent.
-func (p *LegacyProgress) PercentDone() float64 {
+func (p *Progress) PercentDone() float64 {
 	denom := p.Total - p.ByStatus[enum.LegacySkipped]
 	if denom <= 0 {
 		return 0
@@ -42,9 +42,9 @@ func (p *LegacyProgress) PercentDone() float64 {
 	return 100 * float64(p.ByStatus[enum.LegacyMigrated]) / float64(denom)
 }
 
-// LegacyMigrationProgress reads the progress in one round trip.
-func (s *Store) LegacyMigrationProgress(ctx context.Context) (*LegacyProgress, error) {
-	p := &LegacyProgress{ByStatus: map[enum.LegacyStatus]int{}}
+// MigrationProgress reads the progress in one round trip.
+func (s *Store) MigrationProgress(ctx context.Context) (*Progress, error) {
+	p := &Progress{ByStatus: map[enum.LegacyStatus]int{}}
 	for _, st := range enum.LegacyStatusValues() {
 		p.ByStatus[st] = 0
 	}
@@ -81,8 +81,8 @@ SELECT (SELECT COALESCE(array_agg(status ORDER BY status), '{}') FROM s),
 		p.ByStatus[enum.LegacyStatus(st)] = int(counts[i])
 	}
 	p.Total, p.OverTimeLimit, p.MigratedLastHour, p.MigratedLastDay = tot, over, lastHour, lastDay
-	p.PreImport = LegacyDurations{Count: preN, Min: secs(preMin), Median: secs(preMed), Max: secs(preMax)}
-	p.Final = LegacyDurations{Count: finN, Min: secs(finMin), Median: secs(finMed), Max: secs(finMax)}
+	p.PreImport = Durations{Count: preN, Min: secs(preMin), Median: secs(preMed), Max: secs(preMax)}
+	p.Final = Durations{Count: finN, Min: secs(finMin), Median: secs(finMed), Max: secs(finMax)}
 	return p, nil
 }
 
@@ -93,8 +93,8 @@ func secs(f *float64) time.Duration {
 	return time.Duration(*f * float64(time.Second))
 }
 
-// LegacyControls is the legacy_migration_controls row.
-type LegacyControls struct {
+// Controls is the legacy_migration_controls row.
+type Controls struct {
 	Paused              bool
 	Concurrency         int
 	Cadence             time.Duration
@@ -104,9 +104,9 @@ type LegacyControls struct {
 	UpdatedAt           time.Time
 }
 
-// LegacyControls reads the operator controls of the migration service.
-func (s *Store) LegacyControls(ctx context.Context) (*LegacyControls, error) {
-	c := &LegacyControls{}
+// Controls reads the operator controls of the migration service.
+func (s *Store) Controls(ctx context.Context) (*Controls, error) {
+	c := &Controls{}
 	var cadence, skip, limit float64
 	err := s.pool.QueryRow(ctx, `
 		SELECT paused, concurrency, extract(epoch FROM cadence)::float8, extract(epoch FROM pre_import_skip_recent)::float8,
@@ -120,8 +120,8 @@ func (s *Store) LegacyControls(ctx context.Context) (*LegacyControls, error) {
 	return c, nil
 }
 
-// LegacyControlsUpdate changes the fields that are not nil.
-type LegacyControlsUpdate struct {
+// ControlsUpdate changes the fields that are not nil.
+type ControlsUpdate struct {
 	Paused              *bool
 	Concurrency         *int
 	Cadence             *time.Duration
@@ -130,10 +130,10 @@ type LegacyControlsUpdate struct {
 	ChangedBy           string
 }
 
-// SetLegacyControls applies an update and returns the new controls. Out of
+// SetControls applies an update and returns the new controls. Out of
 // range values (concurrency outside 1..64, negative durations, a zero time
 // limit) are refused by the table's CHECKs and change nothing.
-func (s *Store) SetLegacyControls(ctx context.Context, u LegacyControlsUpdate) (*LegacyControls, error) {
+func (s *Store) SetControls(ctx context.Context, u ControlsUpdate) (*Controls, error) {
 	dur := func(d *time.Duration) *float64 {
 		if d == nil {
 			return nil
@@ -166,5 +166,5 @@ func (s *Store) SetLegacyControls(ctx context.Context, u LegacyControlsUpdate) (
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: set legacy migration controls: %w", err))
 	}
-	return s.LegacyControls(ctx)
+	return s.Controls(ctx)
 }

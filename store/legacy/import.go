@@ -1,4 +1,4 @@
-package store
+package legacy
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
@@ -18,27 +20,27 @@ import (
 // repository a legacy repository lands in, the manifests pass 1 stored, and
 // the one transaction of pass 2.
 
-// EnsureLegacyTarget returns the container target of a legacy repository,
+// EnsureTarget returns the container target of a legacy repository,
 // creating its hosted container repository (private, docker format) when
 // the namespace has none of that name, and records it on the row. The
 // namespace must exist and accept writes.
-func (s *Store) EnsureLegacyTarget(ctx context.Context, r *LegacyRepository) (*ContainerTarget, error) {
-	nss, err := s.NamespacesByIDs(ctx, []uuid.UUID{r.NamespaceID})
+func (s *Store) EnsureTarget(ctx context.Context, r *Repository) (*container.Target, error) {
+	nss, err := s.core.NamespacesByIDs(ctx, []uuid.UUID{r.NamespaceID})
 	if err != nil {
 		return nil, err
 	}
 	if len(nss) != 1 {
-		return nil, errs.New(CodeContainerNameUnknown, "container repository unknown: namespace %s of legacy repository %s", r.NamespaceID, r.LegacyPath)
+		return nil, errs.New(container.CodeNameUnknown, "container repository unknown: namespace %s of legacy repository %s", r.NamespaceID, r.LegacyPath)
 	}
 	slug := nss[0].Slug
-	t, err := s.ResolveContainerTargetIn(ctx, r.NamespaceID, slug, r.RepositoryName, r.ImageName)
-	if HasCode(err, CodeContainerNameUnknown) {
-		_, cerr := s.CreateRepository(ctx, NewRepository{Namespace: slug, Name: r.RepositoryName,
+	t, err := s.container.ResolveTargetIn(ctx, r.NamespaceID, slug, r.RepositoryName, r.ImageName)
+	if store.HasCode(err, container.CodeNameUnknown) {
+		_, cerr := s.core.CreateRepository(ctx, store.NewRepository{Namespace: slug, Name: r.RepositoryName,
 			Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate})
-		if cerr != nil && !HasCode(cerr, CodeAlreadyExists) {
+		if cerr != nil && !store.HasCode(cerr, store.CodeAlreadyExists) {
 			return nil, fmt.Errorf("store: create repository %s/%s for %s: %w", slug, r.RepositoryName, r.LegacyPath, cerr)
 		}
-		t, err = s.ResolveContainerTargetIn(ctx, r.NamespaceID, slug, r.RepositoryName, r.ImageName)
+		t, err = s.container.ResolveTargetIn(ctx, r.NamespaceID, slug, r.RepositoryName, r.ImageName)
 	}
 	if err != nil {
 		return nil, err
@@ -47,7 +49,7 @@ func (s *Store) EnsureLegacyTarget(ctx context.Context, r *LegacyRepository) (*C
 		return nil, fmt.Errorf("store: namespace %s is %s: cannot import %s", slug, t.NamespaceState, r.LegacyPath)
 	}
 	if r.RepositoryID == nil || *r.RepositoryID != t.RepositoryID {
-		if err := s.SetLegacyRepositoryTarget(ctx, r.ID, t.RepositoryID); err != nil {
+		if err := s.SetRepositoryTarget(ctx, r.ID, t.RepositoryID); err != nil {
 			return nil, err
 		}
 		id := t.RepositoryID
@@ -56,9 +58,9 @@ func (s *Store) EnsureLegacyTarget(ctx context.Context, r *LegacyRepository) (*C
 	return t, nil
 }
 
-// RecordLegacyImportedManifest remembers that an import pass stored a
+// RecordImportedManifest remembers that an import pass stored a
 // manifest for the legacy repository (idempotent).
-func (s *Store) RecordLegacyImportedManifest(ctx context.Context, legacyID uuid.UUID, digest [32]byte, mediaType string) error {
+func (s *Store) RecordImportedManifest(ctx context.Context, legacyID uuid.UUID, digest [32]byte, mediaType string) error {
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO legacy_imported_manifests (legacy_repository_id, digest, media_type) VALUES ($1, $2, $3)
 		ON CONFLICT (legacy_repository_id, digest) DO NOTHING`, legacyID, digest[:], mediaType)
@@ -68,9 +70,9 @@ func (s *Store) RecordLegacyImportedManifest(ctx context.Context, legacyID uuid.
 	return nil
 }
 
-// LegacyImportedManifests lists the digests the passes stored for a legacy
+// ImportedManifests lists the digests the passes stored for a legacy
 // repository, ascending.
-func (s *Store) LegacyImportedManifests(ctx context.Context, legacyID uuid.UUID) ([][32]byte, error) {
+func (s *Store) ImportedManifests(ctx context.Context, legacyID uuid.UUID) ([][32]byte, error) {
 	rows, err := s.pool.Query(ctx, `SELECT digest FROM legacy_imported_manifests WHERE legacy_repository_id = $1 ORDER BY digest`, legacyID)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: imported manifests: %w", err))
@@ -87,10 +89,10 @@ func (s *Store) LegacyImportedManifests(ctx context.Context, legacyID uuid.UUID)
 	return out, rows.Err()
 }
 
-// LegacyFinal is what pass 2 commits for one repository.
-type LegacyFinal struct {
+// Final is what pass 2 commits for one repository.
+type Final struct {
 	LegacyID uuid.UUID
-	Target   *ContainerTarget
+	Target   *container.Target
 	// Tags is every tag of the legacy repository that imports, by the
 	// digest of its manifest (each already stored in the image).
 	Tags map[string][32]byte
@@ -101,41 +103,41 @@ type LegacyFinal struct {
 	KeepBlobs     [][32]byte
 }
 
-// LegacyFinalResult reports what the pass-2 transaction changed.
-type LegacyFinalResult struct {
+// FinalResult reports what the pass-2 transaction changed.
+type FinalResult struct {
 	TagsSet           int
 	TagsRemoved       int
 	ManifestsDetached int
 	BlobsDetached     int
 }
 
-// CompleteLegacyImport is the one transaction of pass 2: with the
+// CompleteImport is the one transaction of pass 2: with the
 // legacy row locked (and still importing), the image's tags become exactly
 // in.Tags, the imported manifests and image blobs the tags no longer reach
 // are deleted and their attachments detached (the online GC reviews the
 // blobs left without one), and the row is marked migrated. Any failure
 // (ctx deadline included) rolls everything back.
-func (s *Store) CompleteLegacyImport(ctx context.Context, in LegacyFinal) (*LegacyFinalResult, error) {
-	res := &LegacyFinalResult{}
+func (s *Store) CompleteImport(ctx context.Context, in Final) (*FinalResult, error) {
+	res := &FinalResult{}
 	t := in.Target
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
-		*res = LegacyFinalResult{}
+	err := s.core.WithTx(ctx, func(tx pgx.Tx) error {
+		*res = FinalResult{}
 		var status int16
 		err := tx.QueryRow(ctx, `SELECT status FROM legacy_repositories WHERE id = $1 FOR UPDATE`, in.LegacyID).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeLegacyRepositoryUnknown, "legacy repository unknown: %s", in.LegacyID)
+			return errs.New(CodeRepositoryUnknown, "legacy repository unknown: %s", in.LegacyID)
 		}
 		if err != nil {
 			return fmt.Errorf("store: lock legacy repository: %w", err)
 		}
 		if enum.LegacyStatus(status) != enum.LegacyImporting {
-			return errs.New(CodeLegacyState, "legacy repository is not in a state that allows this: %s is %s, not importing", in.LegacyID, enum.LegacyStatus(status))
+			return errs.New(CodeState, "legacy repository is not in a state that allows this: %s is %s, not importing", in.LegacyID, enum.LegacyStatus(status))
 		}
-		imageID, err := ensureImage(ctx, tx, t)
+		imageID, err := container.EnsureImage(ctx, tx, t)
 		if err != nil {
 			return err
 		}
-		if err := setLegacyTags(ctx, tx, t.NamespaceID, imageID, in.Tags, res); err != nil {
+		if err := setTags(ctx, tx, t.NamespaceID, imageID, in.Tags, res); err != nil {
 			return err
 		}
 		if err := s.detachUnreached(ctx, tx, in, imageID, res); err != nil {
@@ -154,8 +156,8 @@ func (s *Store) CompleteLegacyImport(ctx context.Context, in LegacyFinal) (*Lega
 	return res, nil
 }
 
-// setLegacyTags makes the image's tags exactly tags.
-func setLegacyTags(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tags map[string][32]byte, res *LegacyFinalResult) error {
+// setTags makes the image's tags exactly tags.
+func setTags(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tags map[string][32]byte, res *FinalResult) error {
 	names := make([]string, 0, len(tags))
 	for name := range tags {
 		names = append(names, name)
@@ -199,18 +201,18 @@ func setLegacyTags(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tags
 		return fmt.Errorf("store: count tags: %w", err)
 	}
 	if n != len(names) {
-		return errs.New(CodeContainerManifestUnknown, "manifest unknown: %d of %d tags have no manifest in the image", len(names)-n, len(names))
+		return errs.New(container.CodeManifestUnknown, "manifest unknown: %d of %d tags have no manifest in the image", len(names)-n, len(names))
 	}
 	return nil
 }
 
 // detachUnreached deletes the imported manifests and the image's blobs
 // that the tags no longer reach, detaching their attachments.
-func (s *Store) detachUnreached(ctx context.Context, tx pgx.Tx, in LegacyFinal, imageID uuid.UUID, res *LegacyFinalResult) error {
+func (s *Store) detachUnreached(ctx context.Context, tx pgx.Tx, in Final, imageID uuid.UUID, res *FinalResult) error {
 	keepM := toBytea(in.KeepManifests)
 	keepB := toBytea(in.KeepBlobs)
 	nsID := in.Target.NamespaceID
-	var atts []Attachment
+	var atts []store.Attachment
 	rows, err := tx.Query(ctx, `
 		WITH gone AS (
 			SELECT cm.id FROM container_manifests cm
@@ -245,13 +247,13 @@ func (s *Store) detachUnreached(ctx context.Context, tx pgx.Tx, in LegacyFinal, 
 		return fmt.Errorf("store: delete unreached blobs: %w", err)
 	}
 	res.BlobsDetached = len(atts) - res.ManifestsDetached
-	if _, err := s.Detach(ctx, tx, nsID, atts); err != nil {
+	if _, err := s.core.Detach(ctx, tx, nsID, atts); err != nil {
 		return err
 	}
 	return nil
 }
 
-func collectAttachments(rows pgx.Rows, out []Attachment) ([]Attachment, error) {
+func collectAttachments(rows pgx.Rows, out []store.Attachment) ([]store.Attachment, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var (
@@ -261,7 +263,7 @@ func collectAttachments(rows pgx.Rows, out []Attachment) ([]Attachment, error) {
 		if err := rows.Scan(&id, &sha); err != nil {
 			return nil, err
 		}
-		out = append(out, Attachment{ID: id, SHA256: [32]byte(sha)})
+		out = append(out, store.Attachment{ID: id, SHA256: [32]byte(sha)})
 	}
 	return out, rows.Err()
 }
@@ -274,11 +276,11 @@ func toBytea(in [][32]byte) [][]byte {
 	return out
 }
 
-// LegacyImageContents returns the digests of the image's active blobs and
+// ImageContents returns the digests of the image's active blobs and
 // manifests (two queries), so a pass skips what is already imported
 // without one round trip per item. Empty sets while the image does not
 // exist yet.
-func (s *Store) LegacyImageContents(ctx context.Context, t *ContainerTarget) (blobs, manifests map[[32]byte]bool, err error) {
+func (s *Store) ImageContents(ctx context.Context, t *container.Target) (blobs, manifests map[[32]byte]bool, err error) {
 	blobs, manifests = map[[32]byte]bool{}, map[[32]byte]bool{}
 	if t.ImageID == uuid.Nil {
 		return blobs, manifests, nil
@@ -310,9 +312,9 @@ func (s *Store) LegacyImageContents(ctx context.Context, t *ContainerTarget) (bl
 	return blobs, manifests, nil
 }
 
-// RecordLegacyImportedManifests is RecordLegacyImportedManifest for many
+// RecordImportedManifests is RecordImportedManifest for many
 // manifests in one statement.
-func (s *Store) RecordLegacyImportedManifests(ctx context.Context, legacyID uuid.UUID, digests [][32]byte, mediaTypes []string) error {
+func (s *Store) RecordImportedManifests(ctx context.Context, legacyID uuid.UUID, digests [][32]byte, mediaTypes []string) error {
 	if len(digests) != len(mediaTypes) {
 		return fmt.Errorf("store: %d digests, %d media types", len(digests), len(mediaTypes))
 	}
