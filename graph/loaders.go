@@ -78,15 +78,16 @@ type loaders struct {
 
 type loadersKey struct{}
 
-func withLoaders(ctx context.Context, st *store.Store, wait time.Duration) context.Context {
-	return context.WithValue(ctx, loadersKey{}, newLoaders(st, wait))
+func withLoaders(ctx context.Context, r *Resolver, wait time.Duration) context.Context {
+	return context.WithValue(ctx, loadersKey{}, newLoaders(r, wait))
 }
 
 func loadersFrom(ctx context.Context) *loaders {
 	return ctx.Value(loadersKey{}).(*loaders)
 }
 
-func newLoaders(st *store.Store, wait time.Duration) *loaders {
+func newLoaders(r *Resolver, wait time.Duration) *loaders {
+	st := r.store
 	return &loaders{
 		namespace: newLoader(wait, func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Namespace, error) {
 			nss, err := st.NamespacesByIDs(ctx, ids)
@@ -174,7 +175,7 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
 		tagNames: newLoader(wait, perNamespace(st.TagNamesOfManifests)),
-		pkg:      newPackageLoaders(st, wait),
+		pkg:      newPackageLoaders(r, wait),
 	}
 }
 

@@ -6,14 +6,16 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
-// Resolver is the root resolver: the core store, the cross-format reads
-// and a logger. Per-request state (caller, dataloaders) travels in the
+// Resolver is the root resolver: the core store, the cross-format reads,
+// the format stores and a logger. Per-request state (caller, dataloaders) travels in the
 // context.
 type Resolver struct {
 	store   *store.Store
 	catalog *catalog.Store
+	maven   *maven.Store
 	auth    *auth.Authenticator
 	log     *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.

@@ -8,13 +8,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Store runs the cross-format reads.
 type Store struct {
-	core *store.Store
-	pool *pgxpool.Pool
+	core  *store.Store
+	pool  *pgxpool.Pool
+	maven *maven.Store
 }
 
 // New returns the cross-format reads over the core store.
-func New(core *store.Store) *Store { return &Store{core: core, pool: core.Pool()} }
+func New(core *store.Store) *Store {
+	return &Store{core: core, pool: core.Pool(), maven: maven.New(core)}
+}

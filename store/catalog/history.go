@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 	"github.com/google/uuid"
 )
 
@@ -33,7 +34,7 @@ type PublishEvent struct {
 	ID        uuid.UUID
 	CreatedAt time.Time
 	Manifest  *store.ContainerManifest
-	Maven     *store.MavenArtifact
+	Maven     *maven.Artifact
 	Npm       *store.NpmArtifact
 }
 
@@ -132,14 +133,14 @@ func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *ti
 
 type loadedArtifacts struct {
 	manifests map[uuid.UUID]*store.ContainerManifest
-	maven     map[uuid.UUID]*store.MavenArtifact
+	maven     map[uuid.UUID]*maven.Artifact
 	npm       map[uuid.UUID]*store.NpmArtifact
 }
 
 // loadArtifacts loads manifests and Maven and npm versions by id, one
 // query per non-empty kind.
 func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
-	l := &loadedArtifacts{map[uuid.UUID]*store.ContainerManifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*store.NpmArtifact{}}
+	l := &loadedArtifacts{map[uuid.UUID]*store.ContainerManifest{}, map[uuid.UUID]*maven.Artifact{}, map[uuid.UUID]*store.NpmArtifact{}}
 	if len(manifestIDs) > 0 {
 		ms, err := s.core.ManifestsByIDs(ctx, nsID, manifestIDs)
 		if err != nil {
@@ -150,7 +151,7 @@ func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, 
 		}
 	}
 	if len(mavenIDs) > 0 {
-		vs, err := s.core.MavenArtifactsByIDs(ctx, nsID, mavenIDs)
+		vs, err := s.maven.ArtifactsByIDs(ctx, nsID, mavenIDs)
 		if err != nil {
 			return nil, err
 		}
