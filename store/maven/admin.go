@@ -153,24 +153,7 @@ func (s *Store) ListFiles(ctx context.Context, nsID, packageID uuid.UUID, versio
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven files: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*FileInfo, error) {
-		var (
-			fi                        FileInfo
-			sha256, sha1, md5, sha512 []byte
-		)
-		if err := r.Scan(&fi.ID, &fi.PackageID, &fi.VersionID, &fi.FileName, &sha256, &sha1, &md5, &sha512, &fi.Size); err != nil {
-			return nil, err
-		}
-		if len(sha256) != 32 || len(sha1) != 20 || len(sha512) != 64 || (md5 != nil && len(md5) != 16) {
-			return nil, fmt.Errorf("maven file %s has malformed checksums", fi.ID)
-		}
-		fi.Checksums.SHA256, fi.Checksums.SHA1, fi.Checksums.SHA512 = [32]byte(sha256), [20]byte(sha1), [64]byte(sha512)
-		if md5 != nil {
-			v := [16]byte(md5)
-			fi.Checksums.MD5 = &v
-		}
-		return &fi, nil
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*FileInfo, error) { return scanFileInfo(r) })
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven files: %w", err))
 	}
