@@ -6,6 +6,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // A protocol handler (here Maven's PUT/GET) with the one authorization
@@ -13,6 +14,7 @@ import (
 // map the decision to the protocol's error format.
 func Example_protocolHandler() {
 	var st *store.Store // the service's store
+	mvn := maven.New(st)
 	authn := auth.New(st, auth.Options{AdminToken: "configured admin token"})
 	go authn.Run(context.Background()) // last_used_at flushes; once per process
 
@@ -21,8 +23,8 @@ func Example_protocolHandler() {
 		if err != nil {
 			return err // ErrUnauthenticated (malformed, unknown, expired, revoked) or a store failure
 		}
-		t, err := st.ResolveMavenTarget(r.Context(), namespace, repository)
-		if store.HasCode(err, store.CodeMavenRepositoryUnknown) {
+		t, err := mvn.ResolveTarget(r.Context(), namespace, repository)
+		if store.HasCode(err, maven.CodeRepositoryUnknown) {
 			return auth.MaskNotFound(p, namespace, err) // 401/403 unless p may know it is missing
 		}
 		if err != nil {

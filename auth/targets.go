@@ -7,6 +7,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Adapters from the store's rows and the protocols' resolved targets to a
@@ -71,7 +72,7 @@ func ContainerTarget(t *container.Target) Target {
 }
 
 // MavenTarget converts a resolved /maven/<namespace>/<repository>.
-func MavenTarget(t *store.MavenTarget) Target {
+func MavenTarget(t *maven.Target) Target {
 	return Target{
 		Namespace:  fromServing(t.NamespaceID, t.NamespaceSlug, t.NamespaceCondition, t.ServesReads, t.ServesWrites),
 		Repository: &Repository{ID: t.RepositoryID, Name: t.RepositoryName, Visibility: t.Visibility},

@@ -7,6 +7,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Enum mappings between the GraphQL enums and the smallint enums of
@@ -91,7 +92,7 @@ func toManifest(m *container.Manifest) *model.ContainerManifest {
 	}
 }
 
-func toMavenVersion(v *store.MavenArtifact) *model.MavenVersion {
+func toMavenVersion(v *maven.Artifact) *model.MavenVersion {
 	return &model.MavenVersion{
 		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageID: v.PackageID, GroupID: v.GroupID, ArtifactID: v.ArtifactID,
 		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, LastDownloadedAt: v.LastDownloadedAt, SoftDeletedAt: v.SoftDeletedAt,

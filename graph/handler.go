@@ -22,6 +22,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 
 	"github.com/artifact-registry/artifact-registry/store"
 )
@@ -108,7 +109,9 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.Auth == nil {
 		panic("graph: Options.Auth is required")
 	}
-	cfg := Config{Resolvers: &Resolver{store: st, catalog: catalog.New(st), container: container.New(st), legacy: legacy.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
+	res := &Resolver{store: st, catalog: catalog.New(st), container: container.New(st), legacy: legacy.New(st),
+		maven: maven.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}
+	cfg := Config{Resolvers: res}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Options{})
@@ -149,7 +152,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 		}
 		ctx, w := watchUnavailable(r.Context(), w)
 		ctx = auth.WithPrincipal(ctx, p)
-		ctx = withLoaders(ctx, st, opts.LoaderWait)
+		ctx = withLoaders(ctx, res, opts.LoaderWait)
 		srv.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -79,16 +79,16 @@ type loaders struct {
 
 type loadersKey struct{}
 
-func withLoaders(ctx context.Context, st *store.Store, wait time.Duration) context.Context {
-	return context.WithValue(ctx, loadersKey{}, newLoaders(st, wait))
+func withLoaders(ctx context.Context, r *Resolver, wait time.Duration) context.Context {
+	return context.WithValue(ctx, loadersKey{}, newLoaders(r, wait))
 }
 
 func loadersFrom(ctx context.Context) *loaders {
 	return ctx.Value(loadersKey{}).(*loaders)
 }
 
-func newLoaders(st *store.Store, wait time.Duration) *loaders {
-	cs := container.New(st)
+func newLoaders(r *Resolver, wait time.Duration) *loaders {
+	st, cs := r.store, r.container
 	return &loaders{
 		namespace: newLoader(wait, func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Namespace, error) {
 			nss, err := st.NamespacesByIDs(ctx, ids)
@@ -176,7 +176,7 @@ func newLoaders(st *store.Store, wait time.Duration) *loaders {
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
 		tagNames: newLoader(wait, perNamespace(cs.TagNamesOfManifests)),
-		pkg:      newPackageLoaders(st, wait),
+		pkg:      newPackageLoaders(r, wait),
 	}
 }
 

@@ -6,13 +6,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // mavenVersionMutation runs a trash operation on a Maven version; the
 // payload is the version afterwards.
 func (r *mutationResolver) mavenVersionMutation(ctx context.Context, in model.PackageItemRefInput,
-	do func(context.Context, uuid.UUID, uuid.UUID) (*store.MavenVersion, error)) (*model.MavenVersionPayload, error) {
+	do func(context.Context, uuid.UUID, uuid.UUID) (*maven.Version, error)) (*model.MavenVersionPayload, error) {
 	ns, id, err := r.packageItemRef(ctx, in, "maven version")
 	if err != nil {
 		return nil, err
@@ -20,7 +20,7 @@ func (r *mutationResolver) mavenVersionMutation(ctx context.Context, in model.Pa
 	if _, err := do(ctx, ns, id); err != nil {
 		return nil, mavenError(err)
 	}
-	vs, err := r.store.MavenArtifactsByIDs(ctx, ns, []uuid.UUID{id})
+	vs, err := r.maven.ArtifactsByIDs(ctx, ns, []uuid.UUID{id})
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (r *mutationResolver) mavenVersionMutation(ctx context.Context, in model.Pa
 // mavenPackageMutation runs a trash operation on a Maven package; the
 // payload is the package afterwards.
 func (r *mutationResolver) mavenPackageMutation(ctx context.Context, in model.PackageItemRefInput,
-	do func(context.Context, uuid.UUID, uuid.UUID) (*store.MavenPackage, error)) (*model.MavenPackagePayload, error) {
+	do func(context.Context, uuid.UUID, uuid.UUID) (*maven.Package, error)) (*model.MavenPackagePayload, error) {
 	ns, id, err := r.packageItemRef(ctx, in, "maven package")
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Helpers of the npm and Maven resolvers (packages.resolvers.go). Reads
@@ -61,7 +62,7 @@ func npmError(err error, stateCode string) error {
 
 // mavenError maps the Maven store's typed errors to API errors.
 func mavenError(err error) error {
-	return typedError(err, []typedCode{{store.CodeMavenUnknown, CodeNotFound}, {store.CodeMavenStateConflict, CodeConflict}})
+	return typedError(err, []typedCode{{maven.CodeUnknown, CodeNotFound}, {maven.CodeStateConflict, CodeConflict}})
 }
 
 type typedCode struct {
@@ -167,7 +168,7 @@ func npmDependencies(raw []byte) []*model.NpmDependency {
 	return out
 }
 
-func toMavenFile(f *store.MavenFileInfo) *model.MavenFile {
+func toMavenFile(f *maven.FileInfo) *model.MavenFile {
 	mf := &model.MavenFile{
 		ID: f.ID, FileName: f.FileName, SizeBytes: f.Size,
 		SHA256: "sha256:" + hex.EncodeToString(f.Checksums.SHA256[:]),
@@ -182,7 +183,7 @@ func toMavenFile(f *store.MavenFileInfo) *model.MavenFile {
 }
 
 // mavenFiles is the files connection of a Maven version or package.
-func mavenFiles(ctx context.Context, l *loader[pageKey, []*store.MavenFileInfo], g *model.Group, name string,
+func mavenFiles(ctx context.Context, l *loader[pageKey, []*maven.FileInfo], g *model.Group, name string,
 	ns, parent uuid.UUID, first *int, after *string) (*model.MavenFileConnection, error) {
 	limit, err := pageSize(first)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Repository is the resolver for the repository field.
@@ -146,22 +147,22 @@ func (r *mutationResolver) RemoveNpmDistTag(ctx context.Context, input model.Npm
 
 // DeleteMavenVersion is the resolver for the deleteMavenVersion field.
 func (r *mutationResolver) DeleteMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error) {
-	return r.mavenVersionMutation(ctx, input, r.store.SoftDeleteMavenVersion)
+	return r.mavenVersionMutation(ctx, input, r.maven.SoftDeleteVersion)
 }
 
 // RestoreMavenVersion is the resolver for the restoreMavenVersion field.
 func (r *mutationResolver) RestoreMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error) {
-	return r.mavenVersionMutation(ctx, input, r.store.RestoreMavenVersion)
+	return r.mavenVersionMutation(ctx, input, r.maven.RestoreVersion)
 }
 
 // DeleteMavenPackage is the resolver for the deleteMavenPackage field.
 func (r *mutationResolver) DeleteMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error) {
-	return r.mavenPackageMutation(ctx, input, r.store.SoftDeleteMavenPackage)
+	return r.mavenPackageMutation(ctx, input, r.maven.SoftDeletePackage)
 }
 
 // RestoreMavenPackage is the resolver for the restoreMavenPackage field.
 func (r *mutationResolver) RestoreMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error) {
-	return r.mavenPackageMutation(ctx, input, r.store.RestoreMavenPackage)
+	return r.mavenPackageMutation(ctx, input, r.maven.RestorePackage)
 }
 
 // Version is the resolver for the version field.
@@ -387,7 +388,7 @@ func (r *repositoryResolver) MavenPackages(ctx context.Context, obj *model.Repos
 	if err != nil {
 		return nil, err
 	}
-	var key store.MavenPackageKey
+	var key maven.PackageKey
 	afterKey := ""
 	if ok, err := decodeCursor(after, "mavenPackage", &key); err != nil {
 		return nil, err
@@ -411,7 +412,7 @@ func (r *repositoryResolver) MavenPackages(ctx context.Context, obj *model.Repos
 	var cursors []string
 	for _, p := range rows {
 		l.mavenPackage.Prime(ctx, idKey{ns: p.NamespaceID, id: p.ID}, p) // for version.package
-		c := encodeCursor("mavenPackage", store.MavenPackageKey{GroupID: p.GroupID, ArtifactID: p.ArtifactID})
+		c := encodeCursor("mavenPackage", maven.PackageKey{GroupID: p.GroupID, ArtifactID: p.ArtifactID})
 		cursors = append(cursors, c)
 		conn.Edges = append(conn.Edges, &model.MavenPackageEdge{Cursor: c, Node: p})
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Dataloaders of the npm and Maven package fields: every nested field of a
@@ -63,11 +64,12 @@ type packageLoaders struct {
 	mavenVersionPage    *loader[pageKey, []*model.MavenVersion]
 	mavenVersionCount   *loader[idKey, int]
 	mavenVersionByName  *loader[versionNameKey, *model.MavenVersion]
-	mavenVersionFiles   *loader[pageKey, []*store.MavenFileInfo]
-	mavenPackageFiles   *loader[pageKey, []*store.MavenFileInfo]
+	mavenVersionFiles   *loader[pageKey, []*maven.FileInfo]
+	mavenPackageFiles   *loader[pageKey, []*maven.FileInfo]
 }
 
-func newPackageLoaders(st *store.Store, wait time.Duration) *packageLoaders {
+func newPackageLoaders(r *Resolver, wait time.Duration) *packageLoaders {
+	st, mvn := r.store, r.maven
 	return &packageLoaders{
 		npmPackagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, repos []uuid.UUID) (map[uuid.UUID][]*model.NpmPackage, error) {
 			m, err := st.NpmPackagesOfRepositories(ctx, k.ns, repos, optString(k.after), k.limit)
@@ -121,37 +123,37 @@ func newPackageLoaders(st *store.Store, wait time.Duration) *packageLoaders {
 		npmTarball:  newLoader(wait, perNamespace(st.NpmTarballsOfVersions)),
 
 		mavenPackagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, repos []uuid.UUID) (map[uuid.UUID][]*model.MavenPackage, error) {
-			var after *store.MavenPackageKey
+			var after *maven.PackageKey
 			if k.after != "" {
-				after = &store.MavenPackageKey{}
+				after = &maven.PackageKey{}
 				if err := json.Unmarshal([]byte(k.after), after); err != nil {
 					return nil, err
 				}
 			}
-			m, err := st.MavenPackagesOfRepositories(ctx, k.ns, repos, after, k.limit)
+			m, err := mvn.PackagesOfRepositories(ctx, k.ns, repos, after, k.limit)
 			return siblingPages(m, k.limit, toMavenPackage,
-				func(p *store.MavenPackageInfo) uuid.UUID { return p.ID },
+				func(p *maven.PackageInfo) uuid.UUID { return p.ID },
 				func(p *model.MavenPackage, g *model.Group) { p.Siblings = g }), err
 		})),
-		mavenPackageCount: newLoader(wait, perNamespace(st.CountMavenPackages)),
+		mavenPackageCount: newLoader(wait, perNamespace(mvn.CountPackages)),
 		mavenPackage: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.MavenPackage, error) {
-			m, err := st.MavenPackagesByIDs(ctx, ns, ids)
+			m, err := mvn.PackagesByIDs(ctx, ns, ids)
 			return convertMap(m, toMavenPackage), err
 		})),
-		mavenPackageByCoord: newLoader(wait, fetchMavenPackagesByCoordinates(st)),
+		mavenPackageByCoord: newLoader(wait, fetchMavenPackagesByCoordinates(mvn)),
 		mavenVersionPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, pkgs []uuid.UUID) (map[uuid.UUID][]*model.MavenVersion, error) {
-			m, err := st.MavenVersionsOfPackages(ctx, k.ns, pkgs, optString(k.after), k.limit)
+			m, err := mvn.VersionsOfPackages(ctx, k.ns, pkgs, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toMavenVersion,
-				func(v *store.MavenArtifact) uuid.UUID { return v.ID },
+				func(v *maven.Artifact) uuid.UUID { return v.ID },
 				func(v *model.MavenVersion, g *model.Group) { v.Siblings = g }), err
 		})),
-		mavenVersionCount:  newLoader(wait, perNamespace(st.CountMavenVersionsOfPackages)),
-		mavenVersionByName: newLoader(wait, fetchMavenVersionsByName(st)),
-		mavenVersionFiles: newLoader(wait, perPage(func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID][]*store.MavenFileInfo, error) {
-			return st.MavenFilesOfParents(ctx, k.ns, parents, true, optString(k.after), k.limit)
+		mavenVersionCount:  newLoader(wait, perNamespace(mvn.CountVersionsOfPackages)),
+		mavenVersionByName: newLoader(wait, fetchMavenVersionsByName(mvn)),
+		mavenVersionFiles: newLoader(wait, perPage(func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID][]*maven.FileInfo, error) {
+			return mvn.FilesOfParents(ctx, k.ns, parents, true, optString(k.after), k.limit)
 		})),
-		mavenPackageFiles: newLoader(wait, perPage(func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID][]*store.MavenFileInfo, error) {
-			return st.MavenFilesOfParents(ctx, k.ns, parents, false, optString(k.after), k.limit)
+		mavenPackageFiles: newLoader(wait, perPage(func(ctx context.Context, k pageKey, parents []uuid.UUID) (map[uuid.UUID][]*maven.FileInfo, error) {
+			return mvn.FilesOfParents(ctx, k.ns, parents, false, optString(k.after), k.limit)
 		})),
 	}
 }
@@ -205,15 +207,15 @@ func fetchNpmVersionsByName(st *store.Store) func(context.Context, []versionName
 	}
 }
 
-func fetchMavenPackagesByCoordinates(st *store.Store) func(context.Context, []mavenCoordKey) (map[mavenCoordKey]*model.MavenPackage, error) {
+func fetchMavenPackagesByCoordinates(mvn *maven.Store) func(context.Context, []mavenCoordKey) (map[mavenCoordKey]*model.MavenPackage, error) {
 	return func(ctx context.Context, keys []mavenCoordKey) (map[mavenCoordKey]*model.MavenPackage, error) {
 		out := map[mavenCoordKey]*model.MavenPackage{}
 		for ns, ks := range byNamespace(keys, func(k mavenCoordKey) uuid.UUID { return k.ns }) {
-			cs := make([]store.MavenCoordinates, len(ks))
+			cs := make([]maven.Coordinates, len(ks))
 			for i, k := range ks {
-				cs[i] = store.MavenCoordinates{RepositoryID: k.repo, GroupID: k.group, ArtifactID: k.artifact}
+				cs[i] = maven.Coordinates{RepositoryID: k.repo, GroupID: k.group, ArtifactID: k.artifact}
 			}
-			m, err := st.MavenPackagesByCoordinates(ctx, ns, cs)
+			m, err := mvn.PackagesByCoordinates(ctx, ns, cs)
 			if err != nil {
 				return nil, err
 			}
@@ -225,15 +227,15 @@ func fetchMavenPackagesByCoordinates(st *store.Store) func(context.Context, []ma
 	}
 }
 
-func fetchMavenVersionsByName(st *store.Store) func(context.Context, []versionNameKey) (map[versionNameKey]*model.MavenVersion, error) {
+func fetchMavenVersionsByName(mvn *maven.Store) func(context.Context, []versionNameKey) (map[versionNameKey]*model.MavenVersion, error) {
 	return func(ctx context.Context, keys []versionNameKey) (map[versionNameKey]*model.MavenVersion, error) {
 		out := map[versionNameKey]*model.MavenVersion{}
 		for ns, ks := range byNamespace(keys, func(k versionNameKey) uuid.UUID { return k.ns }) {
-			names := make([]store.MavenVersionName, len(ks))
+			names := make([]maven.VersionName, len(ks))
 			for i, k := range ks {
-				names[i] = store.MavenVersionName{PackageID: k.pkg, Version: k.version}
+				names[i] = maven.VersionName{PackageID: k.pkg, Version: k.version}
 			}
-			m, err := st.MavenVersionsByName(ctx, ns, names)
+			m, err := mvn.VersionsByName(ctx, ns, names)
 			if err != nil {
 				return nil, err
 			}
@@ -268,7 +270,7 @@ func toNpmVersionNode(v *store.NpmVersionRow) *npmVersionNode {
 	return &npmVersionNode{NpmVersion: toNpmVersion(&v.NpmArtifact), key: v.Key}
 }
 
-func toMavenPackage(p *store.MavenPackageInfo) *model.MavenPackage {
+func toMavenPackage(p *maven.PackageInfo) *model.MavenPackage {
 	return &model.MavenPackage{
 		ID: p.ID, NamespaceID: p.NamespaceID, RepositoryID: p.RepositoryID, GroupID: p.GroupID, ArtifactID: p.ArtifactID,
 		LastDownloadedAt: p.LastDownloadedAt, SoftDeletedAt: p.SoftDeletedAt,

@@ -8,16 +8,18 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
-// Resolver is the root resolver: the core store, the cross-format reads
-// and a logger. Per-request state (caller, dataloaders) travels in the
+// Resolver is the root resolver: the core store, the cross-format reads,
+// the format stores and a logger. Per-request state (caller, dataloaders) travels in the
 // context.
 type Resolver struct {
 	store     *store.Store
 	catalog   *catalog.Store
 	container *container.Store
 	legacy    *legacy.Store
+	maven     *maven.Store
 	auth      *auth.Authenticator
 	log       *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.

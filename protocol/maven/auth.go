@@ -6,6 +6,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Access control is package auth's. Maven (wagon over Apache HttpClient)
@@ -19,13 +20,13 @@ import (
 // authorizes the action: 401 with the Basic challenge, 403 with the
 // reason, or 404 only for callers allowed to know a repository does not
 // exist (auth.MaskNotFound).
-func (h *handler) access(r *http.Request, q *request, action auth.Action) (*store.MavenTarget, error) {
+func (h *handler) access(r *http.Request, q *request, action auth.Action) (*mavenstore.Target, error) {
 	p, err := h.authn.Authenticate(r)
 	if err != nil {
 		return nil, denied(err)
 	}
-	t, err := h.st.ResolveMavenTarget(r.Context(), q.namespace, q.repository)
-	if store.HasCode(err, store.CodeMavenRepositoryUnknown) {
+	t, err := h.maven.ResolveTarget(r.Context(), q.namespace, q.repository)
+	if store.HasCode(err, mavenstore.CodeRepositoryUnknown) {
 		if masked := auth.MaskNotFound(p, q.namespace, err); masked != err {
 			return nil, denied(masked)
 		}

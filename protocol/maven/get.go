@@ -16,11 +16,12 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // get serves GET and HEAD of a file, a metadata document or a checksum
 // sidecar.
-func (h *handler) get(w http.ResponseWriter, r *http.Request, t *store.MavenTarget, q *request) error {
+func (h *handler) get(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request) error {
 	ctx := r.Context()
 	f, content, err := h.find(ctx, t, q.ref)
 	if err != nil {
@@ -48,18 +49,18 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 	httpsafe.Attachment(hdr, q.name)
 	if f == nil {
 		// Metadata rendered on the fly (no stored document yet).
-		hdr.Set("ETag", `"`+checksumOf(store.MavenSHA1, content)+`"`)
-		hdr.Set("X-Checksum-Sha1", checksumOf(store.MavenSHA1, content))
+		hdr.Set("ETag", `"`+checksumOf(mavenstore.SHA1, content)+`"`)
+		hdr.Set("X-Checksum-Sha1", checksumOf(mavenstore.SHA1, content))
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
 		return nil
 	}
-	sha1hex, _ := f.Checksums.Hex(store.MavenSHA1)
+	sha1hex, _ := f.Checksums.Hex(mavenstore.SHA1)
 	hdr.Set("ETag", `"`+sha1hex+`"`)
 	hdr.Set("X-Checksum-Sha1", sha1hex)
-	if md5hex, ok := f.Checksums.Hex(store.MavenMD5); ok {
+	if md5hex, ok := f.Checksums.Hex(mavenstore.MD5); ok {
 		hdr.Set("X-Checksum-Md5", md5hex)
 	}
-	sha256hex, _ := f.Checksums.Hex(store.MavenSHA256)
+	sha256hex, _ := f.Checksums.Hex(mavenstore.SHA256)
 	hdr.Set("X-Checksum-Sha256", sha256hex)
 	br := &blobReader{ctx: ctx, st: h.st, blob: &f.Blob}
 	defer br.Close()
@@ -77,7 +78,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 	if sw.status == http.StatusOK && f.VersionID != nil {
 		// A download of a version file (not a range, a revalidation, a
 		// checksum or metadata): buffered counters.
-		if err := h.st.RecordMavenDownload(context.WithoutCancel(ctx), t, f); err != nil {
+		if err := h.maven.RecordDownload(context.WithoutCancel(ctx), t, f); err != nil {
 			h.log.Warn("maven: recording a download failed", "path", r.URL.Path, "err", err)
 		}
 	}
@@ -110,22 +111,22 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 // find looks a file up: the stored row, or for metadata with no stored
 // document the rendered bytes, or for a non-timestamped SNAPSHOT file
 // name the latest timestamped build.
-func (h *handler) find(ctx context.Context, t *store.MavenTarget, ref store.MavenFileRef) (*store.MavenFile, []byte, error) {
-	f, err := h.st.MavenFile(ctx, t, ref)
-	if err == nil || !store.HasCode(err, store.CodeMavenNotFound) {
+func (h *handler) find(ctx context.Context, t *mavenstore.Target, ref mavenstore.FileRef) (*mavenstore.File, []byte, error) {
+	f, err := h.maven.File(ctx, t, ref)
+	if err == nil || !store.HasCode(err, mavenstore.CodeNotFound) {
 		return f, nil, err
 	}
-	if ref.FileName == store.MavenMetadataFile {
-		content, err := h.st.RenderMavenMetadata(ctx, t, ref)
+	if ref.FileName == mavenstore.MetadataFile {
+		content, err := h.maven.RenderMetadata(ctx, t, ref)
 		return nil, content, err
 	}
-	if store.IsMavenSnapshotVersion(ref.Version) {
-		name, rerr := h.st.ResolveMavenSnapshotFile(ctx, t, ref)
+	if mavenstore.IsSnapshotVersion(ref.Version) {
+		name, rerr := h.maven.ResolveSnapshotFile(ctx, t, ref)
 		if rerr != nil {
 			return nil, nil, err
 		}
 		ref.FileName = name
-		f, err := h.st.MavenFile(ctx, t, ref)
+		f, err := h.maven.File(ctx, t, ref)
 		return f, nil, err
 	}
 	return nil, nil, err
@@ -134,24 +135,24 @@ func (h *handler) find(ctx context.Context, t *store.MavenTarget, ref store.Mave
 // cacheControl: release files never change; metadata and SNAPSHOT files
 // do.
 func cacheControl(q *request) string {
-	if q.isMetadata() || store.IsMavenSnapshotVersion(q.ref.Version) {
+	if q.isMetadata() || mavenstore.IsSnapshotVersion(q.ref.Version) {
 		return "no-cache"
 	}
 	return "public, max-age=31536000, immutable"
 }
 
-func checksumOf(alg store.MavenChecksumAlgorithm, b []byte) string {
+func checksumOf(alg mavenstore.ChecksumAlgorithm, b []byte) string {
 	switch alg {
-	case store.MavenMD5:
+	case mavenstore.MD5:
 		s := md5.Sum(b)
 		return hex.EncodeToString(s[:])
-	case store.MavenSHA1:
+	case mavenstore.SHA1:
 		s := sha1.Sum(b)
 		return hex.EncodeToString(s[:])
-	case store.MavenSHA256:
+	case mavenstore.SHA256:
 		s := sha256.Sum256(b)
 		return hex.EncodeToString(s[:])
-	case store.MavenSHA512:
+	case mavenstore.SHA512:
 		s := sha512.Sum512(b)
 		return hex.EncodeToString(s[:])
 	}

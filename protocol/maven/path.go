@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Prefix is where the Maven surface lives.
@@ -24,15 +24,15 @@ type request struct {
 	namespace, repository string
 	// ref names the stored file: for a checksum sidecar, the file the
 	// sidecar describes.
-	ref store.MavenFileRef
+	ref mavenstore.FileRef
 	// checksum is the sidecar algorithm, "" when the request is for the
 	// file itself.
-	checksum store.MavenChecksumAlgorithm
+	checksum mavenstore.ChecksumAlgorithm
 	// name is the last path segment as requested.
 	name string
 }
 
-func (q *request) isMetadata() bool { return q.ref.FileName == store.MavenMetadataFile }
+func (q *request) isMetadata() bool { return q.ref.FileName == mavenstore.MetadataFile }
 
 // parsePath parses the escaped request path. It works on the escaped form
 // so that encoded separators and dots are seen for what they are: every
@@ -78,27 +78,27 @@ func parsePath(escaped string) (*request, error) {
 		return nil, errDirectory
 	}
 	q.name = p[len(p)-1]
-	base, alg, isSum := store.SplitMavenChecksumName(q.name)
+	base, alg, isSum := mavenstore.SplitChecksumName(q.name)
 	if isSum {
 		q.checksum = alg
 	}
 	var group []string
 	switch {
-	case base == store.MavenMetadataFile && len(p) >= 4 && store.IsMavenSnapshotVersion(p[len(p)-2]):
+	case base == mavenstore.MetadataFile && len(p) >= 4 && mavenstore.IsSnapshotVersion(p[len(p)-2]):
 		group = p[:len(p)-3]
-		q.ref = store.MavenFileRef{ArtifactID: p[len(p)-3], Version: p[len(p)-2], FileName: base}
-	case base == store.MavenMetadataFile:
+		q.ref = mavenstore.FileRef{ArtifactID: p[len(p)-3], Version: p[len(p)-2], FileName: base}
+	case base == mavenstore.MetadataFile:
 		if len(p) < 3 {
-			return nil, fmt.Errorf("%w: expected <group/path>/<artifactId>/%s", errBadPath, store.MavenMetadataFile)
+			return nil, fmt.Errorf("%w: expected <group/path>/<artifactId>/%s", errBadPath, mavenstore.MetadataFile)
 		}
 		group = p[:len(p)-2]
-		q.ref = store.MavenFileRef{ArtifactID: p[len(p)-2], FileName: base}
+		q.ref = mavenstore.FileRef{ArtifactID: p[len(p)-2], FileName: base}
 	default:
 		if len(p) < 4 {
 			return nil, fmt.Errorf("%w: expected <group/path>/<artifactId>/<version>/<file>", errBadPath)
 		}
 		group = p[:len(p)-3]
-		q.ref = store.MavenFileRef{ArtifactID: p[len(p)-3], Version: p[len(p)-2], FileName: base}
+		q.ref = mavenstore.FileRef{ArtifactID: p[len(p)-3], Version: p[len(p)-2], FileName: base}
 	}
 	for _, g := range group {
 		if strings.Contains(g, ".") {

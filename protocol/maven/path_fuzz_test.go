@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // FuzzParsePath checks the Maven request path parser. A path it accepts
@@ -54,7 +55,7 @@ func FuzzParsePath(f *testing.F) {
 			if q != nil {
 				t.Fatalf("parsePath(%q) returned a request and an error", escaped)
 			}
-			if !errors.Is(err, errBadPath) && !errors.Is(err, errDirectory) && !store.HasCode(err, store.CodeMavenInvalid) {
+			if !errors.Is(err, errBadPath) && !errors.Is(err, errDirectory) && !store.HasCode(err, mavenstore.CodeInvalid) {
 				t.Fatalf("parsePath(%q): %v is neither a bad path nor a directory", escaped, err)
 			}
 			return
@@ -121,7 +122,7 @@ func checkRequest(t *testing.T, escaped string, q *request) {
 		t.Fatalf("parsePath(%q): requested name %q, file %q with checksum %q", escaped, q.name, q.ref.FileName, q.checksum)
 	}
 	if q.ref.Version == "" && !q.isMetadata() {
-		t.Fatalf("parsePath(%q): a package-level file other than %s", escaped, store.MavenMetadataFile)
+		t.Fatalf("parsePath(%q): a package-level file other than %s", escaped, mavenstore.MetadataFile)
 	}
 }
 

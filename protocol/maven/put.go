@@ -7,23 +7,23 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // checksumHeaders are the request headers that announce a file's digest
 // (Artifactory and Nexus use these names; some deploy tools send them).
-var checksumHeaders = map[store.MavenChecksumAlgorithm]string{
-	store.MavenMD5:    "X-Checksum-Md5",
-	store.MavenSHA1:   "X-Checksum-Sha1",
-	store.MavenSHA256: "X-Checksum-Sha256",
-	store.MavenSHA512: "X-Checksum-Sha512",
+var checksumHeaders = map[mavenstore.ChecksumAlgorithm]string{
+	mavenstore.MD5:    "X-Checksum-Md5",
+	mavenstore.SHA1:   "X-Checksum-Sha1",
+	mavenstore.SHA256: "X-Checksum-Sha256",
+	mavenstore.SHA512: "X-Checksum-Sha512",
 }
 
 // put serves PUT of a file, a metadata document or a checksum sidecar.
 // Go's server sends "100 Continue" only when the body is first read, so a
 // request refused before that (401, 403, 400, or a release conflict
 // decided from the announced size) never uploads its body.
-func (h *handler) put(w http.ResponseWriter, r *http.Request, t *store.MavenTarget, q *request) error {
+func (h *handler) put(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request) error {
 	ctx := r.Context()
 	switch {
 	case q.checksum != "":
@@ -31,7 +31,7 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 		if err != nil {
 			return toHTTPBody(err)
 		}
-		if err := h.st.VerifyMavenChecksum(ctx, t, q.ref, q.checksum, string(body)); err != nil {
+		if err := h.maven.VerifyChecksum(ctx, t, q.ref, q.checksum, string(body)); err != nil {
 			return err
 		}
 		w.WriteHeader(http.StatusOK)
@@ -41,7 +41,7 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 		if err != nil {
 			return toHTTPBody(err)
 		}
-		created, err := h.st.PutMavenMetadata(ctx, t, q.ref, bytes.NewReader(body))
+		created, err := h.maven.PutMetadata(ctx, t, q.ref, bytes.NewReader(body))
 		if err != nil {
 			return toHTTPBody(err)
 		}
@@ -52,16 +52,16 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, t *store.MavenTarg
 		}
 		return nil
 	}
-	in := store.MavenPut{MavenFileRef: q.ref, Size: r.ContentLength, AllowRedeploy: h.opts.AllowReleaseRedeploy}
+	in := mavenstore.Put{FileRef: q.ref, Size: r.ContentLength, AllowRedeploy: h.opts.AllowReleaseRedeploy}
 	for alg, name := range checksumHeaders {
 		if v := strings.TrimSpace(r.Header.Get(name)); v != "" {
 			if in.Expect == nil {
-				in.Expect = map[store.MavenChecksumAlgorithm]string{}
+				in.Expect = map[mavenstore.ChecksumAlgorithm]string{}
 			}
 			in.Expect[alg] = strings.ToLower(v)
 		}
 	}
-	res, err := h.st.PutMavenFile(ctx, t, in, &bodyReader{r: r.Body})
+	res, err := h.maven.PutFile(ctx, t, in, &bodyReader{r: r.Body})
 	if err != nil {
 		return toHTTPBody(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 const (
@@ -531,15 +532,15 @@ func TestVersionSizeAndFileRows(t *testing.T) {
 	if n := s.count(t, `SELECT count(*) FROM counter_deltas WHERE target IN (4, 5) AND field = 7 AND observed_at IS NOT NULL`); n != 4 {
 		t.Errorf("%d last_downloaded_at deltas, want 4", n)
 	}
-	vs, err := s.Store.MavenVersions(context.Background(), mustTarget(t, s, "releases"), "com.example.anchor", "anchor-lib")
+	vs, err := mavenstore.New(s.Store).Versions(context.Background(), mustTarget(t, s, "releases"), "com.example.anchor", "anchor-lib")
 	if err != nil || len(vs) != 1 || vs[0] != "1.0.0" {
 		t.Errorf("versions %v %v", vs, err)
 	}
 }
 
-func mustTarget(t *testing.T, s *testServer, repo string) *store.MavenTarget {
+func mustTarget(t *testing.T, s *testServer, repo string) *mavenstore.Target {
 	t.Helper()
-	tg, err := s.Store.ResolveMavenTarget(context.Background(), "acme", repo)
+	tg, err := mavenstore.New(s.Store).ResolveTarget(context.Background(), "acme", repo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Store runs the cross-format reads.
@@ -16,9 +17,10 @@ type Store struct {
 	core      *store.Store
 	pool      *pgxpool.Pool
 	container *container.Store
+	maven     *maven.Store
 }
 
 // New returns the cross-format reads over the core store.
 func New(core *store.Store) *Store {
-	return &Store{core: core, pool: core.Pool(), container: container.New(core)}
+	return &Store{core: core, pool: core.Pool(), container: container.New(core), maven: maven.New(core)}
 }

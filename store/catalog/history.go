@@ -8,6 +8,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 	"github.com/google/uuid"
 )
 
@@ -34,7 +35,7 @@ type PublishEvent struct {
 	ID        uuid.UUID
 	CreatedAt time.Time
 	Manifest  *container.Manifest
-	Maven     *store.MavenArtifact
+	Maven     *maven.Artifact
 	Npm       *store.NpmArtifact
 }
 
@@ -133,14 +134,14 @@ func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *ti
 
 type loadedArtifacts struct {
 	manifests map[uuid.UUID]*container.Manifest
-	maven     map[uuid.UUID]*store.MavenArtifact
+	maven     map[uuid.UUID]*maven.Artifact
 	npm       map[uuid.UUID]*store.NpmArtifact
 }
 
 // loadArtifacts loads manifests and Maven and npm versions by id, one
 // query per non-empty kind.
 func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
-	l := &loadedArtifacts{map[uuid.UUID]*container.Manifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*store.NpmArtifact{}}
+	l := &loadedArtifacts{map[uuid.UUID]*container.Manifest{}, map[uuid.UUID]*maven.Artifact{}, map[uuid.UUID]*store.NpmArtifact{}}
 	if len(manifestIDs) > 0 {
 		ms, err := s.container.ManifestsByIDs(ctx, nsID, manifestIDs)
 		if err != nil {
@@ -151,7 +152,7 @@ func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, 
 		}
 	}
 	if len(mavenIDs) > 0 {
-		vs, err := s.core.MavenArtifactsByIDs(ctx, nsID, mavenIDs)
+		vs, err := s.maven.ArtifactsByIDs(ctx, nsID, mavenIDs)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 	"github.com/google/uuid"
 )
 
@@ -58,11 +59,11 @@ type TrashEntry struct {
 	Repository *store.Repository
 	Image      *container.Image
 	Manifest   *container.Manifest
-	Maven      *store.MavenArtifact
+	Maven      *maven.Artifact
 	Npm        *store.NpmArtifact
 	// MavenPackage and NpmPackage: a package in the trash. An npm package
 	// goes with its versions (each listed too); a Maven package alone.
-	MavenPackage *store.MavenPackageInfo
+	MavenPackage *maven.PackageInfo
 	NpmPackage   *store.NpmPackage
 }
 
@@ -192,14 +193,14 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 }
 
 // loadTrashedPackages loads the package entries of a trash page by id.
-func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*store.MavenPackageInfo, map[uuid.UUID]*store.NpmPackage, error) {
+func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*maven.PackageInfo, map[uuid.UUID]*store.NpmPackage, error) {
 	var (
-		maven = map[uuid.UUID]*store.MavenPackageInfo{}
-		npm   = map[uuid.UUID]*store.NpmPackage{}
-		err   error
+		mvn = map[uuid.UUID]*maven.PackageInfo{}
+		npm = map[uuid.UUID]*store.NpmPackage{}
+		err error
 	)
 	if len(mavenIDs) > 0 {
-		if maven, err = s.core.MavenPackagesByIDs(ctx, nsID, mavenIDs); err != nil {
+		if mvn, err = s.maven.PackagesByIDs(ctx, nsID, mavenIDs); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -208,5 +209,5 @@ func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenID
 			return nil, nil, err
 		}
 	}
-	return maven, npm, nil
+	return mvn, npm, nil
 }

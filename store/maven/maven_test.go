@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"bytes"
@@ -13,17 +13,21 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
-// mavenFixture is a fresh database with one namespace and one hosted
+func TestMain(m *testing.M) { testdb.Main(m) }
+
+// fixture is a fresh database with one namespace and one hosted
 // Maven repository, and a Store over it and a file bucket.
-type mavenFixture struct {
-	store *Store
-	t     *MavenTarget
+type fixture struct {
+	st   *Store
+	core *store.Store
+	t    *Target
 }
 
-func newMavenFixture(t *testing.T) *mavenFixture {
+func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := testdb.New(t)
@@ -32,7 +36,8 @@ func newMavenFixture(t *testing.T) *mavenFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { objs.Close() })
-	st := New(pool, objs, Options{})
+	core := store.New(pool, objs, store.Options{})
+	st := New(core)
 	ns, repo, mr := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -47,18 +52,18 @@ func newMavenFixture(t *testing.T) *mavenFixture {
 			t.Fatal(err)
 		}
 	}
-	tg, err := st.ResolveMavenTarget(ctx, "acme", "releases")
+	tg, err := st.ResolveTarget(ctx, "acme", "releases")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &mavenFixture{store: st, t: tg}
+	return &fixture{st: st, core: core, t: tg}
 }
 
-func (f *mavenFixture) put(t *testing.T, version, name, body string) *MavenPutResult {
+func (f *fixture) put(t *testing.T, version, name, body string) *PutResult {
 	t.Helper()
-	res, err := f.store.PutMavenFile(context.Background(), f.t, MavenPut{
-		MavenFileRef: MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: version, FileName: name},
-		Size:         int64(len(body)),
+	res, err := f.st.PutFile(context.Background(), f.t, Put{
+		FileRef: FileRef{GroupID: "com.example", ArtifactID: "lib", Version: version, FileName: name},
+		Size:    int64(len(body)),
 	}, strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("put %s %s: %v", version, name, err)
@@ -67,17 +72,17 @@ func (f *mavenFixture) put(t *testing.T, version, name, body string) *MavenPutRe
 }
 
 // metadata returns the stored package-level document ("" when none).
-func (f *mavenFixture) metadata(t *testing.T) string {
+func (f *fixture) metadata(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	mf, err := f.store.MavenFile(ctx, f.t, MavenFileRef{GroupID: "com.example", ArtifactID: "lib", FileName: MavenMetadataFile})
-	if HasCode(err, CodeMavenNotFound) {
+	mf, err := f.st.File(ctx, f.t, FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: MetadataFile})
+	if store.HasCode(err, CodeNotFound) {
 		return ""
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := f.store.OpenBlobObject(ctx, &mf.Blob, 0, -1)
+	rc, err := f.core.OpenBlobObject(ctx, &mf.Blob, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +105,7 @@ func listed(doc string) []string {
 }
 
 func TestMavenSoftDeleteAndRestore(t *testing.T) {
-	f := newMavenFixture(t)
+	f := newFixture(t)
 	ctx := context.Background()
 	f.put(t, "1.0", "lib-1.0.jar", "one")
 	v11 := f.put(t, "1.1", "lib-1.1.jar", "eleven")
@@ -108,81 +113,81 @@ func TestMavenSoftDeleteAndRestore(t *testing.T) {
 		t.Fatalf("versions %v", got)
 	}
 	vid := *v11.File.VersionID
-	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); err != nil {
+	if _, err := f.st.SoftDeleteVersion(ctx, f.t.NamespaceID, vid); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !HasCode(err, CodeMavenStateConflict) {
+	if _, err := f.st.SoftDeleteVersion(ctx, f.t.NamespaceID, vid); !store.HasCode(err, CodeStateConflict) {
 		t.Fatalf("second delete: %v", err)
 	}
 	md := f.metadata(t)
 	if got := listed(md); fmt.Sprint(got) != "[1.0]" || !strings.Contains(md, "<release>1.0</release>") {
 		t.Fatalf("after delete:\n%s", md)
 	}
-	ref := MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: "1.1", FileName: "lib-1.1.jar"}
-	if _, err := f.store.MavenFile(ctx, f.t, ref); !HasCode(err, CodeMavenNotFound) {
+	ref := FileRef{GroupID: "com.example", ArtifactID: "lib", Version: "1.1", FileName: "lib-1.1.jar"}
+	if _, err := f.st.File(ctx, f.t, ref); !store.HasCode(err, CodeNotFound) {
 		t.Fatalf("file of a trashed version: %v", err)
 	}
 	// A re-deploy after the delete is a new version; the trashed one can
 	// only come back once the name is free again.
 	again := f.put(t, "1.1", "lib-1.1.jar", "eleven, again")
-	if _, err := f.store.RestoreMavenVersion(ctx, f.t.NamespaceID, vid); !HasCode(err, CodeMavenStateConflict) {
+	if _, err := f.st.RestoreVersion(ctx, f.t.NamespaceID, vid); !store.HasCode(err, CodeStateConflict) {
 		t.Fatalf("restore over an active namesake: %v", err)
 	}
-	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, *again.File.VersionID); err != nil {
+	if _, err := f.st.SoftDeleteVersion(ctx, f.t.NamespaceID, *again.File.VersionID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.RestoreMavenVersion(ctx, f.t.NamespaceID, vid); err != nil {
+	if _, err := f.st.RestoreVersion(ctx, f.t.NamespaceID, vid); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(f.metadata(t)); fmt.Sprint(got) != "[1.0 1.1]" {
 		t.Fatalf("after restore %v", got)
 	}
-	mf, err := f.store.MavenFile(ctx, f.t, ref)
+	mf, err := f.st.File(ctx, f.t, ref)
 	if err != nil || mf.Blob.Size != int64(len("eleven")) {
 		t.Fatalf("restored file: %+v %v", mf, err)
 	}
 
 	// Package delete marks the package row only.
 	pkg := v11.File.PackageID
-	if _, err := f.store.SoftDeleteMavenPackage(ctx, f.t.NamespaceID, pkg); err != nil {
+	if _, err := f.st.SoftDeletePackage(ctx, f.t.NamespaceID, pkg); err != nil {
 		t.Fatal(err)
 	}
 	if f.metadata(t) != "" {
 		t.Fatal("metadata of a trashed package is served")
 	}
-	if _, err := f.store.MavenFile(ctx, f.t, ref); !HasCode(err, CodeMavenNotFound) {
+	if _, err := f.st.File(ctx, f.t, ref); !store.HasCode(err, CodeNotFound) {
 		t.Fatalf("file of a trashed package: %v", err)
 	}
-	if _, err := f.store.SoftDeleteMavenVersion(ctx, f.t.NamespaceID, vid); !HasCode(err, CodeMavenStateConflict) {
+	if _, err := f.st.SoftDeleteVersion(ctx, f.t.NamespaceID, vid); !store.HasCode(err, CodeStateConflict) {
 		t.Fatalf("version delete under a trashed package: %v", err)
 	}
-	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, pkg); err != nil {
+	if _, err := f.st.RestorePackage(ctx, f.t.NamespaceID, pkg); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(f.metadata(t)); fmt.Sprint(got) != "[1.0 1.1]" {
 		t.Fatalf("after package restore %v", got)
 	}
-	if _, err := f.store.RestoreMavenPackage(ctx, f.t.NamespaceID, uuid.Must(uuid.NewV7())); !HasCode(err, CodeMavenUnknown) {
+	if _, err := f.st.RestorePackage(ctx, f.t.NamespaceID, uuid.Must(uuid.NewV7())); !store.HasCode(err, CodeUnknown) {
 		t.Fatalf("restore of an unknown package: %v", err)
 	}
 }
 
 func TestMavenListings(t *testing.T) {
-	f := newMavenFixture(t)
+	f := newFixture(t)
 	ctx := context.Background()
 	for i := range 5 {
 		v := fmt.Sprintf("1.%d", i)
 		f.put(t, v, "lib-"+v+".pom", "pom "+v)
 		f.put(t, v, "lib-"+v+".jar", "jar "+v)
 	}
-	pkgs, more, err := f.store.ListMavenPackages(ctx, f.t.NamespaceID, f.t.RepositoryID, nil, 10)
+	pkgs, more, err := f.st.ListPackages(ctx, f.t.NamespaceID, f.t.RepositoryID, nil, 10)
 	if err != nil || more || len(pkgs) != 1 || pkgs[0].GroupID != "com.example" || pkgs[0].ArtifactID != "lib" {
 		t.Fatalf("packages %+v %v %v", pkgs, more, err)
 	}
 	var all []string
 	var after *string
 	for {
-		vs, more, err := f.store.ListMavenVersions(ctx, f.t.NamespaceID, pkgs[0].ID, after, 2)
+		vs, more, err := f.st.ListVersions(ctx, f.t.NamespaceID, pkgs[0].ID, after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,13 +205,13 @@ func TestMavenListings(t *testing.T) {
 	if fmt.Sprint(all) != "[1.0 1.1 1.2 1.3 1.4]" {
 		t.Fatalf("versions %v", all)
 	}
-	vs, _, _ := f.store.ListMavenVersions(ctx, f.t.NamespaceID, pkgs[0].ID, nil, 1)
-	files, more, err := f.store.ListMavenFiles(ctx, f.t.NamespaceID, pkgs[0].ID, &vs[0].ID, nil, 10)
+	vs, _, _ := f.st.ListVersions(ctx, f.t.NamespaceID, pkgs[0].ID, nil, 1)
+	files, more, err := f.st.ListFiles(ctx, f.t.NamespaceID, pkgs[0].ID, &vs[0].ID, nil, 10)
 	if err != nil || more || len(files) != 2 || files[0].FileName != "lib-1.0.jar" || files[1].FileName != "lib-1.0.pom" || files[0].Size != 7 {
 		t.Fatalf("files %+v %v %v", files, more, err)
 	}
-	pf, _, err := f.store.ListMavenFiles(ctx, f.t.NamespaceID, pkgs[0].ID, nil, nil, 10)
-	if err != nil || len(pf) != 1 || pf[0].FileName != MavenMetadataFile || pf[0].VersionID != nil {
+	pf, _, err := f.st.ListFiles(ctx, f.t.NamespaceID, pkgs[0].ID, nil, nil, 10)
+	if err != nil || len(pf) != 1 || pf[0].FileName != MetadataFile || pf[0].VersionID != nil {
 		t.Fatalf("package files %+v %v", pf, err)
 	}
 }
@@ -215,7 +220,7 @@ func TestMavenListings(t *testing.T) {
 // the stored document ends up listing every version, and the metadata
 // rows and attachments stay one per document.
 func TestMavenMetadataRefreshRace(t *testing.T) {
-	f := newMavenFixture(t)
+	f := newFixture(t)
 	ctx := context.Background()
 	const n = 24
 	var wg sync.WaitGroup
@@ -225,17 +230,17 @@ func TestMavenMetadataRefreshRace(t *testing.T) {
 		v := fmt.Sprintf("2.%d", i)
 		go func() {
 			defer wg.Done()
-			_, err := f.store.PutMavenFile(ctx, f.t, MavenPut{
-				MavenFileRef: MavenFileRef{GroupID: "com.example", ArtifactID: "lib", Version: v, FileName: "lib-" + v + ".pom"},
-				Size:         -1,
+			_, err := f.st.PutFile(ctx, f.t, Put{
+				FileRef: FileRef{GroupID: "com.example", ArtifactID: "lib", Version: v, FileName: "lib-" + v + ".pom"},
+				Size:    -1,
 			}, bytes.NewReader([]byte("pom "+v)))
 			errs <- err
 		}()
 		go func() {
 			defer wg.Done()
-			_, err := f.store.PutMavenMetadata(ctx, f.t, MavenFileRef{GroupID: "com.example", ArtifactID: "lib"},
+			_, err := f.st.PutMetadata(ctx, f.t, FileRef{GroupID: "com.example", ArtifactID: "lib"},
 				strings.NewReader(`<metadata><groupId>com.example</groupId><artifactId>lib</artifactId></metadata>`))
-			if HasCode(err, CodeMavenNothingToDescribe) {
+			if store.HasCode(err, CodeNothingToDescribe) {
 				err = nil // no version committed yet
 			}
 			errs <- err
@@ -252,7 +257,7 @@ func TestMavenMetadataRefreshRace(t *testing.T) {
 		t.Fatalf("metadata lists %d versions, want %d: %v", len(got), n, got)
 	}
 	var rows, atts int
-	pool := f.store.Pool()
+	pool := f.core.Pool()
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM maven_files WHERE maven_version_id IS NULL`).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
@@ -270,12 +275,12 @@ func TestMavenMetadataRefreshRace(t *testing.T) {
 // string so the cursor stays unambiguous, and a cursor whose version is
 // gone (deleted meanwhile) still resumes at the right place.
 func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
-	f := newMavenFixture(t)
+	f := newFixture(t)
 	ctx := context.Background()
 	for _, v := range []string{"1.9", "1.0-rc1", "1.10", "1.0", "2.0-SNAPSHOT", "1.0.0"} {
 		f.put(t, v, "lib-"+v+".pom", "pom "+v)
 	}
-	pkgs, _, err := f.store.ListMavenPackages(ctx, f.t.NamespaceID, f.t.RepositoryID, nil, 10)
+	pkgs, _, err := f.st.ListPackages(ctx, f.t.NamespaceID, f.t.RepositoryID, nil, 10)
 	if err != nil || len(pkgs) != 1 {
 		t.Fatalf("packages %+v %v", pkgs, err)
 	}
@@ -283,7 +288,7 @@ func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
 	var all []string
 	var after *string
 	for range 10 {
-		m, err := f.store.MavenVersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{pkg}, after, 2)
+		m, err := f.st.VersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{pkg}, after, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -306,7 +311,7 @@ func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
 		t.Fatalf("versions %v, want %s", all, want)
 	}
 	gone := "1.5"
-	m, err := f.store.MavenVersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{pkg}, &gone, 10)
+	m, err := f.st.VersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{pkg}, &gone, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +322,7 @@ func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
 	if fmt.Sprint(rest) != "[1.0.0 1.0 1.0-rc1]" {
 		t.Fatalf("after %s: %v", gone, rest)
 	}
-	if m, err := f.store.MavenVersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{uuid.New()}, nil, 10); err != nil || len(m) != 0 {
+	if m, err := f.st.VersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{uuid.New()}, nil, 10); err != nil || len(m) != 0 {
 		t.Fatalf("unknown package: %v %v", m, err)
 	}
 }

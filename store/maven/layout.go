@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
@@ -16,71 +17,72 @@ import (
 // coordinate validation, timestamped SNAPSHOT file names and the
 // maven-metadata.xml documents the server generates.
 
-// CodeMavenInvalid: a coordinate, file name or document that the Maven
+// CodeInvalid: a coordinate, file name or document that the Maven
 // layout does not allow. Returned wrapped with the reason.
-var CodeMavenInvalid = Code{Name: "MAVEN_INVALID", Kind: KindInvalidInput}
+var CodeInvalid = store.Code{Name: "MAVEN_INVALID", Kind: store.KindInvalidInput}
 
-// MavenMetadataFile is the name of the metadata document at package level
+// MetadataFile is the name of the metadata document at package level
 // (<group>/<artifactId>/) and at SNAPSHOT version level.
-const MavenMetadataFile = "maven-metadata.xml"
+const MetadataFile = "maven-metadata.xml"
 
-// Limits of ADR-007 (group_id, artifact_id, version, file_name: 255).
-const maxMavenField = 255
+// Length limit of group_id, artifact_id, version and file_name: 255
+// (docs/schema.md, Lengths, names and limits).
+const maxField = 255
 
-func mavenNameChar(c byte) bool {
+func nameChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
-func mavenVersionChar(c byte) bool { return mavenNameChar(c) || c == '+' || c == '~' }
+func versionChar(c byte) bool { return nameChar(c) || c == '+' || c == '~' }
 
-func checkMavenToken(what, s string, ok func(byte) bool) error {
+func checkToken(what, s string, ok func(byte) bool) error {
 	switch {
 	case s == "":
-		return errs.New(CodeMavenInvalid, "invalid Maven coordinates: empty %s", what)
-	case len(s) > maxMavenField:
-		return errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s longer than %d characters", what, maxMavenField)
+		return errs.New(CodeInvalid, "invalid Maven coordinates: empty %s", what)
+	case len(s) > maxField:
+		return errs.New(CodeInvalid, "invalid Maven coordinates: %s longer than %d characters", what, maxField)
 	case s == "." || s == ".." || s[0] == '.':
-		return errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s %q may not start with a dot", what, s)
+		return errs.New(CodeInvalid, "invalid Maven coordinates: %s %q may not start with a dot", what, s)
 	}
 	for i := 0; i < len(s); i++ {
 		if !ok(s[i]) {
-			return errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s %q contains the character %q", what, s, s[i])
+			return errs.New(CodeInvalid, "invalid Maven coordinates: %s %q contains the character %q", what, s, s[i])
 		}
 	}
 	return nil
 }
 
-// ValidateMavenGroupID checks a groupId (dot-separated, each part made of
+// ValidateGroupID checks a groupId (dot-separated, each part made of
 // letters, digits, '_' and '-').
-func ValidateMavenGroupID(g string) error {
-	if err := checkMavenToken("groupId", g, mavenNameChar); err != nil {
+func ValidateGroupID(g string) error {
+	if err := checkToken("groupId", g, nameChar); err != nil {
 		return err
 	}
 	for part := range strings.SplitSeq(g, ".") {
 		if part == "" {
-			return errs.New(CodeMavenInvalid, "invalid Maven coordinates: groupId %q has an empty part", g)
+			return errs.New(CodeInvalid, "invalid Maven coordinates: groupId %q has an empty part", g)
 		}
 	}
 	return nil
 }
 
-// ValidateMavenArtifactID checks an artifactId.
-func ValidateMavenArtifactID(a string) error { return checkMavenToken("artifactId", a, mavenNameChar) }
+// ValidateArtifactID checks an artifactId.
+func ValidateArtifactID(a string) error { return checkToken("artifactId", a, nameChar) }
 
-// ValidateMavenVersion checks a version (letters, digits, '_', '-', '.',
+// ValidateVersion checks a version (letters, digits, '_', '-', '.',
 // '+', '~'; no leading dot).
-func ValidateMavenVersion(v string) error { return checkMavenToken("version", v, mavenVersionChar) }
+func ValidateVersion(v string) error { return checkToken("version", v, versionChar) }
 
-// ValidateMavenFileName checks a file name inside a version directory: it
+// ValidateFileName checks a file name inside a version directory: it
 // must belong to the artifact and version, i.e. start with
 // "<artifactId>-<version>" followed by '.' or '-' (classifier), or, in a
 // SNAPSHOT version, with the timestamped form
 // "<artifactId>-<base>-<yyyyMMdd.HHmmss>-<buildNumber>".
-func ValidateMavenFileName(artifactID, version, name string) error {
-	if err := checkMavenToken("file name", name, mavenVersionChar); err != nil {
+func ValidateFileName(artifactID, version, name string) error {
+	if err := checkToken("file name", name, versionChar); err != nil {
 		return err
 	}
-	if name == MavenMetadataFile {
+	if name == MetadataFile {
 		return nil
 	}
 	if rest, ok := strings.CutPrefix(name, artifactID+"-"+version); ok && rest != "" && (rest[0] == '.' || rest[0] == '-') {
@@ -88,17 +90,17 @@ func ValidateMavenFileName(artifactID, version, name string) error {
 			return nil
 		}
 	}
-	if IsMavenSnapshotVersion(version) {
-		if _, ok := ParseMavenSnapshotFile(artifactID, version, name); ok {
+	if IsSnapshotVersion(version) {
+		if _, ok := ParseSnapshotFile(artifactID, version, name); ok {
 			return nil
 		}
 	}
-	return errs.New(CodeMavenInvalid, "invalid Maven coordinates: file %q does not belong to %s version %s (expected %s-%s[-classifier].ext)", name, artifactID, version, artifactID, version)
+	return errs.New(CodeInvalid, "invalid Maven coordinates: file %q does not belong to %s version %s (expected %s-%s[-classifier].ext)", name, artifactID, version, artifactID, version)
 }
 
-// MavenSnapshotFile is a timestamped SNAPSHOT file name taken apart:
+// SnapshotFile is a timestamped SNAPSHOT file name taken apart:
 // <artifactId>-<base>-<Timestamp>-<BuildNumber>[-<Classifier>].<Extension>.
-type MavenSnapshotFile struct {
+type SnapshotFile struct {
 	Timestamp   string // yyyyMMdd.HHmmss (UTC)
 	BuildNumber int
 	Classifier  string
@@ -106,26 +108,26 @@ type MavenSnapshotFile struct {
 }
 
 // Value is the timestamped version ("1.1.0-20261129.210811-2").
-func (f MavenSnapshotFile) Value(version string) string {
+func (f SnapshotFile) Value(version string) string {
 	return strings.TrimSuffix(version, "-SNAPSHOT") + "-" + f.Timestamp + "-" + strconv.Itoa(f.BuildNumber)
 }
 
 // Updated is the timestamp as yyyyMMddHHmmss (the <updated> form).
-func (f MavenSnapshotFile) Updated() string { return strings.Replace(f.Timestamp, ".", "", 1) }
+func (f SnapshotFile) Updated() string { return strings.Replace(f.Timestamp, ".", "", 1) }
 
 // after reports whether f is a later build than g (build number, then
 // timestamp).
-func (f MavenSnapshotFile) after(g MavenSnapshotFile) bool {
+func (f SnapshotFile) after(g SnapshotFile) bool {
 	if f.BuildNumber != g.BuildNumber {
 		return f.BuildNumber > g.BuildNumber
 	}
 	return f.Timestamp > g.Timestamp
 }
 
-// ParseMavenSnapshotFile parses a timestamped file name of a SNAPSHOT
+// ParseSnapshotFile parses a timestamped file name of a SNAPSHOT
 // version; ok is false for any other name.
-func ParseMavenSnapshotFile(artifactID, version, name string) (MavenSnapshotFile, bool) {
-	var f MavenSnapshotFile
+func ParseSnapshotFile(artifactID, version, name string) (SnapshotFile, bool) {
+	var f SnapshotFile
 	base, isSnap := strings.CutSuffix(version, "-SNAPSHOT")
 	if !isSnap {
 		return f, false
@@ -171,39 +173,39 @@ func ParseMavenSnapshotFile(artifactID, version, name string) (MavenSnapshotFile
 	return f, true
 }
 
-// MavenChecksumAlgorithm is a checksum sidecar kind (.md5, .sha1, .sha256,
+// ChecksumAlgorithm is a checksum sidecar kind (.md5, .sha1, .sha256,
 // .sha512).
-type MavenChecksumAlgorithm string
+type ChecksumAlgorithm string
 
 const (
-	MavenMD5    MavenChecksumAlgorithm = "md5"
-	MavenSHA1   MavenChecksumAlgorithm = "sha1"
-	MavenSHA256 MavenChecksumAlgorithm = "sha256"
-	MavenSHA512 MavenChecksumAlgorithm = "sha512"
+	MD5    ChecksumAlgorithm = "md5"
+	SHA1   ChecksumAlgorithm = "sha1"
+	SHA256 ChecksumAlgorithm = "sha256"
+	SHA512 ChecksumAlgorithm = "sha512"
 )
 
-// MavenChecksumAlgorithms lists the sidecar kinds.
-var MavenChecksumAlgorithms = []MavenChecksumAlgorithm{MavenMD5, MavenSHA1, MavenSHA256, MavenSHA512}
+// ChecksumAlgorithms lists the sidecar kinds.
+var ChecksumAlgorithms = []ChecksumAlgorithm{MD5, SHA1, SHA256, SHA512}
 
 // HexLen is the length of the algorithm's lowercase hex digest.
-func (a MavenChecksumAlgorithm) HexLen() int {
+func (a ChecksumAlgorithm) HexLen() int {
 	switch a {
-	case MavenMD5:
+	case MD5:
 		return 32
-	case MavenSHA1:
+	case SHA1:
 		return 40
-	case MavenSHA256:
+	case SHA256:
 		return 64
-	case MavenSHA512:
+	case SHA512:
 		return 128
 	}
 	return 0
 }
 
-// SplitMavenChecksumName splits "x.jar.sha1" into ("x.jar", sha1); ok is
+// SplitChecksumName splits "x.jar.sha1" into ("x.jar", sha1); ok is
 // false when the name is not a checksum sidecar.
-func SplitMavenChecksumName(name string) (base string, alg MavenChecksumAlgorithm, ok bool) {
-	for _, a := range MavenChecksumAlgorithms {
+func SplitChecksumName(name string) (base string, alg ChecksumAlgorithm, ok bool) {
+	for _, a := range ChecksumAlgorithms {
 		if b, found := strings.CutSuffix(name, "."+string(a)); found && b != "" {
 			return b, a, true
 		}
@@ -211,21 +213,21 @@ func SplitMavenChecksumName(name string) (base string, alg MavenChecksumAlgorith
 	return name, "", false
 }
 
-// ParseMavenChecksumBody reads a sidecar body: the hex digest, optionally
+// ParseChecksumBody reads a sidecar body: the hex digest, optionally
 // followed by whitespace and a file name (sha1sum style), upper or lower
 // case, with or without a trailing newline.
-func ParseMavenChecksumBody(alg MavenChecksumAlgorithm, body []byte) (string, error) {
+func ParseChecksumBody(alg ChecksumAlgorithm, body []byte) (string, error) {
 	fields := strings.Fields(string(body))
 	if len(fields) == 0 {
-		return "", errs.New(CodeMavenInvalid, "invalid Maven coordinates: empty %s checksum", alg)
+		return "", errs.New(CodeInvalid, "invalid Maven coordinates: empty %s checksum", alg)
 	}
 	h := strings.ToLower(fields[0])
 	if len(h) != alg.HexLen() {
-		return "", errs.New(CodeMavenInvalid, "invalid Maven coordinates: a %s checksum has %d hex digits, got %d", alg, alg.HexLen(), len(h))
+		return "", errs.New(CodeInvalid, "invalid Maven coordinates: a %s checksum has %d hex digits, got %d", alg, alg.HexLen(), len(h))
 	}
 	for i := 0; i < len(h); i++ {
 		if !(h[i] >= '0' && h[i] <= '9' || h[i] >= 'a' && h[i] <= 'f') {
-			return "", errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s checksum %q is not hex", alg, fields[0])
+			return "", errs.New(CodeInvalid, "invalid Maven coordinates: %s checksum %q is not hex", alg, fields[0])
 		}
 	}
 	return h, nil
@@ -234,22 +236,22 @@ func ParseMavenChecksumBody(alg MavenChecksumAlgorithm, body []byte) (string, er
 // ---------------------------------------------------------------------------
 // maven-metadata.xml
 
-const mavenTimestampLayout = "20060102150405"
+const timestampLayout = "20060102150405"
 
-// mavenPackageMetadata renders the package-level maven-metadata.xml from
+// packageMetadata renders the package-level maven-metadata.xml from
 // the active versions (any order) and the time of the newest one. Versions
 // are sorted in Maven order; <latest> is the highest version, <release>
 // the highest non-SNAPSHOT version. The output is a pure function of its
 // inputs, so the same stored state always yields the same bytes (and
 // checksums).
-func mavenPackageMetadata(groupID, artifactID string, versions []string, lastUpdated time.Time) []byte {
-	sorted := sortMavenVersions(versions)
+func packageMetadata(groupID, artifactID string, versions []string, lastUpdated time.Time) []byte {
+	sorted := sortVersions(versions)
 	var latest, release string
 	if len(sorted) > 0 {
 		latest = sorted[len(sorted)-1]
 	}
 	for i := len(sorted) - 1; i >= 0; i-- {
-		if !IsMavenSnapshotVersion(sorted[i]) {
+		if !IsSnapshotVersion(sorted[i]) {
 			release = sorted[i]
 			break
 		}
@@ -270,22 +272,22 @@ func mavenPackageMetadata(groupID, artifactID string, versions []string, lastUpd
 		xmlElem(&b, "      ", "version", v)
 	}
 	b.WriteString("    </versions>\n")
-	xmlElem(&b, "    ", "lastUpdated", lastUpdated.UTC().Format(mavenTimestampLayout))
+	xmlElem(&b, "    ", "lastUpdated", lastUpdated.UTC().Format(timestampLayout))
 	b.WriteString("  </versioning>\n</metadata>\n")
 	return b.Bytes()
 }
 
-// mavenSnapshotMetadata renders the version-level maven-metadata.xml of a
+// snapshotMetadata renders the version-level maven-metadata.xml of a
 // SNAPSHOT version from the names of its files. Only timestamped files
 // count; for each (classifier, extension) the latest build wins. It
 // returns nil when the version holds no timestamped file.
-func mavenSnapshotMetadata(groupID, artifactID, version string, fileNames []string) []byte {
+func snapshotMetadata(groupID, artifactID, version string, fileNames []string) []byte {
 	type key struct{ classifier, ext string }
-	latest := map[key]MavenSnapshotFile{}
-	var newest MavenSnapshotFile
+	latest := map[key]SnapshotFile{}
+	var newest SnapshotFile
 	found := false
 	for _, n := range fileNames {
-		f, ok := ParseMavenSnapshotFile(artifactID, version, n)
+		f, ok := ParseSnapshotFile(artifactID, version, n)
 		if !ok {
 			continue
 		}
@@ -347,11 +349,11 @@ func xmlElem(b *bytes.Buffer, indent, name, value string) {
 	b.WriteString("</" + name + ">\n")
 }
 
-// MavenMetadataDoc is what the server reads from a client-uploaded
+// MetadataDoc is what the server reads from a client-uploaded
 // maven-metadata.xml: enough to check that it describes the path it was
 // uploaded to. The server never stores the client's document; it
 // regenerates its own from the stored versions and files.
-type MavenMetadataDoc struct {
+type MetadataDoc struct {
 	XMLName    xml.Name `xml:"metadata"`
 	GroupID    string   `xml:"groupId"`
 	ArtifactID string   `xml:"artifactId"`
@@ -366,17 +368,17 @@ type MavenMetadataDoc struct {
 	} `xml:"plugins"`
 }
 
-// ParseMavenMetadata parses a client-uploaded maven-metadata.xml.
-func ParseMavenMetadata(r io.Reader) (*MavenMetadataDoc, error) {
-	var doc MavenMetadataDoc
+// ParseMetadata parses a client-uploaded maven-metadata.xml.
+func ParseMetadata(r io.Reader) (*MetadataDoc, error) {
+	var doc MetadataDoc
 	dec := xml.NewDecoder(r)
 	dec.Strict = true
 	if err := dec.Decode(&doc); err != nil {
-		return nil, errs.New(CodeMavenInvalid, "invalid Maven coordinates: maven-metadata.xml is not a metadata document: %v", err)
+		return nil, errs.New(CodeInvalid, "invalid Maven coordinates: maven-metadata.xml is not a metadata document: %v", err)
 	}
 	return &doc, nil
 }
 
 // IsGroupLevel reports a group-level (plugin prefix) document: plugins and
 // no artifactId.
-func (d *MavenMetadataDoc) IsGroupLevel() bool { return d.ArtifactID == "" && d.Plugins != nil }
+func (d *MetadataDoc) IsGroupLevel() bool { return d.ArtifactID == "" && d.Plugins != nil }

@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
@@ -41,11 +42,11 @@ import (
 // committed change: concurrent deploys of different versions never lose
 // one.
 
-const mavenRefreshAttempts = 8
+const refreshAttempts = 8
 
-// activeMavenVersions lists the active versions of a package and the
+// activeVersions lists the active versions of a package and the
 // creation time of the newest.
-func activeMavenVersions(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID) ([]string, time.Time, error) {
+func activeVersions(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID) ([]string, time.Time, error) {
 	rows, err := q.Query(ctx, `
 		SELECT version, created_at FROM maven_versions
 		WHERE namespace_id = $1 AND maven_package_id = $2 AND soft_deleted_at IS NULL`, nsID, pkgID)
@@ -76,32 +77,32 @@ func activeMavenVersions(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUI
 	return out, newest, nil
 }
 
-// renderMavenPackageMetadata renders a package's metadata from its active
+// renderPackageMetadata renders a package's metadata from its active
 // versions; nil when it has none.
-func renderMavenPackageMetadata(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID, groupID, artifactID string) ([]byte, error) {
-	versions, newest, err := activeMavenVersions(ctx, q, nsID, pkgID)
+func renderPackageMetadata(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID, groupID, artifactID string) ([]byte, error) {
+	versions, newest, err := activeVersions(ctx, q, nsID, pkgID)
 	if err != nil || len(versions) == 0 {
 		return nil, err
 	}
-	return mavenPackageMetadata(groupID, artifactID, versions, newest), nil
+	return packageMetadata(groupID, artifactID, versions, newest), nil
 }
 
-// renderMavenSnapshotMetadata renders a SNAPSHOT version's metadata from
+// renderSnapshotMetadata renders a SNAPSHOT version's metadata from
 // its files; nil when it holds no timestamped file.
-func renderMavenSnapshotMetadata(ctx context.Context, q db.Queryer, nsID, versionID uuid.UUID, groupID, artifactID, version string) ([]byte, error) {
-	if !IsMavenSnapshotVersion(version) {
+func renderSnapshotMetadata(ctx context.Context, q db.Queryer, nsID, versionID uuid.UUID, groupID, artifactID, version string) ([]byte, error) {
+	if !IsSnapshotVersion(version) {
 		return nil, nil
 	}
-	names, err := mavenVersionFileNames(ctx, q, nsID, versionID)
+	names, err := versionFileNames(ctx, q, nsID, versionID)
 	if err != nil {
 		return nil, err
 	}
-	return mavenSnapshotMetadata(groupID, artifactID, version, names), nil
+	return snapshotMetadata(groupID, artifactID, version, names), nil
 }
 
-// mavenMetadataScope names one metadata document: the package's
+// metadataScope names one metadata document: the package's
 // (versionID nil) or a SNAPSHOT version's.
-type mavenMetadataScope struct {
+type metadataScope struct {
 	pkgID      uuid.UUID
 	versionID  *uuid.UUID
 	groupID    string
@@ -109,15 +110,15 @@ type mavenMetadataScope struct {
 	version    string
 }
 
-func (m mavenMetadataScope) render(ctx context.Context, q db.Queryer, nsID uuid.UUID) ([]byte, error) {
+func (m metadataScope) render(ctx context.Context, q db.Queryer, nsID uuid.UUID) ([]byte, error) {
 	if m.versionID == nil {
-		return renderMavenPackageMetadata(ctx, q, nsID, m.pkgID, m.groupID, m.artifactID)
+		return renderPackageMetadata(ctx, q, nsID, m.pkgID, m.groupID, m.artifactID)
 	}
-	return renderMavenSnapshotMetadata(ctx, q, nsID, *m.versionID, m.groupID, m.artifactID, m.version)
+	return renderSnapshotMetadata(ctx, q, nsID, *m.versionID, m.groupID, m.artifactID, m.version)
 }
 
-// storedMavenFile is the part of a maven_files row a writer replaces.
-type storedMavenFile struct {
+// storedFile is the part of a maven_files row a writer replaces.
+type storedFile struct {
 	id           uuid.UUID
 	sha256       [32]byte
 	attachmentID int64
@@ -126,18 +127,18 @@ type storedMavenFile struct {
 
 // current returns the active metadata row of the scope (nil if none);
 // lock is "" or "FOR UPDATE OF f".
-func (m mavenMetadataScope) current(ctx context.Context, q db.Queryer, nsID uuid.UUID, lock string) (*storedMavenFile, error) {
+func (m metadataScope) current(ctx context.Context, q db.Queryer, nsID uuid.UUID, lock string) (*storedFile, error) {
 	where := `f.maven_package_id = $2 AND f.maven_version_id IS NULL`
 	arg := m.pkgID
 	if m.versionID != nil {
 		where, arg = `f.maven_version_id = $2`, *m.versionID
 	}
-	return currentMavenFile(ctx, q, nsID, where, arg, MavenMetadataFile, lock)
+	return currentFile(ctx, q, nsID, where, arg, MetadataFile, lock)
 }
 
-func currentMavenFile(ctx context.Context, q db.Queryer, nsID uuid.UUID, where string, arg uuid.UUID, name, lock string) (*storedMavenFile, error) {
+func currentFile(ctx context.Context, q db.Queryer, nsID uuid.UUID, where string, arg uuid.UUID, name, lock string) (*storedFile, error) {
 	var (
-		f   storedMavenFile
+		f   storedFile
 		sha []byte
 	)
 	// The size comes from blob_storage_blobs_by_namespace, partitioned by
@@ -160,9 +161,9 @@ func currentMavenFile(ctx context.Context, q db.Queryer, nsID uuid.UUID, where s
 	return &f, nil
 }
 
-// lockMavenPackage takes the package-row lock every writer of a package
+// lockPackage takes the package-row lock every writer of a package
 // takes first; false when the package is no longer active.
-func lockMavenPackage(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID) (bool, error) {
+func lockPackage(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID) (bool, error) {
 	var one int
 	err := tx.QueryRow(ctx, `
 		SELECT 1 FROM maven_packages
@@ -177,11 +178,11 @@ func lockMavenPackage(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID) (bo
 	return true, nil
 }
 
-// refreshMavenMetadata brings the stored metadata document of the scope in
+// refreshMetadata brings the stored metadata document of the scope in
 // line with the rows (see the comment at the top of this file). It
 // reports whether a document was created where none was before.
-func (s *Store) refreshMavenMetadata(ctx context.Context, t *MavenTarget, m mavenMetadataScope) (created bool, err error) {
-	for range mavenRefreshAttempts {
+func (s *Store) refreshMetadata(ctx context.Context, t *Target, m metadataScope) (created bool, err error) {
+	for range refreshAttempts {
 		content, err := m.render(ctx, s.pool, t.NamespaceID)
 		if err != nil {
 			return false, err
@@ -195,15 +196,15 @@ func (s *Store) refreshMavenMetadata(ctx context.Context, t *MavenTarget, m mave
 			return false, nil
 		}
 		if content != nil {
-			if _, err := s.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(content),
-				Expected{SHA256: want, Size: int64(len(content))}); err != nil {
+			if _, err := s.core.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(content),
+				store.Expected{SHA256: want, Size: int64(len(content))}); err != nil {
 				return false, err
 			}
 		}
 		done := false
-		err = s.WithTx(ctx, func(tx pgx.Tx) error {
+		err = s.core.WithTx(ctx, func(tx pgx.Tx) error {
 			created, done = false, false
-			ok, err := lockMavenPackage(ctx, tx, t.NamespaceID, m.pkgID)
+			ok, err := lockPackage(ctx, tx, t.NamespaceID, m.pkgID)
 			if err != nil || !ok {
 				done = !ok // package gone: nothing to describe any more
 				return err
@@ -222,13 +223,13 @@ func (s *Store) refreshMavenMetadata(ctx context.Context, t *MavenTarget, m mave
 			done = true
 			switch {
 			case content == nil:
-				return s.removeMavenFile(ctx, tx, t, m.versionID, cur)
+				return s.removeFile(ctx, tx, t, m.versionID, cur)
 			case cur != nil && cur.sha256 == want:
 				return nil
 			}
 			created = cur == nil
-			_, err = s.installMavenFile(ctx, tx, t, m.pkgID, m.versionID, MavenMetadataFile,
-				newMavenHashes().sumOf(content), cur)
+			_, err = s.installFile(ctx, tx, t, m.pkgID, m.versionID, MetadataFile,
+				newHashes().sumOf(content), cur)
 			return err
 		})
 		if err != nil {
@@ -238,29 +239,29 @@ func (s *Store) refreshMavenMetadata(ctx context.Context, t *MavenTarget, m mave
 			return created, nil
 		}
 	}
-	return false, errs.Wrap(CodeRetryable, errMavenRefreshContended, "temporarily unavailable, retry: maven-metadata.xml of %s:%s", m.groupID, m.artifactID)
+	return false, errs.Wrap(store.CodeRetryable, errRefreshContended, "temporarily unavailable, retry: maven-metadata.xml of %s:%s", m.groupID, m.artifactID)
 }
 
-// errMavenRefreshContended: a refresh gave up because the rows kept
+// errRefreshContended: a refresh gave up because the rows kept
 // changing under it. Every one of those changes is followed by its own
 // refresh, and the last of them meets no further change, so a writer
 // whose change is already committed may ignore this error: the document
 // will include its change.
-var errMavenRefreshContended = errors.New("the rows kept changing during the refresh")
+var errRefreshContended = errors.New("the rows kept changing during the refresh")
 
-// refreshAfterWrite is refreshMavenMetadata for a writer whose change is
-// committed: contention is not its failure (see errMavenRefreshContended).
-func (s *Store) refreshAfterWrite(ctx context.Context, t *MavenTarget, m mavenMetadataScope) (bool, error) {
-	created, err := s.refreshMavenMetadata(ctx, t, m)
-	if errors.Is(err, errMavenRefreshContended) {
+// refreshAfterWrite is refreshMetadata for a writer whose change is
+// committed: contention is not its failure (see errRefreshContended).
+func (s *Store) refreshAfterWrite(ctx context.Context, t *Target, m metadataScope) (bool, error) {
+	created, err := s.refreshMetadata(ctx, t, m)
+	if errors.Is(err, errRefreshContended) {
 		return false, nil
 	}
 	return created, err
 }
 
-// removeMavenFile deletes a file row and its attachment (same
+// removeFile deletes a file row and its attachment (same
 // transaction, package row locked by the caller).
-func (s *Store) removeMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget, versionID *uuid.UUID, cur *storedMavenFile) error {
+func (s *Store) removeFile(ctx context.Context, tx pgx.Tx, t *Target, versionID *uuid.UUID, cur *storedFile) error {
 	if cur == nil {
 		return nil
 	}
@@ -270,23 +271,23 @@ func (s *Store) removeMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget, 
 	if _, err := tx.Exec(ctx, `DELETE FROM maven_files WHERE namespace_id = $1 AND id = $2`, t.NamespaceID, cur.id); err != nil {
 		return db.MapErr(fmt.Errorf("store: delete maven file: %w", err))
 	}
-	if _, err := s.Detach(ctx, tx, t.NamespaceID, []Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
+	if _, err := s.core.Detach(ctx, tx, t.NamespaceID, []store.Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
 		return err
 	}
-	if err := insertMavenDeltas(ctx, tx, t.NamespaceID, []mavenDelta{{target: enum.CounterTargetRepository,
+	if err := insertDeltas(ctx, tx, t.NamespaceID, []counterDelta{{target: enum.CounterTargetRepository,
 		targetID: t.RepositoryID, field: enum.CounterFieldSizeBytes, delta: -cur.size}}); err != nil {
 		return err
 	}
-	return addMavenVersionSize(ctx, tx, t.NamespaceID, versionID, -cur.size)
+	return addVersionSize(ctx, tx, t.NamespaceID, versionID, -cur.size)
 }
 
-// installMavenFile inserts a file row with its own attachment of the blob
+// installFile inserts a file row with its own attachment of the blob
 // sums.SHA256 (which must exist), replacing cur (row deleted, attachment
 // detached) when not nil, and keeps the version's size_bytes exact. The
 // caller holds the package-row lock. Blob rows are locked in ascending
 // digest order before Attach and Detach.
-func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget, pkgID uuid.UUID, versionID *uuid.UUID,
-	name string, sums mavenSums, cur *storedMavenFile) (uuid.UUID, error) {
+func (s *Store) installFile(ctx context.Context, tx pgx.Tx, t *Target, pkgID uuid.UUID, versionID *uuid.UUID,
+	name string, sums fileSums, cur *storedFile) (uuid.UUID, error) {
 	digests := [][32]byte{sums.SHA256}
 	if cur != nil {
 		digests = append(digests, cur.sha256)
@@ -298,11 +299,11 @@ func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget,
 		if _, err := tx.Exec(ctx, `DELETE FROM maven_files WHERE namespace_id = $1 AND id = $2`, t.NamespaceID, cur.id); err != nil {
 			return uuid.Nil, db.MapErr(fmt.Errorf("store: replace maven file: %w", err))
 		}
-		if _, err := s.Detach(ctx, tx, t.NamespaceID, []Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
+		if _, err := s.core.Detach(ctx, tx, t.NamespaceID, []store.Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
 			return uuid.Nil, err
 		}
 	}
-	att, err := s.Attach(ctx, tx, t.NamespaceID, [][32]byte{sums.SHA256})
+	att, err := s.core.Attach(ctx, tx, t.NamespaceID, [][32]byte{sums.SHA256})
 	if err != nil {
 		return uuid.Nil, err
 	}
@@ -318,19 +319,20 @@ func (s *Store) installMavenFile(ctx context.Context, tx pgx.Tx, t *MavenTarget,
 	if cur != nil {
 		delta -= cur.size
 	}
-	if err := insertMavenDeltas(ctx, tx, t.NamespaceID, []mavenDelta{{target: enum.CounterTargetRepository,
+	if err := insertDeltas(ctx, tx, t.NamespaceID, []counterDelta{{target: enum.CounterTargetRepository,
 		targetID: t.RepositoryID, field: enum.CounterFieldSizeBytes, delta: delta}}); err != nil {
 		return uuid.Nil, err
 	}
-	return id, addMavenVersionSize(ctx, tx, t.NamespaceID, versionID, delta)
+	return id, addVersionSize(ctx, tx, t.NamespaceID, versionID, delta)
 }
 
-// addMavenVersionSize keeps maven_versions.size_bytes (the sum of the
+// addVersionSize keeps maven_versions.size_bytes (the sum of the
 // sizes of the version's active files) exact in the writing transaction.
-// ADR-007 buffers this counter; until the counter flusher exists the
-// version row, already serialized behind the package-row lock, is updated
-// in place.
-func addMavenVersionSize(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, versionID *uuid.UUID, delta int64) error {
+// docs/schema.md (Buffered counters) lists it among the buffered
+// counters; here the version row, already serialized behind the
+// package-row lock, is updated in place instead, so no delta is written
+// for it.
+func addVersionSize(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, versionID *uuid.UUID, delta int64) error {
 	if versionID == nil || delta == 0 {
 		return nil
 	}
@@ -341,8 +343,8 @@ func addMavenVersionSize(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, version
 	return nil
 }
 
-// mavenSums are the digests of a file, computed while its bytes stream in.
-type mavenSums struct {
+// fileSums are the digests of a file, computed while its bytes stream in.
+type fileSums struct {
 	Size   int64
 	MD5    [16]byte
 	SHA1   [20]byte
@@ -350,15 +352,15 @@ type mavenSums struct {
 	SHA512 [64]byte
 }
 
-// hex returns the lowercase hex of an algorithm.
-func (m mavenSums) checksums() MavenChecksums {
+// checksums returns the digests as the file's Checksums.
+func (m fileSums) checksums() Checksums {
 	md := m.MD5
-	return MavenChecksums{MD5: &md, SHA1: m.SHA1, SHA256: m.SHA256, SHA512: m.SHA512}
+	return Checksums{MD5: &md, SHA1: m.SHA1, SHA256: m.SHA256, SHA512: m.SHA512}
 }
 
-// mavenHashes is the writer a file's bytes are teed into: md5, sha1,
+// hashes is the writer a file's bytes are teed into: md5, sha1,
 // sha256 and sha512 in one pass.
-type mavenHashes struct {
+type hashes struct {
 	n                         int64
 	md5, sha1, sha256, sha512 interface {
 		io.Writer
@@ -366,11 +368,11 @@ type mavenHashes struct {
 	}
 }
 
-func newMavenHashes() *mavenHashes {
-	return &mavenHashes{md5: md5.New(), sha1: sha1.New(), sha256: sha256.New(), sha512: sha512.New()}
+func newHashes() *hashes {
+	return &hashes{md5: md5.New(), sha1: sha1.New(), sha256: sha256.New(), sha512: sha512.New()}
 }
 
-func (h *mavenHashes) Write(p []byte) (int, error) {
+func (h *hashes) Write(p []byte) (int, error) {
 	h.n += int64(len(p))
 	_, _ = h.md5.Write(p)
 	_, _ = h.sha1.Write(p)
@@ -379,8 +381,8 @@ func (h *mavenHashes) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (h *mavenHashes) sums() mavenSums {
-	s := mavenSums{Size: h.n}
+func (h *hashes) sums() fileSums {
+	s := fileSums{Size: h.n}
 	h.md5.Sum(s.MD5[:0])
 	h.sha1.Sum(s.SHA1[:0])
 	h.sha256.Sum(s.SHA256[:0])
@@ -388,7 +390,7 @@ func (h *mavenHashes) sums() mavenSums {
 	return s
 }
 
-func (h *mavenHashes) sumOf(p []byte) mavenSums {
+func (h *hashes) sumOf(p []byte) fileSums {
 	_, _ = h.Write(p)
 	return h.sums()
 }

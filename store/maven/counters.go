@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
-// Buffered counters of the Maven data path (ADR-007 "buffered and
-// asynchronous writes"): only counter_deltas rows are inserted on the
+// Buffered counters of the Maven data path (docs/schema.md, Buffered
+// counters): only counter_deltas rows are inserted on the
 // request path; the merge job sums counters and takes the maximum of
 // timestamps. Per upload: repositories.size_bytes (bytes of file rows
 // added or replaced), repositories.artifacts_count (+1 per new package),
@@ -21,13 +21,14 @@ import (
 // last_downloaded_at of the package and the version.
 //
 // The periodic counters:fold job (package counters, FoldCounterDeltas)
-// merges these rows. maven_versions.size_bytes is also a buffered column
-// in ADR-007, but it is kept exact in the writing transaction
-// (addMavenVersionSize), where the version row is already serialized
+// merges these rows. maven_versions.size_bytes is also listed as a
+// buffered column in docs/schema.md (Buffered counters), but it is kept
+// exact in the writing transaction
+// (addVersionSize), where the version row is already serialized
 // behind the package lock; no delta is written for it, so the fold never
 // counts it twice.
 
-type mavenDelta struct {
+type counterDelta struct {
 	target   enum.CounterTarget
 	targetID uuid.UUID
 	field    enum.CounterField
@@ -35,9 +36,9 @@ type mavenDelta struct {
 	at       *time.Time // timestamps
 }
 
-// insertMavenDeltas appends counter_deltas rows (in the caller's
+// insertDeltas appends counter_deltas rows (in the caller's
 // transaction, or on the pool); zero counter deltas are skipped.
-func insertMavenDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas []mavenDelta) error {
+func insertDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas []counterDelta) error {
 	var (
 		ids     []uuid.UUID
 		targets []int16
@@ -77,16 +78,16 @@ func insertMavenDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas
 	return nil
 }
 
-// RecordMavenDownload buffers the counters of one download of a version
+// RecordDownload buffers the counters of one download of a version
 // file: +1 on the repository's downloads_count, and the download time as
 // the package's and the version's last_downloaded_at (read by the
 // keep_last_downloaded_at lifecycle rule).
-func (s *Store) RecordMavenDownload(ctx context.Context, t *MavenTarget, f *MavenFile) error {
+func (s *Store) RecordDownload(ctx context.Context, t *Target, f *File) error {
 	if f.VersionID == nil {
 		return nil
 	}
-	now := s.opts.Clock.Now()
-	return insertMavenDeltas(ctx, s.pool, t.NamespaceID, []mavenDelta{
+	now := s.core.Options().Clock.Now()
+	return insertDeltas(ctx, s.pool, t.NamespaceID, []counterDelta{
 		{target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
 		{target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
 		{target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},

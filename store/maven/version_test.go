@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"math/rand/v2"
@@ -21,7 +21,7 @@ func TestCompareMavenVersionsOrder(t *testing.T) {
 	for _, l := range lists {
 		for i := range l {
 			for j := range l {
-				got := CompareMavenVersions(l[i], l[j])
+				got := CompareVersions(l[i], l[j])
 				want := 0
 				if i < j {
 					want = -1
@@ -35,7 +35,7 @@ func TestCompareMavenVersionsOrder(t *testing.T) {
 		}
 		shuffled := slices.Clone(l)
 		rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		slices.SortFunc(shuffled, CompareMavenVersions)
+		slices.SortFunc(shuffled, CompareVersions)
 		if !slices.Equal(shuffled, l) {
 			t.Errorf("sorted %v, want %v", shuffled, l)
 		}
@@ -54,7 +54,7 @@ func TestCompareMavenVersionsEqual(t *testing.T) {
 	for _, g := range groups {
 		for _, a := range g {
 			for _, b := range g {
-				if c := CompareMavenVersions(a, b); c != 0 {
+				if c := CompareVersions(a, b); c != 0 {
 					t.Errorf("compare(%q, %q) = %d, want 0", a, b, c)
 				}
 			}
@@ -63,10 +63,10 @@ func TestCompareMavenVersionsEqual(t *testing.T) {
 }
 
 func TestCompareMavenVersionsHuge(t *testing.T) {
-	if CompareMavenVersions("1.99999999999999999999999", "1.99999999999999999999998") <= 0 {
+	if CompareVersions("1.99999999999999999999999", "1.99999999999999999999998") <= 0 {
 		t.Fatal("big integers compare numerically")
 	}
-	if CompareMavenVersions("1.0002", "1.2") != 0 {
+	if CompareVersions("1.0002", "1.2") != 0 {
 		t.Fatal("leading zeroes are ignored")
 	}
 }

@@ -1,6 +1,7 @@
-package store
+package maven
 
 import (
+	"github.com/artifact-registry/artifact-registry/store"
 	"strings"
 	"testing"
 	"time"
@@ -11,38 +12,38 @@ func TestParseMavenSnapshotFile(t *testing.T) {
 	cases := []struct {
 		name string
 		ok   bool
-		want MavenSnapshotFile
+		want SnapshotFile
 	}{
-		{"anchor-lib-1.1.0-20261129.210811-2.jar", true, MavenSnapshotFile{"20261129.210811", 2, "", "jar"}},
-		{"anchor-lib-1.1.0-20261129.210811-2.pom", true, MavenSnapshotFile{"20261129.210811", 2, "", "pom"}},
-		{"anchor-lib-1.1.0-20261129.210811-12-sources.jar", true, MavenSnapshotFile{"20261129.210811", 12, "sources", "jar"}},
-		{"anchor-lib-1.1.0-20261129.210811-3.jar.asc", true, MavenSnapshotFile{"20261129.210811", 3, "", "jar.asc"}},
-		{"anchor-lib-1.1.0-20261129.210811-3-dist.tar.gz", true, MavenSnapshotFile{"20261129.210811", 3, "dist", "tar.gz"}},
-		{"anchor-lib-1.1.0-SNAPSHOT.jar", false, MavenSnapshotFile{}},
-		{"anchor-lib-1.1.0-20261329.210811-2.jar", false, MavenSnapshotFile{}}, // month 13
-		{"anchor-lib-1.1.0-20261129.210811-.jar", false, MavenSnapshotFile{}},
-		{"anchor-lib-1.1.0-20261129.210811-2", false, MavenSnapshotFile{}},
-		{"anchor-lib-1.1.0-20261129.210811-2.", false, MavenSnapshotFile{}},
-		{"anchor-lib-1.1.0-20261129.210811-2-.jar", false, MavenSnapshotFile{}},
-		{"other-1.1.0-20261129.210811-2.jar", false, MavenSnapshotFile{}},
+		{"anchor-lib-1.1.0-20261129.210811-2.jar", true, SnapshotFile{"20261129.210811", 2, "", "jar"}},
+		{"anchor-lib-1.1.0-20261129.210811-2.pom", true, SnapshotFile{"20261129.210811", 2, "", "pom"}},
+		{"anchor-lib-1.1.0-20261129.210811-12-sources.jar", true, SnapshotFile{"20261129.210811", 12, "sources", "jar"}},
+		{"anchor-lib-1.1.0-20261129.210811-3.jar.asc", true, SnapshotFile{"20261129.210811", 3, "", "jar.asc"}},
+		{"anchor-lib-1.1.0-20261129.210811-3-dist.tar.gz", true, SnapshotFile{"20261129.210811", 3, "dist", "tar.gz"}},
+		{"anchor-lib-1.1.0-SNAPSHOT.jar", false, SnapshotFile{}},
+		{"anchor-lib-1.1.0-20261329.210811-2.jar", false, SnapshotFile{}}, // month 13
+		{"anchor-lib-1.1.0-20261129.210811-.jar", false, SnapshotFile{}},
+		{"anchor-lib-1.1.0-20261129.210811-2", false, SnapshotFile{}},
+		{"anchor-lib-1.1.0-20261129.210811-2.", false, SnapshotFile{}},
+		{"anchor-lib-1.1.0-20261129.210811-2-.jar", false, SnapshotFile{}},
+		{"other-1.1.0-20261129.210811-2.jar", false, SnapshotFile{}},
 	}
 	for _, c := range cases {
-		got, ok := ParseMavenSnapshotFile(a, v, c.name)
+		got, ok := ParseSnapshotFile(a, v, c.name)
 		if ok != c.ok || (ok && got != c.want) {
 			t.Errorf("%s: got %+v %v, want %+v %v", c.name, got, ok, c.want, c.ok)
 		}
 	}
-	if _, ok := ParseMavenSnapshotFile(a, "1.1.0", "anchor-lib-1.1.0-20261129.210811-2.jar"); ok {
+	if _, ok := ParseSnapshotFile(a, "1.1.0", "anchor-lib-1.1.0-20261129.210811-2.jar"); ok {
 		t.Error("a release version has no timestamped files")
 	}
-	f, _ := ParseMavenSnapshotFile(a, v, "anchor-lib-1.1.0-20261129.210811-2.jar")
+	f, _ := ParseSnapshotFile(a, v, "anchor-lib-1.1.0-20261129.210811-2.jar")
 	if f.Value(v) != "1.1.0-20261129.210811-2" || f.Updated() != "20261129210811" {
 		t.Errorf("value %s updated %s", f.Value(v), f.Updated())
 	}
 }
 
 func TestMavenFileRefValidate(t *testing.T) {
-	good := []MavenFileRef{
+	good := []FileRef{
 		{"com.example", "lib", "1.0", "lib-1.0.jar"},
 		{"com.example", "lib", "1.0", "lib-1.0-sources.jar"},
 		{"com.example", "lib", "1.0", "lib-1.0.pom"},
@@ -58,7 +59,7 @@ func TestMavenFileRefValidate(t *testing.T) {
 			t.Errorf("%v: %v", r, err)
 		}
 	}
-	bad := []MavenFileRef{
+	bad := []FileRef{
 		{"", "lib", "1.0", "lib-1.0.jar"},
 		{"com..example", "lib", "1.0", "lib-1.0.jar"},
 		{".com", "lib", "1.0", "lib-1.0.jar"},
@@ -76,8 +77,8 @@ func TestMavenFileRefValidate(t *testing.T) {
 		{"com.example", strings.Repeat("a", 256), "1.0", "x"},
 	}
 	for _, r := range bad {
-		if err := r.Validate(); !HasCode(err, CodeMavenInvalid) {
-			t.Errorf("%v: got %v, want CodeMavenInvalid", r, err)
+		if err := r.Validate(); !store.HasCode(err, CodeInvalid) {
+			t.Errorf("%v: got %v, want CodeInvalid", r, err)
 		}
 	}
 }
@@ -85,26 +86,26 @@ func TestMavenFileRefValidate(t *testing.T) {
 func TestParseMavenChecksumBody(t *testing.T) {
 	const sha1 = "2495887e4b3a2f8b2c1e7a9f0c1b2d3e4f5a6b7c"
 	for _, body := range []string{sha1, sha1 + "\n", strings.ToUpper(sha1), sha1 + "  anchor-lib-1.0.0.jar\n", "  " + sha1} {
-		got, err := ParseMavenChecksumBody(MavenSHA1, []byte(body))
+		got, err := ParseChecksumBody(SHA1, []byte(body))
 		if err != nil || got != sha1 {
 			t.Errorf("%q: %q %v", body, got, err)
 		}
 	}
 	for _, body := range []string{"", "\n", sha1[:39], sha1 + "0", strings.Replace(sha1, "2", "g", 1)} {
-		if _, err := ParseMavenChecksumBody(MavenSHA1, []byte(body)); !HasCode(err, CodeMavenInvalid) {
+		if _, err := ParseChecksumBody(SHA1, []byte(body)); !store.HasCode(err, CodeInvalid) {
 			t.Errorf("%q: %v", body, err)
 		}
 	}
-	if b, a, ok := SplitMavenChecksumName("x-1.0.jar.sha512"); !ok || b != "x-1.0.jar" || a != MavenSHA512 {
+	if b, a, ok := SplitChecksumName("x-1.0.jar.sha512"); !ok || b != "x-1.0.jar" || a != SHA512 {
 		t.Errorf("split: %s %s %v", b, a, ok)
 	}
-	if _, _, ok := SplitMavenChecksumName("x-1.0.jar"); ok {
+	if _, _, ok := SplitChecksumName("x-1.0.jar"); ok {
 		t.Error("not a sidecar")
 	}
 }
 
 func TestMavenPackageMetadata(t *testing.T) {
-	got := string(mavenPackageMetadata("com.example", "lib",
+	got := string(packageMetadata("com.example", "lib",
 		[]string{"1.10", "1.1.0-SNAPSHOT", "1.9", "1.0.0", "2.0-SNAPSHOT"},
 		time.Date(2026, 11, 29, 21, 8, 2, 5e8, time.UTC)))
 	want := `<?xml version="1.0" encoding="UTF-8"?>
@@ -128,11 +129,11 @@ func TestMavenPackageMetadata(t *testing.T) {
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	onlySnap := string(mavenPackageMetadata("g", "a", []string{"1-SNAPSHOT"}, time.Unix(0, 0)))
+	onlySnap := string(packageMetadata("g", "a", []string{"1-SNAPSHOT"}, time.Unix(0, 0)))
 	if strings.Contains(onlySnap, "<release>") || !strings.Contains(onlySnap, "<latest>1-SNAPSHOT</latest>") {
 		t.Errorf("snapshot-only metadata:\n%s", onlySnap)
 	}
-	doc, err := ParseMavenMetadata(strings.NewReader(want))
+	doc, err := ParseMetadata(strings.NewReader(want))
 	if err != nil || doc.GroupID != "com.example" || doc.ArtifactID != "lib" || len(doc.Versioning.Versions) != 5 {
 		t.Fatalf("parse back: %+v %v", doc, err)
 	}
@@ -145,7 +146,7 @@ func TestMavenSnapshotMetadata(t *testing.T) {
 		"lib-1.0-20260101.100000-1-sources.jar",
 		"lib-1.0-SNAPSHOT.jar", "maven-metadata.xml",
 	}
-	got := string(mavenSnapshotMetadata("g", "lib", "1.0-SNAPSHOT", names))
+	got := string(snapshotMetadata("g", "lib", "1.0-SNAPSHOT", names))
 	want := `<?xml version="1.0" encoding="UTF-8"?>
 <metadata modelVersion="1.1.0">
   <groupId>g</groupId>
@@ -181,7 +182,7 @@ func TestMavenSnapshotMetadata(t *testing.T) {
 	if got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if mavenSnapshotMetadata("g", "lib", "1.0-SNAPSHOT", []string{"lib-1.0-SNAPSHOT.jar"}) != nil {
+	if snapshotMetadata("g", "lib", "1.0-SNAPSHOT", []string{"lib-1.0-SNAPSHOT.jar"}) != nil {
 		t.Error("no timestamped file: no document")
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"context"
@@ -12,28 +12,29 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// MavenPut describes a version file upload.
-type MavenPut struct {
-	MavenFileRef
+// Put describes a version file upload.
+type Put struct {
+	FileRef
 	// Size is the announced length (Content-Length); < 0: not announced.
 	Size int64
 	// Expect holds checksums the client announced for the bytes (lowercase
 	// hex by algorithm, e.g. from X-Checksum-Sha1 headers). A mismatch
 	// refuses the upload before anything is stored.
-	Expect map[MavenChecksumAlgorithm]string
+	Expect map[ChecksumAlgorithm]string
 	// AllowRedeploy lets a release file be replaced by different bytes
 	// (releases are immutable by default).
 	AllowRedeploy bool
 }
 
-// MavenPutResult reports a stored version file.
-type MavenPutResult struct {
-	File MavenFile
+// PutResult reports a stored version file.
+type PutResult struct {
+	File File
 	// Created: no file of that name existed (201). False: the same bytes
 	// were already stored (idempotent re-deploy) or, with Replaced, a
 	// SNAPSHOT (or redeployable release) file got new bytes.
@@ -43,11 +44,11 @@ type MavenPutResult struct {
 	VersionCreated bool
 }
 
-// ensureMavenPackage returns the id of the active package, creating it on
+// ensurePackage returns the id of the active package, creating it on
 // first upload, and holds its row lock (FOR NO KEY UPDATE: writers of one
 // package queue here; foreign-key checks of new versions and files are not
 // blocked).
-func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID, artifactID string) (uuid.UUID, bool, error) {
+func ensurePackage(ctx context.Context, tx pgx.Tx, t *Target, groupID, artifactID string) (uuid.UUID, bool, error) {
 	id := db.NewID()
 	var got uuid.UUID
 	err := tx.QueryRow(ctx, `
@@ -74,9 +75,9 @@ func ensureMavenPackage(ctx context.Context, tx pgx.Tx, t *MavenTarget, groupID,
 	return got, false, nil
 }
 
-// ensureMavenVersion returns the id of the active version, creating it on
+// ensureVersion returns the id of the active version, creating it on
 // its first file (the caller holds the package lock).
-func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, version string) (uuid.UUID, bool, error) {
+func ensureVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, version string) (uuid.UUID, bool, error) {
 	id := db.NewID()
 	var got uuid.UUID
 	err := tx.QueryRow(ctx, `
@@ -103,7 +104,7 @@ func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, v
 	return got, false, nil
 }
 
-// PutMavenFile stores a version file (jar, pom, sources, classifier, any
+// PutFile stores a version file (jar, pom, sources, classifier, any
 // extension; not maven-metadata.xml and not a checksum sidecar).
 //
 // The bytes are read once: they stream into an upload session while md5,
@@ -111,118 +112,118 @@ func ensureMavenVersion(ctx context.Context, tx pgx.Tx, nsID, pkgID uuid.UUID, v
 // NOT NULL in maven_files), and are committed as a deduplicated blob. Then
 // one transaction creates the package and version on first use (package
 // row locked), and inserts the file row with its attachment. A release
-// file that exists with other bytes is refused (CodeMavenReleaseExists)
+// file that exists with other bytes is refused (CodeReleaseExists)
 // unless AllowRedeploy; identical bytes are an idempotent success. A
 // SNAPSHOT version's files may be replaced. Nothing is written when the
 // bytes do not match in.Expect or in.Size.
 //
 // A new version refreshes the package's maven-metadata.xml.
-func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r io.Reader) (*MavenPutResult, error) {
+func (s *Store) PutFile(ctx context.Context, t *Target, in Put, r io.Reader) (*PutResult, error) {
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	if in.FileName == MavenMetadataFile {
-		return nil, errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s is uploaded with PutMavenMetadata", MavenMetadataFile)
+	if in.FileName == MetadataFile {
+		return nil, errs.New(CodeInvalid, "invalid Maven coordinates: %s is uploaded with PutMetadata", MetadataFile)
 	}
-	if _, _, ok := SplitMavenChecksumName(in.FileName); ok {
-		return nil, errs.New(CodeMavenInvalid, "invalid Maven coordinates: %s is a checksum: verify it with VerifyMavenChecksum", in.FileName)
+	if _, _, ok := SplitChecksumName(in.FileName); ok {
+		return nil, errs.New(CodeInvalid, "invalid Maven coordinates: %s is a checksum: verify it with VerifyChecksum", in.FileName)
 	}
 	for alg, want := range in.Expect {
-		if _, err := ParseMavenChecksumBody(alg, []byte(want)); err != nil {
+		if _, err := ParseChecksumBody(alg, []byte(want)); err != nil {
 			return nil, err
 		}
 	}
-	snapshot := IsMavenSnapshotVersion(in.Version)
-	var stored *MavenFile
+	snapshot := IsSnapshotVersion(in.Version)
+	var stored *File
 	if !snapshot && !in.AllowRedeploy {
 		// A release file that is already stored with another size or
 		// another announced checksum is a conflict: refuse it before its
 		// bytes are read (the client then never sends them after
 		// "Expect: 100-continue").
-		cur, err := s.MavenFile(ctx, t, in.MavenFileRef)
+		cur, err := s.File(ctx, t, in.FileRef)
 		switch {
 		case err == nil:
 			if in.Size >= 0 && in.Size != cur.Blob.Size {
-				return nil, errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s (stored with %d bytes, upload has %d)", in.MavenFileRef, cur.Blob.Size, in.Size)
+				return nil, errs.New(CodeReleaseExists, "release file already exists with different content: %s (stored with %d bytes, upload has %d)", in.FileRef, cur.Blob.Size, in.Size)
 			}
 			for alg, want := range in.Expect {
 				if have, ok := cur.Checksums.Hex(alg); ok && have != want {
-					return nil, errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s (stored %s %s, upload announces %s)", in.MavenFileRef, alg, have, want)
+					return nil, errs.New(CodeReleaseExists, "release file already exists with different content: %s (stored %s %s, upload announces %s)", in.FileRef, alg, have, want)
 				}
 			}
 			stored = cur
-		case !HasCode(err, CodeMavenNotFound):
+		case !store.HasCode(err, CodeNotFound):
 			return nil, err
 		}
 	}
 	// For a stored release file the bytes decide before they are
 	// committed: the same bytes need no new blob, other bytes are refused
 	// without leaving a blob behind.
-	sums, same, err := s.streamMavenBlob(ctx, t, in, r, func(sums mavenSums) (bool, error) {
+	sums, same, err := s.streamBlob(ctx, t, in, r, func(sums fileSums) (bool, error) {
 		switch {
 		case stored == nil:
 			return false, nil
 		case sums.SHA256 == stored.Checksums.SHA256:
 			return true, nil
 		}
-		return false, errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s", in.MavenFileRef)
+		return false, errs.New(CodeReleaseExists, "release file already exists with different content: %s", in.FileRef)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if same {
-		return &MavenPutResult{File: *stored}, nil
+		return &PutResult{File: *stored}, nil
 	}
-	var res *MavenPutResult
-	err = db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
-		res = &MavenPutResult{}
-		pkgID, pkgCreated, err := ensureMavenPackage(ctx, tx, t, in.GroupID, in.ArtifactID)
+	var res *PutResult
+	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+		res = &PutResult{}
+		pkgID, pkgCreated, err := ensurePackage(ctx, tx, t, in.GroupID, in.ArtifactID)
 		if err != nil {
 			return err
 		}
-		versionID, created, err := ensureMavenVersion(ctx, tx, t.NamespaceID, pkgID, in.Version)
+		versionID, created, err := ensureVersion(ctx, tx, t.NamespaceID, pkgID, in.Version)
 		if err != nil {
 			return err
 		}
 		res.VersionCreated = created
-		var counts []mavenDelta
+		var counts []counterDelta
 		if pkgCreated {
-			counts = append(counts, mavenDelta{target: enum.CounterTargetRepository, targetID: t.RepositoryID,
+			counts = append(counts, counterDelta{target: enum.CounterTargetRepository, targetID: t.RepositoryID,
 				field: enum.CounterFieldArtifactsCount, delta: 1})
 		}
 		if created {
-			counts = append(counts, mavenDelta{target: enum.CounterTargetNamespaceStatistics, targetID: t.NamespaceID,
+			counts = append(counts, counterDelta{target: enum.CounterTargetNamespaceStatistics, targetID: t.NamespaceID,
 				field: enum.CounterFieldComponentsCount, delta: 1})
 		}
-		if err := insertMavenDeltas(ctx, tx, t.NamespaceID, counts); err != nil {
+		if err := insertDeltas(ctx, tx, t.NamespaceID, counts); err != nil {
 			return err
 		}
-		cur, err := currentMavenFile(ctx, tx, t.NamespaceID, `f.maven_version_id = $2`, versionID, in.FileName, "FOR UPDATE OF f")
+		cur, err := currentFile(ctx, tx, t.NamespaceID, `f.maven_version_id = $2`, versionID, in.FileName, "FOR UPDATE OF f")
 		if err != nil {
 			return err
 		}
-		res.File = MavenFile{PackageID: pkgID, VersionID: &versionID, FileName: in.FileName, Checksums: sums.checksums()}
+		res.File = File{PackageID: pkgID, VersionID: &versionID, FileName: in.FileName, Checksums: sums.checksums()}
 		if cur != nil && cur.sha256 == sums.SHA256 {
 			res.File.ID = cur.id
 			return nil // the same bytes again: idempotent
 		}
 		if cur != nil && !snapshot && !in.AllowRedeploy {
-			return errs.New(CodeMavenReleaseExists, "release file already exists with different content: %s", in.MavenFileRef)
+			return errs.New(CodeReleaseExists, "release file already exists with different content: %s", in.FileRef)
 		}
 		res.Created, res.Replaced = cur == nil, cur != nil
-		res.File.ID, err = s.installMavenFile(ctx, tx, t, pkgID, &versionID, in.FileName, sums, cur)
+		res.File.ID, err = s.installFile(ctx, tx, t, pkgID, &versionID, in.FileName, sums, cur)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	blob, err := s.StatBlob(ctx, t.NamespaceID, sums.SHA256)
+	blob, err := s.core.StatBlob(ctx, t.NamespaceID, sums.SHA256)
 	if err != nil {
 		return nil, err
 	}
 	res.File.Blob = *blob
 	if res.VersionCreated {
-		if _, err := s.refreshAfterWrite(ctx, t, mavenMetadataScope{
+		if _, err := s.refreshAfterWrite(ctx, t, metadataScope{
 			pkgID: res.File.PackageID, groupID: in.GroupID, artifactID: in.ArtifactID,
 		}); err != nil {
 			return nil, err
@@ -231,101 +232,101 @@ func (s *Store) PutMavenFile(ctx context.Context, t *MavenTarget, in MavenPut, r
 	return res, nil
 }
 
-// streamMavenBlob reads the body once into an upload session, hashing it
+// streamBlob reads the body once into an upload session, hashing it
 // on the way, checks it against the announced size and checksums and
 // against decide, and commits it as a blob. decide may refuse the bytes
 // (an error) or report that they need not be stored (skip: the same bytes
 // are stored already). Unless committed, the session is cancelled:
 // nothing stays behind.
-func (s *Store) streamMavenBlob(ctx context.Context, t *MavenTarget, in MavenPut, r io.Reader,
-	decide func(mavenSums) (skip bool, err error)) (mavenSums, bool, error) {
-	u, err := s.StartUpload(ctx, t.NamespaceID, t.RepositoryID, UploadMonolithic)
+func (s *Store) streamBlob(ctx context.Context, t *Target, in Put, r io.Reader,
+	decide func(fileSums) (skip bool, err error)) (fileSums, bool, error) {
+	u, err := s.core.StartUpload(ctx, t.NamespaceID, t.RepositoryID, store.UploadMonolithic)
 	if err != nil {
-		return mavenSums{}, false, err
+		return fileSums{}, false, err
 	}
 	ref := u.Ref()
 	cancel := func(err error) error {
-		if cerr := s.CancelUpload(context.WithoutCancel(ctx), ref); cerr != nil && !HasCode(cerr, CodeUploadUnknown) {
+		if cerr := s.core.CancelUpload(context.WithoutCancel(ctx), ref); cerr != nil && !store.HasCode(cerr, store.CodeUploadUnknown) {
 			return errors.Join(err, cerr)
 		}
 		return err
 	}
-	h := newMavenHashPipe()
-	_, err = s.AppendUpload(ctx, ref, 0, io.TeeReader(r, h))
+	h := newHashPipe()
+	_, err = s.core.AppendUpload(ctx, ref, 0, io.TeeReader(r, h))
 	sums := h.sums() // also stops the hashing workers on error
 	if err != nil {
-		return mavenSums{}, false, cancel(err)
+		return fileSums{}, false, cancel(err)
 	}
 	if in.Size >= 0 && sums.Size != in.Size {
-		return mavenSums{}, false, cancel(errs.New(CodeSizeMismatch, "size mismatch: received %d bytes, announced %d", sums.Size, in.Size))
+		return fileSums{}, false, cancel(errs.New(store.CodeSizeMismatch, "size mismatch: received %d bytes, announced %d", sums.Size, in.Size))
 	}
 	got := sums.checksums()
 	for alg, want := range in.Expect {
 		have, _ := got.Hex(alg)
 		if subtle.ConstantTimeCompare([]byte(have), []byte(want)) != 1 {
-			return mavenSums{}, false, cancel(errs.New(CodeMavenChecksumMismatch, "checksum mismatch: %s of %s is %s, the client announced %s", alg, in.FileName, have, want))
+			return fileSums{}, false, cancel(errs.New(CodeChecksumMismatch, "checksum mismatch: %s of %s is %s, the client announced %s", alg, in.FileName, have, want))
 		}
 	}
 	skip, err := decide(sums)
 	if err != nil || skip {
 		return sums, skip, cancel(err)
 	}
-	if _, err := s.CommitUpload(ctx, ref, nil, Expected{SHA256: sums.SHA256, Size: sums.Size}); err != nil {
-		return mavenSums{}, false, err // CommitUpload deletes the session on a verification failure
+	if _, err := s.core.CommitUpload(ctx, ref, nil, store.Expected{SHA256: sums.SHA256, Size: sums.Size}); err != nil {
+		return fileSums{}, false, err // CommitUpload deletes the session on a verification failure
 	}
 	return sums, false, nil
 }
 
-// VerifyMavenChecksum answers the upload of a checksum sidecar of a stored
+// VerifyChecksum answers the upload of a checksum sidecar of a stored
 // file: nothing is stored (sidecars are served from the file's columns);
 // a value that differs from the stored file's checksum is refused with
-// CodeMavenChecksumMismatch, and CodeMavenNothingToDescribe when the file
+// CodeChecksumMismatch, and CodeNothingToDescribe when the file
 // does not exist. Sidecars of maven-metadata.xml describe the client's
 // document, which the server replaces by its own: they are accepted
 // without comparison.
-func (s *Store) VerifyMavenChecksum(ctx context.Context, t *MavenTarget, ref MavenFileRef, alg MavenChecksumAlgorithm, value string) error {
+func (s *Store) VerifyChecksum(ctx context.Context, t *Target, ref FileRef, alg ChecksumAlgorithm, value string) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
-	want, err := ParseMavenChecksumBody(alg, []byte(value))
+	want, err := ParseChecksumBody(alg, []byte(value))
 	if err != nil {
 		return err
 	}
-	if ref.FileName == MavenMetadataFile {
+	if ref.FileName == MetadataFile {
 		return nil
 	}
-	f, err := s.MavenFile(ctx, t, ref)
-	if HasCode(err, CodeMavenNotFound) {
-		return errs.New(CodeMavenNothingToDescribe, "nothing stored for this metadata or checksum: %s is not stored (upload the file before its checksum)", ref)
+	f, err := s.File(ctx, t, ref)
+	if store.HasCode(err, CodeNotFound) {
+		return errs.New(CodeNothingToDescribe, "nothing stored for this metadata or checksum: %s is not stored (upload the file before its checksum)", ref)
 	}
 	if err != nil {
 		return err
 	}
 	have, ok := f.Checksums.Hex(alg)
 	if !ok {
-		return errs.New(CodeMavenNothingToDescribe, "nothing stored for this metadata or checksum: %s has no stored %s", ref, alg)
+		return errs.New(CodeNothingToDescribe, "nothing stored for this metadata or checksum: %s has no stored %s", ref, alg)
 	}
 	if have != want {
-		return errs.New(CodeMavenChecksumMismatch, "checksum mismatch: %s of %s is %s, the upload says %s", alg, ref, have, want)
+		return errs.New(CodeChecksumMismatch, "checksum mismatch: %s of %s is %s, the upload says %s", alg, ref, have, want)
 	}
 	return nil
 }
 
-// PutMavenMetadata answers the upload of a maven-metadata.xml (package
+// PutMetadata answers the upload of a maven-metadata.xml (package
 // level, ref.Version == "", or SNAPSHOT version level). The client's
-// document is parsed and checked against the path (CodeMavenInvalid), then
+// document is parsed and checked against the path (CodeInvalid), then
 // discarded: the server refreshes its own document from the stored rows,
 // which keeps every committed version even when deploys race. It reports
 // whether the server document was created by this call.
-// CodeMavenNothingToDescribe when the package or version holds nothing.
+// CodeNothingToDescribe when the package or version holds nothing.
 // Group-level plugin metadata (plugins, no artifactId) is accepted and
 // ignored.
-func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenFileRef, body io.Reader) (bool, error) {
-	ref.FileName = MavenMetadataFile
+func (s *Store) PutMetadata(ctx context.Context, t *Target, ref FileRef, body io.Reader) (bool, error) {
+	ref.FileName = MetadataFile
 	if err := ref.Validate(); err != nil {
 		return false, err
 	}
-	doc, err := ParseMavenMetadata(body)
+	doc, err := ParseMetadata(body)
 	if err != nil {
 		return false, err
 	}
@@ -334,32 +335,32 @@ func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenF
 	}
 	switch {
 	case doc.ArtifactID != ref.ArtifactID:
-		return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: the document describes artifactId %q, the path %q", doc.ArtifactID, ref.ArtifactID)
+		return false, errs.New(CodeInvalid, "invalid Maven coordinates: the document describes artifactId %q, the path %q", doc.ArtifactID, ref.ArtifactID)
 	case doc.GroupID != "" && doc.GroupID != ref.GroupID:
-		return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: the document describes groupId %q, the path %q", doc.GroupID, ref.GroupID)
+		return false, errs.New(CodeInvalid, "invalid Maven coordinates: the document describes groupId %q, the path %q", doc.GroupID, ref.GroupID)
 	case ref.Version != "" && doc.Version != "" && doc.Version != ref.Version:
-		return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: the document describes version %q, the path %q", doc.Version, ref.Version)
+		return false, errs.New(CodeInvalid, "invalid Maven coordinates: the document describes version %q, the path %q", doc.Version, ref.Version)
 	}
 	if doc.Versioning != nil {
 		for _, v := range doc.Versioning.Versions {
-			if err := ValidateMavenVersion(v); err != nil {
+			if err := ValidateVersion(v); err != nil {
 				return false, err
 			}
 		}
 	}
-	m := mavenMetadataScope{groupID: ref.GroupID, artifactID: ref.ArtifactID, version: ref.Version}
+	m := metadataScope{groupID: ref.GroupID, artifactID: ref.ArtifactID, version: ref.Version}
 	if ref.Version == "" {
-		m.pkgID, err = s.mavenPackageID(ctx, t, ref.GroupID, ref.ArtifactID)
+		m.pkgID, err = s.findPackage(ctx, t, ref.GroupID, ref.ArtifactID)
 	} else {
-		if !IsMavenSnapshotVersion(ref.Version) {
-			return false, errs.New(CodeMavenInvalid, "invalid Maven coordinates: only SNAPSHOT versions have a version-level %s", MavenMetadataFile)
+		if !IsSnapshotVersion(ref.Version) {
+			return false, errs.New(CodeInvalid, "invalid Maven coordinates: only SNAPSHOT versions have a version-level %s", MetadataFile)
 		}
 		var versionID uuid.UUID
-		m.pkgID, versionID, err = s.mavenVersionID(ctx, t, ref.GroupID, ref.ArtifactID, ref.Version)
+		m.pkgID, versionID, err = s.findVersion(ctx, t, ref.GroupID, ref.ArtifactID, ref.Version)
 		m.versionID = &versionID
 	}
-	if HasCode(err, CodeMavenNotFound) {
-		return false, errs.New(CodeMavenNothingToDescribe, "nothing stored for this metadata or checksum: %s (upload the artifacts before the metadata)", err)
+	if store.HasCode(err, CodeNotFound) {
+		return false, errs.New(CodeNothingToDescribe, "nothing stored for this metadata or checksum: %s (upload the artifacts before the metadata)", err)
 	}
 	if err != nil {
 		return false, err
@@ -367,39 +368,39 @@ func (s *Store) PutMavenMetadata(ctx context.Context, t *MavenTarget, ref MavenF
 	return s.refreshAfterWrite(ctx, t, m)
 }
 
-// mavenHashPipe computes the four digests of a stream off the reader's
+// hashPipe computes the four digests of a stream off the reader's
 // goroutine: each chunk written is copied into one of a few pooled
 // buffers and hashed by two workers (md5 and sha1, sha256 and sha512), so
 // hashing overlaps with reading the request and writing the upload.
 // Close waits for the workers; sums is valid after it.
-type mavenHashPipe struct {
-	h     *mavenHashes
-	free  chan *mavenChunk
-	work  [2]chan *mavenChunk
+type hashPipe struct {
+	h     *hashes
+	free  chan *hashChunk
+	work  [2]chan *hashChunk
 	done  sync.WaitGroup
 	n     int64
 	close sync.Once
 }
 
-type mavenChunk struct {
+type hashChunk struct {
 	buf  []byte
 	n    int
 	refs atomic.Int32
 }
 
 const (
-	mavenHashChunk   = 1 << 20
-	mavenHashBuffers = 4
+	hashChunkSize = 1 << 20
+	hashBuffers   = 4
 )
 
-func newMavenHashPipe() *mavenHashPipe {
-	p := &mavenHashPipe{h: newMavenHashes(), free: make(chan *mavenChunk, mavenHashBuffers)}
-	for range mavenHashBuffers {
-		p.free <- &mavenChunk{buf: make([]byte, mavenHashChunk)}
+func newHashPipe() *hashPipe {
+	p := &hashPipe{h: newHashes(), free: make(chan *hashChunk, hashBuffers)}
+	for range hashBuffers {
+		p.free <- &hashChunk{buf: make([]byte, hashChunkSize)}
 	}
 	workers := [2][2]interface{ Write([]byte) (int, error) }{{p.h.md5, p.h.sha1}, {p.h.sha256, p.h.sha512}}
 	for i := range p.work {
-		p.work[i] = make(chan *mavenChunk, mavenHashBuffers)
+		p.work[i] = make(chan *hashChunk, hashBuffers)
 		p.done.Add(1)
 		go func() {
 			defer p.done.Done()
@@ -416,7 +417,7 @@ func newMavenHashPipe() *mavenHashPipe {
 	return p
 }
 
-func (p *mavenHashPipe) Write(b []byte) (int, error) {
+func (p *hashPipe) Write(b []byte) (int, error) {
 	total := len(b)
 	for len(b) > 0 {
 		c := <-p.free
@@ -431,7 +432,7 @@ func (p *mavenHashPipe) Write(b []byte) (int, error) {
 }
 
 // Close stops the workers once every chunk is hashed.
-func (p *mavenHashPipe) Close() {
+func (p *hashPipe) Close() {
 	p.close.Do(func() {
 		close(p.work[0])
 		close(p.work[1])
@@ -440,7 +441,7 @@ func (p *mavenHashPipe) Close() {
 }
 
 // sums closes the pipe and returns the digests.
-func (p *mavenHashPipe) sums() mavenSums {
+func (p *hashPipe) sums() fileSums {
 	p.Close()
 	p.h.n = p.n
 	return p.h.sums()

@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"math/big"
@@ -225,25 +225,25 @@ func mvParse(version string) *mvItem {
 	return root
 }
 
-// CompareMavenVersions orders two Maven versions the way Maven 3.8 does
+// CompareVersions orders two Maven versions the way Maven 3.8 does
 // (ComparableVersion): negative when a < b, 0 when equivalent, positive
 // when a > b.
-func CompareMavenVersions(a, b string) int {
+func CompareVersions(a, b string) int {
 	if a == b {
 		return 0
 	}
 	return mvParse(a).compare(mvParse(b))
 }
 
-// IsMavenSnapshotVersion reports whether a version is a SNAPSHOT base
+// IsSnapshotVersion reports whether a version is a SNAPSHOT base
 // version ("1.0-SNAPSHOT"; Maven compares the suffix case-sensitively).
-func IsMavenSnapshotVersion(v string) bool {
+func IsSnapshotVersion(v string) bool {
 	return strings.HasSuffix(v, "-SNAPSHOT") && len(v) > len("-SNAPSHOT")
 }
 
-// sortMavenVersions returns the versions in Maven order (ties keep their
+// sortVersions returns the versions in Maven order (ties keep their
 // input order), parsing each version once.
-func sortMavenVersions(versions []string) []string {
+func sortVersions(versions []string) []string {
 	type parsed struct {
 		v  string
 		it *mvItem

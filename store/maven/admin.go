@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"context"
@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Management side of hosted Maven repositories, for the GraphQL API:
@@ -20,8 +20,8 @@ import (
 // version set refreshes the package's maven-metadata.xml, so clients never
 // see a deleted version listed (or miss a restored one).
 
-// MavenPackage is a maven_packages row.
-type MavenPackage struct {
+// Package is a maven_packages row.
+type Package struct {
 	ID                uuid.UUID
 	NamespaceID       uuid.UUID
 	MavenRepositoryID uuid.UUID
@@ -31,8 +31,8 @@ type MavenPackage struct {
 	SoftDeletedAt     *time.Time
 }
 
-// MavenVersion is a maven_versions row.
-type MavenVersion struct {
+// Version is a maven_versions row.
+type Version struct {
 	ID               uuid.UUID
 	NamespaceID      uuid.UUID
 	PackageID        uuid.UUID
@@ -43,43 +43,43 @@ type MavenVersion struct {
 	CreatedAt        time.Time
 }
 
-// MavenFileInfo is a maven_files row with its size.
-type MavenFileInfo struct {
+// FileInfo is a maven_files row with its size.
+type FileInfo struct {
 	ID        uuid.UUID
 	PackageID uuid.UUID
 	VersionID *uuid.UUID
 	FileName  string
 	Size      int64
-	Checksums MavenChecksums
+	Checksums Checksums
 }
 
-// MavenPackageKey is the keyset position of the package listing.
-type MavenPackageKey struct {
+// PackageKey is the keyset position of the package listing.
+type PackageKey struct {
 	GroupID    string `json:"g"`
 	ArtifactID string `json:"a"`
 }
 
-const mavenPackageColumns = `p.id, p.namespace_id, p.maven_repository_id, p.group_id, p.artifact_id, p.last_downloaded_at, p.soft_deleted_at`
+const packageColumns = `p.id, p.namespace_id, p.maven_repository_id, p.group_id, p.artifact_id, p.last_downloaded_at, p.soft_deleted_at`
 
-func scanMavenPackage(row pgx.Row) (*MavenPackage, error) {
-	var p MavenPackage
+func scanPackage(row pgx.Row) (*Package, error) {
+	var p Package
 	err := row.Scan(&p.ID, &p.NamespaceID, &p.MavenRepositoryID, &p.GroupID, &p.ArtifactID, &p.LastDownloadedAt, &p.SoftDeletedAt)
 	return &p, err
 }
 
-const mavenVersionColumns = `v.id, v.namespace_id, v.maven_package_id, v.version, v.size_bytes, v.last_downloaded_at, v.soft_deleted_at, v.created_at`
+const versionColumns = `v.id, v.namespace_id, v.maven_package_id, v.version, v.size_bytes, v.last_downloaded_at, v.soft_deleted_at, v.created_at`
 
-func scanMavenVersion(row pgx.Row) (*MavenVersion, error) {
-	var v MavenVersion
+func scanVersion(row pgx.Row) (*Version, error) {
+	var v Version
 	err := row.Scan(&v.ID, &v.NamespaceID, &v.PackageID, &v.Version, &v.SizeBytes, &v.LastDownloadedAt, &v.SoftDeletedAt, &v.CreatedAt)
 	return &v, err
 }
 
-// ListMavenPackages lists the active packages of a hosted Maven repository
+// ListPackages lists the active packages of a hosted Maven repository
 // (repositoryID is repositories.id) by (groupId, artifactId), after the
 // key, riding the active-coordinates index. It reports whether more
 // follow.
-func (s *Store) ListMavenPackages(ctx context.Context, nsID, repositoryID uuid.UUID, after *MavenPackageKey, limit int) ([]*MavenPackage, bool, error) {
+func (s *Store) ListPackages(ctx context.Context, nsID, repositoryID uuid.UUID, after *PackageKey, limit int) ([]*Package, bool, error) {
 	args := []any{nsID, repositoryID, limit + 1}
 	keyset := ""
 	if after != nil {
@@ -87,7 +87,7 @@ func (s *Store) ListMavenPackages(ctx context.Context, nsID, repositoryID uuid.U
 		keyset = ` AND (p.group_id, p.artifact_id) > ($4, $5)`
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+mavenPackageColumns+`
+		SELECT `+packageColumns+`
 		FROM maven_packages p
 		WHERE p.namespace_id = $1 AND p.soft_deleted_at IS NULL
 		  AND p.maven_repository_id = (SELECT mr.id FROM maven_repositories mr WHERE mr.namespace_id = $1 AND mr.repository_id = $2)`+keyset+`
@@ -96,17 +96,17 @@ func (s *Store) ListMavenPackages(ctx context.Context, nsID, repositoryID uuid.U
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven packages: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackage, error) { return scanMavenPackage(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Package, error) { return scanPackage(r) })
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven packages: %w", err))
 	}
-	return mavenPage(out, limit)
+	return trimPage(out, limit)
 }
 
-// ListMavenVersions lists the active versions of a package in version
+// ListVersions lists the active versions of a package in version
 // string order (the index order; Maven's own order is not indexable),
 // after the given version. It reports whether more follow.
-func (s *Store) ListMavenVersions(ctx context.Context, nsID, packageID uuid.UUID, after *string, limit int) ([]*MavenVersion, bool, error) {
+func (s *Store) ListVersions(ctx context.Context, nsID, packageID uuid.UUID, after *string, limit int) ([]*Version, bool, error) {
 	args := []any{nsID, packageID, limit + 1}
 	keyset := ""
 	if after != nil {
@@ -114,7 +114,7 @@ func (s *Store) ListMavenVersions(ctx context.Context, nsID, packageID uuid.UUID
 		keyset = ` AND v.version > $4`
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+mavenVersionColumns+`
+		SELECT `+versionColumns+`
 		FROM maven_versions v
 		WHERE v.namespace_id = $1 AND v.maven_package_id = $2 AND v.soft_deleted_at IS NULL`+keyset+`
 		ORDER BY v.version
@@ -122,17 +122,17 @@ func (s *Store) ListMavenVersions(ctx context.Context, nsID, packageID uuid.UUID
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven versions: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenVersion, error) { return scanMavenVersion(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Version, error) { return scanVersion(r) })
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven versions: %w", err))
 	}
-	return mavenPage(out, limit)
+	return trimPage(out, limit)
 }
 
-// ListMavenFiles lists the active files of a version (or, with versionID
+// ListFiles lists the active files of a version (or, with versionID
 // nil, the package-level files of packageID) by name, after the given
 // name. It reports whether more follow.
-func (s *Store) ListMavenFiles(ctx context.Context, nsID, packageID uuid.UUID, versionID *uuid.UUID, after *string, limit int) ([]*MavenFileInfo, bool, error) {
+func (s *Store) ListFiles(ctx context.Context, nsID, packageID uuid.UUID, versionID *uuid.UUID, after *string, limit int) ([]*FileInfo, bool, error) {
 	args := []any{nsID, packageID, limit + 1}
 	scope := `f.maven_package_id = $2 AND f.maven_version_id IS NULL`
 	if versionID != nil {
@@ -153,31 +153,14 @@ func (s *Store) ListMavenFiles(ctx context.Context, nsID, packageID uuid.UUID, v
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven files: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenFileInfo, error) {
-		var (
-			fi                        MavenFileInfo
-			sha256, sha1, md5, sha512 []byte
-		)
-		if err := r.Scan(&fi.ID, &fi.PackageID, &fi.VersionID, &fi.FileName, &sha256, &sha1, &md5, &sha512, &fi.Size); err != nil {
-			return nil, err
-		}
-		if len(sha256) != 32 || len(sha1) != 20 || len(sha512) != 64 || (md5 != nil && len(md5) != 16) {
-			return nil, fmt.Errorf("maven file %s has malformed checksums", fi.ID)
-		}
-		fi.Checksums.SHA256, fi.Checksums.SHA1, fi.Checksums.SHA512 = [32]byte(sha256), [20]byte(sha1), [64]byte(sha512)
-		if md5 != nil {
-			v := [16]byte(md5)
-			fi.Checksums.MD5 = &v
-		}
-		return &fi, nil
-	})
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*FileInfo, error) { return scanFileInfo(r) })
 	if err != nil {
 		return nil, false, db.MapErr(fmt.Errorf("store: list maven files: %w", err))
 	}
-	return mavenPage(out, limit)
+	return trimPage(out, limit)
 }
 
-func mavenPage[T any](rows []T, limit int) ([]T, bool, error) {
+func trimPage[T any](rows []T, limit int) ([]T, bool, error) {
 	if len(rows) > limit {
 		return rows[:limit], true, nil
 	}
@@ -186,33 +169,27 @@ func mavenPage[T any](rows []T, limit int) ([]T, bool, error) {
 
 // Typed errors of the Maven management operations.
 var (
-	// CodeMavenUnknown: no such package or version in the namespace.
-	CodeMavenUnknown = Code{Name: "MAVEN_UNKNOWN", Kind: KindNotFound}
-	// CodeMavenStateConflict: the row is not in the state the operation
+	// CodeUnknown: no such package or version in the namespace.
+	CodeUnknown = store.Code{Name: "MAVEN_UNKNOWN", Kind: store.KindNotFound}
+	// CodeStateConflict: the row is not in the state the operation
 	// needs (already in the trash, not in the trash, an active namesake
 	// blocks a restore, its package is in the trash).
-	CodeMavenStateConflict = Code{Name: "MAVEN_STATE_CONFLICT", Kind: KindConflict}
+	CodeStateConflict = store.Code{Name: "MAVEN_STATE_CONFLICT", Kind: store.KindConflict}
 )
 
-// isMavenUniqueViolation reports a unique_violation (23505).
-func isMavenUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == pgerrcode.UniqueViolation
-}
-
-// mavenTargetOfPackage builds the target a metadata refresh needs from a
+// targetOfPackage builds the target a metadata refresh needs from a
 // package row.
-func (s *Store) mavenTargetOfPackage(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID) (*MavenTarget, *MavenPackage, error) {
-	t := &MavenTarget{NamespaceID: nsID}
-	var p MavenPackage
+func (s *Store) targetOfPackage(ctx context.Context, q db.Queryer, nsID, pkgID uuid.UUID) (*Target, *Package, error) {
+	t := &Target{NamespaceID: nsID}
+	var p Package
 	err := q.QueryRow(ctx, `
-		SELECT `+mavenPackageColumns+`, mr.repository_id
+		SELECT `+packageColumns+`, mr.repository_id
 		FROM maven_packages p
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = p.maven_repository_id
 		WHERE p.namespace_id = $1 AND p.id = $2`, nsID, pkgID).Scan(
 		&p.ID, &p.NamespaceID, &p.MavenRepositoryID, &p.GroupID, &p.ArtifactID, &p.LastDownloadedAt, &p.SoftDeletedAt, &t.RepositoryID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, errs.New(CodeMavenUnknown, "Maven package or version unknown: package %s", pkgID)
+		return nil, nil, errs.New(CodeUnknown, "Maven package or version unknown: package %s", pkgID)
 	}
 	if err != nil {
 		return nil, nil, db.MapErr(fmt.Errorf("store: maven package %s: %w", pkgID, err))
@@ -221,64 +198,64 @@ func (s *Store) mavenTargetOfPackage(ctx context.Context, q db.Queryer, nsID, pk
 	return t, &p, nil
 }
 
-// SoftDeleteMavenVersion moves an active version to the trash (its files
+// SoftDeleteVersion moves an active version to the trash (its files
 // keep their blobs and attachments, so a restore brings them back) and
 // refreshes the package metadata.
-func (s *Store) SoftDeleteMavenVersion(ctx context.Context, nsID, versionID uuid.UUID) (*MavenVersion, error) {
-	return s.setMavenVersionTrash(ctx, nsID, versionID, true)
+func (s *Store) SoftDeleteVersion(ctx context.Context, nsID, versionID uuid.UUID) (*Version, error) {
+	return s.setVersionTrash(ctx, nsID, versionID, true)
 }
 
-// RestoreMavenVersion brings a version back from the trash; refused while
+// RestoreVersion brings a version back from the trash; refused while
 // an active version of the same name exists (re-deployed meanwhile) or the
 // package is in the trash.
-func (s *Store) RestoreMavenVersion(ctx context.Context, nsID, versionID uuid.UUID) (*MavenVersion, error) {
-	return s.setMavenVersionTrash(ctx, nsID, versionID, false)
+func (s *Store) RestoreVersion(ctx context.Context, nsID, versionID uuid.UUID) (*Version, error) {
+	return s.setVersionTrash(ctx, nsID, versionID, false)
 }
 
-func (s *Store) setMavenVersionTrash(ctx context.Context, nsID, versionID uuid.UUID, trash bool) (*MavenVersion, error) {
+func (s *Store) setVersionTrash(ctx context.Context, nsID, versionID uuid.UUID, trash bool) (*Version, error) {
 	var (
-		out *MavenVersion
-		t   *MavenTarget
-		pkg *MavenPackage
+		out *Version
+		t   *Target
+		pkg *Package
 	)
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		var pkgID uuid.UUID
 		err := tx.QueryRow(ctx, `SELECT maven_package_id FROM maven_versions WHERE namespace_id = $1 AND id = $2`,
 			nsID, versionID).Scan(&pkgID)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.New(CodeMavenUnknown, "Maven package or version unknown: version %s", versionID)
+			return errs.New(CodeUnknown, "Maven package or version unknown: version %s", versionID)
 		}
 		if err != nil {
 			return db.MapErr(fmt.Errorf("store: maven version %s: %w", versionID, err))
 		}
-		if t, pkg, err = s.mavenTargetOfPackage(ctx, tx, nsID, pkgID); err != nil {
+		if t, pkg, err = s.targetOfPackage(ctx, tx, nsID, pkgID); err != nil {
 			return err
 		}
 		// Lock order of every Maven writer: the package row first.
-		ok, err := lockMavenPackage(ctx, tx, nsID, pkgID)
+		ok, err := lockPackage(ctx, tx, nsID, pkgID)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: package %s:%s is in the trash", pkg.GroupID, pkg.ArtifactID)
+			return errs.New(CodeStateConflict, "Maven package or version state conflict: package %s:%s is in the trash", pkg.GroupID, pkg.ArtifactID)
 		}
 		set, cond := `soft_deleted_at = now()`, `soft_deleted_at IS NULL`
 		if !trash {
 			set, cond = `soft_deleted_at = NULL`, `soft_deleted_at IS NOT NULL`
 		}
-		out, err = scanMavenVersion(tx.QueryRow(ctx, `
+		out, err = scanVersion(tx.QueryRow(ctx, `
 			UPDATE maven_versions v SET `+set+`
 			WHERE v.namespace_id = $1 AND v.id = $2 AND v.`+cond+`
-			RETURNING `+mavenVersionColumns, nsID, versionID))
+			RETURNING `+versionColumns, nsID, versionID))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			state := "already in the trash"
 			if !trash {
 				state = "not in the trash"
 			}
-			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: version %s is %s", versionID, state)
-		case isMavenUniqueViolation(err):
-			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: an active version of the same name exists (deployed again after the delete)")
+			return errs.New(CodeStateConflict, "Maven package or version state conflict: version %s is %s", versionID, state)
+		case db.IsPgCode(err, pgerrcode.UniqueViolation, ""):
+			return errs.New(CodeStateConflict, "Maven package or version state conflict: an active version of the same name exists (deployed again after the delete)")
 		case err != nil:
 			return db.MapErr(fmt.Errorf("store: maven version %s: %w", versionID, err))
 		}
@@ -287,58 +264,59 @@ func (s *Store) setMavenVersionTrash(ctx context.Context, nsID, versionID uuid.U
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.refreshAfterWrite(ctx, t, mavenMetadataScope{pkgID: pkg.ID, groupID: pkg.GroupID, artifactID: pkg.ArtifactID}); err != nil {
+	if _, err := s.refreshAfterWrite(ctx, t, metadataScope{pkgID: pkg.ID, groupID: pkg.GroupID, artifactID: pkg.ArtifactID}); err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// SoftDeleteMavenPackage moves an active package to the trash: only the
-// package row is marked (ADR-007), its versions and files stay as they
+// SoftDeletePackage moves an active package to the trash: only the
+// package row is marked (docs/schema.md, Soft delete, trash and purge),
+// its versions and files stay as they
 // are and come back with a restore. The package's URLs answer 404 while
 // it is in the trash, and a new deploy of the same coordinates starts a
 // new package.
-func (s *Store) SoftDeleteMavenPackage(ctx context.Context, nsID, packageID uuid.UUID) (*MavenPackage, error) {
-	return s.setMavenPackageTrash(ctx, nsID, packageID, true)
+func (s *Store) SoftDeletePackage(ctx context.Context, nsID, packageID uuid.UUID) (*Package, error) {
+	return s.setPackageTrash(ctx, nsID, packageID, true)
 }
 
-// RestoreMavenPackage brings a package back from the trash; refused while
+// RestorePackage brings a package back from the trash; refused while
 // an active package of the same coordinates exists.
-func (s *Store) RestoreMavenPackage(ctx context.Context, nsID, packageID uuid.UUID) (*MavenPackage, error) {
-	return s.setMavenPackageTrash(ctx, nsID, packageID, false)
+func (s *Store) RestorePackage(ctx context.Context, nsID, packageID uuid.UUID) (*Package, error) {
+	return s.setPackageTrash(ctx, nsID, packageID, false)
 }
 
-func (s *Store) setMavenPackageTrash(ctx context.Context, nsID, packageID uuid.UUID, trash bool) (*MavenPackage, error) {
+func (s *Store) setPackageTrash(ctx context.Context, nsID, packageID uuid.UUID, trash bool) (*Package, error) {
 	var (
-		out *MavenPackage
-		t   *MavenTarget
+		out *Package
+		t   *Target
 	)
-	err := s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.core.WithTx(ctx, func(tx pgx.Tx) error {
 		set, cond := `soft_deleted_at = now()`, `soft_deleted_at IS NULL`
 		if !trash {
 			set, cond = `soft_deleted_at = NULL`, `soft_deleted_at IS NOT NULL`
 		}
 		var err error
-		out, err = scanMavenPackage(tx.QueryRow(ctx, `
+		out, err = scanPackage(tx.QueryRow(ctx, `
 			UPDATE maven_packages p SET `+set+`
 			WHERE p.namespace_id = $1 AND p.id = $2 AND p.`+cond+`
-			RETURNING `+mavenPackageColumns, nsID, packageID))
+			RETURNING `+packageColumns, nsID, packageID))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			if _, _, err := s.mavenTargetOfPackage(ctx, tx, nsID, packageID); err != nil {
+			if _, _, err := s.targetOfPackage(ctx, tx, nsID, packageID); err != nil {
 				return err
 			}
 			state := "already in the trash"
 			if !trash {
 				state = "not in the trash"
 			}
-			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: package %s is %s", packageID, state)
-		case isMavenUniqueViolation(err):
-			return errs.New(CodeMavenStateConflict, "Maven package or version state conflict: an active package of the same coordinates exists (deployed again after the delete)")
+			return errs.New(CodeStateConflict, "Maven package or version state conflict: package %s is %s", packageID, state)
+		case db.IsPgCode(err, pgerrcode.UniqueViolation, ""):
+			return errs.New(CodeStateConflict, "Maven package or version state conflict: an active package of the same coordinates exists (deployed again after the delete)")
 		case err != nil:
 			return db.MapErr(fmt.Errorf("store: maven package %s: %w", packageID, err))
 		}
-		t, _, err = s.mavenTargetOfPackage(ctx, tx, nsID, packageID)
+		t, _, err = s.targetOfPackage(ctx, tx, nsID, packageID)
 		return err
 	})
 	if err != nil {
@@ -348,7 +326,7 @@ func (s *Store) setMavenPackageTrash(ctx context.Context, nsID, packageID uuid.U
 		// Versions cannot change while the package is in the trash, but
 		// the stored document may be stale from a crash: refresh it on the
 		// way back (a no-op when it is current).
-		if _, err := s.refreshAfterWrite(ctx, t, mavenMetadataScope{pkgID: out.ID, groupID: out.GroupID, artifactID: out.ArtifactID}); err != nil {
+		if _, err := s.refreshAfterWrite(ctx, t, metadataScope{pkgID: out.ID, groupID: out.GroupID, artifactID: out.ArtifactID}); err != nil {
 			return nil, err
 		}
 	}

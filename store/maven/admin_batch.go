@@ -1,4 +1,4 @@
-package store
+package maven
 
 import (
 	"context"
@@ -17,21 +17,21 @@ import (
 // range scans of the active-row indexes), so nested GraphQL fields never
 // query per row.
 
-// MavenPackageInfo is a package with the repository (repositories.id) it
+// PackageInfo is a package with the repository (repositories.id) it
 // belongs to.
-type MavenPackageInfo struct {
-	MavenPackage
+type PackageInfo struct {
+	Package
 	RepositoryID uuid.UUID
 }
 
-func scanMavenPackageInfo(row pgx.Row) (*MavenPackageInfo, error) {
-	var p MavenPackageInfo
+func scanPackageInfo(row pgx.Row) (*PackageInfo, error) {
+	var p PackageInfo
 	err := row.Scan(&p.ID, &p.NamespaceID, &p.MavenRepositoryID, &p.GroupID, &p.ArtifactID, &p.LastDownloadedAt, &p.SoftDeletedAt, &p.RepositoryID)
 	return &p, err
 }
 
-// CountMavenPackages counts active packages per repositories.id.
-func (s *Store) CountMavenPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+// CountPackages counts active packages per repositories.id.
+func (s *Store) CountPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
 	return db.CountBy(ctx, s.pool, "maven packages", `
 		SELECT mr.repository_id, count(*)
 		FROM maven_repositories mr
@@ -40,42 +40,42 @@ func (s *Store) CountMavenPackages(ctx context.Context, nsID uuid.UUID, reposito
 		GROUP BY mr.repository_id`, nsID, repositoryIDs)
 }
 
-// MavenPackagesByIDs loads packages (trash included) by id.
-func (s *Store) MavenPackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*MavenPackageInfo, error) {
+// PackagesByIDs loads packages (trash included) by id.
+func (s *Store) PackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*PackageInfo, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+mavenPackageColumns+`, mr.repository_id
+		SELECT `+packageColumns+`, mr.repository_id
 		FROM maven_packages p
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = p.maven_repository_id
 		WHERE p.namespace_id = $1 AND p.id = ANY($2)`, nsID, ids)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: load maven packages: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackageInfo, error) { return scanMavenPackageInfo(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*PackageInfo, error) { return scanPackageInfo(r) })
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: load maven packages: %w", err))
 	}
-	m := make(map[uuid.UUID]*MavenPackageInfo, len(out))
+	m := make(map[uuid.UUID]*PackageInfo, len(out))
 	for _, p := range out {
 		m[p.ID] = p
 	}
 	return m, nil
 }
 
-// MavenCoordinates names an active package of a repository (repositories.id).
-type MavenCoordinates struct {
+// Coordinates names an active package of a repository (repositories.id).
+type Coordinates struct {
 	RepositoryID uuid.UUID
 	GroupID      string
 	ArtifactID   string
 }
 
-// MavenPackagesByCoordinates loads active packages by coordinates.
-func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, cs []MavenCoordinates) (map[MavenCoordinates]*MavenPackageInfo, error) {
+// PackagesByCoordinates loads active packages by coordinates.
+func (s *Store) PackagesByCoordinates(ctx context.Context, nsID uuid.UUID, cs []Coordinates) (map[Coordinates]*PackageInfo, error) {
 	repos, gs, as := make([]uuid.UUID, len(cs)), make([]string, len(cs)), make([]string, len(cs))
 	for i, c := range cs {
 		repos[i], gs[i], as[i] = c.RepositoryID, c.GroupID, c.ArtifactID
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+mavenPackageColumns+`, mr.repository_id
+		SELECT `+packageColumns+`, mr.repository_id
 		FROM unnest($2::uuid[], $3::text[], $4::text[]) AS k(repository_id, group_id, artifact_id)
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.repository_id = k.repository_id
 		JOIN maven_packages p ON p.namespace_id = $1 AND p.maven_repository_id = mr.id
@@ -84,18 +84,18 @@ func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, 
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenPackageInfo, error) { return scanMavenPackageInfo(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*PackageInfo, error) { return scanPackageInfo(r) })
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: maven packages by coordinates: %w", err))
 	}
-	m := make(map[MavenCoordinates]*MavenPackageInfo, len(out))
+	m := make(map[Coordinates]*PackageInfo, len(out))
 	for _, p := range out {
-		m[MavenCoordinates{RepositoryID: p.RepositoryID, GroupID: p.GroupID, ArtifactID: p.ArtifactID}] = p
+		m[Coordinates{RepositoryID: p.RepositoryID, GroupID: p.GroupID, ArtifactID: p.ArtifactID}] = p
 	}
 	return m, nil
 }
 
-// MavenVersionsOfPackages returns, per package id, the first limit+1
+// VersionsOfPackages returns, per package id, the first limit+1
 // active versions in descending Maven order (ComparableVersion as Maven 3
 // sorts: highest first, so 1.10 above 1.9 and 1.0 above 1.0-rc1), after
 // afterVersion (nil: from the highest). Maven's order is not expressible
@@ -104,19 +104,19 @@ func (s *Store) MavenPackagesByCoordinates(ctx context.Context, nsID uuid.UUID, 
 // Versions Maven deems equal ("1.0", "1.0.0") are ordered by the version
 // string, descending, so the order is total and the cursor (a version
 // string) is unambiguous, and still resumes right after a delete.
-func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, afterVersion *string, limit int) (map[uuid.UUID][]*MavenArtifact, error) {
+func (s *Store) VersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, afterVersion *string, limit int) (map[uuid.UUID][]*Artifact, error) {
 	all, err := db.GroupBy(ctx, s.pool, "maven versions", `
-		SELECT mv.maven_package_id, `+mavenArtifactColumns+`
+		SELECT mv.maven_package_id, `+artifactColumns+`
 		FROM maven_versions mv
 		JOIN maven_packages mp ON mp.namespace_id = $1 AND mp.id = mv.maven_package_id
 		JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.id = mp.maven_repository_id
 		WHERE mv.namespace_id = $1 AND mv.maven_package_id = ANY($2) AND mv.soft_deleted_at IS NULL`,
-		[]any{nsID, pkgIDs}, scanMavenArtifact)
+		[]any{nsID, pkgIDs}, scanArtifact)
 	if err != nil {
 		return nil, err
 	}
 	type entry struct {
-		a  *MavenArtifact
+		a  *Artifact
 		it *mvItem
 	}
 	// desc orders a before b when a is the higher version.
@@ -140,7 +140,7 @@ func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkg
 		if after != nil {
 			start = sort.Search(len(es), func(i int) bool { return desc(es[i].it, after, es[i].a.Version, *afterVersion) > 0 })
 		}
-		page := make([]*MavenArtifact, 0, min(len(es)-start, limit+1))
+		page := make([]*Artifact, 0, min(len(es)-start, limit+1))
 		for _, e := range es[start:min(len(es), start+limit+1)] {
 			page = append(page, e.a)
 		}
@@ -149,28 +149,28 @@ func (s *Store) MavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkg
 	return all, nil
 }
 
-// CountMavenVersionsOfPackages counts active versions per package id.
-func (s *Store) CountMavenVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+// CountVersionsOfPackages counts active versions per package id.
+func (s *Store) CountVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
 	return db.CountBy(ctx, s.pool, "maven versions", `
 		SELECT maven_package_id, count(*) FROM maven_versions
 		WHERE namespace_id = $1 AND maven_package_id = ANY($2) AND soft_deleted_at IS NULL
 		GROUP BY maven_package_id`, nsID, pkgIDs)
 }
 
-// MavenVersionName names an active version of a package.
-type MavenVersionName struct {
+// VersionName names an active version of a package.
+type VersionName struct {
 	PackageID uuid.UUID
 	Version   string
 }
 
-// MavenVersionsByName loads active versions by (package id, version).
-func (s *Store) MavenVersionsByName(ctx context.Context, nsID uuid.UUID, names []MavenVersionName) (map[MavenVersionName]*MavenArtifact, error) {
+// VersionsByName loads active versions by (package id, version).
+func (s *Store) VersionsByName(ctx context.Context, nsID uuid.UUID, names []VersionName) (map[VersionName]*Artifact, error) {
 	pkgs, vs := make([]uuid.UUID, len(names)), make([]string, len(names))
 	for i, n := range names {
 		pkgs[i], vs[i] = n.PackageID, n.Version
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+mavenArtifactColumns+`
+		SELECT `+artifactColumns+`
 		FROM unnest($2::uuid[], $3::text[]) AS k(package_id, version)
 		JOIN maven_versions mv ON mv.namespace_id = $1 AND mv.maven_package_id = k.package_id AND mv.version = k.version
 		JOIN maven_packages mp ON mp.namespace_id = $1 AND mp.id = mv.maven_package_id
@@ -179,23 +179,23 @@ func (s *Store) MavenVersionsByName(ctx context.Context, nsID uuid.UUID, names [
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: maven versions by name: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenArtifact, error) { return scanMavenArtifact(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Artifact, error) { return scanArtifact(r) })
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: maven versions by name: %w", err))
 	}
-	m := make(map[MavenVersionName]*MavenArtifact, len(out))
+	m := make(map[VersionName]*Artifact, len(out))
 	for _, v := range out {
-		m[MavenVersionName{PackageID: v.PackageID, Version: v.Version}] = v
+		m[VersionName{PackageID: v.PackageID, Version: v.Version}] = v
 	}
 	return m, nil
 }
 
-// MavenFilesOfParents returns, per parent, the first limit+1 active files
+// FilesOfParents returns, per parent, the first limit+1 active files
 // by name after afterName: the files of versions (byVersion, parents are
 // version ids; maven_files_active_version_file_key) or the package-level
 // files of packages (parents are package ids;
 // maven_files_active_package_file_key).
-func (s *Store) MavenFilesOfParents(ctx context.Context, nsID uuid.UUID, parents []uuid.UUID, byVersion bool, afterName *string, limit int) (map[uuid.UUID][]*MavenFileInfo, error) {
+func (s *Store) FilesOfParents(ctx context.Context, nsID uuid.UUID, parents []uuid.UUID, byVersion bool, afterName *string, limit int) (map[uuid.UUID][]*FileInfo, error) {
 	args := []any{nsID, parents, limit + 1}
 	scope := `f.maven_package_id = pk.id AND f.maven_version_id IS NULL`
 	parent := `f.maven_package_id`
@@ -213,12 +213,12 @@ func (s *Store) MavenFilesOfParents(ctx context.Context, nsID uuid.UUID, parents
 			WHERE f.namespace_id = $1 AND `+scope+` AND f.soft_deleted_at IS NULL
 			ORDER BY f.file_name LIMIT $3) f
 		JOIN blob_storage_blobs_by_namespace bn ON bn.namespace_id = $1 AND bn.sha256 = f.blob_sha256
-		ORDER BY f.parent, f.file_name`, args, scanMavenFileInfo)
+		ORDER BY f.parent, f.file_name`, args, scanFileInfo)
 }
 
-func scanMavenFileInfo(r pgx.Row) (*MavenFileInfo, error) {
+func scanFileInfo(r pgx.Row) (*FileInfo, error) {
 	var (
-		fi                        MavenFileInfo
+		fi                        FileInfo
 		sha256, sha1, md5, sha512 []byte
 	)
 	if err := r.Scan(&fi.ID, &fi.PackageID, &fi.VersionID, &fi.FileName, &sha256, &sha1, &md5, &sha512, &fi.Size); err != nil {
@@ -235,11 +235,11 @@ func scanMavenFileInfo(r pgx.Row) (*MavenFileInfo, error) {
 	return &fi, nil
 }
 
-// MavenPackagesOfRepositories returns, per repository (repositories.id),
+// PackagesOfRepositories returns, per repository (repositories.id),
 // the first limit+1 active packages by (groupId, artifactId) after the key
 // (nil: from the start): one LATERAL range scan of
 // maven_packages_active_coordinates_key per repository.
-func (s *Store) MavenPackagesOfRepositories(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID, after *MavenPackageKey, limit int) (map[uuid.UUID][]*MavenPackageInfo, error) {
+func (s *Store) PackagesOfRepositories(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID, after *PackageKey, limit int) (map[uuid.UUID][]*PackageInfo, error) {
 	args := []any{nsID, repositoryIDs, limit + 1}
 	keyset := ""
 	if after != nil {
@@ -254,5 +254,5 @@ func (s *Store) MavenPackagesOfRepositories(ctx context.Context, nsID uuid.UUID,
 			WHERE p.namespace_id = $1 AND p.maven_repository_id = mr.id AND p.soft_deleted_at IS NULL`+keyset+`
 			ORDER BY p.group_id, p.artifact_id LIMIT $3) p
 		WHERE mr.namespace_id = $1 AND mr.repository_id = ANY($2)
-		ORDER BY mr.repository_id, p.group_id, p.artifact_id`, args, scanMavenPackageInfo)
+		ORDER BY mr.repository_id, p.group_id, p.artifact_id`, args, scanPackageInfo)
 }
