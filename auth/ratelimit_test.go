@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -206,7 +207,7 @@ func TestClientAddr(t *testing.T) {
 		}
 	}
 	// IPv6 clients share a bucket per /64.
-	l := newFailureLimiter(Options{FailureLimit: 1, FailureWindow: time.Minute, FailureAddresses: 10, Clock: &fakeClock{}}.withDefaults())
+	l := newFailureLimiter(Options{FailureLimit: 1, FailureWindow: time.Minute, FailureAddresses: 10, Clock: &fakeclock.Clock{}}.withDefaults())
 	a := httptest.NewRequest(http.MethodGet, "/", nil)
 	a.RemoteAddr = "[2001:db8:1:2::1]:1"
 	b := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -25,9 +24,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -42,10 +41,10 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	pool := testdb.New(t)
-	return &env{t: t, ctx: context.Background(), pool: pool, st: store.New(pool, objstore.NewMem(), store.Options{})}
+	return &env{t: t, ctx: context.Background(), pool: pool, st: testsupport.Store(t, testsupport.StoreOptions{Pool: pool, Mem: true})}
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger { return testsupport.Discard() }
 
 // npmRepo creates a namespace with one hosted npm repository.
 func (e *env) npmRepo(slug string) *store.NpmRepository {

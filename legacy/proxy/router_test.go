@@ -6,23 +6,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/legacy/proxy"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *store.LegacyRepository) {
 	t.Helper()
 	ctx := context.Background()
-	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{})
-	ns, err := st.CreateNamespace(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := testsupport.Store(t, testsupport.StoreOptions{Mem: true})
+	ns := testsupport.Namespace(t, st, "acme")
 	row, err := st.UpsertLegacyRepository(ctx, store.LegacyInventoryEntry{LegacyPath: "team/app",
 		NamespaceID: ns.ID, RepositoryName: "legacy", ImageName: "app", TagCount: 1})
 	if err != nil {

@@ -30,9 +30,9 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -69,41 +69,24 @@ type envOptions struct {
 func newEnv(t testing.TB, eo envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg := testdb.NewConfig(t)
-	cfg.MaxConns = max(eo.maxConns, 8)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	objects, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objects.Close() })
-	e := &env{t: t, ctx: ctx, pool: pool, st: store.New(pool, objects, store.Options{})}
-	if _, err := e.st.CreateNamespace(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	pool := testsupport.Pool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = max(eo.maxConns, 8) })
+	e := &env{t: t, ctx: ctx, pool: pool, st: testsupport.Store(t, testsupport.StoreOptions{Pool: pool})}
+	testsupport.Namespace(t, e.st, "acme")
 	for name, vis := range map[string]enum.Visibility{"js": enum.VisibilityPublic, "private": enum.VisibilityPrivate} {
-		if _, err := e.st.CreateRepository(ctx, store.NewRepository{
-			Namespace: "acme", Name: name, Format: enum.FormatNpm, Kind: enum.KindHosted, Visibility: vis,
-		}); err != nil {
-			t.Fatal(err)
-		}
+		testsupport.Repository(t, e.st, "acme", name, enum.FormatNpm, vis)
 	}
 
 	e.server = httptest.NewUnstartedServer(nil)
 	e.base = "http://" + e.server.Listener.Addr().String()
 	opts := eo.Options
 	if opts.Auth == nil {
-		opts.Auth = auth.New(e.st, auth.Options{AdminToken: testToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		opts.Auth = auth.New(e.st, auth.Options{AdminToken: testToken, Logger: testsupport.Discard()})
 	}
 	if opts.PublicURL == "" {
 		opts.PublicURL = e.base
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Logger = testsupport.Discard()
 		if testing.Verbose() {
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
@@ -113,6 +96,7 @@ func newEnv(t testing.TB, eo envOptions) *env {
 		if err := RegisterWorkers(workers, e.st, opts); err != nil {
 			t.Fatal(err)
 		}
+		var err error
 		e.jobs, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
 			Logger:            opts.Logger,
 			Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},

@@ -9,10 +9,8 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 const plantedHTML = `<html><script>document.title = "planted"</script></html>`
@@ -149,7 +147,7 @@ func TestLegacyAnswersNeverRender(t *testing.T) {
 	}))
 	t.Cleanup(upstream.Close)
 
-	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{})
+	st := testsupport.Store(t, testsupport.StoreOptions{Mem: true})
 	log := testLogger()
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	Mount(hs.Router(), st, Options{Auth: auth.New(st, auth.Options{AdminToken: testToken, Logger: log}), Logger: log,
