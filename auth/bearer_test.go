@@ -79,6 +79,7 @@ func (f *fixture) bearerOutcome(token string, action Action, target Target) stri
 }
 
 func TestBearerTokenFlow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.repo("acme", "pubimages", enum.FormatOCI, enum.VisibilityPublic)
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
@@ -160,6 +161,7 @@ func TestBearerTokenFlow(t *testing.T) {
 }
 
 func TestTokenEndpointRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	scope := OCIScope("acme/images/app", ActionRead)
@@ -232,6 +234,7 @@ func TestTokenEndpointRefusals(t *testing.T) {
 // Revoking the access token also stops the bearer tokens issued for it:
 // at once on this replica, within the cache TTL elsewhere.
 func TestBearerRevocation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	images := f.containerTarget("images")
@@ -259,6 +262,7 @@ func TestBearerRevocation(t *testing.T) {
 
 // Service conditions are checked when the token is used, before grants.
 func TestBearerSuspended(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	write := f.mint("write", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeWrite)})
 	tok := f.fetchToken(basic("ci", write), OCIScope("acme/images/app", ActionRead, ActionWrite)).body.Token
@@ -280,6 +284,7 @@ func TestBearerSuspended(t *testing.T) {
 }
 
 func TestOAuthPasswordGrant(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	form := url.Values{
@@ -302,6 +307,7 @@ func TestOAuthPasswordGrant(t *testing.T) {
 }
 
 func TestChallenges(t *testing.T) {
+	t.Parallel()
 	got := OCIBearerChallenge("https://r.example/v2/token", DefaultService, OCIScope("acme/images/app", ActionRead, ActionWrite))
 	want := `Bearer realm="https://r.example/v2/token",service="artifact-registry",scope="repository:acme/images/app:pull,push"`
 	if got != want {

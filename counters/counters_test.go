@@ -116,6 +116,7 @@ func (e *env) repoCounters(repo *store.NpmRepository) (artifacts, downloads, siz
 // every one of them (sums), deletes the deltas, and a second fold changes
 // nothing.
 func TestFoldPublishes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("fold")
 	sizes := map[string]int{"a@1.0.0": 100, "a@1.0.1": 250, "a@2.0.0": 400, "b@0.1.0": 70, "b@0.2.0": 30}
@@ -195,6 +196,7 @@ func TestFoldPublishes(t *testing.T) {
 // Timestamps keep the latest value, older deltas never move them back, and
 // deltas whose target row does not exist are dropped with their batch.
 func TestFoldTimestampsAndMissingTargets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("ts")
 	res := e.publish(repo, "lib", "1.0.0", 50)
@@ -241,6 +243,7 @@ func TestFoldTimestampsAndMissingTargets(t *testing.T) {
 // merged; MaxBatches bounds one namespace per run and the next run
 // continues where it stopped.
 func TestFoldBatches(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("batches")
 	res := e.publish(repo, "lib", "1.0.0", 50)
@@ -275,6 +278,7 @@ func TestFoldBatches(t *testing.T) {
 // folders run at once (as on several replicas); at the end every
 // download is counted exactly once and the latest time won.
 func TestFoldConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repos := []*store.NpmRepository{e.npmRepo("conc-a"), e.npmRepo("conc-b")}
 	type target struct {
@@ -379,6 +383,7 @@ func TestFoldConcurrentWriters(t *testing.T) {
 // is applied); the other namespace folds in the same run; the next run,
 // after the lock is gone, applies the deferred deltas exactly once.
 func TestFoldDefersLockedNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	held, free := e.npmRepo("held"), e.npmRepo("free")
 	e.publish(held, "x", "1.0.0", 11)
@@ -427,6 +432,7 @@ func TestFoldDefersLockedNamespace(t *testing.T) {
 // (the periodic job with RunOnStart, as serve registers it) and the
 // deltas are folded.
 func TestFoldJobThroughRiver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("river")
 	e.publish(repo, "lib", "1.0.0", 42)

@@ -36,6 +36,7 @@ type rule struct {
 // alarms of ADR-025, that every rule is well-formed, and that every metric
 // it uses is one this package exports.
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("alerts.yml")
 	if err != nil {
 		t.Fatal(err)

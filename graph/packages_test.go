@@ -107,6 +107,7 @@ func (a *pkgAPI) npmVersionNames(name string, first int) []string {
 }
 
 func TestNpmPackagesFields(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	deps := map[string]any{
 		"dependencies":    map[string]any{"zeta": "^1.0.0", "alpha": "~2.1"},
@@ -287,6 +288,7 @@ func (a *pkgAPI) trashKinds(kind string) []string {
 }
 
 func TestNpmTrashRoundTrip(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.npmPublish("demo", "1.0.0", "", nil)
 	a.npmPublish("demo", "1.1.0", "", nil)
@@ -389,6 +391,7 @@ func TestNpmTrashRoundTrip(t *testing.T) {
 }
 
 func TestNpmDistTagMutations(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.npmPublish("tagged", "1.0.0", "", nil)
 	a.npmPublish("tagged", "2.0.0-rc.1", "next", nil)
@@ -428,6 +431,7 @@ func TestNpmDistTagMutations(t *testing.T) {
 }
 
 func TestPackagesBadInput(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.npmPublish("demo", "1.0.0", "", nil)
 	a.mavenDeploy("com.acme", "lib", "1.0", "")
@@ -534,6 +538,7 @@ func (a *pkgAPI) mavenPackage(group, artifact string, first int, after *string) 
 }
 
 func TestMavenPackagesFields(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	files := map[string]mavenFileSums{}
 	for _, v := range [][2]string{{"1.0", ""}, {"1.1", ""}, {"2.0-SNAPSHOT", "2.0-20261130.010203-1"}} {
@@ -670,6 +675,7 @@ func TestMavenPackagesFields(t *testing.T) {
 }
 
 func TestMavenTrashRoundTrip(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.mavenDeploy("com.acme", "lib", "1.0", "")
 	a.mavenDeploy("com.acme", "lib", "1.1", "")
@@ -732,6 +738,7 @@ func TestMavenTrashRoundTrip(t *testing.T) {
 // background packument rebuild): the hook sees the change uncommitted, and
 // a hook failure rolls the whole mutation back.
 func TestNpmMutationsRunWriteHook(t *testing.T) {
+	t.Parallel()
 	var (
 		mu    sync.Mutex
 		calls []string

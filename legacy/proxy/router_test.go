@@ -34,6 +34,7 @@ func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *store.LegacyReposito
 
 // TestRouteByStatus: every status and the paths the inventory does not know.
 func TestRouteByStatus(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, r, row := routerEnv(t)
 	for _, c := range []struct {
@@ -71,6 +72,7 @@ func TestRouteByStatus(t *testing.T) {
 // here creates its hosted repository; reads create nothing; a missing
 // namespace is NAME_UNKNOWN's error.
 func TestRouteCreatesNewRepository(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, r, _ := routerEnv(t)
 	count := func() int {
@@ -102,6 +104,7 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 // guard, pass 2 cannot claim the repository (so it cannot miss the tag);
 // once the write is done, it can. An operator start waits for the write.
 func TestGuardWriteBlocksFinalPass(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, r, row := routerEnv(t)
 	if _, err := st.Pool().Exec(ctx, `UPDATE legacy_repositories SET status = 2 WHERE id = $1`, row.ID); err != nil {

@@ -134,6 +134,7 @@ func (s surface) send(h http.Handler, addr, secret string) *httptest.ResponseRec
 // while the limit holds, the right token from another address works, and
 // the metrics count both.
 func TestFailedAuthenticationRateLimit(t *testing.T) {
+	t.Parallel()
 	h := limitedServer(t)
 	const wrong = "wrong-token-wrong-token-wrong-token"
 	for i, s := range surfaces {

@@ -26,6 +26,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
@@ -60,6 +62,9 @@ type env struct {
 
 type envOptions struct {
 	Options
+	// queueJobs gives Mount an insert-only River client (never started):
+	// writes queue rebuild jobs, which the test works with runQueuedJobs.
+	queueJobs bool
 	// withJobs starts a River client with the rebuild worker and gives Mount
 	// its inserter.
 	withJobs bool
@@ -90,6 +95,17 @@ func newEnv(t testing.TB, eo envOptions) *env {
 		if testing.Verbose() {
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
+	}
+	if eo.queueJobs {
+		workers := river.NewWorkers()
+		if err := RegisterWorkers(workers, e.st, opts); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if e.jobs, err = river.NewClient(riverpgxv5.New(pool), &river.Config{Workers: workers, Logger: opts.Logger, TestOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		opts.Jobs = e.jobs
 	}
 	if eo.withJobs {
 		workers := river.NewWorkers()
@@ -366,4 +382,38 @@ func syntheticState(n int) *store.NpmPackageState {
 	st.Versions[n-1].Readme = &readme
 	st.Tags = []store.NpmTag{{Name: "latest", VersionID: st.Versions[n-1].ID, Version: st.Versions[n-1].Version}}
 	return st
+}
+
+// runQueuedJobs works every available packument rebuild job, oldest first,
+// one at a time through rivertest (no polling client), and returns how
+// many ran. Each runs in its own committed transaction, so a job sees the
+// ones queued after it waiting, as under a running client.
+func (e *env) runQueuedJobs() int {
+	e.t.Helper()
+	w := rivertest.NewWorker(e.t, riverpgxv5.New(nil), &river.Config{Logger: e.opts.Logger, TestOnly: true},
+		river.Worker[RebuildPackumentArgs](&rebuildWorker{h: newHandler(e.st, e.opts)}))
+	res, err := e.jobs.JobList(e.ctx, river.NewJobListParams().Kinds(RebuildPackumentArgs{}.Kind()).
+		States(rivertype.JobStateAvailable).OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, job := range res.Jobs {
+		tx, err := e.pool.Begin(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r, err := w.WorkJob(e.ctx, e.t, tx, job)
+		if err != nil {
+			_ = tx.Rollback(e.ctx)
+			e.t.Fatalf("rebuild job %d: %v", job.ID, err)
+		}
+		if r.EventKind != river.EventKindJobCompleted {
+			_ = tx.Rollback(e.ctx)
+			e.t.Fatalf("rebuild job %d: %s", job.ID, r.EventKind)
+		}
+		if err := tx.Commit(e.ctx); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return len(res.Jobs)
 }

@@ -37,6 +37,7 @@ func fileName(d string) string { return "attachment; filename=" + strings.Replac
 // attachments; every other answer, errors and the token endpoint
 // included, is at least never sniffed and never runs scripts.
 func TestServedBytesNeverRender(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "public", enum.FormatOCI, enum.VisibilityPublic)
 	name := "acme/public/app"
@@ -129,6 +130,7 @@ func (forwardRouter) Route(context.Context, string, bool) (LegacyRoute, error) {
 // is streamed back with our headers in place of its own, whatever type
 // it claims.
 func TestLegacyAnswersNeverRender(t *testing.T) {
+	t.Parallel()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "text/html")
