@@ -337,7 +337,7 @@ func publishSeeds(t testing.TB) []publishSeed {
 // limit is refused while it streams: no allocation proportional to its
 // size.
 func TestParsePublishOversizeAttachment(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it measures the process's allocations.
 	p := newPublish(t, "big", "1.0.0", nil)
 	head, tail, ok := bytes.Cut(p.body("http://registry/"), []byte(base64.StdEncoding.EncodeToString(p.tarball)))
 	if !ok {
