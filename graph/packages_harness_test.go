@@ -34,8 +34,13 @@ import (
 // data through GraphQL.
 type pkgAPI struct {
 	*testAPI
-	mu       sync.Mutex
+	mu       *sync.Mutex
 	tarballs map[string][]byte // name@version -> tarball bytes (repository js)
+}
+
+// with returns the API bound to another (sub)test for failures.
+func (a *pkgAPI) with(t testing.TB) *pkgAPI {
+	return &pkgAPI{testAPI: a.testAPI.with(t), mu: a.mu, tarballs: a.tarballs}
 }
 
 func newPkgAPI(t testing.TB) *pkgAPI {
@@ -55,7 +60,7 @@ func newPkgAPIWithHook(t testing.TB, hook store.NpmWriteHook) *pkgAPI {
 	npm.Mount(r, api.st, npm.Options{Auth: authn, Logger: quiet})
 	maven.Mount(r, api.st, maven.Options{Auth: authn, Logger: quiet})
 	api.serve(r)
-	a := &pkgAPI{testAPI: api, tarballs: map[string][]byte{}}
+	a := &pkgAPI{testAPI: api, mu: &sync.Mutex{}, tarballs: map[string][]byte{}}
 	a.createNamespace("acme")
 	a.createRepository("acme", "js", "NPM", "PUBLIC")
 	a.createRepository("acme", "jvm", "MAVEN", "PRIVATE")
