@@ -48,6 +48,7 @@ func matrixFixture(t *testing.T) (*fixture, map[string]string) {
 // TestMatrix is visibility × token × action, each cell the exact outcome
 // through Authenticate and Authorize ("ok", or the HTTP status).
 func TestMatrix(t *testing.T) {
+	t.Parallel()
 	f, headers := matrixFixture(t)
 	actions := []Action{ActionRead, ActionWrite, ActionDelete, ActionAdmin}
 	//                         read  write delete admin
@@ -180,6 +181,7 @@ func TestMatrix(t *testing.T) {
 // The repository filter of listings agrees with Authorize(ActionRead) on
 // every repository, for every credential.
 func TestReadableRepositoriesAgreesWithAuthorize(t *testing.T) {
+	t.Parallel()
 	f, headers := matrixFixture(t)
 	repos := []*store.Repository{f.repos[enum.VisibilityPublic], f.repos[enum.VisibilityInternal],
 		f.repos[enum.VisibilityPrivate], f.else_, f.images}
@@ -207,6 +209,7 @@ func TestReadableRepositoriesAgreesWithAuthorize(t *testing.T) {
 // Service conditions × read/write, for a token of the namespace, the
 // super-user and anonymous readers of a PUBLIC repository.
 func TestServiceConditions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	type cell struct{ read, write string }
 	cases := []struct {
@@ -305,6 +308,7 @@ func condition(c store.NamespaceCondition) func(f *fixture) {
 // A token of a blocked or disabled namespace gets nothing anywhere, not
 // even what anonymous callers get; the error names its own namespace.
 func TestTokenOfUnavailableNamespace(t *testing.T) {
+	t.Parallel()
 	for _, c := range []store.NamespaceCondition{store.ConditionBlocked, store.ConditionDisabled} {
 		t.Run(string(c), func(t *testing.T) {
 			f := newFixture(t, Options{})
@@ -329,6 +333,7 @@ func TestTokenOfUnavailableNamespace(t *testing.T) {
 }
 
 func TestMaskNotFound(t *testing.T) {
+	t.Parallel()
 	f, headers := matrixFixture(t)
 	notFound := errors.New("repository acme/nope not found")
 	want := map[string]string{
@@ -352,6 +357,7 @@ func TestMaskNotFound(t *testing.T) {
 }
 
 func TestErrorMappings(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err    error
 		status int
@@ -385,6 +391,7 @@ func TestErrorMappings(t *testing.T) {
 
 // The messages say what is missing.
 func TestMessages(t *testing.T) {
+	t.Parallel()
 	f, headers := matrixFixture(t)
 	private := RepositoryTarget(f.acme, f.repos[enum.VisibilityPrivate])
 	for _, c := range []struct {

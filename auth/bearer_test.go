@@ -80,6 +80,7 @@ func (f *fixture) bearerOutcome(token string, action Action, target Target) stri
 }
 
 func TestBearerTokenFlow(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.repo("acme", "pubimages", enum.FormatOCI, enum.VisibilityPublic)
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
@@ -161,6 +162,7 @@ func TestBearerTokenFlow(t *testing.T) {
 }
 
 func TestTokenEndpointRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	scope := OCIScope("acme/images/app", ActionRead)
@@ -233,6 +235,7 @@ func TestTokenEndpointRefusals(t *testing.T) {
 // Revoking the access token also stops the bearer tokens issued for it:
 // at once on this replica, within the cache TTL elsewhere.
 func TestBearerRevocation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	images := f.containerTarget("images")
@@ -260,6 +263,7 @@ func TestBearerRevocation(t *testing.T) {
 
 // Service conditions are checked when the token is used, before grants.
 func TestBearerSuspended(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	write := f.mint("write", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeWrite)})
 	tok := f.fetchToken(basic("ci", write), OCIScope("acme/images/app", ActionRead, ActionWrite)).body.Token
@@ -281,6 +285,7 @@ func TestBearerSuspended(t *testing.T) {
 }
 
 func TestOAuthPasswordGrant(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	form := url.Values{
@@ -303,6 +308,7 @@ func TestOAuthPasswordGrant(t *testing.T) {
 }
 
 func TestChallenges(t *testing.T) {
+	t.Parallel()
 	got := OCIBearerChallenge("https://r.example/v2/token", DefaultService, OCIScope("acme/images/app", ActionRead, ActionWrite))
 	want := `Bearer realm="https://r.example/v2/token",service="artifact-registry",scope="repository:acme/images/app:pull,push"`
 	if got != want {

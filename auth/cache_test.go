@@ -13,6 +13,7 @@ import (
 )
 
 func TestCacheOneLookupPerTTL(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	h := bearer(f.mint("ci", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)}))
 	var wg sync.WaitGroup
@@ -48,6 +49,7 @@ func TestCacheOneLookupPerTTL(t *testing.T) {
 // Unknown tokens are cached too; malformed ones never reach the store;
 // the admin token never does either.
 func TestCacheNegativeAndShortcuts(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	unknown, err := NewSecret(f.acme.ID)
 	if err != nil {
@@ -79,6 +81,7 @@ func TestCacheNegativeAndShortcuts(t *testing.T) {
 }
 
 func TestCacheSizeBound(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{CacheSize: 50})
 	for range 200 {
 		s, err := NewSecret(f.acme.ID)
@@ -95,6 +98,7 @@ func TestCacheSizeBound(t *testing.T) {
 // Revocation: at once on the replica that revoked, within the TTL on the
 // others.
 func TestRevocationTakesEffect(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	h := bearer(f.mint("ci", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeWrite)}))
@@ -121,6 +125,7 @@ func TestRevocationTakesEffect(t *testing.T) {
 
 // Expiry is checked on every request, not when the lookup was cached.
 func TestExpiryWithinCachedEntry(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{CacheTTL: time.Hour})
 	exp := f.clock.Now().Add(time.Minute)
 	h := bearer(f.mint("short", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead), ExpiresAt: &exp}))
@@ -139,6 +144,7 @@ func TestExpiryWithinCachedEntry(t *testing.T) {
 // A lookup that raced with a Forget is not cached (it may predate the
 // revocation).
 func TestForgetDuringLookup(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	h := bearer(f.mint("ci", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)}))
 	block := make(chan struct{})
@@ -174,6 +180,7 @@ func (s *slowStore) AccessTokenByHash(ctx context.Context, ns uuid.UUID, sha [32
 
 // A caller whose context ends does not wait for a slow lookup.
 func TestLookupHonoursContext(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	h := bearer(f.mint("ci", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)}))
 	block := make(chan struct{})

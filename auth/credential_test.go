@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseAuthorization(t *testing.T) {
+	t.Parallel()
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	ok := []struct {
 		name, header           string
@@ -69,6 +70,7 @@ func TestParseAuthorization(t *testing.T) {
 }
 
 func TestCredentialFromRequest(t *testing.T) {
+	t.Parallel()
 	r := httptest.NewRequest("GET", "/", nil)
 	if cred, err := CredentialFromRequest(r); cred != nil || err != nil {
 		t.Fatalf("no header: %+v %v", cred, err)

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,32 +12,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
 const testAdminToken = "admin-token-of-the-tests"
-
-// fakeClock moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // countingStore counts the authentication calls that reach the store.
 type countingStore struct {
@@ -68,7 +50,7 @@ func (c *countingStore) TouchAccessTokens(ctx context.Context, uses []store.Acce
 type fixture struct {
 	t       testing.TB
 	st      *store.Store
-	clock   *fakeClock
+	clock   *fakeclock.Clock
 	authn   *Authenticator
 	count   *countingStore
 	acme    *store.Namespace
@@ -84,28 +66,22 @@ type fixture struct {
 
 func newFixture(t testing.TB, opts Options) *fixture {
 	t.Helper()
-	ctx := context.Background()
 	f := &fixture{
 		t:       t,
-		clock:   &fakeClock{now: time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)},
+		clock:   fakeclock.New(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)),
 		repos:   map[enum.Visibility]*store.Repository{},
 		secrets: map[string]string{},
 		tokens:  map[string]*store.AccessToken{},
 	}
-	f.st = store.New(testdb.New(t), objstore.NewMem(), store.Options{Clock: f.clock})
+	f.st = testsupport.Store(t, testsupport.StoreOptions{Mem: true, Store: store.Options{Clock: f.clock}})
 	opts.AdminToken = testAdminToken
 	opts.Clock = f.clock
 	f.authn = New(f.st, opts)
 	f.count = &countingStore{tokenStore: f.st}
 	f.authn.tokens = f.count
 	f.admin = f.authn.admin
-	var err error
-	if f.acme, err = f.st.CreateNamespace(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
-	if f.other, err = f.st.CreateNamespace(ctx, "other"); err != nil {
-		t.Fatal(err)
-	}
+	f.acme = testsupport.Namespace(t, f.st, "acme")
+	f.other = testsupport.Namespace(t, f.st, "other")
 	for _, v := range enum.VisibilityValues() {
 		f.repos[v] = f.repo("acme", v.String(), enum.FormatMaven, v)
 	}
@@ -117,12 +93,7 @@ func newFixture(t testing.TB, opts Options) *fixture {
 
 func (f *fixture) repo(ns, name string, format enum.Format, v enum.Visibility) *store.Repository {
 	f.t.Helper()
-	r, err := f.st.CreateRepository(context.Background(), store.NewRepository{
-		Namespace: ns, Name: name, Format: format, Kind: enum.KindHosted, Visibility: v})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return r
+	return testsupport.Repository(f.t, f.st, ns, name, format, v)
 }
 
 // mint creates a token as the super-user and remembers its secret.

@@ -20,6 +20,7 @@ func (f *fixture) principal(label string) *Principal {
 }
 
 func TestCreateTokenAuthorization(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	acme := NamespaceOf(f.acme)
@@ -87,6 +88,7 @@ func TestCreateTokenAuthorization(t *testing.T) {
 }
 
 func TestListAndRevokeTokens(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	acme := NamespaceOf(f.acme)
@@ -142,6 +144,7 @@ func TestListAndRevokeTokens(t *testing.T) {
 }
 
 func TestPrincipalAccessors(t *testing.T) {
+	t.Parallel()
 	var nilP *Principal
 	for _, p := range []*Principal{nilP, Anonymous(), FromContext(context.Background())} {
 		if !p.IsAnonymous() || p.IsAdmin() || p.IsToken() || p.Name() != "anonymous" || p.Scopes() != nil || p.Restricted() {

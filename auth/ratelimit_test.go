@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -31,6 +32,7 @@ const wrongToken = "not-the-admin-token-and-not-an-access-token"
 // anonymous requests are not affected, successful requests never count,
 // and the bucket refills at FailureLimit per FailureWindow.
 func TestFailureLimit(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{FailureLimit: 3, FailureWindow: time.Minute})
 	read := f.mint("read", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	const attacker, other = "198.51.100.7:5555", "203.0.113.9:4444"
@@ -88,6 +90,7 @@ func TestFailureLimit(t *testing.T) {
 // Concurrent guesses from one address cannot pass the check together:
 // exactly the remaining failures are checked, the rest get 429.
 func TestFailureLimitConcurrent(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{FailureLimit: 5})
 	const addr = "192.0.2.50:1"
 	if _, err := f.authn.Authenticate(from(addr, bearer(wrongToken))); HTTPStatus(err) != 401 {
@@ -119,6 +122,7 @@ func TestFailureLimitConcurrent(t *testing.T) {
 // The buckets are bounded: many failing addresses keep at most
 // FailureAddresses of them.
 func TestFailureLimitBounded(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{FailureLimit: 2, FailureAddresses: 100})
 	for i := range 1000 {
 		addr := fmt.Sprintf("10.%d.%d.1:80", i/256, i%256)
@@ -140,6 +144,7 @@ func TestFailureLimitBounded(t *testing.T) {
 // Without a limit (FailureLimit 0) nothing is refused, failures are still
 // counted.
 func TestFailureLimitOff(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	for range 30 {
 		if _, err := f.authn.Authenticate(from("192.0.2.1:1", bearer(wrongToken))); HTTPStatus(err) != 401 {
@@ -154,6 +159,7 @@ func TestFailureLimitOff(t *testing.T) {
 // The token endpoint's password grant (secret in the body) is limited too,
 // with the OCI error shape, 429 and Retry-After.
 func TestFailureLimitTokenEndpoint(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{FailureLimit: 2})
 	post := func(password string) *httptest.ResponseRecorder {
 		form := url.Values{"grant_type": {"password"}, "username": {"x"}, "password": {password}, "service": {DefaultService}}
@@ -185,6 +191,7 @@ func TestFailureLimitTokenEndpoint(t *testing.T) {
 }
 
 func TestClientAddr(t *testing.T) {
+	t.Parallel()
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128")}
 	for _, c := range []struct{ peer, xff, want string }{
 		{"192.0.2.1:1234", "", "192.0.2.1"},
@@ -206,7 +213,7 @@ func TestClientAddr(t *testing.T) {
 		}
 	}
 	// IPv6 clients share a bucket per /64.
-	l := newFailureLimiter(Options{FailureLimit: 1, FailureWindow: time.Minute, FailureAddresses: 10, Clock: &fakeClock{}}.withDefaults())
+	l := newFailureLimiter(Options{FailureLimit: 1, FailureWindow: time.Minute, FailureAddresses: 10, Clock: &fakeclock.Clock{}}.withDefaults())
 	a := httptest.NewRequest(http.MethodGet, "/", nil)
 	a.RemoteAddr = "[2001:db8:1:2::1]:1"
 	b := httptest.NewRequest(http.MethodGet, "/", nil)

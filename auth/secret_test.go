@@ -9,6 +9,7 @@ import (
 )
 
 func TestSecretFormat(t *testing.T) {
+	t.Parallel()
 	ns := uuid.Must(uuid.NewV7())
 	seen := map[string]bool{}
 	for range 200 {
@@ -39,6 +40,7 @@ func TestSecretFormat(t *testing.T) {
 }
 
 func TestSecretExtremes(t *testing.T) {
+	t.Parallel()
 	// The widest values still fit the fixed widths.
 	var max32 [32]byte
 	for i := range max32 {
@@ -57,6 +59,7 @@ func TestSecretExtremes(t *testing.T) {
 }
 
 func TestParseSecretRefuses(t *testing.T) {
+	t.Parallel()
 	ns := uuid.Must(uuid.NewV7())
 	good := secretFrom(ns, [32]byte{1, 2, 3})
 	flip := func(i int) string {

@@ -42,6 +42,7 @@ func wantEnded(t *testing.T, a *Authenticator, s *Session, why string) {
 // Authenticator of the database (another instance), and stores only the
 // hash of its secret.
 func TestSessionLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	s := mustSignIn(t, f.authn, testAdminToken)
@@ -77,6 +78,7 @@ func TestSessionLifecycle(t *testing.T) {
 // TestSessionSignInRefusals: only a valid admin or access token opens a
 // session; nothing is stored for a refusal.
 func TestSessionSignInRefusals(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	for _, secret := range []string{"not-a-token", testAdminToken + "x", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.e30.sig"} {
 		if _, err := f.authn.SignIn(context.Background(), secret); !errors.Is(err, ErrUnauthenticated) {
@@ -91,6 +93,7 @@ func TestSessionSignInRefusals(t *testing.T) {
 // TestSessionExpiry: idle timeout (touches keep a session alive), then
 // the absolute lifetime however active; ended sessions are deleted.
 func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{SessionIdle: time.Hour, SessionLifetime: 3 * time.Hour})
 	idle := mustSignIn(t, f.authn, testAdminToken)
 	busy := mustSignIn(t, f.authn, testAdminToken)
@@ -111,6 +114,7 @@ func TestSessionExpiry(t *testing.T) {
 // TestSessionAdminTokenChange: an admin session stops working when the
 // configured admin token changes (the new instance has another token).
 func TestSessionAdminTokenChange(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	s := mustSignIn(t, f.authn, testAdminToken)
 	rotated := New(f.st, Options{AdminToken: "a-new-admin-token-after-rotation", Clock: f.clock})
@@ -123,6 +127,7 @@ func TestSessionAdminTokenChange(t *testing.T) {
 // TestSessionOfAccessToken: a token session is the token's principal and
 // ends with the token's revocation or expiry.
 func TestSessionOfAccessToken(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t, Options{})
 	secret := f.mint("reader", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
@@ -145,6 +150,7 @@ func TestSessionOfAccessToken(t *testing.T) {
 // TestSessionSweep deletes the sessions ended by time and keeps the
 // others.
 func TestSessionSweep(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{SessionIdle: time.Hour, SessionLifetime: 2 * time.Hour})
 	mustSignIn(t, f.authn, testAdminToken)
 	mustSignIn(t, f.authn, testAdminToken)
@@ -192,6 +198,7 @@ func sessionCookieOf(t *testing.T, w *httptest.ResponseRecorder) *http.Cookie {
 // TestSessionHandler: the HTTP side of sign-in, session and sign-out,
 // cookie attributes, bounded bodies and the origin and CSRF checks.
 func TestSessionHandler(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{SecureCookies: true})
 	c := sessionClient{t, f.authn.SessionHandler()}
 	js := []string{"Content-Type", "application/json"}
@@ -255,6 +262,7 @@ func TestSessionHandler(t *testing.T) {
 // Authorization header needs none and wins over a cookie; an ended
 // session is refused and its cookie expired.
 func TestAuthenticateBrowser(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	s := mustSignIn(t, f.authn, testAdminToken)
 	other := mustSignIn(t, f.authn, testAdminToken)

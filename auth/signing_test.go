@@ -38,6 +38,7 @@ func hs256(key []byte, token string) bool {
 // offline: it is signed with the random key stored in the database and
 // named by kid, not with a key derived from the admin token.
 func TestBearerKeyNotDerivedFromAdminToken(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.repo("acme", "pubimages", enum.FormatOCI, enum.VisibilityPublic)
 	tok := f.fetchToken("", "repository:acme/pubimages/app:pull").body.Token // anonymous
@@ -63,6 +64,7 @@ func TestBearerKeyNotDerivedFromAdminToken(t *testing.T) {
 // Two instances that start on an empty database at once create one key
 // between them and accept each other's tokens.
 func TestSigningKeySharedOnFirstUse(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	f.repo("acme", "pubimages", enum.FormatOCI, enum.VisibilityPublic)
 	scope := "repository:acme/pubimages/app:pull"
@@ -103,6 +105,7 @@ func TestSigningKeySharedOnFirstUse(t *testing.T) {
 // previous key stay valid until they expire, and the retired key is
 // deleted after SigningKeyRetention.
 func TestSigningKeyRotation(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	f.repo("acme", "pubimages", enum.FormatOCI, enum.VisibilityPublic)

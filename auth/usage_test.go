@@ -24,6 +24,7 @@ func (f *fixture) lastUsed(label string) *time.Time {
 
 // Many requests, one write per flush, and the latest time wins.
 func TestLastUsedBuffered(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := context.Background()
 	a := bearer(f.mint("a", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)}))
@@ -88,6 +89,7 @@ func (s *failingTouch) TouchAccessTokens(ctx context.Context, uses []store.Acces
 
 // A failed flush keeps the values for the next one.
 func TestLastUsedFlushFailureKeepsValues(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{})
 	h := bearer(f.mint("a", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)}))
 	fs := &failingTouch{countingStore: f.count, fail: true}
@@ -112,6 +114,7 @@ func TestLastUsedFlushFailureKeepsValues(t *testing.T) {
 // Run flushes on its ticker and once more when stopped; the number of
 // writes follows the ticks, not the requests.
 func TestRunFlushes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, Options{FlushInterval: 20 * time.Millisecond})
 	h := bearer(f.mint("a", f.acme, TokenSpec{Scopes: scopes(enum.TokenScopeRead)}))
 	ctx, cancel := context.WithCancel(context.Background())

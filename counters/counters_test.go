@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -24,9 +23,9 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -41,10 +40,10 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	pool := testdb.New(t)
-	return &env{t: t, ctx: context.Background(), pool: pool, st: store.New(pool, objstore.NewMem(), store.Options{})}
+	return &env{t: t, ctx: context.Background(), pool: pool, st: testsupport.Store(t, testsupport.StoreOptions{Pool: pool, Mem: true})}
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quietLogger() *slog.Logger { return testsupport.Discard() }
 
 // npmRepo creates a namespace with one hosted npm repository.
 func (e *env) npmRepo(slug string) *store.NpmRepository {
@@ -116,6 +115,7 @@ func (e *env) repoCounters(repo *store.NpmRepository) (artifacts, downloads, siz
 // every one of them (sums), deletes the deltas, and a second fold changes
 // nothing.
 func TestFoldPublishes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("fold")
 	sizes := map[string]int{"a@1.0.0": 100, "a@1.0.1": 250, "a@2.0.0": 400, "b@0.1.0": 70, "b@0.2.0": 30}
@@ -195,6 +195,7 @@ func TestFoldPublishes(t *testing.T) {
 // Timestamps keep the latest value, older deltas never move them back, and
 // deltas whose target row does not exist are dropped with their batch.
 func TestFoldTimestampsAndMissingTargets(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("ts")
 	res := e.publish(repo, "lib", "1.0.0", 50)
@@ -241,6 +242,7 @@ func TestFoldTimestampsAndMissingTargets(t *testing.T) {
 // merged; MaxBatches bounds one namespace per run and the next run
 // continues where it stopped.
 func TestFoldBatches(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("batches")
 	res := e.publish(repo, "lib", "1.0.0", 50)
@@ -275,6 +277,7 @@ func TestFoldBatches(t *testing.T) {
 // folders run at once (as on several replicas); at the end every
 // download is counted exactly once and the latest time won.
 func TestFoldConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repos := []*store.NpmRepository{e.npmRepo("conc-a"), e.npmRepo("conc-b")}
 	type target struct {
@@ -379,6 +382,7 @@ func TestFoldConcurrentWriters(t *testing.T) {
 // is applied); the other namespace folds in the same run; the next run,
 // after the lock is gone, applies the deferred deltas exactly once.
 func TestFoldDefersLockedNamespace(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	held, free := e.npmRepo("held"), e.npmRepo("free")
 	e.publish(held, "x", "1.0.0", 11)
@@ -427,6 +431,7 @@ func TestFoldDefersLockedNamespace(t *testing.T) {
 // (the periodic job with RunOnStart, as serve registers it) and the
 // deltas are folded.
 func TestFoldJobThroughRiver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	repo := e.npmRepo("river")
 	e.publish(repo, "lib", "1.0.0", 42)

@@ -37,6 +37,7 @@ type rule struct {
 // that every rule is well-formed, and that every metric
 // it uses is one this package exports.
 func TestAlertRules(t *testing.T) {
+	t.Parallel()
 	f, err := os.Open("alerts.yml")
 	if err != nil {
 		t.Fatal(err)

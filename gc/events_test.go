@@ -59,6 +59,7 @@ func (b *syncBuffer) deleteEvents(t *testing.T) map[string][]map[string]any {
 // bytes are gone either way); stopped, referenced and phase-2 cleanups emit
 // none.
 func TestObjectDeleteEventPerIrreversibleDelete(t *testing.T) {
+	t.Parallel()
 	logs := &syncBuffer{}
 	e := newEnv(t, Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 	gone1 := blobData("event-gone-1", 3000)

@@ -22,30 +22,14 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
-
-// fakeClock is the injected clock: tests move time, never sleep for it.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // env is one test's world: a fresh database, a file bucket in t.TempDir(),
 // a store on the fake clock, one namespace with one repository, and a GC.
@@ -54,7 +38,7 @@ type env struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	st    *store.Store
-	clock *fakeClock
+	clock *fakeclock.Clock // the injected clock: tests move time, never sleep for it
 	ns    uuid.UUID
 	repo  uuid.UUID
 	g     *GC
@@ -83,36 +67,16 @@ func newEnvWith(t testing.TB, o envOptions) *env {
 		o.reviewDelay = testReviewDelay
 	}
 	ctx := context.Background()
-	var pool *pgxpool.Pool
+	var configure func(*pgxpool.Config)
 	if o.maxConns > 0 {
-		pc := testdb.NewConfig(t)
-		pc.MaxConns = o.maxConns
-		var err error
-		if pool, err = pgxpool.NewWithConfig(ctx, pc); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-	} else {
-		pool = testdb.New(t)
+		configure = func(pc *pgxpool.Config) { pc.MaxConns = o.maxConns }
 	}
-	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	clock := &fakeClock{t: time.Now()}
-	st := store.New(pool, objs, store.Options{Clock: clock, ReviewDelay: o.reviewDelay})
+	pool := testsupport.Pool(t, configure)
+	clock := fakeclock.New(time.Now())
+	st := testsupport.Store(t, testsupport.StoreOptions{Pool: pool, Store: store.Options{Clock: clock, ReviewDelay: o.reviewDelay}})
 	slug := "ns-" + strings.ReplaceAll(uuid.NewString()[:8], "-", "")
-	n, err := st.CreateNamespace(ctx, slug)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := st.CreateRepository(ctx, store.NewRepository{
-		Namespace: slug, Name: "images", Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := testsupport.Namespace(t, st, slug)
+	r := testsupport.Repository(t, st, slug, "images", enum.FormatDocker, enum.VisibilityPrivate)
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}

@@ -11,6 +11,7 @@ import (
 // Phase 1 records (the blob layer and the reconcile scan) and deletes
 // nothing; nothing is rechecked either.
 func TestPhaseRecordDeletesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Phase: PhaseRecord})
 	dropped := blobData("phase1-dropped", 900)
 	orphan := blobData("phase1-orphan", 900)
@@ -48,6 +49,7 @@ func TestPhaseRecordDeletesNothing(t *testing.T) {
 // Phase 2 rechecks and discards re-referenced candidates, logs and holds
 // back the ones it would delete, and deletes nothing.
 func TestPhaseDiscardRechecksAndDeletesNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Phase: PhaseDiscard, Holdback: 2 * time.Hour})
 	would := blobData("phase2-would", 900)
 	stale := blobData("phase2-stale", 900)
@@ -84,6 +86,7 @@ func TestPhaseDiscardRechecksAndDeletesNothing(t *testing.T) {
 // The staging sweep purges expired upload sessions (object first, then
 // row), in phase 3 and while the kill switch is on.
 func TestStagingSweepPurgesExpiredUploads(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{StagingBatch: 2})
 	var ups []*store.Upload
 	for range 5 {

@@ -20,6 +20,7 @@ import (
 // A re-push during the review delay clears the candidate, and the blob
 // survives every later GC run.
 func TestRepushDuringDelayClearsCandidate(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	layer := blobData("layer", 4096)
 	atts := e.mustPush(layer)
@@ -173,6 +174,7 @@ func TestCleanupGivesWayToHeldBlobRow(t *testing.T) {
 // A stale candidate whose blob is attached (a reference that reappeared
 // without clearing it) is discarded by the recheck, and nothing is deleted.
 func TestRecheckDiscardsCandidateOfReferencedBlob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	layer := blobData("stale", 2000)
 	e.mustPush(layer)
@@ -198,6 +200,7 @@ func TestRecheckDiscardsCandidateOfReferencedBlob(t *testing.T) {
 // loser gets store.CodeRetryable (503 with Retry-After at the protocol),
 // never an unmapped error (500); the winner commits; a retry succeeds.
 func TestPushDeleteDeadlockLoserGetsRetryable(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	shared := blobData("shared-layer", 1500)
 	old := e.mustPush(shared) // the artifact being deleted references it
@@ -261,6 +264,7 @@ func TestPushDeleteDeadlockLoserGetsRetryable(t *testing.T) {
 // the next cleanup succeeds idempotently (a missing object counts as
 // deleted).
 func TestCrashAfterStorageDeleteBeforeCommit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	repushed := blobData("repushed-after-crash", 5000)
 	retried := blobData("cleanup-retried-after-crash", 5000)
@@ -330,6 +334,7 @@ func TestCrashAfterStorageDeleteBeforeCommit(t *testing.T) {
 // a newer upload session open in the namespace (one opened after the blob
 // cannot be on its way to attaching it).
 func TestGraceWindowProtectsNeverAttachedBlob(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	orphan := blobData("never-attached", 2500)
 	young := blobData("attached-then-dropped-young", 2500)
@@ -387,6 +392,7 @@ func TestGraceWindowProtectsNeverAttachedBlob(t *testing.T) {
 // The kill switch: off (operator) or unreadable (fail-closed) means no
 // object is deleted, whether the sweep or the per-delete check sees it.
 func TestKillSwitchOffOrUnreadableDeletesNothing(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T, cfg Config) (*env, [][]byte) {
 		e := newEnv(t, cfg)
 		var blobs [][]byte
@@ -526,6 +532,7 @@ func (failingSwitch) ReclaimEnabled(context.Context) (bool, string, error) {
 // every worker) without striking any candidate; the pause ends by itself
 // and GC resumes once the backend is healthy.
 func TestFailingBackendPausesSweepWithoutStrikes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	var blobs [][]byte
 	for i := range 20 {
@@ -603,6 +610,7 @@ func TestFailingBackendPausesSweepWithoutStrikes(t *testing.T) {
 // are reclaimed; the sweep is never paused. An operator can list and
 // requeue it.
 func TestBadCandidateStruckOutAndExcluded(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{StrikeLimit: 3})
 	bad := blobData("bad-candidate", 700)
 	badKey := e.key(bad)

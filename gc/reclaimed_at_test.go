@@ -24,6 +24,7 @@ func (e *env) lastReclaimedAt() *time.Time {
 // worker that commits a later transaction with an earlier clock, and not
 // touched by phase 2 (recheck without deleting).
 func TestLastReclaimedAtFollowsDeletes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	a := blobData("reclaimed-first", 3000)
 	b := blobData("reclaimed-second", 3000)

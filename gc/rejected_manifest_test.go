@@ -47,6 +47,7 @@ func (e *env) containerTarget(image string) *container.Target {
 // no blob row, no object, so nothing can leak (the references are checked
 // before the payload is stored).
 func TestRejectedManifestStoresNothing(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	layer := blobData("layer", 3000)
 	tgt := e.containerTarget("app")
@@ -85,6 +86,7 @@ func TestRejectedManifestStoresNothing(t *testing.T) {
 // and GC reclaims it once past the review delay and the grace window. A
 // payload something else references gets no candidate and stays.
 func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	layer := blobData("layer", 3000)
 	put := func(image string) {

@@ -17,6 +17,7 @@ import (
 // blob dereferenced a second time within one review delay is cleaned the
 // second time too.
 func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	var blobs [][]byte
 	for i := range 10 {
@@ -70,6 +71,7 @@ func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
 // A candidate with a cleanup in flight is not enqueued twice: the second
 // sweep's inserts are skipped as duplicates while the first job waits.
 func TestCleanupUniqueWhileInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	for i := range 3 {
 		e.mustDetach(e.mustPush(blobData("uniq-"+string(rune('a'+i)), 900))...)
@@ -101,6 +103,7 @@ func TestCleanupUniqueWhileInFlight(t *testing.T) {
 // them at start (RunOnStart), the sweep enqueues the cleanups and they
 // reclaim, the reconcile scan and the staging sweep run too.
 func TestPeriodicJobsOnRiver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{})
 	var blobs [][]byte
 	for i := range 5 {
@@ -143,6 +146,7 @@ func TestPeriodicJobsOnRiver(t *testing.T) {
 
 // Register's periodic jobs follow the phase.
 func TestRegisterByPhase(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, Config{Phase: PhaseRecord})
 	for phase, want := range map[Phase]int{PhaseRecord: 1, PhaseDiscard: 2, PhaseDelete: 3} {
 		g := e.newGC(Config{Phase: phase})

@@ -502,6 +502,7 @@ func testInternalErrorsAreNotLeaked(t *testing.T, a *testAPI) {
 // database is the slow part of a test); each scenario uses its own
 // namespaces, which is all the isolation the API needs.
 func TestAPI(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	for _, tc := range []struct {
 		name string

@@ -65,6 +65,7 @@ func hexDigest(sum [32]byte) string { return fmt.Sprintf("sha256:%x", sum[:]) }
 // excluded candidates (paged while candidates are excluded) and requeue,
 // with their authorization and bad input.
 func TestGarbageCollectionControls(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	nsID := a.createNamespace("gc-ns")
 	otherID := a.createNamespace("gc-other")

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +21,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -78,27 +77,38 @@ func newTestAPI(t testing.TB) *testAPI {
 
 func newTestAPIWith(t testing.TB, opts Options) *testAPI {
 	t.Helper()
-	cfg := testdb.NewConfig(t)
-	counter := &stmtCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st := store.New(pool, nil, store.Options{})
+	a := newStoreAPI(t, false)
 	r := mux.NewRouter()
 	if opts.Logger == nil {
 		// Internal errors are logged (and only logged): show them.
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+		opts.Logger = testsupport.Errors()
 	}
 	if opts.Auth == nil {
-		opts.Auth = auth.New(st, auth.Options{AdminToken: adminToken, Logger: opts.Logger})
+		opts.Auth = auth.New(a.st, auth.Options{AdminToken: adminToken, Logger: opts.Logger})
 	}
-	Mount(r, st, opts)
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	return &testAPI{t: t, srv: srv, pool: pool, st: st, stmts: counter}
+	Mount(r, a.st, opts)
+	a.serve(r)
+	return a
+}
+
+// newStoreAPI is a store on a fresh database whose statements are counted,
+// with a file bucket when objects is set; serve starts its server.
+func newStoreAPI(t testing.TB, objects bool) *testAPI {
+	t.Helper()
+	counter := &stmtCounter{}
+	pool := testsupport.Pool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = counter })
+	var st *store.Store
+	if objects {
+		st = testsupport.Store(t, testsupport.StoreOptions{Pool: pool})
+	} else {
+		st = store.New(pool, nil, store.Options{})
+	}
+	return &testAPI{t: t, pool: pool, st: st, stmts: counter}
+}
+
+func (a *testAPI) serve(h http.Handler) {
+	a.srv = httptest.NewServer(h)
+	a.t.Cleanup(a.srv.Close)
 }
 
 type gqlError struct {

@@ -53,6 +53,7 @@ func (a *testAPI) serveDirect(req *http.Request) (*httptest.ResponseRecorder, *g
 // TestRequestSizeLimits: a body or a query string over the limit is refused
 // with 413/414 and REQUEST_TOO_LARGE, having read no more than the limit.
 func TestRequestSizeLimits(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 
 	// A chunked body (no Content-Length) of 64 MiB: the handler stops
@@ -107,6 +108,7 @@ func TestRequestSizeLimits(t *testing.T) {
 // seconds of validation CPU are refused by the document limits, with a
 // code, before gqlgen validates them. The log shows how long each took.
 func TestHostileDocumentsRefusedBeforeValidation(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	var aliases strings.Builder
 	aliases.WriteString("{")
@@ -163,6 +165,7 @@ func TestHostileDocumentsRefusedBeforeValidation(t *testing.T) {
 // TestOperationTimeout: an operation still running at its deadline is
 // stopped (its database calls are cancelled) and answers TIMEOUT.
 func TestOperationTimeout(t *testing.T) {
+	t.Parallel()
 	a := newTestAPIWith(t, Options{OperationTimeout: time.Nanosecond})
 	r := a.expectError(adminToken, `{ namespaces { edges { node { slug } } } }`, nil, CodeTimeout)
 	if !contains(r.Errors[0].Message, "time limit") {
@@ -175,6 +178,7 @@ func TestOperationTimeout(t *testing.T) {
 // refused; before, npmPackages and versions cost 1 and the same document
 // returned 75 MB.
 func TestListComplexityAttack(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	a.createNamespace("atk")
 	a.createRepository("atk", "pub", "NPM", "PUBLIC")
@@ -201,6 +205,7 @@ func TestListComplexityAttack(t *testing.T) {
 // TestListsWithoutPagesAreCapped: a list that is not paginated never
 // returns more than the bound its cost assumes.
 func TestListsWithoutPagesAreCapped(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	nsID := a.createNamespace("caps")
 	repoID := a.createRepository("caps", "img", "OCI", "PRIVATE")
@@ -228,6 +233,7 @@ func TestListsWithoutPagesAreCapped(t *testing.T) {
 // a connection has a complexity function, and it grows with its page size
 // or its bound. A connection's edges are paid for by the connection field.
 func TestEveryListHasACost(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Resolvers: &Resolver{}}
 	setComplexity(&cfg.Complexity)
 	es := NewExecutableSchema(cfg)
@@ -273,6 +279,7 @@ func returnsList(t *ast.Type) bool {
 // TestComplexityCannotOverflow: nested connections with absurd page sizes
 // saturate instead of wrapping below the limit.
 func TestComplexityCannotOverflow(t *testing.T) {
+	t.Parallel()
 	huge := 1 << 40
 	c := pageCost(pageCost(pageCost(pageCost(1, &huge), &huge), &huge), &huge)
 	if c <= 0 || c < DefaultMaxComplexity {

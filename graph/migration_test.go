@@ -54,6 +54,7 @@ type legacyPage struct {
 }
 
 func TestLegacyRepositoriesPaging(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	rows := a.seedLegacy(25)
 	ctx := context.Background()
@@ -93,6 +94,7 @@ func TestLegacyRepositoriesPaging(t *testing.T) {
 }
 
 func TestLegacyMutations(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	rows := a.seedLegacy(3)
 	ctx := context.Background()
@@ -141,6 +143,7 @@ func TestLegacyMutations(t *testing.T) {
 }
 
 func TestLegacyProgress(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	rows := a.seedLegacy(4)
 	ctx := context.Background()
@@ -198,6 +201,7 @@ func TestLegacyProgress(t *testing.T) {
 // the migration service reads; bad input is refused and changes nothing;
 // only the super-user may read or change it.
 func TestLegacyMigrationControls(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	ctx := context.Background()
 	a.createNamespace("legacy-ctl")

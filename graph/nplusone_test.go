@@ -22,6 +22,7 @@ func (a *testAPI) countStatements(t *testing.T, token, query string, vars map[st
 // backward pages, AccessToken.repositories) cost a fixed number of
 // statements whatever the row count, for the admin and for a token.
 func TestNoNPlusOneNewFields(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	seedNested(t, a, "img-small", 10)
 	seedNested(t, a, "img-large", 100)

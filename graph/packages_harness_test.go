@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -14,24 +13,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/mux"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/auth"
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 // pkgAPI is the GraphQL API next to the real npm and Maven protocol
@@ -40,8 +34,13 @@ import (
 // data through GraphQL.
 type pkgAPI struct {
 	*testAPI
-	mu       sync.Mutex
+	mu       *sync.Mutex
 	tarballs map[string][]byte // name@version -> tarball bytes (repository js)
+}
+
+// with returns the API bound to another (sub)test for failures.
+func (a *pkgAPI) with(t testing.TB) *pkgAPI {
+	return &pkgAPI{testAPI: a.testAPI.with(t), mu: a.mu, tarballs: a.tarballs}
 }
 
 func newPkgAPI(t testing.TB) *pkgAPI {
@@ -53,31 +52,15 @@ func newPkgAPI(t testing.TB) *pkgAPI {
 // handler (the npm protocol has none, so every call comes from the API).
 func newPkgAPIWithHook(t testing.TB, hook store.NpmWriteHook) *pkgAPI {
 	t.Helper()
-	ctx := context.Background()
-	cfg := testdb.NewConfig(t)
-	counter := &stmtCounter{}
-	cfg.ConnConfig.Tracer = counter
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	objects, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objects.Close() })
-	st := store.New(pool, objects, store.Options{})
-	errLog := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	api := newStoreAPI(t, true)
+	quiet := testsupport.Discard()
 	r := mux.NewRouter()
-	authn := auth.New(st, auth.Options{AdminToken: adminToken, Logger: quiet})
-	Mount(r, st, Options{Auth: authn, Logger: errLog, NpmWriteHook: hook})
-	npm.Mount(r, st, npm.Options{Auth: authn, Logger: quiet})
-	maven.Mount(r, st, maven.Options{Auth: authn, Logger: quiet})
-	srv := httptest.NewServer(r)
-	t.Cleanup(srv.Close)
-	a := &pkgAPI{testAPI: &testAPI{t: t, srv: srv, pool: pool, st: st, stmts: counter}, tarballs: map[string][]byte{}}
+	authn := auth.New(api.st, auth.Options{AdminToken: adminToken, Logger: quiet})
+	Mount(r, api.st, Options{Auth: authn, Logger: testsupport.Errors(), NpmWriteHook: hook})
+	npm.Mount(r, api.st, npm.Options{Auth: authn, Logger: quiet})
+	maven.Mount(r, api.st, maven.Options{Auth: authn, Logger: quiet})
+	api.serve(r)
+	a := &pkgAPI{testAPI: api, mu: &sync.Mutex{}, tarballs: map[string][]byte{}}
 	a.createNamespace("acme")
 	a.createRepository("acme", "js", "NPM", "PUBLIC")
 	a.createRepository("acme", "jvm", "MAVEN", "PRIVATE")

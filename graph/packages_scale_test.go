@@ -33,6 +33,7 @@ func (a *pkgAPI) statementsOf(query string, vars map[string]any) int64 {
 // TestPackagesNoNPlusOne: the nested package queries run the same number
 // of statements for 2 and for 8 packages (one per level and loader).
 func TestPackagesNoNPlusOne(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.createRepository("acme", "js-big", "NPM", "PUBLIC")
 	a.createRepository("acme", "jvm-big", "MAVEN", "PUBLIC")
@@ -84,6 +85,7 @@ func TestPackagesNoNPlusOne(t *testing.T) {
 // every row that existed before the walk is returned exactly once, and no
 // row twice.
 func TestPackagesPaginationConcurrentInserts(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	var before []string
 	for i := 0; i < 12; i++ {

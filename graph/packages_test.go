@@ -107,6 +107,7 @@ func (a *pkgAPI) npmVersionNames(name string, first int) []string {
 }
 
 func TestNpmPackagesFields(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	deps := map[string]any{
 		"dependencies":    map[string]any{"zeta": "^1.0.0", "alpha": "~2.1"},
@@ -287,6 +288,7 @@ func (a *pkgAPI) trashKinds(kind string) []string {
 }
 
 func TestNpmTrashRoundTrip(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.npmPublish("demo", "1.0.0", "", nil)
 	a.npmPublish("demo", "1.1.0", "", nil)
@@ -389,6 +391,7 @@ func TestNpmTrashRoundTrip(t *testing.T) {
 }
 
 func TestNpmDistTagMutations(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.npmPublish("tagged", "1.0.0", "", nil)
 	a.npmPublish("tagged", "2.0.0-rc.1", "next", nil)
@@ -428,6 +431,7 @@ func TestNpmDistTagMutations(t *testing.T) {
 }
 
 func TestPackagesBadInput(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.npmPublish("demo", "1.0.0", "", nil)
 	a.mavenDeploy("com.acme", "lib", "1.0", "")
@@ -534,6 +538,7 @@ func (a *pkgAPI) mavenPackage(group, artifact string, first int, after *string) 
 }
 
 func TestMavenPackagesFields(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	files := map[string]mavenFileSums{}
 	for _, v := range [][2]string{{"1.0", ""}, {"1.1", ""}, {"2.0-SNAPSHOT", "2.0-20261130.010203-1"}} {
@@ -544,132 +549,146 @@ func TestMavenPackagesFields(t *testing.T) {
 	a.mavenDeploy("com.acme", "app", "0.1", "")
 	a.mavenDeploy("org.zeta", "core", "3.0", "")
 
-	var list struct {
-		Repository struct {
-			MavenPackages struct {
-				TotalCount int
-				PageInfo   struct {
-					HasNextPage bool
-					EndCursor   string
+	t.Run("PackagesPageInCoordinateOrder", func(t *testing.T) {
+		a := a.with(t)
+		var list struct {
+			Repository struct {
+				MavenPackages struct {
+					TotalCount int
+					PageInfo   struct {
+						HasNextPage bool
+						EndCursor   string
+					}
+					Edges []struct {
+						Node struct{ GroupID, ArtifactID string }
+					}
 				}
-				Edges []struct {
-					Node struct{ GroupID, ArtifactID string }
-				}
+				NpmPackages *struct{ TotalCount int }
 			}
-			NpmPackages *struct{ TotalCount int }
 		}
-	}
-	var coords []string
-	var after *string
-	for {
-		a.admin(`query($after: String) { repository(namespace: "acme", name: "jvm") {
-			mavenPackages(first: 2, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { groupId artifactId } } }
-			npmPackages { totalCount } } }`, map[string]any{"after": after}, &list)
-		for _, e := range list.Repository.MavenPackages.Edges {
-			coords = append(coords, e.Node.GroupID+":"+e.Node.ArtifactID)
+		var coords []string
+		var after *string
+		for {
+			a.admin(`query($after: String) { repository(namespace: "acme", name: "jvm") {
+				mavenPackages(first: 2, after: $after) { totalCount pageInfo { hasNextPage endCursor } edges { node { groupId artifactId } } }
+				npmPackages { totalCount } } }`, map[string]any{"after": after}, &list)
+			for _, e := range list.Repository.MavenPackages.Edges {
+				coords = append(coords, e.Node.GroupID+":"+e.Node.ArtifactID)
+			}
+			if !list.Repository.MavenPackages.PageInfo.HasNextPage {
+				break
+			}
+			c := list.Repository.MavenPackages.PageInfo.EndCursor
+			after = &c
 		}
-		if !list.Repository.MavenPackages.PageInfo.HasNextPage {
-			break
+		if !reflect.DeepEqual(coords, []string{"com.acme:app", "com.acme:lib", "org.zeta:core"}) || list.Repository.MavenPackages.TotalCount != 3 {
+			t.Fatalf("packages: %v (total %d)", coords, list.Repository.MavenPackages.TotalCount)
 		}
-		c := list.Repository.MavenPackages.PageInfo.EndCursor
-		after = &c
-	}
-	if !reflect.DeepEqual(coords, []string{"com.acme:app", "com.acme:lib", "org.zeta:core"}) || list.Repository.MavenPackages.TotalCount != 3 {
-		t.Fatalf("packages: %v (total %d)", coords, list.Repository.MavenPackages.TotalCount)
-	}
-	if list.Repository.NpmPackages != nil {
-		t.Fatalf("npmPackages of a Maven repository should be null")
-	}
+		if list.Repository.NpmPackages != nil {
+			t.Fatalf("npmPackages of a Maven repository should be null")
+		}
+	})
 
 	// Versions in pages of 2, releases and SNAPSHOTs, with their files.
-	var versions []mavenVersionOut
-	after = nil
-	for {
-		p := a.mavenPackage("com.acme", "lib", 2, after)
-		if p.Versions.TotalCount != 3 {
-			t.Fatalf("totalCount %d", p.Versions.TotalCount)
+	t.Run("VersionsPageWithTheirFiles", func(t *testing.T) {
+		a := a.with(t)
+		var versions []mavenVersionOut
+		var after *string
+		for {
+			p := a.mavenPackage("com.acme", "lib", 2, after)
+			if p.Versions.TotalCount != 3 {
+				t.Fatalf("totalCount %d", p.Versions.TotalCount)
+			}
+			for _, e := range p.Versions.Edges {
+				versions = append(versions, e.Node)
+			}
+			if !p.Versions.PageInfo.HasNextPage {
+				break
+			}
+			after = p.Versions.PageInfo.EndCursor
 		}
-		for _, e := range p.Versions.Edges {
-			versions = append(versions, e.Node)
-		}
-		if !p.Versions.PageInfo.HasNextPage {
-			break
-		}
-		after = p.Versions.PageInfo.EndCursor
-	}
-	var names []string
-	for _, v := range versions {
-		names = append(names, v.Version)
-		if v.IsSnapshot != strings.HasSuffix(v.Version, "-SNAPSHOT") || v.Package.ArtifactID != "lib" || v.SoftDeletedAt != nil {
-			t.Errorf("version %+v", v)
-		}
-		if len(v.Files.Edges) != 2 {
-			t.Errorf("%s has files %+v", v.Version, v.Files.Edges)
-		}
-		for _, e := range v.Files.Edges {
-			f, want := e.Node, files[e.Node.FileName]
-			if f.SizeBytes != int64(want.size) || f.Sha1 != want.sha1 || f.Sha256 != want.sha256 || f.Sha512 != want.sha512 ||
-				f.Md5 == nil || *f.Md5 != want.md5 {
-				t.Errorf("file %s: %+v, want %+v", f.FileName, f, want)
+		var names []string
+		for _, v := range versions {
+			names = append(names, v.Version)
+			if v.IsSnapshot != strings.HasSuffix(v.Version, "-SNAPSHOT") || v.Package.ArtifactID != "lib" || v.SoftDeletedAt != nil {
+				t.Errorf("version %+v", v)
+			}
+			if len(v.Files.Edges) != 2 {
+				t.Errorf("%s has files %+v", v.Version, v.Files.Edges)
+			}
+			for _, e := range v.Files.Edges {
+				f, want := e.Node, files[e.Node.FileName]
+				if f.SizeBytes != int64(want.size) || f.Sha1 != want.sha1 || f.Sha256 != want.sha256 || f.Sha512 != want.sha512 ||
+					f.Md5 == nil || *f.Md5 != want.md5 {
+					t.Errorf("file %s: %+v, want %+v", f.FileName, f, want)
+				}
 			}
 		}
-	}
-	if !reflect.DeepEqual(names, []string{"2.0-SNAPSHOT", "1.1", "1.0"}) { // highest first, Maven order
-		t.Fatalf("versions: %v", names)
-	}
-	if f := versions[0].Files.Edges; f[0].Node.FileName != "lib-2.0-20261130.010203-1.jar" {
-		t.Fatalf("snapshot files: %+v", f)
-	}
+		if !reflect.DeepEqual(names, []string{"2.0-SNAPSHOT", "1.1", "1.0"}) { // highest first, Maven order
+			t.Fatalf("versions: %v", names)
+		}
+		if f := versions[0].Files.Edges; f[0].Node.FileName != "lib-2.0-20261130.010203-1.jar" {
+			t.Fatalf("snapshot files: %+v", f)
+		}
+	})
+
 	// Files page by name.
-	var one struct {
-		Repository struct {
-			MavenPackage struct {
-				Version struct {
-					Files struct {
-						PageInfo struct {
-							HasNextPage bool
-							EndCursor   string
+	t.Run("FilesPageByName", func(t *testing.T) {
+		a := a.with(t)
+		var one struct {
+			Repository struct {
+				MavenPackage struct {
+					Version struct {
+						Files struct {
+							PageInfo struct {
+								HasNextPage bool
+								EndCursor   string
+							}
+							Edges []struct{ Node struct{ FileName string } }
 						}
-						Edges []struct{ Node struct{ FileName string } }
 					}
 				}
 			}
 		}
-	}
-	q := `query($after: String) { repository(namespace: "acme", name: "jvm") { mavenPackage(groupId: "com.acme", artifactId: "lib") {
-		version(version: "1.0") { files(first: 1, after: $after) { pageInfo { hasNextPage endCursor } edges { node { fileName } } } } } } }`
-	a.admin(q, nil, &one)
-	f := one.Repository.MavenPackage.Version.Files
-	if len(f.Edges) != 1 || f.Edges[0].Node.FileName != "lib-1.0.jar" || !f.PageInfo.HasNextPage {
-		t.Fatalf("first file page: %+v", f)
-	}
-	a.admin(q, map[string]any{"after": f.PageInfo.EndCursor}, &one)
-	f = one.Repository.MavenPackage.Version.Files
-	if len(f.Edges) != 1 || f.Edges[0].Node.FileName != "lib-1.0.pom" || f.PageInfo.HasNextPage {
-		t.Fatalf("second file page: %+v", f)
-	}
+		q := `query($after: String) { repository(namespace: "acme", name: "jvm") { mavenPackage(groupId: "com.acme", artifactId: "lib") {
+			version(version: "1.0") { files(first: 1, after: $after) { pageInfo { hasNextPage endCursor } edges { node { fileName } } } } } } }`
+		a.admin(q, nil, &one)
+		f := one.Repository.MavenPackage.Version.Files
+		if len(f.Edges) != 1 || f.Edges[0].Node.FileName != "lib-1.0.jar" || !f.PageInfo.HasNextPage {
+			t.Fatalf("first file page: %+v", f)
+		}
+		a.admin(q, map[string]any{"after": f.PageInfo.EndCursor}, &one)
+		f = one.Repository.MavenPackage.Version.Files
+		if len(f.Edges) != 1 || f.Edges[0].Node.FileName != "lib-1.0.pom" || f.PageInfo.HasNextPage {
+			t.Fatalf("second file page: %+v", f)
+		}
+	})
 
 	// Package-level files: maven-metadata.xml as the server serves it.
-	status, meta := a.mavenMetadata("com.acme", "lib")
-	if status != http.StatusOK {
-		t.Fatalf("metadata: %d", status)
-	}
-	p := a.mavenPackage("com.acme", "lib", 1, nil)
-	var found bool
-	for _, e := range p.Files.Edges {
-		if e.Node.FileName == "maven-metadata.xml" {
-			found = true
-			if want := sumsOf([]byte(meta)); e.Node.Sha1 != want.sha1 || e.Node.SizeBytes != int64(want.size) {
-				t.Errorf("maven-metadata.xml: %+v, served %+v", e.Node, want)
+	t.Run("PackageFilesIncludeMavenMetadata", func(t *testing.T) {
+		a := a.with(t)
+		status, meta := a.mavenMetadata("com.acme", "lib")
+		if status != http.StatusOK {
+			t.Fatalf("metadata: %d", status)
+		}
+		p := a.mavenPackage("com.acme", "lib", 1, nil)
+		var found bool
+		for _, e := range p.Files.Edges {
+			if e.Node.FileName == "maven-metadata.xml" {
+				found = true
+				if want := sumsOf([]byte(meta)); e.Node.Sha1 != want.sha1 || e.Node.SizeBytes != int64(want.size) {
+					t.Errorf("maven-metadata.xml: %+v, served %+v", e.Node, want)
+				}
 			}
 		}
-	}
-	if !found {
-		t.Fatalf("package files lack maven-metadata.xml: %+v", p.Files.Edges)
-	}
+		if !found {
+			t.Fatalf("package files lack maven-metadata.xml: %+v", p.Files.Edges)
+		}
+	})
 }
 
 func TestMavenTrashRoundTrip(t *testing.T) {
+	t.Parallel()
 	a := newPkgAPI(t)
 	a.mavenDeploy("com.acme", "lib", "1.0", "")
 	a.mavenDeploy("com.acme", "lib", "1.1", "")
@@ -732,6 +751,7 @@ func TestMavenTrashRoundTrip(t *testing.T) {
 // background packument rebuild): the hook sees the change uncommitted, and
 // a hook failure rolls the whole mutation back.
 func TestNpmMutationsRunWriteHook(t *testing.T) {
+	t.Parallel()
 	var (
 		mu    sync.Mutex
 		calls []string

@@ -11,6 +11,7 @@ import (
 // works in both directions of its own order only, and PageInfo says which
 // side has more rows.
 func TestBackwardPagingInput(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	a.createNamespace("pages")
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
@@ -90,6 +91,7 @@ func TestBackwardPagingInput(t *testing.T) {
 // every item exactly once, newest first, while more items are trashed
 // between pages.
 func TestTrashPagesBothWays(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	a.createNamespace("bin")
 	n := 0

@@ -62,6 +62,7 @@ var mutationPermissions = map[string]struct{ perm, doc string }{
 // just below it is FORBIDDEN, and (where it can be tried without changing
 // anything) a token that has it gets past the check.
 func TestMutationDocsStatePermissions(t *testing.T) {
+	t.Parallel()
 	es := NewExecutableSchema(Config{Resolvers: &Resolver{}})
 	for _, f := range es.Schema().Mutation.Fields {
 		if strings.HasPrefix(f.Name, "__") {

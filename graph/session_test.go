@@ -19,6 +19,7 @@ import (
 // scripts' Bearer requests need no CSRF token; a signed-out session is
 // UNAUTHENTICATED and its cookie is expired.
 func TestSessionCookieNeedsCSRF(t *testing.T) {
+	t.Parallel()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	api := newTestAPIWith(t, Options{Logger: log})
 	authn := auth.New(api.st, auth.Options{AdminToken: adminToken, Logger: log})

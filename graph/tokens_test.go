@@ -75,6 +75,7 @@ func (a *testAPI) visibleRepositories(token, ns string) ([]string, *gqlResponse)
 // restricted, other-namespace, revoked, expired and admin tokens) on real
 // PostgreSQL through the HTTP handler.
 func TestAccessTokensAndAuthorization(t *testing.T) {
+	t.Parallel()
 	a := newTestAPI(t)
 	a.createNamespace("acme")
 	a.createNamespace("other")

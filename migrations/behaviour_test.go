@@ -17,6 +17,7 @@ import (
 // reordering, the referential actions of a repository delete, and the
 // triggers. Every subtest works in its own namespaces of one database.
 func TestBehaviour(t *testing.T) {
+	t.Parallel()
 	pool := testdb.New(t)
 	t.Run("upstream reorder in one transaction", func(t *testing.T) { testUpstreamReorder(t, pool) })
 	t.Run("repository delete", func(t *testing.T) { testRepositoryDelete(t, pool) })

@@ -17,6 +17,7 @@ import (
 // them: the partitioning invariant, the UUIDv7 CHECKs, the referential
 // actions, and the agreement of every enum CHECK with store/enum.
 func TestCatalog(t *testing.T) {
+	t.Parallel()
 	pool := testdb.New(t)
 	t.Run("partitioning invariant", func(t *testing.T) { checkPartitioningInvariant(t, pool) })
 	t.Run("uuidv7 checks", func(t *testing.T) { checkUUIDv7Checks(t, pool) })

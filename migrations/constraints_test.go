@@ -151,6 +151,7 @@ func keyRow(t *testing.T, ns uuid.UUID, version int, wrapped []byte, active bool
 }
 
 func TestConstraints(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	b := newBase(t, pool)

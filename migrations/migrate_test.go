@@ -126,6 +126,7 @@ func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 // changes nothing, and (unless -short) that every Down runs and a new Up
 // rebuilds the identical schema.
 func TestMigrateEmptyDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := emptyDatabase(t)
 

@@ -80,6 +80,7 @@ func lit(v any) string {
 // one partition executed; where the key is a literal the plan itself holds
 // only that partition (plan-time pruning).
 func TestHotPathPruning(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 

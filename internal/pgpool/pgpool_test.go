@@ -19,6 +19,7 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // tables are still pruned to one partition while planning (pruning does
 // not depend on constraint_exclusion).
 func TestSettings(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	for k, want := range pgpool.Settings {
@@ -47,6 +48,7 @@ func TestSettings(t *testing.T) {
 
 // TestURLWins: a setting the database URL gives is kept.
 func TestURLWins(t *testing.T) {
+	t.Parallel()
 	cfg, err := pgxpool.ParseConfig("postgres://u@localhost/db?constraint_exclusion=partition")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 // TestRoundTrip checks every shape the store passes (values, pointers,
 // NULLs, arrays) in every query mode, against the text PostgreSQL prints.
 func TestRoundTrip(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(testdb.NewURL(t))
 	if err != nil {

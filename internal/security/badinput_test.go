@@ -14,6 +14,7 @@ import (
 // authorization one): each gets its 4xx in the protocol's format and
 // changes nothing.
 func TestBadInputIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	admin := testserver.Basic(testserver.AdminToken)
 	img := "/v2/" + testserver.Home + "/oci-private/img"

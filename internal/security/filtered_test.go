@@ -16,6 +16,7 @@ import (
 // exactly the repositories the read rule allows, across namespaces and
 // across repositories.
 func TestListingsAreFiltered(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	var callers []caller
 	for _, c := range w.callers {

@@ -172,6 +172,7 @@ func missingFieldRules(fields []string) []string {
 func servedSchema() *ast.Schema { return graph.NewExecutableSchema(graph.Config{}).Schema() }
 
 func TestEveryGraphQLFieldHasARule(t *testing.T) {
+	t.Parallel()
 	s := servedSchema()
 	fields := rootFields(s)
 	if len(fields) < 40 {
@@ -320,6 +321,7 @@ func (r gqlResult) codes() []string {
 // UNAUTHENTICATED or FORBIDDEN (NOT_FOUND or null when they may not even
 // read the repository or namespace), allowed ones never do.
 func TestGraphQLMatrix(t *testing.T) {
+	t.Parallel()
 	g := newGWorld(t)
 	callers := slices.DeleteFunc(slices.Clone(g.callers), func(c caller) bool { return c.name == "garbage" }) // 401 before GraphQL: TestRouteMatrix
 	cells := 0

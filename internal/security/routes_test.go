@@ -203,6 +203,7 @@ func missingRules(served []string) []string {
 }
 
 func TestEveryRouteHasARule(t *testing.T) {
+	t.Parallel()
 	e := testserver.New(t, testserver.Options{})
 	served := routeKeys(t, e.Server.Router())
 	if len(served) < 20 {
@@ -229,6 +230,7 @@ func TestEveryRouteHasARule(t *testing.T) {
 // TestRouteMatrix sends every probe of every route as every caller, on
 // every repository of its format, and checks the refusals and the passes.
 func TestRouteMatrix(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t)
 	keys := make([]string, 0, len(routeRules))
 	for k := range routeRules {

@@ -1,6 +1,6 @@
 // Package testserver is for tests only: one registry server with every
 // surface mounted as serve mounts it (internal/routes), over real
-// PostgreSQL (internal/testdb) and a file bucket, with two namespaces and
+// PostgreSQL (internal/testdb) and a file bucket (internal/testsupport), with two namespaces and
 // helpers to mint tokens, create repositories and push content through the
 // protocols. The access-control and security suites share it.
 package testserver
@@ -10,10 +10,8 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,13 +21,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/routes"
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 // AdminToken is the super-user token of every test server.
@@ -41,35 +39,13 @@ const (
 	Other = "other"
 )
 
-// Clock moves only when told to; the store and the authenticator share it
-// so a token can be created valid and then expire.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock is a clock stopped at the current time.
-func NewClock() *Clock { return &Clock{now: time.Now().UTC()} }
-
-// Now is the current test time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // Options adjust a test server.
 type Options struct {
 	// Pool replaces the fresh test database (e.g. one pointing at a closed
 	// port); no namespaces are created on it.
 	Pool *pgxpool.Pool
+	// FailureLimit is the authenticator's (auth.Options.FailureLimit).
+	FailureLimit int
 }
 
 // Env is one running server.
@@ -78,7 +54,7 @@ type Env struct {
 	Ctx    context.Context
 	Store  *store.Store
 	Auth   *auth.Authenticator
-	Clock  *Clock
+	Clock  *fakeclock.Clock // shared by the store and the authenticator
 	URL    string
 	Server *httpserver.Server
 	NS     map[string]*store.Namespace
@@ -88,19 +64,10 @@ type Env struct {
 func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	ctx := context.Background()
-	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	pool := opts.Pool
-	if pool == nil {
-		pool = testdb.New(t)
-	}
-	c := NewClock()
-	st := store.New(pool, objs, store.Options{Clock: c})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	authn := auth.New(st, auth.Options{AdminToken: AdminToken, Clock: c, Logger: log})
+	c := fakeclock.New(time.Now().UTC())
+	st := testsupport.Store(t, testsupport.StoreOptions{Pool: opts.Pool, Store: store.Options{Clock: c}})
+	log := testsupport.Discard()
+	authn := auth.New(st, auth.Options{AdminToken: AdminToken, Clock: c, Logger: log, FailureLimit: opts.FailureLimit})
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
@@ -117,11 +84,7 @@ func New(t testing.TB, opts Options) *Env {
 	e := &Env{T: t, Ctx: ctx, Store: st, Auth: authn, Clock: c, URL: base, Server: hs, NS: map[string]*store.Namespace{}}
 	if opts.Pool == nil {
 		for _, slug := range []string{Home, Other} {
-			ns, err := st.CreateNamespace(ctx, slug)
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.NS[slug] = ns
+			e.NS[slug] = testsupport.Namespace(t, st, slug)
 		}
 	}
 	return e
@@ -130,11 +93,7 @@ func New(t testing.TB, opts Options) *Env {
 // Repo creates a hosted repository of the home namespace.
 func (e *Env) Repo(name string, f enum.Format, v enum.Visibility) *store.Repository {
 	e.T.Helper()
-	r, err := e.Store.CreateRepository(e.Ctx, store.NewRepository{Namespace: Home, Name: name, Format: f, Kind: enum.KindHosted, Visibility: v})
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	return r
+	return testsupport.Repository(e.T, e.Store, Home, name, f, v)
 }
 
 // Mint creates an access token of namespace ns as the super-user.

@@ -14,6 +14,7 @@ import (
 	"gocloud.dev/blob/fileblob"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/legacy/importer"
 	"github.com/artifact-registry/artifact-registry/legacy/inventory"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
@@ -21,7 +22,6 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -143,15 +143,8 @@ func newEnv(t *testing.T, v legacytest.Version, full bool) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.src.Close() })
-	objects, err := objstore.Open(context.Background(), "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objects.Close() })
-	e.st = store.New(testdb.New(t), objects, store.Options{})
-	if _, err := e.st.CreateNamespace(context.Background(), "legacy"); err != nil {
-		t.Fatal(err)
-	}
+	e.st = testsupport.Store(t, testsupport.StoreOptions{})
+	testsupport.Namespace(t, e.st, "legacy")
 	return e
 }
 

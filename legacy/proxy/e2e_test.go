@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -26,6 +25,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/legacy/importer"
 	"github.com/artifact-registry/artifact-registry/legacy/inventory"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
@@ -36,7 +36,6 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -72,7 +71,6 @@ func newEnv(t testing.TB) *env { return newEnvWith(t, nil) }
 // configured for token auth by it, and we hold its credentials.
 func newEnvWith(t testing.TB, ts *legacytest.TokenServer) *env {
 	t.Helper()
-	ctx := context.Background()
 	e := &env{t: t, docker: t.TempDir()}
 	t.Setenv("DOCKER_CONFIG", e.docker)
 	legacyDir := filepath.Join(t.TempDir(), "legacy")
@@ -90,20 +88,10 @@ func newEnvWith(t testing.TB, ts *legacytest.TokenServer) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	e.st = store.New(testdb.New(t), objs, store.Options{})
-	if _, err := e.st.CreateNamespace(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	e.st = testsupport.Store(t, testsupport.StoreOptions{})
+	testsupport.Namespace(t, e.st, "acme")
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("LEGACY_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	log := testsupport.Logger("LEGACY_TEST_LOG")
 	metrics := service.NewMetrics(e.st)
 	e.reg = prometheus.NewRegistry()
 	e.reg.MustRegister(metrics.Collectors()...)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
 	"github.com/artifact-registry/artifact-registry/legacy/proxy"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
@@ -13,17 +13,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *legacy.Repository) {
 	t.Helper()
 	ctx := context.Background()
-	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{})
-	ns, err := st.CreateNamespace(ctx, "acme")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := testsupport.Store(t, testsupport.StoreOptions{Mem: true})
+	ns := testsupport.Namespace(t, st, "acme")
 	row, err := legacy.New(st).UpsertRepository(ctx, legacy.InventoryEntry{LegacyPath: "team/app",
 		NamespaceID: ns.ID, RepositoryName: "legacy", ImageName: "app", TagCount: 1})
 	if err != nil {
@@ -39,6 +35,7 @@ func routerEnv(t *testing.T) (*store.Store, *proxy.Router, *legacy.Repository) {
 
 // TestRouteByStatus: every status and the paths the inventory does not know.
 func TestRouteByStatus(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, r, row := routerEnv(t)
 	for _, c := range []struct {
@@ -76,6 +73,7 @@ func TestRouteByStatus(t *testing.T) {
 // here creates its hosted repository; reads create nothing; a missing
 // namespace is NAME_UNKNOWN's error.
 func TestRouteCreatesNewRepository(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, r, _ := routerEnv(t)
 	count := func() int {
@@ -107,6 +105,7 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 // guard, pass 2 cannot claim the repository (so it cannot miss the tag);
 // once the write is done, it can. An operator start waits for the write.
 func TestGuardWriteBlocksFinalPass(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st, r, row := routerEnv(t)
 	if _, err := st.Pool().Exec(ctx, `UPDATE legacy_repositories SET status = 2 WHERE id = $1`, row.ID); err != nil {

@@ -18,6 +18,7 @@ import (
 	"gocloud.dev/blob/fileblob"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/legacy/inventory"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 	"github.com/artifact-registry/artifact-registry/legacy/mapping"
@@ -27,7 +28,6 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -75,15 +75,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.src.Close() })
-	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	e.st = store.New(testdb.New(t), objs, store.Options{})
-	if _, err := e.st.CreateNamespace(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	e.st = testsupport.Store(t, testsupport.StoreOptions{})
+	testsupport.Namespace(t, e.st, "acme")
 	e.rules, err = mapping.Parse([]byte("prefixes:\n  - prefix: team/\n    namespace: acme\n    repository: legacy\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +92,7 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) service(t *testing.T, cfg service.Config) *service.Service {
 	t.Helper()
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = testsupport.Discard()
 	s, err := service.New(e.st, e.src, e.metrics, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/internal/testserver"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 const adminToken = testserver.AdminToken
 
 // clock is the shared test clock.
-type clock struct{ *testserver.Clock }
+type clock struct{ *fakeclock.Clock }
 
 func (c clock) advance(d time.Duration) { c.Advance(d) }
 

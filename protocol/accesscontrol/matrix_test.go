@@ -123,6 +123,7 @@ func newMatrix(t *testing.T) *matrix {
 // TestAccessMatrix: every caller × visibility × operation × protocol,
 // asserting the status and the protocol's own error format and challenge.
 func TestAccessMatrix(t *testing.T) {
+	t.Parallel()
 	m := newMatrix(t)
 	cells := 0
 	for _, c := range m.callers {

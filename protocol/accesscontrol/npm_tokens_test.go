@@ -13,6 +13,7 @@ import (
 // TestNpmLoginAndTokens: npm's login, whoami, logout and token endpoints
 // over real tokens, each refusal in npm's {"error"} form.
 func TestNpmLoginAndTokens(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.repo("js", enum.FormatNpm, enum.VisibilityPrivate)
 	reg := "/npm/acme/js/"

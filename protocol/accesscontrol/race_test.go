@@ -18,6 +18,7 @@ import (
 // with -race: the cache, the last-used buffer and the principals are
 // shared by all requests.
 func TestConcurrentUseAndRevocation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.repo("img", enum.FormatOCI, enum.VisibilityPrivate)
 	e.repo("js", enum.FormatNpm, enum.VisibilityPrivate)

@@ -1,27 +1,16 @@
 package accesscontrol
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/artifact-registry/artifact-registry/auth"
-	"github.com/artifact-registry/artifact-registry/graph"
-	"github.com/artifact-registry/artifact-registry/internal/httpserver"
-	"github.com/artifact-registry/artifact-registry/internal/routes"
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/internal/testserver"
-	"github.com/artifact-registry/artifact-registry/protocol/maven"
-	"github.com/artifact-registry/artifact-registry/protocol/npm"
-	"github.com/artifact-registry/artifact-registry/protocol/oci"
-	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 const failureLimit = 3
@@ -31,29 +20,12 @@ const failureLimit = 3
 // request can come from its own client address.
 func limitedServer(t *testing.T) http.Handler {
 	t.Helper()
-	ctx := context.Background()
-	c := testserver.NewClock()
-	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{Clock: c})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	authn := auth.New(st, auth.Options{AdminToken: adminToken, Clock: c, Logger: log, FailureLimit: failureLimit})
-	hs := httpserver.New(httpserver.Options{Logger: log})
-	hs.Registry().MustRegister(authn.Collectors()...)
-	routes.Mount(hs.Router(), st, routes.Options{
-		OCI:   oci.Options{Auth: authn, Logger: log},
-		Npm:   npm.Options{Auth: authn, PublicURL: "http://registry.test", Logger: log},
-		Maven: maven.Options{Auth: authn, Logger: log},
-		Graph: graph.Options{Auth: authn, Logger: log},
-	})
-	if _, err := st.CreateNamespace(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	s := testserver.New(t, testserver.Options{FailureLimit: failureLimit})
+	s.Server.Registry().MustRegister(s.Auth.Collectors()...)
 	for name, f := range map[string]enum.Format{"npmrepo": enum.FormatNpm, "mvnrepo": enum.FormatMaven, "images": enum.FormatOCI} {
-		if _, err := st.CreateRepository(ctx, store.NewRepository{Namespace: "acme", Name: name, Format: f,
-			Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate}); err != nil {
-			t.Fatal(err)
-		}
+		s.Repo(name, f, enum.VisibilityPrivate)
 	}
-	return hs.Handler()
+	return s.Server.Handler()
 }
 
 type surface struct {
@@ -162,6 +134,7 @@ func (s surface) send(h http.Handler, addr, secret string) *httptest.ResponseRec
 // while the limit holds, the right token from another address works, and
 // the metrics count both.
 func TestFailedAuthenticationRateLimit(t *testing.T) {
+	t.Parallel()
 	h := limitedServer(t)
 	const wrong = "wrong-token-wrong-token-wrong-token"
 	for i, s := range surfaces {

@@ -17,6 +17,7 @@ func scopes(s ...enum.TokenScope) []enum.TokenScope { return s }
 // private repository to those who could not read one, and 404 only to
 // the admin and unrestricted tokens of its namespace.
 func TestUnknownNamesAreHidden(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	read, _ := e.mint("acme", "read", auth.TokenSpec{Scopes: scopes(enum.TokenScopeRead)})
 	other, _ := e.mint("other", "other", auth.TokenSpec{Scopes: scopes(enum.TokenScopeAdmin)})
@@ -56,6 +57,7 @@ func TestUnknownNamesAreHidden(t *testing.T) {
 // nothing is served, even to the admin; the namespace's own tokens get
 // nothing anywhere while it is blocked.
 func TestNamespaceConditions(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.repo("img", enum.FormatOCI, enum.VisibilityPublic)
 	e.repo("js", enum.FormatNpm, enum.VisibilityPublic)
@@ -147,6 +149,7 @@ func uuidOf(t *testing.T, e *env, name string) [16]byte {
 // (401 insufficient_scope otherwise), and a revoked access token stops its
 // bearer tokens too.
 func TestOCITokenFlow(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.repo("priv", enum.FormatOCI, enum.VisibilityPrivate)
 	e.repo("pub", enum.FormatOCI, enum.VisibilityPublic)
@@ -228,6 +231,7 @@ func parseChallenge(t *testing.T, h string) (realm, service, scope string) {
 
 // TestCatalogIsFiltered: /v2/_catalog lists what the caller may pull.
 func TestCatalogIsFiltered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	for _, v := range enum.VisibilityValues() {
 		name := strings.ToLower(v.String())
@@ -262,6 +266,7 @@ func TestCatalogIsFiltered(t *testing.T) {
 // repository cannot be continued under another's URL, even by a caller
 // who may write to both.
 func TestUploadBoundToRepository(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.repo("a", enum.FormatOCI, enum.VisibilityPrivate)
 	e.repo("b", enum.FormatOCI, enum.VisibilityPrivate)

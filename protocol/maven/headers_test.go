@@ -33,6 +33,7 @@ func checkSafe(t *testing.T, what string, r result, attachment string) {
 // surface (GET, HEAD, ranges, revalidation, checksums, metadata, errors)
 // for files a browser would otherwise render.
 func TestServedFilesNeverRender(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	v := relBase + "/1.0.0/anchor-lib-1.0.0"
 	s.deployFile(t, v+".pom", []byte(plantedXHTML))
@@ -115,6 +116,7 @@ func TestServedFilesNeverRender(t *testing.T) {
 }
 
 func TestContentTypeIsNeverRenderable(t *testing.T) {
+	t.Parallel()
 	for name, want := range map[string]string{
 		"a-1.pom": "application/octet-stream", "maven-metadata.xml": "application/octet-stream",
 		"a-1-notes.xml": "application/octet-stream", "a-1.html": "application/octet-stream",

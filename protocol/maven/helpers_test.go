@@ -9,10 +9,8 @@ import (
 	"crypto/sha512"
 	"encoding/hex"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -21,9 +19,9 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -82,18 +80,8 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 	if len(so) > 0 {
 		o = so[0]
 	}
-	ctx := context.Background()
-	pool := testdb.New(t)
-	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	st := store.New(pool, objs, o.store)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("MAVEN_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	st := testsupport.Store(t, testsupport.StoreOptions{Store: o.store})
+	log := testsupport.Logger("MAVEN_TEST_LOG")
 	mo := o.maven
 	mo.Logger = log
 	if mo.Auth == nil {
@@ -134,16 +122,10 @@ func (s *testServer) token(t testing.TB, ns, name string, scopes ...enum.TokenSc
 // repo creates a namespace (if needed) and a hosted repository.
 func (s *testServer) repo(t testing.TB, ns, name string, format enum.Format, vis enum.Visibility) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := s.Store.NamespaceBySlug(ctx, ns); err != nil {
-		if _, err := s.Store.CreateNamespace(ctx, ns); err != nil {
-			t.Fatalf("create namespace %s: %v", ns, err)
-		}
+	if _, err := s.Store.NamespaceBySlug(context.Background(), ns); err != nil {
+		testsupport.Namespace(t, s.Store, ns)
 	}
-	if _, err := s.Store.CreateRepository(ctx, store.NewRepository{Namespace: ns, Name: name, Format: format,
-		Kind: enum.KindHosted, Visibility: vis}); err != nil {
-		t.Fatalf("create repository %s/%s: %v", ns, name, err)
-	}
+	testsupport.Repository(t, s.Store, ns, name, format, vis)
 }
 
 type result struct {

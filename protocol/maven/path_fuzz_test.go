@@ -129,6 +129,7 @@ func checkRequest(t *testing.T, escaped string, q *request) {
 // TestPathSeedsAccepted makes sure FuzzParsePath starts from paths of every
 // layout that the parser accepts, so that its properties are exercised.
 func TestPathSeedsAccepted(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{
 		"/maven/acme/libs/com/example/app/1.0/app-1.0.pom.sha1",
 		"/maven/acme/libs/com/example/app/maven-metadata.xml.md5",

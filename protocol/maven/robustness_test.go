@@ -57,6 +57,7 @@ func rawPut(t *testing.T, s *testServer, path string, body []byte, auth bool) (f
 }
 
 func TestExpectContinue(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	path := relBase + "/1.0.0/anchor-lib-1.0.0.jar"
 	// Refused before the body is wanted: no 100 Continue.
@@ -86,6 +87,7 @@ func TestExpectContinue(t *testing.T) {
 // A writer that cannot get the package-row lock within the lock timeout
 // gets 503 with Retry-After, and nothing is stored.
 func TestLockTimeoutIs503(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, serverOpts{store: store.Options{LockTimeout: 300 * time.Millisecond}})
 	s.repo(t, "acme", "releases", enum.FormatMaven, enum.VisibilityPublic)
 	s.put(t, relBase+"/1.0.0/anchor-lib-1.0.0.pom", pom("1.0.0"), http.StatusCreated)
@@ -119,6 +121,7 @@ func TestLockTimeoutIs503(t *testing.T) {
 // document from the rows meanwhile, and the next metadata upload (every
 // mvn deploy ends with one) stores it again.
 func TestMetadataMissingIsRenderedAndRepaired(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	s.deployFile(t, relBase+"/1.0.0/anchor-lib-1.0.0.pom", pom("1.0.0"))
 	stored := s.get(t, relBase+"/maven-metadata.xml", http.StatusOK).body

@@ -34,6 +34,7 @@ func pom(version string) []byte {
 }
 
 func TestDeployAndResolveRelease(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	jar := []byte("PK\x03\x04 pretend this is a jar 1.0.0")
 	v := relBase + "/1.0.0/anchor-lib-1.0.0"
@@ -104,6 +105,7 @@ func TestDeployAndResolveRelease(t *testing.T) {
 }
 
 func TestReleaseRedeployOption(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t, serverOpts{maven: Options{AllowReleaseRedeploy: true}})
 	v := relBase + "/1.0.0/anchor-lib-1.0.0.jar"
 	s.put(t, v, []byte("one"), http.StatusCreated)
@@ -117,6 +119,7 @@ func TestReleaseRedeployOption(t *testing.T) {
 }
 
 func TestChecksumSidecarsAndHeaders(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	v := relBase + "/1.0.0/anchor-lib-1.0.0.jar"
 	jar := []byte("jar bytes")
@@ -163,6 +166,7 @@ func TestChecksumSidecarsAndHeaders(t *testing.T) {
 }
 
 func TestMetadataIsServerAuthoritative(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	for _, v := range []string{"1.0.0", "1.0.1"} {
 		s.deployFile(t, relBase+"/"+v+"/anchor-lib-"+v+".pom", pom(v))
@@ -205,6 +209,7 @@ func TestMetadataIsServerAuthoritative(t *testing.T) {
 }
 
 func TestSnapshotDeployAndResolve(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	vdir := snapBase + "/1.1.0-SNAPSHOT"
 	s.get(t, vdir+"/maven-metadata.xml", http.StatusNotFound)
@@ -272,6 +277,7 @@ func TestSnapshotDeployAndResolve(t *testing.T) {
 // (files, then GET-merge-PUT of maven-metadata.xml), and the final
 // document lists every version whatever the interleaving.
 func TestConcurrentDeploysKeepEveryVersion(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	const n = 8
 	versionRE := regexp.MustCompile(`<version>([^<]+)</version>`)
@@ -361,6 +367,7 @@ func readAll(resp *http.Response) string {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	s.repo(t, "acme", "private", enum.FormatMaven, enum.VisibilityPrivate)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPublic)
@@ -420,6 +427,7 @@ func basic(user, pass string) string {
 }
 
 func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	for _, root := range []bool{false, true} {
 		t.Run(map[bool]string{false: "standalone", true: "root-router"}[root], func(t *testing.T) {
 			s := newMavenServer(t, serverOpts{rootRouter: root})
@@ -480,6 +488,7 @@ func TestBadInputIsRefusedAndWritesNothing(t *testing.T) {
 }
 
 func TestInterruptedUploadWritesNothing(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	// Content-Length says more than the body holds: the server sees an
 	// unexpected EOF, answers 400 and keeps nothing.
@@ -501,6 +510,7 @@ func TestInterruptedUploadWritesNothing(t *testing.T) {
 }
 
 func TestVersionSizeAndFileRows(t *testing.T) {
+	t.Parallel()
 	s := newMavenServer(t)
 	s.deployFile(t, relBase+"/1.0.0/anchor-lib-1.0.0.pom", pom("1.0.0"))
 	s.deployFile(t, relBase+"/1.0.0/anchor-lib-1.0.0.jar", []byte("0123456789"))

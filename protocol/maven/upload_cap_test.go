@@ -16,6 +16,7 @@ import (
 // sessions (every protocol's) is refused with 429 and a message, and
 // stores nothing; once a session is gone the deploy goes through.
 func TestUploadSessionCapIs429(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, serverOpts{store: store.Options{MaxUploadSessionsPerRepository: 1}})
 	s.repo(t, "acme", "releases", enum.FormatMaven, enum.VisibilityPublic)
 	ctx := context.Background()

@@ -38,6 +38,7 @@ func wantError(t *testing.T, what string, status int, body []byte, hdr http.Head
 // 400 with npm's error body and writes nothing; it reached the database
 // and came back as a 500 before.
 func TestBadJSONText(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	good := newPublish(t, "txt", "1.0.0", nil)
@@ -127,6 +128,7 @@ func (e *env) doStream(method, url string, body io.Reader) (int, []byte, http.He
 // with npm's error body, declared (Content-Length) or found out while
 // reading (chunked), and write nothing.
 func TestBodyLimits(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{Options: Options{MaxPublishSize: 64 << 10}})
 	reg := e.registry("js")
 	big := newPublish(t, "big", "1.0.0", nil)
@@ -205,6 +207,7 @@ func gzipBomb(t testing.TB, pkgJSON map[string]any, expanded int64) []byte {
 // the inspection has decompressed MaxUnpackedSize bytes (the default),
 // and writes nothing.
 func TestGzipBomb(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	p := newPublish(t, "bomb", "1.0.0", nil)
@@ -265,6 +268,7 @@ func cliOrderBody(p *publishDoc, reg string) []byte {
 // data string, a second _attachments, a truncated body and trailing data,
 // writing nothing.
 func TestPublishBodyShapes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	p := newPublish(t, "shapes", "1.0.0", map[string]any{"description": "x"})
@@ -314,6 +318,7 @@ func TestPublishBodyShapes(t *testing.T) {
 // TestSplitPublish checks the splitter on its own: the document comes back
 // without the data string, equal as JSON to the input with data "".
 func TestSplitPublish(t *testing.T) {
+	t.Parallel()
 	in := `{"a": [1, 2.5e3, true, null, {"b": "c\"d\\"}], "_attachments": {"f.tgz": {"data": "aGVs\/bG8=\n", "length": 5}, "g": 3}, "z": "\u00e9"}`
 	var got []byte
 	meta, err := splitPublish(strings.NewReader(in), 1<<20, func(file string, r io.Reader) error {
@@ -369,6 +374,7 @@ func TestSplitPublish(t *testing.T) {
 
 // TestCheckJSONText pins the escapes that are refused and those that are not.
 func TestCheckJSONText(t *testing.T) {
+	t.Parallel()
 	for in, ok := range map[string]bool{
 		`"plain"`:                true,
 		`"\\u0000"`:              true, // an escaped backslash, then text
@@ -393,6 +399,7 @@ func TestCheckJSONText(t *testing.T) {
 // TestInspectTarballLimit: the inspection stops at its limit, counting
 // what gzip expands, and the error says so.
 func TestInspectTarballLimit(t *testing.T) {
+	t.Parallel()
 	pj := map[string]any{"name": "x", "version": "1.0.0"}
 	bomb := gzipBomb(t, pj, 64<<20)
 	_, _, err := inspectTarball(bytes.NewReader(bomb), 1<<20)
@@ -410,6 +417,7 @@ func TestInspectTarballLimit(t *testing.T) {
 // Content-Length) gets a 400, and the part of the tarball already staged
 // is discarded: no upload session, no blob.
 func TestPublishClientGoesAway(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	p := newPublish(t, "gone", "1.0.0", nil)

@@ -25,6 +25,7 @@ func checkSafe(t *testing.T, what string, hdr http.Header, attachment string) {
 // packuments, dist-tags and version documents stay viewable JSON but are
 // never sniffed and never run scripts; errors likewise.
 func TestServedBytesNeverRender(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	planted := `<script>document.title = "planted"</script>`
 	p := newPublish(t, "@anchor/page", "1.0.0", map[string]any{"description": planted})

@@ -20,6 +20,7 @@ import (
 // TestPublishAndRead covers the basic cycle over raw HTTP: publish,
 // packument (full and corgi, ETag/304), tarball, dist-tags file.
 func TestPublishAndRead(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 
@@ -133,6 +134,7 @@ func (e *env) nothingWritten(what string) {
 }
 
 func TestBadPublishes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{Options: Options{MaxTarballSize: 4096}})
 	reg := e.registry("js")
 	good := newPublish(t, "good", "1.0.0", nil)
@@ -249,6 +251,7 @@ func TestBadPublishes(t *testing.T) {
 // at once all land; publishes of the same version: one wins, the others get
 // 409; nothing is left half-written.
 func TestConcurrentPublishes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{maxConns: 16})
 	reg := e.registry("js")
 	const n = 8
@@ -335,6 +338,7 @@ func TestConcurrentPublishes(t *testing.T) {
 // by unpublish; deprecate; unpublish of the last version trashes the
 // package; the trash keeps the rows.
 func TestRevisionsAndUnpublish(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0-rc.1"} {
@@ -413,9 +417,10 @@ func TestRevisionsAndUnpublish(t *testing.T) {
 
 // TestMetadataCache: reads rebuild on a miss and store the files (one
 // attachment each, old ones detached with a GC candidate); writes
-// force-expire them; the River job rebuilds after a write without a read.
+// force-expire them; the River job a write queues rebuilds without a read.
 func TestMetadataCache(t *testing.T) {
-	e := newEnv(t, envOptions{withJobs: true, Options: Options{RebuildDelay: -1}})
+	t.Parallel()
+	e := newEnv(t, envOptions{queueJobs: true, Options: Options{RebuildDelay: -1}})
 	reg := e.registry("js")
 	e.publish("js", newPublish(t, "cache", "1.0.0", nil))
 	fresh := func() int {
@@ -423,12 +428,8 @@ func TestMetadataCache(t *testing.T) {
 	}
 	waitFresh := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for fresh() != 3 {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the rebuild job did not refresh the metadata files", what)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if n := e.runQueuedJobs(); n == 0 || fresh() != 3 {
+			t.Fatalf("%s: the rebuild job did not refresh the metadata files (%d jobs ran)", what, n)
 		}
 	}
 	waitFresh("after the first publish")
@@ -472,6 +473,7 @@ func TestMetadataCache(t *testing.T) {
 
 // TestEndpoints covers the small endpoints and refusals.
 func TestEndpoints(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	e.publish("js", newPublish(t, "ep", "1.0.0", nil))
@@ -576,6 +578,7 @@ func TestEndpoints(t *testing.T) {
 // builds nothing; the last ones rebuild, and the files end fresh with
 // every version.
 func TestRebuildJobsCoalesce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOptions{withJobs: true, Options: Options{RebuildDelay: 2 * time.Second}})
 	const n = 12
 	for i := range n {

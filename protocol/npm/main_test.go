@@ -26,13 +26,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -60,6 +62,9 @@ type env struct {
 
 type envOptions struct {
 	Options
+	// queueJobs gives Mount an insert-only River client (never started):
+	// writes queue rebuild jobs, which the test works with runQueuedJobs.
+	queueJobs bool
 	// withJobs starts a River client with the rebuild worker and gives Mount
 	// its inserter.
 	withJobs bool
@@ -69,50 +74,45 @@ type envOptions struct {
 func newEnv(t testing.TB, eo envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	cfg := testdb.NewConfig(t)
-	cfg.MaxConns = max(eo.maxConns, 8)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	objects, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { objects.Close() })
-	e := &env{t: t, ctx: ctx, pool: pool, st: store.New(pool, objects, store.Options{})}
-	if _, err := e.st.CreateNamespace(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	pool := testsupport.Pool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = max(eo.maxConns, 8) })
+	e := &env{t: t, ctx: ctx, pool: pool, st: testsupport.Store(t, testsupport.StoreOptions{Pool: pool})}
+	testsupport.Namespace(t, e.st, "acme")
 	for name, vis := range map[string]enum.Visibility{"js": enum.VisibilityPublic, "private": enum.VisibilityPrivate} {
-		if _, err := e.st.CreateRepository(ctx, store.NewRepository{
-			Namespace: "acme", Name: name, Format: enum.FormatNpm, Kind: enum.KindHosted, Visibility: vis,
-		}); err != nil {
-			t.Fatal(err)
-		}
+		testsupport.Repository(t, e.st, "acme", name, enum.FormatNpm, vis)
 	}
 
 	e.server = httptest.NewUnstartedServer(nil)
 	e.base = "http://" + e.server.Listener.Addr().String()
 	opts := eo.Options
 	if opts.Auth == nil {
-		opts.Auth = auth.New(e.st, auth.Options{AdminToken: testToken, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		opts.Auth = auth.New(e.st, auth.Options{AdminToken: testToken, Logger: testsupport.Discard()})
 	}
 	if opts.PublicURL == "" {
 		opts.PublicURL = e.base
 	}
 	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		opts.Logger = testsupport.Discard()
 		if testing.Verbose() {
 			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
+	}
+	if eo.queueJobs {
+		workers := river.NewWorkers()
+		if err := RegisterWorkers(workers, e.st, opts); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if e.jobs, err = river.NewClient(riverpgxv5.New(pool), &river.Config{Workers: workers, Logger: opts.Logger, TestOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		opts.Jobs = e.jobs
 	}
 	if eo.withJobs {
 		workers := river.NewWorkers()
 		if err := RegisterWorkers(workers, e.st, opts); err != nil {
 			t.Fatal(err)
 		}
+		var err error
 		e.jobs, err = river.NewClient(riverpgxv5.New(pool), &river.Config{
 			Logger:            opts.Logger,
 			Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},
@@ -382,4 +382,38 @@ func syntheticState(n int) *store.NpmPackageState {
 	st.Versions[n-1].Readme = &readme
 	st.Tags = []store.NpmTag{{Name: "latest", VersionID: st.Versions[n-1].ID, Version: st.Versions[n-1].Version}}
 	return st
+}
+
+// runQueuedJobs works every available packument rebuild job, oldest first,
+// one at a time through rivertest (no polling client), and returns how
+// many ran. Each runs in its own committed transaction, so a job sees the
+// ones queued after it waiting, as under a running client.
+func (e *env) runQueuedJobs() int {
+	e.t.Helper()
+	w := rivertest.NewWorker(e.t, riverpgxv5.New(nil), &river.Config{Logger: e.opts.Logger, TestOnly: true},
+		river.Worker[RebuildPackumentArgs](&rebuildWorker{h: newHandler(e.st, e.opts)}))
+	res, err := e.jobs.JobList(e.ctx, river.NewJobListParams().Kinds(RebuildPackumentArgs{}.Kind()).
+		States(rivertype.JobStateAvailable).OrderBy(river.JobListOrderByID, river.SortOrderAsc).First(1000))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, job := range res.Jobs {
+		tx, err := e.pool.Begin(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		r, err := w.WorkJob(e.ctx, e.t, tx, job)
+		if err != nil {
+			_ = tx.Rollback(e.ctx)
+			e.t.Fatalf("rebuild job %d: %v", job.ID, err)
+		}
+		if r.EventKind != river.EventKindJobCompleted {
+			_ = tx.Rollback(e.ctx)
+			e.t.Fatalf("rebuild job %d: %s", job.ID, r.EventKind)
+		}
+		if err := tx.Commit(e.ctx); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return len(res.Jobs)
 }

@@ -337,6 +337,7 @@ func publishSeeds(t testing.TB) []publishSeed {
 // limit is refused while it streams: no allocation proportional to its
 // size.
 func TestParsePublishOversizeAttachment(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	p := newPublish(t, "big", "1.0.0", nil)
 	head, tail, ok := bytes.Cut(p.body("http://registry/"), []byte(base64.StdEncoding.EncodeToString(p.tarball)))
 	if !ok {
@@ -394,6 +395,7 @@ func (zeros) Read(p []byte) (int, error) {
 // TestPublishSeedsAccepted makes sure FuzzParsePublish starts from
 // documents the parser accepts, so that its properties are exercised.
 func TestPublishSeedsAccepted(t *testing.T) {
+	t.Parallel()
 	for _, s := range publishSeeds(t)[:2] {
 		if pub, _, err := parsePublish(s.name, s.body); err != nil || pub == nil {
 			t.Fatalf("seed publish of %s refused: %v", s.name, err)

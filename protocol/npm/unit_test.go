@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidateName(t *testing.T) {
+	t.Parallel()
 	good := []string{"a", "left-pad", "lodash.merge", "@scope/pkg", "@s/a.b-c_d", "x1", "a_b"}
 	bad := []string{"", ".hidden", "-x", "_x", "Upper", "@Scope/x", "a b", " a", "../x", "a/b", "@s/.x", "@/x", "@s/",
 		"node_modules", "favicon.ico", "http", "fs", "a~b", "a'b", "a(b)", "a*b", "a!b", "@s/a~b", strings.Repeat("a", 215), "é", "a%2fb"}
@@ -24,6 +25,7 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestValidateTag(t *testing.T) {
+	t.Parallel()
 	for _, tag := range []string{"latest", "beta", "next", "legacy", "v2-beta", "canary-1", "rc"} {
 		if err := validateTag(tag); err != nil {
 			t.Errorf("validateTag(%q) = %v", tag, err)
@@ -37,6 +39,7 @@ func TestValidateTag(t *testing.T) {
 }
 
 func TestFileNames(t *testing.T) {
+	t.Parallel()
 	if got := tarballFileName("@anchor/lib", "1.0.0"); got != "lib-1.0.0.tgz" {
 		t.Errorf("tarballFileName = %q", got)
 	}
@@ -56,6 +59,7 @@ func TestFileNames(t *testing.T) {
 }
 
 func TestInspectTarball(t *testing.T) {
+	t.Parallel()
 	pj := map[string]any{"name": "x", "version": "1.0.0"}
 	sw, gyp, err := inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"npm-shrinkwrap.json": "{}", "binding.gyp": "{}"})), DefaultMaxUnpackedSize)
 	if err != nil || !sw || !gyp {
@@ -73,6 +77,7 @@ func TestInspectTarball(t *testing.T) {
 // TestEachMember compares the scanner with encoding/json on jsonb-shaped
 // and other valid objects.
 func TestEachMember(t *testing.T) {
+	t.Parallel()
 	docs := []string{
 		`{}`, ` { } `,
 		`{"a": 1}`,
@@ -121,6 +126,7 @@ func TestEachMember(t *testing.T) {
 // TestBuildDocuments checks the rendered documents are valid JSON with the
 // expected shape.
 func TestBuildDocuments(t *testing.T) {
+	t.Parallel()
 	st := syntheticState(30)
 	docs, err := buildDocuments(st, "http://r/npm/acme/js/big/-/")
 	if err != nil {

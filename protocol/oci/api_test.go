@@ -67,6 +67,7 @@ func putManifest(s *testServer, t *testing.T, name, ref string, body []byte, ct 
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "private", enum.FormatDocker, enum.VisibilityPrivate)
 	s.repo(t, "acme", "public", enum.FormatOCI, enum.VisibilityPublic)
@@ -138,6 +139,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestClientErrors(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	s.repo(t, "acme", "other", enum.FormatOCI, enum.VisibilityPrivate)
@@ -262,6 +264,7 @@ func TestClientErrors(t *testing.T) {
 // answers malformed and sha512 digests in the spec's format (no 500), so
 // they are decided before any query.
 func TestClientErrorsBeforeDatabase(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.Store.Pool().Close()
 	sha512 := "sha512:" + strings.Repeat("ab", 64)
@@ -294,6 +297,7 @@ func TestClientErrorsBeforeDatabase(t *testing.T) {
 // blob, the tree size, index relationships, tag moves updating the row,
 // deletes removing tags and refusing children of a live index.
 func TestManifestData(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"
@@ -430,6 +434,7 @@ func sha256Bytes(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
 
 // TestTagPagination walks the tag list with n and last following Link.
 func TestTagPagination(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"
@@ -465,6 +470,7 @@ func TestTagPagination(t *testing.T) {
 
 // TestManifestLimit: an image holds at most 25,000 manifests.
 func TestManifestLimit(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"
@@ -507,6 +513,7 @@ func TestManifestLimit(t *testing.T) {
 // foreground lock timeout gets 503 with Retry-After, and succeeds once the
 // lock is gone.
 func TestLockTimeout503(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, serverOpts{store: store.Options{LockTimeout: 300 * time.Millisecond}})
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"
@@ -538,6 +545,7 @@ func TestLockTimeout503(t *testing.T) {
 // TestConcurrentPushes: many clients pushing the same blobs and manifest
 // into one image at once end with one row each, each with one attachment.
 func TestConcurrentPushes(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"
@@ -590,6 +598,7 @@ func TestConcurrentPushes(t *testing.T) {
 // TestDockerMediaTypes: Docker schema 2 manifests and manifest lists are
 // stored and served with their own media types (never a 415).
 func TestDockerMediaTypes(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatDocker, enum.VisibilityPrivate)
 	const name = "acme/images/app"

@@ -9,10 +9,8 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
-	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 const plantedHTML = `<html><script>document.title = "planted"</script></html>`
@@ -39,6 +37,7 @@ func fileName(d string) string { return "attachment; filename=" + strings.Replac
 // attachments; every other answer, errors and the token endpoint
 // included, is at least never sniffed and never runs scripts.
 func TestServedBytesNeverRender(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "public", enum.FormatOCI, enum.VisibilityPublic)
 	name := "acme/public/app"
@@ -131,6 +130,7 @@ func (forwardRouter) Route(context.Context, string, bool) (LegacyRoute, error) {
 // is streamed back with our headers in place of its own, whatever type
 // it claims.
 func TestLegacyAnswersNeverRender(t *testing.T) {
+	t.Parallel()
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Type", "text/html")
@@ -149,7 +149,7 @@ func TestLegacyAnswersNeverRender(t *testing.T) {
 	}))
 	t.Cleanup(upstream.Close)
 
-	st := store.New(testdb.New(t), objstore.NewMem(), store.Options{})
+	st := testsupport.Store(t, testsupport.StoreOptions{Mem: true})
 	log := testLogger()
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	Mount(hs.Router(), st, Options{Auth: auth.New(st, auth.Options{AdminToken: testToken, Logger: log}), Logger: log,

@@ -12,6 +12,7 @@ import (
 // The Location rewrite keeps clients on our host for every form the
 // legacy registry may send.
 func TestLegacyLocalLocation(t *testing.T) {
+	t.Parallel()
 	p, err := newLegacyProxy(LegacyOptions{URL: "http://old:5000", Router: nopRouter{}}, testLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +37,7 @@ func TestLegacyLocalLocation(t *testing.T) {
 // serveAs rewrites the target name back to the legacy name in Location
 // and Link.
 func TestLegacyRenamingWriter(t *testing.T) {
+	t.Parallel()
 	rec := httptest.NewRecorder()
 	rw := &renamingWriter{ResponseWriter: rec, from: "/v2/acme/legacy/app/", to: "/v2/team/app/"}
 	rw.Header().Set("Location", "http://us/v2/acme/legacy/app/blobs/uploads/1")

@@ -21,6 +21,7 @@ import (
 )
 
 func TestLegacyTokenChallengeParse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want bearerChallenge
@@ -45,6 +46,7 @@ func TestLegacyTokenChallengeParse(t *testing.T) {
 }
 
 func TestLegacyTokenScopes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		method, path string
 		want         []string
@@ -129,6 +131,7 @@ type onlyReader struct{ io.Reader }
 // probe, the scope from the path), a chunked upload, a manifest PUT, reads
 // and a delete; one token per scope, reused from the cache.
 func TestLegacyTokenRealRegistry(t *testing.T) {
+	t.Parallel()
 	tr := newTokenRegistry(t, "legacy-user", "legacy-secret")
 
 	layer := bytes.Repeat([]byte("layer bytes "), 50_000)
@@ -208,6 +211,7 @@ func TestLegacyTokenRealRegistry(t *testing.T) {
 // bodiless request is retried once with a fresh token; a request with a
 // body is not replayed, and the next one gets a fresh token.
 func TestLegacyTokenRetry(t *testing.T) {
+	t.Parallel()
 	tr := newTokenRegistry(t, "legacy-user", "legacy-secret")
 	tr.ts.UseAccessToken()
 	expectStatus(t, tr.do(t, "GET", "/v2/team/app/tags/list", nil), http.StatusNotFound)
@@ -238,6 +242,7 @@ func TestLegacyTokenRetry(t *testing.T) {
 // proxy reports the credentials, never a challenge the client cannot
 // answer.
 func TestLegacyTokenBadCredentials(t *testing.T) {
+	t.Parallel()
 	tr := newTokenRegistry(t, "legacy-user", "wrong")
 	req, _ := http.NewRequest("GET", tr.base.String()+"/v2/team/app/tags/list", nil)
 	_, err := tr.c.Do(req)
@@ -281,6 +286,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // Concurrent first requests: one probe, one token per scope, every
 // request authorized.
 func TestLegacyTokenConcurrent(t *testing.T) {
+	t.Parallel()
 	tr := newTokenRegistry(t, "legacy-user", "legacy-secret")
 	ct := &countingTransport{next: http.DefaultTransport}
 	tr.auth.next = ct
@@ -319,6 +325,7 @@ func TestLegacyTokenConcurrent(t *testing.T) {
 // an error status, or is not reachable: the request fails with the token
 // error, which the client gets as a 502.
 func TestLegacyTokenBadTokenService(t *testing.T) {
+	t.Parallel()
 	for name, h := range map[string]http.HandlerFunc{
 		"no token":    func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `{"expires_in":60}`) },
 		"not JSON":    func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, `<html>`) },

@@ -248,6 +248,7 @@ func manifestSeeds() []manifestSeed {
 // costs no allocation proportional to its size: it is refused before the
 // JSON decoder sees it.
 func TestParseManifestHugeBodyIsNotDecoded(t *testing.T) {
+	// Not parallel: it measures the process's allocations.
 	huge := bytes.Repeat([]byte("["), 64<<20)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -265,6 +266,7 @@ func TestParseManifestHugeBodyIsNotDecoded(t *testing.T) {
 // manifests of every type that the parser accepts, so that its properties
 // are exercised, and that the ambiguous seeds are refused.
 func TestManifestSeedsAccepted(t *testing.T) {
+	t.Parallel()
 	seeds := manifestSeeds()
 	for _, i := range []int{0, 5, 9, 11, 12} {
 		if _, aerr := parseManifest(seeds[i].ct, []byte(seeds[i].body)); aerr != nil {

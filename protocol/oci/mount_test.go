@@ -48,6 +48,7 @@ func (s *testServer) restrictedToken(t *testing.T, ns string, repos []string, sc
 // the layer stays unreadable through its own repository. Sources the
 // token may read still mount (201).
 func TestMountNeedsReadOnSource(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "mine", enum.FormatOCI, enum.VisibilityPrivate)
 	s.repo(t, "acme", "secret", enum.FormatOCI, enum.VisibilityPrivate)

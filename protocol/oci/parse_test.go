@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseName(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want string // "" = error
@@ -44,6 +45,7 @@ func TestParseName(t *testing.T) {
 }
 
 func TestParseDigestAndReference(t *testing.T) {
+	t.Parallel()
 	good := "sha256:" + strings.Repeat("ab", 32)
 	if d, err := parseDigest(good); err != nil || d.String() != good {
 		t.Fatalf("parseDigest(%s) = %v, %v", good, d, err)
@@ -73,6 +75,7 @@ func TestParseDigestAndReference(t *testing.T) {
 }
 
 func TestParseRange(t *testing.T) {
+	t.Parallel()
 	const size = 2048
 	for _, tc := range []struct {
 		h          string
@@ -125,6 +128,7 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func TestParseManifest(t *testing.T) {
+	t.Parallel()
 	cfg := testDesc("application/vnd.oci.image.config.v1+json", "{}")
 	layer := testDesc("application/vnd.oci.image.layer.v1.tar+gzip", "layer")
 	foreign := testDesc("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", "foreign")
@@ -181,6 +185,7 @@ func TestParseManifest(t *testing.T) {
 }
 
 func TestLRU(t *testing.T) {
+	t.Parallel()
 	c := newLRU[int, string](10, func(s string) int64 { return int64(len(s)) })
 	c.put(1, "aaaa")
 	c.put(2, "bbbb")

@@ -17,6 +17,7 @@ import (
 // delete locks the child FOR UPDATE, so exactly one order wins: never an
 // active index listing a deleted child.
 func TestIndexPushVersusChildDelete(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"
@@ -72,6 +73,7 @@ func TestIndexPushVersusChildDelete(t *testing.T) {
 // TestConcurrentTagMoves: pushes moving one tag to different manifests all
 // succeed; the tag ends on one of them, in one row.
 func TestConcurrentTagMoves(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t)
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	const name = "acme/images/app"

@@ -3,11 +3,9 @@ package oci
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,9 +14,9 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -46,24 +44,8 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 	if len(so) > 0 {
 		o = so[0]
 	}
-	ctx := context.Background()
-	pool := testdb.New(t)
-	var objs *objstore.Store
-	if o.mem {
-		objs = objstore.NewMem()
-	} else {
-		var err error
-		objs, err = objstore.Open(ctx, "file://"+t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	st := store.New(pool, objs, o.store)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("OCI_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	st := testsupport.Store(t, testsupport.StoreOptions{Mem: o.mem, Store: o.store})
+	log := testsupport.Logger("OCI_TEST_LOG")
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	authn := auth.New(st, auth.Options{AdminToken: testToken, Logger: log})
 	Mount(hs.Router(), st, Options{Auth: authn, Logger: log})

@@ -14,6 +14,7 @@ import (
 // error body; another repository is not affected, and cancelling a
 // session frees its place.
 func TestUploadSessionCap(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, serverOpts{store: store.Options{MaxUploadSessionsPerRepository: 2}})
 	s.repo(t, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	s.repo(t, "acme", "other", enum.FormatOCI, enum.VisibilityPrivate)

@@ -11,10 +11,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 
@@ -23,13 +21,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/routes"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/objstore"
-	"github.com/artifact-registry/artifact-registry/web"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -46,28 +44,17 @@ type server struct {
 
 func newServer(t testing.TB) *server {
 	t.Helper()
-	ctx := context.Background()
-	pool := testdb.New(t)
-	objs, err := objstore.Open(ctx, "file://"+t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = objs.Close() })
-	st := store.New(pool, objs, store.Options{})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("E2E_SERVER_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
+	st := testsupport.Store(t, testsupport.StoreOptions{})
+	log := testsupport.Logger("E2E_SERVER_LOG")
 	hs := httpserver.New(httpserver.Options{Logger: log})
-	r := hs.Router()
 	authn := auth.New(st, auth.Options{AdminToken: adminToken, Logger: log})
-	oci.Mount(r, st, oci.Options{Auth: authn, Logger: log})
-	npm.Mount(r, st, npm.Options{Auth: authn, Logger: log})
-	maven.Mount(r, st, maven.Options{Auth: authn, Logger: log})
-	graph.Mount(r, st, graph.Options{Auth: authn, Logger: log})
-	r.Handle(auth.SessionPath, authn.SessionHandler())
-	// The UI is the catch-all, as in cmd/artifact-registry/serve.go.
-	r.PathPrefix("/").Handler(web.Handler())
+	// Every surface and the UI's catch-all, in serve's order.
+	routes.Mount(hs.Router(), st, routes.Options{
+		OCI:   oci.Options{Auth: authn, Logger: log},
+		Npm:   npm.Options{Auth: authn, Logger: log},
+		Maven: maven.Options{Auth: authn, Logger: log},
+		Graph: graph.Options{Auth: authn, Logger: log},
+	})
 	srv := httptest.NewServer(hs.Handler())
 	t.Cleanup(srv.Close)
 	return &server{URL: srv.URL, Host: strings.TrimPrefix(srv.URL, "http://"), Store: st}
