@@ -6,8 +6,8 @@
 //	/maven/<namespace-slug>/<repository>/<group/path>/<artifactId>/<version>-SNAPSHOT/maven-metadata.xml
 //
 // each also with .md5, .sha1, .sha256 and .sha512 checksum sidecars. GET,
-// HEAD and PUT, as Maven 3.8 (wagon) and later clients use them
-// (shared/reference/maven-client-protocol.md). Handlers parse the path,
+// HEAD and PUT, as Maven 3.8 (wagon) and later clients use them (the
+// real-mvn tests in mvn_test.go drive Maven 3.8.7). Handlers parse the path,
 // call one store operation and write the response; bytes and rows live in
 // package store/maven over the core store.
 //

@@ -21,7 +21,7 @@ import (
 // The real-mvn tests drive Debian's Maven 3.8.7 against an in-process
 // registry on a loopback port, offline: plugins resolve from
 // /usr/share/maven-repo through the file:// mirror of
-// testdata/settings.xml (shared/reference/maven-client-protocol.md). They
+// testdata/settings.xml. They
 // need the packages listed in debianPackages; without them (or without
 // mvn) they skip, except under CI=true where they fail.
 
