@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
-	"github.com/artifact-registry/artifact-registry/store/internal/storetest"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -26,8 +26,8 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
-	core := storetest.New(t, store.Options{})
-	return &fixture{store: New(core), ns: storetest.Namespace(t, core.Pool())}
+	core := testsupport.Store(t, testsupport.StoreOptions{Mem: true})
+	return &fixture{store: New(core), ns: testsupport.Namespace(t, core, "legacy-test").ID}
 }
 
 func legacyEntry(ns uuid.UUID, path string, tags int) InventoryEntry {
