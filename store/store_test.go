@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +12,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
 
-// fakeClock is the Clock of the tests: time moves only when told to.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the tests' clock: time moves only when told to.
+func newFakeClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // blobFixture is a fresh database with one namespace and one repository,
@@ -45,7 +28,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 type blobFixture struct {
 	pool    *pgxpool.Pool
 	objects *objstore.Store
-	clock   *fakeClock
+	clock   *fakeclock.Clock
 	store   *Store
 	ns      uuid.UUID
 	repo    uuid.UUID

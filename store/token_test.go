@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
@@ -20,7 +21,7 @@ import (
 // repositories "alpha" and "beta", and namespace "other".
 type tokenFixture struct {
 	st    *Store
-	clock *fakeClock
+	clock *fakeclock.Clock
 	ns    *Namespace
 	other *Namespace
 	alpha *Repository
