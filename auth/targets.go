@@ -6,6 +6,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Adapters from the store's rows and the protocols' resolved targets to a
@@ -78,7 +79,7 @@ func MavenTarget(t *store.MavenTarget) Target {
 }
 
 // NpmTarget converts a resolved /npm/<namespace>/<repository>.
-func NpmTarget(r *store.NpmRepository) Target {
+func NpmTarget(r *npmstore.Repository) Target {
 	return Target{
 		Namespace:  fromServing(r.NamespaceID, r.NamespaceSlug, r.Condition, r.ServesReads, r.ServesWrites),
 		Repository: &Repository{ID: r.RepositoryID, Name: r.RepositoryName, Visibility: r.Visibility},

@@ -6,6 +6,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Enum mappings between the GraphQL enums and the smallint enums of
@@ -97,7 +98,7 @@ func toMavenVersion(v *store.MavenArtifact) *model.MavenVersion {
 	}
 }
 
-func toNpmVersion(v *store.NpmArtifact) *model.NpmVersion {
+func toNpmVersion(v *npmstore.Artifact) *model.NpmVersion {
 	return &model.NpmVersion{
 		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageID: v.PackageID, PackageName: v.PackageName,
 		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, LastDownloadedAt: v.LastDownloadedAt, SoftDeletedAt: v.SoftDeletedAt,

@@ -22,6 +22,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Limits on one operation.
@@ -64,7 +65,7 @@ type Options struct {
 	// through the API (trash, restore, dist-tags), as the npm protocol's
 	// writes run it: serve passes npm.WriteHook so the background
 	// packument rebuild is queued. Nil: the next read rebuilds.
-	NpmWriteHook store.NpmWriteHook
+	NpmWriteHook npmstore.WriteHook
 }
 
 // Mount serves the API on r: POST and GET /graphql, and the playground at
@@ -106,7 +107,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.Auth == nil {
 		panic("graph: Options.Auth is required")
 	}
-	cfg := Config{Resolvers: &Resolver{store: st, catalog: catalog.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
+	cfg := Config{Resolvers: &Resolver{store: st, catalog: catalog.New(st), npm: npmstore.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))
 	srv.AddTransport(transport.Options{})

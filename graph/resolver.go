@@ -6,6 +6,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Resolver is the root resolver: the core store, the cross-format reads
@@ -14,8 +15,9 @@ import (
 type Resolver struct {
 	store   *store.Store
 	catalog *catalog.Store
+	npm     *npmstore.Store
 	auth    *auth.Authenticator
 	log     *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.
-	npmHook store.NpmWriteHook
+	npmHook npmstore.WriteHook
 }

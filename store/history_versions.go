@@ -25,21 +25,6 @@ type MavenArtifact struct {
 	SoftDeletedAt    *time.Time
 }
 
-// NpmArtifact is an npm version with its package name and repository, as
-// the trash and the publish history show it.
-type NpmArtifact struct {
-	ID               uuid.UUID
-	NamespaceID      uuid.UUID
-	RepositoryID     uuid.UUID
-	PackageID        uuid.UUID
-	PackageName      string
-	Version          string
-	SizeBytes        int64
-	CreatedAt        time.Time
-	LastDownloadedAt *time.Time
-	SoftDeletedAt    *time.Time
-}
-
 const mavenArtifactColumns = `mv.id, mv.namespace_id, mr.repository_id, mv.maven_package_id, mp.group_id, mp.artifact_id, mv.version,
 	mv.size_bytes, mv.created_at, mv.last_downloaded_at, mv.soft_deleted_at`
 
@@ -56,22 +41,6 @@ func scanMavenArtifact(row pgx.Row) (*MavenArtifact, error) {
 	return &v, nil
 }
 
-const npmArtifactColumns = `nv.id, nv.namespace_id, nr.repository_id, nv.npm_package_id, np.name, nv.version,
-	nv.size_bytes, nv.created_at, nv.last_downloaded_at, nv.soft_deleted_at`
-
-const npmArtifactFrom = `npm_versions nv
-	JOIN npm_packages np ON np.namespace_id = nv.namespace_id AND np.id = nv.npm_package_id
-	JOIN npm_repositories nr ON nr.namespace_id = np.namespace_id AND nr.id = np.npm_repository_id`
-
-func scanNpmArtifact(row pgx.Row) (*NpmArtifact, error) {
-	var v NpmArtifact
-	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.PackageID, &v.PackageName, &v.Version,
-		&v.SizeBytes, &v.CreatedAt, &v.LastDownloadedAt, &v.SoftDeletedAt); err != nil {
-		return nil, err
-	}
-	return &v, nil
-}
-
 // MavenArtifactsByIDs loads Maven versions (trash included) by id.
 func (s *Store) MavenArtifactsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*MavenArtifact, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+mavenArtifactColumns+` FROM `+mavenArtifactFrom+`
@@ -82,20 +51,6 @@ func (s *Store) MavenArtifactsByIDs(ctx context.Context, nsID uuid.UUID, ids []u
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*MavenArtifact, error) { return scanMavenArtifact(r) })
 	if err != nil {
 		return nil, fmt.Errorf("load maven versions: %w", err)
-	}
-	return out, nil
-}
-
-// NpmArtifactsByIDs loads npm versions (trash included) by id.
-func (s *Store) NpmArtifactsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*NpmArtifact, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+npmArtifactColumns+` FROM `+npmArtifactFrom+`
-		WHERE nv.namespace_id = $1 AND np.namespace_id = $1 AND nr.namespace_id = $1 AND nv.id = ANY($2)`, nsID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("load npm versions: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmArtifact, error) { return scanNpmArtifact(r) })
-	if err != nil {
-		return nil, fmt.Errorf("load npm versions: %w", err)
 	}
 	return out, nil
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -47,6 +48,7 @@ type env struct {
 	ctx     context.Context
 	pool    *pgxpool.Pool
 	st      *store.Store
+	npm     *npmstore.Store
 	server  *httptest.Server
 	base    string // http://127.0.0.1:port
 	opts    Options
@@ -81,7 +83,8 @@ func newEnv(t testing.TB, eo envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { objects.Close() })
-	e := &env{t: t, ctx: ctx, pool: pool, st: store.New(pool, objects, store.Options{})}
+	st := store.New(pool, objects, store.Options{})
+	e := &env{t: t, ctx: ctx, pool: pool, st: st, npm: npmstore.New(st)}
 	if _, err := e.st.CreateNamespace(ctx, "acme"); err != nil {
 		t.Fatal(err)
 	}
@@ -369,17 +372,17 @@ func integrityOf(tgz []byte) (string, string) {
 
 // syntheticState is a loaded package state of n versions whose manifests
 // look like PostgreSQL's jsonb rendering of what publish stores.
-func syntheticState(n int) *store.NpmPackageState {
-	st := &store.NpmPackageState{Package: store.NpmPackageRef{Name: "big"}, Fingerprint: "0123456789abcdef0123456789abcdef"}
+func syntheticState(n int) *npmstore.PackageState {
+	st := &npmstore.PackageState{Package: npmstore.PackageRef{Name: "big"}, Fingerprint: "0123456789abcdef0123456789abcdef"}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
 		v := fmt.Sprintf("%d.%d.%d", i/100, i/10%10, i%10)
 		id, _ := uuid.NewV7()
 		manifest := fmt.Sprintf(`{"_id": "big@%s", "main": "index.js", "name": "big", "dist": {"shasum": "0affb8cdf3f44afc2637860bd00d67537f671c7e", "integrity": "sha512-EsRybs/qVx5Y9yYCSjwQhejYL4J/ib1QCj+HrEGu4e2+2AAWKfJ35AaL0S0HXY3KW8WL7VAJqQ61TZR89wjDOQ==", "fileCount": 2, "unpackedSize": 400}, "engines": {"node": ">=18"}, "license": "MIT", "version": "%s", "_npmUser": {"name": "admin", "email": ""}, "keywords": ["a", "b"], "repository": {"url": "git+https://example.com/big.git", "type": "git"}, "description": "a package with many versions", "dependencies": {"dep-0": "^1.0.0", "dep-1": "^1.0.0", "dep-2": "^1.0.0", "dep-3": "^1.0.0", "dep-4": "^1.0.0", "dep-5": "^1.0.0", "dep-6": "^1.0.0", "dep-7": "^1.0.0", "dep-8": "^1.0.0", "dep-9": "^1.0.0", "dep-10": "^1.0.0", "dep-11": "^1.0.0"}, "_hasShrinkwrap": false, "readmeFilename": "README.md"}`, v, v)
-		st.Versions = append(st.Versions, store.NpmVersionDoc{ID: id, Version: v, CreatedAt: t0.Add(time.Duration(i) * time.Minute), Manifest: []byte(manifest)})
+		st.Versions = append(st.Versions, npmstore.VersionDoc{ID: id, Version: v, CreatedAt: t0.Add(time.Duration(i) * time.Minute), Manifest: []byte(manifest)})
 	}
 	readme := "# big"
 	st.Versions[n-1].Readme = &readme
-	st.Tags = []store.NpmTag{{Name: "latest", VersionID: st.Versions[n-1].ID, Version: st.Versions[n-1].Version}}
+	st.Tags = []npmstore.Tag{{Name: "latest", VersionID: st.Versions[n-1].ID, Version: st.Versions[n-1].Version}}
 	return st
 }

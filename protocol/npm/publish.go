@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/artifact-registry/artifact-registry/auth"
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // metadataAllowance is what a publish body may carry besides the base64
@@ -149,7 +149,7 @@ func checkDocumentName(name string, doc *publishBody) error {
 }
 
 // publish handles the publish of one version with its tarball.
-func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody, tgz *receivedTarball) error {
+func (h *handler) publish(req *request, repo *npmstore.Repository, name string, doc *publishBody, tgz *receivedTarball) error {
 	published := false
 	defer func() {
 		if !published {
@@ -161,7 +161,7 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 		return err
 	}
 	published = true // NpmPublish owns the staged tarball
-	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
+	res, err := h.npm.Publish(req.r.Context(), repo, npmstore.PublishRequest{
 		Name:        name,
 		Version:     pub.version,
 		PackageJSON: pub.packageJSON,
@@ -244,7 +244,7 @@ func publishedManifest(name string, doc *publishBody) (string, map[string]json.R
 		version, rawManifest = v, m
 	}
 	var dist publishDist
-	if !store.ValidNpmVersion(version) {
+	if !npmstore.ValidVersion(version) {
 		return "", nil, dist, errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
 	}
 	var manifest map[string]json.RawMessage
@@ -385,11 +385,11 @@ func onlyAttachment(doc *publishBody) attachment {
 // and unpublish of versions (PUT /<name>/-rev/<rev>: the document without
 // them). dist-tags in the body are ignored: tags change through the
 // dist-tag endpoints, and latest is recomputed by the server.
-func (h *handler) updateMetadata(req *request, repo *store.NpmRepository, name, rev string, withRev bool, doc *publishBody) error {
+func (h *handler) updateMetadata(req *request, repo *npmstore.Repository, name, rev string, withRev bool, doc *publishBody) error {
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
-	upd := store.NpmPackageUpdate{Name: name, Deprecations: map[string]string{}, Hook: h.writeHook(repo)}
+	upd := npmstore.PackageUpdate{Name: name, Deprecations: map[string]string{}, Hook: h.writeHook(repo)}
 	for v, raw := range doc.Versions {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
@@ -417,7 +417,7 @@ func (h *handler) updateMetadata(req *request, repo *store.NpmRepository, name, 
 			upd.Keep = append(upd.Keep, v)
 		}
 	}
-	res, err := h.st.NpmUpdatePackage(req.r.Context(), repo, upd)
+	res, err := h.npm.UpdatePackage(req.r.Context(), repo, upd)
 	if err != nil {
 		return err
 	}
@@ -437,7 +437,7 @@ func (h *handler) deletePackage(req *request, name, rev string) error {
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
-	if err := h.st.NpmDeletePackage(req.r.Context(), repo, name, rev, h.writeHook(repo)); err != nil {
+	if err := h.npm.DeletePackage(req.r.Context(), repo, name, rev, h.writeHook(repo)); err != nil {
 		return err
 	}
 	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "package removed"})
@@ -456,7 +456,7 @@ func (h *handler) deleteTarball(req *request, name, file, rev string) error {
 	if !plausibleName(name) || !ok {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
 	}
-	if err := h.st.NpmUnpublishFile(req.r.Context(), repo, name, version, file, rev, h.writeHook(repo)); err != nil {
+	if err := h.npm.UnpublishFile(req.r.Context(), repo, name, version, file, rev, h.writeHook(repo)); err != nil {
 		return err
 	}
 	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "tarball removed"})

@@ -8,13 +8,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Store runs the cross-format reads.
 type Store struct {
 	core *store.Store
 	pool *pgxpool.Pool
+	npm  *npmstore.Store
 }
 
 // New returns the cross-format reads over the core store.
-func New(core *store.Store) *Store { return &Store{core: core, pool: core.Pool()} }
+func New(core *store.Store) *Store {
+	return &Store{core: core, pool: core.Pool(), npm: npmstore.New(core)}
+}

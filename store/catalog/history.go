@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/google/uuid"
 )
 
@@ -34,7 +35,7 @@ type PublishEvent struct {
 	CreatedAt time.Time
 	Manifest  *store.ContainerManifest
 	Maven     *store.MavenArtifact
-	Npm       *store.NpmArtifact
+	Npm       *npmstore.Artifact
 }
 
 // Key is the event's keyset position.
@@ -133,13 +134,13 @@ func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *ti
 type loadedArtifacts struct {
 	manifests map[uuid.UUID]*store.ContainerManifest
 	maven     map[uuid.UUID]*store.MavenArtifact
-	npm       map[uuid.UUID]*store.NpmArtifact
+	npm       map[uuid.UUID]*npmstore.Artifact
 }
 
 // loadArtifacts loads manifests and Maven and npm versions by id, one
 // query per non-empty kind.
 func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
-	l := &loadedArtifacts{map[uuid.UUID]*store.ContainerManifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*store.NpmArtifact{}}
+	l := &loadedArtifacts{map[uuid.UUID]*store.ContainerManifest{}, map[uuid.UUID]*store.MavenArtifact{}, map[uuid.UUID]*npmstore.Artifact{}}
 	if len(manifestIDs) > 0 {
 		ms, err := s.core.ManifestsByIDs(ctx, nsID, manifestIDs)
 		if err != nil {
@@ -159,7 +160,7 @@ func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, 
 		}
 	}
 	if len(npmIDs) > 0 {
-		vs, err := s.core.NpmArtifactsByIDs(ctx, nsID, npmIDs)
+		vs, err := s.npm.ArtifactsByIDs(ctx, nsID, npmIDs)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/google/uuid"
 )
 
@@ -57,11 +58,11 @@ type TrashEntry struct {
 	Image      *store.ContainerImage
 	Manifest   *store.ContainerManifest
 	Maven      *store.MavenArtifact
-	Npm        *store.NpmArtifact
+	Npm        *npmstore.Artifact
 	// MavenPackage and NpmPackage: a package in the trash. An npm package
 	// goes with its versions (each listed too); a Maven package alone.
 	MavenPackage *store.MavenPackageInfo
-	NpmPackage   *store.NpmPackage
+	NpmPackage   *npmstore.Package
 }
 
 // Key is the entry's keyset position.
@@ -190,10 +191,10 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 }
 
 // loadTrashedPackages loads the package entries of a trash page by id.
-func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*store.MavenPackageInfo, map[uuid.UUID]*store.NpmPackage, error) {
+func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*store.MavenPackageInfo, map[uuid.UUID]*npmstore.Package, error) {
 	var (
 		maven = map[uuid.UUID]*store.MavenPackageInfo{}
-		npm   = map[uuid.UUID]*store.NpmPackage{}
+		npm   = map[uuid.UUID]*npmstore.Package{}
 		err   error
 	)
 	if len(mavenIDs) > 0 {
@@ -202,7 +203,7 @@ func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenID
 		}
 	}
 	if len(npmIDs) > 0 {
-		if npm, err = s.core.NpmPackagesByIDs(ctx, nsID, npmIDs); err != nil {
+		if npm, err = s.npm.PackagesByIDs(ctx, nsID, npmIDs); err != nil {
 			return nil, nil, err
 		}
 	}
