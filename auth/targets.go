@@ -8,6 +8,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Adapters from the store's rows and the protocols' resolved targets to a
@@ -80,7 +81,7 @@ func MavenTarget(t *maven.Target) Target {
 }
 
 // NpmTarget converts a resolved /npm/<namespace>/<repository>.
-func NpmTarget(r *store.NpmRepository) Target {
+func NpmTarget(r *npmstore.Repository) Target {
 	return Target{
 		Namespace:  fromServing(r.NamespaceID, r.NamespaceSlug, r.Condition, r.ServesReads, r.ServesWrites),
 		Repository: &Repository{ID: r.RepositoryID, Name: r.RepositoryName, Visibility: r.Visibility},

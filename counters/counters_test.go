@@ -26,6 +26,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -35,18 +36,20 @@ type env struct {
 	ctx  context.Context
 	pool *pgxpool.Pool
 	st   *store.Store
+	npm  *npmstore.Store
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	pool := testdb.New(t)
-	return &env{t: t, ctx: context.Background(), pool: pool, st: testsupport.Store(t, testsupport.StoreOptions{Pool: pool, Mem: true})}
+	st := testsupport.Store(t, testsupport.StoreOptions{Pool: pool, Mem: true})
+	return &env{t: t, ctx: context.Background(), pool: pool, st: st, npm: npmstore.New(st)}
 }
 
 func quietLogger() *slog.Logger { return testsupport.Discard() }
 
 // npmRepo creates a namespace with one hosted npm repository.
-func (e *env) npmRepo(slug string) *store.NpmRepository {
+func (e *env) npmRepo(slug string) *npmstore.Repository {
 	e.t.Helper()
 	if _, err := e.st.CreateNamespace(e.ctx, slug); err != nil {
 		e.t.Fatal(err)
@@ -55,7 +58,7 @@ func (e *env) npmRepo(slug string) *store.NpmRepository {
 		Format: enum.FormatNpm, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate}); err != nil {
 		e.t.Fatal(err)
 	}
-	repo, err := e.st.ResolveNpmRepository(e.ctx, slug, "js")
+	repo, err := e.npm.ResolveRepository(e.ctx, slug, "js")
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -63,7 +66,7 @@ func (e *env) npmRepo(slug string) *store.NpmRepository {
 }
 
 // publish publishes name@version with a tarball of size bytes.
-func (e *env) publish(repo *store.NpmRepository, name, version string, size int) *store.NpmPublishResult {
+func (e *env) publish(repo *npmstore.Repository, name, version string, size int) *npmstore.PublishResult {
 	e.t.Helper()
 	tgz := []byte(strings.Repeat(name+"@"+version+";", size)[:size])
 	s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
@@ -72,7 +75,7 @@ func (e *env) publish(repo *store.NpmRepository, name, version string, size int)
 		"_npmUser": map[string]string{"name": "admin"},
 		"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
 	})
-	res, err := e.st.NpmPublish(e.ctx, repo, store.NpmPublish{Name: name, Version: version, PackageJSON: pj,
+	res, err := e.npm.Publish(e.ctx, repo, npmstore.PublishRequest{Name: name, Version: version, PackageJSON: pj,
 		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: []string{"latest"}})
 	if err != nil {
 		e.t.Fatal(err)
@@ -101,7 +104,7 @@ func (e *env) scanTime(sql string, args ...any) *time.Time {
 func (e *env) pending() int64 { return e.scanInt(`SELECT count(*) FROM counter_deltas`) }
 
 // repoCounters reads a repository's folded counters.
-func (e *env) repoCounters(repo *store.NpmRepository) (artifacts, downloads, size int64) {
+func (e *env) repoCounters(repo *npmstore.Repository) (artifacts, downloads, size int64) {
 	e.t.Helper()
 	err := e.pool.QueryRow(e.ctx, `SELECT artifacts_count, downloads_count, size_bytes FROM repositories
 		WHERE namespace_id = $1 AND id = $2`, repo.NamespaceID, repo.RepositoryID).Scan(&artifacts, &downloads, &size)
@@ -200,11 +203,11 @@ func TestFoldTimestampsAndMissingTargets(t *testing.T) {
 	repo := e.npmRepo("ts")
 	res := e.publish(repo, "lib", "1.0.0", 50)
 	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-	dl := func(pkg, ver uuid.UUID, at time.Time) store.NpmDownload {
-		return store.NpmDownload{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID, PackageID: pkg, VersionID: ver, At: at}
+	dl := func(pkg, ver uuid.UUID, at time.Time) npmstore.Download {
+		return npmstore.Download{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID, PackageID: pkg, VersionID: ver, At: at}
 	}
 	ghost := uuid.Must(uuid.NewV7())
-	if err := e.st.RecordNpmDownloads(e.ctx, []store.NpmDownload{
+	if err := e.npm.RecordDownloads(e.ctx, []npmstore.Download{
 		dl(res.Package.PackageID, res.VersionID, base.Add(time.Hour)),
 		dl(res.Package.PackageID, res.VersionID, base),
 		dl(ghost, ghost, base.Add(48*time.Hour)), // no such package or version
@@ -226,7 +229,7 @@ func TestFoldTimestampsAndMissingTargets(t *testing.T) {
 		t.Fatalf("%d deltas left (the missing targets' must be dropped)", e.pending())
 	}
 	// An older download folded later does not move the time back.
-	if err := e.st.RecordNpmDownloads(e.ctx, []store.NpmDownload{dl(res.Package.PackageID, res.VersionID, base.Add(-time.Hour))}); err != nil {
+	if err := e.npm.RecordDownloads(e.ctx, []npmstore.Download{dl(res.Package.PackageID, res.VersionID, base.Add(-time.Hour))}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Fold(e.ctx); err != nil {
@@ -246,12 +249,12 @@ func TestFoldBatches(t *testing.T) {
 	e := newEnv(t)
 	repo := e.npmRepo("batches")
 	res := e.publish(repo, "lib", "1.0.0", 50)
-	downloads := make([]store.NpmDownload, 40)
+	downloads := make([]npmstore.Download, 40)
 	for i := range downloads {
-		downloads[i] = store.NpmDownload{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
+		downloads[i] = npmstore.Download{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
 			PackageID: res.Package.PackageID, VersionID: res.VersionID, At: time.Now()}
 	}
-	if err := e.st.RecordNpmDownloads(e.ctx, downloads); err != nil { // 120 deltas
+	if err := e.npm.RecordDownloads(e.ctx, downloads); err != nil { // 120 deltas
 		t.Fatal(err)
 	}
 	before := e.pending()
@@ -279,10 +282,10 @@ func TestFoldBatches(t *testing.T) {
 func TestFoldConcurrentWriters(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	repos := []*store.NpmRepository{e.npmRepo("conc-a"), e.npmRepo("conc-b")}
+	repos := []*npmstore.Repository{e.npmRepo("conc-a"), e.npmRepo("conc-b")}
 	type target struct {
-		repo *store.NpmRepository
-		pkg  *store.NpmPublishResult
+		repo *npmstore.Repository
+		pkg  *npmstore.PublishResult
 	}
 	var targets []target
 	for _, r := range repos {
@@ -306,14 +309,14 @@ func TestFoldConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
 			for range rounds {
-				var batch []store.NpmDownload
+				var batch []npmstore.Download
 				for range 1 + rng.IntN(5) {
 					tg := targets[rng.IntN(len(targets))]
 					at := base.Add(time.Duration(rng.IntN(100000)) * time.Second)
-					batch = append(batch, store.NpmDownload{NamespaceID: tg.repo.NamespaceID, RepositoryID: tg.repo.RepositoryID,
+					batch = append(batch, npmstore.Download{NamespaceID: tg.repo.NamespaceID, RepositoryID: tg.repo.RepositoryID,
 						PackageID: tg.pkg.Package.PackageID, VersionID: tg.pkg.VersionID, At: at})
 				}
-				if err := e.st.RecordNpmDownloads(e.ctx, batch); err != nil {
+				if err := e.npm.RecordDownloads(e.ctx, batch); err != nil {
 					t.Error(err)
 					return
 				}

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Bounds of the lists that are not paginated. Their resolvers never return
@@ -25,7 +25,7 @@ const (
 	maxRepositoryCollections = 100
 	// maxNpmDistTags is the store's own limit per package;
 	// maxNpmVersionDistTags bounds the tags naming one version.
-	maxNpmDistTags        = store.MaxNpmTagsPerPackage
+	maxNpmDistTags        = npmstore.MaxTagsPerPackage
 	maxNpmVersionDistTags = 100
 	// maxNpmDependencies bounds one kind of dependencies of a version.
 	maxNpmDependencies = 250

@@ -8,6 +8,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Enum mappings between the GraphQL enums and the smallint enums of
@@ -99,7 +100,7 @@ func toMavenVersion(v *maven.Artifact) *model.MavenVersion {
 	}
 }
 
-func toNpmVersion(v *store.NpmArtifact) *model.NpmVersion {
+func toNpmVersion(v *npmstore.Artifact) *model.NpmVersion {
 	return &model.NpmVersion{
 		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageID: v.PackageID, PackageName: v.PackageName,
 		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, LastDownloadedAt: v.LastDownloadedAt, SoftDeletedAt: v.SoftDeletedAt,

@@ -25,6 +25,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/maven"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Limits on one operation.
@@ -67,7 +68,7 @@ type Options struct {
 	// through the API (trash, restore, dist-tags), as the npm protocol's
 	// writes run it: serve passes npm.WriteHook so the background
 	// packument rebuild is queued. Nil: the next read rebuilds.
-	NpmWriteHook store.NpmWriteHook
+	NpmWriteHook npmstore.WriteHook
 }
 
 // Mount serves the API on r: POST and GET /graphql, and the playground at
@@ -110,7 +111,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 		panic("graph: Options.Auth is required")
 	}
 	res := &Resolver{store: st, catalog: catalog.New(st), container: container.New(st), legacy: legacy.New(st),
-		maven: maven.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}
+		maven: maven.New(st), npm: npmstore.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}
 	cfg := Config{Resolvers: res}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))

@@ -6,6 +6,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // npmTags loads a package's dist-tags; the first package asking queues the
@@ -18,14 +19,14 @@ func npmTags(ctx context.Context, p *model.NpmPackage) ([]*model.NpmDistTag, err
 
 // npmTagMutation validates a dist-tag input, resolves the repository and
 // runs do; the payload is the package afterwards.
-func (r *mutationResolver) npmTagMutation(ctx context.Context, in model.NpmDistTagInput, do func(*store.NpmRepository) error) (*model.NpmPackagePayload, error) {
+func (r *mutationResolver) npmTagMutation(ctx context.Context, in model.NpmDistTagInput, do func(*npmstore.Repository) error) (*model.NpmPackagePayload, error) {
 	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: in.Namespace, Name: in.Repository}, auth.ActionWrite); err != nil {
 		return nil, err
 	}
-	if err := store.ValidateNpmDistTag(in.Tag); err != nil {
+	if err := npmstore.ValidateDistTag(in.Tag); err != nil {
 		return nil, invalidInput("%s", err.Error())
 	}
-	repo, err := r.store.ResolveNpmRepository(ctx, in.Namespace, in.Repository)
+	repo, err := r.npm.ResolveRepository(ctx, in.Namespace, in.Repository)
 	if err != nil {
 		return nil, npmError(err, CodeInvalidInput)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Helpers of the npm and Maven resolvers (packages.resolvers.go). Reads
@@ -53,10 +54,10 @@ func (r *Resolver) packageItemRef(ctx context.Context, in model.PackageItemRefIn
 // conflict and the tag operations for bad input.
 func npmError(err error, stateCode string) error {
 	return typedError(err, []typedCode{
-		{store.CodeNpmRepositoryUnknown, CodeNotFound}, {store.CodeNpmPackageUnknown, CodeNotFound},
-		{store.CodeNpmVersionUnknown, CodeNotFound}, {store.CodeNpmTagUnknown, CodeNotFound},
-		{store.CodeNpmConflict, CodeConflict}, {store.CodeNpmLimit, CodeConflict}, {store.CodeNpmRevisionConflict, CodeConflict},
-		{store.CodeNpmInvalid, stateCode},
+		{npmstore.CodeRepositoryUnknown, CodeNotFound}, {npmstore.CodePackageUnknown, CodeNotFound},
+		{npmstore.CodeVersionUnknown, CodeNotFound}, {npmstore.CodeTagUnknown, CodeNotFound},
+		{npmstore.CodeConflict, CodeConflict}, {npmstore.CodeLimit, CodeConflict}, {npmstore.CodeRevisionConflict, CodeConflict},
+		{npmstore.CodeInvalid, stateCode},
 	})
 }
 
@@ -129,7 +130,7 @@ func mavenPackageByID(ctx context.Context, ns, id uuid.UUID) (*model.MavenPackag
 
 // npmDetails loads the package.json projection of a version; the first
 // field asked for queues the whole page.
-func npmDetails(ctx context.Context, v *model.NpmVersion) (*store.NpmVersionDetails, error) {
+func npmDetails(ctx context.Context, v *model.NpmVersion) (*npmstore.VersionDetails, error) {
 	l := pkgLoaders(ctx)
 	prime(ctx, l.npmDetails, v.Siblings, "npmDetails", idKeys(v.NamespaceID))
 	d, err := l.npmDetails.Load(ctx, idKey{ns: v.NamespaceID, id: v.ID})()
@@ -137,7 +138,7 @@ func npmDetails(ctx context.Context, v *model.NpmVersion) (*store.NpmVersionDeta
 		return nil, err
 	}
 	if d == nil {
-		return &store.NpmVersionDetails{}, nil
+		return &npmstore.VersionDetails{}, nil
 	}
 	return d, nil
 }

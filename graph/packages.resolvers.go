@@ -10,8 +10,8 @@ import (
 	"encoding/hex"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
-	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Repository is the resolver for the repository field.
@@ -80,7 +80,7 @@ func (r *mutationResolver) DeleteNpmVersion(ctx context.Context, input model.Pac
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmDeleteVersionByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := npmError(r.npm.DeleteVersionByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	v, err := npmVersionByID(ctx, ns, id)
@@ -93,7 +93,7 @@ func (r *mutationResolver) RestoreNpmVersion(ctx context.Context, input model.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmRestoreVersion(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := npmError(r.npm.RestoreVersion(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	v, err := npmVersionByID(ctx, ns, id)
@@ -106,7 +106,7 @@ func (r *mutationResolver) DeleteNpmPackage(ctx context.Context, input model.Pac
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmDeletePackageByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := npmError(r.npm.DeletePackageByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	p, err := npmPackageByID(ctx, ns, id)
@@ -119,7 +119,7 @@ func (r *mutationResolver) RestoreNpmPackage(ctx context.Context, input model.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.store.NpmRestorePackage(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := npmError(r.npm.RestorePackage(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
 		return nil, err
 	}
 	p, err := npmPackageByID(ctx, ns, id)
@@ -132,16 +132,16 @@ func (r *mutationResolver) SetNpmDistTag(ctx context.Context, input model.NpmDis
 		return nil, invalidInput("give the version the dist-tag points at")
 	}
 	version := *input.Version
-	return r.npmTagMutation(ctx, input, func(repo *store.NpmRepository) error {
-		_, err := r.store.NpmSetTag(ctx, repo, input.Package, input.Tag, version, r.npmHook)
+	return r.npmTagMutation(ctx, input, func(repo *npmstore.Repository) error {
+		_, err := r.npm.SetTag(ctx, repo, input.Package, input.Tag, version, r.npmHook)
 		return err
 	})
 }
 
 // RemoveNpmDistTag is the resolver for the removeNpmDistTag field.
 func (r *mutationResolver) RemoveNpmDistTag(ctx context.Context, input model.NpmDistTagInput) (*model.NpmPackagePayload, error) {
-	return r.npmTagMutation(ctx, input, func(repo *store.NpmRepository) error {
-		return r.store.NpmRemoveTag(ctx, repo, input.Package, input.Tag, r.npmHook)
+	return r.npmTagMutation(ctx, input, func(repo *npmstore.Repository) error {
+		return r.npm.RemoveTag(ctx, repo, input.Package, input.Tag, r.npmHook)
 	})
 }
 
@@ -205,7 +205,7 @@ func (r *npmPackageResolver) Versions(ctx context.Context, obj *model.NpmPackage
 	if err != nil {
 		return nil, err
 	}
-	var key store.NpmVersionKey
+	var key npmstore.VersionKey
 	afterKey := ""
 	if ok, err := decodeCursor(after, "npmVersion", &key); err != nil {
 		return nil, err

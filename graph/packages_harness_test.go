@@ -25,7 +25,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // pkgAPI is the GraphQL API next to the real npm and Maven protocol
@@ -50,7 +50,7 @@ func newPkgAPI(t testing.TB) *pkgAPI {
 
 // newPkgAPIWithHook is newPkgAPI with an npm write hook on the GraphQL
 // handler (the npm protocol has none, so every call comes from the API).
-func newPkgAPIWithHook(t testing.TB, hook store.NpmWriteHook) *pkgAPI {
+func newPkgAPIWithHook(t testing.TB, hook npmstore.WriteHook) *pkgAPI {
 	t.Helper()
 	api := newStoreAPI(t, true)
 	quiet := testsupport.Discard()

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
-	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Dataloaders of the npm and Maven package fields: every nested field of a
@@ -40,7 +40,7 @@ type versionNameKey struct {
 // npmVersionNode is a listed npm version with its keyset position.
 type npmVersionNode struct {
 	*model.NpmVersion
-	key store.NpmVersionKey
+	key npmstore.VersionKey
 }
 
 type packageLoaders struct {
@@ -54,8 +54,8 @@ type packageLoaders struct {
 	npmVersionByName *loader[versionNameKey, *model.NpmVersion]
 	npmTags          *loader[idKey, []*model.NpmDistTag]
 	npmTagNames      *loader[idKey, []string]
-	npmDetails       *loader[idKey, *store.NpmVersionDetails]
-	npmTarball       *loader[idKey, *store.NpmFileInfo]
+	npmDetails       *loader[idKey, *npmstore.VersionDetails]
+	npmTarball       *loader[idKey, *npmstore.FileInfo]
 
 	mavenPackagePage    *loader[pageKey, []*model.MavenPackage]
 	mavenPackageCount   *loader[idKey, int]
@@ -69,58 +69,58 @@ type packageLoaders struct {
 }
 
 func newPackageLoaders(r *Resolver, wait time.Duration) *packageLoaders {
-	st, mvn := r.store, r.maven
+	mvn, npm := r.maven, r.npm
 	return &packageLoaders{
 		npmPackagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, repos []uuid.UUID) (map[uuid.UUID][]*model.NpmPackage, error) {
-			m, err := st.NpmPackagesOfRepositories(ctx, k.ns, repos, optString(k.after), k.limit)
+			m, err := npm.PackagesOfRepositories(ctx, k.ns, repos, optString(k.after), k.limit)
 			return siblingPages(m, k.limit, toNpmPackage, npmPackageID, setNpmPackageSiblings), err
 		})),
-		npmPackageCount: newLoader(wait, perNamespace(st.CountNpmPackages)),
+		npmPackageCount: newLoader(wait, perNamespace(npm.CountPackages)),
 		npmPackage: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.NpmPackage, error) {
-			m, err := st.NpmPackagesByIDs(ctx, ns, ids)
+			m, err := npm.PackagesByIDs(ctx, ns, ids)
 			return convertMap(m, toNpmPackage), err
 		})),
-		npmPackageByName: newLoader(wait, fetchNpmPackagesByName(st)),
+		npmPackageByName: newLoader(wait, fetchNpmPackagesByName(npm)),
 		npmVersionPage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, pkgs []uuid.UUID) (map[uuid.UUID][]*npmVersionNode, error) {
-			var after *store.NpmVersionKey
+			var after *npmstore.VersionKey
 			if k.after != "" {
-				after = &store.NpmVersionKey{}
+				after = &npmstore.VersionKey{}
 				if err := json.Unmarshal([]byte(k.after), after); err != nil {
 					return nil, err
 				}
 			}
-			m, err := st.NpmVersionsOfPackages(ctx, k.ns, pkgs, after, k.limit)
+			m, err := npm.VersionsOfPackages(ctx, k.ns, pkgs, after, k.limit)
 			return siblingPages(m, k.limit, toNpmVersionNode,
-				func(v *store.NpmVersionRow) uuid.UUID { return v.ID },
+				func(v *npmstore.VersionRow) uuid.UUID { return v.ID },
 				func(v *npmVersionNode, g *model.Group) { v.Siblings = g }), err
 		})),
-		npmVersionCount: newLoader(wait, perNamespace(st.CountNpmVersionsOfPackages)),
+		npmVersionCount: newLoader(wait, perNamespace(npm.CountVersionsOfPackages)),
 		npmVersion: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.NpmVersion, error) {
-			vs, err := st.NpmArtifactsByIDs(ctx, ns, ids)
+			vs, err := npm.ArtifactsByIDs(ctx, ns, ids)
 			if err != nil {
 				return nil, err
 			}
 			// One group for the batch: the versions' own fields load together.
 			out := map[uuid.UUID]*model.NpmVersion{}
-			for _, list := range siblingPages(map[uuid.UUID][]*store.NpmArtifact{uuid.Nil: vs}, -1, toNpmVersion,
-				func(v *store.NpmArtifact) uuid.UUID { return v.ID }, func(v *model.NpmVersion, g *model.Group) { v.Siblings = g }) {
+			for _, list := range siblingPages(map[uuid.UUID][]*npmstore.Artifact{uuid.Nil: vs}, -1, toNpmVersion,
+				func(v *npmstore.Artifact) uuid.UUID { return v.ID }, func(v *model.NpmVersion, g *model.Group) { v.Siblings = g }) {
 				for _, v := range list {
 					out[v.ID] = v
 				}
 			}
 			return out, nil
 		})),
-		npmVersionByName: newLoader(wait, fetchNpmVersionsByName(st)),
+		npmVersionByName: newLoader(wait, fetchNpmVersionsByName(npm)),
 		npmTags: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, pkgs []uuid.UUID) (map[uuid.UUID][]*model.NpmDistTag, error) {
-			m, err := st.NpmTagsOfPackages(ctx, ns, pkgs)
-			return siblingPages(m, -1, func(t *store.NpmDistTag) *model.NpmDistTag {
+			m, err := npm.TagsOfPackages(ctx, ns, pkgs)
+			return siblingPages(m, -1, func(t *npmstore.DistTag) *model.NpmDistTag {
 				return &model.NpmDistTag{Name: t.Name, NamespaceID: ns, VersionID: t.VersionID}
-			}, func(t *store.NpmDistTag) uuid.UUID { return t.VersionID },
+			}, func(t *npmstore.DistTag) uuid.UUID { return t.VersionID },
 				func(t *model.NpmDistTag, g *model.Group) { t.Siblings = g }), err
 		})),
-		npmTagNames: newLoader(wait, perNamespace(st.NpmTagNamesOfVersions)),
-		npmDetails:  newLoader(wait, perNamespace(st.NpmVersionDetailsByIDs)),
-		npmTarball:  newLoader(wait, perNamespace(st.NpmTarballsOfVersions)),
+		npmTagNames: newLoader(wait, perNamespace(npm.TagNamesOfVersions)),
+		npmDetails:  newLoader(wait, perNamespace(npm.VersionDetailsByIDs)),
+		npmTarball:  newLoader(wait, perNamespace(npm.TarballsOfVersions)),
 
 		mavenPackagePage: newLoader(wait, perPage(func(ctx context.Context, k pageKey, repos []uuid.UUID) (map[uuid.UUID][]*model.MavenPackage, error) {
 			var after *maven.PackageKey
@@ -167,15 +167,15 @@ func byNamespace[K comparable](keys []K, ns func(K) uuid.UUID) map[uuid.UUID][]K
 	return out
 }
 
-func fetchNpmPackagesByName(st *store.Store) func(context.Context, []npmNameKey) (map[npmNameKey]*model.NpmPackage, error) {
+func fetchNpmPackagesByName(npm *npmstore.Store) func(context.Context, []npmNameKey) (map[npmNameKey]*model.NpmPackage, error) {
 	return func(ctx context.Context, keys []npmNameKey) (map[npmNameKey]*model.NpmPackage, error) {
 		out := map[npmNameKey]*model.NpmPackage{}
 		for ns, ks := range byNamespace(keys, func(k npmNameKey) uuid.UUID { return k.ns }) {
-			names := make([]store.NpmPackageName, len(ks))
+			names := make([]npmstore.PackageName, len(ks))
 			for i, k := range ks {
-				names[i] = store.NpmPackageName{RepositoryID: k.repo, Name: k.name}
+				names[i] = npmstore.PackageName{RepositoryID: k.repo, Name: k.name}
 			}
-			m, err := st.NpmPackagesByName(ctx, ns, names)
+			m, err := npm.PackagesByName(ctx, ns, names)
 			if err != nil {
 				return nil, err
 			}
@@ -187,15 +187,15 @@ func fetchNpmPackagesByName(st *store.Store) func(context.Context, []npmNameKey)
 	}
 }
 
-func fetchNpmVersionsByName(st *store.Store) func(context.Context, []versionNameKey) (map[versionNameKey]*model.NpmVersion, error) {
+func fetchNpmVersionsByName(npm *npmstore.Store) func(context.Context, []versionNameKey) (map[versionNameKey]*model.NpmVersion, error) {
 	return func(ctx context.Context, keys []versionNameKey) (map[versionNameKey]*model.NpmVersion, error) {
 		out := map[versionNameKey]*model.NpmVersion{}
 		for ns, ks := range byNamespace(keys, func(k versionNameKey) uuid.UUID { return k.ns }) {
-			names := make([]store.NpmVersionName, len(ks))
+			names := make([]npmstore.VersionName, len(ks))
 			for i, k := range ks {
-				names[i] = store.NpmVersionName{PackageID: k.pkg, Version: k.version}
+				names[i] = npmstore.VersionName{PackageID: k.pkg, Version: k.version}
 			}
-			m, err := st.NpmVersionsByName(ctx, ns, names)
+			m, err := npm.VersionsByName(ctx, ns, names)
 			if err != nil {
 				return nil, err
 			}
@@ -255,19 +255,19 @@ func convertMap[K comparable, S, M any](m map[K]*S, conv func(*S) *M) map[K]*M {
 	return out
 }
 
-func npmPackageID(p *store.NpmPackage) uuid.UUID { return p.ID }
+func npmPackageID(p *npmstore.Package) uuid.UUID { return p.ID }
 
 func setNpmPackageSiblings(p *model.NpmPackage, g *model.Group) { p.Siblings = g }
 
-func toNpmPackage(p *store.NpmPackage) *model.NpmPackage {
+func toNpmPackage(p *npmstore.Package) *model.NpmPackage {
 	return &model.NpmPackage{
 		ID: p.ID, NamespaceID: p.NamespaceID, RepositoryID: p.RepositoryID, Name: p.Name, Scope: p.Scope,
 		LastDownloadedAt: p.LastDownloadedAt, SoftDeletedAt: p.SoftDeletedAt,
 	}
 }
 
-func toNpmVersionNode(v *store.NpmVersionRow) *npmVersionNode {
-	return &npmVersionNode{NpmVersion: toNpmVersion(&v.NpmArtifact), key: v.Key}
+func toNpmVersionNode(v *npmstore.VersionRow) *npmVersionNode {
+	return &npmVersionNode{NpmVersion: toNpmVersion(&v.Artifact), key: v.Key}
 }
 
 func toMavenPackage(p *maven.PackageInfo) *model.MavenPackage {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 type npmDep struct{ Name, Range string }
@@ -757,7 +757,7 @@ func TestNpmMutationsRunWriteHook(t *testing.T) {
 		calls []string
 		fail  bool
 	)
-	hook := func(ctx context.Context, tx pgx.Tx, pkg store.NpmPackageRef) error {
+	hook := func(ctx context.Context, tx pgx.Tx, pkg npmstore.PackageRef) error {
 		var trashed int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM npm_versions WHERE namespace_id = $1 AND npm_package_id = $2 AND soft_deleted_at IS NOT NULL`,
 			pkg.NamespaceID, pkg.PackageID).Scan(&trashed); err != nil {

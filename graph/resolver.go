@@ -9,6 +9,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Resolver is the root resolver: the core store, the cross-format reads,
@@ -20,8 +21,9 @@ type Resolver struct {
 	container *container.Store
 	legacy    *legacy.Store
 	maven     *maven.Store
+	npm       *npmstore.Store
 	auth      *auth.Authenticator
 	log       *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.
-	npmHook store.NpmWriteHook
+	npmHook npmstore.WriteHook
 }

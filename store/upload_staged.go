@@ -93,6 +93,14 @@ func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, 
 	return p
 }
 
+// StagedPending wraps a blob the caller staged already as a finished
+// PendingStage, for code that takes either kind.
+func StagedPending(b *StagedBlob) *PendingStage {
+	done := make(chan struct{})
+	close(done)
+	return &PendingStage{done: done, b: b}
+}
+
 // Wait returns the staged blob, or the error that staging it met; the
 // blob is not nil when there is something to Close.
 func (p *PendingStage) Wait() (*StagedBlob, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Access control is package auth's. npm sends its credential on every
@@ -82,23 +83,23 @@ func (h *handler) known(req *request) (*auth.Principal, error) {
 }
 
 // readRepo resolves the registry and authorizes a read.
-func (h *handler) readRepo(req *request) (*store.NpmRepository, error) {
+func (h *handler) readRepo(req *request) (*npmstore.Repository, error) {
 	return h.repoFor(req, auth.ActionRead)
 }
 
 // writeRepo resolves the registry and authorizes a change: ActionWrite
 // (publish, deprecate, dist-tags) or ActionDelete (unpublish).
-func (h *handler) writeRepo(req *request, action auth.Action) (*store.NpmRepository, error) {
+func (h *handler) writeRepo(req *request, action auth.Action) (*npmstore.Repository, error) {
 	return h.repoFor(req, action)
 }
 
-func (h *handler) repoFor(req *request, action auth.Action) (*store.NpmRepository, error) {
+func (h *handler) repoFor(req *request, action auth.Action) (*npmstore.Repository, error) {
 	p, err := h.principal(req)
 	if err != nil {
 		return nil, err
 	}
 	repo, err := h.resolve(req)
-	if store.HasCode(err, store.CodeNpmRepositoryUnknown) {
+	if store.HasCode(err, npmstore.CodeRepositoryUnknown) {
 		if masked := auth.MaskNotFound(p, req.namespace, err); masked != err {
 			return nil, denied(masked)
 		}
@@ -311,7 +312,7 @@ func (h *handler) listTokens(req *request) error {
 	urls := map[string]string{}
 	if more && len(toks) > 0 {
 		cur, _ := json.Marshal(toks[len(toks)-1].Key())
-		urls["next"] = h.registryURL(req.r, &store.NpmRepository{NamespaceSlug: req.namespace, RepositoryName: req.repository}) +
+		urls["next"] = h.registryURL(req.r, &npmstore.Repository{NamespaceSlug: req.namespace, RepositoryName: req.repository}) +
 			"/-/npm/v1/tokens?page=" + base64.RawURLEncoding.EncodeToString(cur)
 	}
 	writeJSON(req.w, http.StatusOK, map[string]any{"objects": objects, "total": len(objects), "urls": urls})

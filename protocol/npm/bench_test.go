@@ -19,7 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // benchClient is a keep-alive HTTP client, like a publishing script's.
@@ -179,7 +179,7 @@ func BenchmarkPublish200(b *testing.B) {
 // request rebuilds and stores the three files first ("rebuilt").
 func BenchmarkPackument1000(b *testing.B) {
 	e := newEnv(b, envOptions{})
-	repo, err := e.st.ResolveNpmRepository(e.ctx, "acme", "js")
+	repo, err := e.npm.ResolveRepository(e.ctx, "acme", "js")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func BenchmarkPackument1000(b *testing.B) {
 		s512, s1 := integrityOf(tgz)
 		pj["dist"] = map[string]any{"integrity": s512, "shasum": s1, "fileCount": 2, "unpackedSize": 400}
 		raw, _ := json.Marshal(pj)
-		if _, err := e.st.NpmPublish(e.ctx, repo, store.NpmPublish{
+		if _, err := e.npm.Publish(e.ctx, repo, npmstore.PublishRequest{
 			Name: "big", Version: version, PackageJSON: raw, FileName: tarballFileName("big", version),
 			Tarball: tgz, SHA1: sha1.Sum(tgz), Tags: []string{"latest"},
 		}); err != nil {

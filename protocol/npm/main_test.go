@@ -35,6 +35,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -49,6 +50,7 @@ type env struct {
 	ctx     context.Context
 	pool    *pgxpool.Pool
 	st      *store.Store
+	npm     *npmstore.Store
 	server  *httptest.Server
 	base    string // http://127.0.0.1:port
 	opts    Options
@@ -75,7 +77,8 @@ func newEnv(t testing.TB, eo envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
 	pool := testsupport.Pool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = max(eo.maxConns, 8) })
-	e := &env{t: t, ctx: ctx, pool: pool, st: testsupport.Store(t, testsupport.StoreOptions{Pool: pool})}
+	st := testsupport.Store(t, testsupport.StoreOptions{Pool: pool})
+	e := &env{t: t, ctx: ctx, pool: pool, st: st, npm: npmstore.New(st)}
 	testsupport.Namespace(t, e.st, "acme")
 	for name, vis := range map[string]enum.Visibility{"js": enum.VisibilityPublic, "private": enum.VisibilityPrivate} {
 		testsupport.Repository(t, e.st, "acme", name, enum.FormatNpm, vis)
@@ -369,18 +372,18 @@ func integrityOf(tgz []byte) (string, string) {
 
 // syntheticState is a loaded package state of n versions whose manifests
 // look like PostgreSQL's jsonb rendering of what publish stores.
-func syntheticState(n int) *store.NpmPackageState {
-	st := &store.NpmPackageState{Package: store.NpmPackageRef{Name: "big"}, Fingerprint: "0123456789abcdef0123456789abcdef"}
+func syntheticState(n int) *npmstore.PackageState {
+	st := &npmstore.PackageState{Package: npmstore.PackageRef{Name: "big"}, Fingerprint: "0123456789abcdef0123456789abcdef"}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
 		v := fmt.Sprintf("%d.%d.%d", i/100, i/10%10, i%10)
 		id, _ := uuid.NewV7()
 		manifest := fmt.Sprintf(`{"_id": "big@%s", "main": "index.js", "name": "big", "dist": {"shasum": "0affb8cdf3f44afc2637860bd00d67537f671c7e", "integrity": "sha512-EsRybs/qVx5Y9yYCSjwQhejYL4J/ib1QCj+HrEGu4e2+2AAWKfJ35AaL0S0HXY3KW8WL7VAJqQ61TZR89wjDOQ==", "fileCount": 2, "unpackedSize": 400}, "engines": {"node": ">=18"}, "license": "MIT", "version": "%s", "_npmUser": {"name": "admin", "email": ""}, "keywords": ["a", "b"], "repository": {"url": "git+https://example.com/big.git", "type": "git"}, "description": "a package with many versions", "dependencies": {"dep-0": "^1.0.0", "dep-1": "^1.0.0", "dep-2": "^1.0.0", "dep-3": "^1.0.0", "dep-4": "^1.0.0", "dep-5": "^1.0.0", "dep-6": "^1.0.0", "dep-7": "^1.0.0", "dep-8": "^1.0.0", "dep-9": "^1.0.0", "dep-10": "^1.0.0", "dep-11": "^1.0.0"}, "_hasShrinkwrap": false, "readmeFilename": "README.md"}`, v, v)
-		st.Versions = append(st.Versions, store.NpmVersionDoc{ID: id, Version: v, CreatedAt: t0.Add(time.Duration(i) * time.Minute), Manifest: []byte(manifest)})
+		st.Versions = append(st.Versions, npmstore.VersionDoc{ID: id, Version: v, CreatedAt: t0.Add(time.Duration(i) * time.Minute), Manifest: []byte(manifest)})
 	}
 	readme := "# big"
 	st.Versions[n-1].Readme = &readme
-	st.Tags = []store.NpmTag{{Name: "latest", VersionID: st.Versions[n-1].ID, Version: st.Versions[n-1].Version}}
+	st.Tags = []npmstore.Tag{{Name: "latest", VersionID: st.Versions[n-1].ID, Version: st.Versions[n-1].Version}}
 	return st
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // maxNameLength is npm's limit for new package names (validate-npm-package-name).
@@ -133,11 +133,11 @@ func versionFromFileName(name, file string) (string, bool) {
 		return "", false
 	}
 	v, ok = strings.CutSuffix(v, ".tgz")
-	if !ok || !store.ValidNpmVersion(v) {
+	if !ok || !npmstore.ValidVersion(v) {
 		return "", false
 	}
 	return v, true
 }
 
-// validateTag applies the dist-tag rules (store.ValidateNpmDistTag).
-func validateTag(tag string) error { return store.ValidateNpmDistTag(tag) }
+// validateTag applies the dist-tag rules (npmstore.ValidateDistTag).
+func validateTag(tag string) error { return npmstore.ValidateDistTag(tag) }

@@ -33,6 +33,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/redact"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Defaults of Options.
@@ -93,7 +94,7 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.Default()
 	}
 	if o.PackumentTTL <= 0 {
-		o.PackumentTTL = store.DefaultNpmPackumentTTL
+		o.PackumentTTL = npmstore.DefaultPackumentTTL
 	}
 	if o.MaxTarballSize <= 0 {
 		o.MaxTarballSize = DefaultMaxTarballSize
@@ -113,6 +114,7 @@ func (o Options) withDefaults() Options {
 
 type handler struct {
 	st        *store.Store
+	npm       *npmstore.Store
 	opts      Options
 	log       *slog.Logger
 	authn     *auth.Authenticator
@@ -125,8 +127,8 @@ func newHandler(st *store.Store, opts Options) *handler {
 	if opts.Auth == nil {
 		panic("npm: Options.Auth is required")
 	}
-	h := &handler{st: st, opts: opts, log: opts.Logger, authn: opts.Auth}
-	h.downloads = newDownloadRecorder(st, h.log)
+	h := &handler{st: st, npm: npmstore.New(st), opts: opts, log: opts.Logger, authn: opts.Auth}
+	h.downloads = newDownloadRecorder(h.npm, h.log)
 	return h
 }
 
@@ -163,21 +165,21 @@ func storeError(err error) error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case store.HasCode(err, store.CodeNpmRepositoryUnknown):
+	case store.HasCode(err, npmstore.CodeRepositoryUnknown):
 		return errorf(http.StatusNotFound, "no such registry: %s", trimStore(err))
-	case store.HasCode(err, store.CodeNpmPackageUnknown):
+	case store.HasCode(err, npmstore.CodePackageUnknown):
 		return errorf(http.StatusNotFound, "no such package available")
-	case store.HasCode(err, store.CodeNpmVersionUnknown), store.HasCode(err, store.CodeNpmFileUnknown), store.HasCode(err, store.CodeNpmTagUnknown):
+	case store.HasCode(err, npmstore.CodeVersionUnknown), store.HasCode(err, npmstore.CodeFileUnknown), store.HasCode(err, npmstore.CodeTagUnknown):
 		return errorf(http.StatusNotFound, "%s", trimStore(err))
-	case store.HasCode(err, store.CodeNpmVersionExists):
+	case store.HasCode(err, npmstore.CodeVersionExists):
 		return errorf(http.StatusConflict, "this package is already present: cannot publish over the previously published version (%s)", trimStore(err))
-	case store.HasCode(err, store.CodeNpmVersionUnpublished):
+	case store.HasCode(err, npmstore.CodeVersionUnpublished):
 		return errorf(http.StatusConflict, "%s; version numbers are never reused, publish a new version", trimStore(err))
-	case store.HasCode(err, store.CodeNpmRevisionConflict):
+	case store.HasCode(err, npmstore.CodeRevisionConflict):
 		return errorf(http.StatusConflict, "%s", trimStore(err))
-	case store.HasCode(err, store.CodeNpmLimit):
+	case store.HasCode(err, npmstore.CodeLimit):
 		return errorf(http.StatusUnprocessableEntity, "%s", trimStore(err))
-	case store.HasCode(err, store.CodeNpmInvalid):
+	case store.HasCode(err, npmstore.CodeInvalid):
 		return errorf(http.StatusBadRequest, "%s", trimStore(err))
 	case store.HasCode(err, store.CodeBlobTooLarge):
 		return errorf(http.StatusRequestEntityTooLarge, "tarball is too large")
@@ -249,7 +251,7 @@ type request struct {
 	// split into unescaped segments.
 	namespace, repository string
 	rest                  []string
-	repo                  *store.NpmRepository // resolved on demand
+	repo                  *npmstore.Repository // resolved on demand
 }
 
 // ServeHTTP dispatches /npm/<namespace>/<repository>/<rest>. The escaped
@@ -432,11 +434,11 @@ func (h *handler) routeDistTags(req *request, rest []string) error {
 
 // --- repository access
 
-func (h *handler) resolve(req *request) (*store.NpmRepository, error) {
+func (h *handler) resolve(req *request) (*npmstore.Repository, error) {
 	if req.repo != nil {
 		return req.repo, nil
 	}
-	repo, err := h.st.ResolveNpmRepository(req.r.Context(), req.namespace, req.repository)
+	repo, err := h.npm.ResolveRepository(req.r.Context(), req.namespace, req.repository)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +448,7 @@ func (h *handler) resolve(req *request) (*store.NpmRepository, error) {
 
 // registryURL is the absolute registry URL of a repository, without the
 // trailing slash: PublicURL (or the request's origin) + /npm/<ns>/<repo>.
-func (h *handler) registryURL(r *http.Request, repo *store.NpmRepository) string {
+func (h *handler) registryURL(r *http.Request, repo *npmstore.Repository) string {
 	base := h.opts.PublicURL
 	if base == "" && r != nil {
 		base = requestOrigin(r)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Content types of packument responses.
@@ -72,7 +73,7 @@ func (h *handler) serveMetadata(req *request, name string, kind enum.NpmMetadata
 		return errorf(http.StatusNotFound, "no such package available")
 	}
 	ctx := req.r.Context()
-	cached, err := h.st.NpmCachedMetadata(ctx, repo, name, kind)
+	cached, err := h.npm.CachedMetadata(ctx, repo, name, kind)
 	if err != nil {
 		return err
 	}
@@ -149,21 +150,21 @@ func (h *handler) serveBlob(req *request, b *store.Blob, contentType string) err
 }
 
 // tarballPrefix is what a tarball file name is appended to in dist.tarball.
-func (h *handler) tarballPrefix(r *http.Request, repo *store.NpmRepository, name string) string {
+func (h *handler) tarballPrefix(r *http.Request, repo *npmstore.Repository, name string) string {
 	return h.registryURL(r, repo) + "/" + name + "/-/"
 }
 
 // rebuild rebuilds a package's metadata files, once at a time per package
 // in this process (concurrent readers share the result; across replicas
 // the package row lock serialises the swaps).
-func (h *handler) rebuild(ctx context.Context, r *http.Request, repo *store.NpmRepository, pkg store.NpmPackageRef, force bool) (*store.NpmRebuildResult, error) {
+func (h *handler) rebuild(ctx context.Context, r *http.Request, repo *npmstore.Repository, pkg npmstore.PackageRef, force bool) (*npmstore.RebuildResult, error) {
 	prefix := h.tarballPrefix(r, repo, pkg.Name)
-	opts := store.NpmMetadataOptions{TTL: h.opts.PackumentTTL, Force: force}
+	opts := npmstore.MetadataOptions{TTL: h.opts.PackumentTTL, Force: force}
 	key := pkg.PackageID.String() + "|" + prefix
 	ch := h.rebuilds.DoChan(key, func() (any, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
 		defer cancel()
-		return h.st.NpmRebuildMetadata(rctx, repo, pkg, opts, func(st *store.NpmPackageState) (store.NpmDocuments, error) {
+		return h.npm.RebuildMetadata(rctx, repo, pkg, opts, func(st *npmstore.PackageState) (npmstore.Documents, error) {
 			return buildDocuments(st, prefix)
 		})
 	})
@@ -172,7 +173,7 @@ func (h *handler) rebuild(ctx context.Context, r *http.Request, repo *store.NpmR
 		if res.Err != nil {
 			return nil, res.Err
 		}
-		return res.Val.(*store.NpmRebuildResult), nil
+		return res.Val.(*npmstore.RebuildResult), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -214,7 +215,7 @@ type versionRenderer struct {
 // render writes one version: the stored package.json with dist.tarball
 // set, and its abbreviated projection. keep, when not nil, receives copies
 // of the top-level values (for the latest version's hoisted fields).
-func (r *versionRenderer) render(v *store.NpmVersionDoc, fileBase, version string, keep map[string]json.RawMessage) error {
+func (r *versionRenderer) render(v *npmstore.VersionDoc, fileBase, version string, keep map[string]json.RawMessage) error {
 	r.full.WriteByte('{')
 	r.corgi.WriteByte('{')
 	nf, nc := 0, 0
@@ -274,7 +275,7 @@ func (r *versionRenderer) render(v *store.NpmVersionDoc, fileBase, version strin
 // one pass over the versions (each stored package.json split at its top
 // level and compacted while copied, never decoded or deep-cloned), then the
 // envelope around them.
-func buildDocuments(st *store.NpmPackageState, tarballPrefix string) (store.NpmDocuments, error) {
+func buildDocuments(st *npmstore.PackageState, tarballPrefix string) (npmstore.Documents, error) {
 	name := st.Package.Name
 	latestIdx := len(st.Versions) - 1
 	for _, t := range st.Tags {
@@ -388,7 +389,7 @@ func buildDocuments(st *store.NpmPackageState, tarballPrefix string) (store.NpmD
 	corgi.Write(corgiVersions.Bytes())
 	corgi.WriteString(`}}`)
 
-	return store.NpmDocuments{
+	return npmstore.Documents{
 		enum.NpmMetadataFull:        full.Bytes(),
 		enum.NpmMetadataDistTags:    tags.Bytes(),
 		enum.NpmMetadataAbbreviated: corgi.Bytes(),
@@ -406,7 +407,7 @@ func (h *handler) getVersion(req *request, name, spec string) error {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
 	ctx := req.r.Context()
-	cached, err := h.st.NpmCachedMetadata(ctx, repo, name, enum.NpmMetadataFull)
+	cached, err := h.npm.CachedMetadata(ctx, repo, name, enum.NpmMetadataFull)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/artifact-registry/artifact-registry/auth"
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // metadataAllowance is what a publish body may carry besides the base64
@@ -73,7 +73,9 @@ func parsePublishBody(meta []byte) (*publishBody, error) {
 // putPackage is PUT /<name> (publish, or deprecate/undeprecate when the
 // body has no attachment) and PUT /<name>/-rev/<rev> (unpublish of versions:
 // the document without them). The body streams: its tarball goes to the
-// blob layer while it is read (splitPublish, receiveTarball).
+// blob layer while it is read (readPublishBody); then a publish is
+// verified and stored (publish), a metadata update applied
+// (updateMetadata).
 func (h *handler) putPackage(req *request, name, rev string, withRev bool) error {
 	// A PUT with a revision is npm's unpublish of versions: a deletion.
 	action := auth.ActionWrite
@@ -84,41 +86,10 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 	if err != nil {
 		return err
 	}
-	limit := h.opts.MaxPublishSize
-	if req.r.ContentLength > limit {
-		return tooLarge(limit, "the publish body")
-	}
-	body := newLimitedBody(req, limit)
 	var tgz *receivedTarball
 	defer func() { tgz.discard(req.r.Context()) }()
-	meta, err := splitPublish(body, metadataAllowance, func(_ string, data io.Reader) error {
-		if withRev {
-			return errorf(http.StatusBadRequest, "a publish is a PUT to /%s without a revision", name)
-		}
-		var err error
-		tgz, err = h.receiveTarball(req, repo, data)
-		return err
-	})
-	switch {
-	case body.over:
-		return tooLarge(limit, "the publish body")
-	case body.err != nil:
-		return errorf(http.StatusBadRequest, "reading the request body: %v", body.err)
-	}
-	var ae *apiError
-	switch {
-	case errors.As(err, &ae):
-		return ae
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return malformed("unexpected end of the body")
-	case err != nil:
-		return err
-	}
-	doc, err := parsePublishBody(meta)
+	doc, err := h.readPublishBody(req, repo, name, withRev, &tgz)
 	if err != nil {
-		return err
-	}
-	if err := checkDocumentName(name, doc); err != nil {
 		return err
 	}
 	if len(doc.Attachments) > 0 {
@@ -136,6 +107,50 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 	return h.updateMetadata(req, repo, name, rev, withRev, doc)
 }
 
+// readPublishBody reads a PUT /<name> body: the document without its
+// tarball, parsed and checked against the URL's name. The tarball is
+// staged while it is read and set in *tgz as soon as it is received
+// (left nil when the body has none), whatever happens next: the caller
+// discards it unless a publish takes it over.
+func (h *handler) readPublishBody(req *request, repo *npmstore.Repository, name string, withRev bool, tgz **receivedTarball) (*publishBody, error) {
+	limit := h.opts.MaxPublishSize
+	if req.r.ContentLength > limit {
+		return nil, tooLarge(limit, "the publish body")
+	}
+	body := newLimitedBody(req, limit)
+	meta, err := splitPublish(body, metadataAllowance, func(_ string, data io.Reader) error {
+		if withRev {
+			return errorf(http.StatusBadRequest, "a publish is a PUT to /%s without a revision", name)
+		}
+		var err error
+		*tgz, err = h.receiveTarball(req, repo, data)
+		return err
+	})
+	switch {
+	case body.over:
+		return nil, tooLarge(limit, "the publish body")
+	case body.err != nil:
+		return nil, errorf(http.StatusBadRequest, "reading the request body: %v", body.err)
+	}
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return nil, ae
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, malformed("unexpected end of the body")
+	case err != nil:
+		return nil, err
+	}
+	doc, err := parsePublishBody(meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDocumentName(name, doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
 // checkDocumentName refuses a document that names another package than
 // the URL.
 func checkDocumentName(name string, doc *publishBody) error {
@@ -148,11 +163,13 @@ func checkDocumentName(name string, doc *publishBody) error {
 	return nil
 }
 
-// publish handles the publish of one version with its tarball.
-func (h *handler) publish(req *request, repo *store.NpmRepository, name string, doc *publishBody, tgz *receivedTarball) error {
-	published := false
+// publish handles the publish of one version with its tarball: verify
+// the document against the tarball (validatePublication), then store it
+// (storePublication). It owns tgz: a refused publish discards it.
+func (h *handler) publish(req *request, repo *npmstore.Repository, name string, doc *publishBody, tgz *receivedTarball) error {
+	stored := false
 	defer func() {
-		if !published {
+		if !stored {
 			tgz.discard(req.r.Context())
 		}
 	}()
@@ -160,8 +177,14 @@ func (h *handler) publish(req *request, repo *store.NpmRepository, name string, 
 	if err != nil {
 		return err
 	}
-	published = true // NpmPublish owns the staged tarball
-	res, err := h.st.NpmPublish(req.r.Context(), repo, store.NpmPublish{
+	stored = true // the store owns the staged tarball
+	return h.storePublication(req, repo, name, pub, tgz)
+}
+
+// storePublication stores a verified publish (the store owns the staged
+// tarball from here, whatever the outcome) and answers 201.
+func (h *handler) storePublication(req *request, repo *npmstore.Repository, name string, pub *publication, tgz *receivedTarball) error {
+	res, err := h.npm.Publish(req.r.Context(), repo, npmstore.PublishRequest{
 		Name:        name,
 		Version:     pub.version,
 		PackageJSON: pub.packageJSON,
@@ -244,7 +267,7 @@ func publishedManifest(name string, doc *publishBody) (string, map[string]json.R
 		version, rawManifest = v, m
 	}
 	var dist publishDist
-	if !store.ValidNpmVersion(version) {
+	if !npmstore.ValidVersion(version) {
 		return "", nil, dist, errorf(http.StatusBadRequest, "invalid version %q: versions are SemVer 2.0 (x.y.z[-prerelease]) without build metadata", version)
 	}
 	var manifest map[string]json.RawMessage
@@ -385,11 +408,11 @@ func onlyAttachment(doc *publishBody) attachment {
 // and unpublish of versions (PUT /<name>/-rev/<rev>: the document without
 // them). dist-tags in the body are ignored: tags change through the
 // dist-tag endpoints, and latest is recomputed by the server.
-func (h *handler) updateMetadata(req *request, repo *store.NpmRepository, name, rev string, withRev bool, doc *publishBody) error {
+func (h *handler) updateMetadata(req *request, repo *npmstore.Repository, name, rev string, withRev bool, doc *publishBody) error {
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
-	upd := store.NpmPackageUpdate{Name: name, Deprecations: map[string]string{}, Hook: h.writeHook(repo)}
+	upd := npmstore.PackageUpdate{Name: name, Deprecations: map[string]string{}, Hook: h.writeHook(repo)}
 	for v, raw := range doc.Versions {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil || m == nil {
@@ -417,7 +440,7 @@ func (h *handler) updateMetadata(req *request, repo *store.NpmRepository, name, 
 			upd.Keep = append(upd.Keep, v)
 		}
 	}
-	res, err := h.st.NpmUpdatePackage(req.r.Context(), repo, upd)
+	res, err := h.npm.UpdatePackage(req.r.Context(), repo, upd)
 	if err != nil {
 		return err
 	}
@@ -437,7 +460,7 @@ func (h *handler) deletePackage(req *request, name, rev string) error {
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
-	if err := h.st.NpmDeletePackage(req.r.Context(), repo, name, rev, h.writeHook(repo)); err != nil {
+	if err := h.npm.DeletePackage(req.r.Context(), repo, name, rev, h.writeHook(repo)); err != nil {
 		return err
 	}
 	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "package removed"})
@@ -456,7 +479,7 @@ func (h *handler) deleteTarball(req *request, name, file, rev string) error {
 	if !plausibleName(name) || !ok {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
 	}
-	if err := h.st.NpmUnpublishFile(req.r.Context(), repo, name, version, file, rev, h.writeHook(repo)); err != nil {
+	if err := h.npm.UnpublishFile(req.r.Context(), repo, name, version, file, rev, h.writeHook(repo)); err != nil {
 		return err
 	}
 	writeJSON(req.w, http.StatusCreated, map[string]any{"ok": "tarball removed"})

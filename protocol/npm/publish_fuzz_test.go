@@ -21,7 +21,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // fuzzMaxTarball and fuzzMaxUnpacked are the tarball limits of
@@ -137,7 +137,7 @@ func checkPublication(t *testing.T, name string, body []byte, pub *publication, 
 		} `json:"dist"`
 	}
 	raw, ok := doc.Versions[pub.version]
-	if !ok || !store.ValidNpmVersion(pub.version) || json.Unmarshal(raw, &dist) != nil {
+	if !ok || !npmstore.ValidVersion(pub.version) || json.Unmarshal(raw, &dist) != nil {
 		t.Fatalf("accepted version %q", pub.version)
 	}
 	if dist.Dist.Shasum != "" && !strings.EqualFold(dist.Dist.Shasum, shasum) {

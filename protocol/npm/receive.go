@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // tarballFacts is what a publish checks of its tarball against the
@@ -106,7 +107,7 @@ func (e *errRecorder) Read(p []byte) (int, error) {
 // receiveTarball decodes the base64 of a publish's data string into a
 // staged upload, in one pass and without holding the tarball (see
 // tarballDecoder). A refused tarball leaves nothing staged.
-func (h *handler) receiveTarball(req *request, repo *store.NpmRepository, data io.Reader) (*receivedTarball, error) {
+func (h *handler) receiveTarball(req *request, repo *npmstore.Repository, data io.Reader) (*receivedTarball, error) {
 	ctx := req.r.Context()
 	d := newTarballDecoder(data, h.opts.MaxTarballSize, h.opts.MaxUnpackedSize)
 	blob, err := h.st.StageStream(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID}, d)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
-	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // getTarball is GET/HEAD /<name>/-/<file>.tgz.
@@ -24,7 +24,7 @@ func (h *handler) getTarball(req *request, name, file string) error {
 	if !plausibleName(name) || !ok {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
 	}
-	t, err := h.st.NpmTarball(req.r.Context(), repo, name, version, file)
+	t, err := h.npm.Tarball(req.r.Context(), repo, name, version, file)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (h *handler) getTarball(req *request, name, file string) error {
 	if _, err := io.Copy(w, rc); err != nil {
 		return nil // the client went away; the status is already sent
 	}
-	h.downloads.add(store.NpmDownload{
+	h.downloads.add(npmstore.Download{
 		NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
 		PackageID: t.Package.PackageID, VersionID: t.VersionID, At: time.Now(),
 	})
@@ -78,13 +78,13 @@ func (h *handler) putDistTag(req *request, name, tag string) error {
 		}
 		return err
 	}
-	if !store.ValidNpmVersion(version) {
+	if !npmstore.ValidVersion(version) {
 		return errorf(http.StatusBadRequest, "invalid version %q", version)
 	}
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
-	if _, err := h.st.NpmSetTag(req.r.Context(), repo, name, tag, version, h.writeHook(repo)); err != nil {
+	if _, err := h.npm.SetTag(req.r.Context(), repo, name, tag, version, h.writeHook(repo)); err != nil {
 		return err
 	}
 	writeJSON(req.w, http.StatusCreated, map[string]string{"ok": "package tagged"})
@@ -100,7 +100,7 @@ func (h *handler) deleteDistTag(req *request, name, tag string) error {
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
-	if err := h.st.NpmRemoveTag(req.r.Context(), repo, name, tag, h.writeHook(repo)); err != nil {
+	if err := h.npm.RemoveTag(req.r.Context(), repo, name, tag, h.writeHook(repo)); err != nil {
 		return err
 	}
 	writeJSON(req.w, http.StatusCreated, map[string]string{"ok": "tag removed"})

@@ -21,7 +21,7 @@ func (h *handler) search(req *request) error {
 	if len(text) > 1024 {
 		return errorf(http.StatusBadRequest, "search text is longer than 1024 bytes")
 	}
-	hits, total, err := h.st.NpmSearch(req.r.Context(), repo, text, from, size)
+	hits, total, err := h.npm.Search(req.r.Context(), repo, text, from, size)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // RebuildPackumentArgs is the River job that rebuilds a package's metadata
@@ -85,21 +86,21 @@ type rebuildOutput struct {
 }
 
 // rebuildInBackground is the worker's rebuild: unless the files are fresh,
-// load, build, store and swap (store.NpmRebuildMetadata). The outcome is
+// load, build, store and swap (npmstore.RebuildMetadata). The outcome is
 // "rebuilt" or "fresh" (nothing to do: the files were fresh, or the
 // package or repository went away).
 func (h *handler) rebuildInBackground(ctx context.Context, a RebuildPackumentArgs) (string, error) {
-	repo, err := h.st.NpmRepositoryByID(ctx, a.NamespaceID, a.NpmRepositoryID)
-	if store.HasCode(err, store.CodeNpmRepositoryUnknown) {
+	repo, err := h.npm.RepositoryByID(ctx, a.NamespaceID, a.NpmRepositoryID)
+	if store.HasCode(err, npmstore.CodeRepositoryUnknown) {
 		return "fresh", nil // the repository went away
 	}
 	if err != nil {
 		return "", err
 	}
-	pkg := store.NpmPackageRef{NamespaceID: a.NamespaceID, NpmRepositoryID: a.NpmRepositoryID, PackageID: a.PackageID, Name: a.Name}
+	pkg := npmstore.PackageRef{NamespaceID: a.NamespaceID, NpmRepositoryID: a.NpmRepositoryID, PackageID: a.PackageID, Name: a.Name}
 	res, err := h.rebuild(ctx, nil, repo, pkg, false)
 	switch {
-	case store.HasCode(err, store.CodeNpmPackageUnknown):
+	case store.HasCode(err, npmstore.CodePackageUnknown):
 		return "fresh", nil // unpublished meanwhile
 	case err != nil:
 		return "", err
@@ -120,16 +121,16 @@ func RegisterWorkers(workers *river.Workers, st *store.Store, opts Options) erro
 }
 
 // writeHook enqueues the rebuild job inside the write transaction.
-func (h *handler) writeHook(*store.NpmRepository) store.NpmWriteHook {
+func (h *handler) writeHook(*npmstore.Repository) npmstore.WriteHook {
 	return WriteHook(h.opts)
 }
 
-// WriteHook is the store.NpmWriteHook that queues the background packument
+// WriteHook is the npmstore.WriteHook that queues the background packument
 // rebuild (RebuildPackumentArgs, after o.RebuildDelay) inside a write
 // transaction. Other writers of npm data (the GraphQL API) pass it to the
 // store so their writes queue the rebuild the protocol's writes queue.
 // Nil when o.Jobs is nil: the next read rebuilds.
-func WriteHook(o Options) store.NpmWriteHook {
+func WriteHook(o Options) npmstore.WriteHook {
 	if o.Jobs == nil {
 		return nil
 	}
@@ -137,7 +138,7 @@ func WriteHook(o Options) store.NpmWriteHook {
 	if delay == 0 {
 		delay = DefaultRebuildDelay
 	}
-	return func(ctx context.Context, tx pgx.Tx, pkg store.NpmPackageRef) error {
+	return func(ctx context.Context, tx pgx.Tx, pkg npmstore.PackageRef) error {
 		opts := &river.InsertOpts{MaxAttempts: 5}
 		if delay > 0 {
 			opts.ScheduledAt = time.Now().Add(delay)
@@ -155,10 +156,10 @@ func WriteHook(o Options) store.NpmWriteHook {
 // for the INSERT). A crash loses at most that second of counts, which the
 // buffered-counter rules accept.
 type downloadRecorder struct {
-	st      *store.Store
+	npm     *npmstore.Store
 	log     *slog.Logger
 	mu      sync.Mutex
-	pending []store.NpmDownload
+	pending []npmstore.Download
 	timer   *time.Timer
 	dropped int
 }
@@ -168,11 +169,11 @@ const (
 	downloadMaxPending = 50000
 )
 
-func newDownloadRecorder(st *store.Store, log *slog.Logger) *downloadRecorder {
-	return &downloadRecorder{st: st, log: log}
+func newDownloadRecorder(npm *npmstore.Store, log *slog.Logger) *downloadRecorder {
+	return &downloadRecorder{npm: npm, log: log}
 }
 
-func (d *downloadRecorder) add(x store.NpmDownload) {
+func (d *downloadRecorder) add(x npmstore.Download) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.pending) >= downloadMaxPending {
@@ -196,7 +197,7 @@ func (d *downloadRecorder) flush() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.st.RecordNpmDownloads(ctx, batch); err != nil {
+	if err := d.npm.RecordDownloads(ctx, batch); err != nil {
 		d.log.Warn("npm download counters lost", "downloads", len(batch), "err", err)
 	}
 	if dropped > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Store runs the cross-format reads.
@@ -18,9 +19,10 @@ type Store struct {
 	pool      *pgxpool.Pool
 	container *container.Store
 	maven     *maven.Store
+	npm       *npmstore.Store
 }
 
 // New returns the cross-format reads over the core store.
 func New(core *store.Store) *Store {
-	return &Store{core: core, pool: core.Pool(), container: container.New(core), maven: maven.New(core)}
+	return &Store{core: core, pool: core.Pool(), container: container.New(core), maven: maven.New(core), npm: npmstore.New(core)}
 }

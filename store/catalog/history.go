@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/google/uuid"
 )
 
@@ -36,7 +36,7 @@ type PublishEvent struct {
 	CreatedAt time.Time
 	Manifest  *container.Manifest
 	Maven     *maven.Artifact
-	Npm       *store.NpmArtifact
+	Npm       *npmstore.Artifact
 }
 
 // Key is the event's keyset position.
@@ -135,13 +135,13 @@ func (s *Store) PublishHistory(ctx context.Context, nsID uuid.UUID, from, to *ti
 type loadedArtifacts struct {
 	manifests map[uuid.UUID]*container.Manifest
 	maven     map[uuid.UUID]*maven.Artifact
-	npm       map[uuid.UUID]*store.NpmArtifact
+	npm       map[uuid.UUID]*npmstore.Artifact
 }
 
 // loadArtifacts loads manifests and Maven and npm versions by id, one
 // query per non-empty kind.
 func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, mavenIDs, npmIDs []uuid.UUID) (*loadedArtifacts, error) {
-	l := &loadedArtifacts{map[uuid.UUID]*container.Manifest{}, map[uuid.UUID]*maven.Artifact{}, map[uuid.UUID]*store.NpmArtifact{}}
+	l := &loadedArtifacts{map[uuid.UUID]*container.Manifest{}, map[uuid.UUID]*maven.Artifact{}, map[uuid.UUID]*npmstore.Artifact{}}
 	if len(manifestIDs) > 0 {
 		ms, err := s.container.ManifestsByIDs(ctx, nsID, manifestIDs)
 		if err != nil {
@@ -161,7 +161,7 @@ func (s *Store) loadArtifacts(ctx context.Context, nsID uuid.UUID, manifestIDs, 
 		}
 	}
 	if len(npmIDs) > 0 {
-		vs, err := s.core.NpmArtifactsByIDs(ctx, nsID, npmIDs)
+		vs, err := s.npm.ArtifactsByIDs(ctx, nsID, npmIDs)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/google/uuid"
 )
 
@@ -60,11 +61,11 @@ type TrashEntry struct {
 	Image      *container.Image
 	Manifest   *container.Manifest
 	Maven      *maven.Artifact
-	Npm        *store.NpmArtifact
+	Npm        *npmstore.Artifact
 	// MavenPackage and NpmPackage: a package in the trash. An npm package
 	// goes with its versions (each listed too); a Maven package alone.
 	MavenPackage *maven.PackageInfo
-	NpmPackage   *store.NpmPackage
+	NpmPackage   *npmstore.Package
 }
 
 // Key is the entry's keyset position.
@@ -193,10 +194,10 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 }
 
 // loadTrashedPackages loads the package entries of a trash page by id.
-func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*maven.PackageInfo, map[uuid.UUID]*store.NpmPackage, error) {
+func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenIDs, npmIDs []uuid.UUID) (map[uuid.UUID]*maven.PackageInfo, map[uuid.UUID]*npmstore.Package, error) {
 	var (
 		mvn = map[uuid.UUID]*maven.PackageInfo{}
-		npm = map[uuid.UUID]*store.NpmPackage{}
+		npm = map[uuid.UUID]*npmstore.Package{}
 		err error
 	)
 	if len(mavenIDs) > 0 {
@@ -205,7 +206,7 @@ func (s *Store) loadTrashedPackages(ctx context.Context, nsID uuid.UUID, mavenID
 		}
 	}
 	if len(npmIDs) > 0 {
-		if npm, err = s.core.NpmPackagesByIDs(ctx, nsID, npmIDs); err != nil {
+		if npm, err = s.npm.PackagesByIDs(ctx, nsID, npmIDs); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 // names the namespace as $1, so each partitioned table is pruned to one
 // partition.
 
-// NpmPackage is an npm_packages row with the repository (repositories.id)
+// Package is an npm_packages row with the repository (repositories.id)
 // it belongs to.
-type NpmPackage struct {
+type Package struct {
 	ID               uuid.UUID
 	NamespaceID      uuid.UUID
 	RepositoryID     uuid.UUID
@@ -29,40 +29,40 @@ type NpmPackage struct {
 	SoftDeletedAt    *time.Time
 }
 
-const npmPackageColumns = `np.id, np.namespace_id, nr.repository_id, np.name, np.scope, np.last_downloaded_at, np.soft_deleted_at`
+const packageColumns = `np.id, np.namespace_id, nr.repository_id, np.name, np.scope, np.last_downloaded_at, np.soft_deleted_at`
 
-func scanNpmPackage(row pgx.Row) (*NpmPackage, error) {
-	var p NpmPackage
+func scanPackage(row pgx.Row) (*Package, error) {
+	var p Package
 	if err := row.Scan(&p.ID, &p.NamespaceID, &p.RepositoryID, &p.Name, &p.Scope, &p.LastDownloadedAt, &p.SoftDeletedAt); err != nil {
 		return nil, err
 	}
 	return &p, nil
 }
 
-// NpmPackagesOfRepositories returns, per repository (repositories.id),
+// PackagesOfRepositories returns, per repository (repositories.id),
 // the first limit+1 active packages by name after afterName (nil: from the
 // start): one LATERAL range scan of npm_packages_active_name_key per
 // repository.
-func (s *Store) NpmPackagesOfRepositories(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*NpmPackage, error) {
+func (s *Store) PackagesOfRepositories(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*Package, error) {
 	args := []any{nsID, repositoryIDs, limit + 1}
 	keyset := ""
 	if afterName != nil {
 		args, keyset = append(args, *afterName), ` AND p.name > $4`
 	}
 	return db.GroupBy(ctx, s.pool, "npm packages", `
-		SELECT nr.repository_id, `+npmPackageColumns+`
+		SELECT nr.repository_id, `+packageColumns+`
 		FROM npm_repositories nr
 		CROSS JOIN LATERAL (
 			SELECT p.* FROM npm_packages p
 			WHERE p.namespace_id = $1 AND p.npm_repository_id = nr.id AND p.soft_deleted_at IS NULL`+keyset+`
 			ORDER BY p.name LIMIT $3) np
 		WHERE nr.namespace_id = $1 AND nr.repository_id = ANY($2)
-		ORDER BY nr.repository_id, np.name`, args, scanNpmPackage)
+		ORDER BY nr.repository_id, np.name`, args, scanPackage)
 }
 
-// CountNpmPackages counts the active packages of npm repositories, per
+// CountPackages counts the active packages of npm repositories, per
 // repositories.id.
-func (s *Store) CountNpmPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+func (s *Store) CountPackages(ctx context.Context, nsID uuid.UUID, repositoryIDs []uuid.UUID) (map[uuid.UUID]int, error) {
 	return db.CountBy(ctx, s.pool, "npm packages", `
 		SELECT nr.repository_id, count(*)
 		FROM npm_repositories nr
@@ -71,41 +71,41 @@ func (s *Store) CountNpmPackages(ctx context.Context, nsID uuid.UUID, repository
 		GROUP BY nr.repository_id`, nsID, repositoryIDs)
 }
 
-// NpmPackagesByIDs loads packages (trash included) by id.
-func (s *Store) NpmPackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*NpmPackage, error) {
+// PackagesByIDs loads packages (trash included) by id.
+func (s *Store) PackagesByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*Package, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+npmPackageColumns+`
+		SELECT `+packageColumns+`
 		FROM npm_packages np
 		JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.id = np.npm_repository_id
 		WHERE np.namespace_id = $1 AND np.id = ANY($2)`, nsID, ids)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: load npm packages: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmPackage, error) { return scanNpmPackage(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Package, error) { return scanPackage(r) })
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: load npm packages: %w", err))
 	}
-	m := make(map[uuid.UUID]*NpmPackage, len(out))
+	m := make(map[uuid.UUID]*Package, len(out))
 	for _, p := range out {
 		m[p.ID] = p
 	}
 	return m, nil
 }
 
-// NpmPackageName names an active package of a repository (repositories.id).
-type NpmPackageName struct {
+// PackageName names an active package of a repository (repositories.id).
+type PackageName struct {
 	RepositoryID uuid.UUID
 	Name         string
 }
 
-// NpmPackagesByName loads active packages by (repository, name).
-func (s *Store) NpmPackagesByName(ctx context.Context, nsID uuid.UUID, names []NpmPackageName) (map[NpmPackageName]*NpmPackage, error) {
+// PackagesByName loads active packages by (repository, name).
+func (s *Store) PackagesByName(ctx context.Context, nsID uuid.UUID, names []PackageName) (map[PackageName]*Package, error) {
 	repos, ns := make([]uuid.UUID, len(names)), make([]string, len(names))
 	for i, n := range names {
 		repos[i], ns[i] = n.RepositoryID, n.Name
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+npmPackageColumns+`
+		SELECT `+packageColumns+`
 		FROM unnest($2::uuid[], $3::text[]) AS k(repository_id, name)
 		JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.repository_id = k.repository_id
 		JOIN npm_packages np ON np.namespace_id = $1 AND np.npm_repository_id = nr.id AND np.name = k.name
@@ -113,51 +113,51 @@ func (s *Store) NpmPackagesByName(ctx context.Context, nsID uuid.UUID, names []N
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm packages by name: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmPackage, error) { return scanNpmPackage(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Package, error) { return scanPackage(r) })
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm packages by name: %w", err))
 	}
-	m := make(map[NpmPackageName]*NpmPackage, len(out))
+	m := make(map[PackageName]*Package, len(out))
 	for _, p := range out {
-		m[NpmPackageName{RepositoryID: p.RepositoryID, Name: p.Name}] = p
+		m[PackageName{RepositoryID: p.RepositoryID, Name: p.Name}] = p
 	}
 	return m, nil
 }
 
-// NpmVersionKey is the keyset position of the version listing: the
+// VersionKey is the keyset position of the version listing: the
 // precedence key (npm_semver_key) and the id.
-type NpmVersionKey struct {
+type VersionKey struct {
 	SemverKey []byte    `json:"k"`
 	ID        uuid.UUID `json:"i"`
 }
 
-// NpmVersionRow is an active version with its keyset position.
-type NpmVersionRow struct {
-	NpmArtifact
-	Key NpmVersionKey
+// VersionRow is an active version with its keyset position.
+type VersionRow struct {
+	Artifact
+	Key VersionKey
 }
 
-// NpmVersionsOfPackages returns, per package id, the first limit+1 active
+// VersionsOfPackages returns, per package id, the first limit+1 active
 // versions by descending SemVer precedence after the key (nil: from the
 // highest): one LATERAL backward range scan of npm_versions_semver_idx per
 // package.
-func (s *Store) NpmVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, after *NpmVersionKey, limit int) (map[uuid.UUID][]*NpmVersionRow, error) {
+func (s *Store) VersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID, after *VersionKey, limit int) (map[uuid.UUID][]*VersionRow, error) {
 	args := []any{nsID, pkgIDs, limit + 1}
 	if after != nil {
 		args = append(args, after.SemverKey, after.ID)
 	}
-	return db.GroupBy(ctx, s.pool, "npm versions", npmVersionsPageSQL(after != nil), args, scanNpmVersionRow)
+	return db.GroupBy(ctx, s.pool, "npm versions", versionsPageSQL(after != nil), args, scanVersionRow)
 }
 
-// npmVersionsPageSQL is NpmVersionsOfPackages' statement ($4, $5: the
+// versionsPageSQL is VersionsOfPackages' statement ($4, $5: the
 // keyset when keyset is set).
-func npmVersionsPageSQL(keyset bool) string {
+func versionsPageSQL(keyset bool) string {
 	cond := ""
 	if keyset {
 		cond = ` AND (npm_semver_key(v.version), v.id) < ($4, $5)`
 	}
 	return `
-		SELECT nv.npm_package_id, ` + npmArtifactColumns + `, nv.k
+		SELECT nv.npm_package_id, ` + artifactColumns + `, nv.k
 		FROM unnest($2::uuid[]) AS pk(id)
 		CROSS JOIN LATERAL (
 			SELECT v.*, npm_semver_key(v.version) AS k FROM npm_versions v
@@ -168,8 +168,8 @@ func npmVersionsPageSQL(keyset bool) string {
 		ORDER BY nv.npm_package_id, nv.k DESC, nv.id DESC`
 }
 
-func scanNpmVersionRow(row pgx.Row) (*NpmVersionRow, error) {
-	var v NpmVersionRow
+func scanVersionRow(row pgx.Row) (*VersionRow, error) {
+	var v VersionRow
 	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.PackageID, &v.PackageName, &v.Version,
 		&v.SizeBytes, &v.CreatedAt, &v.LastDownloadedAt, &v.SoftDeletedAt, &v.Key.SemverKey); err != nil {
 		return nil, err
@@ -178,28 +178,28 @@ func scanNpmVersionRow(row pgx.Row) (*NpmVersionRow, error) {
 	return &v, nil
 }
 
-// CountNpmVersionsOfPackages counts active versions per package id.
-func (s *Store) CountNpmVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
+// CountVersionsOfPackages counts active versions per package id.
+func (s *Store) CountVersionsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID]int, error) {
 	return db.CountBy(ctx, s.pool, "npm versions", `
 		SELECT npm_package_id, count(*) FROM npm_versions
 		WHERE namespace_id = $1 AND npm_package_id = ANY($2) AND soft_deleted_at IS NULL
 		GROUP BY npm_package_id`, nsID, pkgIDs)
 }
 
-// NpmVersionName names an active version of a package.
-type NpmVersionName struct {
+// VersionName names an active version of a package.
+type VersionName struct {
 	PackageID uuid.UUID
 	Version   string
 }
 
-// NpmVersionsByName loads active versions by (package id, version).
-func (s *Store) NpmVersionsByName(ctx context.Context, nsID uuid.UUID, names []NpmVersionName) (map[NpmVersionName]*NpmArtifact, error) {
+// VersionsByName loads active versions by (package id, version).
+func (s *Store) VersionsByName(ctx context.Context, nsID uuid.UUID, names []VersionName) (map[VersionName]*Artifact, error) {
 	pkgs, vs := make([]uuid.UUID, len(names)), make([]string, len(names))
 	for i, n := range names {
 		pkgs[i], vs[i] = n.PackageID, n.Version
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT `+npmArtifactColumns+`
+		SELECT `+artifactColumns+`
 		FROM unnest($2::uuid[], $3::text[]) AS k(package_id, version)
 		JOIN npm_versions nv ON nv.namespace_id = $1 AND nv.npm_package_id = k.package_id AND nv.version = k.version
 		JOIN npm_packages np ON np.namespace_id = $1 AND np.id = nv.npm_package_id
@@ -208,31 +208,31 @@ func (s *Store) NpmVersionsByName(ctx context.Context, nsID uuid.UUID, names []N
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm versions by name: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmArtifact, error) { return scanNpmArtifact(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Artifact, error) { return scanArtifact(r) })
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm versions by name: %w", err))
 	}
-	m := make(map[NpmVersionName]*NpmArtifact, len(out))
+	m := make(map[VersionName]*Artifact, len(out))
 	for _, v := range out {
-		m[NpmVersionName{PackageID: v.PackageID, Version: v.Version}] = v
+		m[VersionName{PackageID: v.PackageID, Version: v.Version}] = v
 	}
 	return m, nil
 }
 
-// NpmDistTag is one dist-tag of a package.
-type NpmDistTag struct {
+// DistTag is one dist-tag of a package.
+type DistTag struct {
 	Name      string
 	VersionID uuid.UUID
 }
 
-// NpmTagsOfPackages returns the dist-tags of packages by name, per
+// TagsOfPackages returns the dist-tags of packages by name, per
 // package id (npm_tags_package_name_key).
-func (s *Store) NpmTagsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID][]*NpmDistTag, error) {
+func (s *Store) TagsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []uuid.UUID) (map[uuid.UUID][]*DistTag, error) {
 	return db.GroupBy(ctx, s.pool, "npm dist-tags", `
 		SELECT npm_package_id, name, npm_version_id FROM npm_tags
 		WHERE namespace_id = $1 AND npm_package_id = ANY($2)
-		ORDER BY npm_package_id, name`, []any{nsID, pkgIDs}, func(row pgx.Row) (*NpmDistTag, error) {
-		var t NpmDistTag
+		ORDER BY npm_package_id, name`, []any{nsID, pkgIDs}, func(row pgx.Row) (*DistTag, error) {
+		var t DistTag
 		if err := row.Scan(&t.Name, &t.VersionID); err != nil {
 			return nil, err
 		}
@@ -240,9 +240,9 @@ func (s *Store) NpmTagsOfPackages(ctx context.Context, nsID uuid.UUID, pkgIDs []
 	})
 }
 
-// NpmTagNamesOfVersions returns the dist-tag names pointing at each
+// TagNamesOfVersions returns the dist-tag names pointing at each
 // version, by name (npm_tags_version_idx).
-func (s *Store) NpmTagNamesOfVersions(ctx context.Context, nsID uuid.UUID, versionIDs []uuid.UUID) (map[uuid.UUID][]string, error) {
+func (s *Store) TagNamesOfVersions(ctx context.Context, nsID uuid.UUID, versionIDs []uuid.UUID) (map[uuid.UUID][]string, error) {
 	m, err := db.GroupBy(ctx, s.pool, "npm dist-tags", `
 		SELECT npm_version_id, name FROM npm_tags
 		WHERE namespace_id = $1 AND npm_version_id = ANY($2)
@@ -262,10 +262,10 @@ func (s *Store) NpmTagNamesOfVersions(ctx context.Context, nsID uuid.UUID, versi
 	return out, nil
 }
 
-// NpmVersionDetails is what the management API shows of a version's
+// VersionDetails is what the management API shows of a version's
 // package.json: the deprecation, description, license, dist checksums and
 // the dependency maps (JSON objects, nil when absent).
-type NpmVersionDetails struct {
+type VersionDetails struct {
 	Deprecated   *string
 	Description  *string
 	License      *string
@@ -274,13 +274,13 @@ type NpmVersionDetails struct {
 	Dependencies map[string][]byte // "dependencies", "devDependencies", ... -> JSON object
 }
 
-// npmDependencyFields are the dependency maps NpmVersionDetails carries.
-var npmDependencyFields = []string{"dependencies", "devDependencies", "peerDependencies", "optionalDependencies"}
+// dependencyFields are the dependency maps VersionDetails carries.
+var dependencyFields = []string{"dependencies", "devDependencies", "peerDependencies", "optionalDependencies"}
 
-// NpmVersionDetailsByIDs projects the package.json of versions (trash
+// VersionDetailsByIDs projects the package.json of versions (trash
 // included) by id; the document itself (and its readme) never leaves the
 // database.
-func (s *Store) NpmVersionDetailsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*NpmVersionDetails, error) {
+func (s *Store) VersionDetailsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*VersionDetails, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT id,
 		       CASE WHEN jsonb_typeof(package_json->'deprecated') = 'string' AND package_json->>'deprecated' <> ''
@@ -296,19 +296,19 @@ func (s *Store) NpmVersionDetailsByIDs(ctx context.Context, nsID uuid.UUID, ids 
 		return nil, db.MapErr(fmt.Errorf("store: npm version details: %w", err))
 	}
 	defer rows.Close()
-	out := make(map[uuid.UUID]*NpmVersionDetails, len(ids))
+	out := make(map[uuid.UUID]*VersionDetails, len(ids))
 	for rows.Next() {
 		var (
 			id   uuid.UUID
-			d    NpmVersionDetails
-			deps = make([][]byte, len(npmDependencyFields))
+			d    VersionDetails
+			deps = make([][]byte, len(dependencyFields))
 		)
 		if err := rows.Scan(&id, &d.Deprecated, &d.Description, &d.License, &d.Integrity, &d.Shasum,
 			&deps[0], &deps[1], &deps[2], &deps[3]); err != nil {
 			return nil, fmt.Errorf("store: npm version details: %w", err)
 		}
 		d.Dependencies = make(map[string][]byte, len(deps))
-		for i, f := range npmDependencyFields {
+		for i, f := range dependencyFields {
 			if deps[i] != nil {
 				d.Dependencies[f] = deps[i]
 			}
@@ -321,8 +321,8 @@ func (s *Store) NpmVersionDetailsByIDs(ctx context.Context, nsID uuid.UUID, ids 
 	return out, nil
 }
 
-// NpmFileInfo is an active npm_files row with its exact size.
-type NpmFileInfo struct {
+// FileInfo is an active npm_files row with its exact size.
+type FileInfo struct {
 	ID            uuid.UUID
 	VersionID     uuid.UUID
 	FileName      string
@@ -331,9 +331,9 @@ type NpmFileInfo struct {
 	SoftDeletedAt *time.Time
 }
 
-// NpmTarballsOfVersions returns the active tarball of each version (the
+// TarballsOfVersions returns the active tarball of each version (the
 // first file by name; a version has one), riding npm_files_active_file_key.
-func (s *Store) NpmTarballsOfVersions(ctx context.Context, nsID uuid.UUID, versionIDs []uuid.UUID) (map[uuid.UUID]*NpmFileInfo, error) {
+func (s *Store) TarballsOfVersions(ctx context.Context, nsID uuid.UUID, versionIDs []uuid.UUID) (map[uuid.UUID]*FileInfo, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT DISTINCT ON (f.npm_version_id) f.id, f.npm_version_id, f.file_name, f.blob_sha256, bn.size, f.soft_deleted_at
 		FROM npm_files f
@@ -343,9 +343,9 @@ func (s *Store) NpmTarballsOfVersions(ctx context.Context, nsID uuid.UUID, versi
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm tarballs: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmFileInfo, error) {
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*FileInfo, error) {
 		var (
-			f   NpmFileInfo
+			f   FileInfo
 			sha []byte
 		)
 		if err := r.Scan(&f.ID, &f.VersionID, &f.FileName, &sha, &f.Size, &f.SoftDeletedAt); err != nil {
@@ -360,7 +360,7 @@ func (s *Store) NpmTarballsOfVersions(ctx context.Context, nsID uuid.UUID, versi
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm tarballs: %w", err))
 	}
-	m := make(map[uuid.UUID]*NpmFileInfo, len(out))
+	m := make(map[uuid.UUID]*FileInfo, len(out))
 	for _, f := range out {
 		m[f.VersionID] = f
 	}

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"archive/tar"
@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
@@ -76,8 +77,8 @@ func npmTestTarball(t testing.TB, version string) []byte {
 // through the store (publish, packument rebuild and serving, dist-tags,
 // deprecate, unpublish, tarball, search, downloads, delete) with a tracer,
 // then EXPLAINs every npm statement with the arguments it ran with: each
-// partitioned table must be planned on at most one partition (ADR-007:
-// every query carries namespace_id = $1; the blob tables, partitioned by
+// partitioned table must be planned on at most one partition (docs/schema.md,
+// Partitioning: every query carries namespace_id = $1; the blob tables, partitioned by
 // sha256, are read by digest). Planning over all 64 partitions of a table
 // costs tens of milliseconds per statement.
 func TestNpmStatementsPruneToOnePartition(t *testing.T) {
@@ -103,7 +104,7 @@ func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s := New(pool, objstore.NewMem(), Options{})
+	s := New(store.New(pool, objstore.NewMem(), store.Options{}))
 
 	nsID, repoID, npmRepoID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
@@ -119,14 +120,14 @@ func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 			t.Fatal(err)
 		}
 	}
-	repo, err := s.ResolveNpmRepository(ctx, "plan", "js")
+	repo, err := s.ResolveRepository(ctx, "plan", "js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.NpmRepositoryByID(ctx, nsID, npmRepoID); err != nil {
+	if _, err := s.RepositoryByID(ctx, nsID, npmRepoID); err != nil {
 		t.Fatal(err)
 	}
-	var pkg NpmPackageRef
+	var pkg PackageRef
 	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
 		tgz := npmTestTarball(t, v)
 		s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
@@ -135,62 +136,62 @@ func runNpmWorkflowForTest(t *testing.T) *npmWorkflow {
 			"_npmUser": map[string]string{"name": "admin"},
 			"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
 		})
-		res, err := s.NpmPublish(ctx, repo, NpmPublish{Name: "lib", Version: v, PackageJSON: pj, FileName: "lib-" + v + ".tgz",
+		res, err := s.Publish(ctx, repo, PublishRequest{Name: "lib", Version: v, PackageJSON: pj, FileName: "lib-" + v + ".tgz",
 			Tarball: tgz, SHA1: s1, Tags: []string{"latest"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pkg = res.Package
 	}
-	build := func(st *NpmPackageState) (NpmDocuments, error) {
-		return NpmDocuments{
+	build := func(st *PackageState) (Documents, error) {
+		return Documents{
 			enum.NpmMetadataFull:        []byte(fmt.Sprintf(`{"_rev":%q,"n":%d}`, st.Rev(), len(st.Versions))),
 			enum.NpmMetadataDistTags:    []byte(fmt.Sprintf(`{"n":%d}`, len(st.Tags))),
 			enum.NpmMetadataAbbreviated: []byte(fmt.Sprintf(`{"c":%d}`, len(st.Versions))),
 		}, nil
 	}
 	steps := []func() error{
-		func() error { _, err := s.NpmRebuildMetadata(ctx, repo, pkg, NpmMetadataOptions{}, build); return err },
-		func() error { _, err := s.NpmRebuildMetadata(ctx, repo, pkg, NpmMetadataOptions{}, build); return err },
-		func() error { _, err := s.NpmCachedMetadata(ctx, repo, "lib", enum.NpmMetadataFull); return err },
-		func() error { _, err := s.NpmSetTag(ctx, repo, "lib", "beta", "1.1.0", nil); return err },
-		func() error { _, err := s.NpmRebuildMetadata(ctx, repo, pkg, NpmMetadataOptions{}, build); return err },
-		func() error { return s.NpmRemoveTag(ctx, repo, "lib", "beta", nil) },
+		func() error { _, err := s.RebuildMetadata(ctx, repo, pkg, MetadataOptions{}, build); return err },
+		func() error { _, err := s.RebuildMetadata(ctx, repo, pkg, MetadataOptions{}, build); return err },
+		func() error { _, err := s.CachedMetadata(ctx, repo, "lib", enum.NpmMetadataFull); return err },
+		func() error { _, err := s.SetTag(ctx, repo, "lib", "beta", "1.1.0", nil); return err },
+		func() error { _, err := s.RebuildMetadata(ctx, repo, pkg, MetadataOptions{}, build); return err },
+		func() error { return s.RemoveTag(ctx, repo, "lib", "beta", nil) },
 		func() error {
-			_, err := s.NpmUpdatePackage(ctx, repo, NpmPackageUpdate{Name: "lib", Deprecations: map[string]string{"1.0.0": "old"}})
+			_, err := s.UpdatePackage(ctx, repo, PackageUpdate{Name: "lib", Deprecations: map[string]string{"1.0.0": "old"}})
 			return err
 		},
 		func() error {
-			_, err := s.NpmUpdatePackage(ctx, repo, NpmPackageUpdate{Name: "lib", Rev: "x-y", Keep: []string{"1.0.0", "1.1.0", "2.0.0"}})
+			_, err := s.UpdatePackage(ctx, repo, PackageUpdate{Name: "lib", Rev: "x-y", Keep: []string{"1.0.0", "1.1.0", "2.0.0"}})
 			if err != nil && strings.Contains(err.Error(), "revision") {
 				return nil
 			}
 			return err
 		},
 		func() error {
-			_, err := s.NpmUpdatePackage(ctx, repo, NpmPackageUpdate{Name: "lib", Keep: []string{"1.0.0", "1.1.0"}})
+			_, err := s.UpdatePackage(ctx, repo, PackageUpdate{Name: "lib", Keep: []string{"1.0.0", "1.1.0"}})
 			return err
 		},
-		func() error { _, err := s.NpmTarball(ctx, repo, "lib", "1.0.0", "lib-1.0.0.tgz"); return err },
+		func() error { _, err := s.Tarball(ctx, repo, "lib", "1.0.0", "lib-1.0.0.tgz"); return err },
 		func() error {
-			return s.RecordNpmDownloads(ctx, []NpmDownload{{NamespaceID: nsID, RepositoryID: repoID, PackageID: pkg.PackageID, VersionID: pkg.PackageID}})
+			return s.RecordDownloads(ctx, []Download{{NamespaceID: nsID, RepositoryID: repoID, PackageID: pkg.PackageID, VersionID: pkg.PackageID}})
 		},
-		func() error { _, _, err := s.NpmSearch(ctx, repo, "lib", 0, 20); return err },
-		func() error { return s.NpmUnpublishFile(ctx, repo, "lib", "2.0.0", "lib-2.0.0.tgz", "", nil) },
-		func() error { return s.NpmUnpublishFile(ctx, repo, "lib", "1.1.0", "lib-1.1.0.tgz", "", nil) },
-		func() error { return s.NpmDeletePackage(ctx, repo, "lib", "", nil) },
-		func() error { return s.NpmRestorePackage(ctx, nsID, pkg.PackageID, nil) },
+		func() error { _, _, err := s.Search(ctx, repo, "lib", 0, 20); return err },
+		func() error { return s.UnpublishFile(ctx, repo, "lib", "2.0.0", "lib-2.0.0.tgz", "", nil) },
+		func() error { return s.UnpublishFile(ctx, repo, "lib", "1.1.0", "lib-1.1.0.tgz", "", nil) },
+		func() error { return s.DeletePackage(ctx, repo, "lib", "", nil) },
+		func() error { return s.RestorePackage(ctx, nsID, pkg.PackageID, nil) },
 		func() error {
 			var v uuid.UUID
 			if err := pool.QueryRow(ctx, `SELECT id FROM npm_versions WHERE namespace_id = $1 AND version = '1.0.0'`, nsID).Scan(&v); err != nil {
 				return err
 			}
-			if err := s.NpmDeleteVersionByID(ctx, nsID, v, nil); err != nil {
+			if err := s.DeleteVersionByID(ctx, nsID, v, nil); err != nil {
 				return err
 			}
-			return s.NpmRestoreVersion(ctx, nsID, v, nil)
+			return s.RestoreVersion(ctx, nsID, v, nil)
 		},
-		func() error { return s.NpmDeletePackageByID(ctx, nsID, pkg.PackageID, nil) },
+		func() error { return s.DeletePackageByID(ctx, nsID, pkg.PackageID, nil) },
 	}
 	for i, step := range steps {
 		if err := step(); err != nil {

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"encoding/json"
@@ -55,20 +55,20 @@ console.log(JSON.stringify(out));`
 	if err := json.Unmarshal(raw, &want); err != nil {
 		t.Fatal(err)
 	}
-	var valid []NpmVersion
+	var valid []Version
 	for _, s := range semverCorpus {
-		v, ok := ParseNpmVersion(s)
+		v, ok := ParseVersion(s)
 		if ok != want.Valid[s] {
-			t.Errorf("ValidNpmVersion(%q) = %v, node-semver says %v", s, ok, want.Valid[s])
+			t.Errorf("ValidVersion(%q) = %v, node-semver says %v", s, ok, want.Valid[s])
 		}
 		if ok {
 			valid = append(valid, v)
 		}
-		if got := ValidNpmRange(s); got != want.Range[s] {
-			t.Errorf("ValidNpmRange(%q) = %v, node-semver says %v", s, got, want.Range[s])
+		if got := ValidRange(s); got != want.Range[s] {
+			t.Errorf("ValidRange(%q) = %v, node-semver says %v", s, got, want.Range[s])
 		}
 	}
-	slices.SortStableFunc(valid, func(a, b NpmVersion) int { return a.Compare(b) })
+	slices.SortStableFunc(valid, func(a, b Version) int { return a.Compare(b) })
 	var got []string
 	for _, v := range valid {
 		got = append(got, v.String())

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"regexp"
@@ -12,7 +12,7 @@ import (
 // that is a valid range ("v0", "1.x", "^2") would shadow versions on the
 // client, so it is refused.
 
-const npmSemverMaxLength = 256
+const semverMaxLength = 256
 
 // The token sources of node-semver's internal/re.js (non-loose forms).
 const (
@@ -35,23 +35,23 @@ const (
 )
 
 var (
-	npmVersionRe      = regexp.MustCompile(`^` + reMainVersion + rePrerelease + `?` + reBuild + `?$`)
-	npmVersionLooseRe = regexp.MustCompile(`^v?` + reMainVersion)
-	npmXRangeRe       = regexp.MustCompile(`^` + reGTLT + `\s*` + reXRangePlain + `$`)
-	npmTildeRe        = regexp.MustCompile(`^(?:~>?)` + reXRangePlain + `$`)
-	npmCaretRe        = regexp.MustCompile(`^(?:\^)` + reXRangePlain + `$`)
-	npmComparatorRe   = regexp.MustCompile(`^` + reGTLT + `\s*(` + reFullPlain + `)$|^$`)
-	npmStarRe         = regexp.MustCompile(`^(<|>)?=?\s*\*$`)
-	npmHyphenRe       = regexp.MustCompile(`^\s*(` + reXRangePlain + `)\s+-\s+(` + reXRangePlain + `)\s*$`)
-	npmCompTrimRe     = regexp.MustCompile(`(\s*)` + reGTLT + `\s*(` + reLoosePlain + `|` + reXRangePlain + `)`)
-	npmTildeTrimRe    = regexp.MustCompile(`(\s*)(?:~>?)\s+`)
-	npmCaretTrimRe    = regexp.MustCompile(`(\s*)(?:\^)\s+`)
-	npmBuildStripRe   = regexp.MustCompile(reBuild)
-	npmSpacesRe       = regexp.MustCompile(`\s+`)
+	versionRe      = regexp.MustCompile(`^` + reMainVersion + rePrerelease + `?` + reBuild + `?$`)
+	versionLooseRe = regexp.MustCompile(`^v?` + reMainVersion)
+	xRangeRe       = regexp.MustCompile(`^` + reGTLT + `\s*` + reXRangePlain + `$`)
+	tildeRe        = regexp.MustCompile(`^(?:~>?)` + reXRangePlain + `$`)
+	caretRe        = regexp.MustCompile(`^(?:\^)` + reXRangePlain + `$`)
+	comparatorRe   = regexp.MustCompile(`^` + reGTLT + `\s*(` + reFullPlain + `)$|^$`)
+	starRe         = regexp.MustCompile(`^(<|>)?=?\s*\*$`)
+	hyphenRe       = regexp.MustCompile(`^\s*(` + reXRangePlain + `)\s+-\s+(` + reXRangePlain + `)\s*$`)
+	compTrimRe     = regexp.MustCompile(`(\s*)` + reGTLT + `\s*(` + reLoosePlain + `|` + reXRangePlain + `)`)
+	tildeTrimRe    = regexp.MustCompile(`(\s*)(?:~>?)\s+`)
+	caretTrimRe    = regexp.MustCompile(`(\s*)(?:\^)\s+`)
+	buildStripRe   = regexp.MustCompile(reBuild)
+	spacesRe       = regexp.MustCompile(`\s+`)
 )
 
-// NpmVersion is a parsed strict SemVer version.
-type NpmVersion struct {
+// Version is a parsed strict SemVer version.
+type Version struct {
 	Major, Minor, Patch uint64
 	Prerelease          []string
 	Build               string
@@ -59,30 +59,30 @@ type NpmVersion struct {
 }
 
 // String returns the version as it was parsed.
-func (v NpmVersion) String() string { return v.raw }
+func (v Version) String() string { return v.raw }
 
 // IsPrerelease reports whether the version has a prerelease part.
-func (v NpmVersion) IsPrerelease() bool { return len(v.Prerelease) > 0 }
+func (v Version) IsPrerelease() bool { return len(v.Prerelease) > 0 }
 
-// ParseNpmVersion parses a strict SemVer version the way the registry
+// ParseVersion parses a strict SemVer version the way the registry
 // stores it (semver.valid(s) === s): no leading "v" or "=", no build
 // metadata, no surrounding spaces, at most 256 characters, numeric parts at
 // most 2^53-1 (node-semver's limits).
-func ParseNpmVersion(s string) (NpmVersion, bool) {
-	if len(s) > npmSemverMaxLength {
-		return NpmVersion{}, false
+func ParseVersion(s string) (Version, bool) {
+	if len(s) > semverMaxLength {
+		return Version{}, false
 	}
-	m := npmVersionRe.FindStringSubmatch(s)
+	m := versionRe.FindStringSubmatch(s)
 	if m == nil || m[5] != "" {
 		// Build metadata is refused: npm's semver.valid drops it, so a
 		// version key with "+build" is never what the client resolves.
-		return NpmVersion{}, false
+		return Version{}, false
 	}
-	v := NpmVersion{raw: s}
+	v := Version{raw: s}
 	for i, p := range []*uint64{&v.Major, &v.Minor, &v.Patch} {
 		n, err := strconv.ParseUint(m[i+1], 10, 64)
 		if err != nil || n > 1<<53-1 {
-			return NpmVersion{}, false
+			return Version{}, false
 		}
 		*p = n
 	}
@@ -91,7 +91,7 @@ func ParseNpmVersion(s string) (NpmVersion, bool) {
 		for _, id := range v.Prerelease {
 			if isNumericID(id) {
 				if n, err := strconv.ParseUint(id, 10, 64); err != nil || n > 1<<53-1 {
-					return NpmVersion{}, false
+					return Version{}, false
 				}
 			}
 		}
@@ -100,10 +100,10 @@ func ParseNpmVersion(s string) (NpmVersion, bool) {
 	return v, true
 }
 
-// ValidNpmVersion reports whether s is a strict SemVer version as the
-// registry stores it (see ParseNpmVersion).
-func ValidNpmVersion(s string) bool {
-	_, ok := ParseNpmVersion(s)
+// ValidVersion reports whether s is a strict SemVer version as the
+// registry stores it (see ParseVersion).
+func ValidVersion(s string) bool {
+	_, ok := ParseVersion(s)
 	return ok
 }
 
@@ -152,7 +152,7 @@ func compareIdentifiers(a, b string) int {
 }
 
 // Compare orders versions by SemVer precedence (build metadata ignored).
-func (v NpmVersion) Compare(o NpmVersion) int {
+func (v Version) Compare(o Version) int {
 	if c := cmpUint(v.Major, o.Major); c != 0 {
 		return c
 	}
@@ -183,32 +183,32 @@ func (v NpmVersion) Compare(o NpmVersion) int {
 	}
 }
 
-// ValidNpmRange reports whether s is a valid node-semver range
+// ValidRange reports whether s is a valid node-semver range
 // (semver.validRange(s) !== null in non-loose mode). The empty string and
 // "*" are ranges; "latest", "beta" or "next" are not.
-func ValidNpmRange(s string) bool {
-	raw := npmSpacesRe.ReplaceAllString(strings.TrimSpace(s), " ")
-	if len(raw) > npmSemverMaxLength {
+func ValidRange(s string) bool {
+	raw := spacesRe.ReplaceAllString(strings.TrimSpace(s), " ")
+	if len(raw) > semverMaxLength {
 		return false
 	}
 	for _, part := range strings.Split(raw, "||") {
-		if !validNpmRangePart(strings.TrimSpace(part)) {
+		if !validRangePart(strings.TrimSpace(part)) {
 			return false
 		}
 	}
 	return true
 }
 
-func validNpmRangePart(r string) bool {
-	r = npmBuildStripRe.ReplaceAllString(r, "")
-	if m := npmHyphenRe.FindStringSubmatch(r); m != nil {
+func validRangePart(r string) bool {
+	r = buildStripRe.ReplaceAllString(r, "")
+	if m := hyphenRe.FindStringSubmatch(r); m != nil {
 		r = hyphenReplace(m)
 	}
-	r = npmCompTrimRe.ReplaceAllString(r, "${1}${2}${3}")
-	r = npmTildeTrimRe.ReplaceAllString(r, "${1}~")
-	r = npmCaretTrimRe.ReplaceAllString(r, "${1}^")
+	r = compTrimRe.ReplaceAllString(r, "${1}${2}${3}")
+	r = tildeTrimRe.ReplaceAllString(r, "${1}~")
+	r = caretTrimRe.ReplaceAllString(r, "${1}^")
 	for _, tok := range strings.Fields(r) {
-		if !validNpmComparatorToken(tok) {
+		if !validComparatorToken(tok) {
 			return false
 		}
 	}
@@ -263,17 +263,17 @@ func validXRangeOrder(major, minor, patch string) bool {
 	return !((isXID(major) && !isXID(minor)) || (isXID(minor) && patch != "" && !isXID(patch)))
 }
 
-// validNpmComparatorToken: one whitespace-free token of a range is valid
+// validComparatorToken: one whitespace-free token of a range is valid
 // when one of the replacements of node-semver (caret, tilde, x-range,
 // star) turns it into comparators, or when it already is a comparator.
-func validNpmComparatorToken(tok string) bool {
-	if m := npmCaretRe.FindStringSubmatch(tok); m != nil {
+func validComparatorToken(tok string) bool {
+	if m := caretRe.FindStringSubmatch(tok); m != nil {
 		return true
 	}
-	if m := npmTildeRe.FindStringSubmatch(tok); m != nil {
+	if m := tildeRe.FindStringSubmatch(tok); m != nil {
 		return true
 	}
-	if m := npmXRangeRe.FindStringSubmatch(tok); m != nil {
+	if m := xRangeRe.FindStringSubmatch(tok); m != nil {
 		if (isXID(m[2]) || isXID(m[3]) || isXID(m[4])) && validXRangeOrder(m[2], m[3], m[4]) {
 			return safeParts(m[2], m[3], m[4])
 		}
@@ -281,7 +281,7 @@ func validNpmComparatorToken(tok string) bool {
 		// must then be a plain comparator.
 		return validComparator(tok)
 	}
-	if npmStarRe.MatchString(tok) {
+	if starRe.MatchString(tok) {
 		return true
 	}
 	return validComparator(tok)
@@ -290,14 +290,14 @@ func validNpmComparatorToken(tok string) bool {
 // validComparator is node-semver's Comparator constructor check: an
 // operator and a full version whose numbers are at most 2^53-1.
 func validComparator(tok string) bool {
-	m := npmComparatorRe.FindStringSubmatch(tok)
+	m := comparatorRe.FindStringSubmatch(tok)
 	if m == nil {
 		return false
 	}
 	if tok == "" {
 		return true
 	}
-	v := npmVersionLooseRe.FindStringSubmatch(m[2])
+	v := versionLooseRe.FindStringSubmatch(m[2])
 	if v == nil {
 		return false
 	}

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // TestNpmSemverKeyOrder checks that the byte order of npm_semver_key (the
 // index order of the version listing) is exactly SemVer precedence as
-// NpmVersion.Compare defines it, on hand-picked edge cases and random
+// Version.Compare defines it, on hand-picked edge cases and random
 // versions.
 func TestNpmSemverKeyOrder(t *testing.T) {
 	pool := testdb.New(t)
@@ -44,10 +44,10 @@ func TestNpmSemverKeyOrder(t *testing.T) {
 		}
 		versions = append(versions, v)
 	}
-	parsed := map[string]NpmVersion{}
+	parsed := map[string]Version{}
 	var uniq []string
 	for _, v := range versions {
-		p, ok := ParseNpmVersion(v)
+		p, ok := ParseVersion(v)
 		if !ok {
 			t.Fatalf("test version %q is not valid", v)
 		}
@@ -113,7 +113,7 @@ func TestNpmVersionsPagePlan(t *testing.T) {
 		if keyset {
 			args = append(args, []byte("01"), uuid.Must(uuid.NewV7()))
 		}
-		rows, err := conn.Query(ctx, "EXPLAIN "+npmVersionsPageSQL(keyset), args...)
+		rows, err := conn.Query(ctx, "EXPLAIN "+versionsPageSQL(keyset), args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +150,7 @@ func TestNpmVersionsPagePlan(t *testing.T) {
 func TestNpmSemverKeyUnchanged(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
-	src, err := os.ReadFile("../migrations/00034_npm_semver_order.sql")
+	src, err := os.ReadFile("../../migrations/00034_npm_semver_order.sql")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // answers what the same statement on the parents answers.
 func TestPerPartitionStatements(t *testing.T) {
 	f := newNpmFixture(t)
-	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories").Replace(resolveNpmSQL)
+	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories").Replace(resolveSQL)
 	seen := map[int]bool{}
 	for i := range 40 {
 		slug := fmt.Sprintf("part%d", i)
@@ -50,13 +50,13 @@ func TestPerPartitionStatements(t *testing.T) {
 			t.Fatalf("namespace %s: partition %d, its npm repository row is in %s", nsID, part, npmPart)
 		}
 		for _, name := range []string{"js", "missing"} {
-			byParts, errParts := scanNpmRepository(f.pool.QueryRow(f.ctx, resolveNpmPartitionSQL[part], nsID, name), name)
-			byParent, errParent := scanNpmRepository(f.pool.QueryRow(f.ctx, parentSQL, nsID, name), name)
+			byParts, errParts := scanRepository(f.pool.QueryRow(f.ctx, resolvePartitionSQL[part], nsID, name), name)
+			byParent, errParent := scanRepository(f.pool.QueryRow(f.ctx, parentSQL, nsID, name), name)
 			if fmt.Sprint(byParts, errParts) != fmt.Sprint(byParent, errParent) {
 				t.Fatalf("resolve %s/%s: per partition %v %v, on the parents %v %v", slug, name, byParts, errParts, byParent, errParent)
 			}
 		}
-		if _, err := f.s.ResolveNpmRepository(f.ctx, slug, "js"); err != nil {
+		if _, err := f.s.ResolveRepository(f.ctx, slug, "js"); err != nil {
 			t.Fatalf("resolve %s/js: %v", slug, err)
 		}
 	}

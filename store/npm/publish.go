@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"context"
@@ -13,17 +13,18 @@ import (
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
-// NpmPublish is one version to publish with its tarball. The protocol has
+// PublishRequest is one version to publish with its tarball. The protocol has
 // verified the tarball against the client's dist (sha512 integrity, sha1
 // shasum), validated the name, the version and the tags, and built
 // PackageJSON; the store validates PackageJSON against the schema.
-type NpmPublish struct {
+type PublishRequest struct {
 	Name        string
 	Version     string
 	PackageJSON []byte
@@ -31,20 +32,20 @@ type NpmPublish struct {
 	FileName string
 	// Tarball and SHA1 are the tarball's bytes, staged by the publish; or
 	// Staged is the tarball already staged by the caller (StageStream, with
-	// SetSHA1 done), which NpmPublish then owns: it is closed (committed or
+	// SetSHA1 done), which Publish then owns: it is closed (committed or
 	// discarded) whatever the outcome.
 	Tarball []byte
 	SHA1    [20]byte
-	Staged  *StagedBlob
+	Staged  *store.StagedBlob
 	// Tags are the dist-tags to point at the version. "latest" is added
 	// when the package has no latest tag yet (every package has one).
 	Tags []string
-	Hook NpmWriteHook
+	Hook WriteHook
 }
 
-// NpmPublishResult describes a published version.
-type NpmPublishResult struct {
-	Package        NpmPackageRef
+// PublishResult describes a published version.
+type PublishResult struct {
+	Package        PackageRef
 	VersionID      uuid.UUID
 	CreatedAt      time.Time
 	Tags           []string // dist-tags now pointing at the version
@@ -54,7 +55,7 @@ type NpmPublishResult struct {
 	BlobCreated bool
 }
 
-// npmPublishLockSQL is the first statement of a publish's transaction:
+// publishLockSQL is the first statement of a publish's transaction:
 // it locks the package rows of the name FOR SHARE, the active one and any
 // tombstone (writers share the lock; a metadata rebuild's swap takes FOR
 // NO KEY UPDATE and so waits for them), and returns one row per package
@@ -64,16 +65,16 @@ type NpmPublishResult struct {
 // package) or existed (soft-deleted, in the active package or a tombstone
 // of the same name). The version limit counts every version ever
 // published under the name, soft-deleted ones and those of tombstones
-// included (ADR-004), through the buffered counters (versions_count only
+// included (docs/schema.md, Lengths, names and limits), through the buffered counters (versions_count only
 // grows, so purging the trash does not lower it); both limits count rows
-// exactly (npmVersionRowsSQL, npmTagRowsSQL) once the buffered counts come
+// exactly (versionRowsSQL, tagRowsSQL) once the buffered counts come
 // within a margin of the limit: they lag by the deltas not folded yet, and
 // reading every version or tag row on every publish would make a publish
 // cost as many index entries as the package has rows. Tags are not read
 // here otherwise: the publish statement adds "latest" when it is missing.
 // The unique indexes stay the real guard. No active row: the name has no
 // active package yet. It runs on the namespace's partitions (perPartition).
-const npmPublishLockSQL = `
+const publishLockSQL = `
 SELECT p.id, p.soft_deleted_at IS NULL, p.versions_count, p.tags_count,
        CASE WHEN v.id IS NOT NULL THEN v.soft_deleted_at IS NULL END
 FROM {npm_packages} p
@@ -82,19 +83,19 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
   AND (p.soft_deleted_at IS NULL OR p.soft_deleted_at IS NOT NULL) -- npmEveryPackageRow
 FOR SHARE OF p`
 
-var npmPublishLockPartitionSQL = partition.Statements(npmPublishLockSQL, "npm_packages", "npm_versions")
+var publishLockPartitionSQL = partition.Statements(publishLockSQL, "npm_packages", "npm_versions")
 
-// npmTagRowsSQL counts a package's dist-tags other than the ones a
+// tagRowsSQL counts a package's dist-tags other than the ones a
 // publish sets, and tells whether it has a latest tag (the exact count of
 // the tag limit).
-const npmTagRowsSQL = `
+const tagRowsSQL = `
 SELECT count(*) FILTER (WHERE name <> ALL($3::text[])), coalesce(bool_or(name = 'latest'), false)
 FROM npm_tags WHERE namespace_id = $1 AND npm_package_id = $2`
 
-// npmVersionRowsSQL counts the version rows of every package of a name,
+// versionRowsSQL counts the version rows of every package of a name,
 // active, soft-deleted and tombstoned (the exact count of the version
 // limit), by npm_versions_package_idx.
-const npmVersionRowsSQL = `
+const versionRowsSQL = `
 SELECT count(*) FROM npm_packages p
 JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = p.id
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
@@ -106,7 +107,7 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
 // one per branch; without it no index matches and the whole partition is
 // scanned (TestNpmPublishCheckReadsOnePackage).
 
-// npmPublishSQL attaches the tarball's blob (its row is locked by the
+// publishSQL attaches the tarball's blob (its row is locked by the
 // staged commit before this statement), writes the version, its file, its
 // tags, force-expires the package's metadata files and records the
 // buffered counters, in one statement. $1 version id, $2 namespace,
@@ -116,7 +117,7 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
 // no latest tag (with id $16). It runs on the namespace's partitions of
 // the npm tables (perPartition); the blob layer's tables are partitioned
 // by sha256 and only inserted into, which needs no pruning.
-const npmPublishSQL = `
+const publishSQL = `
 WITH a AS (
 	INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($2, $8)
 	RETURNING id
@@ -155,26 +156,26 @@ WITH a AS (
 )
 SELECT v.id, v.created_at, EXISTS (SELECT 1 FROM l) FROM v`
 
-var npmPublishPartitionSQL = partition.Statements(npmPublishSQL, "npm_versions", "npm_files", "npm_tags", "npm_metadata_files", "counter_deltas")
+var publishPartitionSQL = partition.Statements(publishSQL, "npm_versions", "npm_files", "npm_tags", "npm_metadata_files", "counter_deltas")
 
-// NpmPublish publishes one version: the tarball is staged in the blob
+// Publish publishes one version: the tarball is staged in the blob
 // layer (session row, temporary bytes), then one foreground transaction
 // locks (or creates) the package row and checks the publish, commits the
 // blob row (dedup), attaches it, writes the version, its file, its
 // dist-tags, the cache expiry and the counters, and runs the hook. A
 // failure, a refusal included, leaves no row and no object (the staged
-// upload is discarded). Errors: CodeNpmVersionExists,
-// CodeNpmVersionUnpublished, CodeNpmLimit, CodeNpmInvalid, CodeRetryable.
-func (s *Store) NpmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
-	res, err := s.npmPublish(ctx, repo, in)
+// upload is discarded). Errors: CodeVersionExists,
+// CodeVersionUnpublished, CodeLimit, CodeInvalid, CodeRetryable.
+func (s *Store) Publish(ctx context.Context, repo *Repository, in PublishRequest) (*PublishResult, error) {
+	res, err := s.publish(ctx, repo, in)
 	if err != nil && in.Staged != nil {
 		in.Staged.Close(ctx, false) // a no-op when already closed
 	}
 	return res, err
 }
 
-func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPublish) (*NpmPublishResult, error) {
-	if err := ValidateNpmPackageJSON(in.PackageJSON); err != nil {
+func (s *Store) publish(ctx context.Context, repo *Repository, in PublishRequest) (*PublishResult, error) {
+	if err := ValidatePackageJSON(in.PackageJSON); err != nil {
 		return nil, err
 	}
 	tags := slices.Clone(in.Tags)
@@ -190,10 +191,10 @@ func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	// start of the transaction (the package lock and the checks), unless
 	// the caller staged them already.
 	pending := in.stage(ctx, s, repo)
-	res := &NpmPublishResult{}
-	err = db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
-		*res = NpmPublishResult{Tags: slices.Clone(tags)}
-		target, err := lockNpmPackageForPublish(ctx, tx, repo, part, in, res)
+	res := &PublishResult{}
+	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+		*res = PublishResult{Tags: slices.Clone(tags)}
+		target, err := lockPackageForPublish(ctx, tx, repo, part, in, res)
 		if err != nil {
 			return err
 		}
@@ -201,7 +202,7 @@ func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 		if err != nil {
 			return fmt.Errorf("store: npm publish %s@%s: tarball: %w", in.Name, in.Version, err)
 		}
-		return s.npmPublishTx(ctx, tx, repo, in, staged, target, res)
+		return s.publishTx(ctx, tx, repo, in, staged, target, res)
 	})
 	if staged, _ := pending.Wait(); staged != nil {
 		staged.Close(ctx, err == nil)
@@ -212,33 +213,33 @@ func (s *Store) npmPublish(ctx context.Context, repo *NpmRepository, in NpmPubli
 	return res, nil
 }
 
-// npmPublishTx is the rest of a publish's transaction, once the package
+// publishTx is the rest of a publish's transaction, once the package
 // is locked and the publish checked: commit the staged tarball, and in one
 // statement attach it and write the version, its file, tags, cache expiry
 // and counters; then the hook, all before the tarball's bytes move to
 // their blob key.
-func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository, in NpmPublish, staged *StagedBlob, target npmPublishTarget, res *NpmPublishResult) error {
+func (s *Store) publishTx(ctx context.Context, tx pgx.Tx, repo *Repository, in PublishRequest, staged *store.StagedBlob, target publishTarget, res *PublishResult) error {
 	tags, pkgID := res.Tags, target.id
 	var latestAdded bool
-	committed, err := s.CommitStaged(ctx, tx, staged, func(u StagedUse) error {
+	committed, err := s.core.CommitStaged(ctx, tx, staged, func(u store.StagedUse) error {
 		if err := clearGCCandidate(ctx, tx, u); err != nil {
 			return err
 		}
-		err := tx.QueryRow(ctx, npmPublishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
+		err := tx.QueryRow(ctx, publishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
 			db.NewID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
 			db.NewID(), in.FileName, u.Blob.SHA256[:],
-			db.NewIDs(len(tags)), tags, staged.size, repo.RepositoryID, target.created, db.NewIDs(6),
+			db.NewIDs(len(tags)), tags, staged.Size(), repo.RepositoryID, target.created, db.NewIDs(6),
 			target.addLatest, db.NewID(),
 		).Scan(&res.VersionID, &res.CreatedAt, &latestAdded)
 		// The only unique key this statement can hit is the active
 		// version key (reported under the partition's index name).
 		if db.IsPgCode(err, pgerrcode.UniqueViolation, "") {
-			return errs.New(CodeNpmVersionExists, "npm version already published: %s@%s", in.Name, in.Version)
+			return errs.New(CodeVersionExists, "npm version already published: %s@%s", in.Name, in.Version)
 		}
 		if err != nil {
 			return fmt.Errorf("store: npm publish %s@%s: %w", in.Name, in.Version, err)
 		}
-		res.Package = NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, PackageID: pkgID, Name: in.Name}
+		res.Package = PackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, PackageID: pkgID, Name: in.Name}
 		res.PackageCreated = target.created
 		if latestAdded {
 			res.Tags = append(res.Tags, "latest")
@@ -258,27 +259,26 @@ func (s *Store) npmPublishTx(ctx context.Context, tx pgx.Tx, repo *NpmRepository
 }
 
 // stage starts the staging of in.Tarball, or wraps in.Staged.
-func (in NpmPublish) stage(ctx context.Context, s *Store, repo *NpmRepository) *PendingStage {
+func (in PublishRequest) stage(ctx context.Context, s *Store, repo *Repository) *store.PendingStage {
 	if in.Staged != nil {
-		done := make(chan struct{})
-		close(done)
-		return &PendingStage{done: done, b: in.Staged}
+		return store.StagedPending(in.Staged)
 	}
 	sum := sha256.Sum256(in.Tarball)
 	sha1 := in.SHA1
-	return s.StageBlobAsync(ctx, UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
-		in.Tarball, Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
+	return s.core.StageBlobAsync(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
+		in.Tarball, store.Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
 }
 
 // clearGCCandidate deletes the live GC candidate of a staged blob about to
-// be attached (ADR-025: attaching clears it in the same transaction). A
+// be attached (attaching clears it in the same transaction;
+// docs/garbage-collection.md, Rules). A
 // statement of its own, run only when the commit found one, so that the
 // publish statement does not plan a read of the GC queue on every call.
-func clearGCCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
+func clearGCCandidate(ctx context.Context, tx pgx.Tx, u store.StagedUse) error {
 	if !u.Candidate {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`, npmExecMode,
+	_, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`, execMode,
 		u.Blob.NamespaceID, u.Blob.SHA256[:])
 	if err != nil {
 		return fmt.Errorf("store: clear gc candidate: %w", err)
@@ -286,18 +286,18 @@ func clearGCCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
 	return nil
 }
 
-// npmExactVersionsMargin and npmExactTagsMargin are how far below its
+// exactVersionsMargin and exactTagsMargin are how far below its
 // limit a package's buffered count must be for a publish to trust it
 // without counting rows. They bound how many changes the folder may not
 // have folded yet: one fold interval (counters.DefaultInterval, 30 s) of
 // back-to-back publishes of one package at 3 ms each, and of tag changes.
 const (
-	npmExactVersionsMargin = 10000
-	npmExactTagsMargin     = 500
+	exactVersionsMargin = 10000
+	exactTagsMargin     = 500
 )
 
-// npmPublishCheck is what npmPublishLockSQL tells of a name.
-type npmPublishCheck struct {
+// publishCheck is what publishLockSQL tells of a name.
+type publishCheck struct {
 	active          *uuid.UUID // the active package row; nil: none yet
 	exists, existed bool
 	// versions: of all package rows of the name, buffered (or counted
@@ -305,43 +305,43 @@ type npmPublishCheck struct {
 	versions, tags int64
 }
 
-// lockNpmPackageForPublish locks the package rows of in.Name FOR SHARE and
-// checks the publish (npmPublishLockSQL), inserting the active row on
+// lockPackageForPublish locks the package rows of in.Name FOR SHARE and
+// checks the publish (publishLockSQL), inserting the active row on
 // first publish. It sets res.Tags to the tags the publish sets for sure;
 // addLatest: the publish statement must add "latest" if the package has
 // none (the check did not read the tags).
-func lockNpmPackageForPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, part int, in NpmPublish, res *NpmPublishResult) (npmPublishTarget, error) {
-	c, err := checkNpmPublish(ctx, tx, repo, part, in)
+func lockPackageForPublish(ctx context.Context, tx pgx.Tx, repo *Repository, part int, in PublishRequest, res *PublishResult) (publishTarget, error) {
+	c, err := checkPublish(ctx, tx, repo, part, in)
 	if err != nil {
-		return npmPublishTarget{}, err
+		return publishTarget{}, err
 	}
 	switch {
 	case c.exists:
-		return npmPublishTarget{}, errs.New(CodeNpmVersionExists, "npm version already published: %s@%s", in.Name, in.Version)
+		return publishTarget{}, errs.New(CodeVersionExists, "npm version already published: %s@%s", in.Name, in.Version)
 	case c.existed:
-		return npmPublishTarget{}, errs.New(CodeNpmVersionUnpublished, "npm version was unpublished and cannot be published again: %s@%s", in.Name, in.Version)
-	case c.versions >= MaxNpmVersionsPerPackage:
-		return npmPublishTarget{}, errs.New(CodeNpmLimit, "npm package limit reached: %s has %d versions (unpublished ones count); the limit is %d", in.Name, c.versions, MaxNpmVersionsPerPackage)
+		return publishTarget{}, errs.New(CodeVersionUnpublished, "npm version was unpublished and cannot be published again: %s@%s", in.Name, in.Version)
+	case c.versions >= MaxVersionsPerPackage:
+		return publishTarget{}, errs.New(CodeLimit, "npm package limit reached: %s has %d versions (unpublished ones count); the limit is %d", in.Name, c.versions, MaxVersionsPerPackage)
 	}
 	if c.active == nil {
 		if !slices.Contains(res.Tags, "latest") {
 			res.Tags = append(res.Tags, "latest")
 		}
-		id, created, err := createNpmPackage(ctx, tx, repo, in.Name)
-		return npmPublishTarget{id: id, part: part, created: created}, err
+		id, created, err := createPackage(ctx, tx, repo, in.Name)
+		return publishTarget{id: id, part: part, created: created}, err
 	}
-	t := npmPublishTarget{id: *c.active, part: part, addLatest: !slices.Contains(res.Tags, "latest")}
-	if c.tags+int64(len(res.Tags))+1 > MaxNpmTagsPerPackage-npmExactTagsMargin {
-		if err := checkNpmTagLimit(ctx, tx, repo, in.Name, t.id, res); err != nil {
-			return npmPublishTarget{}, err
+	t := publishTarget{id: *c.active, part: part, addLatest: !slices.Contains(res.Tags, "latest")}
+	if c.tags+int64(len(res.Tags))+1 > MaxTagsPerPackage-exactTagsMargin {
+		if err := checkTagLimit(ctx, tx, repo, in.Name, t.id, res); err != nil {
+			return publishTarget{}, err
 		}
 		t.addLatest = false // res.Tags now has latest if it was missing
 	}
 	return t, nil
 }
 
-// npmPublishTarget is the package a publish writes to.
-type npmPublishTarget struct {
+// publishTarget is the package a publish writes to.
+type publishTarget struct {
 	id      uuid.UUID
 	part    int  // the namespace's partition (partition.Of)
 	created bool // by this publish
@@ -350,16 +350,16 @@ type npmPublishTarget struct {
 	addLatest bool
 }
 
-// checkNpmPublish runs npmPublishLockSQL and, near the version limit,
-// npmVersionRowsSQL.
-func checkNpmPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, part int, in NpmPublish) (*npmPublishCheck, error) {
-	rows, err := tx.Query(ctx, npmPublishLockPartitionSQL[part], pgx.QueryExecModeCacheStatement,
+// checkPublish runs publishLockSQL and, near the version limit,
+// versionRowsSQL.
+func checkPublish(ctx context.Context, tx pgx.Tx, repo *Repository, part int, in PublishRequest) (*publishCheck, error) {
+	rows, err := tx.Query(ctx, publishLockPartitionSQL[part], pgx.QueryExecModeCacheStatement,
 		repo.NamespaceID, repo.NpmRepositoryID, in.Name, in.Version)
 	if err != nil {
 		return nil, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
 	}
 	var (
-		c    npmPublishCheck
+		c    publishCheck
 		seen = map[uuid.UUID]bool{}
 	)
 	for rows.Next() {
@@ -388,9 +388,9 @@ func checkNpmPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, part i
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: npm publish check %s: %w", in.Name, err)
 	}
-	if c.versions >= MaxNpmVersionsPerPackage-npmExactVersionsMargin {
+	if c.versions >= MaxVersionsPerPackage-exactVersionsMargin {
 		var total int64
-		if err := tx.QueryRow(ctx, npmVersionRowsSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name).Scan(&total); err != nil {
+		if err := tx.QueryRow(ctx, versionRowsSQL, execMode, repo.NamespaceID, repo.NpmRepositoryID, in.Name).Scan(&total); err != nil {
 			return nil, fmt.Errorf("store: npm publish count %s: %w", in.Name, err)
 		}
 		c.versions = max(c.versions, total)
@@ -398,28 +398,28 @@ func checkNpmPublish(ctx context.Context, tx pgx.Tx, repo *NpmRepository, part i
 	return &c, nil
 }
 
-// checkNpmTagLimit counts the tags of a package near the tag limit: "latest"
+// checkTagLimit counts the tags of a package near the tag limit: "latest"
 // joins res.Tags when the package has none, and a publish that would leave
-// more than MaxNpmTagsPerPackage is refused;
+// more than MaxTagsPerPackage is refused;
 // res.Tags then says exactly which tags the publish sets.
-func checkNpmTagLimit(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name string, pkgID uuid.UUID, res *NpmPublishResult) error {
+func checkTagLimit(ctx context.Context, tx pgx.Tx, repo *Repository, name string, pkgID uuid.UUID, res *PublishResult) error {
 	var others int64
 	var hasLatest bool
-	if err := tx.QueryRow(ctx, npmTagRowsSQL, npmExecMode, repo.NamespaceID, pkgID, res.Tags).Scan(&others, &hasLatest); err != nil {
+	if err := tx.QueryRow(ctx, tagRowsSQL, execMode, repo.NamespaceID, pkgID, res.Tags).Scan(&others, &hasLatest); err != nil {
 		return fmt.Errorf("store: npm publish tags %s: %w", name, err)
 	}
 	if !hasLatest && !slices.Contains(res.Tags, "latest") {
 		res.Tags = append(res.Tags, "latest")
 	}
-	if n := others + int64(len(res.Tags)); n > MaxNpmTagsPerPackage {
-		return errs.New(CodeNpmLimit, "npm package limit reached: %s would have %d dist-tags; the limit is %d", name, n, MaxNpmTagsPerPackage)
+	if n := others + int64(len(res.Tags)); n > MaxTagsPerPackage {
+		return errs.New(CodeLimit, "npm package limit reached: %s would have %d dist-tags; the limit is %d", name, n, MaxTagsPerPackage)
 	}
 	return nil
 }
 
-// createNpmPackage inserts the active package row of a name, or locks the
+// createPackage inserts the active package row of a name, or locks the
 // one a concurrent first publish inserted.
-func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name string) (uuid.UUID, bool, error) {
+func createPackage(ctx context.Context, tx pgx.Tx, repo *Repository, name string) (uuid.UUID, bool, error) {
 	var scope *string
 	if sc, _, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(sc, "@") {
 		sc = sc[1:]
@@ -430,7 +430,7 @@ func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name 
 		INSERT INTO npm_packages (id, namespace_id, npm_repository_id, name, scope)
 		VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (namespace_id, npm_repository_id, name) WHERE soft_deleted_at IS NULL DO NOTHING
-		RETURNING id`, npmExecMode, db.NewID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
+		RETURNING id`, execMode, db.NewID(), repo.NamespaceID, repo.NpmRepositoryID, name, scope).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
@@ -440,23 +440,23 @@ func createNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name 
 	// A concurrent first publish inserted it (and committed: ON CONFLICT
 	// waited for it): lock that row. Its versions are not in this
 	// statement's checks; the unique version key still guards them.
-	id, err = lockNpmPackage(ctx, tx, repo, name, "FOR SHARE")
-	if HasCode(err, CodeNpmPackageUnknown) {
+	id, err = lockPackage(ctx, tx, repo, name, "FOR SHARE")
+	if store.HasCode(err, CodePackageUnknown) {
 		return uuid.Nil, false, db.ErrRace // and deleted again: start over
 	}
 	return id, false, err
 }
 
-// lockNpmPackage locks the active package row of a name (lock: "FOR SHARE"
-// or "FOR NO KEY UPDATE"); CodeNpmPackageUnknown when there is none.
-func lockNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name, lock string) (uuid.UUID, error) {
+// lockPackage locks the active package row of a name (lock: "FOR SHARE"
+// or "FOR NO KEY UPDATE"); CodePackageUnknown when there is none.
+func lockPackage(ctx context.Context, tx pgx.Tx, repo *Repository, name, lock string) (uuid.UUID, error) {
 	var id uuid.UUID
 	err := tx.QueryRow(ctx, `
 		SELECT id FROM npm_packages
-		WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL `+lock, npmExecMode,
+		WHERE namespace_id = $1 AND npm_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL `+lock, execMode,
 		repo.NamespaceID, repo.NpmRepositoryID, name).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return uuid.Nil, errs.New(CodeNpmPackageUnknown, "npm package unknown: %s", name)
+		return uuid.Nil, errs.New(CodePackageUnknown, "npm package unknown: %s", name)
 	}
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("store: lock npm package %s: %w", name, err)
@@ -464,5 +464,5 @@ func lockNpmPackage(ctx context.Context, tx pgx.Tx, repo *NpmRepository, name, l
 	return id, nil
 }
 
-// npmMetadataKinds are the kinds of npm_metadata_files, in kind order.
-var npmMetadataKinds = []enum.NpmMetadataKind{enum.NpmMetadataFull, enum.NpmMetadataDistTags, enum.NpmMetadataAbbreviated}
+// metadataKinds are the kinds of npm_metadata_files, in kind order.
+var metadataKinds = []enum.NpmMetadataKind{enum.NpmMetadataFull, enum.NpmMetadataDistTags, enum.NpmMetadataAbbreviated}

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"context"
@@ -11,22 +11,23 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// NpmTarball is a tarball of an active version with its blob row.
-type NpmTarball struct {
-	Package   NpmPackageRef
+// Tarball is a tarball of an active version with its blob row.
+type Tarball struct {
+	Package   PackageRef
 	VersionID uuid.UUID
-	Blob      Blob
+	Blob      store.Blob
 }
 
-// npmTarballSQL finds an active file of an active version of an active
+// tarballSQL finds an active file of an active version of an active
 // package (every table pruned to the namespace's partition at plan time);
 // its blob row is then read by digest (StatBlob).
-const npmTarballSQL = `
+const tarballSQL = `
 SELECT p.id, v.id, f.blob_sha256
 FROM npm_packages p
 JOIN npm_versions v
@@ -35,20 +36,20 @@ JOIN npm_files f
   ON f.namespace_id = $1 AND f.npm_version_id = v.id AND f.file_name = $5 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
 
-// NpmTarball finds the tarball fileName of name@version. CodeNpmFileUnknown
+// Tarball finds the tarball fileName of name@version. CodeFileUnknown
 // when the package, the version or the file is not active.
-func (s *Store) NpmTarball(ctx context.Context, repo *NpmRepository, name, version, fileName string) (*NpmTarball, error) {
-	t := &NpmTarball{Package: NpmPackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
+func (s *Store) Tarball(ctx context.Context, repo *Repository, name, version, fileName string) (*Tarball, error) {
+	t := &Tarball{Package: PackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
 	var sha []byte
-	err := s.pool.QueryRow(ctx, npmTarballSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
+	err := s.pool.QueryRow(ctx, tarballSQL, execMode, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
 		Scan(&t.Package.PackageID, &t.VersionID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeNpmFileUnknown, "npm tarball unknown: %s", fileName)
+		return nil, errs.New(CodeFileUnknown, "npm tarball unknown: %s", fileName)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: npm tarball %s: %w", fileName, err))
 	}
-	b, err := s.StatBlob(ctx, repo.NamespaceID, [32]byte(sha))
+	b, err := s.core.StatBlob(ctx, repo.NamespaceID, [32]byte(sha))
 	if err != nil {
 		return nil, db.MapErr(err)
 	}
@@ -56,8 +57,8 @@ func (s *Store) NpmTarball(ctx context.Context, repo *NpmRepository, name, versi
 	return t, nil
 }
 
-// NpmDownload is one tarball download, for the buffered counters.
-type NpmDownload struct {
+// Download is one tarball download, for the buffered counters.
+type Download struct {
 	NamespaceID  uuid.UUID
 	RepositoryID uuid.UUID
 	PackageID    uuid.UUID
@@ -65,10 +66,10 @@ type NpmDownload struct {
 	At           time.Time
 }
 
-// RecordNpmDownloads appends buffered counter rows for downloads (ADR-007:
-// repositories.downloads_count, npm_packages and npm_versions
-// last_downloaded_at) in one statement; the periodic merge folds them in.
-func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload) error {
+// RecordDownloads appends buffered counter rows for downloads
+// (repositories.downloads_count, npm_packages and npm_versions
+// last_downloaded_at; docs/schema.md, Buffered counters) in one statement; the periodic merge folds them in.
+func (s *Store) RecordDownloads(ctx context.Context, downloads []Download) error {
 	if len(downloads) == 0 {
 		return nil
 	}
@@ -94,7 +95,7 @@ func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload)
 	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
-		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`, npmExecMode,
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`, execMode,
 		ids, nss, targets, tids, fields, deltas, ats)
 	if err != nil {
 		return db.MapErr(fmt.Errorf("store: npm downloads: %w", err))
@@ -102,8 +103,8 @@ func (s *Store) RecordNpmDownloads(ctx context.Context, downloads []NpmDownload)
 	return nil
 }
 
-// NpmSearchHit is one package found by NpmSearch (its latest version).
-type NpmSearchHit struct {
+// SearchHit is one package found by Search (its latest version).
+type SearchHit struct {
 	Name        string
 	Version     string
 	Description string
@@ -112,11 +113,11 @@ type NpmSearchHit struct {
 	Publisher   string
 }
 
-// npmSearchSQL matches every term (ILIKE patterns, AND) against the name,
+// searchSQL matches every term (ILIKE patterns, AND) against the name,
 // the description and the keywords of each active package's latest
 // version, exact name matches first. The npm search API pages with
 // from/size; both are bounded by the caller.
-const npmSearchSQL = `
+const searchSQL = `
 SELECT p.name, v.version, coalesce(v.package_json->>'description', ''),
        CASE WHEN jsonb_typeof(v.package_json->'keywords') = 'array' THEN v.package_json->'keywords' ELSE '[]'::jsonb END,
        v.created_at, coalesce(v.package_json->'_npmUser'->>'name', ''), count(*) OVER ()
@@ -132,10 +133,10 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.soft_deleted_at IS 
 ORDER BY (p.name = $4) DESC, p.name COLLATE "C"
 LIMIT $5 OFFSET $6`
 
-// NpmSearch searches a repository's active packages: every whitespace
+// Search searches a repository's active packages: every whitespace
 // separated term must occur (case-insensitively) in the name, description
 // or keywords. It returns up to size hits after from, and the total.
-func (s *Store) NpmSearch(ctx context.Context, repo *NpmRepository, text string, from, size int) ([]NpmSearchHit, int, error) {
+func (s *Store) Search(ctx context.Context, repo *Repository, text string, from, size int) ([]SearchHit, int, error) {
 	var pats []string
 	for _, term := range strings.Fields(text) {
 		if k, v, ok := strings.Cut(term, ":"); ok && (k == "keywords" || k == "scope" || k == "author" || k == "maintainer") {
@@ -152,17 +153,17 @@ func (s *Store) NpmSearch(ctx context.Context, repo *NpmRepository, text string,
 	if pats == nil {
 		pats = []string{}
 	}
-	rows, err := s.pool.Query(ctx, npmSearchSQL, npmExecMode, repo.NamespaceID, repo.NpmRepositoryID, pats, strings.TrimSpace(text), size, from)
+	rows, err := s.pool.Query(ctx, searchSQL, execMode, repo.NamespaceID, repo.NpmRepositoryID, pats, strings.TrimSpace(text), size, from)
 	if err != nil {
 		return nil, 0, db.MapErr(fmt.Errorf("store: npm search: %w", err))
 	}
 	defer rows.Close()
 	var (
-		hits  []NpmSearchHit
+		hits  []SearchHit
 		total int
 	)
 	for rows.Next() {
-		var h NpmSearchHit
+		var h SearchHit
 		var kw []byte
 		if err := rows.Scan(&h.Name, &h.Version, &h.Description, &kw, &h.Date, &h.Publisher, &total); err != nil {
 			return nil, 0, fmt.Errorf("store: npm search: %w", err)

@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// NpmArtifact is an npm version with its package name and repository, as
+// Artifact is an npm version with its package name and repository, as
 // the trash and the publish history show it.
-type NpmArtifact struct {
+type Artifact struct {
 	ID               uuid.UUID
 	NamespaceID      uuid.UUID
 	RepositoryID     uuid.UUID
@@ -24,15 +24,15 @@ type NpmArtifact struct {
 	SoftDeletedAt    *time.Time
 }
 
-const npmArtifactColumns = `nv.id, nv.namespace_id, nr.repository_id, nv.npm_package_id, np.name, nv.version,
+const artifactColumns = `nv.id, nv.namespace_id, nr.repository_id, nv.npm_package_id, np.name, nv.version,
 	nv.size_bytes, nv.created_at, nv.last_downloaded_at, nv.soft_deleted_at`
 
-const npmArtifactFrom = `npm_versions nv
+const artifactFrom = `npm_versions nv
 	JOIN npm_packages np ON np.namespace_id = nv.namespace_id AND np.id = nv.npm_package_id
 	JOIN npm_repositories nr ON nr.namespace_id = np.namespace_id AND nr.id = np.npm_repository_id`
 
-func scanNpmArtifact(row pgx.Row) (*NpmArtifact, error) {
-	var v NpmArtifact
+func scanArtifact(row pgx.Row) (*Artifact, error) {
+	var v Artifact
 	if err := row.Scan(&v.ID, &v.NamespaceID, &v.RepositoryID, &v.PackageID, &v.PackageName, &v.Version,
 		&v.SizeBytes, &v.CreatedAt, &v.LastDownloadedAt, &v.SoftDeletedAt); err != nil {
 		return nil, err
@@ -40,14 +40,14 @@ func scanNpmArtifact(row pgx.Row) (*NpmArtifact, error) {
 	return &v, nil
 }
 
-// NpmArtifactsByIDs loads npm versions (trash included) by id.
-func (s *Store) NpmArtifactsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*NpmArtifact, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+npmArtifactColumns+` FROM `+npmArtifactFrom+`
+// ArtifactsByIDs loads npm versions (trash included) by id.
+func (s *Store) ArtifactsByIDs(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) ([]*Artifact, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+artifactColumns+` FROM `+artifactFrom+`
 		WHERE nv.namespace_id = $1 AND np.namespace_id = $1 AND nr.namespace_id = $1 AND nv.id = ANY($2)`, nsID, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load npm versions: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NpmArtifact, error) { return scanNpmArtifact(r) })
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Artifact, error) { return scanArtifact(r) })
 	if err != nil {
 		return nil, fmt.Errorf("load npm versions: %w", err)
 	}

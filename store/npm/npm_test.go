@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"context"
@@ -13,22 +13,25 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
+
+func TestMain(m *testing.M) { testdb.Main(m) }
 
 type npmFixture struct {
 	ctx  context.Context
 	pool *pgxpool.Pool
 	s    *Store
-	repo *NpmRepository
+	repo *Repository
 }
 
 func newNpmFixture(t *testing.T) *npmFixture {
 	t.Helper()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	f := &npmFixture{ctx: ctx, pool: pool, s: New(pool, objstore.NewMem(), Options{})}
+	f := &npmFixture{ctx: ctx, pool: pool, s: New(store.New(pool, objstore.NewMem(), store.Options{}))}
 	nsID, repoID, npmRepoID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -44,13 +47,13 @@ func newNpmFixture(t *testing.T) *npmFixture {
 		}
 	}
 	var err error
-	if f.repo, err = f.s.ResolveNpmRepository(ctx, "npmfix", "js"); err != nil {
+	if f.repo, err = f.s.ResolveRepository(ctx, "npmfix", "js"); err != nil {
 		t.Fatal(err)
 	}
 	return f
 }
 
-func (f *npmFixture) publish(t *testing.T, name, version string) NpmPackageRef {
+func (f *npmFixture) publish(t *testing.T, name, version string) PackageRef {
 	t.Helper()
 	res, err := f.publishTarball(name, version, npmTestTarball(t, version), nil)
 	if err != nil {
@@ -59,8 +62,8 @@ func (f *npmFixture) publish(t *testing.T, name, version string) NpmPackageRef {
 	return res.Package
 }
 
-func countingBuild(st *NpmPackageState) (NpmDocuments, error) {
-	return NpmDocuments{
+func countingBuild(st *PackageState) (Documents, error) {
+	return Documents{
 		enum.NpmMetadataFull:        []byte(fmt.Sprintf(`{"versions":%d,"rev":%q}`, len(st.Versions), st.Rev())),
 		enum.NpmMetadataDistTags:    []byte(fmt.Sprintf(`{"tags":%d}`, len(st.Tags))),
 		enum.NpmMetadataAbbreviated: []byte(fmt.Sprintf(`{"corgi":%d}`, len(st.Versions))),
@@ -70,14 +73,14 @@ func countingBuild(st *NpmPackageState) (NpmDocuments, error) {
 // storedFull reads the stored full document of a package.
 func (f *npmFixture) storedFull(t *testing.T, name string) (string, bool) {
 	t.Helper()
-	c, err := f.s.NpmCachedMetadata(f.ctx, f.repo, name, enum.NpmMetadataFull)
+	c, err := f.s.CachedMetadata(f.ctx, f.repo, name, enum.NpmMetadataFull)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Blob == nil {
 		return "", false
 	}
-	r, err := f.s.OpenBlobObject(f.ctx, c.Blob, 0, -1)
+	r, err := f.s.core.OpenBlobObject(f.ctx, c.Blob, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +97,14 @@ func TestNpmRebuildRacesWrites(t *testing.T) {
 	pkg := f.publish(t, "lib", "1.0.0")
 
 	calls := 0
-	build := func(st *NpmPackageState) (NpmDocuments, error) {
+	build := func(st *PackageState) (Documents, error) {
 		calls++
 		if calls == 1 {
 			f.publish(t, "lib", "1.1.0") // lands between the load and the swap
 		}
 		return countingBuild(st)
 	}
-	res, err := f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, build)
+	res, err := f.s.RebuildMetadata(f.ctx, f.repo, pkg, MetadataOptions{}, build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +121,7 @@ func TestNpmRebuildRacesWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	res, err = f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, func(st *NpmPackageState) (NpmDocuments, error) {
+	res, err = f.s.RebuildMetadata(f.ctx, f.repo, pkg, MetadataOptions{}, func(st *PackageState) (Documents, error) {
 		n++
 		f.publish(t, "lib", fmt.Sprintf("2.0.%d", n))
 		return countingBuild(st)
@@ -133,10 +136,10 @@ func TestNpmRebuildRacesWrites(t *testing.T) {
 		t.Errorf("a stale document is fresh")
 	}
 	// Fresh rows are served without a rebuild.
-	if _, err := f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, countingBuild); err != nil {
+	if _, err := f.s.RebuildMetadata(f.ctx, f.repo, pkg, MetadataOptions{}, countingBuild); err != nil {
 		t.Fatal(err)
 	}
-	res, err = f.s.NpmRebuildMetadata(f.ctx, f.repo, pkg, NpmMetadataOptions{}, func(*NpmPackageState) (NpmDocuments, error) {
+	res, err = f.s.RebuildMetadata(f.ctx, f.repo, pkg, MetadataOptions{}, func(*PackageState) (Documents, error) {
 		t.Fatal("rebuilt although fresh")
 		return nil, nil
 	})
@@ -155,11 +158,11 @@ func TestNpmPickLatest(t *testing.T) {
 		{[]string{"2.0.0-beta.1", "2.0.0-beta.10", "2.0.0-beta.2"}, "2.0.0-beta.10"},
 		{[]string{"0.9.0", "0.10.0"}, "0.10.0"},
 	} {
-		var vs []npmActiveVersion
+		var vs []activeVersion
 		for _, v := range c.versions {
-			vs = append(vs, npmActiveVersion{version: v})
+			vs = append(vs, activeVersion{version: v})
 		}
-		if got := npmPickLatest(vs).version; got != c.want {
+		if got := pickLatest(vs).version; got != c.want {
 			t.Errorf("%v: %s, want %s", c.versions, got, c.want)
 		}
 	}
@@ -171,14 +174,14 @@ func TestNpmPackageJSONSchema(t *testing.T) {
 	ok := `{"name":"a","version":"1.0.0","_id":"a@1.0.0","_hasShrinkwrap":false,"_npmUser":{"name":"admin"},
 		"dist":{"integrity":"sha512-` + base64.StdEncoding.EncodeToString(make([]byte, 64)) + `","shasum":"` + hex.EncodeToString(make([]byte, 20)) + `"},
 		"dependencies":{"b":"^1"},"custom":{"any":"thing"}}`
-	if err := ValidateNpmPackageJSON([]byte(ok)); err != nil {
+	if err := ValidatePackageJSON([]byte(ok)); err != nil {
 		t.Fatalf("valid document refused: %v", err)
 	}
 	for _, bad := range []string{
 		`{}`, `[]`, `nope`,
 		`{"name":"a","version":"1.0.0","_id":"a@1.0.0","_hasShrinkwrap":false,"_npmUser":{"name":"admin"},"dist":{"shasum":"x"}}`,
 	} {
-		if err := ValidateNpmPackageJSON([]byte(bad)); err == nil {
+		if err := ValidatePackageJSON([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}
@@ -191,7 +194,7 @@ func TestNpmPackageJSONSchema(t *testing.T) {
 		}
 		m2[field] = value
 		b, _ := json.Marshal(m2)
-		if err := ValidateNpmPackageJSON(b); err == nil {
+		if err := ValidatePackageJSON(b); err == nil {
 			t.Errorf("%s = %v accepted", field, value)
 		}
 	}
@@ -216,19 +219,19 @@ func TestNpmTrash(t *testing.T) {
 		return v
 	}
 	v2 := versionID("2.0.0")
-	if err := f.s.NpmDeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
+	if err := f.s.DeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
 		t.Fatal(err)
 	}
 	if latest() != "1.0.0" {
 		t.Errorf("latest after delete: %q", latest())
 	}
-	if err := f.s.NpmDeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !HasCode(err, CodeNpmInvalid) {
+	if err := f.s.DeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !store.HasCode(err, CodeInvalid) {
 		t.Errorf("second delete: %v", err)
 	}
-	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
+	if err := f.s.RestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.NpmTarball(f.ctx, f.repo, "lib", "2.0.0", "lib-2.0.0.tgz"); err != nil {
+	if _, err := f.s.Tarball(f.ctx, f.repo, "lib", "2.0.0", "lib-2.0.0.tgz"); err != nil {
 		t.Errorf("restored tarball: %v", err)
 	}
 	// latest stays where unpublish moved it (a restore does not retag).
@@ -237,29 +240,29 @@ func TestNpmTrash(t *testing.T) {
 	}
 
 	// The whole package.
-	if err := f.s.NpmDeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
+	if err := f.s.DeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.s.NpmCachedMetadata(f.ctx, f.repo, "lib", enum.NpmMetadataFull); !HasCode(err, CodeNpmPackageUnknown) {
+	if _, err := f.s.CachedMetadata(f.ctx, f.repo, "lib", enum.NpmMetadataFull); !store.HasCode(err, CodePackageUnknown) {
 		t.Errorf("trashed package: %v", err)
 	}
-	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
+	if err := f.s.RestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
 		t.Fatal(err)
 	}
-	st, err := f.s.NpmLoadPackageState(f.ctx, pkg)
+	st, err := f.s.LoadPackageState(f.ctx, pkg)
 	if err != nil || len(st.Versions) != 2 {
 		t.Fatalf("restored package: %v %+v", err, st)
 	}
 	// Trash it again, publish the name anew: the old package cannot come
 	// back, nor can its versions be published again.
-	if err := f.s.NpmDeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
+	if err := f.s.DeletePackageByID(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.publish(t, "lib", "3.0.0")
-	if err := f.s.NpmRestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); !HasCode(err, CodeNpmConflict) {
+	if err := f.s.RestorePackage(f.ctx, f.repo.NamespaceID, pkg.PackageID, nil); !store.HasCode(err, CodeConflict) {
 		t.Errorf("restore over a new package: %v", err)
 	}
-	if err := f.s.NpmRestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); !HasCode(err, CodeNpmConflict) {
+	if err := f.s.RestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); !store.HasCode(err, CodeConflict) {
 		t.Errorf("restore of a version of an old package over a new one: %v", err)
 	}
 }

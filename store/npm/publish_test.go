@@ -1,4 +1,4 @@
-package store
+package npm
 
 import (
 	"bytes"
@@ -18,22 +18,23 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
-func (f *npmFixture) publishTarball(name, version string, tgz []byte, hook NpmWriteHook) (*NpmPublishResult, error) {
+func (f *npmFixture) publishTarball(name, version string, tgz []byte, hook WriteHook) (*PublishResult, error) {
 	return f.publishTagged(name, version, tgz, hook, "latest")
 }
 
-func (f *npmFixture) publishTagged(name, version string, tgz []byte, hook NpmWriteHook, tags ...string) (*NpmPublishResult, error) {
+func (f *npmFixture) publishTagged(name, version string, tgz []byte, hook WriteHook, tags ...string) (*PublishResult, error) {
 	s512, s1 := sha512.Sum512(tgz), sha1.Sum(tgz)
 	pj, _ := json.Marshal(map[string]any{
 		"name": name, "version": version, "_id": name + "@" + version, "_hasShrinkwrap": false,
 		"_npmUser": map[string]string{"name": "admin"},
 		"dist":     map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])},
 	})
-	return f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: name, Version: version, PackageJSON: pj,
+	return f.s.Publish(f.ctx, f.repo, PublishRequest{Name: name, Version: version, PackageJSON: pj,
 		FileName: name + "-" + version + ".tgz", Tarball: tgz, SHA1: s1, Tags: tags, Hook: hook})
 }
 
@@ -50,7 +51,7 @@ func (f *npmFixture) leftovers(t *testing.T, tgz []byte) (blobRows, attachments,
 	if err != nil {
 		t.Fatal(err)
 	}
-	object, err = f.s.Objects().Exists(f.ctx, objstore.BlobKey(f.repo.NamespaceID, sum))
+	object, err = f.s.core.Objects().Exists(f.ctx, objstore.BlobKey(f.repo.NamespaceID, sum))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestNpmPublishFailureLeavesNothing(t *testing.T) {
 	f := newNpmFixture(t)
 	tgz := npmTestTarball(t, "1.0.0")
 	boom := errors.New("hook failed")
-	_, err := f.publishTarball("lib", "1.0.0", tgz, func(context.Context, pgx.Tx, NpmPackageRef) error { return boom })
+	_, err := f.publishTarball("lib", "1.0.0", tgz, func(context.Context, pgx.Tx, PackageRef) error { return boom })
 	if !errors.Is(err, boom) {
 		t.Fatalf("publish: %v, want the hook's error", err)
 	}
@@ -90,7 +91,7 @@ func TestNpmPublishFailureLeavesNothing(t *testing.T) {
 }
 
 // TestNpmConcurrentSameVersion: eight publishes of one version, each with
-// its own tarball, race; one wins, the others get CodeNpmVersionExists
+// its own tarball, race; one wins, the others get CodeVersionExists
 // (from the pre-check or from the unique index inside the transaction) and
 // leave no trace of their tarballs.
 func TestNpmConcurrentSameVersion(t *testing.T) {
@@ -115,7 +116,7 @@ func TestNpmConcurrentSameVersion(t *testing.T) {
 			if b != 1 || a != 1 || !o {
 				t.Errorf("winner %d: %d blob rows, %d attachments, object %v", i, b, a, o)
 			}
-		case HasCode(err, CodeNpmVersionExists):
+		case store.HasCode(err, CodeVersionExists):
 			if b+a != 0 || o {
 				t.Errorf("loser %d left %d blob rows, %d attachments, object %v", i, b, a, o)
 			}
@@ -147,7 +148,7 @@ func TestNpmPublishRestoresCollectedObject(t *testing.T) {
 		f.repo.NamespaceID, sum[:]); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.s.Objects().Delete(f.ctx, key); err != nil {
+	if err := f.s.core.Objects().Delete(f.ctx, key); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.publishTarball("b", "1.0.0", tgz, nil)
@@ -167,8 +168,8 @@ func TestNpmPublishRestoresCollectedObject(t *testing.T) {
 }
 
 // insertNpmRows adds n rows to an npm table for a package by SQL, fast
-// enough to reach the ADR-004 limits (publishing 25,000 versions is not).
-func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg NpmPackageRef, n int) {
+// enough to reach the per-package limits (publishing 25,000 versions is not).
+func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg PackageRef, n int) {
 	t.Helper()
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
@@ -181,7 +182,7 @@ func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg NpmPackageRef, 
 
 // TestNpmPublishLimits: 25,000 versions per package, unpublished
 // (soft-deleted) versions included, counted row by row once the buffered
-// counter is within npmExactVersionsMargin of the limit (it lags by what is
+// counter is within exactVersionsMargin of the limit (it lags by what is
 // not folded yet), and 1,000 dist-tags; both refused before any byte is
 // stored.
 func TestNpmPublishLimits(t *testing.T) {
@@ -190,11 +191,11 @@ func TestNpmPublishLimits(t *testing.T) {
 	f.insertNpmRows(t, `
 		INSERT INTO npm_versions (id, namespace_id, npm_package_id, version, package_json, soft_deleted_at)
 		SELECT x.id, $1, $2, '0.0.' || x.n, '{}', now() FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n)`,
-		pkg, MaxNpmVersionsPerPackage-2)
+		pkg, MaxVersionsPerPackage-2)
 	// The folded counter lags: it has reached the margin where a publish
 	// counts the rows, not the limit.
 	if _, err := f.pool.Exec(f.ctx, `UPDATE npm_packages SET versions_count = $3 WHERE namespace_id = $1 AND id = $2`,
-		f.repo.NamespaceID, pkg.PackageID, MaxNpmVersionsPerPackage-npmExactVersionsMargin); err != nil {
+		f.repo.NamespaceID, pkg.PackageID, MaxVersionsPerPackage-exactVersionsMargin); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.publishTarball("lib", "1.0.1", npmTestTarball(t, "1.0.1"), nil); err != nil {
@@ -202,8 +203,8 @@ func TestNpmPublishLimits(t *testing.T) {
 	}
 	tgz := npmTestTarball(t, "1.0.2")
 	_, err := f.publishTarball("lib", "1.0.2", tgz, nil)
-	if !HasCode(err, CodeNpmLimit) {
-		t.Fatalf("publish of version 25,001: %v, want CodeNpmLimit", err)
+	if !store.HasCode(err, CodeLimit) {
+		t.Fatalf("publish of version 25,001: %v, want CodeLimit", err)
 	}
 	if b, a, s, o := f.leftovers(t, tgz); b+a+s != 0 || o {
 		t.Fatalf("a refused publish left %d blob rows, %d attachments, %d sessions, object %v", b, a, s, o)
@@ -215,9 +216,9 @@ func TestNpmPublishLimits(t *testing.T) {
 		SELECT x.id, $1, $2, t.npm_version_id, 'tag-' || x.n
 		FROM unnest($3::uuid[]) WITH ORDINALITY AS x(id, n), npm_tags t
 		WHERE t.namespace_id = $1 AND t.npm_package_id = $2 AND t.name = 'latest'`,
-		tagged, MaxNpmTagsPerPackage-2)
+		tagged, MaxTagsPerPackage-2)
 	if _, err := f.pool.Exec(f.ctx, `UPDATE npm_packages SET tags_count = $3 WHERE namespace_id = $1 AND id = $2`,
-		f.repo.NamespaceID, tagged.PackageID, MaxNpmTagsPerPackage-npmExactTagsMargin); err != nil {
+		f.repo.NamespaceID, tagged.PackageID, MaxTagsPerPackage-exactTagsMargin); err != nil {
 		t.Fatal(err)
 	}
 	publishTagged := func(v string, tags ...string) error {
@@ -231,8 +232,8 @@ func TestNpmPublishLimits(t *testing.T) {
 	if err := publishTagged("1.0.2", "next"); err != nil {
 		t.Fatalf("tag 1,000: %v", err)
 	}
-	if err := publishTagged("1.0.3", "beta"); !HasCode(err, CodeNpmLimit) {
-		t.Fatalf("tag 1,001: %v, want CodeNpmLimit", err)
+	if err := publishTagged("1.0.3", "beta"); !store.HasCode(err, CodeLimit) {
+		t.Fatalf("tag 1,001: %v, want CodeLimit", err)
 	}
 }
 
@@ -266,7 +267,7 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(f.ctx, "PREPARE npm_check(uuid, uuid, text, text) AS "+npmPublishLockPartitionSQL[part]); err != nil {
+	if _, err := conn.Exec(f.ctx, "PREPARE npm_check(uuid, uuid, text, text) AS "+publishLockPartitionSQL[part]); err != nil {
 		t.Fatal(err)
 	}
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
@@ -360,12 +361,12 @@ func TestNpmPublishAddsMissingLatest(t *testing.T) {
 // row, no object, no session.
 func TestNpmPublishStaged(t *testing.T) {
 	f := newNpmFixture(t)
-	ref := UploadRef{NamespaceID: f.repo.NamespaceID, RepositoryID: f.repo.RepositoryID}
+	ref := store.UploadRef{NamespaceID: f.repo.NamespaceID, RepositoryID: f.repo.RepositoryID}
 	tgz := npmTestTarball(t, "1.0.0")
 	s1 := sha1.Sum(tgz)
-	stage := func() *StagedBlob {
+	stage := func() *store.StagedBlob {
 		t.Helper()
-		b, err := f.s.StageStream(f.ctx, ref, bytes.NewReader(tgz))
+		b, err := f.s.core.StageStream(f.ctx, ref, bytes.NewReader(tgz))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,20 +384,20 @@ func TestNpmPublishStaged(t *testing.T) {
 		return b
 	}
 	boom := errors.New("hook failed")
-	for name, in := range map[string]NpmPublish{
+	for name, in := range map[string]PublishRequest{
 		"schema": {Name: "lib", Version: "1.0.0", PackageJSON: []byte(`{"name": 1}`), FileName: "lib-1.0.0.tgz"},
 		"hook": {Name: "lib", Version: "1.0.0", PackageJSON: pj("1.0.0"), FileName: "lib-1.0.0.tgz",
-			Hook: func(context.Context, pgx.Tx, NpmPackageRef) error { return boom }},
+			Hook: func(context.Context, pgx.Tx, PackageRef) error { return boom }},
 	} {
 		in.Staged = stage()
-		if _, err := f.s.NpmPublish(f.ctx, f.repo, in); err == nil {
+		if _, err := f.s.Publish(f.ctx, f.repo, in); err == nil {
 			t.Fatalf("%s: publish succeeded", name)
 		}
 		if b, a, s, o := f.leftovers(t, tgz); b+a+s != 0 || o {
 			t.Fatalf("%s: after a refused publish: %d blob rows, %d attachments, %d sessions, object %v", name, b, a, s, o)
 		}
 	}
-	res, err := f.s.NpmPublish(f.ctx, f.repo, NpmPublish{Name: "lib", Version: "1.0.0", PackageJSON: pj("1.0.0"),
+	res, err := f.s.Publish(f.ctx, f.repo, PublishRequest{Name: "lib", Version: "1.0.0", PackageJSON: pj("1.0.0"),
 		FileName: "lib-1.0.0.tgz", Staged: stage(), Tags: []string{"latest"}})
 	if err != nil {
 		t.Fatal(err)
