@@ -18,7 +18,7 @@ func (r *mutationResolver) mavenVersionMutation(ctx context.Context, in model.Pa
 		return nil, err
 	}
 	if _, err := do(ctx, ns, id); err != nil {
-		return nil, mavenError(err)
+		return nil, err
 	}
 	vs, err := r.maven.ArtifactsByIDs(ctx, ns, []uuid.UUID{id})
 	if err != nil {
@@ -39,7 +39,7 @@ func (r *mutationResolver) mavenPackageMutation(ctx context.Context, in model.Pa
 		return nil, err
 	}
 	if _, err := do(ctx, ns, id); err != nil {
-		return nil, mavenError(err)
+		return nil, err
 	}
 	p, err := mavenPackageByID(ctx, ns, id)
 	if err != nil {

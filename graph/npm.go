@@ -28,9 +28,9 @@ func (r *mutationResolver) npmTagMutation(ctx context.Context, in model.NpmDistT
 	}
 	repo, err := r.npm.ResolveRepository(ctx, in.Namespace, in.Repository)
 	if err != nil {
-		return nil, npmError(err, CodeInvalidInput)
+		return nil, err
 	}
-	if err := npmError(do(repo), CodeInvalidInput); err != nil {
+	if err := do(repo); err != nil {
 		return nil, err
 	}
 	p, err := pkgLoaders(ctx).npmPackageByName.Load(ctx, npmNameKey{ns: repo.NamespaceID, repo: repo.RepositoryID, name: in.Package})()

@@ -5,13 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
-	"strings"
 
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
-	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/maven"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -47,49 +45,6 @@ func (r *Resolver) packageItemRef(ctx context.Context, in model.PackageItemRefIn
 		return uuid.Nil, uuid.Nil, err
 	}
 	return ns.ID, id, nil
-}
-
-// npmError maps the npm store's typed errors to API errors; stateCode is
-// the code of CodeNpmInvalid, which the trash operations raise for a state
-// conflict and the tag operations for bad input.
-func npmError(err error, stateCode string) error {
-	return typedError(err, []typedCode{
-		{npmstore.CodeRepositoryUnknown, CodeNotFound}, {npmstore.CodePackageUnknown, CodeNotFound},
-		{npmstore.CodeVersionUnknown, CodeNotFound}, {npmstore.CodeTagUnknown, CodeNotFound},
-		{npmstore.CodeConflict, CodeConflict}, {npmstore.CodeLimit, CodeConflict}, {npmstore.CodeRevisionConflict, CodeConflict},
-		{npmstore.CodeInvalid, stateCode},
-	})
-}
-
-// mavenError maps the Maven store's typed errors to API errors.
-func mavenError(err error) error {
-	return typedError(err, []typedCode{{maven.CodeUnknown, CodeNotFound}, {maven.CodeStateConflict, CodeConflict}})
-}
-
-type typedCode struct {
-	store store.Code
-	code  string
-}
-
-// typedError turns a store error into an API error with the code the
-// table gives for its store code; its message is the part after the
-// failure's name ("npm version unknown: a@1.0.0" gives "a@1.0.0"), written
-// for the caller. Other errors pass through to the error presenter.
-func typedError(err error, codes []typedCode) error {
-	se, ok := store.AsError(err)
-	if !ok {
-		return err
-	}
-	for _, c := range codes {
-		if se.Code == c.store {
-			msg := se.Message
-			if _, detail, found := strings.Cut(msg, ": "); found {
-				msg = detail
-			}
-			return newError(c.code, "%s", msg)
-		}
-	}
-	return err
 }
 
 // npmVersionByID loads one npm version (trash included) or NOT_FOUND.

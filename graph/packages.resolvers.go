@@ -80,7 +80,7 @@ func (r *mutationResolver) DeleteNpmVersion(ctx context.Context, input model.Pac
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.npm.DeleteVersionByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := r.npm.DeleteVersionByID(ctx, ns, id, r.npmHook); err != nil {
 		return nil, err
 	}
 	v, err := npmVersionByID(ctx, ns, id)
@@ -93,7 +93,7 @@ func (r *mutationResolver) RestoreNpmVersion(ctx context.Context, input model.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.npm.RestoreVersion(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := r.npm.RestoreVersion(ctx, ns, id, r.npmHook); err != nil {
 		return nil, err
 	}
 	v, err := npmVersionByID(ctx, ns, id)
@@ -106,7 +106,7 @@ func (r *mutationResolver) DeleteNpmPackage(ctx context.Context, input model.Pac
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.npm.DeletePackageByID(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := r.npm.DeletePackageByID(ctx, ns, id, r.npmHook); err != nil {
 		return nil, err
 	}
 	p, err := npmPackageByID(ctx, ns, id)
@@ -119,7 +119,7 @@ func (r *mutationResolver) RestoreNpmPackage(ctx context.Context, input model.Pa
 	if err != nil {
 		return nil, err
 	}
-	if err := npmError(r.npm.RestorePackage(ctx, ns, id, r.npmHook), CodeConflict); err != nil {
+	if err := r.npm.RestorePackage(ctx, ns, id, r.npmHook); err != nil {
 		return nil, err
 	}
 	p, err := npmPackageByID(ctx, ns, id)

@@ -225,7 +225,7 @@ func TestNpmTrash(t *testing.T) {
 	if latest() != "1.0.0" {
 		t.Errorf("latest after delete: %q", latest())
 	}
-	if err := f.s.DeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !store.HasCode(err, CodeInvalid) {
+	if err := f.s.DeleteVersionByID(f.ctx, f.repo.NamespaceID, v2, nil); !store.HasCode(err, CodeTrashState) {
 		t.Errorf("second delete: %v", err)
 	}
 	if err := f.s.RestoreVersion(f.ctx, f.repo.NamespaceID, v2, nil); err != nil {

@@ -24,6 +24,10 @@ import (
 // the same name was published after the delete).
 var CodeConflict = store.Code{Name: "NPM_CONFLICT", Kind: store.KindConflict}
 
+// CodeTrashState: the item is not where the operation needs it (deleting
+// what is already in the trash, restoring what is not in it).
+var CodeTrashState = store.Code{Name: "NPM_TRASH_STATE", Kind: store.KindConflict}
+
 // versionRow is what the trash operations read about a version.
 type versionRow struct {
 	packageID, npmRepositoryID uuid.UUID
@@ -85,7 +89,7 @@ func (s *Store) DeleteVersionByID(ctx context.Context, namespaceID, versionID uu
 			return err
 		}
 		if v.versionDeleted != nil || v.packageDeleted != nil {
-			return errs.New(CodeInvalid, "invalid npm data: %s@%s is already in the trash", v.name, v.version)
+			return errs.New(CodeTrashState, "%s@%s is already in the trash", v.name, v.version)
 		}
 		pkg := PackageRef{NamespaceID: namespaceID, NpmRepositoryID: v.npmRepositoryID, PackageID: v.packageID, Name: v.name}
 		active, err := activeVersions(ctx, tx, pkg)
@@ -118,7 +122,7 @@ func (s *Store) DeletePackageByID(ctx context.Context, namespaceID, packageID uu
 			return err
 		}
 		if deleted != nil {
-			return errs.New(CodeInvalid, "invalid npm data: %s is already in the trash", name)
+			return errs.New(CodeTrashState, "%s is already in the trash", name)
 		}
 		pkg := PackageRef{NamespaceID: namespaceID, NpmRepositoryID: repoID, PackageID: packageID, Name: name}
 		return s.trashPackage(ctx, tx, pkg, hook, nil)
@@ -141,7 +145,7 @@ func (s *Store) RestoreVersion(ctx context.Context, namespaceID, versionID uuid.
 			return err
 		}
 		if v.versionDeleted == nil {
-			return errs.New(CodeInvalid, "invalid npm data: %s@%s is not in the trash", v.name, v.version)
+			return errs.New(CodeTrashState, "%s@%s is not in the trash", v.name, v.version)
 		}
 		pkg := PackageRef{NamespaceID: namespaceID, NpmRepositoryID: v.npmRepositoryID, PackageID: v.packageID, Name: v.name}
 		if v.packageDeleted != nil {
@@ -176,7 +180,7 @@ func (s *Store) RestorePackage(ctx context.Context, namespaceID, packageID uuid.
 			return err
 		}
 		if deleted == nil {
-			return errs.New(CodeInvalid, "invalid npm data: %s is not in the trash", name)
+			return errs.New(CodeTrashState, "%s is not in the trash", name)
 		}
 		pkg := PackageRef{NamespaceID: namespaceID, NpmRepositoryID: repoID, PackageID: packageID, Name: name}
 		if err := restorePackageRow(ctx, tx, pkg); err != nil {
@@ -221,7 +225,7 @@ func (s *Store) finishRestore(ctx context.Context, tx pgx.Tx, pkg PackageRef, ho
 		return err
 	}
 	if len(active) == 0 {
-		return errs.New(CodeInvalid, "invalid npm data: %s has no version to restore with it; restore a version instead", pkg.Name)
+		return errs.New(CodeTrashState, "%s has no version to restore with it; restore a version instead", pkg.Name)
 	}
 	var hasLatest bool
 	if err := tx.QueryRow(ctx, `
