@@ -17,6 +17,7 @@ import (
 // GCGracePeriod after its commit on the store clock, for cleanup and for
 // the reconcile scan alike.
 func TestBlobCreatedAtUsesStoreClock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newBlobFixture(t, "file", Options{ReviewDelay: time.Hour})
 	var dbNow time.Time

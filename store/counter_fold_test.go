@@ -15,6 +15,7 @@ import (
 // column names and types from enum.CounterTarget.Fields()), for every
 // target the counter_deltas CHECK accepts, with one value per field.
 func TestCounterFoldStatementsMatchSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	tx, err := pool.Begin(ctx)

@@ -19,6 +19,7 @@ var sortNode = regexp.MustCompile(`(?m)^\s*(->\s+)?Sort\s+\(`)
 // sort of the namespace's candidates (scans that cannot use an index are
 // disabled, so the plan shows whether one fits the ORDER BY).
 func TestExcludedGCCandidatesPlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	ns := uuid.Must(uuid.NewV7())

@@ -12,6 +12,7 @@ import (
 // session opened after the commit, however long it is kept open, does
 // not.
 func TestReconcileIgnoresUploadsOpenedAfterTheBlob(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newBlobFixture(t, "mem", Options{ReviewDelay: time.Hour, ResumableUploadTTL: 72 * time.Hour})
 	eligible := func() int {

@@ -20,6 +20,7 @@ import (
 // planner is told to avoid sorts and sequential scans, so the plan shows
 // whether an index matching the query exists.
 func TestRepositoryListUsesItsIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := New(testdb.New(t), nil, Options{})
 	ns, err := st.CreateNamespace(ctx, "plans")

@@ -15,6 +15,7 @@ import (
 // database) that all find no key and create one at once: they must all end
 // with the same single current key.
 func TestSigningKeysFirstUseRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	const instances = 8
@@ -61,6 +62,7 @@ func TestSigningKeysFirstUseRace(t *testing.T) {
 // previous one (retired) until the retention has passed since it was
 // retired; concurrent rotations leave exactly one current key.
 func TestRotateSigningKey(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	clock := newFakeClock()
 	st := New(testdb.New(t), objstore.NewMem(), Options{Clock: clock})

@@ -81,6 +81,7 @@ func wantCode(t *testing.T, err error, code Code) {
 }
 
 func TestAccessTokenCreateAndLookup(t *testing.T) {
+	t.Parallel()
 	f := newTokenFixture(t)
 	ctx := context.Background()
 	exp := f.clock.Now().Add(24 * time.Hour)
@@ -148,6 +149,7 @@ func TestAccessTokenCreateAndLookup(t *testing.T) {
 }
 
 func TestAccessTokenCreateRefusals(t *testing.T) {
+	t.Parallel()
 	f := newTokenFixture(t)
 	ctx := context.Background()
 	past := f.clock.Now().Add(-time.Second)
@@ -207,6 +209,7 @@ func TestAccessTokenCreateRefusals(t *testing.T) {
 }
 
 func TestAccessTokenNamesAndRevocation(t *testing.T) {
+	t.Parallel()
 	f := newTokenFixture(t)
 	ctx := context.Background()
 	first := f.create(t, NewAccessToken{Name: "ci", SecretSHA256: secretHash("a")})
@@ -240,6 +243,7 @@ func TestAccessTokenNamesAndRevocation(t *testing.T) {
 }
 
 func TestAccessTokenListKeyset(t *testing.T) {
+	t.Parallel()
 	f := newTokenFixture(t)
 	ctx := context.Background()
 	var want []uuid.UUID
@@ -289,6 +293,7 @@ func TestAccessTokenListKeyset(t *testing.T) {
 }
 
 func TestTouchAccessTokens(t *testing.T) {
+	t.Parallel()
 	f := newTokenFixture(t)
 	ctx := context.Background()
 	a := f.create(t, NewAccessToken{Name: "a", SecretSHA256: secretHash("a")})
@@ -340,6 +345,7 @@ func TestTouchAccessTokens(t *testing.T) {
 // Two replicas flushing overlapping sets at once neither deadlock nor
 // lose the maximum.
 func TestTouchAccessTokensConcurrent(t *testing.T) {
+	t.Parallel()
 	f := newTokenFixture(t)
 	ctx := context.Background()
 	var ids []uuid.UUID

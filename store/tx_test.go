@@ -20,6 +20,7 @@ import (
 // connection to the pool: with a pool of one connection the next
 // transaction starts, and the lock the panicking one took is free.
 func TestWithTxPanicRollsBack(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cfg := testdb.NewConfig(t)
 	cfg.MaxConns = 1
@@ -69,6 +70,7 @@ func TestWithTxPanicRollsBack(t *testing.T) {
 // db.Retry runs an attempt again after a race, a deadlock or a
 // serialization failure, at most db.TxAttempts in all, and nothing else.
 func TestRetryTxRule(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	st := New(testdb.New(t), objstore.NewMem(), Options{})
 	deadlock := &pgconn.PgError{Code: pgerrcode.DeadlockDetected}

@@ -22,6 +22,7 @@ import (
 // object. Monolithic uploads count too; other repositories are not
 // affected; a cancelled or expired session frees its place.
 func TestUploadSessionCapAcrossInstances(t *testing.T) {
+	t.Parallel()
 	const limit = 7
 	ctx := context.Background()
 	f := newBlobFixture(t, "file", Options{MaxUploadSessionsPerRepository: limit})
@@ -118,6 +119,7 @@ func TestUploadSessionCapAcrossInstances(t *testing.T) {
 
 // Without a cap (0) any number of sessions start.
 func TestUploadSessionCapZeroIsUnlimited(t *testing.T) {
+	t.Parallel()
 	f := newBlobFixture(t, "mem", Options{})
 	for range 30 {
 		if _, err := f.store.StartUpload(context.Background(), f.ns, f.repo, UploadMonolithic); err != nil {

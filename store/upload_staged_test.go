@@ -56,6 +56,7 @@ func (f *blobFixture) uploadLeftovers(t *testing.T) []string {
 // whose transaction fails, or whose bytes do not match, leaves nothing at
 // all. Staged concurrently (StageBlobAsync) or not, on every backend.
 func TestStagedBlob(t *testing.T) {
+	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -165,6 +166,7 @@ func (f *blobFixture) assertNothing(t *testing.T, data []byte) {
 // pool of a single connection serves both in turn instead of each waiting
 // for the other.
 func TestStageBlobAsyncOnePool(t *testing.T) {
+	t.Parallel()
 	f := newBlobFixture(t, "file", Options{})
 	cfg := testdb.NewConfig(t)
 	cfg.MaxConns = 1

@@ -109,6 +109,7 @@ func cases() []enumCase {
 }
 
 func TestEnums(t *testing.T) {
+	t.Parallel()
 	for _, c := range cases() {
 		t.Run(c.name, func(t *testing.T) {
 			vals := c.values()
@@ -146,6 +147,7 @@ func TestEnums(t *testing.T) {
 }
 
 func TestCounterTargetFields(t *testing.T) {
+	t.Parallel()
 	for _, target := range CounterTargetValues() {
 		fields := target.Fields()
 		if len(fields) == 0 {

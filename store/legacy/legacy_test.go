@@ -35,6 +35,7 @@ func legacyEntry(ns uuid.UUID, path string, tags int) InventoryEntry {
 }
 
 func TestLegacyInventoryUpsertAndList(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	for i := range 25 {
@@ -92,6 +93,7 @@ func TestLegacyInventoryUpsertAndList(t *testing.T) {
 // TestLegacyClaimRace: concurrent workers claim every pending row exactly
 // once, highest priority first.
 func TestLegacyClaimRace(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	const n = 40
@@ -155,6 +157,7 @@ func TestLegacyClaimRace(t *testing.T) {
 // TestLegacyTransitions walks one row through both passes, the refusals,
 // the dead-worker lease and the time-limit abort.
 func TestLegacyTransitions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	r, err := f.store.UpsertRepository(ctx, legacyEntry(f.ns, "a/b", 2))
@@ -224,6 +227,7 @@ func TestLegacyTransitions(t *testing.T) {
 }
 
 func TestLegacyControls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFixture(t)
 	c, err := f.store.Controls(ctx)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseMavenSnapshotFile(t *testing.T) {
+	t.Parallel()
 	const a, v = "anchor-lib", "1.1.0-SNAPSHOT"
 	cases := []struct {
 		name string
@@ -43,6 +44,7 @@ func TestParseMavenSnapshotFile(t *testing.T) {
 }
 
 func TestMavenFileRefValidate(t *testing.T) {
+	t.Parallel()
 	good := []FileRef{
 		{"com.example", "lib", "1.0", "lib-1.0.jar"},
 		{"com.example", "lib", "1.0", "lib-1.0-sources.jar"},
@@ -84,6 +86,7 @@ func TestMavenFileRefValidate(t *testing.T) {
 }
 
 func TestParseMavenChecksumBody(t *testing.T) {
+	t.Parallel()
 	const sha1 = "2495887e4b3a2f8b2c1e7a9f0c1b2d3e4f5a6b7c"
 	for _, body := range []string{sha1, sha1 + "\n", strings.ToUpper(sha1), sha1 + "  anchor-lib-1.0.0.jar\n", "  " + sha1} {
 		got, err := ParseChecksumBody(SHA1, []byte(body))
@@ -105,6 +108,7 @@ func TestParseMavenChecksumBody(t *testing.T) {
 }
 
 func TestMavenPackageMetadata(t *testing.T) {
+	t.Parallel()
 	got := string(packageMetadata("com.example", "lib",
 		[]string{"1.10", "1.1.0-SNAPSHOT", "1.9", "1.0.0", "2.0-SNAPSHOT"},
 		time.Date(2026, 11, 29, 21, 8, 2, 5e8, time.UTC)))
@@ -140,6 +144,7 @@ func TestMavenPackageMetadata(t *testing.T) {
 }
 
 func TestMavenSnapshotMetadata(t *testing.T) {
+	t.Parallel()
 	names := []string{
 		"lib-1.0-20260101.100000-1.jar", "lib-1.0-20260101.100000-1.pom",
 		"lib-1.0-20260102.100000-2.jar", "lib-1.0-20260102.100000-2.pom",

@@ -105,6 +105,7 @@ func listed(doc string) []string {
 }
 
 func TestMavenSoftDeleteAndRestore(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	f.put(t, "1.0", "lib-1.0.jar", "one")
@@ -173,6 +174,7 @@ func TestMavenSoftDeleteAndRestore(t *testing.T) {
 }
 
 func TestMavenListings(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	for i := range 5 {
@@ -220,6 +222,7 @@ func TestMavenListings(t *testing.T) {
 // the stored document ends up listing every version, and the metadata
 // rows and attachments stay one per document.
 func TestMavenMetadataRefreshRace(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	const n = 24
@@ -275,6 +278,7 @@ func TestMavenMetadataRefreshRace(t *testing.T) {
 // string so the cursor stays unambiguous, and a cursor whose version is
 // gone (deleted meanwhile) still resumes at the right place.
 func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	for _, v := range []string{"1.9", "1.0-rc1", "1.10", "1.0", "2.0-SNAPSHOT", "1.0.0"} {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCompareMavenVersionsOrder(t *testing.T) {
+	t.Parallel()
 	// Each list is strictly increasing in Maven 3.8's order
 	// (ComparableVersion; many taken from its own test suite).
 	lists := [][]string{
@@ -43,6 +44,7 @@ func TestCompareMavenVersionsOrder(t *testing.T) {
 }
 
 func TestCompareMavenVersionsEqual(t *testing.T) {
+	t.Parallel()
 	groups := [][]string{
 		{"1", "1.0", "1.0.0", "1-0", "1.0-0", "1-ga", "1.0.ga", "1-final", "1.0-FINAL", "1.RELEASE", "1-0.0"},
 		{"1a1", "1-a1", "1-alpha-1", "1alpha1"},
@@ -63,6 +65,7 @@ func TestCompareMavenVersionsEqual(t *testing.T) {
 }
 
 func TestCompareMavenVersionsHuge(t *testing.T) {
+	t.Parallel()
 	if CompareVersions("1.99999999999999999999999", "1.99999999999999999999998") <= 0 {
 		t.Fatal("big integers compare numerically")
 	}

@@ -20,6 +20,7 @@ import (
 // Version.Compare defines it, on hand-picked edge cases and random
 // versions.
 func TestNpmSemverKeyOrder(t *testing.T) {
+	t.Parallel()
 	pool := testdb.New(t)
 	versions := []string{
 		"0.0.0", "0.0.1", "0.1.0", "1.0.0", "1.0.1", "1.2.0", "1.10.0", "1.9.9", "2.0.0", "10.0.0", "9.99.999",
@@ -95,6 +96,7 @@ func TestNpmSemverKeyOrder(t *testing.T) {
 // npm_versions_semver_idx on one partition, with no sort of the versions
 // (keyset, never OFFSET), on the first page and after a cursor.
 func TestNpmVersionsPagePlan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.New(t)
 	conn, err := pool.Acquire(ctx)
@@ -148,6 +150,7 @@ func TestNpmVersionsPagePlan(t *testing.T) {
 // npm_versions_semver_idx (so the index needed no rebuild), on edge cases,
 // strings that are not SemVer, and random versions.
 func TestNpmSemverKeyUnchanged(t *testing.T) {
+	t.Parallel()
 	pool := testdb.New(t)
 	ctx := context.Background()
 	src, err := os.ReadFile("../../migrations/00034_npm_semver_order.sql")

@@ -93,6 +93,7 @@ func (f *npmFixture) storedFull(t *testing.T, name string) (string, bool) {
 // building makes the swap see a new fingerprint; the rebuild starts over
 // and never stores a document older than the data.
 func TestNpmRebuildRacesWrites(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	pkg := f.publish(t, "lib", "1.0.0")
 
@@ -150,6 +151,7 @@ func TestNpmRebuildRacesWrites(t *testing.T) {
 
 // TestNpmPickLatest: the highest release, else the highest prerelease.
 func TestNpmPickLatest(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		versions []string
 		want     string
@@ -171,6 +173,7 @@ func TestNpmPickLatest(t *testing.T) {
 // TestNpmPackageJSONSchema: the schema accepts what publish stores and
 // refuses wrong types.
 func TestNpmPackageJSONSchema(t *testing.T) {
+	t.Parallel()
 	ok := `{"name":"a","version":"1.0.0","_id":"a@1.0.0","_hasShrinkwrap":false,"_npmUser":{"name":"admin"},
 		"dist":{"integrity":"sha512-` + base64.StdEncoding.EncodeToString(make([]byte, 64)) + `","shasum":"` + hex.EncodeToString(make([]byte, 20)) + `"},
 		"dependencies":{"b":"^1"},"custom":{"any":"thing"}}`
@@ -203,6 +206,7 @@ func TestNpmPackageJSONSchema(t *testing.T) {
 // TestNpmTrash: delete and restore versions and packages by id; restores
 // refuse to collide with newer rows; the cache follows.
 func TestNpmTrash(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	f.publish(t, "lib", "1.0.0")
 	pkg := f.publish(t, "lib", "2.0.0")

@@ -14,6 +14,7 @@ import (
 // that the per-partition statements read, and the per-partition resolve
 // answers what the same statement on the parents answers.
 func TestPerPartitionStatements(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories").Replace(resolveSQL)
 	seen := map[int]bool{}

@@ -82,6 +82,7 @@ func npmTestTarball(t testing.TB, version string) []byte {
 // sha256, are read by digest). Planning over all 64 partitions of a table
 // costs tens of milliseconds per statement.
 func TestNpmStatementsPruneToOnePartition(t *testing.T) {
+	t.Parallel()
 	w := runNpmWorkflowForTest(t)
 	checkNpmPlans(t, w.pool, w.rec)
 }

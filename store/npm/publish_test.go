@@ -63,6 +63,7 @@ func (f *npmFixture) leftovers(t *testing.T, tgz []byte) (blobRows, attachments,
 // step before the bytes move) must leave no version, no blob row, no
 // object and no upload session.
 func TestNpmPublishFailureLeavesNothing(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	tgz := npmTestTarball(t, "1.0.0")
 	boom := errors.New("hook failed")
@@ -95,6 +96,7 @@ func TestNpmPublishFailureLeavesNothing(t *testing.T) {
 // (from the pre-check or from the unique index inside the transaction) and
 // leave no trace of their tarballs.
 func TestNpmConcurrentSameVersion(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	const n = 8
 	tgzs := make([][]byte, n)
@@ -137,6 +139,7 @@ func TestNpmConcurrentSameVersion(t *testing.T) {
 // finds the object missing under the row lock and writes it again from
 // the publish's own bytes; the candidate is cleared by the attachment.
 func TestNpmPublishRestoresCollectedObject(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	tgz := npmTestTarball(t, "1.0.0")
 	if _, err := f.publishTarball("a", "1.0.0", tgz, nil); err != nil {
@@ -186,6 +189,7 @@ func (f *npmFixture) insertNpmRows(t *testing.T, sql string, pkg PackageRef, n i
 // not folded yet), and 1,000 dist-tags; both refused before any byte is
 // stored.
 func TestNpmPublishLimits(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	pkg := f.publish(t, "lib", "1.0.0")
 	f.insertNpmRows(t, `
@@ -244,6 +248,7 @@ func TestNpmPublishLimits(t *testing.T) {
 // 20,000 versions share the partition. Both the custom plan and the
 // generic one, which the prepared statement runs after five calls.
 func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	big := f.publish(t, "big", "1.0.0")
 	f.insertNpmRows(t, `
@@ -305,6 +310,7 @@ func TestNpmPublishCheckReadsOnePackage(t *testing.T) {
 // leaves the package's latest tag where it is, and adds one (to the new
 // version) when the package has none; the result's tags say which.
 func TestNpmPublishAddsMissingLatest(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	latestOf := func() string {
 		t.Helper()
@@ -360,6 +366,7 @@ func TestNpmPublishAddsMissingLatest(t *testing.T) {
 // before the transaction, a hook failure inside it) discards it: no blob
 // row, no object, no session.
 func TestNpmPublishStaged(t *testing.T) {
+	t.Parallel()
 	f := newNpmFixture(t)
 	ref := store.UploadRef{NamespaceID: f.repo.NamespaceID, RepositoryID: f.repo.RepositoryID}
 	tgz := npmTestTarball(t, "1.0.0")

@@ -28,6 +28,7 @@ var semverCorpus = []string{
 // copy bundled with the npm CLI on this machine): valid, validRange and the
 // order of valid versions.
 func TestNpmSemverMatchesNodeSemver(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is required: %v", err)
