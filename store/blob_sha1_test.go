@@ -19,7 +19,6 @@ import (
 // without a final chunk from one part or from several (compose); without a
 // SHA-1 the object has none. Deleting the object removes its metadata too.
 func TestBlobSHA1Metadata(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})

@@ -56,7 +56,6 @@ func (f *blobFixture) uploadLeftovers(t *testing.T) []string {
 // whose transaction fails, or whose bytes do not match, leaves nothing at
 // all. Staged concurrently (StageBlobAsync) or not, on every backend.
 func TestStagedBlob(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})

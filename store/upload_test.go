@@ -49,7 +49,6 @@ func (f *blobFixture) uploadKeys(t testing.TB) []string {
 }
 
 func TestPutBlobAndRead(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -128,7 +127,6 @@ func TestPutBlobAndRead(t *testing.T) {
 // TestConcurrentCommitSameContent: 8 goroutines commit the same bytes at
 // once (4 monolithic, 4 resumable): one blob row, one object, one creator.
 func TestConcurrentCommitSameContent(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -220,7 +218,6 @@ func (f *blobFixture) secondStore(t *testing.T) *Store {
 // TestResumableAcrossStores: a resumable upload interrupted after N chunks
 // continues on a second store instance, from the persisted hash state.
 func TestResumableAcrossStores(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -278,7 +275,6 @@ func TestResumableAcrossStores(t *testing.T) {
 // TestChunkOutOfOrder: a chunk at the wrong offset is refused with the
 // current size and changes nothing; the upload then completes normally.
 func TestChunkOutOfOrder(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -344,7 +340,6 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 // the winner's bytes: unpoisoned by hand, the upload commits the winner's
 // content, never a mix with the loser's.
 func TestConcurrentChunks(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -442,7 +437,6 @@ func TestConcurrentChunks(t *testing.T) {
 // TestSequentialChunkRace: two writers with the same offset one after the
 // other: the second is a range mismatch, the hash stays right.
 func TestSequentialChunkRace(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -468,7 +462,6 @@ func TestSequentialChunkRace(t *testing.T) {
 // TestCommitMismatch: a wrong digest or size leaves no blob row, no object
 // and no session.
 func TestCommitMismatch(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
@@ -518,7 +511,6 @@ func TestCommitMismatch(t *testing.T) {
 // expires_at, oldest first, bounded by its limit; purging removes row and
 // data; an expired session refuses chunks.
 func TestExpiredUploads(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{MonolithicUploadTTL: time.Hour, ResumableUploadTTL: 24 * time.Hour})
@@ -592,7 +584,6 @@ func TestExpiredUploads(t *testing.T) {
 }
 
 func TestCancelUpload(t *testing.T) {
-	t.Parallel()
 	for _, backend := range objectBackends {
 		t.Run(backend, func(t *testing.T) {
 			f := newBlobFixture(t, backend, Options{})
