@@ -25,7 +25,7 @@ SELECT create_hash_partitions('npm_virtual_repositories');
 -- npm_virtual_repository_upstreams --------------------------------------------
 -- position is 0-based here (CHECK position >= 0, 0 = highest priority) and may
 -- have gaps after deletes; the container table is 1-based. docs/schema.md records the
--- divergence (#985) without ratifying it; both are implemented as written.
+-- divergence without ratifying it; both are implemented as written.
 CREATE TABLE npm_virtual_repository_upstreams (
     id                        uuid    NOT NULL,
     namespace_id              uuid    NOT NULL,

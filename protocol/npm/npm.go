@@ -3,7 +3,7 @@
 //
 //	/npm/<namespace-slug>/<repository>/
 //
-// for the npm CLI (npm 11 as recorded in shared/reference/npm-cli-protocol.md):
+// for the npm CLI (npm 11; cli_test.go drives the real client):
 // packuments (full and abbreviated, from precomputed npm_metadata_files),
 // tarballs, publish, dist-tags, deprecate, unpublish, search, whoami, ping
 // and the legacy login. Every path is relative to the registry URL,
