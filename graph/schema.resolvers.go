@@ -267,7 +267,7 @@ func (r *mutationResolver) PurgeRepository(ctx context.Context, input model.Repo
 	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
-	repo, err := r.store.PurgeRepository(ctx, ref)
+	repo, err := r.catalog.PurgeRepository(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

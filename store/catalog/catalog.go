@@ -1,7 +1,9 @@
-// Package catalog reads across formats: the namespace's trash, its publish
-// history and the checksum search. Each of these is one statement over the
-// rows of every format, whose items it then loads from the format
-// packages; the format packages never import each other or this package.
+// Package catalog holds what spans formats: the namespace's trash, its
+// publish history, the checksum search, and the purge of a repository
+// (refused while rows of any format still reference it). Each of these is
+// one statement over the tables of every format, whose items it then loads
+// from the format packages by calling them; the format packages never
+// import each other or this package.
 package catalog
 
 import (
