@@ -246,136 +246,198 @@ func TestEndToEnd(t *testing.T) {
 	e := newEnv(t)
 	app, tool, deep := e.host+"/team/app", e.host+"/team/tool", e.host+"/team/deep/svc"
 	legacyApp := e.legacyHost + "/team/app"
+	// step runs one step as a subtest, e's helpers failing that subtest;
+	// must runs a step the later ones build on: they stop when it fails.
+	step := func(name string, f func(t *testing.T)) bool {
+		return t.Run(name, func(t *testing.T) {
+			defer e.failOn(t)()
+			f(t)
+		})
+	}
+	must := func(name string, f func(t *testing.T)) {
+		if !step(name, f) {
+			t.FailNow()
+		}
+	}
 
 	// The legacy registry's content, pushed to it directly.
 	legacytest.PushImage(t, e.legacyHost, "team/app", "v1", legacytest.Image{Layers: 2, Seed: 1})
 	legacytest.PushImage(t, e.legacyHost, "team/app", "v2", legacytest.Image{Layers: 1, Seed: 2, OCI: true})
 	legacytest.PushImage(t, e.legacyHost, "team/tool", "latest", legacytest.Image{Layers: 1, Seed: 3, LayerSize: 1 << 20})
 	legacytest.PushImage(t, e.legacyHost, "team/deep/svc", "1", legacytest.Image{Layers: 1, Seed: 4})
-	res, err := inventory.Run(ctx, e.st, e.bucket(), e.rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Recorded) != 3 || len(res.Unmapped) != 0 {
-		t.Fatalf("inventory: %d recorded, unmapped %v", len(res.Recorded), res.Unmapped)
-	}
-
-	// Before pass 1: pulls and pushes through us reach the legacy registry.
-	if got, want := e.crane("digest", app+":v1"), e.crane("digest", legacyApp+":v1"); got != want {
-		t.Fatalf("pull through proxy: %s, legacy %s", got, want)
-	}
-	v3 := e.push(app+":v3", "pushed through the proxy before pass 1")
-	if got := e.crane("digest", legacyApp+":v3"); got != v3 {
-		t.Fatalf("push through proxy did not land in the legacy registry: %s vs %s", got, v3)
-	}
-	e.checkProtocol(t)
-
-	// Pass 1 (pre_importing): reads and writes keep going to the legacy registry.
-	row := e.row("team/app")
-	row, err = legacy.New(e.st).StartPass(ctx, row.ID, legacy.PassPre, time.Hour, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v4 := e.push(app+":v4", "pushed during pass 1")
-	e.crane("pull", app+":v2", filepath.Join(t.TempDir(), "v2.tar"))
-	if _, err := importer.PreImport(ctx, e.st, e.bucket(), *row); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.row("team/app").Status; got != enum.LegacyPreImported {
-		t.Fatalf("after pass 1: %s", got)
-	}
-	v5 := e.push(app+":v5", "pushed between the passes")
-
-	// Pass 2: the read-only window.
-	row, err = legacy.New(e.st).StartPass(ctx, row.ID, legacy.PassFinal, time.Minute, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp := e.do(http.MethodPost, "/v2/team/app/blobs/uploads/", nil, nil)
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" ||
-		!strings.Contains(string(body), `"code":"TOO_MANY_REQUESTS"`) {
-		t.Fatalf("write in the read-only window: %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
-	}
-	if got := e.crane("digest", app+":v4"); got != v4 {
-		t.Fatalf("read in the read-only window: %s", got)
-	}
-	rejected := e.counter("read_only_rejected")
-	err = e.pushErr(app+":v6", "pushed in the read-only window")
-	if err == nil || !strings.Contains(err.Error(), "TOO_MANY_REQUESTS") {
-		t.Fatalf("push in the read-only window: %v", err)
-	}
-	if e.counter("read_only_rejected") <= rejected {
-		t.Fatal("read_only_rejected not counted")
-	}
-	if _, err := importer.FinalImport(ctx, e.st, e.bucket(), *row, time.Now().Add(time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if got := e.row("team/app").Status; got != enum.LegacyMigrated {
-		t.Fatalf("after pass 2: %s", got)
-	}
-	// The retry after the window lands here, not in the legacy registry.
-	v6 := e.push(app+":v6", "pushed in the read-only window")
-	if _, err := e.craneErr("digest", legacyApp+":v6"); err == nil {
-		t.Fatal("v6 went to the legacy registry after the migration")
-	}
-
-	// The service migrates the rest.
-	for {
-		found, err := e.svc.Step(ctx)
+	must("inventory records the legacy repositories", func(t *testing.T) {
+		res, err := inventory.Run(ctx, e.st, e.bucket(), e.rules)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !found {
-			break
+		if len(res.Recorded) != 3 || len(res.Unmapped) != 0 {
+			t.Fatalf("inventory: %d recorded, unmapped %v", len(res.Recorded), res.Unmapped)
 		}
-	}
-	for _, p := range []string{"team/tool", "team/deep/svc"} {
-		if r := e.row(p); r.Status != enum.LegacyMigrated {
-			t.Fatalf("%s: %s (%v)", p, r.Status, r.LastError)
-		}
-	}
+	})
 
-	// Record the legacy answers, stop the legacy registry, compare.
-	refs := map[string]string{}
-	for _, ref := range []string{"team/app:v1", "team/app:v2", "team/app:v3", "team/app:v4", "team/app:v5", "team/tool:latest", "team/deep/svc:1"} {
-		refs[ref] = e.crane("manifest", e.legacyHost+"/"+ref)
-	}
-	e.stopLegacy()
-	for ref, want := range refs {
-		got := e.crane("manifest", e.host+"/"+ref)
-		if got != want {
-			t.Fatalf("%s: manifest differs after migration\n got %s\nwant %s", ref, got, want)
+	// Before pass 1: pulls and pushes through us reach the legacy registry.
+	step("before pass 1: pull through the proxy", func(t *testing.T) {
+		if got, want := e.crane("digest", app+":v1"), e.crane("digest", legacyApp+":v1"); got != want {
+			t.Fatalf("pull through proxy: %s, legacy %s", got, want)
 		}
-		repo, _, _ := strings.Cut(ref, ":")
-		for _, d := range manifestRefs(t, got) {
-			if !e.blobMatches(repo, d) {
-				t.Fatalf("%s: blob %s not served byte-identical", ref, d)
+	})
+	var v3, v4, v5, v6 string // pushed through us, checked after the migration
+	must("before pass 1: push through the proxy lands in the legacy registry", func(t *testing.T) {
+		v3 = e.push(app+":v3", "pushed through the proxy before pass 1")
+		if got := e.crane("digest", legacyApp+":v3"); got != v3 {
+			t.Fatalf("push through proxy did not land in the legacy registry: %s vs %s", got, v3)
+		}
+	})
+	must("before pass 1: protocol details through the proxy", func(t *testing.T) {
+		e.checkProtocol(t)
+	})
+
+	// Pass 1 (pre_importing): reads and writes keep going to the legacy registry.
+	var row *legacy.Repository
+	must("pass 1: reads and writes go to the legacy registry", func(t *testing.T) {
+		var err error
+		row, err = legacy.New(e.st).StartPass(ctx, e.row("team/app").ID, legacy.PassPre, time.Hour, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v4 = e.push(app+":v4", "pushed during pass 1")
+		e.crane("pull", app+":v2", filepath.Join(t.TempDir(), "v2.tar"))
+	})
+	must("pass 1: pre-import", func(t *testing.T) {
+		if _, err := importer.PreImport(ctx, e.st, e.bucket(), *row); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.row("team/app").Status; got != enum.LegacyPreImported {
+			t.Fatalf("after pass 1: %s", got)
+		}
+	})
+	must("push between the passes", func(t *testing.T) {
+		v5 = e.push(app+":v5", "pushed between the passes")
+	})
+
+	// Pass 2: the read-only window.
+	must("pass 2: start", func(t *testing.T) {
+		var err error
+		row, err = legacy.New(e.st).StartPass(ctx, row.ID, legacy.PassFinal, time.Minute, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	step("pass 2: a write in the read-only window gets 503 and Retry-After", func(t *testing.T) {
+		resp := e.do(http.MethodPost, "/v2/team/app/blobs/uploads/", nil, nil)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "2" ||
+			!strings.Contains(string(body), `"code":"TOO_MANY_REQUESTS"`) {
+			t.Fatalf("write in the read-only window: %d Retry-After=%q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+		}
+	})
+	step("pass 2: a read in the read-only window", func(t *testing.T) {
+		if got := e.crane("digest", app+":v4"); got != v4 {
+			t.Fatalf("read in the read-only window: %s", got)
+		}
+	})
+	must("pass 2: a push in the read-only window is refused and counted", func(t *testing.T) {
+		rejected := e.counter("read_only_rejected")
+		err := e.pushErr(app+":v6", "pushed in the read-only window")
+		if err == nil || !strings.Contains(err.Error(), "TOO_MANY_REQUESTS") {
+			t.Fatalf("push in the read-only window: %v", err)
+		}
+		if e.counter("read_only_rejected") <= rejected {
+			t.Fatal("read_only_rejected not counted")
+		}
+	})
+	must("pass 2: final import", func(t *testing.T) {
+		if _, err := importer.FinalImport(ctx, e.st, e.bucket(), *row, time.Now().Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.row("team/app").Status; got != enum.LegacyMigrated {
+			t.Fatalf("after pass 2: %s", got)
+		}
+	})
+	// The retry after the window lands here, not in the legacy registry.
+	must("the retry after the window lands here", func(t *testing.T) {
+		v6 = e.push(app+":v6", "pushed in the read-only window")
+		if _, err := e.craneErr("digest", legacyApp+":v6"); err == nil {
+			t.Fatal("v6 went to the legacy registry after the migration")
+		}
+	})
+
+	// The service migrates the rest.
+	must("the service migrates the rest", func(t *testing.T) {
+		for {
+			found, err := e.svc.Step(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !found {
+				break
 			}
 		}
-	}
-	for ref, want := range map[string]string{"v3": v3, "v4": v4, "v5": v5} {
-		if got := e.crane("digest", app+":"+ref); got != want {
-			t.Fatalf("%s after the migration: %s, pushed %s", ref, got, want)
+		for _, p := range []string{"team/tool", "team/deep/svc"} {
+			if r := e.row(p); r.Status != enum.LegacyMigrated {
+				t.Fatalf("%s: %s (%v)", p, r.Status, r.LastError)
+			}
 		}
-	}
-	if got := e.crane("digest", app+":v6"); got != v6 {
-		t.Fatalf("v6 after the migration: %s", got)
-	}
-	e.crane("pull", tool+":latest", filepath.Join(t.TempDir(), "tool.tar"))
-	e.crane("pull", deep+":1", filepath.Join(t.TempDir(), "deep.tar"))
+	})
+
+	// Record the legacy answers, stop the legacy registry, compare.
+	must("every tag byte-identical with the legacy registry stopped", func(t *testing.T) {
+		refs := map[string]string{}
+		for _, ref := range []string{"team/app:v1", "team/app:v2", "team/app:v3", "team/app:v4", "team/app:v5", "team/tool:latest", "team/deep/svc:1"} {
+			refs[ref] = e.crane("manifest", e.legacyHost+"/"+ref)
+		}
+		e.stopLegacy()
+		for ref, want := range refs {
+			got := e.crane("manifest", e.host+"/"+ref)
+			if got != want {
+				t.Fatalf("%s: manifest differs after migration\n got %s\nwant %s", ref, got, want)
+			}
+			repo, _, _ := strings.Cut(ref, ":")
+			for _, d := range manifestRefs(t, got) {
+				if !e.blobMatches(repo, d) {
+					t.Fatalf("%s: blob %s not served byte-identical", ref, d)
+				}
+			}
+		}
+	})
+	step("tags pushed through the proxy after the migration", func(t *testing.T) {
+		for ref, want := range map[string]string{"v3": v3, "v4": v4, "v5": v5} {
+			if got := e.crane("digest", app+":"+ref); got != want {
+				t.Fatalf("%s after the migration: %s, pushed %s", ref, got, want)
+			}
+		}
+		if got := e.crane("digest", app+":v6"); got != v6 {
+			t.Fatalf("v6 after the migration: %s", got)
+		}
+	})
+	step("migrated repositories pull", func(t *testing.T) {
+		e.crane("pull", tool+":latest", filepath.Join(t.TempDir(), "tool.tar"))
+		e.crane("pull", deep+":1", filepath.Join(t.TempDir(), "deep.tar"))
+	})
 	// Writes to migrated repositories are served here.
-	e.push(deep+":2", "after the migration")
+	step("writes to migrated repositories are served here", func(t *testing.T) {
+		e.push(deep+":2", "after the migration")
+	})
 	// A name still on the (stopped) legacy registry gets a 502 in the
 	// spec's error format, not a hang or an HTML page.
-	resp = e.do(http.MethodGet, "/v2/team/other/tags/list", nil, nil)
-	body, _ = io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"errors":[{"code":"UNKNOWN"`) {
-		t.Fatalf("legacy registry down: %d %s", resp.StatusCode, body)
-	}
-	if e.counter("error") == 0 {
-		t.Fatal("proxy error not counted")
-	}
+	step("a name on the stopped legacy registry gets a 502", func(t *testing.T) {
+		resp := e.do(http.MethodGet, "/v2/team/other/tags/list", nil, nil)
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), `"errors":[{"code":"UNKNOWN"`) {
+			t.Fatalf("legacy registry down: %d %s", resp.StatusCode, body)
+		}
+		if e.counter("error") == 0 {
+			t.Fatal("proxy error not counted")
+		}
+	})
+}
+
+// failOn points e's helpers at t, a subtest of e's test, until the
+// returned func restores the test they failed before.
+func (e *env) failOn(t testing.TB) (restore func()) {
+	old := e.t
+	e.t = t
+	return func() { e.t = old }
 }
 
 // blobMatches fetches a blob through our server and checks its sha256.

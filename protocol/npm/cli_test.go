@@ -158,15 +158,35 @@ func writePackage(t testing.TB, dir string, pj map[string]any) string {
 // server), unpublish --force, search.
 func TestNpmCLI(t *testing.T) {
 	e := newEnv(t, envOptions{withJobs: true})
-	npm := e.newNPM(t, "js", true)
+	admin := e.newNPM(t, "js", true)
 	work := t.TempDir()
-
-	if out := npm.must(work, "whoami"); strings.TrimSpace(out) != "admin" {
-		t.Fatalf("whoami = %q", out)
+	// Each step is a subtest, which e's helpers and npm (admin for that
+	// step) fail. must runs a step the later ones build on: they stop when
+	// it fails.
+	var npm *npmClient
+	step := func(name string, f func(t *testing.T)) bool {
+		return t.Run(name, func(t *testing.T) {
+			defer e.failOn(t)()
+			npm = admin.on(t)
+			f(t)
+		})
 	}
-	npm.must(work, "ping")
+	must := func(name string, f func(t *testing.T)) {
+		if !step(name, f) {
+			t.FailNow()
+		}
+	}
 
-	publish := func(name, version string, deps map[string]string, args ...string) {
+	step("whoami", func(t *testing.T) {
+		if out := npm.must(work, "whoami"); strings.TrimSpace(out) != "admin" {
+			t.Fatalf("whoami = %q", out)
+		}
+	})
+	step("ping", func(t *testing.T) {
+		npm.must(work, "ping")
+	})
+
+	publish := func(t *testing.T, name, version string, deps map[string]string, args ...string) {
 		t.Helper()
 		pj := map[string]any{"name": name, "version": version, "description": "anchor test package " + name,
 			"main": "index.js", "license": "MIT", "keywords": []string{"anchor"}}
@@ -176,15 +196,17 @@ func TestNpmCLI(t *testing.T) {
 		dir := writePackage(t, filepath.Join(work, "src", strings.ReplaceAll(name, "/", "_"), version), pj)
 		npm.must(dir, append([]string{"publish"}, args...)...)
 	}
-	publish("anchor-demo", "1.0.0", nil)
-	publish("anchor-demo", "1.0.1", nil)
-	publish("anchor-demo", "1.1.0", nil)
-	publish("anchor-demo", "2.0.0-beta.0", nil, "--tag", "beta")
-	publish("@anchor/lib", "1.0.0", map[string]string{"anchor-demo": "^1.0.0"})
-	publish("@anchor/lib", "1.0.1", map[string]string{"anchor-demo": "^1.0.0"}, "--access", "public")
+	must("publish", func(t *testing.T) {
+		publish(t, "anchor-demo", "1.0.0", nil)
+		publish(t, "anchor-demo", "1.0.1", nil)
+		publish(t, "anchor-demo", "1.1.0", nil)
+		publish(t, "anchor-demo", "2.0.0-beta.0", nil, "--tag", "beta")
+		publish(t, "@anchor/lib", "1.0.0", map[string]string{"anchor-demo": "^1.0.0"})
+		publish(t, "@anchor/lib", "1.0.1", map[string]string{"anchor-demo": "^1.0.0"}, "--access", "public")
+	})
 
 	// view: versions, tags, our tarball URLs.
-	var view struct {
+	type npmView struct {
 		Name     string            `json:"name"`
 		Versions []string          `json:"versions"`
 		DistTags map[string]string `json:"dist-tags"`
@@ -194,174 +216,215 @@ func TestNpmCLI(t *testing.T) {
 		} `json:"dist"`
 		Maintainers []any `json:"maintainers"`
 	}
-	npm.viewJSON(&view, "anchor-demo")
-	if !slices.Equal(view.Versions, []string{"1.0.0", "1.0.1", "1.1.0", "2.0.0-beta.0"}) ||
-		view.DistTags["latest"] != "1.1.0" || view.DistTags["beta"] != "2.0.0-beta.0" {
-		t.Fatalf("view anchor-demo: %+v", view)
-	}
-	if view.Dist.Tarball != e.registry("js")+"anchor-demo/-/anchor-demo-1.1.0.tgz" {
-		t.Errorf("tarball URL %q", view.Dist.Tarball)
-	}
-	npm.viewJSON(&view, "@anchor/lib@1.0.0")
-	if view.Dist.Tarball != e.registry("js")+"@anchor/lib/-/lib-1.0.0.tgz" || !strings.HasPrefix(view.Dist.Integrity, "sha512-") {
-		t.Errorf("scoped dist: %+v", view.Dist)
-	}
+	step("view", func(t *testing.T) {
+		var view npmView
+		npm.viewJSON(&view, "anchor-demo")
+		if !slices.Equal(view.Versions, []string{"1.0.0", "1.0.1", "1.1.0", "2.0.0-beta.0"}) ||
+			view.DistTags["latest"] != "1.1.0" || view.DistTags["beta"] != "2.0.0-beta.0" {
+			t.Fatalf("view anchor-demo: %+v", view)
+		}
+		if view.Dist.Tarball != e.registry("js")+"anchor-demo/-/anchor-demo-1.1.0.tgz" {
+			t.Errorf("tarball URL %q", view.Dist.Tarball)
+		}
+		npm.viewJSON(&view, "@anchor/lib@1.0.0")
+		if view.Dist.Tarball != e.registry("js")+"@anchor/lib/-/lib-1.0.0.tgz" || !strings.HasPrefix(view.Dist.Integrity, "sha512-") {
+			t.Errorf("scoped dist: %+v", view.Dist)
+		}
+	})
 
 	// Duplicates: --force skips npm's own check, the server refuses; a
 	// prerelease is not checked by npm at all.
-	dup := writePackage(t, filepath.Join(work, "dup"), map[string]any{"name": "anchor-demo", "version": "1.0.0"})
-	if out := npm.fails(dup, "publish", "--force"); !strings.Contains(out, "409") {
-		t.Errorf("duplicate publish: %s", out)
-	}
-	pre := writePackage(t, filepath.Join(work, "pre"), map[string]any{"name": "anchor-demo", "version": "2.0.0-beta.0"})
-	if out := npm.fails(pre, "publish", "--tag", "beta"); !strings.Contains(out, "409") {
-		t.Errorf("duplicate prerelease publish: %s", out)
-	}
+	step("duplicate publish refused", func(t *testing.T) {
+		dup := writePackage(t, filepath.Join(work, "dup"), map[string]any{"name": "anchor-demo", "version": "1.0.0"})
+		if out := npm.fails(dup, "publish", "--force"); !strings.Contains(out, "409") {
+			t.Errorf("duplicate publish: %s", out)
+		}
+		pre := writePackage(t, filepath.Join(work, "pre"), map[string]any{"name": "anchor-demo", "version": "2.0.0-beta.0"})
+		if out := npm.fails(pre, "publish", "--tag", "beta"); !strings.Contains(out, "409") {
+			t.Errorf("duplicate prerelease publish: %s", out)
+		}
+	})
 
-	// dist-tag add / ls / rm.
-	npm.must(work, "dist-tag", "add", "anchor-demo@1.0.1", "legacy")
-	if out := npm.must(work, "dist-tag", "ls", "anchor-demo"); !strings.Contains(out, "legacy: 1.0.1") || !strings.Contains(out, "latest: 1.1.0") {
-		t.Errorf("dist-tag ls after add: %s", out)
-	}
-	npm.must(work, "dist-tag", "rm", "anchor-demo", "legacy")
-	if out := npm.must(work, "dist-tag", "ls", "anchor-demo"); strings.Contains(out, "legacy") {
-		t.Errorf("dist-tag ls after rm: %s", out)
-	}
-	npm.must(work, "dist-tag", "add", "@anchor/lib@1.0.0", "old")
-	if out := npm.must(work, "dist-tag", "ls", "@anchor/lib"); !strings.Contains(out, "old: 1.0.0") {
-		t.Errorf("scoped dist-tag ls: %s", out)
-	}
+	step("dist-tag add ls rm", func(t *testing.T) {
+		npm.must(work, "dist-tag", "add", "anchor-demo@1.0.1", "legacy")
+		if out := npm.must(work, "dist-tag", "ls", "anchor-demo"); !strings.Contains(out, "legacy: 1.0.1") || !strings.Contains(out, "latest: 1.1.0") {
+			t.Errorf("dist-tag ls after add: %s", out)
+		}
+		npm.must(work, "dist-tag", "rm", "anchor-demo", "legacy")
+		if out := npm.must(work, "dist-tag", "ls", "anchor-demo"); strings.Contains(out, "legacy") {
+			t.Errorf("dist-tag ls after rm: %s", out)
+		}
+		npm.must(work, "dist-tag", "add", "@anchor/lib@1.0.0", "old")
+		if out := npm.must(work, "dist-tag", "ls", "@anchor/lib"); !strings.Contains(out, "old: 1.0.0") {
+			t.Errorf("scoped dist-tag ls: %s", out)
+		}
+	})
 
 	// deprecate / undeprecate (a range, resolved by npm).
-	npm.must(work, "deprecate", "anchor-demo@<1.1.0", "use 1.1")
-	var dep string
-	npm.viewJSON(&dep, "anchor-demo@1.0.0", "deprecated")
-	if dep != "use 1.1" {
-		t.Errorf("deprecated = %q", dep)
-	}
-	corgi := e.packument("js", "anchor-demo", true)
-	cv := corgi["versions"].(map[string]any)
-	if cv["1.0.1"].(map[string]any)["deprecated"] != "use 1.1" || cv["1.1.0"].(map[string]any)["deprecated"] != nil {
-		t.Errorf("corgi deprecations: %v", cv)
-	}
-	npm.must(work, "undeprecate", "anchor-demo@1.0.0")
-	corgi = e.packument("js", "anchor-demo", true)
-	cv = corgi["versions"].(map[string]any)
-	if cv["1.0.0"].(map[string]any)["deprecated"] != nil || cv["1.0.1"].(map[string]any)["deprecated"] != "use 1.1" {
-		t.Errorf("after undeprecate: %v", cv)
-	}
+	step("deprecate and undeprecate", func(t *testing.T) {
+		npm.must(work, "deprecate", "anchor-demo@<1.1.0", "use 1.1")
+		var dep string
+		npm.viewJSON(&dep, "anchor-demo@1.0.0", "deprecated")
+		if dep != "use 1.1" {
+			t.Errorf("deprecated = %q", dep)
+		}
+		corgi := e.packument("js", "anchor-demo", true)
+		cv := corgi["versions"].(map[string]any)
+		if cv["1.0.1"].(map[string]any)["deprecated"] != "use 1.1" || cv["1.1.0"].(map[string]any)["deprecated"] != nil {
+			t.Errorf("corgi deprecations: %v", cv)
+		}
+		npm.must(work, "undeprecate", "anchor-demo@1.0.0")
+		corgi = e.packument("js", "anchor-demo", true)
+		cv = corgi["versions"].(map[string]any)
+		if cv["1.0.0"].(map[string]any)["deprecated"] != nil || cv["1.0.1"].(map[string]any)["deprecated"] != "use 1.1" {
+			t.Errorf("after undeprecate: %v", cv)
+		}
+	})
 
 	// install into a fresh project with an empty cache.
 	proj := filepath.Join(work, "project")
-	writeJSONFile(t, filepath.Join(proj, "package.json"), map[string]any{
-		"name": "consumer", "version": "1.0.0", "private": true,
-		"dependencies": map[string]string{"anchor-demo": "^1.0.0", "@anchor/lib": "1.0.1"},
+	must("install into a fresh project", func(t *testing.T) {
+		writeJSONFile(t, filepath.Join(proj, "package.json"), map[string]any{
+			"name": "consumer", "version": "1.0.0", "private": true,
+			"dependencies": map[string]string{"anchor-demo": "^1.0.0", "@anchor/lib": "1.0.1"},
+		})
+		installer := e.newNPM(t, "js", true)
+		installer.setCache(filepath.Join(t.TempDir(), "cache-install"))
+		e.takeRequests()
+		installer.must(proj, "install")
+		var lock struct {
+			Packages map[string]struct {
+				Version   string `json:"version"`
+				Resolved  string `json:"resolved"`
+				Integrity string `json:"integrity"`
+				License   string `json:"license"`
+			} `json:"packages"`
+		}
+		readJSONFile(t, filepath.Join(proj, "package-lock.json"), &lock)
+		full := e.packument("js", "anchor-demo", false)
+		want := full["versions"].(map[string]any)["1.1.0"].(map[string]any)["dist"].(map[string]any)
+		got := lock.Packages["node_modules/anchor-demo"]
+		if got.Version != "1.1.0" || got.Resolved != want["tarball"] || got.Integrity != want["integrity"] || got.License != "MIT" {
+			t.Errorf("lockfile anchor-demo = %+v, packument dist %v", got, want)
+		}
+		if lib := lock.Packages["node_modules/@anchor/lib"]; lib.Resolved != e.registry("js")+"@anchor/lib/-/lib-1.0.1.tgz" || !strings.HasPrefix(lib.Integrity, "sha512-") {
+			t.Errorf("lockfile @anchor/lib = %+v", lib)
+		}
+		if b, err := os.ReadFile(filepath.Join(proj, "node_modules", "@anchor", "lib", "index.js")); err != nil || !strings.Contains(string(b), "@anchor/lib@1.0.1") {
+			t.Errorf("installed @anchor/lib: %v %s", err, b)
+		}
+		reqs := e.takeRequests()
+		if !containsRequest(reqs, "GET /npm/acme/js/anchor-demo/-/anchor-demo-1.1.0.tgz") ||
+			!containsRequest(reqs, "GET /npm/acme/js/@anchor%2flib") {
+			t.Errorf("install requests: %v", reqs)
+		}
 	})
-	installer := e.newNPM(t, "js", true)
-	installer.setCache(filepath.Join(t.TempDir(), "cache-install"))
-	e.takeRequests()
-	installer.must(proj, "install")
-	var lock struct {
-		Packages map[string]struct {
-			Version   string `json:"version"`
-			Resolved  string `json:"resolved"`
-			Integrity string `json:"integrity"`
-			License   string `json:"license"`
-		} `json:"packages"`
-	}
-	readJSONFile(t, filepath.Join(proj, "package-lock.json"), &lock)
-	full := e.packument("js", "anchor-demo", false)
-	want := full["versions"].(map[string]any)["1.1.0"].(map[string]any)["dist"].(map[string]any)
-	got := lock.Packages["node_modules/anchor-demo"]
-	if got.Version != "1.1.0" || got.Resolved != want["tarball"] || got.Integrity != want["integrity"] || got.License != "MIT" {
-		t.Errorf("lockfile anchor-demo = %+v, packument dist %v", got, want)
-	}
-	if lib := lock.Packages["node_modules/@anchor/lib"]; lib.Resolved != e.registry("js")+"@anchor/lib/-/lib-1.0.1.tgz" || !strings.HasPrefix(lib.Integrity, "sha512-") {
-		t.Errorf("lockfile @anchor/lib = %+v", lib)
-	}
-	if b, err := os.ReadFile(filepath.Join(proj, "node_modules", "@anchor", "lib", "index.js")); err != nil || !strings.Contains(string(b), "@anchor/lib@1.0.1") {
-		t.Errorf("installed @anchor/lib: %v %s", err, b)
-	}
-	reqs := e.takeRequests()
-	if !containsRequest(reqs, "GET /npm/acme/js/anchor-demo/-/anchor-demo-1.1.0.tgz") ||
-		!containsRequest(reqs, "GET /npm/acme/js/@anchor%2flib") {
-		t.Errorf("install requests: %v", reqs)
-	}
 
 	// ci from the lockfile with an empty cache: tarballs only.
-	if err := os.RemoveAll(filepath.Join(proj, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	ci := e.newNPM(t, "js", true)
-	ci.setCache(filepath.Join(t.TempDir(), "cache-ci"))
-	ci.must(proj, "ci", "--prefer-online")
-	if _, err := os.Stat(filepath.Join(proj, "node_modules", "anchor-demo", "index.js")); err != nil {
-		t.Errorf("npm ci: %v", err)
-	}
-	for _, r := range e.takeRequests() {
-		if !strings.HasSuffix(r, ".tgz") {
-			t.Errorf("npm ci made a request other than a tarball GET: %s", r)
+	step("ci from the lockfile fetches tarballs only", func(t *testing.T) {
+		if err := os.RemoveAll(filepath.Join(proj, "node_modules")); err != nil {
+			t.Fatal(err)
 		}
-	}
+		ci := e.newNPM(t, "js", true)
+		ci.setCache(filepath.Join(t.TempDir(), "cache-ci"))
+		ci.must(proj, "ci", "--prefer-online")
+		if _, err := os.Stat(filepath.Join(proj, "node_modules", "anchor-demo", "index.js")); err != nil {
+			t.Errorf("npm ci: %v", err)
+		}
+		for _, r := range e.takeRequests() {
+			if !strings.HasSuffix(r, ".tgz") {
+				t.Errorf("npm ci made a request other than a tarball GET: %s", r)
+			}
+		}
+	})
 
 	// unpublish one version: it disappears, its tag goes, its number is
 	// never reusable.
-	npm.must(work, "unpublish", "anchor-demo@1.0.1")
-	npm.viewJSON(&view, "anchor-demo")
-	if slices.Contains(view.Versions, "1.0.1") || view.DistTags["latest"] != "1.1.0" {
-		t.Errorf("after unpublish 1.0.1: %+v", view)
-	}
-	if status, _, _ := e.do("GET", e.registry("js")+"anchor-demo/-/anchor-demo-1.0.1.tgz", "", nil, nil); status != 404 {
-		t.Errorf("unpublished tarball: %d", status)
-	}
-	again := writePackage(t, filepath.Join(work, "again"), map[string]any{"name": "anchor-demo", "version": "1.0.1"})
-	if out := npm.fails(again, "publish", "--force"); !strings.Contains(out, "409") {
-		t.Errorf("republish of an unpublished version: %s", out)
-	}
-	if n := e.count(`SELECT count(*) FROM npm_versions WHERE version = '1.0.1' AND soft_deleted_at IS NOT NULL`); n != 2 {
-		// anchor-demo@1.0.1 and nothing else... @anchor/lib@1.0.1 is active.
-		if n != 1 {
-			t.Errorf("soft-deleted 1.0.1 rows: %d", n)
+	must("unpublish a version", func(t *testing.T) {
+		npm.must(work, "unpublish", "anchor-demo@1.0.1")
+		var view npmView
+		npm.viewJSON(&view, "anchor-demo")
+		if slices.Contains(view.Versions, "1.0.1") || view.DistTags["latest"] != "1.1.0" {
+			t.Errorf("after unpublish 1.0.1: %+v", view)
 		}
-	}
+		if status, _, _ := e.do("GET", e.registry("js")+"anchor-demo/-/anchor-demo-1.0.1.tgz", "", nil, nil); status != 404 {
+			t.Errorf("unpublished tarball: %d", status)
+		}
+	})
+	step("an unpublished version cannot be republished", func(t *testing.T) {
+		again := writePackage(t, filepath.Join(work, "again"), map[string]any{"name": "anchor-demo", "version": "1.0.1"})
+		if out := npm.fails(again, "publish", "--force"); !strings.Contains(out, "409") {
+			t.Errorf("republish of an unpublished version: %s", out)
+		}
+		if n := e.count(`SELECT count(*) FROM npm_versions WHERE version = '1.0.1' AND soft_deleted_at IS NOT NULL`); n != 2 {
+			// anchor-demo@1.0.1 and nothing else... @anchor/lib@1.0.1 is active.
+			if n != 1 {
+				t.Errorf("soft-deleted 1.0.1 rows: %d", n)
+			}
+		}
+	})
 
 	// unpublish latest: npm sends latest = highest version including the
 	// prerelease; the server recomputes it as the highest release.
-	npm.must(work, "unpublish", "anchor-demo@1.1.0")
-	npm.viewJSON(&view, "anchor-demo")
-	if !slices.Equal(view.Versions, []string{"1.0.0", "2.0.0-beta.0"}) || view.DistTags["latest"] != "1.0.0" || view.DistTags["beta"] != "2.0.0-beta.0" {
-		t.Errorf("after unpublish of latest: %+v", view)
-	}
+	must("unpublish latest recomputes latest", func(t *testing.T) {
+		npm.must(work, "unpublish", "anchor-demo@1.1.0")
+		var view npmView
+		npm.viewJSON(&view, "anchor-demo")
+		if !slices.Equal(view.Versions, []string{"1.0.0", "2.0.0-beta.0"}) || view.DistTags["latest"] != "1.0.0" || view.DistTags["beta"] != "2.0.0-beta.0" {
+			t.Errorf("after unpublish of latest: %+v", view)
+		}
+	})
 
-	// search.
-	out := npm.must(work, "search", "anchor")
-	if !strings.Contains(out, "anchor-demo") || !strings.Contains(out, "@anchor/lib") || strings.Contains(out, "undefined") || strings.Contains(out, "prehistoric") {
-		t.Errorf("search output: %s", out)
-	}
-	var hits []struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-		Date    string `json:"date"`
-	}
-	if err := json.Unmarshal([]byte(npm.must(work, "search", "--json", "lib")), &hits); err != nil || len(hits) != 1 || hits[0].Name != "@anchor/lib" || hits[0].Version != "1.0.1" || hits[0].Date == "" {
-		t.Errorf("search --json lib: %v %+v", err, hits)
-	}
+	step("search", func(t *testing.T) {
+		out := npm.must(work, "search", "anchor")
+		if !strings.Contains(out, "anchor-demo") || !strings.Contains(out, "@anchor/lib") || strings.Contains(out, "undefined") || strings.Contains(out, "prehistoric") {
+			t.Errorf("search output: %s", out)
+		}
+		var hits []struct {
+			Name    string `json:"name"`
+			Version string `json:"version"`
+			Date    string `json:"date"`
+		}
+		if err := json.Unmarshal([]byte(npm.must(work, "search", "--json", "lib")), &hits); err != nil || len(hits) != 1 || hits[0].Name != "@anchor/lib" || hits[0].Version != "1.0.1" || hits[0].Date == "" {
+			t.Errorf("search --json lib: %v %+v", err, hits)
+		}
+	})
 
-	// unpublish a whole package.
-	npm.fails(work, "unpublish", "@anchor/lib") // npm refuses without --force
-	npm.must(work, "unpublish", "@anchor/lib", "--force")
-	if out := npm.fails(work, "view", "@anchor/lib"); !strings.Contains(out, "404") {
-		t.Errorf("view after unpublish --force: %s", out)
-	}
-	if n := e.count(`SELECT count(*) FROM npm_packages WHERE name = '@anchor/lib' AND soft_deleted_at IS NOT NULL`); n != 1 {
-		t.Errorf("trashed @anchor/lib rows: %d", n)
-	}
+	must("unpublish a whole package", func(t *testing.T) {
+		npm.fails(work, "unpublish", "@anchor/lib") // npm refuses without --force
+		npm.must(work, "unpublish", "@anchor/lib", "--force")
+		if out := npm.fails(work, "view", "@anchor/lib"); !strings.Contains(out, "404") {
+			t.Errorf("view after unpublish --force: %s", out)
+		}
+		if n := e.count(`SELECT count(*) FROM npm_packages WHERE name = '@anchor/lib' AND soft_deleted_at IS NOT NULL`); n != 1 {
+			t.Errorf("trashed @anchor/lib rows: %d", n)
+		}
+	})
 	// The name can be published again (a new package row), not its versions.
-	publish("@anchor/lib", "2.0.0", nil)
-	relib := writePackage(t, filepath.Join(work, "relib"), map[string]any{"name": "@anchor/lib", "version": "1.0.0"})
-	if out := npm.fails(relib, "publish", "--force"); !strings.Contains(out, "409") {
-		t.Errorf("republish of a version of an unpublished package: %s", out)
-	}
+	step("an unpublished package's name is reusable, not its versions", func(t *testing.T) {
+		publish(t, "@anchor/lib", "2.0.0", nil)
+		relib := writePackage(t, filepath.Join(work, "relib"), map[string]any{"name": "@anchor/lib", "version": "1.0.0"})
+		if out := npm.fails(relib, "publish", "--force"); !strings.Contains(out, "409") {
+			t.Errorf("republish of a version of an unpublished package: %s", out)
+		}
+	})
+}
+
+// failOn points e's helpers at t, a subtest of e's test, until the
+// returned func restores the test they failed before.
+func (e *env) failOn(t testing.TB) (restore func()) {
+	old := e.t
+	e.t = t
+	return func() { e.t = old }
+}
+
+// on returns a copy of c whose helpers fail t (a subtest); it shares c's
+// HOME, configuration and cache.
+func (c *npmClient) on(t testing.TB) *npmClient {
+	d := *c
+	d.t = t
+	d.env = slices.Clip(c.env)
+	return &d
 }
 
 // TestNpmCLIAccess checks anonymous reads of public registries, the token

@@ -312,122 +312,154 @@ func TestManifestData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var size, attachments int64
-	var payloadSHA []byte
-	if err := pool.QueryRow(ctx, `
+	// must runs a step the later ones build on: they stop when it fails.
+	must := func(name string, f func(t *testing.T)) {
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+
+	var size int64 // manifest a's size, part of the index's
+	must("manifest size and payload attachment", func(t *testing.T) {
+		var attachments int64
+		var payloadSHA []byte
+		if err := pool.QueryRow(ctx, `
 		SELECT cm.size, cm.blob_sha256, (SELECT count(*) FROM blob_storage_attachments a
 		  WHERE a.namespace_id = cm.namespace_id AND a.id = cm.blob_storage_attachment_id AND a.sha256 = cm.digest)
 		FROM container_manifests cm WHERE cm.namespace_id = $1 AND cm.digest = $2`,
-		tg.NamespaceID, sha256Bytes(a)).Scan(&size, &payloadSHA, &attachments); err != nil {
-		t.Fatal(err)
-	}
-	var am struct {
-		Config struct{ Size int64 }
-		Layers []struct{ Size int64 }
-	}
-	_ = json.Unmarshal(a, &am)
-	if want := int64(len(a)) + am.Config.Size + am.Layers[0].Size; size != want || attachments != 1 {
-		t.Fatalf("manifest size %d (want %d), attachments %d", size, want, attachments)
-	}
-	if _, err := s.Store.StatBlob(ctx, tg.NamespaceID, [32]byte(payloadSHA)); err != nil {
-		t.Fatalf("payload blob: %v", err)
-	}
-	var blobsWithoutAttachment int
-	if err := pool.QueryRow(ctx, `
+			tg.NamespaceID, sha256Bytes(a)).Scan(&size, &payloadSHA, &attachments); err != nil {
+			t.Fatal(err)
+		}
+		var am struct {
+			Config struct{ Size int64 }
+			Layers []struct{ Size int64 }
+		}
+		_ = json.Unmarshal(a, &am)
+		if want := int64(len(a)) + am.Config.Size + am.Layers[0].Size; size != want || attachments != 1 {
+			t.Fatalf("manifest size %d (want %d), attachments %d", size, want, attachments)
+		}
+		if _, err := s.Store.StatBlob(ctx, tg.NamespaceID, [32]byte(payloadSHA)); err != nil {
+			t.Fatalf("payload blob: %v", err)
+		}
+	})
+	t.Run("blobs have attachments", func(t *testing.T) {
+		var blobsWithoutAttachment int
+		if err := pool.QueryRow(ctx, `
 		SELECT count(*) FROM container_blobs cb WHERE cb.namespace_id = $1 AND NOT EXISTS (
 		  SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = cb.namespace_id
 		  AND a.id = cb.blob_storage_attachment_id AND a.sha256 = cb.blob_sha256)`, tg.NamespaceID).Scan(&blobsWithoutAttachment); err != nil || blobsWithoutAttachment != 0 {
-		t.Fatalf("container_blobs without attachment: %d %v", blobsWithoutAttachment, err)
-	}
+			t.Fatalf("container_blobs without attachment: %d %v", blobsWithoutAttachment, err)
+		}
+	})
 
 	// A GET is a pull: its counters are buffered in counter_deltas (a HEAD is not).
-	wantStatus(t, s.do(t, http.MethodHead, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
-	wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
-	var downloads, pulledAt int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM counter_deltas WHERE namespace_id = $1`, tg.NamespaceID).Scan(&downloads); err != nil || downloads >= 2 {
-			break
+	t.Run("GET counts a pull, HEAD does not", func(t *testing.T) {
+		wantStatus(t, s.do(t, http.MethodHead, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
+		wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/latest", nil, nil, true), http.StatusOK)
+		var downloads, pulledAt int
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if err := pool.QueryRow(ctx, `SELECT count(*) FROM counter_deltas WHERE namespace_id = $1`, tg.NamespaceID).Scan(&downloads); err != nil || downloads >= 2 {
+				break
+			}
 		}
-	}
-	if err := pool.QueryRow(ctx, `SELECT
+		if err := pool.QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE target = $2 AND target_id = $3 AND field = $4 AND delta = 1),
 		count(*) FILTER (WHERE target = $5 AND target_id = $6 AND field = $7 AND observed_at IS NOT NULL)
 		FROM counter_deltas WHERE namespace_id = $1`, tg.NamespaceID,
-		int16(enum.CounterTargetRepository), tg.RepositoryID, int16(enum.CounterFieldDownloadsCount),
-		int16(enum.CounterTargetContainerImage), tg.ImageID, int16(enum.CounterFieldLastDownloadedAt)).Scan(&downloads, &pulledAt); err != nil {
-		t.Fatal(err)
-	}
-	if downloads != 1 || pulledAt != 1 {
-		t.Fatalf("pull counters: downloads %d, last_downloaded_at %d; want 1, 1", downloads, pulledAt)
-	}
-
-	// Moving a tag updates its row.
-	tagRow := func() (id, manifest uuid.UUID) {
-		t.Helper()
-		if err := pool.QueryRow(ctx, `SELECT id, container_manifest_id FROM container_tags WHERE namespace_id = $1 AND name = 'latest'`,
-			tg.NamespaceID).Scan(&id, &manifest); err != nil {
+			int16(enum.CounterTargetRepository), tg.RepositoryID, int16(enum.CounterFieldDownloadsCount),
+			int16(enum.CounterTargetContainerImage), tg.ImageID, int16(enum.CounterFieldLastDownloadedAt)).Scan(&downloads, &pulledAt); err != nil {
 			t.Fatal(err)
 		}
-		return
-	}
-	id1, m1 := tagRow()
-	wantStatus(t, putManifest(s, t, name, "latest", b, mtOCIManifest), http.StatusCreated)
-	id2, m2 := tagRow()
-	if id1 != id2 || m1 == m2 {
-		t.Fatalf("tag move: row %s -> %s, manifest %s -> %s", id1, id2, m1, m2)
-	}
+		if downloads != 1 || pulledAt != 1 {
+			t.Fatalf("pull counters: downloads %d, last_downloaded_at %d; want 1, 1", downloads, pulledAt)
+		}
+	})
+
+	// Moving a tag updates its row.
+	must("moving a tag updates its row", func(t *testing.T) {
+		tagRow := func() (id, manifest uuid.UUID) {
+			t.Helper()
+			if err := pool.QueryRow(ctx, `SELECT id, container_manifest_id FROM container_tags WHERE namespace_id = $1 AND name = 'latest'`,
+				tg.NamespaceID).Scan(&id, &manifest); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		id1, m1 := tagRow()
+		wantStatus(t, putManifest(s, t, name, "latest", b, mtOCIManifest), http.StatusCreated)
+		id2, m2 := tagRow()
+		if id1 != id2 || m1 == m2 {
+			t.Fatalf("tag move: row %s -> %s, manifest %s -> %s", id1, id2, m1, m2)
+		}
+	})
 	// The untagged manifest a stays, by digest.
-	wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/"+sha(a), nil, nil, true), http.StatusOK)
+	t.Run("untagged manifest stays by digest", func(t *testing.T) {
+		wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/"+sha(a), nil, nil, true), http.StatusOK)
+	})
 
 	// Tag parameters (OCI-Tag), and an index over a and b.
 	idx, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mtOCIIndex, "manifests": []any{
 		map[string]any{"mediaType": mtOCIManifest, "digest": sha(a), "size": len(a)},
 		map[string]any{"mediaType": mtOCIManifest, "digest": sha(b), "size": len(b)},
 	}})
-	resp := s.do(t, http.MethodPut, "/v2/"+name+"/manifests/"+sha(idx)+"?tag=multi&tag=stable", bytes.NewReader(idx),
-		map[string]string{"Content-Type": mtOCIIndex}, true)
-	wantStatus(t, resp, http.StatusCreated)
-	if got := resp.Header.Values("OCI-Tag"); strings.Join(got, ",") != "multi,stable" {
-		t.Fatalf("OCI-Tag = %v", got)
-	}
-	var idxSize, rels int64
-	if err := pool.QueryRow(ctx, `SELECT cm.size, (SELECT count(*) FROM container_manifest_relationships r
+	must("index pushed with OCI-Tag parameters", func(t *testing.T) {
+		resp := s.do(t, http.MethodPut, "/v2/"+name+"/manifests/"+sha(idx)+"?tag=multi&tag=stable", bytes.NewReader(idx),
+			map[string]string{"Content-Type": mtOCIIndex}, true)
+		wantStatus(t, resp, http.StatusCreated)
+		if got := resp.Header.Values("OCI-Tag"); strings.Join(got, ",") != "multi,stable" {
+			t.Fatalf("OCI-Tag = %v", got)
+		}
+	})
+	t.Run("index relationships and size", func(t *testing.T) {
+		var idxSize, rels int64
+		if err := pool.QueryRow(ctx, `SELECT cm.size, (SELECT count(*) FROM container_manifest_relationships r
 		WHERE r.namespace_id = cm.namespace_id AND r.parent_container_manifest_id = cm.id)
 		FROM container_manifests cm WHERE cm.namespace_id = $1 AND cm.digest = $2`, tg.NamespaceID, sha256Bytes(idx)).Scan(&idxSize, &rels); err != nil {
-		t.Fatal(err)
-	}
-	var sizeB int64
-	_ = pool.QueryRow(ctx, `SELECT size FROM container_manifests WHERE namespace_id = $1 AND digest = $2`, tg.NamespaceID, sha256Bytes(b)).Scan(&sizeB)
-	if rels != 2 || idxSize != int64(len(idx))+size+sizeB {
-		t.Fatalf("index: %d relationships, size %d (want %d)", rels, idxSize, int64(len(idx))+size+sizeB)
-	}
-	tags := wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/tags/list", nil, nil, true), http.StatusOK)
-	if !strings.Contains(tags, `"tags":["latest","multi","stable"]`) {
-		t.Fatalf("tags: %s", tags)
-	}
+			t.Fatal(err)
+		}
+		var sizeB int64
+		_ = pool.QueryRow(ctx, `SELECT size FROM container_manifests WHERE namespace_id = $1 AND digest = $2`, tg.NamespaceID, sha256Bytes(b)).Scan(&sizeB)
+		if rels != 2 || idxSize != int64(len(idx))+size+sizeB {
+			t.Fatalf("index: %d relationships, size %d (want %d)", rels, idxSize, int64(len(idx))+size+sizeB)
+		}
+	})
+	t.Run("tag list", func(t *testing.T) {
+		tags := wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/tags/list", nil, nil, true), http.StatusOK)
+		if !strings.Contains(tags, `"tags":["latest","multi","stable"]`) {
+			t.Fatalf("tags: %s", tags)
+		}
+	})
 	// Children of a live index cannot be deleted.
-	wantError(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/"+sha(b), nil, nil, true), http.StatusConflict, codeDenied)
+	must("children of a live index cannot be deleted", func(t *testing.T) {
+		wantError(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/"+sha(b), nil, nil, true), http.StatusConflict, codeDenied)
+	})
 	// Deleting by digest removes the manifest and its tags.
-	wantStatus(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/"+sha(idx), nil, nil, true), http.StatusAccepted)
-	wantError(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/multi", nil, nil, true), http.StatusNotFound, codeManifestUnknown)
-	wantStatus(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/"+sha(b), nil, nil, true), http.StatusAccepted)
-	tags = wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/tags/list", nil, nil, true), http.StatusOK)
-	if !strings.Contains(tags, `"tags":[]`) {
-		t.Fatalf("tags after delete: %s", tags)
-	}
+	must("delete by digest removes the manifest and its tags", func(t *testing.T) {
+		wantStatus(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/"+sha(idx), nil, nil, true), http.StatusAccepted)
+		wantError(t, s.do(t, http.MethodGet, "/v2/"+name+"/manifests/multi", nil, nil, true), http.StatusNotFound, codeManifestUnknown)
+		wantStatus(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/"+sha(b), nil, nil, true), http.StatusAccepted)
+		tags := wantStatus(t, s.do(t, http.MethodGet, "/v2/"+name+"/tags/list", nil, nil, true), http.StatusOK)
+		if !strings.Contains(tags, `"tags":[]`) {
+			t.Fatalf("tags after delete: %s", tags)
+		}
+	})
 	// Deleting a tag keeps the manifest.
-	wantStatus(t, putManifest(s, t, name, "again", a, mtOCIManifest), http.StatusCreated)
-	wantStatus(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/again", nil, nil, true), http.StatusAccepted)
-	wantStatus(t, s.do(t, http.MethodHead, "/v2/"+name+"/manifests/"+sha(a), nil, nil, true), http.StatusOK)
+	must("deleting a tag keeps the manifest", func(t *testing.T) {
+		wantStatus(t, putManifest(s, t, name, "again", a, mtOCIManifest), http.StatusCreated)
+		wantStatus(t, s.do(t, http.MethodDelete, "/v2/"+name+"/manifests/again", nil, nil, true), http.StatusAccepted)
+		wantStatus(t, s.do(t, http.MethodHead, "/v2/"+name+"/manifests/"+sha(a), nil, nil, true), http.StatusOK)
+	})
 	// Soft deletes keep their attachments (the trash can restore them; GC
 	// cannot take the bytes meanwhile).
-	var softWithoutAttachment int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM container_manifests cm WHERE cm.namespace_id = $1
+	t.Run("soft deletes keep their attachments", func(t *testing.T) {
+		var softWithoutAttachment int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM container_manifests cm WHERE cm.namespace_id = $1
 		AND cm.soft_deleted_at IS NOT NULL AND NOT EXISTS (SELECT 1 FROM blob_storage_attachments x
 		WHERE x.namespace_id = cm.namespace_id AND x.id = cm.blob_storage_attachment_id AND x.sha256 = cm.blob_sha256)`,
-		tg.NamespaceID).Scan(&softWithoutAttachment); err != nil || softWithoutAttachment != 0 {
-		t.Fatalf("soft-deleted manifests without attachment: %d %v", softWithoutAttachment, err)
-	}
+			tg.NamespaceID).Scan(&softWithoutAttachment); err != nil || softWithoutAttachment != 0 {
+			t.Fatalf("soft-deleted manifests without attachment: %d %v", softWithoutAttachment, err)
+		}
+	})
 }
 
 func sha256Bytes(b []byte) []byte { s := sha256.Sum256(b); return s[:] }

@@ -80,214 +80,290 @@ func TestUI(t *testing.T) {
 	s := newServer(t)
 	b := newBrowser(t, s.URL, 1280, 900)
 	defer b.checkConsole()
+	// step runs one step as a subtest, b's helpers failing that subtest;
+	// must runs a step the later ones build on (the page it leaves, what
+	// it creates): they stop when it fails.
+	step := func(name string, f func(t *testing.T)) bool {
+		return t.Run(name, func(t *testing.T) {
+			defer b.failOn(t)()
+			f(t)
+		})
+	}
+	must := func(name string, f func(t *testing.T)) {
+		if !step(name, f) {
+			t.FailNow()
+		}
+	}
 
 	// Signed out: the start page offers sign-in.
-	b.open("/")
-	b.see(heading("Artifact Registry"))
-	b.shot("01-start-signed-out")
+	must("signed out start page offers sign-in", func(t *testing.T) {
+		b.open("/")
+		b.see(heading("Artifact Registry"))
+		b.shot("01-start-signed-out")
+	})
 
 	// A wrong token is refused with the meaning of UNAUTHENTICATED.
-	b.click(link("Sign in with a token"))
-	b.see(heading("Sign in"))
-	b.typeInto("#token", "not-the-token")
-	b.click(button("Sign in"))
-	b.see(text("Sign-in required"))
-	b.see(text("The token was not accepted"))
-	b.shot("02-sign-in-refused")
+	step("wrong token refused", func(t *testing.T) {
+		b.click(link("Sign in with a token"))
+		b.see(heading("Sign in"))
+		b.typeInto("#token", "not-the-token")
+		b.click(button("Sign in"))
+		b.see(text("Sign-in required"))
+		b.see(text("The token was not accepted"))
+		b.shot("02-sign-in-refused")
+	})
 
-	b.open("/sign-in?next=%2F")
-	b.typeInto("#token", adminToken)
-	b.click(button("Sign in"))
-	b.see(heading("Namespaces"))
-	b.noSecretReadable(adminToken)
-	b.see(text("No namespace yet"))
+	must("sign in", func(t *testing.T) {
+		b.open("/sign-in?next=%2F")
+		b.typeInto("#token", adminToken)
+		b.click(button("Sign in"))
+		b.see(heading("Namespaces"))
+		b.noSecretReadable(adminToken)
+		b.see(text("No namespace yet"))
+	})
 
 	// Create a namespace from the UI.
-	b.click(`//summary[normalize-space()="Create namespace"]`)
-	b.typeInto("#ns-slug", "acme")
-	b.click(button("Create"))
-	b.see(heading("acme"))
-	b.see(text("Garbage collection"))
+	must("create namespace", func(t *testing.T) {
+		b.click(`//summary[normalize-space()="Create namespace"]`)
+		b.typeInto("#ns-slug", "acme")
+		b.click(button("Create"))
+		b.see(heading("acme"))
+		b.see(text("Garbage collection"))
+	})
 
 	// Create a repository from the UI.
-	b.click(link("Create repository"))
-	b.see(heading("Create repository"))
-	b.typeInto("#repo-name", "app")
-	b.typeInto("#repo-description", "Application images")
-	b.docShot("03-create-repository", "create-repository")
-	b.click(button("Create repository"))
-	b.see(heading("app"))
-	b.see(text("No image yet"))
-	b.see(text("docker login " + s.Host))
+	must("create repository", func(t *testing.T) {
+		b.click(link("Create repository"))
+		b.see(heading("Create repository"))
+		b.typeInto("#repo-name", "app")
+		b.typeInto("#repo-description", "Application images")
+		b.docShot("03-create-repository", "create-repository")
+		b.click(button("Create repository"))
+		b.see(heading("app"))
+		b.see(text("No image yet"))
+		b.see(text("docker login " + s.Host))
+	})
 
 	// An existing name is refused with ALREADY_EXISTS's meaning.
-	b.open("/n/acme/repositories/new")
-	b.typeInto("#repo-name", "app")
-	b.click(button("Create repository"))
-	b.see(text("Already exists"))
+	step("existing repository name refused", func(t *testing.T) {
+		b.open("/n/acme/repositories/new")
+		b.typeInto("#repo-name", "app")
+		b.click(button("Create repository"))
+		b.see(text("Already exists"))
+	})
 
 	// More repositories through the API, to fill the list past one page.
-	s.createRepositories(t, "acme", "svc", 55, "DOCKER")
-	s.createRepositories(t, "acme", "pkg", 5, "NPM")
-	s.createRepositories(t, "acme", "lib", 3, "MAVEN")
-
 	// Push an image over the OCI API: two manifests, three tags.
-	m1, layer1 := s.pushImage(t, "acme/app/team/api", "v1", []byte("layer one of the api image"))
-	m2, _ := s.pushImage(t, "acme/app/team/api", "v2", []byte("layer two of the api image, a bit longer"))
-	s.tagManifest(t, "acme/app/team/api", m2, "latest")
-	s.pushImage(t, "acme/app/worker", "1.0", []byte("worker layer"))
-	// The periodic counter flush is not part of this server: apply what
-	// it would, so the size order has something to sort.
-	now := time.Now()
-	s.mergeCounters(t, "acme", "app", store.RepositoryCounterDelta{ArtifactsCount: 3, SizeBytes: 2048, DownloadsCount: 7, LastUpdatedAt: &now})
+	var m1, layer1, m2 string
+	must("fill through the API", func(t *testing.T) {
+		s.createRepositories(t, "acme", "svc", 55, "DOCKER")
+		s.createRepositories(t, "acme", "pkg", 5, "NPM")
+		s.createRepositories(t, "acme", "lib", 3, "MAVEN")
+		m1, layer1 = s.pushImage(t, "acme/app/team/api", "v1", []byte("layer one of the api image"))
+		m2, _ = s.pushImage(t, "acme/app/team/api", "v2", []byte("layer two of the api image, a bit longer"))
+		s.tagManifest(t, "acme/app/team/api", m2, "latest")
+		s.pushImage(t, "acme/app/worker", "1.0", []byte("worker layer"))
+		// The periodic counter flush is not part of this server: apply what
+		// it would, so the size order has something to sort.
+		now := time.Now()
+		s.mergeCounters(t, "acme", "app", store.RepositoryCounterDelta{ArtifactsCount: 3, SizeBytes: 2048, DownloadsCount: 7, LastUpdatedAt: &now})
+	})
 
 	// The repository list: 64 repositories, 50 per page.
-	b.open("/n/acme/repositories")
-	b.see(link("app"))
-	b.see(text("50 of 64 shown"))
-	if n := b.count("tbody th a"); n != 50 {
-		t.Errorf("first page shows %d repositories, want 50", n)
-	}
-	b.docShot("04-repository-list", "repository-list")
-	b.click(button("Load more"))
-	b.see(text("All 64 shown."))
-	if n := b.count("tbody th a"); n != 64 {
-		t.Errorf("after load more: %d repositories, want 64", n)
-	}
+	must("repository list pages", func(t *testing.T) {
+		b.open("/n/acme/repositories")
+		b.see(link("app"))
+		b.see(text("50 of 64 shown"))
+		if n := b.count("tbody th a"); n != 50 {
+			t.Errorf("first page shows %d repositories, want 50", n)
+		}
+		b.docShot("04-repository-list", "repository-list")
+		b.click(button("Load more"))
+		b.see(text("All 64 shown."))
+		if n := b.count("tbody th a"); n != 64 {
+			t.Errorf("after load more: %d repositories, want 64", n)
+		}
+	})
 
 	// Filters and order live in the URL.
-	b.choose("#f-format", "NPM")
-	b.waitFor("npm filter in the URL", `location.search === "?format=npm"`)
-	b.see(link("pkg-0004"))
-	b.see(text("All 5 shown."))
-	if n := b.count("tbody th a"); n != 5 {
-		t.Errorf("npm filter: %d repositories, want 5", n)
-	}
-	b.choose("#f-visibility", "PUBLIC")
-	b.waitFor("visibility filter", `location.search === "?format=npm&visibility=public"`)
-	b.see(text("All 2 shown."))
-	b.click(button("Clear filters"))
-	b.waitFor("filters cleared", `location.search === ""`)
-	b.choose("#f-sort", "SIZE")
-	b.waitFor("size order", `location.search === "?sort=size"`)
-	b.see(text("50 of 64 shown"))
-	// app holds the pushed bytes: biggest first.
-	b.waitFor("app sorted first by size", `document.querySelector("tbody th a")?.textContent === "app"`)
-	b.shot("05-repository-list-by-size")
+	step("filters and order live in the URL", func(t *testing.T) {
+		b.choose("#f-format", "NPM")
+		b.waitFor("npm filter in the URL", `location.search === "?format=npm"`)
+		b.see(link("pkg-0004"))
+		b.see(text("All 5 shown."))
+		if n := b.count("tbody th a"); n != 5 {
+			t.Errorf("npm filter: %d repositories, want 5", n)
+		}
+		b.choose("#f-visibility", "PUBLIC")
+		b.waitFor("visibility filter", `location.search === "?format=npm&visibility=public"`)
+		b.see(text("All 2 shown."))
+		b.click(button("Clear filters"))
+		b.waitFor("filters cleared", `location.search === ""`)
+		b.choose("#f-sort", "SIZE")
+		b.waitFor("size order", `location.search === "?sort=size"`)
+		b.see(text("50 of 64 shown"))
+		// app holds the pushed bytes: biggest first.
+		b.waitFor("app sorted first by size", `document.querySelector("tbody th a")?.textContent === "app"`)
+		b.shot("05-repository-list-by-size")
+	})
 
 	// A shared link opens the same filtered list.
-	b.open("/n/acme/repositories?format=maven&sort=name&dir=desc")
-	b.waitFor("maven list descending", `document.querySelector("tbody th a")?.textContent === "lib-0002"`)
-	b.see(text("All 3 shown."))
+	step("shared link opens the filtered list", func(t *testing.T) {
+		b.open("/n/acme/repositories?format=maven&sort=name&dir=desc")
+		b.waitFor("maven list descending", `document.querySelector("tbody th a")?.textContent === "lib-0002"`)
+		b.see(text("All 3 shown."))
+	})
 
 	// Repository detail → image → tags and manifests.
-	b.open("/n/acme/repositories")
-	b.click(link("app"))
-	b.see(heading("app"))
-	b.see(link("team/api"))
-	b.see(link("worker"))
-	b.docShot("06-repository-detail", "container-repository")
-	b.click(link("team/api"))
-	b.see(heading("team/api"))
-	b.see(`//tr[@data-tag="v1"]`)
-	b.see(`//tr[@data-tag="latest"]`)
-	b.docShot("07-image-tags-manifests", "image-tags-manifests")
+	must("repository detail to image tags and manifests", func(t *testing.T) {
+		b.open("/n/acme/repositories")
+		b.click(link("app"))
+		b.see(heading("app"))
+		b.see(link("team/api"))
+		b.see(link("worker"))
+		b.docShot("06-repository-detail", "container-repository")
+		b.click(link("team/api"))
+		b.see(heading("team/api"))
+		b.see(`//tr[@data-tag="v1"]`)
+		b.see(`//tr[@data-tag="latest"]`)
+		b.docShot("07-image-tags-manifests", "image-tags-manifests")
+	})
 
 	// Copy the pull command of v1.
-	want := "docker pull " + s.Host + "/acme/app/team/api:v1"
-	b.click(`//tr[@data-tag="v1"]//button[normalize-space()="Copy pull"]`)
-	b.see(`//tr[@data-tag="v1"]//button[normalize-space()="Copied"]`)
-	clip := run(b, "read clipboard", chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
-	if clip != want {
-		t.Errorf("clipboard: %q, want %q", clip, want)
-	}
+	step("copy pull command", func(t *testing.T) {
+		want := "docker pull " + s.Host + "/acme/app/team/api:v1"
+		b.click(`//tr[@data-tag="v1"]//button[normalize-space()="Copy pull"]`)
+		b.see(`//tr[@data-tag="v1"]//button[normalize-space()="Copied"]`)
+		clip := run(b, "read clipboard", chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+		if clip != want {
+			t.Errorf("clipboard: %q, want %q", clip, want)
+		}
+	})
 
 	// Open a manifest: full digest, docker and oras pull by digest.
-	b.click(`//tr[@data-tag="v2"]//a[contains(@class, "mono")]`)
-	b.waitFor("manifest in the URL", `new URLSearchParams(location.search).get("manifest") === `+jsString(m2))
-	b.see(text(m2))
-	b.see(text("docker pull " + s.Host + "/acme/app/team/api@" + m2))
-	b.see(text("oras pull --plain-http " + s.Host + "/acme/app/team/api@" + m2))
-	b.docShot("08-manifest-detail", "manifest-detail")
+	must("manifest detail", func(t *testing.T) {
+		b.click(`//tr[@data-tag="v2"]//a[contains(@class, "mono")]`)
+		b.waitFor("manifest in the URL", `new URLSearchParams(location.search).get("manifest") === `+jsString(m2))
+		b.see(text(m2))
+		b.see(text("docker pull " + s.Host + "/acme/app/team/api@" + m2))
+		b.see(text("oras pull --plain-http " + s.Host + "/acme/app/team/api@" + m2))
+		b.docShot("08-manifest-detail", "manifest-detail")
+	})
 
 	// Delete tag v1: the manifest stays, untagged.
-	b.click(button("Delete tag v1"))
-	b.gone(`//tr[@data-tag="v1"]`)
-	b.see(`//tr[@data-tag="v2"]`)
+	must("delete tag keeps the manifest", func(t *testing.T) {
+		b.click(button("Delete tag v1"))
+		b.gone(`//tr[@data-tag="v1"]`)
+		b.see(`//tr[@data-tag="v2"]`)
+	})
 
 	// Move manifest m1 to the trash, then restore it from the trash.
-	b.open("/n/acme/r/app/images/team/api?manifest=" + m1)
-	b.see(text(m1))
-	b.click(button("Move manifest to trash"))
-	b.waitFor("manifest gone from the image", `!document.body.innerText.includes(`+jsString(m1[:19])+`)`)
-	b.click(link("Trash"))
-	b.see(heading("Trash"))
-	b.see(text(m1[:19]))
-	b.docShot("09-trash", "trash")
-	b.click(button("Restore manifest " + m1[:19]))
-	b.see(text("The trash is empty."))
-	b.open("/n/acme/r/app/images/team/api")
-	b.see(text(m1[:19]))
+	must("manifest to trash and restore", func(t *testing.T) {
+		b.open("/n/acme/r/app/images/team/api?manifest=" + m1)
+		b.see(text(m1))
+		b.click(button("Move manifest to trash"))
+		b.waitFor("manifest gone from the image", `!document.body.innerText.includes(`+jsString(m1[:19])+`)`)
+		b.click(link("Trash"))
+		b.see(heading("Trash"))
+		b.see(text(m1[:19]))
+		b.docShot("09-trash", "trash")
+		b.click(button("Restore manifest " + m1[:19]))
+		b.see(text("The trash is empty."))
+		b.open("/n/acme/r/app/images/team/api")
+		b.see(text(m1[:19]))
+	})
 
 	// Delete a repository to the trash and restore it.
-	b.open("/n/acme/r/svc-0007")
-	b.click(button("Move to trash"))
-	b.see(heading("Repositories"))
-	b.see(text("50 of 63 shown"))
-	b.open("/n/acme/trash?kind=repository")
-	b.see(text("svc-0007"))
-	b.click(button("Restore repository svc-0007"))
-	b.see(text("The trash is empty."))
-	b.open("/n/acme/r/svc-0007")
-	b.see(heading("svc-0007"))
+	must("repository to trash and restore", func(t *testing.T) {
+		b.open("/n/acme/r/svc-0007")
+		b.click(button("Move to trash"))
+		b.see(heading("Repositories"))
+		b.see(text("50 of 63 shown"))
+		b.open("/n/acme/trash?kind=repository")
+		b.see(text("svc-0007"))
+		b.click(button("Restore repository svc-0007"))
+		b.see(text("The trash is empty."))
+		b.open("/n/acme/r/svc-0007")
+		b.see(heading("svc-0007"))
+	})
 
 	// Publish history and checksum search.
-	b.open("/n/acme/history")
-	b.see(heading("Publish history"))
-	b.see(text(m2[:19]))
-	b.docShot("10-publish-history", "publish-history")
-	b.open("/n/acme/search")
-	b.typeInto("#sha", layer1)
-	b.click(button("Search"))
-	b.waitFor("search in the URL", `location.search.includes("sha256=")`)
-	b.see(`//table[@aria-label="Matches"]//a[normalize-space()="app"]`)
-	b.docShot("11-checksum-search", "checksum-search")
+	step("publish history", func(t *testing.T) {
+		b.open("/n/acme/history")
+		b.see(heading("Publish history"))
+		b.see(text(m2[:19]))
+		b.docShot("10-publish-history", "publish-history")
+	})
+	step("checksum search", func(t *testing.T) {
+		b.open("/n/acme/search")
+		b.typeInto("#sha", layer1)
+		b.click(button("Search"))
+		b.waitFor("search in the URL", `location.search.includes("sha256=")`)
+		b.see(`//table[@aria-label="Matches"]//a[normalize-space()="app"]`)
+		b.docShot("11-checksum-search", "checksum-search")
+	})
 
 	// Overview: storage and components counted.
-	b.open("/n/acme")
-	b.see(text("Garbage collection"))
-	b.docShot("12-namespace-overview", "namespace-overview")
+	step("namespace overview", func(t *testing.T) {
+		b.open("/n/acme")
+		b.see(text("Garbage collection"))
+		b.docShot("12-namespace-overview", "namespace-overview")
+	})
 
 	// Errors: an unknown namespace and repository say so.
-	b.open("/n/acme/r/nothing")
-	b.see(heading("Repository not found"))
-	b.open("/n/nope/repositories")
-	b.see(text("Not found"))
-	b.see(text(`namespace "nope" not found`))
-	b.open("/n/acme/r/app/images/does/not/exist")
-	b.see(text("There is no image"))
-	b.open("/no/such/screen")
-	b.see(heading("Page not found"))
+	step("unknown repository", func(t *testing.T) {
+		b.open("/n/acme/r/nothing")
+		b.see(heading("Repository not found"))
+	})
+	step("unknown namespace", func(t *testing.T) {
+		b.open("/n/nope/repositories")
+		b.see(text("Not found"))
+		b.see(text(`namespace "nope" not found`))
+	})
+	step("unknown image", func(t *testing.T) {
+		b.open("/n/acme/r/app/images/does/not/exist")
+		b.see(text("There is no image"))
+	})
+	step("unknown page", func(t *testing.T) {
+		b.open("/no/such/screen")
+		b.see(heading("Page not found"))
+	})
 
 	// Keyboard: "/" focuses the search field; Tab reaches the skip link first.
-	b.open("/n/acme/search")
-	b.see(heading("Checksum search"))
-	b.do("press /", chromedp.KeyEvent("/"))
-	b.waitFor("search focused", `document.activeElement?.id === "sha"`)
-	b.open("/n/acme/repositories")
-	b.see(link("app"))
-	b.do("press Tab", chromedp.KeyEvent("\t"))
-	b.waitFor("skip link focused", `document.activeElement?.classList.contains("skip-link")`)
+	step("slash focuses the search field", func(t *testing.T) {
+		b.open("/n/acme/search")
+		b.see(heading("Checksum search"))
+		b.do("press /", chromedp.KeyEvent("/"))
+		b.waitFor("search focused", `document.activeElement?.id === "sha"`)
+	})
+	step("tab reaches the skip link first", func(t *testing.T) {
+		b.open("/n/acme/repositories")
+		b.see(link("app"))
+		b.do("press Tab", chromedp.KeyEvent("\t"))
+		b.waitFor("skip link focused", `document.activeElement?.classList.contains("skip-link")`)
+	})
 
 	// Sign out: the token is gone, private data is not shown.
-	b.click(button("Sign out"))
-	b.see(link("Sign in with a token"))
-	b.noSecretReadable(adminToken)
+	must("sign out", func(t *testing.T) {
+		b.click(button("Sign out"))
+		b.see(link("Sign in with a token"))
+		b.noSecretReadable(adminToken)
+	})
 	// Anonymous callers see public repositories only.
-	b.open("/n/acme/repositories")
-	b.see(link("svc-0000")) // PUBLIC
-	b.gone(link("app"))     // PRIVATE
-	b.shot("13-anonymous-public-list")
+	step("anonymous callers see public repositories only", func(t *testing.T) {
+		b.open("/n/acme/repositories")
+		b.see(link("svc-0000")) // PUBLIC
+		b.gone(link("app"))     // PRIVATE
+		b.shot("13-anonymous-public-list")
+	})
+}
+
+// failOn points b's helpers at t, a subtest of b's test, until the
+// returned func restores the test they failed before.
+func (b *tab) failOn(t testing.TB) (restore func()) {
+	old := b.t
+	b.t = t
+	return func() { b.t = old }
 }
 
 // TestUINarrow checks the main screens on a phone-sized window: tables
