@@ -243,6 +243,7 @@ type ResolveFunc func(ctx context.Context, name string) (*Target, error)
 // first segment is the namespace, the second the repository, the rest the
 // image.
 func ContainerResolver(st *store.Store) ResolveFunc {
+	containers := container.New(st)
 	return func(ctx context.Context, name string) (*Target, error) {
 		parts := strings.SplitN(name, "/", 3)
 		if len(parts) < 2 {
@@ -252,7 +253,7 @@ func ContainerResolver(st *store.Store) ResolveFunc {
 		if len(parts) == 3 {
 			image = parts[2]
 		}
-		t, err := container.New(st).ResolveTarget(ctx, parts[0], parts[1], image)
+		t, err := containers.ResolveTarget(ctx, parts[0], parts[1], image)
 		if store.HasCode(err, container.CodeNameUnknown) {
 			return nil, nil
 		}

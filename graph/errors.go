@@ -54,7 +54,10 @@ func notFound(format string, args ...any) error { return newError(CodeNotFound, 
 func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr := graphql.DefaultErrorPresenter(ctx, err)
-		var ae *apiError
+		var (
+			ae *apiError
+			se *store.Error
+		)
 		if code, msg, reason, ok := authError(err); ok {
 			gqlErr.Message = msg
 			setCode(gqlErr, code)
@@ -75,10 +78,9 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 			// Lock timeout or deadlock: nothing was changed.
 			gqlErr.Message = "the resource is busy with a concurrent change; retry"
 			setCode(gqlErr, CodeConflict)
-		case store.KindOf(err) != "":
-			de, _ := store.AsError(err)
-			gqlErr.Message = de.Message
-			setCode(gqlErr, string(de.Code.Kind))
+		case errors.As(err, &se):
+			gqlErr.Message = se.Message
+			setCode(gqlErr, string(se.Code.Kind))
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 			// Whatever failed once the operation's deadline passed failed
 			// because of it (drivers do not always wrap the context error).

@@ -27,6 +27,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/legacy/layout"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
 )
@@ -143,10 +144,11 @@ func PreImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo lega
 
 // PreImportWith is PreImport with options.
 func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo legacy.Repository, o Options) (*Report, error) {
+	s := storesOf(st)
 	start := time.Now()
 	rep := &Report{LegacyPath: repo.LegacyPath, Pass: legacy.PassPre}
 	if repo.Status != enum.LegacyPreImporting {
-		r, err := startPass(ctx, st, repo, legacy.PassPre, o)
+		r, err := startPass(ctx, s, repo, legacy.PassPre, o)
 		if store.HasCode(err, legacy.CodePreImportedRecently) {
 			rep.Skipped, rep.SkipReason = true, err.Error()
 			return rep, nil
@@ -156,24 +158,35 @@ func PreImportWith(ctx context.Context, st *store.Store, src *blob.Bucket, repo 
 		}
 		repo = *r
 	}
-	err := runPre(ctx, st, layout.New(src), &repo, rep)
+	err := runPre(ctx, s, layout.New(src), &repo, rep)
 	rep.Duration = time.Since(start)
 	if err != nil {
 		rep.add("repository", repo.LegacyPath, FailRepository, "%v", err)
-		if ferr := legacy.New(st).FailPass(context.WithoutCancel(ctx), repo.ID, legacy.PassPre, err); ferr != nil {
+		if ferr := s.legacy.FailPass(context.WithoutCancel(ctx), repo.ID, legacy.PassPre, err); ferr != nil {
 			return rep, errors.Join(err, ferr)
 		}
 		return rep, err
 	}
 	// Everything is copied: the bookkeeping is not abandoned on a late
 	// cancellation (that would leave a finished pass looking failed).
-	if err := legacy.New(st).FinishPreImport(context.WithoutCancel(ctx), repo.ID, rep.TagsSeen, rep.summary()); err != nil {
+	if err := s.legacy.FinishPreImport(context.WithoutCancel(ctx), repo.ID, rep.TagsSeen, rep.summary()); err != nil {
 		return rep, err
 	}
 	return rep, nil
 }
 
-func startPass(ctx context.Context, st *store.Store, repo legacy.Repository, pass legacy.Pass, o Options) (*legacy.Repository, error) {
+// stores are the store packages an import writes through, built once per
+// pass.
+type stores struct {
+	legacy    *legacy.Store
+	container *container.Store
+}
+
+func storesOf(st *store.Store) stores {
+	return stores{legacy: legacy.New(st), container: container.New(st)}
+}
+
+func startPass(ctx context.Context, s stores, repo legacy.Repository, pass legacy.Pass, o Options) (*legacy.Repository, error) {
 	lease := o.Lease
 	if lease <= 0 {
 		lease = legacy.PreImportLease
@@ -183,18 +196,18 @@ func startPass(ctx context.Context, st *store.Store, repo legacy.Repository, pas
 		if o.SkipRecent != nil {
 			skip = *o.SkipRecent
 		} else {
-			c, err := legacy.New(st).Controls(ctx)
+			c, err := s.legacy.Controls(ctx)
 			if err != nil {
 				return nil, err
 			}
 			skip = c.PreImportSkipRecent
 		}
 	}
-	return legacy.New(st).StartPass(ctx, repo.ID, pass, lease, skip)
+	return s.legacy.StartPass(ctx, repo.ID, pass, lease, skip)
 }
 
-func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *legacy.Repository, rep *Report) error {
-	target, err := legacy.New(st).EnsureTarget(ctx, repo)
+func runPre(ctx context.Context, s stores, tree *layout.Tree, repo *legacy.Repository, rep *Report) error {
+	target, err := s.legacy.EnsureTarget(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -205,7 +218,7 @@ func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *legac
 	if err := p.reportLeftBehind(ctx, tree, repo.LegacyPath, rep); err != nil {
 		return err
 	}
-	if _, err := p.execute(ctx, st, repo, tree, target, rep); err != nil {
+	if _, err := p.execute(ctx, s, repo, tree, target, rep); err != nil {
 		return err
 	}
 	return nil
@@ -217,10 +230,11 @@ func runPre(ctx context.Context, st *store.Store, tree *layout.Tree, repo *legac
 // the repository goes back to pre_imported with time_limit_exceeded_at set,
 // nothing of the pass visible (ErrTimeLimit).
 func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo legacy.Repository, deadline time.Time) (*Report, error) {
+	s := storesOf(st)
 	start := time.Now()
 	rep := &Report{LegacyPath: repo.LegacyPath, Pass: legacy.PassFinal}
 	if repo.Status != enum.LegacyImporting {
-		r, err := startPass(ctx, st, repo, legacy.PassFinal, Options{Lease: time.Until(deadline)})
+		r, err := startPass(ctx, s, repo, legacy.PassFinal, Options{Lease: time.Until(deadline)})
 		if err != nil {
 			return rep, err
 		}
@@ -228,7 +242,7 @@ func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo le
 	}
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	err := runFinal(dctx, st, layout.New(src), &repo, rep)
+	err := runFinal(dctx, s, layout.New(src), &repo, rep)
 	rep.Duration = time.Since(start)
 	if err == nil {
 		return rep, nil
@@ -237,20 +251,20 @@ func FinalImport(ctx context.Context, st *store.Store, src *blob.Bucket, repo le
 	if dctx.Err() != nil && ctx.Err() == nil {
 		err = fmt.Errorf("%w (%s after %v): %v", ErrTimeLimit, repo.LegacyPath, rep.Duration.Round(time.Millisecond), err)
 		rep.add("repository", repo.LegacyPath, FailRepository, "%v", err)
-		if aerr := legacy.New(st).AbortFinal(bg, repo.ID, err.Error()); aerr != nil {
+		if aerr := s.legacy.AbortFinal(bg, repo.ID, err.Error()); aerr != nil {
 			return rep, errors.Join(err, aerr)
 		}
 		return rep, err
 	}
 	rep.add("repository", repo.LegacyPath, FailRepository, "%v", err)
-	if ferr := legacy.New(st).FailPass(bg, repo.ID, legacy.PassFinal, err); ferr != nil {
+	if ferr := s.legacy.FailPass(bg, repo.ID, legacy.PassFinal, err); ferr != nil {
 		return rep, errors.Join(err, ferr)
 	}
 	return rep, err
 }
 
-func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *legacy.Repository, rep *Report) error {
-	target, err := legacy.New(st).EnsureTarget(ctx, repo)
+func runFinal(ctx context.Context, s stores, tree *layout.Tree, repo *legacy.Repository, rep *Report) error {
+	target, err := s.legacy.EnsureTarget(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -258,11 +272,11 @@ func runFinal(ctx context.Context, st *store.Store, tree *layout.Tree, repo *leg
 	if err != nil {
 		return err
 	}
-	fin, err := p.execute(ctx, st, repo, tree, target, rep)
+	fin, err := p.execute(ctx, s, repo, tree, target, rep)
 	if err != nil {
 		return err
 	}
-	res, err := legacy.New(st).CompleteImport(ctx, *fin)
+	res, err := s.legacy.CompleteImport(ctx, *fin)
 	if err != nil {
 		return err
 	}

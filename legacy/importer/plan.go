@@ -278,10 +278,10 @@ const copyConcurrency = 4
 // execute copies what the tags reach into the image (blobs first, then
 // manifests children first), skipping what is already there, and returns
 // the pass-2 transaction's input.
-func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.Repository,
+func (p *importPlan) execute(ctx context.Context, s stores, repo *legacy.Repository,
 	tree *layout.Tree, t *container.Target, rep *Report) (*legacy.Final, error) {
 	manifests, blobs := p.reach()
-	haveBlobs, haveManifests, err := legacy.New(st).ImageContents(ctx, t)
+	haveBlobs, haveManifests, err := s.legacy.ImageContents(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -290,7 +290,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.
 		blobList = append(blobList, d)
 	}
 	slices.SortFunc(blobList, func(a, b layout.Digest) int { return bytes.Compare(a[:], b[:]) })
-	if err := p.copyBlobs(ctx, st, tree, t, blobList, haveBlobs, rep); err != nil {
+	if err := p.copyBlobs(ctx, s, tree, t, blobList, haveBlobs, rep); err != nil {
 		return nil, err
 	}
 	fin := &legacy.Final{LegacyID: repo.ID, Target: t, Tags: map[string][32]byte{}}
@@ -303,7 +303,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.
 	}
 	// Recorded before they are stored: a crash in between leaves a record
 	// without a manifest (harmless), never a manifest pass 2 cannot detach.
-	if err := legacy.New(st).RecordImportedManifests(ctx, repo.ID, fin.KeepManifests, mts); err != nil {
+	if err := s.legacy.RecordImportedManifests(ctx, repo.ID, fin.KeepManifests, mts); err != nil {
 		return nil, err
 	}
 	for _, d := range fin.KeepManifests {
@@ -311,7 +311,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.
 			rep.ManifestsPresent++
 			continue
 		}
-		if err := putManifest(ctx, st, t, p.nodes[d], rep); err != nil {
+		if err := putManifest(ctx, s, t, p.nodes[d], rep); err != nil {
 			return nil, err
 		}
 	}
@@ -325,7 +325,7 @@ func (p *importPlan) execute(ctx context.Context, st *store.Store, repo *legacy.
 }
 
 // copyBlobs copies the blobs the image lacks, a few at a time.
-func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layout.Tree, t *container.Target,
+func (p *importPlan) copyBlobs(ctx context.Context, s stores, tree *layout.Tree, t *container.Target,
 	list []layout.Digest, have map[[32]byte]bool, rep *Report) error {
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
@@ -339,7 +339,7 @@ func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layou
 			// Each copy gets its own target: the store records the image
 			// id it creates on first push in the target it is given.
 			tc := *t
-			if err := copyBlob(gctx, st, tree, &tc, d, p.sizes[d]); err != nil {
+			if err := copyBlob(gctx, s, tree, &tc, d, p.sizes[d]); err != nil {
 				return err
 			}
 			mu.Lock()
@@ -355,13 +355,13 @@ func (p *importPlan) copyBlobs(ctx context.Context, st *store.Store, tree *layou
 	return g.Wait()
 }
 
-func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *container.Target, d layout.Digest, size int64) error {
+func copyBlob(ctx context.Context, s stores, tree *layout.Tree, t *container.Target, d layout.Digest, size int64) error {
 	r, err := tree.OpenBlob(ctx, d)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	if _, err := container.New(st).PutBlob(ctx, t, r, store.Expected{SHA256: d, Size: size}); err != nil {
+	if _, err := s.container.PutBlob(ctx, t, r, store.Expected{SHA256: d, Size: size}); err != nil {
 		if store.HasCode(err, store.CodeDigestMismatch) || store.HasCode(err, store.CodeSizeMismatch) {
 			// The planned size matched; the bytes do not hash to the
 			// digest: the legacy blob store is corrupted under a tagged
@@ -373,7 +373,7 @@ func copyBlob(ctx context.Context, st *store.Store, tree *layout.Tree, t *contai
 	return nil
 }
 
-func putManifest(ctx context.Context, st *store.Store, t *container.Target, n *node, rep *Report) error {
+func putManifest(ctx context.Context, s stores, t *container.Target, n *node, rep *Report) error {
 	in := container.ManifestPut{Digest: n.digest, MediaType: n.m.MediaType, Payload: n.payload}
 	for _, b := range n.m.Blobs {
 		in.Blobs = append(in.Blobs, container.BlobRef{SHA256: b.Digest, Size: b.Size})
@@ -384,7 +384,7 @@ func putManifest(ctx context.Context, st *store.Store, t *container.Target, n *n
 	for _, f := range n.m.Foreign {
 		rep.add("blob", f, SkipItem, "foreign layer of %s (bytes outside the registry): manifest imported, layer not copied", n.digest)
 	}
-	if _, err := container.New(st).PutManifest(ctx, t, in); err != nil {
+	if _, err := s.container.PutManifest(ctx, t, in); err != nil {
 		return fmt.Errorf("store manifest %s: %w", n.digest, err)
 	}
 	rep.ManifestsImported++

@@ -316,7 +316,7 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 			"the manifest is listed by index %s: delete that index first", dg))
 	case store.HasCode(err, container.CodeTooManyManifests):
 		return newErr(http.StatusForbidden, codeDenied, "%v", err)
-	case store.HasCode(err, store.CodeRangeMismatch):
+	case se != nil && se.Code == store.CodeRangeMismatch:
 		return rangeMismatch(se.Size)
 	case store.HasCode(err, store.CodeUploadUnknown):
 		return newErr(http.StatusNotFound, codeBlobUploadUnknown, "upload unknown: it never existed, expired, was cancelled or was already committed")
