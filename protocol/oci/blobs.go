@@ -220,7 +220,7 @@ func uploadID(r *http.Request) (uuid.UUID, *apiError) {
 }
 
 // chunkOffset reads Content-Range ("<start>-<end>", optionally "bytes "
-// prefixed) of a chunk: -1 when absent (append at the end). The range must
+// prefixed and "/<length>" or "/*" suffixed) of a chunk: -1 when absent (append at the end). The range must
 // agree with Content-Length when both are given.
 func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) {
 	cr := trimOWS(r.Header.Get("Content-Range"))
@@ -228,13 +228,13 @@ func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) 
 		return current()
 	}
 	cr = strings.TrimPrefix(strings.TrimPrefix(cr, "bytes="), "bytes ")
-	if i := strings.IndexByte(cr, '/'); i >= 0 {
-		cr = cr[:i]
-	}
+	cr, total, hasTotal := strings.Cut(cr, "/")
+	_, totalOK := parsePosition(total)
+	totalOK = totalOK || total == "*" || !hasTotal
 	a, b, ok := strings.Cut(cr, "-")
 	start, ok1 := parsePosition(a)
 	end, ok2 := parsePosition(b)
-	if !ok || !ok1 || !ok2 || end < start-1 {
+	if !ok || !ok1 || !ok2 || !totalOK || end < start-1 {
 		return 0, newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid, "invalid Content-Range %q", r.Header.Get("Content-Range"))
 	}
 	if r.ContentLength >= 0 && r.ContentLength != end-start+1 {
