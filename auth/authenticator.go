@@ -40,6 +40,10 @@ const (
 type Options struct {
 	// AdminToken is the super-user credential; empty: there is none.
 	AdminToken string
+	// AdminTokenFunc, when set, replaces AdminToken: the admin token is
+	// what it returns at each authentication, so a token that is rotated
+	// while the server runs (admintoken.File) takes effect at once.
+	AdminTokenFunc func() string
 	// AdminUser is the admin's name in "who am I" answers.
 	AdminUser string
 	// CacheTTL, CacheSize: the token lookup cache.
@@ -130,17 +134,15 @@ type tokenStore interface {
 // tokens (CreateToken, RevokeToken, ListTokens). Safe for concurrent use;
 // one per process.
 type Authenticator struct {
-	st        *store.Store
-	tokens    tokenStore
-	opts      Options
-	admin     *Principal
-	adminHash [32]byte
-	hasAdmin  bool
-	byHash    *ttlCache[[32]byte]
-	byID      *ttlCache[tokenKey]
-	usage     usageBuffer
-	keys      *keyring
-	limiter   *failureLimiter
+	st      *store.Store
+	tokens  tokenStore
+	opts    Options
+	admin   *Principal
+	byHash  *ttlCache[[32]byte]
+	byID    *ttlCache[tokenKey]
+	usage   usageBuffer
+	keys    *keyring
+	limiter *failureLimiter
 }
 
 type tokenKey struct{ ns, id uuid.UUID }
@@ -165,11 +167,16 @@ func newAuthenticator(tokens tokenStore, opts Options) *Authenticator {
 		byID:   newTTLCache[tokenKey](opts.CacheTTL, opts.CacheSize, opts.Clock),
 		usage:  usageBuffer{m: map[tokenKey]time.Time{}},
 	}
-	if opts.AdminToken != "" {
-		a.adminHash, a.hasAdmin = sha256.Sum256([]byte(opts.AdminToken)), true
-	}
 	a.limiter = newFailureLimiter(opts)
 	return a
+}
+
+// adminToken is the current super-user credential; "" when there is none.
+func (a *Authenticator) adminToken() string {
+	if a.opts.AdminTokenFunc != nil {
+		return a.opts.AdminTokenFunc()
+	}
+	return a.opts.AdminToken
 }
 
 // Options returns the effective options.
@@ -211,8 +218,11 @@ func (a *Authenticator) AuthenticateRequestSecret(r *http.Request, secret string
 // bearer token issued by TokenHandler.
 func (a *Authenticator) AuthenticateSecret(ctx context.Context, secret string) (*Principal, error) {
 	sum := sha256.Sum256([]byte(secret))
-	if a.hasAdmin && subtle.ConstantTimeCompare(sum[:], a.adminHash[:]) == 1 {
-		return a.admin, nil
+	if token := a.adminToken(); token != "" {
+		adminSum := sha256.Sum256([]byte(token))
+		if subtle.ConstantTimeCompare(sum[:], adminSum[:]) == 1 {
+			return a.admin, nil
+		}
 	}
 	if looksLikeBearerToken(secret) {
 		return a.verifyBearer(ctx, secret)

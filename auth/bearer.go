@@ -199,7 +199,7 @@ func (a *Authenticator) verifyBearer(ctx context.Context, s string) (*Principal,
 	var base *Principal
 	switch c.Kind {
 	case KindAdmin.String():
-		if !a.hasAdmin { // the admin token was removed from the configuration
+		if a.adminToken() == "" { // the admin token was removed from the configuration
 			return nil, invalid
 		}
 		base = a.admin

@@ -120,7 +120,7 @@ func (a *Authenticator) SignIn(ctx context.Context, secret string) (*Session, er
 	row := store.UISession{CreatedAt: now, ExpiresAt: now.Add(a.opts.SessionLifetime)}
 	switch p.Kind() {
 	case KindAdmin:
-		row.AdminBinding = k.adminBinding(a.opts.AdminToken)
+		row.AdminBinding = k.adminBinding(a.adminToken())
 	case KindToken:
 		row.AccessTokenNamespaceID, row.AccessTokenID = p.NamespaceID(), p.TokenID()
 	default:
@@ -187,7 +187,7 @@ func (a *Authenticator) sessionPrincipal(ctx context.Context, k *sessionKey, row
 		return nil, "idle for too long", nil
 	}
 	if row.IsAdmin() {
-		if !a.hasAdmin || !hmac.Equal(row.AdminBinding, k.adminBinding(a.opts.AdminToken)) {
+		if token := a.adminToken(); token == "" || !hmac.Equal(row.AdminBinding, k.adminBinding(token)) {
 			return nil, "the admin token was changed", nil
 		}
 		return a.admin, "", nil

@@ -26,6 +26,9 @@ commands:
   import ...       migrate from a registry:2 tree: inventory, pre, final, status
   admin signing-key rotate
                    new random key for the OCI bearer tokens of every instance
+  admin-token [--rotate]
+                   print (or replace) the admin token generated for the
+                   embedded default
   version          print the version
 
 Run "artifact-registry <command> -h" for the flags of a command.
@@ -48,6 +51,8 @@ func main() {
 		err = runImport(ctx, os.Args[2:])
 	case "admin":
 		err = runAdmin(ctx, os.Args[2:])
+	case "admin-token":
+		err = runAdminToken(ctx, os.Args[2:])
 	case "version":
 		fmt.Println(versionString())
 	case "-h", "--help", "help":

@@ -65,9 +65,13 @@ func runServe(ctx context.Context, args []string) error {
 	// One authenticator for every surface: its token cache and buffered
 	// last_used_at are per process. Run flushes last_used_at until the
 	// server stops, then once more before the database closes.
-	authn := auth.New(st, auth.Options{AdminToken: cfg.AdminToken, Logger: log,
+	authOpts := auth.Options{Logger: log,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
-		FailureLimit:  cfg.AuthFailureLimit, TrustedProxies: cfg.TrustedProxies})
+		FailureLimit:  cfg.AuthFailureLimit, TrustedProxies: cfg.TrustedProxies}
+	if err := adminTokenOptions(&cfg, log, &authOpts); err != nil {
+		return err
+	}
+	authn := auth.New(st, authOpts)
 	authCtx, stopAuth := context.WithCancel(ctx)
 	flushed := make(chan struct{})
 	go func() { defer close(flushed); authn.Run(authCtx) }()

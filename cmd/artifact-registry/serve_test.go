@@ -50,7 +50,7 @@ func startServer(t *testing.T, bin, dataDir string) *server {
 	t.Helper()
 	s := &server{addr: freeAddr(t), logs: &bytes.Buffer{}}
 	s.cmd = exec.Command(bin, "serve", "--listen", s.addr, "--data-dir", dataDir)
-	s.cmd.Env = append(os.Environ(), "DATABASE_URL=")
+	s.cmd.Env = append(os.Environ(), "DATABASE_URL=", "ARTIFACT_REGISTRY_ADMIN_TOKEN=")
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -115,6 +115,7 @@ func TestServeLifecycle(t *testing.T) {
 
 	first := startServer(t, bin, dataDir)
 	t.Logf("first start (initdb + migrations): ready in %s", first.waitReady(t, 10*time.Minute))
+	token := checkGeneratedAdminToken(t, bin, dataDir, first)
 	first.interrupt(t)
 	if postmasterRunning(dataDir) {
 		t.Fatal("PostgreSQL still running after Ctrl-C")
@@ -159,8 +160,94 @@ func TestServeLifecycle(t *testing.T) {
 
 	third := startServer(t, bin, dataDir)
 	t.Logf("start after crash: ready in %s", third.waitReady(t, 2*time.Minute))
+	checkAdminTokenRotation(t, bin, dataDir, third, token)
 	third.interrupt(t)
 	if postmasterRunning(dataDir) {
 		t.Fatal("PostgreSQL still running after Ctrl-C")
+	}
+}
+
+// adminToken runs `artifact-registry admin-token` with args on dataDir.
+func adminToken(t *testing.T, bin, dataDir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"admin-token", "--data-dir", dataDir}, args...)...)
+	cmd.Env = append(os.Environ(), "DATABASE_URL=", "ARTIFACT_REGISTRY_ADMIN_TOKEN=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("admin-token %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// createNamespace calls an admin-only mutation with token and reports
+// whether it was authorized.
+func createNamespace(t *testing.T, addr, token, slug string) bool {
+	t.Helper()
+	q := `{"query":"mutation { createNamespace(input: {slug: \"` + slug + `\"}) { namespace { slug } } }"}`
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/graphql", strings.NewReader(q))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"slug":"`+slug+`"`):
+		return true
+	case strings.Contains(string(body), "UNAUTHENTICATED"):
+		return false
+	}
+	t.Fatalf("createNamespace = %d %s", resp.StatusCode, body)
+	return false
+}
+
+// On first start without a configured token, serve generates one under
+// the data directory (owner-only), says where it is without printing it,
+// and accepts it.
+func checkGeneratedAdminToken(t *testing.T, bin, dataDir string, s *server) string {
+	t.Helper()
+	path := filepath.Join(dataDir, "admin-token")
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("generated token file: %v (mode %v); want 0600", err, st.Mode().Perm())
+	}
+	token := adminToken(t, bin, dataDir)
+	if !strings.Contains(s.logs.String(), "generated an admin token") || !strings.Contains(s.logs.String(), path) {
+		t.Fatalf("the log does not say where the generated token is; logs:\n%s", s.logs)
+	}
+	if strings.Contains(s.logs.String(), token) {
+		t.Fatal("the generated admin token was logged")
+	}
+	if !createNamespace(t, s.addr, token, "first") {
+		t.Fatal("the generated admin token was refused")
+	}
+	return token
+}
+
+// A later start reuses the token; a rotation takes effect on the running
+// server (within its one-second recheck) and ends the old token.
+func checkAdminTokenRotation(t *testing.T, bin, dataDir string, s *server, token string) {
+	t.Helper()
+	if got := adminToken(t, bin, dataDir); got != token {
+		t.Fatal("a restart changed the generated admin token")
+	}
+	if !createNamespace(t, s.addr, token, "second") {
+		t.Fatal("the generated admin token was refused after a restart")
+	}
+	rotated := adminToken(t, bin, dataDir, "--rotate")
+	if rotated == token {
+		t.Fatal("--rotate printed the old token")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; createNamespace(t, s.addr, token, "stale"+strconv.Itoa(i)); i++ {
+		if time.Now().After(deadline) {
+			t.Fatal("the old admin token still works 30s after a rotation")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !createNamespace(t, s.addr, rotated, "third") {
+		t.Fatal("the rotated admin token was refused")
 	}
 }
