@@ -11,16 +11,17 @@ import (
 // Input rules (docs/schema.md "Lengths, names and limits": slug, names
 // 255; description 1024).
 const (
-	MaxSlugLength        = 255
+	MinSlugLength        = 2
+	MaxSlugLength        = 63
 	MaxNameLength        = 255
 	MaxDescriptionLength = 1024
 )
 
 var (
-	// Namespace slugs appear in every URL (/v2/<slug>/..., /maven/<slug>/...):
-	// lowercase letters, digits and hyphens, starting and ending with a
-	// letter or digit, no "--".
-	slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
+	// Namespace slugs appear in every URL (/v2/<slug>/..., /maven/<slug>/...)
+	// and may become a DNS label: lowercase letters, digits and hyphens,
+	// starting with a letter, ending with a letter or digit, no "--".
+	slugPattern = regexp.MustCompile(`^[a-z](?:[a-z0-9]|-[a-z0-9])*$`)
 	// Repository and collection names are one URL path segment: lowercase
 	// alphanumeric runs joined by single '.', '_' or '-'.
 	namePattern = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
@@ -37,11 +38,11 @@ func ValidateNamespaceSlug(slug string) error {
 	switch {
 	case slug == "":
 		return errs.New(CodeInvalidInput, "slug must not be empty")
-	case utf8.RuneCountInString(slug) > MaxSlugLength:
-		return errs.New(CodeInvalidInput, "slug must be at most %d characters", MaxSlugLength)
+	case utf8.RuneCountInString(slug) < MinSlugLength || utf8.RuneCountInString(slug) > MaxSlugLength:
+		return errs.New(CodeInvalidInput, "slug must be %d to %d characters", MinSlugLength, MaxSlugLength)
 	case !slugPattern.MatchString(slug):
 		return errs.New(CodeInvalidInput,
-			"slug %q is invalid: use lowercase letters, digits and single hyphens, starting and ending with a letter or digit", slug)
+			"slug %q is invalid: use lowercase letters, digits and single hyphens, starting with a letter and ending with a letter or digit", slug)
 	case reservedSlugs[slug]:
 		return errs.New(CodeInvalidInput, "slug %q is reserved", slug)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/internal/admintoken"
 	"github.com/artifact-registry/artifact-registry/internal/config"
+	"github.com/artifact-registry/artifact-registry/internal/redact"
 )
 
 const adminTokenUsage = `usage: artifact-registry admin-token [--rotate] [--data-dir DIR]
@@ -62,10 +63,11 @@ func adminTokenOptions(cfg *config.Config, log *slog.Logger, opts *auth.Options)
 		log.Warn("no admin token configured: the management API accepts namespace tokens only; set --admin-token (ARTIFACT_REGISTRY_ADMIN_TOKEN) on every instance")
 		return nil
 	}
-	_, created, err := admintoken.LoadOrCreate(cfg.DataDir)
+	token, created, err := admintoken.LoadOrCreate(cfg.DataDir)
 	if err != nil {
 		return err
 	}
+	redact.Secret(token)
 	path := admintoken.Path(cfg.DataDir)
 	if created {
 		log.Info("generated an admin token: print it with `artifact-registry admin-token`", "file", path)

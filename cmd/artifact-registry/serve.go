@@ -134,7 +134,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator
 	legacy.register(workers, queues)
 	periodic = append(periodic, legacy.periodic...)
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
-		Logger:       log,
+		Logger:       config.JobsLogger(log),
 		Queues:       queues,
 		Workers:      workers,
 		PeriodicJobs: periodic,

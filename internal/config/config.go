@@ -3,6 +3,7 @@
 package config
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -263,3 +264,33 @@ func (c *Config) Logger() *slog.Logger {
 	}
 	return slog.New(redact.Handler(h))
 }
+
+// JobsLogger is the logger of the job client. River reports routine
+// progress at INFO (its producers' job counts every few seconds, client
+// start and stop), which would be most of an idle server's log, so its
+// INFO records are logged at DEBUG; warnings and errors are unchanged.
+func JobsLogger(log *slog.Logger) *slog.Logger { return slog.New(demoteInfo{log.Handler()}) }
+
+type demoteInfo struct{ slog.Handler }
+
+func demoted(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (d demoteInfo) Enabled(ctx context.Context, l slog.Level) bool {
+	return d.Handler.Enabled(ctx, demoted(l))
+}
+
+func (d demoteInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demoted(r.Level)
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demoteInfo) WithAttrs(as []slog.Attr) slog.Handler {
+	return demoteInfo{d.Handler.WithAttrs(as)}
+}
+
+func (d demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{d.Handler.WithGroup(name)} }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -29,5 +30,23 @@ func TestLoggerRedactsAdminToken(t *testing.T) {
 	out, _ := io.ReadAll(r)
 	if bytes.Contains(out, []byte(admin)) || !strings.Contains(string(out), "[REDACTED]") {
 		t.Fatalf("log line: %s", out)
+	}
+}
+
+func TestJobsLoggerDemotesInfo(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	base := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := JobsLogger(base).With("component", "river")
+	log.Info("producer: Producer job counts")
+	log.Warn("job failed")
+	if out := buf.String(); strings.Contains(out, "Producer job counts") || !strings.Contains(out, "job failed") || !strings.Contains(out, "component=river") {
+		t.Fatalf("at INFO the job logger printed:\n%s", out)
+	}
+	buf.Reset()
+	debug := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	JobsLogger(debug).Info("producer: Producer job counts")
+	if !strings.Contains(buf.String(), "level=DEBUG") {
+		t.Fatalf("at DEBUG the job logger printed %q", buf.String())
 	}
 }

@@ -114,11 +114,11 @@ func ValidName(s string) bool {
 // (namespace_errors.go); a target that store would refuse is unmapped here,
 // not failed later.
 var (
-	slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$`)
+	slugPattern = regexp.MustCompile(`^[a-z](?:[a-z0-9]|-[a-z0-9])*$`)
 	repoPattern = regexp.MustCompile(`^[a-z0-9]+(?:[._-][a-z0-9]+)*$`)
 )
 
-func validNamespace(s string) bool  { return len(s) <= 255 && slugPattern.MatchString(s) }
+func validNamespace(s string) bool  { return len(s) >= 2 && len(s) <= 63 && slugPattern.MatchString(s) }
 func validRepository(s string) bool { return len(s) <= 255 && repoPattern.MatchString(s) }
 
 func (r *Rules) compile() error {

@@ -35,7 +35,6 @@ import (
 	"net/http"
 	"path"
 	"strconv"
-	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -145,20 +144,22 @@ func toHTTP(err error) *httpError {
 	}
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.Is(err, errBadPath), store.HasCode(err, mavenstore.CodeInvalid):
+	case errors.Is(err, errBadPath):
 		return &httpError{status: http.StatusBadRequest, msg: err.Error(), err: err}
+	case store.HasCode(err, mavenstore.CodeInvalid):
+		return &httpError{status: http.StatusBadRequest, msg: clientMessage(err), err: err}
 	case errors.Is(err, errDirectory):
 		return &httpError{status: http.StatusNotFound, msg: err.Error(), err: err}
 	case store.HasCode(err, mavenstore.CodeRepositoryUnknown), store.HasCode(err, mavenstore.CodeNotFound):
-		return &httpError{status: http.StatusNotFound, msg: err.Error(), err: err}
+		return &httpError{status: http.StatusNotFound, msg: clientMessage(err), err: err}
 	case store.HasCode(err, mavenstore.CodeReleaseExists):
-		return &httpError{status: http.StatusConflict, msg: err.Error() + " (releases are immutable)", err: err}
+		return &httpError{status: http.StatusConflict, msg: clientMessage(err) + " (releases are immutable)", err: err}
 	case store.HasCode(err, mavenstore.CodeChecksumMismatch), store.HasCode(err, mavenstore.CodeNothingToDescribe):
-		return &httpError{status: http.StatusConflict, msg: err.Error(), err: err}
+		return &httpError{status: http.StatusConflict, msg: clientMessage(err), err: err}
 	case store.HasCode(err, store.CodeSizeMismatch):
-		return &httpError{status: http.StatusBadRequest, msg: err.Error(), err: err}
+		return &httpError{status: http.StatusBadRequest, msg: clientMessage(err), err: err}
 	case store.HasCode(err, store.CodeTooManyUploads):
-		return &httpError{status: http.StatusTooManyRequests, msg: strings.TrimPrefix(err.Error(), "store: "), err: err}
+		return &httpError{status: http.StatusTooManyRequests, msg: clientMessage(err), err: err}
 	case store.HasCode(err, store.CodeBlobTooLarge), errors.As(err, &tooBig):
 		return &httpError{status: http.StatusRequestEntityTooLarge, msg: "file too large", err: err}
 	case errors.Is(err, errBodyRead):
@@ -171,6 +172,17 @@ func toHTTP(err error) *httpError {
 			header: map[string]string{"Retry-After": strconv.Itoa(int(store.RetryAfter.Seconds()))}, err: err}
 	}
 	return &httpError{status: http.StatusInternalServerError, msg: "internal error", err: err}
+}
+
+// clientMessage is what a store error says to the client: its own message
+// (and digest), without the wrapping that names our functions; the whole
+// chain goes to the log.
+func clientMessage(err error) string {
+	e, ok := store.AsError(err)
+	if !ok {
+		return err.Error()
+	}
+	return (&store.Error{Code: e.Code, Message: e.Message, Digest: e.Digest}).Error()
 }
 
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -86,8 +86,9 @@ func TestDeployAndResolveRelease(t *testing.T) {
 	// Idempotent re-deploy of identical bytes; different bytes conflict.
 	s.put(t, v+".jar", jar, http.StatusOK)
 	other := []byte(strings.Replace(string(jar), "1.0.0", "9.9.9", 1))
-	if r := s.do(t, http.MethodPut, v+".jar", other, true); r.status != http.StatusConflict {
-		t.Fatalf("re-deploy with other bytes of the same size: %d %s", r.status, r.body)
+	if r := s.do(t, http.MethodPut, v+".jar", other, true); r.status != http.StatusConflict ||
+		strings.HasPrefix(r.body, "store") || !strings.Contains(r.body, "releases are immutable") {
+		t.Fatalf("re-deploy with other bytes of the same size: %d %q; want 409 saying why, without internal prefixes", r.status, r.body)
 	}
 	if r := s.do(t, http.MethodPut, v+".jar", append(other, 'x'), true); r.status != http.StatusConflict {
 		t.Fatalf("re-deploy with another size: %d %s", r.status, r.body)
