@@ -53,6 +53,7 @@ func (a *Authenticator) CreateToken(ctx context.Context, p *Principal, ns Namesp
 		Repositories: spec.Repositories,
 		ExpiresAt:    spec.ExpiresAt,
 		SecretSHA256: HashSecret(secret),
+		SecretHint:   SecretHint(secret),
 	})
 	if err != nil {
 		return nil, "", err

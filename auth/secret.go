@@ -128,10 +128,24 @@ func ParseSecret(secret string) (namespaceID uuid.UUID, ok bool) {
 // HashSecret is what access_tokens.token_sha256 holds for a secret.
 func HashSecret(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
 
+// hintRandomChars is how many random characters SecretHint shows.
+const hintRandomChars = 4
+
+// SecretHint is the start of a secret that lists may show to tell tokens
+// apart: the prefix, the namespace part and 4 of the 43 random characters
+// (about 24 of 256 bits). A person can match it against the secret they
+// keep; it does not help anyone guess the rest.
+func SecretHint(secret string) string {
+	n := len(SecretPrefix) + nsChars + hintRandomChars
+	if len(secret) < n {
+		return ""
+	}
+	return secret[:n]
+}
+
 // SecretNamespacePrefix is the public start of every secret of a
-// namespace ("arp_" + its id): what token listings may show (npm's
-// `npm token list` prints it and matches pasted secrets against it),
-// since it reveals nothing of the random part.
+// namespace ("arp_" + its id): what token listings show for tokens minted
+// before SecretHint was kept.
 func SecretNamespacePrefix(namespaceID uuid.UUID) string {
 	return SecretPrefix + base62(namespaceID[:], nsChars)
 }

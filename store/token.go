@@ -51,6 +51,9 @@ type AccessToken struct {
 	RevokedAt     *time.Time
 	LastUsedAt    *time.Time
 	CreatedAt     time.Time
+	// SecretHint is the start of the secret that lists show; "" for
+	// tokens minted before hints were kept.
+	SecretHint string
 }
 
 // HasScope reports whether the row lists the scope (no implication: see
@@ -88,6 +91,9 @@ type NewAccessToken struct {
 	ExpiresAt *time.Time
 	// SecretSHA256 is SHA-256 of the secret, which only the caller sees.
 	SecretSHA256 [32]byte
+	// SecretHint is the start of the secret that lists show (see
+	// auth.SecretHint); it must not reveal enough to matter.
+	SecretHint string
 }
 
 // AccessTokenUse is one buffered use: the latest time a token was used.
@@ -100,12 +106,12 @@ type AccessTokenUse struct {
 // MaxAccessTokenRepositories bounds the repository list of one token.
 const MaxAccessTokenRepositories = 1000
 
-const accessTokenColumns = `t.id, t.namespace_id, t.name, t.scopes, t.repository_ids, t.expires_at, t.revoked_at, t.last_used_at, t.created_at`
+const accessTokenColumns = `t.id, t.namespace_id, t.name, t.scopes, t.repository_ids, t.expires_at, t.revoked_at, t.last_used_at, t.created_at, coalesce(t.secret_hint, '')`
 
 func scanAccessToken(row pgx.Row, extra ...any) (*AccessToken, error) {
 	var t AccessToken
 	var scopes []int16
-	dest := append([]any{&t.ID, &t.NamespaceID, &t.Name, &scopes, &t.RepositoryIDs, &t.ExpiresAt, &t.RevokedAt, &t.LastUsedAt, &t.CreatedAt}, extra...)
+	dest := append([]any{&t.ID, &t.NamespaceID, &t.Name, &scopes, &t.RepositoryIDs, &t.ExpiresAt, &t.RevokedAt, &t.LastUsedAt, &t.CreatedAt, &t.SecretHint}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -230,10 +236,10 @@ func (s *Store) CreateAccessToken(ctx context.Context, in NewAccessToken) (*Acce
 			}
 		}
 		out, err = scanAccessToken(tx.QueryRow(ctx, `
-			INSERT INTO access_tokens AS t (id, namespace_id, name, token_sha256, scopes, repository_ids, expires_at, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+			INSERT INTO access_tokens AS t (id, namespace_id, name, token_sha256, scopes, repository_ids, expires_at, created_at, secret_hint)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''))
 			RETURNING `+accessTokenColumns,
-			id, ns.ID, in.Name, in.SecretSHA256[:], scopes, repoIDs, in.ExpiresAt, s.opts.Clock.Now()))
+			id, ns.ID, in.Name, in.SecretSHA256[:], scopes, repoIDs, in.ExpiresAt, s.opts.Clock.Now(), in.SecretHint))
 		if err != nil {
 			// On a partition the violated index is the partition's
 			// (access_tokens_pNN_namespace_id_name_idx).

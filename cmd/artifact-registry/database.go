@@ -79,3 +79,18 @@ func (d *database) Close(ctx context.Context) {
 		}
 	}
 }
+
+// checkpointIfCreated starts a checkpoint in the background when the
+// private cluster was created by this start: the first migrations write
+// over 200 MB of WAL that the next checkpoint gives back (the cluster keeps
+// 32 MB), and the timed one would come only minutes later.
+func (d *database) checkpointIfCreated(ctx context.Context, log *slog.Logger) {
+	if d.cluster == nil || !d.cluster.Created() {
+		return
+	}
+	go func() {
+		if _, err := d.Pool.Exec(ctx, "CHECKPOINT"); err != nil && ctx.Err() == nil {
+			log.Warn("checkpoint after the first migrations", "err", err)
+		}
+	}()
+}

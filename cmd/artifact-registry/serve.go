@@ -55,6 +55,7 @@ func runServe(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	db.checkpointIfCreated(ctx, log)
 	objects, err := objstore.Open(ctx, cfg.StorageURL)
 	if err != nil {
 		return fmt.Errorf("open object storage: %w", err)

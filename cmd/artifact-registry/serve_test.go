@@ -117,6 +117,7 @@ func TestServeLifecycle(t *testing.T) {
 	t.Logf("first start (initdb + migrations): ready in %s", first.waitReady(t, 10*time.Minute))
 	token := checkGeneratedAdminToken(t, bin, dataDir, first)
 	first.interrupt(t)
+	checkFootprint(t, dataDir)
 	if postmasterRunning(dataDir) {
 		t.Fatal("PostgreSQL still running after Ctrl-C")
 	}
@@ -250,4 +251,33 @@ func checkAdminTokenRotation(t *testing.T, bin, dataDir string, s *server, token
 	if !createNamespace(t, s.addr, rotated, "third") {
 		t.Fatal("the rotated admin token was refused")
 	}
+}
+
+// The first start's WAL burst is given back: the embedded cluster keeps
+// 32 MB of WAL (two 16 MB segments, three during a checkpoint).
+func checkFootprint(t *testing.T, dataDir string) {
+	t.Helper()
+	wal, total := dirSize(t, filepath.Join(dataDir, "postgres", "data", "pg_wal")), dirSize(t, dataDir)
+	t.Logf("footprint after the first start: %d MB, WAL %d MB", total>>20, wal>>20)
+	if wal > 64<<20 {
+		t.Fatalf("pg_wal holds %d MB after the first start; want at most 64 MB", wal>>20)
+	}
+}
+
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if info, err := d.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

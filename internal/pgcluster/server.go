@@ -167,14 +167,19 @@ func (c *Cluster) writeConfig() error {
 	// Migrations create ~60 tables x 64 hash partitions (plus indexes) in
 	// one transaction; the default 64 locks per transaction is far too few.
 	setting("max_locks_per_transaction", "512")
+	// A single-node default: nothing streams or archives WAL, so only
+	// crash recovery needs it. Keep 32 MB of it between checkpoints
+	// instead of the 80 MB default and remove surplus segments rather than
+	// keeping them for reuse, so the burst of the first migrations (over
+	// 200 MB of WAL) is given back at the next checkpoint.
+	setting("wal_level", "minimal")
+	setting("max_wal_senders", "0")
+	setting("min_wal_size", "32MB")
+	setting("wal_recycle", "off")
 	if c.fast {
 		setting("fsync", "off")
 		setting("synchronous_commit", "off")
 		setting("full_page_writes", "off")
-		// Delete old WAL segments instead of keeping them for reuse: on
-		// tmpfs reuse saves nothing, and copies of the data directory
-		// (testdb's cache) stay small.
-		setting("wal_recycle", "off")
 	}
 	return c.user.writeFile(filepath.Join(c.dataDir, "pgcluster.conf"), []byte(b.String()))
 }

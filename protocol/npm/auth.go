@@ -255,8 +255,8 @@ type npmToken struct {
 	// Key is the token id; npm shows its shortest unique prefix and sends
 	// it back to revoke.
 	Key string `json:"key"`
-	// Token is what npm prints before "…": the secret's public prefix
-	// (the secret itself is never stored).
+	// Token is what npm prints before "…": the start of the secret
+	// (auth.SecretHint; the secret itself is never stored).
 	Token         string     `json:"token"`
 	Name          string     `json:"name"`
 	Created       time.Time  `json:"created"`
@@ -268,7 +268,11 @@ type npmToken struct {
 }
 
 func npmTokenOf(t *store.AccessToken) npmToken {
-	out := npmToken{Key: t.ID.String(), Token: auth.SecretNamespacePrefix(t.NamespaceID), Name: t.Name,
+	hint := t.SecretHint
+	if hint == "" { // minted before hints were kept
+		hint = auth.SecretNamespacePrefix(t.NamespaceID)
+	}
+	out := npmToken{Key: t.ID.String(), Token: hint, Name: t.Name,
 		Created: t.CreatedAt, Updated: t.CreatedAt, Expires: t.ExpiresAt, Readonly: true, Scopes: []string{}}
 	for _, s := range t.Scopes {
 		out.Scopes = append(out.Scopes, strings.ToUpper(s.String()))

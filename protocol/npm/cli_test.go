@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -493,6 +494,10 @@ func TestNpmCLIAccess(t *testing.T) {
 	secret := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(created), "Created token"))
 	if !strings.HasPrefix(secret, "arp_") {
 		t.Fatalf("npm token create: %q", created)
+	}
+	// The list tells tokens apart by the start of their secret.
+	if out := admin.must(work, "token", "list"); !strings.Contains(out, auth.SecretHint(secret)) {
+		t.Errorf("npm token list does not show the start of the new secret %s…:\n%s", auth.SecretHint(secret), out)
 	}
 	if out := e.newNPMToken(t, "private", secret).must(work, "whoami"); strings.TrimSpace(out) != "from-npm" {
 		t.Errorf("whoami with the created token: %q", out)
