@@ -40,7 +40,9 @@ type expiryWorker struct {
 	g *GC
 }
 
-func (w *expiryWorker) Timeout(*river.Job[ExpirySweepArgs]) time.Duration { return DefaultExpiryTimeout }
+func (w *expiryWorker) Timeout(*river.Job[ExpirySweepArgs]) time.Duration {
+	return DefaultExpiryTimeout
+}
 
 func (w *expiryWorker) Work(ctx context.Context, _ *river.Job[ExpirySweepArgs]) error {
 	_, err := w.g.ExpirySweep(ctx)
