@@ -53,7 +53,9 @@ func testTrashRetentionAndPurge(t *testing.T, a *testAPI) {
 	}
 	a.expectError(adminToken, `mutation { setTrashRetention(input: {namespace: "nowhere", days: 1}) { namespace { id } } }`, nil, CodeNotFound)
 	var set struct {
-		SetTrashRetention struct{ Namespace struct{ TrashRetentionDays int } }
+		SetTrashRetention struct {
+			Namespace struct{ TrashRetentionDays int }
+		}
 	}
 	a.admin(`mutation { setTrashRetention(input: {namespace: "purging", days: 3}) { namespace { trashRetentionDays } } }`, nil, &set)
 	if set.SetTrashRetention.Namespace.TrashRetentionDays != 3 {
@@ -89,7 +91,9 @@ func testTrashRetentionAndPurge(t *testing.T, a *testAPI) {
 	if len(tr.Namespace.Trash.Edges) != 1 || tr.Namespace.Trash.Edges[0].Node.ID != m2.String() || tr.Namespace.GcQueue.Tracked != 1 {
 		t.Fatalf("after purgeTrash: %+v", tr)
 	}
-	var empty struct{ EmptyTrash struct{ PurgedCount, GcCandidates int } }
+	var empty struct {
+		EmptyTrash struct{ PurgedCount, GcCandidates int }
+	}
 	a.admin(`mutation { emptyTrash(input: {namespace: "purging"}) { purgedCount gcCandidates } }`, nil, &empty)
 	if empty.EmptyTrash.PurgedCount != 1 || empty.EmptyTrash.GcCandidates != 1 {
 		t.Fatalf("emptyTrash = %+v", empty)
