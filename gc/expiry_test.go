@@ -424,3 +424,122 @@ func retry(f func() error) error {
 	}
 	return f()
 }
+
+// TestPurgeTrashIndexRule: a manifest listed by an index in the trash is
+// refused alone (CONFLICT, nothing purged) and purged with its index.
+func TestPurgeTrashIndexRule(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	cat := catalog.New(e.st)
+	child := e.pushImage("app", "v1", blobData("child-layer", 100))
+	payload := []byte(fmt.Sprintf(`{"schemaVersion":2,"manifests":[{"digest":%q}]}`, store.FormatSHA256(child.Digest)))
+	index := container.ManifestPut{Digest: sha256.Sum256(payload), MediaType: "application/vnd.oci.image.index.v1+json",
+		Payload: payload, Children: [][32]byte{child.Digest}}
+	if _, err := container.New(e.st).PutManifest(e.ctx, e.containerTarget("app"), index); err != nil {
+		t.Fatal(err)
+	}
+	e.deleteManifest("app", index)
+	e.deleteManifest("app", child)
+	id := func(m container.ManifestPut) uuid.UUID {
+		var id uuid.UUID
+		if err := e.pool.QueryRow(e.ctx, `SELECT id FROM container_manifests WHERE namespace_id = $1 AND digest = $2`, e.ns, m.Digest[:]).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	childID, indexID := id(child), id(index)
+	if _, err := cat.PurgeTrash(e.ctx, e.ns, []uuid.UUID{childID}); !store.HasCode(err, store.CodeConflict) {
+		t.Fatalf("purging the child alone: %v, want CONFLICT", err)
+	}
+	if e.attachments(child.Payload) != 1 {
+		t.Fatal("the refused purge detached the child")
+	}
+	if _, err := cat.PurgeTrash(e.ctx, e.ns, []uuid.UUID{uuid.Must(uuid.NewV7())}); !store.HasCode(err, catalog.CodeTrashItemUnknown) {
+		t.Fatalf("unknown id: %v", err)
+	}
+	p, err := cat.PurgeTrash(e.ctx, e.ns, []uuid.UUID{childID, indexID})
+	if err != nil || p.Rows[catalog.TrashContainerManifest] != 2 {
+		t.Fatalf("purging both: %+v %v", p, err)
+	}
+	if n := e.count(`SELECT count(*) FROM container_manifest_relationships WHERE namespace_id = $1`, e.ns); n != 0 {
+		t.Fatalf("%d relationships left", n)
+	}
+}
+
+// TestPurgeRepositoryWithContents: a trashed npm repository and a trashed
+// Maven repository are purged with their packages, versions and files;
+// their blobs are detached (candidates), except one still used by a
+// live container image.
+func TestPurgeRepositoryWithContents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	cat := catalog.New(e.st)
+	shared := blobData("shared-everywhere", 300)
+	kept := e.pushImage("app", "v1", shared)
+	npmOnly := blobData("npm-tarball", 300)
+	e.seedNpmVersion("lib", "1.0.0", npmOnly, false)
+	e.seedNpmVersion("lib", "1.1.0", shared, true)
+	mvnOnly := blobData("maven-jar", 300)
+	e.seedMavenVersion("core", "1.0", mvnOnly, false)
+	slug := e.slug()
+	for _, name := range []string{"js", "java"} {
+		if _, err := e.st.SoftDeleteRepository(e.ctx, store.RepositoryRef{Namespace: slug, Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := cat.PurgeRepository(e.ctx, store.RepositoryRef{Namespace: slug, Name: "images"}); !store.HasCode(err, store.CodeConflict) {
+		t.Fatalf("purging an active repository: %v, want CONFLICT", err)
+	}
+	_, p, err := cat.PurgeRepository(e.ctx, store.RepositoryRef{Namespace: slug, Name: "js"})
+	if err != nil || p.Rows[catalog.TrashNpmPackage] != 1 || p.Rows[catalog.TrashNpmVersion] != 2 || p.Rows[catalog.TrashRepository] != 1 {
+		t.Fatalf("purge js: %+v %v", p, err)
+	}
+	_, p, err = cat.PurgeRepository(e.ctx, store.RepositoryRef{Namespace: slug, Name: "java"})
+	if err != nil || p.Rows[catalog.TrashMavenPackage] != 1 || p.Rows[catalog.TrashMavenVersion] != 1 {
+		t.Fatalf("purge java: %+v %v", p, err)
+	}
+	for _, table := range []string{"npm_packages", "npm_versions", "npm_files", "maven_packages", "maven_versions", "maven_files"} {
+		if n := e.count(`SELECT count(*) FROM `+table+` WHERE namespace_id = $1`, e.ns); n != 0 {
+			t.Errorf("%s: %d rows left", table, n)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM repositories WHERE namespace_id = $1`, e.ns); n != 1 {
+		t.Errorf("%d repositories left, want the container one", n)
+	}
+	for _, data := range [][]byte{npmOnly, mvnOnly} {
+		if e.attachments(data) != 0 || e.candidate(data) == nil {
+			t.Error("a purged file kept its attachment or got no candidate")
+		}
+	}
+	if e.attachments(shared) == 0 || e.candidate(shared) != nil || e.attachments(kept.Payload) != 1 {
+		t.Error("a blob still used by the image lost its attachment or became a candidate")
+	}
+}
+
+// TestExpiryNpmPackageGoesWithItsVersions: an npm package in the trash
+// expires with its versions and files; an active package keeps its row
+// when a trashed version of it expires, and its versions_count drops.
+func TestExpiryNpmPackageGoesWithItsVersions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	e.seedNpmVersion("gone", "1.0.0", blobData("g1", 100), true)
+	e.seedNpmVersion("gone", "2.0.0", blobData("g2", 100), true)
+	e.exec(`UPDATE npm_packages SET soft_deleted_at = now() WHERE namespace_id = $1 AND name = 'gone'`, e.ns)
+	e.seedNpmVersion("live", "1.0.0", blobData("l1", 100), false)
+	old := e.seedNpmVersion("live", "0.9.0", blobData("l0", 100), true)
+	e.clock.Advance(8 * 24 * time.Hour)
+	res := e.sweep()
+	if res.Rows[catalog.TrashNpmPackage] != 1 || res.Rows[catalog.TrashNpmVersion] != 3 {
+		t.Fatalf("sweep: %v", res.Rows)
+	}
+	if n := e.count(`SELECT count(*) FROM npm_packages WHERE namespace_id = $1`, e.ns); n != 1 {
+		t.Fatalf("%d packages left, want the live one", n)
+	}
+	if n := e.count(`SELECT count(*) FROM npm_versions WHERE namespace_id = $1 AND id = $2`, e.ns, old); n != 0 {
+		t.Fatal("the expired version of the live package is still there")
+	}
+	if n := e.count(`SELECT coalesce(sum(delta), 0) FROM counter_deltas WHERE namespace_id = $1 AND target = 8 AND field = 3
+		AND target_id = (SELECT id FROM npm_packages WHERE namespace_id = $1 AND name = 'live')`, e.ns); n != -1 {
+		t.Fatalf("versions_count delta of the live package: %d, want -1", n)
+	}
+}
