@@ -2,7 +2,9 @@
 // on River: the
 // periodic gc:sweep promotes due review candidates to gc:cleanup jobs, the
 // only job that destroys bytes; gc:reconcile-scan repairs missed candidate
-// records; gc:staging-sweep purges expired upload sessions. Candidates are
+// records; gc:staging-sweep purges expired upload sessions; gc:expiry-sweep
+// purges soft-deleted rows past their namespace's trash retention
+// (through store/catalog), which only detaches blobs. Candidates are
 // recorded and cleared by the blob layer (store.Attach / store.Detach);
 // every SQL statement lives in package store (store/gc*.go).
 //
@@ -33,6 +35,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 )
 
 // Phase is the GC rollout phase (docs/garbage-collection.md "Operational
@@ -118,6 +121,9 @@ type Config struct {
 	// Staging sweep: interval and batch size.
 	StagingInterval time.Duration
 	StagingBatch    int
+	// Expiry sweep: interval, and rows of one kind purged per transaction.
+	ExpiryInterval time.Duration
+	ExpiryBatch    int
 	// Failure isolation: a candidate is excluded at StrikeLimit strikes;
 	// failed attempts back off BackoffBase * 2^(attempts-1), at most
 	// BackoffMax. Over the last FailureWindow storage deletes of this
@@ -173,6 +179,8 @@ func (c Config) withDefaults(st *store.Store) (Config, error) {
 	def(&c.ReconcileTimeout, DefaultReconcileTimeout)
 	def(&c.StagingInterval, DefaultStagingInterval)
 	defInt(&c.StagingBatch, DefaultStagingBatch)
+	def(&c.ExpiryInterval, DefaultExpiryInterval)
+	defInt(&c.ExpiryBatch, catalog.DefaultPurgeBatch)
 	defInt(&c.StrikeLimit, DefaultStrikeLimit)
 	def(&c.BackoffBase, DefaultBackoffBase)
 	def(&c.BackoffMax, DefaultBackoffMax)
@@ -202,6 +210,7 @@ func (c Config) withDefaults(st *store.Store) (Config, error) {
 // GC is the garbage collector of one process.
 type GC struct {
 	st      *store.Store
+	catalog *catalog.Store
 	cfg     Config
 	log     *slog.Logger
 	metrics *metrics
@@ -228,6 +237,7 @@ func New(st *store.Store, cfg Config) (*GC, error) {
 	}
 	g := &GC{
 		st:      st,
+		catalog: catalog.New(st),
 		cfg:     cfg,
 		log:     cfg.Logger.With("component", "gc"),
 		metrics: newMetrics(),
@@ -249,16 +259,22 @@ func (g *GC) Config() Config { return g.cfg }
 //
 //	phase 1: gc:reconcile-scan
 //	phase 2: + gc:sweep (cleanup rechecks and discards, deletes nothing)
+//	every phase: gc:expiry-sweep (it only detaches: the phase governs
+//	what becomes of the candidates it records)
 //	phase 3: + gc:staging-sweep (and cleanup deletes)
 func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &sweepWorker{g: g})
 	river.AddWorker(workers, &cleanupWorker{g: g})
 	river.AddWorker(workers, &reconcileWorker{g: g})
 	river.AddWorker(workers, &stagingWorker{g: g})
+	river.AddWorker(workers, &expiryWorker{g: g})
 	jobs := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ReconcileInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return ReconcileScanArgs{}, nil },
 			&river.PeriodicJobOpts{ID: KindReconcileScan, RunOnStart: true}),
+		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ExpiryInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return ExpirySweepArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindExpirySweep, RunOnStart: true}),
 	}
 	if g.cfg.Phase >= PhaseDiscard {
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.SweepInterval),

@@ -14,9 +14,8 @@ import (
 )
 
 // Job kinds of the GC job family (docs/garbage-collection.md "Job family")
-// implemented here. gc:expiry-sweep and
-// gc:cache-evict arrive with soft-delete retention and remote
-// repositories.
+// implemented here (gc:expiry-sweep in expiry.go). gc:cache-evict
+// arrives with remote repositories.
 const (
 	KindSweep         = "gc:sweep"
 	KindCleanup       = "gc:cleanup"

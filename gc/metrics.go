@@ -31,6 +31,7 @@ const (
 	MetricExclusions           = metricPrefix + "candidate_exclusions_total"
 	MetricReconcileRecorded    = metricPrefix + "reconcile_recorded_total"
 	MetricStagingPurged        = metricPrefix + "staging_purged_total"
+	MetricExpiredRows          = metricPrefix + "expired_rows_total"
 	MetricBlobLockWait         = metricPrefix + "push_blob_lock_wait_seconds"
 	MetricDedupObjectChecks    = metricPrefix + "push_dedup_object_checks_total"
 )
@@ -45,6 +46,7 @@ type metrics struct {
 	excluded          prometheus.Counter
 	reconcileRecorded prometheus.Counter
 	stagingPurged     prometheus.Counter
+	expired           *prometheus.CounterVec
 	push              *pushMetrics
 	queue             *queueCollector
 }
@@ -66,6 +68,10 @@ func newMetrics() *metrics {
 		excluded:          counter(MetricExclusions, "Candidates excluded after reaching the strike limit."),
 		reconcileRecorded: counter(MetricReconcileRecorded, "Candidates recorded by gc:reconcile-scan (missed records repaired)."),
 		stagingPurged:     counter(MetricStagingPurged, "Expired upload sessions purged by gc:staging-sweep."),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricExpiredRows,
+			Help: "Soft-deleted rows hard-deleted by gc:expiry-sweep after their trash retention, by kind (REPOSITORY, CONTAINER_IMAGE, CONTAINER_MANIFEST, CONTAINER_BLOB_LINK, NPM_PACKAGE, NPM_VERSION, MAVEN_PACKAGE, MAVEN_VERSION).",
+		}, []string{"kind"}),
 		push: &pushMetrics{
 			lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 				Name:    MetricBlobLockWait,
@@ -114,7 +120,7 @@ func (g *GC) Collectors() []prometheus.Collector {
 	m := g.metrics
 	return []prometheus.Collector{
 		m.reclaimedObjects, m.reclaimedBytes, m.outcomes, m.sweepEnqueued, m.sweepPauses,
-		m.strikes, m.excluded, m.reconcileRecorded, m.stagingPurged,
+		m.strikes, m.excluded, m.reconcileRecorded, m.stagingPurged, m.expired,
 		m.push.lockWait, m.push.checks, m.queue,
 	}
 }

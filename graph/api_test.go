@@ -364,26 +364,31 @@ func testRepositoryLifecycle(t *testing.T, a *testAPI) {
 		trash.Namespace.Trash.Edges[0].Node.Name != "web" || trash.Namespace.Trash.Edges[0].Kind != "REPOSITORY" {
 		t.Fatalf("after delete: %+v", trash)
 	}
-	// Restore, then delete again and purge: refused while artifacts exist.
+	// Restore, then delete again and purge: the repository goes with its
+	// images, manifests and their attachments.
 	a.admin(`mutation { restoreRepository(input: {namespace: "lifecycle", name: "web"}) { repository { softDeletedAt } } }`, nil, nil)
 	a.expectError(adminToken, `mutation { restoreRepository(input: {namespace: "lifecycle", name: "web"}) { repository { id } } }`, nil, CodeConflict)
 	img := a.addImage(nsID, repoID, "app")
+	_, payload := a.addManifest(nsID, img, "web-manifest", 10)
 	a.admin(`mutation { deleteRepository(input: {namespace: "lifecycle", name: "web"}) { repository { id } } }`, nil, nil)
-	r := a.expectError(adminToken, `mutation { purgeRepository(input: {namespace: "lifecycle", name: "web"}) { id } }`, nil, CodeConflict)
-	if !contains(r.Errors[0].Message, "container images") {
-		t.Fatalf("purge refusal does not say why: %s", r.Errors[0].Message)
+	var purged struct {
+		PurgeRepository struct {
+			ID, Name    string
+			PurgedCount int
+		}
 	}
-	a.exec(`DELETE FROM container_images WHERE id = $1`, img)
-	var purged struct{ PurgeRepository struct{ ID, Name string } }
-	a.admin(`mutation { purgeRepository(input: {namespace: "lifecycle", name: "web"}) { id name } }`, nil, &purged)
-	if purged.PurgeRepository.Name != "web" || purged.PurgeRepository.ID != repoID.String() {
+	a.admin(`mutation { purgeRepository(input: {namespace: "lifecycle", name: "web"}) { id name purgedCount } }`, nil, &purged)
+	if purged.PurgeRepository.Name != "web" || purged.PurgeRepository.ID != repoID.String() || purged.PurgeRepository.PurgedCount != 2 {
 		t.Fatalf("purge = %+v", purged)
 	}
 	var left int
 	if err := a.pool.QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM repositories WHERE namespace_id = $1) +
 		(SELECT count(*) FROM container_repositories WHERE namespace_id = $1) +
-		(SELECT count(*) FROM repository_collection_repositories WHERE namespace_id = $1)`, nsID).Scan(&left); err != nil {
+		(SELECT count(*) FROM container_images WHERE namespace_id = $1) +
+		(SELECT count(*) FROM container_manifests WHERE namespace_id = $1) +
+		(SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2) +
+		(SELECT count(*) FROM repository_collection_repositories WHERE namespace_id = $1)`, nsID, payload).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
@@ -521,6 +526,7 @@ func TestAPI(t *testing.T) {
 		{"ContainerArtifacts", testContainerArtifacts},
 		{"ContainerMutations", testContainerMutations},
 		{"TrashHistoryAndChecksumSearch", testTrashHistoryAndChecksumSearch},
+		{"TrashRetentionAndPurge", testTrashRetentionAndPurge},
 		{"MavenAndNpmArtifacts", testMavenAndNpmArtifacts},
 		{"GCQueue", testGCQueue},
 		{"QueryLimits", testQueryLimits},

@@ -35,6 +35,9 @@ const (
 	// whole.
 	scopeCount        = 4
 	legacyStatusCount = 7
+	// purgedKindCount bounds PurgeTrashPayload.counts: one entry per kind
+	// a purge reports (the trash kinds and container blob links).
+	purgedKindCount = 8
 )
 
 // capList keeps the first max elements of a list that is not paginated.
@@ -129,4 +132,5 @@ func setListComplexity(c *ComplexityRoot) {
 	c.AccessToken.Scopes = bounded(scopeCount)
 	c.Viewer.Scopes = bounded(scopeCount)
 	c.LegacyMigrationProgress.ByStatus = bounded(legacyStatusCount)
+	c.PurgeTrashPayload.Counts = bounded(purgedKindCount)
 }

@@ -54,6 +54,7 @@ func toNamespace(n *store.Namespace) *model.Namespace {
 	return &model.Namespace{
 		ID: n.ID, Slug: n.Slug, Status: model.NamespaceStatus(n.Status()), CreatedAt: n.CreatedAt,
 		DeletedAt: n.DeletedAt, PurgedAt: n.PurgedAt, BlockedAt: n.BlockedAt, DisabledAt: n.DisabledAt, SuspendedAt: n.SuspendedAt,
+		RetentionDays: n.TrashRetentionDays,
 	}
 }
 

@@ -360,10 +360,12 @@ type ComplexityRoot struct {
 		DeleteNpmPackage               func(childComplexity int, input model.PackageItemRefInput) int
 		DeleteNpmVersion               func(childComplexity int, input model.PackageItemRefInput) int
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
+		EmptyTrash                     func(childComplexity int, input model.EmptyTrashInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		PauseLegacyMigration           func(childComplexity int) int
 		PrioritizeLegacyRepository     func(childComplexity int, id string, priority int) int
 		PurgeRepository                func(childComplexity int, input model.RepositoryRefInput) int
+		PurgeTrash                     func(childComplexity int, input model.PurgeTrashInput) int
 		RemoveNpmDistTag               func(childComplexity int, input model.NpmDistTagInput) int
 		RequeueGcCandidate             func(childComplexity int, input model.RequeueGcCandidateInput) int
 		RestoreContainerManifest       func(childComplexity int, input model.ContainerManifestRefInput) int
@@ -380,28 +382,30 @@ type ComplexityRoot struct {
 		SetLegacyMigrationControls     func(childComplexity int, input model.LegacyMigrationControlsInput) int
 		SetNamespaceCondition          func(childComplexity int, slug string, condition model.NamespaceCondition, active bool) int
 		SetNpmDistTag                  func(childComplexity int, input model.NpmDistTagInput) int
+		SetTrashRetention              func(childComplexity int, input model.SetTrashRetentionInput) int
 		SkipLegacyRepository           func(childComplexity int, id string, reason *string) int
 		UnlinkRepositoryFromCollection func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		UpdateRepository               func(childComplexity int, input model.UpdateRepositoryInput) int
 	}
 
 	Namespace struct {
-		BlockedAt      func(childComplexity int) int
-		ChecksumSearch func(childComplexity int, sha256 string, activeOnly *bool, first *int) int
-		Collections    func(childComplexity int, first *int, after *string) int
-		CreatedAt      func(childComplexity int) int
-		DeletedAt      func(childComplexity int) int
-		DisabledAt     func(childComplexity int) int
-		GcQueue        func(childComplexity int) int
-		ID             func(childComplexity int) int
-		PublishHistory func(childComplexity int, from *time.Time, to *time.Time, first *int, after *string) int
-		PurgedAt       func(childComplexity int) int
-		Repositories   func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) int
-		Slug           func(childComplexity int) int
-		Statistics     func(childComplexity int) int
-		Status         func(childComplexity int) int
-		SuspendedAt    func(childComplexity int) int
-		Trash          func(childComplexity int, first *int, after *string, last *int, before *string, kind *model.TrashKind) int
+		BlockedAt          func(childComplexity int) int
+		ChecksumSearch     func(childComplexity int, sha256 string, activeOnly *bool, first *int) int
+		Collections        func(childComplexity int, first *int, after *string) int
+		CreatedAt          func(childComplexity int) int
+		DeletedAt          func(childComplexity int) int
+		DisabledAt         func(childComplexity int) int
+		GcQueue            func(childComplexity int) int
+		ID                 func(childComplexity int) int
+		PublishHistory     func(childComplexity int, from *time.Time, to *time.Time, first *int, after *string) int
+		PurgedAt           func(childComplexity int) int
+		Repositories       func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) int
+		Slug               func(childComplexity int) int
+		Statistics         func(childComplexity int) int
+		Status             func(childComplexity int) int
+		SuspendedAt        func(childComplexity int) int
+		Trash              func(childComplexity int, first *int, after *string, last *int, before *string, kind *model.TrashKind) int
+		TrashRetentionDays func(childComplexity int) int
 	}
 
 	NamespaceConnection struct {
@@ -529,8 +533,20 @@ type ComplexityRoot struct {
 	}
 
 	PurgeRepositoryPayload struct {
-		ID   func(childComplexity int) int
-		Name func(childComplexity int) int
+		ID          func(childComplexity int) int
+		Name        func(childComplexity int) int
+		PurgedCount func(childComplexity int) int
+	}
+
+	PurgeTrashPayload struct {
+		Counts       func(childComplexity int) int
+		GcCandidates func(childComplexity int) int
+		PurgedCount  func(childComplexity int) int
+	}
+
+	PurgedCount struct {
+		Count func(childComplexity int) int
+		Kind  func(childComplexity int) int
 	}
 
 	Query struct {
@@ -614,6 +630,7 @@ type ComplexityRoot struct {
 	TrashEdge struct {
 		Cursor    func(childComplexity int) int
 		DeletedAt func(childComplexity int) int
+		ExpiresAt func(childComplexity int) int
 		Kind      func(childComplexity int) int
 		Node      func(childComplexity int) int
 	}
@@ -679,6 +696,9 @@ type MutationResolver interface {
 	DeleteRepository(ctx context.Context, input model.RepositoryRefInput) (*model.RepositoryPayload, error)
 	RestoreRepository(ctx context.Context, input model.RepositoryRefInput) (*model.RepositoryPayload, error)
 	PurgeRepository(ctx context.Context, input model.RepositoryRefInput) (*model.PurgeRepositoryPayload, error)
+	SetTrashRetention(ctx context.Context, input model.SetTrashRetentionInput) (*model.NamespacePayload, error)
+	PurgeTrash(ctx context.Context, input model.PurgeTrashInput) (*model.PurgeTrashPayload, error)
+	EmptyTrash(ctx context.Context, input model.EmptyTrashInput) (*model.PurgeTrashPayload, error)
 	CreateRepositoryCollection(ctx context.Context, input model.CreateRepositoryCollectionInput) (*model.RepositoryCollectionPayload, error)
 	LinkRepositoryToCollection(ctx context.Context, input model.RepositoryCollectionLinkInput) (*model.RepositoryPayload, error)
 	UnlinkRepositoryFromCollection(ctx context.Context, input model.RepositoryCollectionLinkInput) (*model.RepositoryPayload, error)
@@ -708,6 +728,7 @@ type MutationResolver interface {
 }
 type NamespaceResolver interface {
 	Statistics(ctx context.Context, obj *model.Namespace) (*model.NamespaceStatistics, error)
+	TrashRetentionDays(ctx context.Context, obj *model.Namespace) (int, error)
 	Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error)
 	Collections(ctx context.Context, obj *model.Namespace, first *int, after *string) (*model.RepositoryCollectionConnection, error)
 	Trash(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, kind *model.TrashKind) (*model.TrashConnection, error)
@@ -2008,6 +2029,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.DeleteRepository(childComplexity, args["input"].(model.RepositoryRefInput)), true
+	case "Mutation.emptyTrash":
+		if e.ComplexityRoot.Mutation.EmptyTrash == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_emptyTrash_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EmptyTrash(childComplexity, args["input"].(model.EmptyTrashInput)), true
 	case "Mutation.linkRepositoryToCollection":
 		if e.ComplexityRoot.Mutation.LinkRepositoryToCollection == nil {
 			break
@@ -2047,6 +2079,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PurgeRepository(childComplexity, args["input"].(model.RepositoryRefInput)), true
+	case "Mutation.purgeTrash":
+		if e.ComplexityRoot.Mutation.PurgeTrash == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_purgeTrash_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.PurgeTrash(childComplexity, args["input"].(model.PurgeTrashInput)), true
 	case "Mutation.removeNpmDistTag":
 		if e.ComplexityRoot.Mutation.RemoveNpmDistTag == nil {
 			break
@@ -2218,6 +2261,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetNpmDistTag(childComplexity, args["input"].(model.NpmDistTagInput)), true
+	case "Mutation.setTrashRetention":
+		if e.ComplexityRoot.Mutation.SetTrashRetention == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setTrashRetention_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetTrashRetention(childComplexity, args["input"].(model.SetTrashRetentionInput)), true
 	case "Mutation.skipLegacyRepository":
 		if e.ComplexityRoot.Mutation.SkipLegacyRepository == nil {
 			break
@@ -2373,6 +2427,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Namespace.Trash(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["kind"].(*model.TrashKind)), true
+	case "Namespace.trashRetentionDays":
+		if e.ComplexityRoot.Namespace.TrashRetentionDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Namespace.TrashRetentionDays(childComplexity), true
 
 	case "NamespaceConnection.edges":
 		if e.ComplexityRoot.NamespaceConnection.Edges == nil {
@@ -2822,6 +2882,44 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PurgeRepositoryPayload.Name(childComplexity), true
+	case "PurgeRepositoryPayload.purgedCount":
+		if e.ComplexityRoot.PurgeRepositoryPayload.PurgedCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgeRepositoryPayload.PurgedCount(childComplexity), true
+
+	case "PurgeTrashPayload.counts":
+		if e.ComplexityRoot.PurgeTrashPayload.Counts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgeTrashPayload.Counts(childComplexity), true
+	case "PurgeTrashPayload.gcCandidates":
+		if e.ComplexityRoot.PurgeTrashPayload.GcCandidates == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgeTrashPayload.GcCandidates(childComplexity), true
+	case "PurgeTrashPayload.purgedCount":
+		if e.ComplexityRoot.PurgeTrashPayload.PurgedCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgeTrashPayload.PurgedCount(childComplexity), true
+
+	case "PurgedCount.count":
+		if e.ComplexityRoot.PurgedCount.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgedCount.Count(childComplexity), true
+	case "PurgedCount.kind":
+		if e.ComplexityRoot.PurgedCount.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PurgedCount.Kind(childComplexity), true
 
 	case "Query.accessTokens":
 		if e.ComplexityRoot.Query.AccessTokens == nil {
@@ -3194,6 +3292,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TrashEdge.DeletedAt(childComplexity), true
+	case "TrashEdge.expiresAt":
+		if e.ComplexityRoot.TrashEdge.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrashEdge.ExpiresAt(childComplexity), true
 	case "TrashEdge.kind":
 		if e.ComplexityRoot.TrashEdge.Kind == nil {
 			break
@@ -3247,15 +3351,18 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateNamespaceInput", ec.unmarshalInputCreateNamespaceInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryCollectionInput", ec.unmarshalInputCreateRepositoryCollectionInput),
 			graphql.NewInputUnmarshaler("CreateRepositoryInput", ec.unmarshalInputCreateRepositoryInput),
+			graphql.NewInputUnmarshaler("EmptyTrashInput", ec.unmarshalInputEmptyTrashInput),
 			graphql.NewInputUnmarshaler("LegacyMigrationControlsInput", ec.unmarshalInputLegacyMigrationControlsInput),
 			graphql.NewInputUnmarshaler("NpmDistTagInput", ec.unmarshalInputNpmDistTagInput),
 			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
+			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
 			graphql.NewInputUnmarshaler("RepositoryCollectionLinkInput", ec.unmarshalInputRepositoryCollectionLinkInput),
 			graphql.NewInputUnmarshaler("RepositoryFilter", ec.unmarshalInputRepositoryFilter),
 			graphql.NewInputUnmarshaler("RepositoryOrder", ec.unmarshalInputRepositoryOrder),
 			graphql.NewInputUnmarshaler("RepositoryRefInput", ec.unmarshalInputRepositoryRefInput),
 			graphql.NewInputUnmarshaler("RequeueGcCandidateInput", ec.unmarshalInputRequeueGcCandidateInput),
 			graphql.NewInputUnmarshaler("RevokeAccessTokenInput", ec.unmarshalInputRevokeAccessTokenInput),
+			graphql.NewInputUnmarshaler("SetTrashRetentionInput", ec.unmarshalInputSetTrashRetentionInput),
 			graphql.NewInputUnmarshaler("UpdateRepositoryInput", ec.unmarshalInputUpdateRepositoryInput),
 		)
 	}
@@ -3976,6 +4083,12 @@ type Namespace {
   "Precomputed, buffered namespace counters (ADMIN on the namespace)."
   statistics: NamespaceStatistics!
   """
+  Days a soft-deleted item stays in the trash, restorable, before
+  gc:expiry-sweep purges it (ADMIN on the namespace). Default 7; 0 purges at
+  the next sweep.
+  """
+  trashRetentionDays: Int!
+  """
   Active repositories the caller may read (anonymous callers: PUBLIC ones).
   Page forward with first/after or backward with last/before, not both.
   """
@@ -4190,6 +4303,11 @@ type TrashEdge {
   cursor: String!
   kind: TrashKind!
   deletedAt: Time!
+  """
+  When the expiry sweep purges the item: deletedAt plus the namespace's
+  trash retention (it runs every few minutes, so the item goes shortly after).
+  """
+  expiresAt: Time!
   node: TrashItem!
 }
 
@@ -4274,10 +4392,35 @@ type Mutation {
   "Bring a repository back from the trash. Needs ADMIN on the repository."
   restoreRepository(input: RepositoryRefInput!): RepositoryPayload!
   """
-  Hard-delete a repository that is in the trash. Refused (CONFLICT) while it
-  still holds artifacts or upload sessions. Needs ADMIN on the repository.
+  Hard-delete a repository that is in the trash, with everything it holds
+  (images, packages, versions and their files, in batches); their blobs
+  are detached and reclaimed by garbage collection. Refused (CONFLICT) while
+  it is an upstream of a virtual repository, has upload sessions in progress
+  or a lifecycle override. Needs ADMIN on the repository.
   """
   purgeRepository(input: RepositoryRefInput!): PurgeRepositoryPayload!
+
+  """
+  Set how many days (0 to 3650) soft-deleted items stay in the namespace's
+  trash before they are purged; applies to items already there. Needs ADMIN
+  on the namespace.
+  """
+  setTrashRetention(input: SetTrashRetentionInput!): NamespacePayload!
+  """
+  Hard-delete trash items now, by the ids the trash lists (at most 100). Every
+  id must be in the namespace's trash (NOT_FOUND for an unknown id, CONFLICT
+  for an item not in the trash; nothing is purged then). A manifest an index in the trash still
+  lists is refused (CONFLICT) unless the index is purged with it. Blobs no
+  longer used become garbage-collection candidates. Needs ADMIN on the
+  namespace.
+  """
+  purgeTrash(input: PurgeTrashInput!): PurgeTrashPayload!
+  """
+  Hard-delete everything in the namespace's trash (in batches), as purgeTrash
+  does item by item. Repositories that cannot be purged yet (see
+  purgeRepository) stay. Needs ADMIN on the namespace.
+  """
+  emptyTrash(input: EmptyTrashInput!): PurgeTrashPayload!
 
   "Create a repository collection. Needs ADMIN on the namespace."
   createRepositoryCollection(input: CreateRepositoryCollectionInput!): RepositoryCollectionPayload!
@@ -4354,10 +4497,43 @@ type RepositoryPayload {
   repository: Repository!
 }
 
+input SetTrashRetentionInput {
+  namespace: String!
+  "0 to 3650."
+  days: Int!
+}
+
+input PurgeTrashInput {
+  namespace: String!
+  "Ids of trash items (TrashEdge.node ids), 1 to 100."
+  ids: [ID!]!
+}
+
+input EmptyTrashInput {
+  namespace: String!
+}
+
+"Rows hard-deleted by a purge, by kind."
+type PurgedCount {
+  "A TrashKind, or CONTAINER_BLOB_LINK (an image's blob link removed through the OCI API)."
+  kind: String!
+  count: Int!
+}
+
+type PurgeTrashPayload {
+  "Rows hard-deleted, every kind (a package counts with its versions)."
+  purgedCount: Int!
+  counts: [PurgedCount!]!
+  "Blobs left unused by the purge, now garbage-collection candidates."
+  gcCandidates: Int!
+}
+
 type PurgeRepositoryPayload {
   "Id of the deleted repository."
   id: ID!
   name: String!
+  "Rows hard-deleted with the repository (images, manifests, packages, versions)."
+  purgedCount: Int!
 }
 
 input CreateRepositoryCollectionInput {
@@ -5136,6 +5312,8 @@ func (ec *executionContext) childFields_Namespace(ctx context.Context, field gra
 		return ec.fieldContext_Namespace_suspendedAt(ctx, field)
 	case "statistics":
 		return ec.fieldContext_Namespace_statistics(ctx, field)
+	case "trashRetentionDays":
+		return ec.fieldContext_Namespace_trashRetentionDays(ctx, field)
 	case "repositories":
 		return ec.fieldContext_Namespace_repositories(ctx, field)
 	case "collections":
@@ -5406,8 +5584,32 @@ func (ec *executionContext) childFields_PurgeRepositoryPayload(ctx context.Conte
 		return ec.fieldContext_PurgeRepositoryPayload_id(ctx, field)
 	case "name":
 		return ec.fieldContext_PurgeRepositoryPayload_name(ctx, field)
+	case "purgedCount":
+		return ec.fieldContext_PurgeRepositoryPayload_purgedCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PurgeRepositoryPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_PurgeTrashPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "purgedCount":
+		return ec.fieldContext_PurgeTrashPayload_purgedCount(ctx, field)
+	case "counts":
+		return ec.fieldContext_PurgeTrashPayload_counts(ctx, field)
+	case "gcCandidates":
+		return ec.fieldContext_PurgeTrashPayload_gcCandidates(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PurgeTrashPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_PurgedCount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_PurgedCount_kind(ctx, field)
+	case "count":
+		return ec.fieldContext_PurgedCount_count(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PurgedCount", field.Name)
 }
 
 func (ec *executionContext) childFields_Repository(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5548,6 +5750,8 @@ func (ec *executionContext) childFields_TrashEdge(ctx context.Context, field gra
 		return ec.fieldContext_TrashEdge_kind(ctx, field)
 	case "deletedAt":
 		return ec.fieldContext_TrashEdge_deletedAt(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_TrashEdge_expiresAt(ctx, field)
 	case "node":
 		return ec.fieldContext_TrashEdge_node(ctx, field)
 	}
@@ -5976,6 +6180,20 @@ func (ec *executionContext) field_Mutation_deleteRepository_args(ctx context.Con
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_emptyTrash_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.EmptyTrashInput, error) {
+			return ec.unmarshalNEmptyTrashInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐEmptyTrashInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_linkRepositoryToCollection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6018,6 +6236,20 @@ func (ec *executionContext) field_Mutation_purgeRepository_args(ctx context.Cont
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RepositoryRefInput, error) {
 			return ec.unmarshalNRepositoryRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_purgeTrash_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.PurgeTrashInput, error) {
+			return ec.unmarshalNPurgeTrashInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgeTrashInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -6252,6 +6484,20 @@ func (ec *executionContext) field_Mutation_setNpmDistTag_args(ctx context.Contex
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.NpmDistTagInput, error) {
 			return ec.unmarshalNNpmDistTagInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDistTagInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setTrashRetention_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetTrashRetentionInput, error) {
+			return ec.unmarshalNSetTrashRetentionInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐSetTrashRetentionInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -11801,6 +12047,138 @@ func (ec *executionContext) fieldContext_Mutation_purgeRepository(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setTrashRetention(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setTrashRetention(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetTrashRetention(ctx, fc.Args["input"].(model.SetTrashRetentionInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NamespacePayload) graphql.Marshaler {
+			return ec.marshalNNamespacePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespacePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setTrashRetention(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NamespacePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setTrashRetention_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_purgeTrash(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_purgeTrash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().PurgeTrash(ctx, fc.Args["input"].(model.PurgeTrashInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PurgeTrashPayload) graphql.Marshaler {
+			return ec.marshalNPurgeTrashPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgeTrashPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_purgeTrash(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PurgeTrashPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_purgeTrash_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_emptyTrash(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_emptyTrash(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EmptyTrash(ctx, fc.Args["input"].(model.EmptyTrashInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PurgeTrashPayload) graphql.Marshaler {
+			return ec.marshalNPurgeTrashPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgeTrashPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_emptyTrash(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PurgeTrashPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_emptyTrash_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createRepositoryCollection(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13158,6 +13536,29 @@ func (ec *executionContext) fieldContext_Namespace_statistics(_ context.Context,
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _Namespace_trashRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.Namespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Namespace_trashRetentionDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Namespace().TrashRetentionDays(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Namespace_trashRetentionDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Namespace", field, true, true, "Int")
 }
 
 func (ec *executionContext) _Namespace_repositories(ctx context.Context, field graphql.CollectedField, obj *model.Namespace) (ret graphql.Marshaler) {
@@ -15269,6 +15670,153 @@ func (ec *executionContext) fieldContext_PurgeRepositoryPayload_name(_ context.C
 	return graphql.NewScalarFieldContext("PurgeRepositoryPayload", field, false, false, "String")
 }
 
+func (ec *executionContext) _PurgeRepositoryPayload_purgedCount(ctx context.Context, field graphql.CollectedField, obj *model.PurgeRepositoryPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgeRepositoryPayload_purgedCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PurgedCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgeRepositoryPayload_purgedCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PurgeRepositoryPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PurgeTrashPayload_purgedCount(ctx context.Context, field graphql.CollectedField, obj *model.PurgeTrashPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgeTrashPayload_purgedCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PurgedCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgeTrashPayload_purgedCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PurgeTrashPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PurgeTrashPayload_counts(ctx context.Context, field graphql.CollectedField, obj *model.PurgeTrashPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgeTrashPayload_counts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Counts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.PurgedCount) graphql.Marshaler {
+			return ec.marshalNPurgedCount2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgedCountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgeTrashPayload_counts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PurgeTrashPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PurgedCount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PurgeTrashPayload_gcCandidates(ctx context.Context, field graphql.CollectedField, obj *model.PurgeTrashPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgeTrashPayload_gcCandidates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GcCandidates, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgeTrashPayload_gcCandidates(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PurgeTrashPayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _PurgedCount_kind(ctx context.Context, field graphql.CollectedField, obj *model.PurgedCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgedCount_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgedCount_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PurgedCount", field, false, false, "String")
+}
+
+func (ec *executionContext) _PurgedCount_count(ctx context.Context, field graphql.CollectedField, obj *model.PurgedCount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PurgedCount_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PurgedCount_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PurgedCount", field, false, false, "Int")
+}
+
 func (ec *executionContext) _Query_namespace(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16914,6 +17462,29 @@ func (ec *executionContext) fieldContext_TrashEdge_deletedAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("TrashEdge", field, false, false, "Time")
 }
 
+func (ec *executionContext) _TrashEdge_expiresAt(ctx context.Context, field graphql.CollectedField, obj *model.TrashEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrashEdge_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TrashEdge_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrashEdge", field, false, false, "Time")
+}
+
 func (ec *executionContext) _TrashEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.TrashEdge) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18482,6 +19053,48 @@ func UnmarshalCreateRepositoryInput(ctx context.Context, raw any) (model.CreateR
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputEmptyTrashInput(ctx context.Context, obj any) (model.EmptyTrashInput, error) {
+	var it model.EmptyTrashInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalEmptyTrashInput unmarshals raw into the EmptyTrashInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalEmptyTrashInput(ctx context.Context, raw any) (model.EmptyTrashInput, error) {
+	var out model.EmptyTrashInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "EmptyTrashInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputLegacyMigrationControlsInput(ctx context.Context, obj any) (model.LegacyMigrationControlsInput, error) {
 	var it model.LegacyMigrationControlsInput
 	if obj == nil {
@@ -18654,6 +19267,55 @@ func (ec *executionContext) unmarshalInputPackageItemRefInput(ctx context.Contex
 func UnmarshalPackageItemRefInput(ctx context.Context, raw any) (model.PackageItemRefInput, error) {
 	var out model.PackageItemRefInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "PackageItemRefInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputPurgeTrashInput(ctx context.Context, obj any) (model.PurgeTrashInput, error) {
+	var it model.PurgeTrashInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "ids"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "ids":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("ids"))
+			data, err := ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Ids = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalPurgeTrashInput unmarshals raw into the PurgeTrashInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalPurgeTrashInput(ctx context.Context, raw any) (model.PurgeTrashInput, error) {
+	var out model.PurgeTrashInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "PurgeTrashInput", raw, &out)
 	return out, err
 }
 
@@ -18976,6 +19638,55 @@ func (ec *executionContext) unmarshalInputRevokeAccessTokenInput(ctx context.Con
 func UnmarshalRevokeAccessTokenInput(ctx context.Context, raw any) (model.RevokeAccessTokenInput, error) {
 	var out model.RevokeAccessTokenInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeAccessTokenInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetTrashRetentionInput(ctx context.Context, obj any) (model.SetTrashRetentionInput, error) {
+	var it model.SetTrashRetentionInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "days"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "days":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("days"))
+			data, err := ec.unmarshalNInt2int(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Days = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetTrashRetentionInput unmarshals raw into the SetTrashRetentionInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetTrashRetentionInput(ctx context.Context, raw any) (model.SetTrashRetentionInput, error) {
+	var out model.SetTrashRetentionInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetTrashRetentionInput", raw, &out)
 	return out, err
 }
 
@@ -21285,6 +21996,27 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setTrashRetention":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setTrashRetention(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "purgeTrash":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_purgeTrash(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "emptyTrash":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_emptyTrash(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createRepositoryCollection":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createRepositoryCollection(ctx, field)
@@ -21545,6 +22277,12 @@ func (ec *executionContext) _Namespace(ctx context.Context, sel ast.SelectionSet
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Namespace_statistics(ctx, field, obj)
+				})
+		case "trashRetentionDays":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Namespace_trashRetentionDays(ctx, field, obj)
 				})
 		case "repositories":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -22507,6 +23245,92 @@ func (ec *executionContext) _PurgeRepositoryPayload(ctx context.Context, sel ast
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "purgedCount":
+			out.Values[i] = ec._PurgeRepositoryPayload_purgedCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var purgeTrashPayloadImplementors = []string{"PurgeTrashPayload"}
+
+func (ec *executionContext) _PurgeTrashPayload(ctx context.Context, sel ast.SelectionSet, obj *model.PurgeTrashPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, purgeTrashPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PurgeTrashPayload")
+		case "purgedCount":
+			out.Values[i] = ec._PurgeTrashPayload_purgedCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "counts":
+			out.Values[i] = ec._PurgeTrashPayload_counts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "gcCandidates":
+			out.Values[i] = ec._PurgeTrashPayload_gcCandidates(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var purgedCountImplementors = []string{"PurgedCount"}
+
+func (ec *executionContext) _PurgedCount(ctx context.Context, sel ast.SelectionSet, obj *model.PurgedCount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, purgedCountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PurgedCount")
+		case "kind":
+			out.Values[i] = ec._PurgedCount_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._PurgedCount_count(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -23109,6 +23933,11 @@ func (ec *executionContext) _TrashEdge(ctx context.Context, sel ast.SelectionSet
 			}
 		case "deletedAt":
 			out.Values[i] = ec._TrashEdge_deletedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._TrashEdge_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -23862,6 +24691,11 @@ func (ec *executionContext) marshalNDeleteContainerTagPayload2ᚖgithubᚗcomᚋ
 	return ec._DeleteContainerTagPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNEmptyTrashInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐEmptyTrashInput(ctx context.Context, v any) (model.EmptyTrashInput, error) {
+	res, err := ec.unmarshalInputEmptyTrashInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -23984,6 +24818,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 		graphql.AddInvalidNullFromMarshaler(ctx, "ID!")
 	}
 	return res
+}
+
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
@@ -24541,6 +25404,43 @@ func (ec *executionContext) marshalNPurgeRepositoryPayload2ᚖgithubᚗcomᚋart
 	return ec._PurgeRepositoryPayload(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNPurgeTrashInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgeTrashInput(ctx context.Context, v any) (model.PurgeTrashInput, error) {
+	res, err := ec.unmarshalInputPurgeTrashInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPurgeTrashPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgeTrashPayload(ctx context.Context, sel ast.SelectionSet, v *model.PurgeTrashPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PurgeTrashPayload!")
+		return graphql.Null
+	}
+	return ec._PurgeTrashPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPurgedCount2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgedCountᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.PurgedCount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPurgedCount2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgedCount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPurgedCount2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgedCount(ctx context.Context, sel ast.SelectionSet, v *model.PurgedCount) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "PurgedCount!")
+		return graphql.Null
+	}
+	return ec._PurgedCount(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx context.Context, sel ast.SelectionSet, v *model.Repository) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "Repository!")
@@ -24690,6 +25590,11 @@ func (ec *executionContext) unmarshalNRequeueGcCandidateInput2githubᚗcomᚋart
 
 func (ec *executionContext) unmarshalNRevokeAccessTokenInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRevokeAccessTokenInput(ctx context.Context, v any) (model.RevokeAccessTokenInput, error) {
 	res, err := ec.unmarshalInputRevokeAccessTokenInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNSetTrashRetentionInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐSetTrashRetentionInput(ctx context.Context, v any) (model.SetTrashRetentionInput, error) {
+	res, err := ec.unmarshalInputSetTrashRetentionInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

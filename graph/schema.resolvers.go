@@ -267,11 +267,64 @@ func (r *mutationResolver) PurgeRepository(ctx context.Context, input model.Repo
 	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
 		return nil, err
 	}
-	repo, err := r.catalog.PurgeRepository(ctx, ref)
+	repo, purged, err := r.catalog.PurgeRepository(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	return &model.PurgeRepositoryPayload{ID: repo.ID.String(), Name: repo.Name}, nil
+	return &model.PurgeRepositoryPayload{ID: repo.ID.String(), Name: repo.Name, PurgedCount: purged.Total()}, nil
+}
+
+// SetTrashRetention is the resolver for the setTrashRetention field.
+func (r *mutationResolver) SetTrashRetention(ctx context.Context, input model.SetTrashRetentionInput) (*model.NamespacePayload, error) {
+	if err := r.authorizeNamespaceSlug(ctx, input.Namespace, auth.ActionAdmin); err != nil {
+		return nil, err
+	}
+	ns, err := r.store.SetTrashRetention(ctx, input.Namespace, input.Days)
+	if err != nil {
+		return nil, err
+	}
+	return &model.NamespacePayload{Namespace: toNamespace(ns)}, nil
+}
+
+// PurgeTrash is the resolver for the purgeTrash field.
+func (r *mutationResolver) PurgeTrash(ctx context.Context, input model.PurgeTrashInput) (*model.PurgeTrashPayload, error) {
+	ns, err := r.namespaceFor(ctx, input.Namespace, auth.ActionAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if err := ns.RequireWrites(); err != nil {
+		return nil, err
+	}
+	if len(input.Ids) == 0 || len(input.Ids) > catalog.MaxPurgeIDs {
+		return nil, invalidInput("ids: name 1 to %d trash items, not %d", catalog.MaxPurgeIDs, len(input.Ids))
+	}
+	ids := make([]uuid.UUID, len(input.Ids))
+	for i, s := range input.Ids {
+		if ids[i], err = parseID("trash item", s); err != nil {
+			return nil, err
+		}
+	}
+	p, err := r.catalog.PurgeTrash(ctx, ns.ID, ids)
+	if err != nil {
+		return nil, err
+	}
+	return toPurgeTrashPayload(p), nil
+}
+
+// EmptyTrash is the resolver for the emptyTrash field.
+func (r *mutationResolver) EmptyTrash(ctx context.Context, input model.EmptyTrashInput) (*model.PurgeTrashPayload, error) {
+	ns, err := r.namespaceFor(ctx, input.Namespace, auth.ActionAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if err := ns.RequireWrites(); err != nil {
+		return nil, err
+	}
+	p, err := r.catalog.EmptyTrash(ctx, ns.ID)
+	if err != nil {
+		return nil, err
+	}
+	return toPurgeTrashPayload(p), nil
 }
 
 // CreateRepositoryCollection is the resolver for the createRepositoryCollection field.
@@ -359,6 +412,14 @@ func (r *namespaceResolver) Statistics(ctx context.Context, obj *model.Namespace
 		return &model.NamespaceStatistics{}, nil
 	}
 	return &model.NamespaceStatistics{DeduplicatedSizeBytes: st.DeduplicatedSizeBytes, ComponentsCount: st.ComponentsCount}, nil
+}
+
+// TrashRetentionDays is the resolver for the trashRetentionDays field.
+func (r *namespaceResolver) TrashRetentionDays(ctx context.Context, obj *model.Namespace) (int, error) {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
+		return 0, err
+	}
+	return obj.RetentionDays, nil
 }
 
 // Repositories is the resolver for the repositories field.
@@ -485,7 +546,8 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 	for _, e := range entries {
 		c := encodeCursor("trash", e.Key())
 		cursors = append(cursors, c)
-		edge := &model.TrashEdge{Cursor: c, Kind: model.TrashKind(e.Kind), DeletedAt: e.DeletedAt}
+		edge := &model.TrashEdge{Cursor: c, Kind: model.TrashKind(e.Kind), DeletedAt: e.DeletedAt,
+			ExpiresAt: e.DeletedAt.Add(time.Duration(obj.RetentionDays) * 24 * time.Hour)}
 		switch {
 		case e.Repository != nil:
 			edge.Node = toRepository(e.Repository)

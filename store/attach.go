@@ -219,3 +219,44 @@ func (s *Store) Detach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, at
 	}
 	return out, nil
 }
+
+// Released is what a purge released: attachments removed and the blobs
+// left with none (now GC candidates).
+type Released struct {
+	Attachments int
+	Candidates  int
+}
+
+// Add sums two releases.
+func (r Released) Add(o Released) Released {
+	return Released{Attachments: r.Attachments + o.Attachments, Candidates: r.Candidates + o.Candidates}
+}
+
+// PurgeAttached hard-deletes format rows that own attachments and detaches
+// those attachments, inside the caller's transaction, in the order of the
+// lock protocol (docs/garbage-collection.md, rule 2): the caller has locked
+// the artifact rows; the blob rows of the attachments are locked here
+// (ascending digest order) before deleteRows runs its DELETEs (children
+// before parents, one statement each, so that row triggers can still
+// resolve each row's repository); then the attachments are detached, which
+// records a GC candidate for every blob left with none. Bytes are never
+// touched: gc:cleanup reclaims them later.
+func (s *Store) PurgeAttached(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, attachments []Attachment, deleteRows func() error) (Released, error) {
+	if len(attachments) > 0 {
+		shas := make([][32]byte, len(attachments))
+		for i, a := range attachments {
+			shas[i] = a.SHA256
+		}
+		if _, err := s.lockBlobsObserved(ctx, tx, namespaceID, blobsql.SortedDigests(shas)); err != nil {
+			return Released{}, err
+		}
+	}
+	if err := deleteRows(); err != nil {
+		return Released{}, err
+	}
+	zero, err := s.Detach(ctx, tx, namespaceID, attachments)
+	if err != nil {
+		return Released{}, err
+	}
+	return Released{Attachments: len(attachments), Candidates: len(zero)}, nil
+}

@@ -57,7 +57,22 @@ type Namespace struct {
 	BlockedAt   *time.Time
 	DisabledAt  *time.Time
 	SuspendedAt *time.Time
+	// TrashRetentionDays: how long soft-deleted rows stay restorable
+	// before the expiry sweep purges them (docs/schema.md, "Soft delete,
+	// trash and purge").
+	TrashRetentionDays int
 }
+
+// TrashRetention is the namespace's retention as a duration.
+func (n *Namespace) TrashRetention() time.Duration {
+	return time.Duration(n.TrashRetentionDays) * 24 * time.Hour
+}
+
+// Bounds of a namespace's trash retention, in days (the schema's CHECK).
+const (
+	DefaultTrashRetentionDays = 7
+	MaxTrashRetentionDays     = 3650
+)
 
 // Status derives the status: purged, deleted, blocked, disabled,
 // suspended, active — the first that holds.
@@ -94,11 +109,11 @@ func (n *Namespace) RequireWrites() error {
 	return nil
 }
 
-const namespaceColumns = `id, slug, created_at, deleted_at, purged_at, blocked_at, disabled_at, suspended_at`
+const namespaceColumns = `id, slug, created_at, deleted_at, purged_at, blocked_at, disabled_at, suspended_at, trash_retention_days`
 
 func scanNamespace(row pgx.Row) (*Namespace, error) {
 	var n Namespace
-	err := row.Scan(&n.ID, &n.Slug, &n.CreatedAt, &n.DeletedAt, &n.PurgedAt, &n.BlockedAt, &n.DisabledAt, &n.SuspendedAt)
+	err := row.Scan(&n.ID, &n.Slug, &n.CreatedAt, &n.DeletedAt, &n.PurgedAt, &n.BlockedAt, &n.DisabledAt, &n.SuspendedAt, &n.TrashRetentionDays)
 	if err != nil {
 		return nil, err
 	}
@@ -258,6 +273,22 @@ func (s *Store) SetNamespaceCondition(ctx context.Context, slug string, cond Nam
 			return col + ` = COALESCE(` + col + `, now())`, nil
 		}
 		return col + ` = NULL`, nil
+	})
+}
+
+// SetTrashRetention sets how many days soft-deleted rows of the namespace
+// stay in the trash (0 to MaxTrashRetentionDays). The expiry sweep reads
+// it at every run, so a shorter retention applies to items already in the
+// trash.
+func (s *Store) SetTrashRetention(ctx context.Context, slug string, days int) (*Namespace, error) {
+	if days < 0 || days > MaxTrashRetentionDays {
+		return nil, errs.New(CodeInvalidInput, "trash retention must be between 0 and %d days, not %d", MaxTrashRetentionDays, days)
+	}
+	return s.updateNamespace(ctx, slug, func(ns *Namespace) (string, error) {
+		if err := ns.RequireWrites(); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("trash_retention_days = %d", days), nil
 	})
 }
 

@@ -23,6 +23,9 @@ type Namespace struct {
 	BlockedAt   *time.Time
 	DisabledAt  *time.Time
 	SuspendedAt *time.Time
+	// RetentionDays backs trashRetentionDays (a resolver, for its
+	// authorization) and the trash's expiresAt.
+	RetentionDays int
 }
 
 // Group (Siblings on Repository, ContainerImage, ContainerTag and

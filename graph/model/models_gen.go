@@ -119,6 +119,10 @@ type DeleteContainerTagPayload struct {
 	Tag string `json:"tag"`
 }
 
+type EmptyTrashInput struct {
+	Namespace string `json:"namespace"`
+}
+
 type GCCandidateConnection struct {
 	Edges    []*GCCandidateEdge `json:"edges"`
 	PageInfo *PageInfo          `json:"pageInfo"`
@@ -369,6 +373,29 @@ type PurgeRepositoryPayload struct {
 	// Id of the deleted repository.
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// Rows hard-deleted with the repository (images, manifests, packages, versions).
+	PurgedCount int `json:"purgedCount"`
+}
+
+type PurgeTrashInput struct {
+	Namespace string `json:"namespace"`
+	// Ids of trash items (TrashEdge.node ids), 1 to 100.
+	Ids []string `json:"ids"`
+}
+
+type PurgeTrashPayload struct {
+	// Rows hard-deleted, every kind (a package counts with its versions).
+	PurgedCount int            `json:"purgedCount"`
+	Counts      []*PurgedCount `json:"counts"`
+	// Blobs left unused by the purge, now garbage-collection candidates.
+	GcCandidates int `json:"gcCandidates"`
+}
+
+// Rows hard-deleted by a purge, by kind.
+type PurgedCount struct {
+	// A TrashKind, or CONTAINER_BLOB_LINK (an image's blob link removed through the OCI API).
+	Kind  string `json:"kind"`
+	Count int    `json:"count"`
 }
 
 type Query struct {
@@ -434,6 +461,12 @@ type RevokeAccessTokenInput struct {
 	ID        string `json:"id"`
 }
 
+type SetTrashRetentionInput struct {
+	Namespace string `json:"namespace"`
+	// 0 to 3650.
+	Days int `json:"days"`
+}
+
 type TrashConnection struct {
 	Edges    []*TrashEdge `json:"edges"`
 	PageInfo *PageInfo    `json:"pageInfo"`
@@ -443,6 +476,9 @@ type TrashEdge struct {
 	Cursor    string    `json:"cursor"`
 	Kind      TrashKind `json:"kind"`
 	DeletedAt time.Time `json:"deletedAt"`
+	// When the expiry sweep purges the item: deletedAt plus the namespace's
+	// trash retention (it runs every few minutes, so the item goes shortly after).
+	ExpiresAt time.Time `json:"expiresAt"`
 	Node      TrashItem `json:"node"`
 }
 

@@ -38,6 +38,9 @@ type Config struct {
 	// recheck and discard but delete nothing, 3 delete.
 	GCPhase       int
 	GCReviewDelay time.Duration
+	// GCExpiryInterval is how often gc:expiry-sweep purges trash rows past
+	// their namespace's retention.
+	GCExpiryInterval time.Duration
 	// Legacy is proxy mode and the migration from a registry:2.
 	Legacy Legacy
 	// GCCleanupWorkers is how many gc:cleanup jobs run at once; each holds
@@ -159,6 +162,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envInt(fs, &c.AuthFailureLimit, "auth-failure-limit", "ARTIFACT_REGISTRY_AUTH_FAILURE_LIMIT", 10, "failed authentications per minute a client address may make before it gets 429 (0: no limit)")
 	envString(fs, &c.TrustedProxiesList, "trusted-proxies", "ARTIFACT_REGISTRY_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client")
 	envInt(fs, &c.NpmMaxPublishBytes, "npm-max-publish-bytes", "ARTIFACT_REGISTRY_NPM_MAX_PUBLISH_BYTES", DefaultNpmMaxPublishBytes, "largest npm publish body in bytes, the tarball in base64 included (larger: 413)")
+	envDuration(fs, &c.GCExpiryInterval, "gc-expiry-interval", "ARTIFACT_REGISTRY_GC_EXPIRY_INTERVAL", 10*time.Minute, "how often soft-deleted rows past their namespace's trash retention are purged")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	envDuration(fs, &c.BodyIdleTimeout, "body-idle-timeout", "ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", 30*time.Second, "cut a request body that sends nothing, or a client that reads nothing, for this long")
 	c.Legacy.Register(fs)
@@ -181,6 +185,9 @@ func (c *Config) Finish() error {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format must be text or json, not %q", c.LogFormat)
+	}
+	if c.GCExpiryInterval < time.Second {
+		return fmt.Errorf("--gc-expiry-interval must be at least 1s, not %s", c.GCExpiryInterval)
 	}
 	if c.GCPhase < 1 || c.GCPhase > 3 {
 		return fmt.Errorf("--gc-phase must be 1, 2 or 3, not %d", c.GCPhase)

@@ -1,12 +1,15 @@
-// Package catalog holds what spans formats: the namespace's trash, its
+// Package catalog holds what spans formats: the namespace's trash (with
+// its expiry and purge, which call each format's purge functions), its
 // publish history, the checksum search, and the purge of a repository
-// (refused while rows of any format still reference it). Each of these is
-// one statement over the tables of every format, whose items it then loads
-// from the format packages by calling them; the format packages never
-// import each other or this package.
+// with its contents. The reads are one statement over the tables of every
+// format, whose items they then load from the format packages; the purges
+// run each format's purge functions. The format packages never import each
+// other or this package.
 package catalog
 
 import (
+	"context"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -22,6 +25,11 @@ type Store struct {
 	container *container.Store
 	maven     *maven.Store
 	npm       *npmstore.Store
+
+	// beforeCommit, when set (tests), runs at the end of every purge
+	// batch's transaction: an error rolls the batch back, as a crash
+	// between its statements and the commit would.
+	beforeCommit func(ctx context.Context, kind TrashKind) error
 }
 
 // New returns the cross-format reads over the core store.

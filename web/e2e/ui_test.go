@@ -329,6 +329,25 @@ func TestUI(t *testing.T) {
 		b.see(heading("Page not found"))
 	})
 
+	// Purge from the trash: one repository after confirmation, then the
+	// rest with "Empty trash"; each item says when it expires.
+	step("purge and empty the trash", func(t *testing.T) {
+		for _, name := range []string{"svc-0008", "svc-0009"} {
+			b.open("/n/acme/r/" + name)
+			b.click(button("Move to trash"))
+			b.see(heading("Repositories"))
+		}
+		b.open("/n/acme/trash?kind=repository")
+		b.see(text("purged 7 days after deletion"))
+		b.see(text("svc-0009"))
+		b.click(button("Purge repository svc-0009"))
+		b.gone(text("svc-0009"))
+		b.see(text("svc-0008"))
+		b.click(button("Empty trash"))
+		b.see(text("Purged 1 item."))
+		b.see(text("The trash is empty."))
+	})
+
 	// Keyboard: "/" focuses the search field; Tab reaches the skip link first.
 	step("slash focuses the search field", func(t *testing.T) {
 		b.open("/n/acme/search")

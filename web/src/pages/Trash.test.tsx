@@ -1,7 +1,8 @@
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { Route } from "react-router";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { formatTime } from "../format";
 import { connection, renderRoutes } from "../test/render";
 import { Trash } from "./Trash";
 
@@ -34,7 +35,13 @@ function trash(items: { node: object; kind: string }[]) {
         trash: connection(
           "Trash",
           items.map((i) => i.node),
-          { edge: (n) => ({ kind: items.find((i) => i.node === n)!.kind, deletedAt: "2026-11-02T10:00:00Z" }) },
+          {
+            edge: (n) => ({
+              kind: items.find((i) => i.node === n)!.kind,
+              deletedAt: "2026-11-02T10:00:00Z",
+              expiresAt: "2026-11-09T10:00:00Z",
+            }),
+          },
         ),
       },
     },
@@ -83,5 +90,28 @@ describe("Trash", () => {
     );
     await screen.findByText("com.acme:core:2.0");
     expect(ops("Trash")[0].variables).toMatchObject({ kind: "MAVEN_VERSION" });
+  });
+
+  it("shows when items expire and purges one after confirmation", async () => {
+    const user = userEvent.setup();
+    const confirm = vi.spyOn(window, "confirm");
+    const { ops } = renderRoutes(
+      "/n/acme/trash",
+      <Route path="/n/:ns/trash" element={<Trash />} />,
+      () => trash([{ node: npmVersion, kind: "NPM_VERSION" }]),
+      { token: "t" },
+    );
+    const row = (await screen.findByText("@acme/ui@1.2.0")).closest("tr")!;
+    expect(within(row).getByText(formatTime("2026-11-09T10:00:00Z"))).toBeTruthy();
+    confirm.mockReturnValueOnce(false);
+    await user.click(within(row).getByRole("button", { name: "Purge npm version @acme/ui@1.2.0" }));
+    expect(ops("PurgeTrash")).toHaveLength(0);
+    confirm.mockReturnValueOnce(true);
+    await user.click(within(row).getByRole("button", { name: "Purge npm version @acme/ui@1.2.0" }));
+    await waitFor(() => expect(ops("PurgeTrash")[0]?.variables).toMatchObject({ input: { namespace: "acme", ids: ["nv1"] } }));
+    confirm.mockReturnValueOnce(true);
+    await user.click(screen.getByRole("button", { name: "Empty trash" }));
+    await waitFor(() => expect(ops("EmptyTrash")[0]?.variables).toMatchObject({ input: { namespace: "acme" } }));
+    confirm.mockRestore();
   });
 });

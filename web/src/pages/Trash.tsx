@@ -21,6 +21,7 @@ const TrashQuery = graphql(`
           cursor
           kind
           deletedAt
+          expiresAt
           node {
             __typename
             ... on Repository {
@@ -118,6 +119,34 @@ const PurgeRepositoryMutation = graphql(`
   }
 `);
 
+const RetentionQuery = graphql(`
+  query TrashRetention($namespace: String!) {
+    namespace(slug: $namespace) {
+      id
+      trashRetentionDays
+    }
+  }
+`);
+
+// Purges go through purgeTrash / emptyTrash, by the ids the trash lists.
+const PurgeTrashMutation = graphql(`
+  mutation PurgeTrash($input: PurgeTrashInput!) {
+    purgeTrash(input: $input) {
+      purgedCount
+      gcCandidates
+    }
+  }
+`);
+
+const EmptyTrashMutation = graphql(`
+  mutation EmptyTrash($input: EmptyTrashInput!) {
+    emptyTrash(input: $input) {
+      purgedCount
+      gcCandidates
+    }
+  }
+`);
+
 const RestoreManifestMutation = graphql(`
   mutation RestoreContainerManifest($input: ContainerManifestRefInput!) {
     restoreContainerManifest(input: $input) {
@@ -206,6 +235,8 @@ const ctx = {
     "MavenPackage",
     "NpmPackage",
     "TrashEdge",
+    "PurgeTrashPayload",
+    "PurgeRepositoryPayload",
   ],
 };
 
@@ -214,12 +245,36 @@ export function Trash() {
   const [params, setParams] = useSearchParams();
   const k = (params.get("kind") ?? "").toUpperCase();
   const kind = KINDS.some((x) => x.kind === k) ? (k as TrashKind | "") : "";
+  const [{ data: retention }] = useQuery({ query: RetentionQuery, variables: { namespace: ns } });
+  const days = retention?.namespace?.trashRetentionDays;
+  const [emptied, doEmpty] = useMutation(EmptyTrashMutation);
   return (
     <section>
       <PageTitle>Trash</PageTitle>
       <p className="muted">
-        Deleted repositories and artifacts, most recently deleted first. They keep their storage until restored or purged.
+        Deleted repositories and artifacts, most recently deleted first. They keep their storage until restored or purged
+        {days === undefined ? "." : days === 0 ? ", and are purged at the next expiry sweep." : `, and are purged ${days} ${days === 1 ? "day" : "days"} after deletion.`}
       </p>
+      <div className="filters">
+        <button
+          type="button"
+          className="btn btn-danger-outline"
+          disabled={emptied.fetching}
+          onClick={() => {
+            if (window.confirm("Delete everything in the trash for good? This cannot be undone.")) {
+              void doEmpty({ input: { namespace: ns } }, ctx);
+            }
+          }}
+        >
+          Empty trash
+        </button>
+        {emptied.data?.emptyTrash && (
+          <span className="muted" role="status">
+            Purged {emptied.data.emptyTrash.purgedCount} {emptied.data.emptyTrash.purgedCount === 1 ? "item" : "items"}.
+          </span>
+        )}
+      </div>
+      {emptied.error && <ErrorBox error={emptied.error} title="Emptying the trash failed" />}
       <div className="filters" role="group" aria-label="Show">
         {KINDS.map((x) => (
           <button
@@ -241,6 +296,7 @@ export function Trash() {
               <th scope="col">Kind</th>
               <th scope="col">Where</th>
               <th scope="col">Deleted</th>
+              <th scope="col">Expires</th>
               <th scope="col">
                 <span className="visually-hidden">Actions</span>
               </th>
@@ -266,12 +322,37 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
   const [restoreNpmPackage, doRestoreNpmPackage] = useMutation(RestoreNpmPackageMutation);
   const [restoreMavenVersion, doRestoreMavenVersion] = useMutation(RestoreMavenVersionMutation);
   const [restoreMavenPackage, doRestoreMavenPackage] = useMutation(RestoreMavenPackageMutation);
-  const mutations = [restoreRepo, purgeRepo, restoreManifest, restoreNpmVersion, restoreNpmPackage, restoreMavenVersion, restoreMavenPackage];
+  const [purged, doPurge] = useMutation(PurgeTrashMutation);
+  const mutations = [
+    restoreRepo,
+    purgeRepo,
+    restoreManifest,
+    restoreNpmVersion,
+    restoreNpmPackage,
+    restoreMavenVersion,
+    restoreMavenPackage,
+    purged,
+  ];
   const busy = mutations.some((m) => m.fetching);
   const mutationError = mutations.find((m) => m.error)?.error;
   const restoreButton = (what: string, run: () => unknown) => (
     <button type="button" className="btn btn-small" disabled={busy} aria-label={`Restore ${what}`} onClick={() => void run()}>
       Restore
+    </button>
+  );
+  const purgeButton = (what: string, id: string) => (
+    <button
+      type="button"
+      className="btn btn-small btn-danger-outline"
+      disabled={busy}
+      aria-label={`Purge ${what}`}
+      onClick={() => {
+        if (window.confirm(`Delete ${what} for good? This cannot be undone.`)) {
+          void doPurge({ input: { namespace: ns, ids: [id] } }, ctx);
+        }
+      }}
+    >
+      Purge
     </button>
   );
   const conn = data?.namespace?.trash;
@@ -281,7 +362,7 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
   }, [index, conn]);
   const note = (c: ReactNode) => (
     <tr className="row-note">
-      <td colSpan={5}>{c}</td>
+      <td colSpan={6}>{c}</td>
     </tr>
   );
   return (
@@ -333,6 +414,7 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
           case "ContainerImage":
             item = <strong>{n.name}</strong>;
             where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
+            actions = purgeButton(`image ${n.name}`, n.id);
             break;
           case "ContainerManifest":
             item = (
@@ -350,6 +432,7 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               </>
             );
             actions = (
+              <>
               <button
                 type="button"
                 className="btn btn-small"
@@ -364,6 +447,8 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               >
                 Restore
               </button>
+              {purgeButton(`manifest ${shortDigest(n.digest)}`, n.id)}
+              </>
             );
             break;
           case "NpmVersion":
@@ -376,14 +461,23 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               </>
             );
             where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
-            actions = restoreButton(`npm version ${n.packageName}@${n.version}`, () =>
-              doRestoreNpmVersion({ input: { namespace: ns, id: n.id } }, ctx),
+            actions = (
+              <>
+                {restoreButton(`npm version ${n.packageName}@${n.version}`, () =>
+              doRestoreNpmVersion({ input: { namespace: ns, id: n.id } }, ctx))}
+                {purgeButton(`npm version ${n.packageName}@${n.version}`, n.id)}
+              </>
             );
             break;
           case "NpmPackage":
             item = <strong>{n.name}</strong>;
             where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
-            actions = restoreButton(`npm package ${n.name}`, () => doRestoreNpmPackage({ input: { namespace: ns, id: n.id } }, ctx));
+            actions = (
+              <>
+                {restoreButton(`npm package ${n.name}`, () => doRestoreNpmPackage({ input: { namespace: ns, id: n.id } }, ctx))}
+                {purgeButton(`npm package ${n.name}`, n.id)}
+              </>
+            );
             break;
           case "MavenPackage":
             item = (
@@ -392,8 +486,12 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               </strong>
             );
             where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
-            actions = restoreButton(`Maven package ${n.groupId}:${n.artifactId}`, () =>
-              doRestoreMavenPackage({ input: { namespace: ns, id: n.id } }, ctx),
+            actions = (
+              <>
+                {restoreButton(`Maven package ${n.groupId}:${n.artifactId}`, () =>
+              doRestoreMavenPackage({ input: { namespace: ns, id: n.id } }, ctx))}
+                {purgeButton(`Maven package ${n.groupId}:${n.artifactId}`, n.id)}
+              </>
             );
             break;
           case "MavenVersion":
@@ -406,8 +504,12 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
               </>
             );
             where = <Link to={paths.repository(ns, n.repository.name)}>{n.repository.name}</Link>;
-            actions = restoreButton(`Maven version ${n.groupId}:${n.artifactId}:${n.version}`, () =>
-              doRestoreMavenVersion({ input: { namespace: ns, id: n.id } }, ctx),
+            actions = (
+              <>
+                {restoreButton(`Maven version ${n.groupId}:${n.artifactId}:${n.version}`, () =>
+              doRestoreMavenVersion({ input: { namespace: ns, id: n.id } }, ctx))}
+                {purgeButton(`Maven version ${n.groupId}:${n.artifactId}:${n.version}`, n.id)}
+              </>
             );
             break;
         }
@@ -419,6 +521,7 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
             <td data-label="Kind">{KIND_LABEL[edge.kind]}</td>
             <td data-label="Where">{where}</td>
             <td data-label="Deleted">{formatTime(edge.deletedAt)}</td>
+            <td data-label="Expires">{formatTime(edge.expiresAt)}</td>
             <td className="actions">{actions}</td>
           </tr>
         );
