@@ -4064,7 +4064,7 @@ type PageInfo {
 type Query {
   "A namespace by slug. Anonymous callers only see namespaces that serve reads."
   namespace(slug: String!): Namespace
-  "All namespaces, oldest first (admin token only)."
+  "All namespaces by slug (admin token only)."
   namespaces(first: Int, after: String): NamespaceConnection!
   "A repository by namespace slug and name (active repositories only)."
   repository(namespace: String!, name: String!): Repository
