@@ -163,7 +163,7 @@ func TestCounterTargetFields(t *testing.T) {
 		t.Error("unknown target has fields")
 	}
 	for _, f := range CounterFieldValues() {
-		want := f == CounterFieldLastDownloadedAt || f == CounterFieldLastUsedAt
+		want := f == CounterFieldLastDownloadedAt || f == CounterFieldLastUsedAt || f == CounterFieldLastUpdatedAt
 		if f.IsTimestamp() != want {
 			t.Errorf("%v.IsTimestamp() = %v", f, !want)
 		}
