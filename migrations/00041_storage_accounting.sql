@@ -117,12 +117,6 @@ END;
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER trg_blob_storage_blobs_accounting_insert
-    AFTER INSERT ON blob_storage_blobs REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blobs();
-CREATE TRIGGER trg_blob_storage_blobs_accounting_delete
-    AFTER DELETE ON blob_storage_blobs REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blobs();
 
 -- accounting_artifacts --------------------------------------------------------------
 -- container_manifests, npm_versions, maven_versions AFTER INSERT / AFTER
@@ -145,7 +139,7 @@ BEGIN
     WHERE EXISTS (SELECT 1 FROM namespaces n WHERE n.id = c.namespace_id)
     GROUP BY c.namespace_id;
 
-    IF TG_TABLE_NAME = 'container_manifests' THEN
+    IF TG_ARGV[0] = 'container_manifests' THEN
         SELECT array_agg(x.namespace_id), array_agg(x.repository_id), array_agg(sign * x.n)
         INTO ns, repos, n
         FROM (SELECT r.namespace_id, r.repository_id, count(*) AS n
@@ -153,7 +147,7 @@ BEGIN
               JOIN container_images i ON i.namespace_id = c.namespace_id AND i.id = c.container_image_id
               JOIN container_repositories r ON r.namespace_id = i.namespace_id AND r.id = i.container_repository_id
               GROUP BY 1, 2) x;
-    ELSIF TG_TABLE_NAME = 'npm_versions' THEN
+    ELSIF TG_ARGV[0] = 'npm_versions' THEN
         SELECT array_agg(x.namespace_id), array_agg(x.repository_id), array_agg(sign * x.n)
         INTO ns, repos, n
         FROM (SELECT r.namespace_id, r.repository_id, count(*) AS n
@@ -161,7 +155,7 @@ BEGIN
               JOIN npm_packages p ON p.namespace_id = c.namespace_id AND p.id = c.npm_package_id
               JOIN npm_repositories r ON r.namespace_id = p.namespace_id AND r.id = p.npm_repository_id
               GROUP BY 1, 2) x;
-    ELSIF TG_TABLE_NAME = 'maven_versions' THEN
+    ELSIF TG_ARGV[0] = 'maven_versions' THEN
         SELECT array_agg(x.namespace_id), array_agg(x.repository_id), array_agg(sign * x.n)
         INTO ns, repos, n
         FROM (SELECT r.namespace_id, r.repository_id, count(*) AS n
@@ -170,7 +164,7 @@ BEGIN
               JOIN maven_repositories r ON r.namespace_id = p.namespace_id AND r.id = p.maven_repository_id
               GROUP BY 1, 2) x;
     ELSE
-        RAISE EXCEPTION 'accounting_artifacts: unexpected table %', TG_TABLE_NAME;
+        RAISE EXCEPTION 'accounting_artifacts: unexpected table %', TG_ARGV[0];
     END IF;
     IF ns IS NOT NULL THEN
         PERFORM accounting_repository_deltas(ns, repos, n, array_fill(0::bigint, ARRAY[cardinality(ns)]), true);
@@ -180,24 +174,6 @@ END;
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER trg_container_manifests_accounting_insert
-    AFTER INSERT ON container_manifests REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_artifacts();
-CREATE TRIGGER trg_container_manifests_accounting_delete
-    AFTER DELETE ON container_manifests REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_artifacts();
-CREATE TRIGGER trg_npm_versions_accounting_insert
-    AFTER INSERT ON npm_versions REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_artifacts();
-CREATE TRIGGER trg_npm_versions_accounting_delete
-    AFTER DELETE ON npm_versions REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_artifacts();
-CREATE TRIGGER trg_maven_versions_accounting_insert
-    AFTER INSERT ON maven_versions REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_artifacts();
-CREATE TRIGGER trg_maven_versions_accounting_delete
-    AFTER DELETE ON maven_versions REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_artifacts();
 
 -- accounting_blob_refs ---------------------------------------------------------------
 -- container_blobs, container_manifests, npm_files, npm_metadata_files,
@@ -238,7 +214,7 @@ DECLARE
     d_repos uuid[] := '{}';
     d_sizes bigint[] := '{}';
 BEGIN
-    IF TG_TABLE_NAME IN ('container_blobs', 'container_manifests') THEN
+    IF TG_ARGV[0] IN ('container_blobs', 'container_manifests') THEN
         family := 'container';
         SELECT array_agg(x.namespace_id ORDER BY x.namespace_id, x.sha), array_agg(x.repository_id ORDER BY x.namespace_id, x.sha),
                array_agg(x.frepo ORDER BY x.namespace_id, x.sha), array_agg(x.sha ORDER BY x.namespace_id, x.sha),
@@ -249,7 +225,7 @@ BEGIN
               JOIN container_images i ON i.namespace_id = c.namespace_id AND i.id = c.container_image_id
               JOIN container_repositories r ON r.namespace_id = i.namespace_id AND r.id = i.container_repository_id
               GROUP BY 1, 2, 3, 4) x;
-    ELSIF TG_TABLE_NAME = 'npm_files' THEN
+    ELSIF TG_ARGV[0] = 'npm_files' THEN
         family := 'npm';
         SELECT array_agg(x.namespace_id ORDER BY x.namespace_id, x.sha), array_agg(x.repository_id ORDER BY x.namespace_id, x.sha),
                array_agg(x.frepo ORDER BY x.namespace_id, x.sha), array_agg(x.sha ORDER BY x.namespace_id, x.sha),
@@ -261,7 +237,7 @@ BEGIN
               JOIN npm_packages p ON p.namespace_id = v.namespace_id AND p.id = v.npm_package_id
               JOIN npm_repositories r ON r.namespace_id = p.namespace_id AND r.id = p.npm_repository_id
               GROUP BY 1, 2, 3, 4) x;
-    ELSIF TG_TABLE_NAME = 'npm_metadata_files' THEN
+    ELSIF TG_ARGV[0] = 'npm_metadata_files' THEN
         family := 'npm';
         SELECT array_agg(x.namespace_id ORDER BY x.namespace_id, x.sha), array_agg(x.repository_id ORDER BY x.namespace_id, x.sha),
                array_agg(x.frepo ORDER BY x.namespace_id, x.sha), array_agg(x.sha ORDER BY x.namespace_id, x.sha),
@@ -272,7 +248,7 @@ BEGIN
               JOIN npm_packages p ON p.namespace_id = c.namespace_id AND p.id = c.npm_package_id
               JOIN npm_repositories r ON r.namespace_id = p.namespace_id AND r.id = p.npm_repository_id
               GROUP BY 1, 2, 3, 4) x;
-    ELSIF TG_TABLE_NAME = 'maven_files' THEN
+    ELSIF TG_ARGV[0] = 'maven_files' THEN
         family := 'maven';
         SELECT array_agg(x.namespace_id ORDER BY x.namespace_id, x.sha), array_agg(x.repository_id ORDER BY x.namespace_id, x.sha),
                array_agg(x.frepo ORDER BY x.namespace_id, x.sha), array_agg(x.sha ORDER BY x.namespace_id, x.sha),
@@ -284,7 +260,7 @@ BEGIN
               JOIN maven_repositories r ON r.namespace_id = p.namespace_id AND r.id = p.maven_repository_id
               GROUP BY 1, 2, 3, 4) x;
     ELSE
-        RAISE EXCEPTION 'accounting_blob_refs: unexpected table %', TG_TABLE_NAME;
+        RAISE EXCEPTION 'accounting_blob_refs: unexpected table %', TG_ARGV[0];
     END IF;
     IF ns IS NULL THEN
         RETURN NULL;
@@ -305,7 +281,7 @@ BEGIN
         END IF;
     END LOOP;
 
-    touched := ins AND TG_TABLE_NAME = 'maven_files';
+    touched := ins AND TG_ARGV[0] = 'maven_files';
     IF touched THEN
         -- one last_updated_at per repository, sizes where a digest is new
         SELECT array_agg(r.ns), array_agg(r.repo), array_agg(coalesce(s.size, 0))
@@ -365,36 +341,41 @@ END;
 $$;
 -- +goose StatementEnd
 
-CREATE TRIGGER trg_container_blobs_accounting_insert
-    AFTER INSERT ON container_blobs REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_container_blobs_accounting_delete
-    AFTER DELETE ON container_blobs REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_container_manifests_accounting_refs_insert
-    AFTER INSERT ON container_manifests REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_container_manifests_accounting_refs_delete
-    AFTER DELETE ON container_manifests REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_npm_files_accounting_insert
-    AFTER INSERT ON npm_files REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_npm_files_accounting_delete
-    AFTER DELETE ON npm_files REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_npm_metadata_files_accounting_insert
-    AFTER INSERT ON npm_metadata_files REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_npm_metadata_files_accounting_delete
-    AFTER DELETE ON npm_metadata_files REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_maven_files_accounting_insert
-    AFTER INSERT ON maven_files REFERENCING NEW TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
-CREATE TRIGGER trg_maven_files_accounting_delete
-    AFTER DELETE ON maven_files REFERENCING OLD TABLE AS changed
-    FOR EACH STATEMENT EXECUTE FUNCTION accounting_blob_refs();
+
+-- The triggers. A statement-level trigger of a partitioned table fires
+-- only for statements that name the parent; the request paths often name
+-- the namespace's partition directly (plan-time pruning), so every
+-- partition gets the same triggers as its parent (a statement fires the
+-- ones of the table it names: exactly one of them). The trigger argument
+-- is the parent's name.
+-- +goose StatementBegin
+DO $$
+DECLARE
+    t record;
+    rel regclass;
+BEGIN
+    FOR t IN SELECT * FROM (VALUES
+        ('blob_storage_blobs', 'accounting_blobs', 'trg_accounting_blobs'),
+        ('container_manifests', 'accounting_artifacts', 'trg_accounting_artifacts'),
+        ('npm_versions', 'accounting_artifacts', 'trg_accounting_artifacts'),
+        ('maven_versions', 'accounting_artifacts', 'trg_accounting_artifacts'),
+        ('container_blobs', 'accounting_blob_refs', 'trg_accounting_blob_refs'),
+        ('container_manifests', 'accounting_blob_refs', 'trg_accounting_blob_refs'),
+        ('npm_files', 'accounting_blob_refs', 'trg_accounting_blob_refs'),
+        ('npm_metadata_files', 'accounting_blob_refs', 'trg_accounting_blob_refs'),
+        ('maven_files', 'accounting_blob_refs', 'trg_accounting_blob_refs')
+    ) AS v(tbl, fn, name) LOOP
+        FOR rel IN SELECT t.tbl::regclass UNION ALL
+                   SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = t.tbl::regclass LOOP
+            EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %s REFERENCING NEW TABLE AS changed '
+                           'FOR EACH STATEMENT EXECUTE FUNCTION %I(%L)', t.name || '_insert', rel, t.fn, t.tbl);
+            EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %s REFERENCING OLD TABLE AS changed '
+                           'FOR EACH STATEMENT EXECUTE FUNCTION %I(%L)', t.name || '_delete', rel, t.fn, t.tbl);
+        END LOOP;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
 
 -- The previous releases did not count these values right: every namespace
 -- goes back to the front of the reconciliation queue, so counters:reconcile
@@ -402,27 +383,35 @@ CREATE TRIGGER trg_maven_files_accounting_delete
 UPDATE namespace_statistics SET last_reconciled_at = 'epoch';
 
 -- +goose Down
-DROP TRIGGER IF EXISTS trg_maven_files_accounting_delete ON maven_files;
-DROP TRIGGER IF EXISTS trg_maven_files_accounting_insert ON maven_files;
-DROP TRIGGER IF EXISTS trg_npm_metadata_files_accounting_delete ON npm_metadata_files;
-DROP TRIGGER IF EXISTS trg_npm_metadata_files_accounting_insert ON npm_metadata_files;
-DROP TRIGGER IF EXISTS trg_npm_files_accounting_delete ON npm_files;
-DROP TRIGGER IF EXISTS trg_npm_files_accounting_insert ON npm_files;
-DROP TRIGGER IF EXISTS trg_container_manifests_accounting_refs_delete ON container_manifests;
-DROP TRIGGER IF EXISTS trg_container_manifests_accounting_refs_insert ON container_manifests;
-DROP TRIGGER IF EXISTS trg_container_blobs_accounting_delete ON container_blobs;
-DROP TRIGGER IF EXISTS trg_container_blobs_accounting_insert ON container_blobs;
+-- +goose StatementBegin
+DO $$
+DECLARE
+    t record;
+    rel regclass;
+BEGIN
+    FOR t IN SELECT * FROM (VALUES
+        ('blob_storage_blobs', 'trg_accounting_blobs'),
+        ('container_manifests', 'trg_accounting_artifacts'),
+        ('npm_versions', 'trg_accounting_artifacts'),
+        ('maven_versions', 'trg_accounting_artifacts'),
+        ('container_blobs', 'trg_accounting_blob_refs'),
+        ('container_manifests', 'trg_accounting_blob_refs'),
+        ('npm_files', 'trg_accounting_blob_refs'),
+        ('npm_metadata_files', 'trg_accounting_blob_refs'),
+        ('maven_files', 'trg_accounting_blob_refs')
+    ) AS v(tbl, name) LOOP
+        FOR rel IN SELECT t.tbl::regclass UNION ALL
+                   SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = t.tbl::regclass LOOP
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', t.name || '_insert', rel);
+            EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s', t.name || '_delete', rel);
+        END LOOP;
+    END LOOP;
+END;
+$$;
+-- +goose StatementEnd
 DROP FUNCTION IF EXISTS accounting_repository_refs(text, uuid, uuid, bytea);
 DROP FUNCTION IF EXISTS accounting_blob_refs();
-DROP TRIGGER IF EXISTS trg_maven_versions_accounting_delete ON maven_versions;
-DROP TRIGGER IF EXISTS trg_maven_versions_accounting_insert ON maven_versions;
-DROP TRIGGER IF EXISTS trg_npm_versions_accounting_delete ON npm_versions;
-DROP TRIGGER IF EXISTS trg_npm_versions_accounting_insert ON npm_versions;
-DROP TRIGGER IF EXISTS trg_container_manifests_accounting_delete ON container_manifests;
-DROP TRIGGER IF EXISTS trg_container_manifests_accounting_insert ON container_manifests;
 DROP FUNCTION IF EXISTS accounting_artifacts();
-DROP TRIGGER IF EXISTS trg_blob_storage_blobs_accounting_delete ON blob_storage_blobs;
-DROP TRIGGER IF EXISTS trg_blob_storage_blobs_accounting_insert ON blob_storage_blobs;
 DROP FUNCTION IF EXISTS accounting_blobs();
 DROP FUNCTION IF EXISTS accounting_repository_deltas(uuid[], uuid[], bigint[], bigint[], boolean);
 DELETE FROM counter_deltas WHERE field = 9;
