@@ -349,3 +349,8 @@ func (s *Store) ReconcileBacklog(ctx context.Context, before time.Time) (int64, 
 	}
 	return n, nil
 }
+
+// EpochPlus is a time just after the 'epoch' default of
+// last_reconciled_at: NamespacesToReconcile(ctx, EpochPlus(), n) lists
+// the namespaces never reconciled.
+func EpochPlus() time.Time { return time.Unix(1, 0).UTC() }
