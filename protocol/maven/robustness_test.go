@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -136,11 +135,6 @@ func TestMetadataMissingIsRenderedAndRepaired(t *testing.T) {
 	if n := s.count(t, `SELECT count(*) FROM maven_files WHERE maven_version_id IS NULL`); n != 1 {
 		t.Fatalf("%d package-level rows after the repair", n)
 	}
-}
-
-func repoID(t *testing.T, s *testServer) uuid.UUID {
-	t.Helper()
-	return mustTarget(t, s, "releases").MavenRepositoryID
 }
 
 func dropMetadataRow(t *testing.T, s *testServer) {
