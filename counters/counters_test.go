@@ -152,8 +152,8 @@ func TestFoldPublishes(t *testing.T) {
 	}
 	check := func() {
 		t.Helper()
-		if a, d, s := e.repoCounters(repo); a != 2 || d != 0 || s != total {
-			t.Fatalf("repository: artifacts %d downloads %d size %d, want 2 0 %d", a, d, s, total)
+		if a, d, s := e.repoCounters(repo); a != 5 || d != 0 || s != total {
+			t.Fatalf("repository: artifacts %d downloads %d size %d, want 5 0 %d", a, d, s, total)
 		}
 		if n := e.scanInt(`SELECT components_count FROM namespace_statistics WHERE namespace_id = $1`, repo.NamespaceID); n != 5 {
 			t.Fatalf("components_count %d, want 5", n)

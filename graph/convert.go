@@ -120,3 +120,13 @@ func parseID(what, s string) (uuid.UUID, error) {
 	}
 	return id, nil
 }
+
+// toNamespaceStatistics converts the buffered namespace counters (nil: no
+// row, which the trigger that creates it rules out; zeros).
+func toNamespaceStatistics(st *store.NamespaceStatistics) *model.NamespaceStatistics {
+	if st == nil {
+		return &model.NamespaceStatistics{}
+	}
+	return &model.NamespaceStatistics{DeduplicatedSizeBytes: st.DeduplicatedSizeBytes, ComponentsCount: st.ComponentsCount,
+		LastReconciledAt: st.LastReconciledAt}
+}

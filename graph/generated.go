@@ -366,6 +366,7 @@ type ComplexityRoot struct {
 		PrioritizeLegacyRepository     func(childComplexity int, id string, priority int) int
 		PurgeRepository                func(childComplexity int, input model.RepositoryRefInput) int
 		PurgeTrash                     func(childComplexity int, input model.PurgeTrashInput) int
+		ReconcileNamespaceCounters     func(childComplexity int, input model.ReconcileNamespaceCountersInput) int
 		RemoveNpmDistTag               func(childComplexity int, input model.NpmDistTagInput) int
 		RequeueGcCandidate             func(childComplexity int, input model.RequeueGcCandidateInput) int
 		RestoreContainerManifest       func(childComplexity int, input model.ContainerManifestRefInput) int
@@ -426,6 +427,7 @@ type ComplexityRoot struct {
 	NamespaceStatistics struct {
 		ComponentsCount       func(childComplexity int) int
 		DeduplicatedSizeBytes func(childComplexity int) int
+		LastReconciledAt      func(childComplexity int) int
 	}
 
 	NpmDependency struct {
@@ -562,6 +564,11 @@ type ComplexityRoot struct {
 		Viewer                  func(childComplexity int) int
 	}
 
+	ReconcileNamespaceCountersPayload struct {
+		Corrections func(childComplexity int) int
+		Statistics  func(childComplexity int) int
+	}
+
 	Repository struct {
 		ArtifactsCount func(childComplexity int) int
 		Collections    func(childComplexity int) int
@@ -687,6 +694,7 @@ type MavenVersionResolver interface {
 	Files(ctx context.Context, obj *model.MavenVersion, first *int, after *string) (*model.MavenFileConnection, error)
 }
 type MutationResolver interface {
+	ReconcileNamespaceCounters(ctx context.Context, input model.ReconcileNamespaceCountersInput) (*model.ReconcileNamespaceCountersPayload, error)
 	CreateNamespace(ctx context.Context, input model.CreateNamespaceInput) (*model.NamespacePayload, error)
 	DeleteNamespace(ctx context.Context, slug string) (*model.NamespacePayload, error)
 	RestoreNamespace(ctx context.Context, slug string) (*model.NamespacePayload, error)
@@ -2090,6 +2098,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.PurgeTrash(childComplexity, args["input"].(model.PurgeTrashInput)), true
+	case "Mutation.reconcileNamespaceCounters":
+		if e.ComplexityRoot.Mutation.ReconcileNamespaceCounters == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_reconcileNamespaceCounters_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.ReconcileNamespaceCounters(childComplexity, args["input"].(model.ReconcileNamespaceCountersInput)), true
 	case "Mutation.removeNpmDistTag":
 		if e.ComplexityRoot.Mutation.RemoveNpmDistTag == nil {
 			break
@@ -2485,6 +2504,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NamespaceStatistics.DeduplicatedSizeBytes(childComplexity), true
+	case "NamespaceStatistics.lastReconciledAt":
+		if e.ComplexityRoot.NamespaceStatistics.LastReconciledAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NamespaceStatistics.LastReconciledAt(childComplexity), true
 
 	case "NpmDependency.name":
 		if e.ComplexityRoot.NpmDependency.Name == nil {
@@ -3013,6 +3038,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.Viewer(childComplexity), true
 
+	case "ReconcileNamespaceCountersPayload.corrections":
+		if e.ComplexityRoot.ReconcileNamespaceCountersPayload.Corrections == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileNamespaceCountersPayload.Corrections(childComplexity), true
+	case "ReconcileNamespaceCountersPayload.statistics":
+		if e.ComplexityRoot.ReconcileNamespaceCountersPayload.Statistics == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ReconcileNamespaceCountersPayload.Statistics(childComplexity), true
+
 	case "Repository.artifactsCount":
 		if e.ComplexityRoot.Repository.ArtifactsCount == nil {
 			break
@@ -3356,6 +3394,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("NpmDistTagInput", ec.unmarshalInputNpmDistTagInput),
 			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
 			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
+			graphql.NewInputUnmarshaler("ReconcileNamespaceCountersInput", ec.unmarshalInputReconcileNamespaceCountersInput),
 			graphql.NewInputUnmarshaler("RepositoryCollectionLinkInput", ec.unmarshalInputRepositoryCollectionLinkInput),
 			graphql.NewInputUnmarshaler("RepositoryFilter", ec.unmarshalInputRepositoryFilter),
 			graphql.NewInputUnmarshaler("RepositoryOrder", ec.unmarshalInputRepositoryOrder),
@@ -4133,6 +4172,24 @@ type NamespaceStatistics {
   deduplicatedSizeBytes: Int64!
   "Artifact versions stored (container manifests, Maven and npm versions), soft-deleted ones included until purged."
   componentsCount: Int64!
+  """
+  When the reconciliation last completed a pass over the namespace
+  (recomputing the storage counters from the stored rows and correcting
+  drift); null until its first pass.
+  """
+  lastReconciledAt: Time
+}
+
+input ReconcileNamespaceCountersInput {
+  "Namespace slug."
+  namespace: String!
+}
+
+type ReconcileNamespaceCountersPayload {
+  "The namespace's counters after the pass and a fold of the pending deltas."
+  statistics: NamespaceStatistics!
+  "Counters (of the namespace and its repositories) found drifted and corrected."
+  corrections: Int!
 }
 
 type Repository {
@@ -4371,6 +4428,12 @@ type ChecksumMatch {
 # ---------------------------------------------------------------- mutations
 
 type Mutation {
+  """
+  Recompute the namespace's storage counters (namespace and repositories)
+  from the stored rows now, correct any drift and fold the pending deltas.
+  Needs ADMIN on the namespace.
+  """
+  reconcileNamespaceCounters(input: ReconcileNamespaceCountersInput!): ReconcileNamespaceCountersPayload!
   "Create a namespace with its default repository collection (and statistics row). Admin token only."
   createNamespace(input: CreateNamespaceInput!): NamespacePayload!
   "Soft-delete a namespace (sets deletedAt). Admin token only."
@@ -5366,6 +5429,8 @@ func (ec *executionContext) childFields_NamespaceStatistics(ctx context.Context,
 		return ec.fieldContext_NamespaceStatistics_deduplicatedSizeBytes(ctx, field)
 	case "componentsCount":
 		return ec.fieldContext_NamespaceStatistics_componentsCount(ctx, field)
+	case "lastReconciledAt":
+		return ec.fieldContext_NamespaceStatistics_lastReconciledAt(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NamespaceStatistics", field.Name)
 }
@@ -5610,6 +5675,16 @@ func (ec *executionContext) childFields_PurgedCount(ctx context.Context, field g
 		return ec.fieldContext_PurgedCount_count(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PurgedCount", field.Name)
+}
+
+func (ec *executionContext) childFields_ReconcileNamespaceCountersPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "statistics":
+		return ec.fieldContext_ReconcileNamespaceCountersPayload_statistics(ctx, field)
+	case "corrections":
+		return ec.fieldContext_ReconcileNamespaceCountersPayload_corrections(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ReconcileNamespaceCountersPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_Repository(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6250,6 +6325,20 @@ func (ec *executionContext) field_Mutation_purgeTrash_args(ctx context.Context, 
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.PurgeTrashInput, error) {
 			return ec.unmarshalNPurgeTrashInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPurgeTrashInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_reconcileNamespaceCounters_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.ReconcileNamespaceCountersInput, error) {
+			return ec.unmarshalNReconcileNamespaceCountersInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐReconcileNamespaceCountersInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -11651,6 +11740,50 @@ func (ec *executionContext) fieldContext_MavenVersionPayload_version(_ context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_reconcileNamespaceCounters(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_reconcileNamespaceCounters(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().ReconcileNamespaceCounters(ctx, fc.Args["input"].(model.ReconcileNamespaceCountersInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ReconcileNamespaceCountersPayload) graphql.Marshaler {
+			return ec.marshalNReconcileNamespaceCountersPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐReconcileNamespaceCountersPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_reconcileNamespaceCounters(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ReconcileNamespaceCountersPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_reconcileNamespaceCounters_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createNamespace(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -14033,6 +14166,29 @@ func (ec *executionContext) fieldContext_NamespaceStatistics_componentsCount(_ c
 	return graphql.NewScalarFieldContext("NamespaceStatistics", field, false, false, "Int64")
 }
 
+func (ec *executionContext) _NamespaceStatistics_lastReconciledAt(ctx context.Context, field graphql.CollectedField, obj *model.NamespaceStatistics) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NamespaceStatistics_lastReconciledAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastReconciledAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NamespaceStatistics_lastReconciledAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NamespaceStatistics", field, false, false, "Time")
+}
+
 func (ec *executionContext) _NpmDependency_name(ctx context.Context, field graphql.CollectedField, obj *model.NpmDependency) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16283,6 +16439,61 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileNamespaceCountersPayload_statistics(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileNamespaceCountersPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileNamespaceCountersPayload_statistics(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Statistics, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.NamespaceStatistics) graphql.Marshaler {
+			return ec.marshalNNamespaceStatistics2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespaceStatistics(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileNamespaceCountersPayload_statistics(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ReconcileNamespaceCountersPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_NamespaceStatistics(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ReconcileNamespaceCountersPayload_corrections(ctx context.Context, field graphql.CollectedField, obj *model.ReconcileNamespaceCountersPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ReconcileNamespaceCountersPayload_corrections(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Corrections, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ReconcileNamespaceCountersPayload_corrections(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ReconcileNamespaceCountersPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _Repository_id(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
@@ -19319,6 +19530,48 @@ func UnmarshalPurgeTrashInput(ctx context.Context, raw any) (model.PurgeTrashInp
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputReconcileNamespaceCountersInput(ctx context.Context, obj any) (model.ReconcileNamespaceCountersInput, error) {
+	var it model.ReconcileNamespaceCountersInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalReconcileNamespaceCountersInput unmarshals raw into the ReconcileNamespaceCountersInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalReconcileNamespaceCountersInput(ctx context.Context, raw any) (model.ReconcileNamespaceCountersInput, error) {
+	var out model.ReconcileNamespaceCountersInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReconcileNamespaceCountersInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRepositoryCollectionLinkInput(ctx context.Context, obj any) (model.RepositoryCollectionLinkInput, error) {
 	var it model.RepositoryCollectionLinkInput
 	if obj == nil {
@@ -21933,6 +22186,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Mutation")
+		case "reconcileNamespaceCounters":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_reconcileNamespaceCounters(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createNamespace":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createNamespace(ctx, field)
@@ -22471,6 +22731,11 @@ func (ec *executionContext) _NamespaceStatistics(ctx context.Context, sel ast.Se
 		case "componentsCount":
 			out.Values[i] = ec._NamespaceStatistics_componentsCount(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastReconciledAt":
+			out.Values[i] = ec._NamespaceStatistics_lastReconciledAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -23440,6 +23705,44 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			})
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var reconcileNamespaceCountersPayloadImplementors = []string{"ReconcileNamespaceCountersPayload"}
+
+func (ec *executionContext) _ReconcileNamespaceCountersPayload(ctx context.Context, sel ast.SelectionSet, obj *model.ReconcileNamespaceCountersPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, reconcileNamespaceCountersPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ReconcileNamespaceCountersPayload")
+		case "statistics":
+			out.Values[i] = ec._ReconcileNamespaceCountersPayload_statistics(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "corrections":
+			out.Values[i] = ec._ReconcileNamespaceCountersPayload_corrections(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -25439,6 +25742,19 @@ func (ec *executionContext) marshalNPurgedCount2ᚖgithubᚗcomᚋartifactᚑreg
 		return graphql.Null
 	}
 	return ec._PurgedCount(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNReconcileNamespaceCountersInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐReconcileNamespaceCountersInput(ctx context.Context, v any) (model.ReconcileNamespaceCountersInput, error) {
+	res, err := ec.unmarshalInputReconcileNamespaceCountersInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNReconcileNamespaceCountersPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐReconcileNamespaceCountersPayload(ctx context.Context, sel ast.SelectionSet, v *model.ReconcileNamespaceCountersPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ReconcileNamespaceCountersPayload!")
+		return graphql.Null
+	}
+	return ec._ReconcileNamespaceCountersPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx context.Context, sel ast.SelectionSet, v *model.Repository) graphql.Marshaler {

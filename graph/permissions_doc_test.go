@@ -24,6 +24,7 @@ var mutationPermissions = map[string]struct{ perm, doc string }{
 	"deleteNamespace":                {permAdminToken, `deleteNamespace(slug: "perm") { namespace { id } }`},
 	"restoreNamespace":               {permAdminToken, `restoreNamespace(slug: "perm") { namespace { id } }`},
 	"setNamespaceCondition":          {permAdminToken, `setNamespaceCondition(slug: "perm", condition: BLOCKED, active: false) { namespace { id } }`},
+	"reconcileNamespaceCounters":     {permNamespace, `reconcileNamespaceCounters(input: {namespace: "perm"}) { corrections }`},
 	"createRepository":               {permNamespace, `createRepository(input: {namespace: "perm", name: "new", format: OCI}) { repository { id } }`},
 	"updateRepository":               {permRepoAdmin, `updateRepository(input: {namespace: "perm", name: "img", description: "x"}) { repository { id } }`},
 	"deleteRepository":               {permRepoAdmin, `deleteRepository(input: {namespace: "perm", name: "img"}) { repository { id } }`},

@@ -153,6 +153,30 @@ func (r *mavenVersionResolver) Repository(ctx context.Context, obj *model.MavenV
 	return r.loadRepository(ctx, obj.NamespaceID, obj.RepositoryID)
 }
 
+// ReconcileNamespaceCounters is the resolver for the reconcileNamespaceCounters field.
+func (r *mutationResolver) ReconcileNamespaceCounters(ctx context.Context, input model.ReconcileNamespaceCountersInput) (*model.ReconcileNamespaceCountersPayload, error) {
+	ns, err := r.namespaceFor(ctx, input.Namespace, auth.ActionAdmin)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.store.ReconcileNamespaceCounters(ctx, ns.ID, 0)
+	if err != nil {
+		return nil, err
+	}
+	if res.Skipped {
+		return nil, newError(CodeConflict, "a reconciliation of namespace %q is running; retry later", input.Namespace)
+	}
+	if _, err := r.store.FoldCounterDeltas(ctx, ns.ID, 0, 0); err != nil {
+		return nil, err
+	}
+	stats, err := r.store.StatisticsOfNamespaces(ctx, []uuid.UUID{ns.ID})
+	if err != nil {
+		return nil, err
+	}
+	r.log.InfoContext(ctx, "counters: namespace reconciled on demand", "namespace", ns.Slug, "corrections", len(res.Drifts), "by", principal(ctx).Name())
+	return &model.ReconcileNamespaceCountersPayload{Statistics: toNamespaceStatistics(stats[ns.ID]), Corrections: len(res.Drifts)}, nil
+}
+
 // CreateNamespace is the resolver for the createNamespace field.
 func (r *mutationResolver) CreateNamespace(ctx context.Context, input model.CreateNamespaceInput) (*model.NamespacePayload, error) {
 	if err := requireSuperUser(ctx); err != nil {
@@ -408,10 +432,7 @@ func (r *namespaceResolver) Statistics(ctx context.Context, obj *model.Namespace
 	if err != nil {
 		return nil, err
 	}
-	if st == nil { // the trigger guarantees a row; be defensive
-		return &model.NamespaceStatistics{}, nil
-	}
-	return &model.NamespaceStatistics{DeduplicatedSizeBytes: st.DeduplicatedSizeBytes, ComponentsCount: st.ComponentsCount}, nil
+	return toNamespaceStatistics(st), nil
 }
 
 // TrashRetentionDays is the resolver for the trashRetentionDays field.

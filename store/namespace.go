@@ -322,4 +322,7 @@ type NamespaceStatistics struct {
 	NamespaceID           uuid.UUID
 	DeduplicatedSizeBytes int64
 	ComponentsCount       int64
+	// LastReconciledAt: when counters:reconcile last completed a pass of
+	// the namespace; nil while it never has (the 'epoch' default).
+	LastReconciledAt *time.Time
 }

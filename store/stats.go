@@ -14,14 +14,15 @@ import (
 // counters (docs/schema.md "Buffered counters").
 func (s *Store) StatisticsOfNamespaces(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*NamespaceStatistics, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT namespace_id, deduplicated_size_bytes, components_count
+		SELECT namespace_id, deduplicated_size_bytes, components_count,
+		       CASE WHEN last_reconciled_at > 'epoch' THEN last_reconciled_at END
 		FROM namespace_statistics WHERE namespace_id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("load namespace statistics: %w", err)
 	}
 	stats, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*NamespaceStatistics, error) {
 		var st NamespaceStatistics
-		err := r.Scan(&st.NamespaceID, &st.DeduplicatedSizeBytes, &st.ComponentsCount)
+		err := r.Scan(&st.NamespaceID, &st.DeduplicatedSizeBytes, &st.ComponentsCount, &st.LastReconciledAt)
 		return &st, err
 	})
 	if err != nil {

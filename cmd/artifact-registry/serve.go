@@ -85,7 +85,8 @@ func runServe(ctx context.Context, args []string) error {
 	defer legacy.Close()
 
 	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log, MaxPublishSize: int64(cfg.NpmMaxPublishBytes)}
-	jobs, collector, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, log)
+	reconciler := counters.NewReconciler(st, counters.ReconcileConfig{Logger: log})
+	jobs, collector, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, reconciler, log)
 	if err != nil {
 		return err
 	}
@@ -98,6 +99,7 @@ func runServe(ctx context.Context, args []string) error {
 	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool), BodyIdleTimeout: cfg.BodyIdleTimeout})
 	srv.Registry().MustRegister(collector.Collectors()...)
 	srv.Registry().MustRegister(authn.Collectors()...)
+	srv.Registry().MustRegister(reconciler.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
 	routes.Mount(srv.Router(), st, routes.Options{
 		OCI:   oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci},
@@ -113,10 +115,11 @@ func runServe(ctx context.Context, args []string) error {
 }
 
 // newJobClient wires River on the same pool with every job kind: the GC
-// family and the counter fold (periodic, leader-elected), the npm packument
+// family, the counter fold and the counter reconciliation (periodic,
+// leader-elected), the npm packument
 // rebuild, the sweep of ended UI sessions and, when enabled, the
 // registry:2 migration service.
-func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
+func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, reconciler *counters.Reconciler, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers,
 		ExpiryInterval: cfg.GCExpiryInterval, Logger: log})
@@ -126,6 +129,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator
 	periodic := collector.Register(workers)
 	folder := counters.New(st, counters.Config{Logger: log})
 	periodic = append(periodic, folder.Register(workers)...)
+	periodic = append(periodic, reconciler.Register(workers)...)
 	periodic = append(periodic, authn.RegisterSessionSweep(workers)...)
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, err
@@ -133,6 +137,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: config.DefaultQueueWorkers}}
 	maps.Copy(queues, collector.Queues())
 	maps.Copy(queues, folder.Queues())
+	maps.Copy(queues, reconciler.Queues())
 	legacy.register(workers, queues)
 	periodic = append(periodic, legacy.periodic...)
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{

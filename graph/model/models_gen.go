@@ -305,6 +305,10 @@ type NamespaceStatistics struct {
 	DeduplicatedSizeBytes int64 `json:"deduplicatedSizeBytes"`
 	// Artifact versions stored (container manifests, Maven and npm versions), soft-deleted ones included until purged.
 	ComponentsCount int64 `json:"componentsCount"`
+	// When the reconciliation last completed a pass over the namespace
+	// (recomputing the storage counters from the stored rows and correcting
+	// drift); null until its first pass.
+	LastReconciledAt *time.Time `json:"lastReconciledAt,omitempty"`
 }
 
 // A dependency declared by a version's package.json.
@@ -399,6 +403,18 @@ type PurgedCount struct {
 }
 
 type Query struct {
+}
+
+type ReconcileNamespaceCountersInput struct {
+	// Namespace slug.
+	Namespace string `json:"namespace"`
+}
+
+type ReconcileNamespaceCountersPayload struct {
+	// The namespace's counters after the pass and a fold of the pending deltas.
+	Statistics *NamespaceStatistics `json:"statistics"`
+	// Counters (of the namespace and its repositories) found drifted and corrected.
+	Corrections int `json:"corrections"`
 }
 
 type RepositoryCollectionEdge struct {

@@ -244,16 +244,24 @@ func (s *testServer) checkInvariants(t testing.TB) {
 		WHERE f.namespace_id = v.namespace_id AND f.maven_version_id = v.id AND f.soft_deleted_at IS NULL), 0)`); c != 0 {
 		t.Errorf("%d versions whose size_bytes is not the sum of their files", c)
 	}
-	// Buffered counters: the deltas add up to what the rows say.
+	// Buffered counters (recorded by the accounting triggers): the deltas
+	// add up to what the rows say. Repository sizes count each digest
+	// once per repository.
 	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 0 AND field = 2), 0) -
-		COALESCE((SELECT sum(b.size) FROM maven_files f JOIN blob_storage_blobs b ON b.namespace_id = f.namespace_id AND b.sha256 = f.blob_sha256), 0)`); c != 0 {
+		COALESCE((SELECT sum(b.size) FROM (SELECT DISTINCT p.maven_repository_id, f.blob_sha256, f.namespace_id FROM maven_files f
+			JOIN maven_packages p ON p.namespace_id = f.namespace_id AND p.id = f.maven_package_id) d
+			JOIN blob_storage_blobs b ON b.namespace_id = d.namespace_id AND b.sha256 = d.blob_sha256), 0)`); c != 0 {
 		t.Errorf("repository size_bytes deltas differ from the stored files by %d bytes", c)
 	}
-	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 0 AND field = 0), 0) - (SELECT count(*) FROM maven_packages)`); c != 0 {
-		t.Errorf("artifacts_count deltas differ from the packages by %d", c)
+	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 0 AND field = 0), 0) - (SELECT count(*) FROM maven_versions)`); c != 0 {
+		t.Errorf("artifacts_count deltas differ from the versions by %d", c)
 	}
 	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 1 AND field = 6), 0) - (SELECT count(*) FROM maven_versions)`); c != 0 {
 		t.Errorf("components_count deltas differ from the versions by %d", c)
+	}
+	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 1 AND field = 5), 0) -
+		COALESCE((SELECT sum(size) FROM blob_storage_blobs), 0)`); c != 0 {
+		t.Errorf("deduplicated_size_bytes deltas differ from the blob rows by %d bytes", c)
 	}
 	if c := q(`SELECT count(*) FROM blob_storage_blobs b WHERE NOT EXISTS (
 		SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = b.namespace_id AND a.sha256 = b.sha256)

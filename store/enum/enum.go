@@ -393,7 +393,7 @@ func ParseCounterTarget(s string) (CounterTarget, error) {
 func (v CounterTarget) Fields() []CounterField {
 	switch v {
 	case CounterTargetRepository:
-		return []CounterField{CounterFieldArtifactsCount, CounterFieldDownloadsCount, CounterFieldSizeBytes}
+		return []CounterField{CounterFieldArtifactsCount, CounterFieldDownloadsCount, CounterFieldSizeBytes, CounterFieldLastUpdatedAt}
 	case CounterTargetNamespaceStatistics:
 		return []CounterField{CounterFieldDeduplicatedSizeBytes, CounterFieldComponentsCount}
 	case CounterTargetContainerImage, CounterTargetContainerRemoteImage, CounterTargetMavenPackage,
@@ -424,12 +424,16 @@ const (
 	CounterFieldComponentsCount       CounterField = 6
 	CounterFieldLastDownloadedAt      CounterField = 7
 	CounterFieldLastUsedAt            CounterField = 8
+	// CounterFieldLastUpdatedAt is repositories.last_updated_at, the time
+	// of the last content change, recorded by the accounting triggers.
+	CounterFieldLastUpdatedAt CounterField = 9
 )
 
 // counterFieldNames are the column names.
 var counterFieldNames = names{
 	"artifacts_count", "downloads_count", "size_bytes", "versions_count", "tags_count",
 	"deduplicated_size_bytes", "components_count", "last_downloaded_at", "last_used_at",
+	"last_updated_at",
 }
 
 // String returns the column name.
@@ -441,7 +445,7 @@ func (v CounterField) Valid() bool { return counterFieldNames.valid(int16(v)) }
 // IsTimestamp reports whether the field merges by max of observed_at rather
 // than by sum of delta.
 func (v CounterField) IsTimestamp() bool {
-	return v == CounterFieldLastDownloadedAt || v == CounterFieldLastUsedAt
+	return v == CounterFieldLastDownloadedAt || v == CounterFieldLastUsedAt || v == CounterFieldLastUpdatedAt
 }
 
 // CounterFieldValues lists every CounterField in integer order.

@@ -90,7 +90,7 @@ func cases() []enumCase {
 			func(s string) (int16, error) { v, err := ParseCounterTarget(s); return int16(v), err },
 			func(v int16) bool { return CounterTarget(v).Valid() }},
 		{"CounterField", []string{"artifacts_count", "downloads_count", "size_bytes", "versions_count",
-			"tags_count", "deduplicated_size_bytes", "components_count", "last_downloaded_at", "last_used_at"},
+			"tags_count", "deduplicated_size_bytes", "components_count", "last_downloaded_at", "last_used_at", "last_updated_at"},
 			func() []int16 { return ints(CounterFieldValues()) },
 			func(v int16) string { return CounterField(v).String() },
 			func(s string) (int16, error) { v, err := ParseCounterField(s); return int16(v), err },
@@ -163,7 +163,7 @@ func TestCounterTargetFields(t *testing.T) {
 		t.Error("unknown target has fields")
 	}
 	for _, f := range CounterFieldValues() {
-		want := f == CounterFieldLastDownloadedAt || f == CounterFieldLastUsedAt
+		want := f == CounterFieldLastDownloadedAt || f == CounterFieldLastUsedAt || f == CounterFieldLastUpdatedAt
 		if f.IsTimestamp() != want {
 			t.Errorf("%v.IsTimestamp() = %v", f, !want)
 		}

@@ -14,11 +14,12 @@ import (
 // Buffered counters of the Maven data path (docs/schema.md, Buffered
 // counters): only counter_deltas rows are inserted on the
 // request path; the merge job sums counters and takes the maximum of
-// timestamps. Per upload: repositories.size_bytes (bytes of file rows
-// added or replaced), repositories.artifacts_count (+1 per new package),
-// namespace_statistics.components_count (+1 per new version). Per
-// download of a version file: repositories.downloads_count and the
-// last_downloaded_at of the package and the version.
+// timestamps. Per download of a version file: repositories.downloads_count
+// and the last_downloaded_at of the package and the version. The storage
+// counters of an upload (repositories.size_bytes, artifacts_count and
+// last_updated_at, namespace_statistics.components_count and
+// deduplicated_size_bytes) are recorded by the accounting triggers of the
+// rows it writes (docs/schema.md, Storage accounting), not here.
 //
 // The periodic counters:fold job (package counters, FoldCounterDeltas)
 // merges these rows. maven_versions.size_bytes is also listed as a

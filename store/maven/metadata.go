@@ -16,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
@@ -274,10 +273,6 @@ func (s *Store) removeFile(ctx context.Context, tx pgx.Tx, t *Target, versionID 
 	if _, err := s.core.Detach(ctx, tx, t.NamespaceID, []store.Attachment{{ID: cur.attachmentID, SHA256: cur.sha256}}); err != nil {
 		return err
 	}
-	if err := insertDeltas(ctx, tx, t.NamespaceID, []counterDelta{{target: enum.CounterTargetRepository,
-		targetID: t.RepositoryID, field: enum.CounterFieldSizeBytes, delta: -cur.size}}); err != nil {
-		return err
-	}
 	return addVersionSize(ctx, tx, t.NamespaceID, versionID, -cur.size)
 }
 
@@ -318,10 +313,6 @@ func (s *Store) installFile(ctx context.Context, tx pgx.Tx, t *Target, pkgID uui
 	delta := sums.Size
 	if cur != nil {
 		delta -= cur.size
-	}
-	if err := insertDeltas(ctx, tx, t.NamespaceID, []counterDelta{{target: enum.CounterTargetRepository,
-		targetID: t.RepositoryID, field: enum.CounterFieldSizeBytes, delta: delta}}); err != nil {
-		return uuid.Nil, err
 	}
 	return id, addVersionSize(ctx, tx, t.NamespaceID, versionID, delta)
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
@@ -177,7 +176,7 @@ func (s *Store) PutFile(ctx context.Context, t *Target, in Put, r io.Reader) (*P
 	var res *PutResult
 	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
 		res = &PutResult{}
-		pkgID, pkgCreated, err := ensurePackage(ctx, tx, t, in.GroupID, in.ArtifactID)
+		pkgID, _, err := ensurePackage(ctx, tx, t, in.GroupID, in.ArtifactID)
 		if err != nil {
 			return err
 		}
@@ -186,18 +185,9 @@ func (s *Store) PutFile(ctx context.Context, t *Target, in Put, r io.Reader) (*P
 			return err
 		}
 		res.VersionCreated = created
-		var counts []counterDelta
-		if pkgCreated {
-			counts = append(counts, counterDelta{target: enum.CounterTargetRepository, targetID: t.RepositoryID,
-				field: enum.CounterFieldArtifactsCount, delta: 1})
-		}
-		if created {
-			counts = append(counts, counterDelta{target: enum.CounterTargetNamespaceStatistics, targetID: t.NamespaceID,
-				field: enum.CounterFieldComponentsCount, delta: 1})
-		}
-		if err := insertDeltas(ctx, tx, t.NamespaceID, counts); err != nil {
-			return err
-		}
+		// The repository's and the namespace's counters are recorded by
+		// the accounting triggers of the version and file rows
+		// (docs/schema.md, Storage accounting).
 		cur, err := currentFile(ctx, tx, t.NamespaceID, `f.maven_version_id = $2`, versionID, in.FileName, "FOR UPDATE OF f")
 		if err != nil {
 			return err

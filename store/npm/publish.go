@@ -112,9 +112,11 @@ WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3
 // tags, force-expires the package's metadata files and records the
 // buffered counters, in one statement. $1 version id, $2 namespace,
 // $3 package, $4 version, $5 package_json, $6 file id, $7 file name,
-// $8 sha256, $9/$10 tag ids/names, $11 tarball size, $12 repository id,
-// $13 package created, $14 delta ids, $15 add "latest" if the package has
-// no latest tag (with id $16). It runs on the namespace's partitions of
+// $8 sha256, $9/$10 tag ids/names, $11 tarball size, $12 delta ids, $13
+// add "latest" if the package has no latest tag (with id $14). The
+// repository's and the namespace's counters (artifacts, sizes, components)
+// are recorded by the accounting triggers of the rows written here
+// (docs/schema.md, Storage accounting). It runs on the namespace's partitions of
 // the npm tables (perPartition); the blob layer's tables are partitioned
 // by sha256 and only inserted into, which needs no pruning.
 const publishSQL = `
@@ -135,7 +137,7 @@ WITH a AS (
 	RETURNING (t.id = ANY($9::uuid[])) AS inserted
 ), l AS (
 	INSERT INTO {npm_tags} (id, namespace_id, npm_package_id, npm_version_id, name)
-	SELECT $16, $2, $3, v.id, 'latest' FROM v WHERE $15::boolean
+	SELECT $14, $2, $3, v.id, 'latest' FROM v WHERE $13::boolean
 	ON CONFLICT (namespace_id, npm_package_id, name) DO NOTHING
 	RETURNING 1
 ), e AS (
@@ -143,14 +145,11 @@ WITH a AS (
 	WHERE namespace_id = $2 AND npm_package_id = $3 AND expires_at > now()
 ), d AS (
 	INSERT INTO {counter_deltas} (id, namespace_id, target, target_id, field, delta)
-	SELECT ($14::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
+	SELECT ($12::uuid[])[x.n], $2, x.target, x.target_id, x.field, x.delta
 	FROM (VALUES
 		(1, 8::smallint, $3::uuid, 3::smallint, 1::bigint),               -- npm_packages.versions_count
 		(2, 8, $3, 4, (SELECT count(*) FROM t WHERE inserted) + (SELECT count(*) FROM l)), -- npm_packages.tags_count
-		(3, 9, $1, 2, $11::bigint),                                       -- npm_versions.size_bytes
-		(4, 0, $12::uuid, 2, $11),                                        -- repositories.size_bytes
-		(5, 0, $12, 0, CASE WHEN $13::boolean THEN 1 ELSE 0 END),         -- repositories.artifacts_count
-		(6, 1, $2, 6, 1)                                                  -- namespace_statistics.components_count
+		(3, 9, $1, 2, $11::bigint)                                        -- npm_versions.size_bytes
 	) AS x(n, target, target_id, field, delta)
 	WHERE x.delta <> 0 AND EXISTS (SELECT 1 FROM v)
 )
@@ -228,7 +227,7 @@ func (s *Store) publishTx(ctx context.Context, tx pgx.Tx, repo *Repository, in P
 		err := tx.QueryRow(ctx, publishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
 			db.NewID(), repo.NamespaceID, pkgID, in.Version, in.PackageJSON,
 			db.NewID(), in.FileName, u.Blob.SHA256[:],
-			db.NewIDs(len(tags)), tags, staged.Size(), repo.RepositoryID, target.created, db.NewIDs(6),
+			db.NewIDs(len(tags)), tags, staged.Size(), db.NewIDs(3),
 			target.addLatest, db.NewID(),
 		).Scan(&res.VersionID, &res.CreatedAt, &latestAdded)
 		// The only unique key this statement can hit is the active

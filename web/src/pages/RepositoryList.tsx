@@ -212,7 +212,8 @@ export function RepositoryPage({
           <td data-label="Downloads" className="num">
             {formatCount(r.downloadsCount)}
           </td>
-          <td data-label="Last updated">{formatTime(r.lastUpdatedAt ?? r.createdAt)}</td>
+          {/* The last push; a repository nothing was pushed to yet shows "–". */}
+          <td data-label="Last updated">{formatTime(r.lastUpdatedAt)}</td>
         </tr>
       ))}
       {conn &&
