@@ -57,14 +57,14 @@ func testCreateNamespaceCreatesDefaultCollectionAndStatistics(t *testing.T, a *t
 }
 
 func testNamespaceSlugValidation(t *testing.T, a *testAPI) {
-	for _, slug := range []string{"", "Zeta", "-zeta", "zeta-", "ze--ta", "ze_ta", "ze ta", "graphql", strings.Repeat("z", 256), "é"} {
+	for _, slug := range []string{"", "z", "9lives", "Zeta", "-zeta", "zeta-", "ze--ta", "ze_ta", "ze ta", "graphql", strings.Repeat("z", 64), "é"} {
 		r := a.expectError(adminToken, `mutation($s: String!) { createNamespace(input: {slug: $s}) { namespace { id } } }`,
 			map[string]any{"s": slug}, CodeInvalidInput)
 		if contains(r.Errors[0].Message, "SQL") || contains(r.Errors[0].Message, "violates") {
 			t.Fatalf("leaked database error: %s", r.Errors[0].Message)
 		}
 	}
-	for _, slug := range []string{"z", "zeta", "zeta-corp-2", "9lives", strings.Repeat("z", 255)} {
+	for _, slug := range []string{"zz", "zeta", "zeta-corp-2", "z9", strings.Repeat("z", 63)} {
 		a.createNamespace(slug)
 	}
 }
