@@ -215,6 +215,8 @@ func TestPurgeRacesPush(t *testing.T) {
 	cat := catalog.New(e.st)
 	cs := container.New(e.st)
 	grace := cs.LinkGrace()
+	outcomes := map[string]int{}
+	defer func() { t.Logf("outcomes: %v", outcomes) }()
 	for i := range 8 {
 		layer := blobData(fmt.Sprintf("race-layer-%d", i), 500)
 		old := e.pushOCI("app", "old", blobData(fmt.Sprintf("race-cfg-%d", i), 200), layer)
@@ -248,10 +250,12 @@ func TestPurgeRacesPush(t *testing.T) {
 		links, atts := e.links("app", layer), e.attachments(layer)
 		switch {
 		case putErr == nil:
+			outcomes["push kept the layer"]++
 			if links != 1 || atts != 1 || e.candidate(layer) != nil {
 				t.Fatalf("round %d: push succeeded but the layer has %d links, %d attachments", i, links, atts)
 			}
 		case store.HasCode(putErr, container.CodeManifestBlobUnknown):
+			outcomes["push refused"]++
 			if links != 0 || atts != 0 || e.candidate(layer) == nil {
 				t.Fatalf("round %d: push refused but the layer has %d links, %d attachments", i, links, atts)
 			}
