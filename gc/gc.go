@@ -145,6 +145,12 @@ type Config struct {
 	// gc_controls row through the store. It is read before every delete
 	// and fails closed.
 	KillSwitch KillSwitch
+	// ManifestParser: the blob references of a stored manifest, for the
+	// gc:record-blob-references backfill (nil: the job is not scheduled).
+	ManifestParser ManifestParser
+	// Backfill of manifest blob references: interval and batch size.
+	ReferencesInterval time.Duration
+	ReferencesBatch    int
 	// Clock; nil takes the store's.
 	Clock store.Clock
 	// Logger for the structured events; nil is slog.Default().
@@ -180,6 +186,8 @@ func (c Config) withDefaults(st *store.Store) (Config, error) {
 	def(&c.StagingInterval, DefaultStagingInterval)
 	defInt(&c.StagingBatch, DefaultStagingBatch)
 	def(&c.ExpiryInterval, DefaultExpiryInterval)
+	def(&c.ReferencesInterval, DefaultReferencesInterval)
+	defInt(&c.ReferencesBatch, DefaultReferencesBatch)
 	defInt(&c.ExpiryBatch, catalog.DefaultPurgeBatch)
 	defInt(&c.StrikeLimit, DefaultStrikeLimit)
 	def(&c.BackoffBase, DefaultBackoffBase)
@@ -259,8 +267,9 @@ func (g *GC) Config() Config { return g.cfg }
 //
 //	phase 1: gc:reconcile-scan
 //	phase 2: + gc:sweep (cleanup rechecks and discards, deletes nothing)
-//	every phase: gc:expiry-sweep (it only detaches: the phase governs
-//	what becomes of the candidates it records)
+//	every phase: gc:expiry-sweep and, with a ManifestParser,
+//	gc:record-blob-references (they only detach: the phase governs what
+//	becomes of the candidates they record)
 //	phase 3: + gc:staging-sweep (and cleanup deletes)
 func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &sweepWorker{g: g})
@@ -268,6 +277,7 @@ func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &reconcileWorker{g: g})
 	river.AddWorker(workers, &stagingWorker{g: g})
 	river.AddWorker(workers, &expiryWorker{g: g})
+	river.AddWorker(workers, &referencesWorker{g: g})
 	jobs := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ReconcileInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return ReconcileScanArgs{}, nil },
@@ -275,6 +285,11 @@ func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ExpiryInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return ExpirySweepArgs{}, nil },
 			&river.PeriodicJobOpts{ID: KindExpirySweep, RunOnStart: true}),
+	}
+	if g.cfg.ManifestParser != nil {
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ReferencesInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return RecordReferencesArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindRecordReferences, RunOnStart: true}))
 	}
 	if g.cfg.Phase >= PhaseDiscard {
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.SweepInterval),

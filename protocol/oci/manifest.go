@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"mime"
 	"net/http"
 	"strings"
@@ -269,4 +270,20 @@ func validMediaType(mt string) bool {
 	}
 	_, _, err := mime.ParseMediaType(mt)
 	return err == nil && strings.Contains(mt, "/")
+}
+
+// BlobReferences returns the config and distributable layer digests of a
+// stored manifest (what a push checks in the image), parsed like a push
+// with its stored media type; an index has none. The backfill of
+// container_manifest_blob_references uses it.
+func BlobReferences(mediaType string, payload []byte) ([][32]byte, error) {
+	p, apiErr := parseManifest(mediaType, payload)
+	if apiErr != nil {
+		return nil, fmt.Errorf("oci: parse manifest: %s", apiErr.Message)
+	}
+	out := make([][32]byte, len(p.Blobs))
+	for i, b := range p.Blobs {
+		out[i] = [32]byte(b.Digest)
+	}
+	return out, nil
 }

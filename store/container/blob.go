@@ -114,10 +114,10 @@ func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType
 		id := db.NewID()
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO container_blobs (id, namespace_id, container_image_id, digest, media_type,
-			                             blob_storage_attachment_id, blob_sha256)
-			VALUES ($1, $2, $3, $4, $5, $6, $4)
+			                             blob_storage_attachment_id, blob_sha256, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $4, $7)
 			ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
-			id, t.NamespaceID, imageID, sha[:], mediaType, att[0].ID)
+			id, t.NamespaceID, imageID, sha[:], mediaType, att[0].ID, s.core.Options().Clock.Now())
 		if err != nil {
 			return fmt.Errorf("store: insert container blob: %w", err)
 		}

@@ -392,8 +392,8 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 	id := db.NewID()
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO container_manifests (id, namespace_id, container_image_id, digest, media_type,
-		                                 blob_storage_attachment_id, blob_sha256, size)
-		VALUES ($1, $2, $3, $4, $5, $6, $4, $7)
+		                                 blob_storage_attachment_id, blob_sha256, size, blob_references_recorded)
+		VALUES ($1, $2, $3, $4, $5, $6, $4, $7, true)
 		ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
 		id, t.NamespaceID, imageID, in.Digest[:], in.MediaType, att[0].ID, size)
 	if err != nil {
@@ -401,6 +401,9 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 	}
 	if tag.RowsAffected() == 0 {
 		return uuid.Nil, db.ErrRace
+	}
+	if err := insertBlobReferences(ctx, tx, t.NamespaceID, []uuid.UUID{imageID}, []uuid.UUID{id}, [][][]byte{blobs}); err != nil {
+		return uuid.Nil, err
 	}
 	if len(childIDs) > 0 {
 		relIDs := make([]uuid.UUID, len(childIDs))

@@ -29,8 +29,11 @@ type ManifestPurge struct {
 	// Blocked: trashed manifests left alone because an index outside the
 	// purge still lists them (purge the index first; restoring it would
 	// otherwise bring back an index with a missing child).
-	Blocked  []uuid.UUID
-	Released store.Released
+	Blocked []uuid.UUID
+	// LinksFreed: blob links of the images that only the purged manifests
+	// referenced, deleted with them (their attachments are in Released).
+	LinksFreed int
+	Released   store.Released
 }
 
 type attachedRow struct {
@@ -111,19 +114,32 @@ func (s *Store) PurgeManifests(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, i
 		return out, nil
 	}
 	purgeIDs, atts := splitAttached(purge)
+	links, err := s.unreferencedLinks(ctx, tx, nsID, purgeIDs)
+	if err != nil {
+		return nil, err
+	}
+	linkIDs, linkAtts := splitAttached(links)
+	atts = append(atts, linkAtts...)
 	out.Released, err = s.core.PurgeAttached(ctx, tx, nsID, atts, func() error {
-		return deleteManifestRows(ctx, tx, nsID, purgeIDs)
+		if err := deleteManifestRows(ctx, tx, nsID, purgeIDs); err != nil {
+			return err
+		}
+		return deleteLinks(ctx, tx, nsID, linkIDs)
 	})
 	if err != nil {
 		return nil, err
 	}
-	out.Purged = purgeIDs
+	out.Purged, out.LinksFreed = purgeIDs, len(linkIDs)
 	return out, nil
 }
 
 // deleteManifestRows deletes manifests with the tags and relationships
 // naming them (children of the manifests before the manifests).
 func deleteManifestRows(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, ids []uuid.UUID) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM container_manifest_blob_references WHERE namespace_id = $1 AND container_manifest_id = ANY($2::uuid[])`,
+		nsID, ids); err != nil {
+		return db.MapErr(fmt.Errorf("store: delete blob references of purged manifests: %w", err))
+	}
 	if _, err := tx.Exec(ctx, `DELETE FROM container_tags WHERE namespace_id = $1 AND container_manifest_id = ANY($2::uuid[])`,
 		nsID, ids); err != nil {
 		return db.MapErr(fmt.Errorf("store: delete tags of purged manifests: %w", err))
@@ -194,6 +210,7 @@ func (s *Store) PurgeImages(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, ids 
 		for _, q := range []string{
 			`DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
 			`DELETE FROM container_manifest_relationships WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+			`DELETE FROM container_manifest_blob_references WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
 			`DELETE FROM container_manifests WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
 			`DELETE FROM container_blobs WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
 			`DELETE FROM container_images WHERE namespace_id = $1 AND id = ANY($2::uuid[])`,

@@ -224,6 +224,9 @@ func (s *Store) detachUnreached(ctx context.Context, tx pgx.Tx, in Final, imageI
 		), rel AS (
 			DELETE FROM container_manifest_relationships r USING gone
 			WHERE r.namespace_id = $1 AND (r.parent_container_manifest_id = gone.id OR r.child_container_manifest_id = gone.id)
+		), refs AS (
+			DELETE FROM container_manifest_blob_references r USING gone
+			WHERE r.namespace_id = $1 AND r.container_manifest_id = gone.id
 		)
 		DELETE FROM container_manifests cm USING gone
 		WHERE cm.namespace_id = $1 AND cm.id = gone.id

@@ -34,9 +34,11 @@ import (
 // TestCraneEmptyTrashFreesStorage: crane pushes three images sharing a
 // base layer, two manifests are deleted with crane, emptyTrash purges
 // them (gcQueue.tracked counts their now unused blobs: the two manifest
-// payloads), and garbage collection with the test clock past the review
-// delay and the grace window removes those objects from the bucket while
-// the shared layer and the kept image stay pullable.
+// payloads, their configs and their own layers; the shared base layer
+// stays linked for the kept image), and garbage collection with the test
+// clock past the review delay and the grace window removes those objects
+// from the bucket while the shared layer and the kept image stay
+// pullable.
 func TestCraneEmptyTrashFreesStorage(t *testing.T) {
 	clock := fakeclock.New(time.Now())
 	st := testsupport.Store(t, testsupport.StoreOptions{Store: store.Options{Clock: clock, ReviewDelay: time.Hour}})
@@ -61,9 +63,20 @@ func TestCraneEmptyTrashFreesStorage(t *testing.T) {
 	base := tarFile(t, work, "base.txt", strings.Repeat("shared base layer\n", 100))
 	img := s.Host + "/acme/images/app"
 	digests := map[string]string{}
+	var unique []string // the configs and own layers of v1 and v2
 	for _, tag := range []string{"v1", "v2", "v3"} {
 		crane.run("append", "--insecure", "-f", base, "-f", tarFile(t, work, tag+".txt", "only in "+tag+"\n"), "-t", img+":"+tag)
 		digests[tag] = crane.run("digest", "--insecure", img+":"+tag)
+		var m struct {
+			Config struct{ Digest string }
+			Layers []struct{ Digest string }
+		}
+		if err := json.Unmarshal([]byte(crane.run("manifest", "--insecure", img+":"+tag)), &m); err != nil || len(m.Layers) != 2 {
+			t.Fatalf("%s manifest: %v %+v", tag, err, m)
+		}
+		if tag != "v3" {
+			unique = append(unique, m.Config.Digest, m.Layers[1].Digest)
+		}
 	}
 	for _, tag := range []string{"v1", "v2"} {
 		crane.run("delete", "--insecure", img+"@"+digests[tag])
@@ -72,11 +85,14 @@ func TestCraneEmptyTrashFreesStorage(t *testing.T) {
 		t.Fatalf("tags after delete: %v", tags)
 	}
 
+	// Past the window in which a push may still reference a blob link it
+	// uploaded (the purge keeps younger links for the push in progress).
+	clock.Advance(24*time.Hour + time.Minute)
 	var emptied struct {
 		EmptyTrash struct{ PurgedCount, GcCandidates int }
 	}
 	mustJSON(t, s.graphql(t, `mutation { emptyTrash(input: {namespace: "acme"}) { purgedCount gcCandidates } }`, nil), &emptied)
-	if emptied.EmptyTrash.PurgedCount != 2 || emptied.EmptyTrash.GcCandidates != 2 {
+	if emptied.EmptyTrash.PurgedCount != 2 || emptied.EmptyTrash.GcCandidates != 6 {
 		t.Fatalf("emptyTrash = %+v", emptied)
 	}
 	var q struct {
@@ -86,8 +102,8 @@ func TestCraneEmptyTrashFreesStorage(t *testing.T) {
 		}
 	}
 	mustJSON(t, s.graphql(t, `{ namespace(slug: "acme") { id gcQueue { tracked } } }`, nil), &q)
-	if q.Namespace.GcQueue.Tracked != 2 {
-		t.Fatalf("gcQueue.tracked = %d, want the 2 purged manifests' payloads", q.Namespace.GcQueue.Tracked)
+	if q.Namespace.GcQueue.Tracked != 6 {
+		t.Fatalf("gcQueue.tracked = %d, want the 2 purged manifests' payloads, configs and own layers", q.Namespace.GcQueue.Tracked)
 	}
 
 	// Garbage collection, past the review delay and the grace window.
@@ -100,14 +116,14 @@ func TestCraneEmptyTrashFreesStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tag := range []string{"v1", "v2"} {
-		key := store.GCCandidateKey{NamespaceID: ns.ID, SHA256: sha(t, digests[tag])}
+	for _, d := range append([]string{digests["v1"], digests["v2"]}, unique...) {
+		key := store.GCCandidateKey{NamespaceID: ns.ID, SHA256: sha(t, d)}
 		res, err := collector.Cleanup(context.Background(), key)
 		if err != nil || res.Outcome != store.GCReclaimed {
-			t.Fatalf("cleanup of %s: %+v %v", tag, res, err)
+			t.Fatalf("cleanup of %s: %+v %v", d, res, err)
 		}
 		if objectExists(t, st, ns.ID, key.SHA256) {
-			t.Fatalf("the object of %s's manifest is still in the bucket", tag)
+			t.Fatalf("the object of %s is still in the bucket", d)
 		}
 	}
 	var m3 struct{ Layers []struct{ Digest string } }
