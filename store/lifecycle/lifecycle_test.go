@@ -222,4 +222,3 @@ func TestSetRefusesBadInput(t *testing.T) {
 		t.Fatalf("rules after a refused update: %+v", p.Rules)
 	}
 }
-
