@@ -69,7 +69,7 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 // *_lifecycle_idx index) and the groups after it.
 func walkSQL(sel, from, where, group, order string) string {
 	return `(SELECT ` + sel + ` FROM ` + from + ` WHERE ` + where + ` AND ` + group + ` = $3 AND (` + order + `) < ($4, $5)
-		ORDER BY ` + order + ` DESC LIMIT $6)
+		ORDER BY ` + descending(order) + ` LIMIT $6)
 		UNION ALL
 		(SELECT ` + sel + ` FROM ` + from + ` WHERE ` + where + ` AND ` + group + ` > $3
 		ORDER BY ` + group + `, ` + descending(order) + ` LIMIT $6)

@@ -78,7 +78,9 @@ func setup(t testing.TB) (*store.Store, *Store, *store.Namespace, *store.Reposit
 	st := testsupport.Store(t, testsupport.StoreOptions{Mem: true})
 	ns := testsupport.Namespace(t, st, "life")
 	repo := testsupport.Repository(t, st, "life", "img", enum.FormatOCI, enum.VisibilityPrivate)
-	return st, New(st, Options{}), ns, repo
+	// Pages of 2 rows: every test walks several pages and crosses groups
+	// in the middle of one.
+	return st, New(st, Options{PageSize: 2}), ns, repo
 }
 
 func deletedBy(t *testing.T, st *store.Store, nsID uuid.UUID, ids []uuid.UUID) map[uuid.UUID]string {
