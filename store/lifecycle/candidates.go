@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,52 +63,54 @@ var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // The walk statements. Each reads one page of a repository's active
 // candidates in (group, created_at DESC, id DESC) order; $3-$5 are the last
-// row of the previous page. The keyset is two arms so that each is a plain
-// index range: the rest of the current group (a range of the
-// *_lifecycle_idx index) and the groups after it.
-func walkSQL(sel, from, where, group, order string) string {
-	return `(SELECT ` + sel + ` FROM ` + from + ` WHERE ` + where + ` AND ` + group + ` = $3 AND (` + order + `) < ($4, $5)
-		ORDER BY ` + descending(order) + ` LIMIT $6)
-		UNION ALL
-		(SELECT ` + sel + ` FROM ` + from + ` WHERE ` + where + ` AND ` + group + ` > $3
-		ORDER BY ` + group + `, ` + descending(order) + ` LIMIT $6)
-		ORDER BY 1, 5 DESC, 3 DESC LIMIT $6`
-}
-
-func descending(order string) string {
-	parts := strings.Split(order, ", ")
-	for i := range parts {
-		parts[i] += " DESC"
+// row of the previous page. The keyset is two arms, each a bounded index
+// walk: the rest of the current group (a range of the *_lifecycle_idx
+// index), then the groups after it, in id order, each read newest first
+// and at most a page of it (a LATERAL join, so a later group is never
+// scanned past what the page needs).
+func walkSQL(groups, rows, sel string) string {
+	arm := func(op, keyset string) string {
+		return `(SELECT ` + sel + ` FROM (` + groups + ` AND g.id ` + op + ` $3 ORDER BY g.id LIMIT $6) g
+		CROSS JOIN LATERAL (` + rows + keyset + ` ORDER BY r.created_at DESC, r.id DESC LIMIT $6) r
+		ORDER BY 1, 5 DESC, 3 DESC LIMIT $6)`
 	}
-	return strings.Join(parts, ", ")
+	return arm("=", ` AND (r.created_at, r.id) < ($4, $5)`) + "\n\t\tUNION ALL\n\t\t" + arm(">", "") +
+		"\n\t\tORDER BY 1, 5 DESC, 3 DESC LIMIT $6"
 }
 
 var (
-	containerPageSQL = walkSQL(`ci.id, ci.name, cm.id, cm.digest, cm.created_at, cm.size, ci.last_downloaded_at,
+	containerPageSQL = walkSQL(
+		`SELECT g.id, g.name, g.last_downloaded_at FROM container_repositories cr
+		JOIN container_images g ON g.namespace_id = $1 AND g.container_repository_id = cr.id AND g.soft_deleted_at IS NULL
+		WHERE cr.namespace_id = $1 AND cr.repository_id = $2`,
+		`SELECT r.id, r.digest, r.created_at, r.size,
 		       ARRAY(SELECT t.name FROM container_tags t
-		             WHERE t.namespace_id = $1 AND t.container_manifest_id = cm.id ORDER BY t.name LIMIT 1000)`,
-		`container_repositories cr
-		JOIN container_images ci ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.soft_deleted_at IS NULL
-		JOIN container_manifests cm ON cm.namespace_id = $1 AND cm.container_image_id = ci.id AND cm.soft_deleted_at IS NULL`,
-		`cr.namespace_id = $1 AND cr.repository_id = $2
+		             WHERE t.namespace_id = $1 AND t.container_manifest_id = r.id ORDER BY t.name LIMIT 1000) AS tags
+		FROM container_manifests r
+		WHERE r.namespace_id = $1 AND r.container_image_id = g.id AND r.soft_deleted_at IS NULL
 		  AND NOT EXISTS (
 		    SELECT 1 FROM container_manifest_relationships rel
 		    JOIN container_manifests p ON p.namespace_id = $1 AND p.id = rel.parent_container_manifest_id
-		    WHERE rel.namespace_id = $1 AND rel.child_container_manifest_id = cm.id AND p.soft_deleted_at IS NULL)`,
-		`ci.id`, `cm.created_at, cm.id`)
-	npmPageSQL = walkSQL(`p.id, p.name, v.id, v.version, v.created_at, v.size_bytes, v.last_downloaded_at,
-		       EXISTS (SELECT 1 FROM npm_tags t WHERE t.namespace_id = $1 AND t.npm_package_id = p.id
-		               AND t.npm_version_id = v.id AND t.name = 'latest')`,
-		`npm_repositories nr
-		JOIN npm_packages p ON p.namespace_id = $1 AND p.npm_repository_id = nr.id AND p.soft_deleted_at IS NULL
-		JOIN npm_versions v ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.soft_deleted_at IS NULL`,
-		`nr.namespace_id = $1 AND nr.repository_id = $2`, `p.id`, `v.created_at, v.id`)
-	mavenPageSQL = walkSQL(`p.id, p.group_id || ':' || p.artifact_id, v.id, v.version, v.created_at, v.size_bytes, v.last_downloaded_at,
-		       p.artifact_id`,
-		`maven_repositories mr
-		JOIN maven_packages p ON p.namespace_id = $1 AND p.maven_repository_id = mr.id AND p.soft_deleted_at IS NULL
-		JOIN maven_versions v ON v.namespace_id = $1 AND v.maven_package_id = p.id AND v.soft_deleted_at IS NULL`,
-		`mr.namespace_id = $1 AND mr.repository_id = $2`, `p.id`, `v.created_at, v.id`)
+		    WHERE rel.namespace_id = $1 AND rel.child_container_manifest_id = r.id AND p.soft_deleted_at IS NULL)`,
+		`g.id, g.name, r.id, r.digest, r.created_at, r.size, g.last_downloaded_at, r.tags`)
+	npmPageSQL = walkSQL(
+		`SELECT g.id, g.name FROM npm_repositories nr
+		JOIN npm_packages g ON g.namespace_id = $1 AND g.npm_repository_id = nr.id AND g.soft_deleted_at IS NULL
+		WHERE nr.namespace_id = $1 AND nr.repository_id = $2`,
+		`SELECT r.id, r.version, r.created_at, r.size_bytes, r.last_downloaded_at,
+		       EXISTS (SELECT 1 FROM npm_tags t WHERE t.namespace_id = $1 AND t.npm_package_id = g.id
+		               AND t.npm_version_id = r.id AND t.name = 'latest') AS latest
+		FROM npm_versions r
+		WHERE r.namespace_id = $1 AND r.npm_package_id = g.id AND r.soft_deleted_at IS NULL`,
+		`g.id, g.name, r.id, r.version, r.created_at, r.size_bytes, r.last_downloaded_at, r.latest`)
+	mavenPageSQL = walkSQL(
+		`SELECT g.id, g.group_id || ':' || g.artifact_id AS name, g.artifact_id FROM maven_repositories mr
+		JOIN maven_packages g ON g.namespace_id = $1 AND g.maven_repository_id = mr.id AND g.soft_deleted_at IS NULL
+		WHERE mr.namespace_id = $1 AND mr.repository_id = $2`,
+		`SELECT r.id, r.version, r.created_at, r.size_bytes, r.last_downloaded_at
+		FROM maven_versions r
+		WHERE r.namespace_id = $1 AND r.maven_package_id = g.id AND r.soft_deleted_at IS NULL`,
+		`g.id, g.name, r.id, r.version, r.created_at, r.size_bytes, r.last_downloaded_at, g.artifact_id`)
 )
 
 // row is one candidate as a page reads it, with what deleting it needs.
