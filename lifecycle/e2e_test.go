@@ -235,6 +235,12 @@ func TestNpmKeepLast2(t *testing.T) {
 		t.Fatalf("npm view after the run: %+v", view)
 	}
 	allPolicy(t, trashDeleters(t, e, "NPM_VERSION"), 3)
+	// A user's unpublish is recorded as the user's.
+	run(t, home, env, "npm", "unpublish", "keeper@2.0.0")
+	by := trashDeleters(t, e, "NPM_VERSION")
+	if len(by) != 4 || by[0] != "admin:admin" {
+		t.Fatalf("trash after npm unpublish: %v", by)
+	}
 }
 
 // TestMavenKeepSnapshotBuilds: mvn deploys three builds of one SNAPSHOT;

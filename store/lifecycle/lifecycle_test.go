@@ -224,3 +224,39 @@ func TestSetRefusesBadInput(t *testing.T) {
 		t.Fatalf("rules after a refused update: %+v", p.Rules)
 	}
 }
+
+// TestConcurrentRuns: two runs of one policy at once (the daily job and a
+// runLifecyclePolicy, or two instances) delete each item once between
+// them: the loser of each row is skipped, not failed.
+func TestConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, ls, ns, repo := setup(t)
+	_, ids := seedImage(t, st, repo, "app", 12, 10, all)
+	sc := Scope{NamespaceID: ns.ID, NamespaceSlug: ns.Slug, Repository: repo}
+	if _, err := ls.Set(ctx, sc, Input{Enabled: true, MinAgeDays: 1, Rules: []Rule{lastN(2)}}); err != nil {
+		t.Fatal(err)
+	}
+	results := make(chan RunResult, 2)
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			r, err := ls.RunScope(ctx, sc)
+			results <- r
+			errs <- err
+		}()
+	}
+	total := 0
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		total += (<-results).Total()
+	}
+	if total != 10 {
+		t.Fatalf("the two runs deleted %d items between them, want 10", total)
+	}
+	if n := len(deletedBy(t, st, ns.ID, ids)); n != 10 {
+		t.Fatalf("%d manifests in the trash, want 10", n)
+	}
+}

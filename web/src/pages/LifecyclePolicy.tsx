@@ -253,7 +253,7 @@ function Editor({ ns, repo, initial }: { ns: string; repo?: string; initial: Dra
             type="button"
             className="btn btn-small"
             disabled={draft.rules.length >= MAX_RULES}
-            onClick={() => change({ ...draft, rules: [...draft.rules, { type: "KEEP_LAST_N", value: "10" }] })}
+            onClick={() => change({ ...draft, rules: [...draft.rules, { type: "KEEP_LAST_N", value: "" }] })}
           >
             Add rule
           </button>
