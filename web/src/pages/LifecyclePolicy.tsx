@@ -149,10 +149,9 @@ export function LifecyclePolicy() {
       <p className="muted">
         An artifact is deleted (moved to the <Link to={paths.trash(ns)}>trash</Link>) when the policy is enabled, it is
         older than the minimum age and no keep rule retains it. Rules count per image or package, newest push first.
-        {repo
-          ? " This override replaces the namespace default for this repository."
-          : " Repositories with their own policy ignore this default."}{" "}
-        {repo && !stored && "This repository has no override: the namespace default applies."}
+        {!repo && " Repositories with their own policy ignore this default."}
+        {repo && stored && " This override replaces the namespace default for this repository."}
+        {repo && !stored && " This repository has no override yet: the namespace default applies until one is saved here."}
       </p>
       <Editor key={key} ns={ns} repo={repo} initial={toDraft(stored)} />
     </section>
