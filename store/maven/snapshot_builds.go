@@ -1,8 +1,11 @@
 package maven
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,18 +75,12 @@ func (s *Store) SnapshotBuildsOf(ctx context.Context, nsID uuid.UUID, artifactID
 }
 
 func sortBuildsNewestFirst(bs []*SnapshotBuild) {
-	for i := 1; i < len(bs); i++ {
-		for j := i; j > 0 && buildAfter(bs[j], bs[j-1]); j-- {
-			bs[j], bs[j-1] = bs[j-1], bs[j]
+	slices.SortFunc(bs, func(a, b *SnapshotBuild) int {
+		if a.Number != b.Number {
+			return cmp.Compare(b.Number, a.Number)
 		}
-	}
-}
-
-func buildAfter(a, b *SnapshotBuild) bool {
-	if a.Number != b.Number {
-		return a.Number > b.Number
-	}
-	return a.BuiltAt.After(b.BuiltAt)
+		return b.BuiltAt.Compare(a.BuiltAt)
+	})
 }
 
 // SoftDeleteSnapshotBuilds moves files of old builds of a SNAPSHOT
@@ -102,7 +99,7 @@ func (s *Store) SoftDeleteSnapshotBuilds(ctx context.Context, nsID, versionID uu
 		var pkgID uuid.UUID
 		if err := tx.QueryRow(ctx, `SELECT maven_package_id, version FROM maven_versions
 			WHERE namespace_id = $1 AND id = $2 AND soft_deleted_at IS NULL`, nsID, versionID).Scan(&pkgID, &ver); err != nil {
-			if err == pgx.ErrNoRows {
+			if errors.Is(err, pgx.ErrNoRows) {
 				return errs.New(CodeUnknown, "Maven package or version unknown: version %s", versionID)
 			}
 			return fmt.Errorf("store: maven version %s: %w", versionID, err)
