@@ -320,3 +320,25 @@ func requireMaven(t *testing.T) {
 	}
 	t.Skip(msg)
 }
+
+// TestMavenVersions: four released versions deployed over HTTP; keep the
+// last two, and 1.0.0 by regex: only 1.1.0 goes, and the package's
+// maven-metadata.xml stops listing it.
+func TestMavenVersions(t *testing.T) {
+	t.Parallel()
+	e := testserver.New(t, testserver.Options{})
+	e.Repo("releases", enum.FormatMaven, enum.VisibilityPrivate)
+	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0", "1.3.0"} {
+		e.MavenDeploy("releases", v)
+	}
+	e.Clock.Advance(48 * time.Hour)
+	pv, deleted := policyRoundTrip(t, e, "releases", `{type: KEEP_LAST_N, count: 2}, {type: KEEP_REGEX, pattern: "1\\.0\\.0"}`)
+	if pv.ArtifactCount != 1 || pv.Items.Edges[0].Node.Name != "1.1.0" || pv.Items.Edges[0].Node.Kind != "MAVEN_VERSION" || deleted != 1 {
+		t.Fatalf("preview %+v, deleted %d", pv, deleted)
+	}
+	md := e.Do(http.MethodGet, "/maven/acme/releases/com/example/lib/maven-metadata.xml", testserver.Basic(testserver.AdminToken), nil)
+	if md.Status != http.StatusOK || strings.Contains(md.Body, "<version>1.1.0</version>") || !strings.Contains(md.Body, "<version>1.0.0</version>") {
+		t.Fatalf("metadata after the run: %d\n%s", md.Status, md.Body)
+	}
+	allPolicy(t, trashDeleters(t, e, "MAVEN_VERSION"), 1)
+}
