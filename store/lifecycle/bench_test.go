@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -20,18 +21,26 @@ func (c *stmtCount) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trac
 }
 func (c *stmtCount) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// BenchmarkPreview100k: the dry run of keep-last-10 plus a regex over one
-// image of 100,000 tagged manifests (seeded with SQL): 99,990 items
+// BenchmarkPreview100k: the dry run of keep-last-10 plus a regex over
+// 100,000 tagged manifests (seeded with SQL), all in one image, or spread
+// over 100 images of 1,000: every manifest but the newest 10 of each image
 // counted, 20 listed. Reports the statements one preview runs.
 func BenchmarkPreview100k(b *testing.B) {
+	for _, images := range []int{1, 100} {
+		b.Run(fmt.Sprintf("images=%d", images), func(b *testing.B) { benchPreview(b, images, 100_000/images) })
+	}
+}
+
+func benchPreview(b *testing.B, images, perImage int) {
 	ctx := context.Background()
 	counter := &stmtCount{}
 	pool := testsupport.Pool(b, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = counter })
 	st := testsupport.Store(b, testsupport.StoreOptions{Pool: pool, Mem: true})
 	ns := testsupport.Namespace(b, st, "bench")
 	repo := testsupport.Repository(b, st, "bench", "img", enum.FormatOCI, enum.VisibilityPrivate)
-	const n = 100_000
-	seedImage(b, st, repo, "app", n, 10, all)
+	for i := range images {
+		seedImage(b, st, repo, fmt.Sprintf("app-%d", i), perImage, 10, all)
+	}
 	if _, err := pool.Exec(ctx, `ANALYZE`); err != nil {
 		b.Fatal(err)
 	}
@@ -40,6 +49,7 @@ func BenchmarkPreview100k(b *testing.B) {
 	if _, err := ls.Set(ctx, sc, Input{Enabled: true, MinAgeDays: 1, Rules: []Rule{lastN(10), regex(`release-.*`)}}); err != nil {
 		b.Fatal(err)
 	}
+	want := images * (perImage - 10)
 	b.ResetTimer()
 	counter.n.Store(0)
 	for range b.N {
@@ -47,10 +57,10 @@ func BenchmarkPreview100k(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if pv.Count != n-10 || len(pv.Items) != 20 {
-			b.Fatalf("preview: %d items, %d listed", pv.Count, len(pv.Items))
+		if pv.Count != want || len(pv.Items) != 20 {
+			b.Fatalf("preview: %d items, %d listed; want %d", pv.Count, len(pv.Items), want)
 		}
 	}
 	b.ReportMetric(float64(counter.n.Load())/float64(b.N), "statements/op")
-	b.ReportMetric(float64(n), "manifests")
+	b.ReportMetric(float64(images*perImage), "manifests")
 }
