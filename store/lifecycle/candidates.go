@@ -146,7 +146,13 @@ func (s *Store) page(ctx context.Context, repo *store.Repository, key pageKey) (
 	default:
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, sql, repo.NamespaceID, repo.ID, key.group, key.createdAt, key.id, s.opts.PageSize)
+	// Described, not prepared: every execution is planned with its
+	// namespace, so it prunes to one partition of each 64-partition table,
+	// where a cached generic plan (after five runs) would keep all of them
+	// (PostgreSQL 15): BenchmarkPreview100k (one image) measured 4.0 s a
+	// preview that way, 2.6 s this way, on one shared 2-core machine.
+	rows, err := s.pool.Query(ctx, sql, pgx.QueryExecModeCacheDescribe,
+		repo.NamespaceID, repo.ID, key.group, key.createdAt, key.id, s.opts.PageSize)
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: candidates of %s: %w", repo.Name, err)
 	}
