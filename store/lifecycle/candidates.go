@@ -146,11 +146,10 @@ func (s *Store) page(ctx context.Context, repo *store.Repository, key pageKey) (
 	default:
 		return nil, nil
 	}
-	// Described, not prepared: every execution is planned with its
-	// namespace, so it prunes to one partition of each 64-partition table,
-	// where a cached generic plan (after five runs) would keep all of them
-	// (PostgreSQL 15): BenchmarkPreview100k (one image) measured 4.0 s a
-	// preview that way, 2.6 s this way, on one shared 2-core machine.
+	// Described, not prepared (as store/npm's statements): every execution
+	// is planned with its namespace, so it prunes to one partition of each
+	// 64-partition table, where the cached generic plan a walk of many
+	// pages would switch to keeps all of them (PostgreSQL 15).
 	rows, err := s.pool.Query(ctx, sql, pgx.QueryExecModeCacheDescribe,
 		repo.NamespaceID, repo.ID, key.group, key.createdAt, key.id, s.opts.PageSize)
 	if err != nil {
