@@ -254,7 +254,23 @@ type principalKey struct{}
 // WithPrincipal returns ctx carrying p (GraphQL resolvers read it back with
 // FromContext).
 func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	if a := p.Actor(); a != "" {
+		// What the trash records as the deleter of rows it soft-deletes.
+		ctx = store.WithActor(ctx, a)
+	}
 	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// Actor names the principal as the trash records it ("admin:<user>",
+// "token:<id>"); "" for anonymous.
+func (p *Principal) Actor() string {
+	switch p.Kind() {
+	case KindAdmin:
+		return "admin:" + p.adminUser
+	case KindToken:
+		return "token:" + p.tok.id.String()
+	}
+	return ""
 }
 
 // FromContext returns the principal of ctx; anonymous when there is none.

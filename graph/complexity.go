@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/store/lifecycle"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
@@ -29,6 +30,9 @@ const (
 	maxNpmVersionDistTags = 100
 	// maxNpmDependencies bounds one kind of dependencies of a version.
 	maxNpmDependencies = 250
+	// maxLifecycleItemTags bounds LifecyclePreviewItem.tags (the walk
+	// reads at most that many tags per manifest).
+	maxLifecycleItemTags = 1000
 	// maxTokenRepositories bounds AccessToken.repositories.
 	maxTokenRepositories = 1000
 	// scopeCount and legacyStatusCount are the sizes of the enums listed
@@ -110,6 +114,7 @@ func setConnectionComplexity(c *ComplexityRoot) {
 	c.MavenPackage.Versions = page
 	c.MavenPackage.Files = page
 	c.MavenVersion.Files = page
+	c.LifecyclePreview.Items = page
 }
 
 func setListComplexity(c *ComplexityRoot) {
@@ -133,4 +138,6 @@ func setListComplexity(c *ComplexityRoot) {
 	c.Viewer.Scopes = bounded(scopeCount)
 	c.LegacyMigrationProgress.ByStatus = bounded(legacyStatusCount)
 	c.PurgeTrashPayload.Counts = bounded(purgedKindCount)
+	c.LifecyclePolicy.Rules = bounded(lifecycle.MaxRules)
+	c.LifecyclePreviewItem.Tags = bounded(maxLifecycleItemTags)
 }

@@ -35,6 +35,7 @@ type ResolverRoot interface {
 	ContainerManifest() ContainerManifestResolver
 	ContainerTag() ContainerTagResolver
 	GCCandidate() GCCandidateResolver
+	LifecyclePreview() LifecyclePreviewResolver
 	MavenPackage() MavenPackageResolver
 	MavenVersion() MavenVersionResolver
 	Mutation() MutationResolver
@@ -270,6 +271,51 @@ type ComplexityRoot struct {
 		Status func(childComplexity int) int
 	}
 
+	LifecyclePolicy struct {
+		Enabled    func(childComplexity int) int
+		ID         func(childComplexity int) int
+		MinAgeDays func(childComplexity int) int
+		Rules      func(childComplexity int) int
+	}
+
+	LifecyclePolicyPayload struct {
+		Policy func(childComplexity int) int
+	}
+
+	LifecyclePreview struct {
+		ArtifactCount func(childComplexity int) int
+		Items         func(childComplexity int, first *int, after *string) int
+		SizeBytes     func(childComplexity int) int
+	}
+
+	LifecyclePreviewItem struct {
+		CreatedAt  func(childComplexity int) int
+		Group      func(childComplexity int) int
+		ID         func(childComplexity int) int
+		Kind       func(childComplexity int) int
+		Name       func(childComplexity int) int
+		Repository func(childComplexity int) int
+		SizeBytes  func(childComplexity int) int
+		Tags       func(childComplexity int) int
+	}
+
+	LifecyclePreviewItemConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	LifecyclePreviewItemEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	LifecycleRule struct {
+		Count   func(childComplexity int) int
+		Days    func(childComplexity int) int
+		Pattern func(childComplexity int) int
+		Type    func(childComplexity int) int
+	}
+
 	MavenFile struct {
 		FileName  func(childComplexity int) int
 		ID        func(childComplexity int) int
@@ -379,8 +425,10 @@ type ComplexityRoot struct {
 		ResumeLegacyMigration          func(childComplexity int) int
 		RetryLegacyRepository          func(childComplexity int, id string) int
 		RevokeAccessToken              func(childComplexity int, input model.RevokeAccessTokenInput) int
+		RunLifecyclePolicy             func(childComplexity int, input model.RunLifecyclePolicyInput) int
 		SetGarbageCollection           func(childComplexity int, enabled bool, reason *string) int
 		SetLegacyMigrationControls     func(childComplexity int, input model.LegacyMigrationControlsInput) int
+		SetLifecyclePolicy             func(childComplexity int, input model.SetLifecyclePolicyInput) int
 		SetNamespaceCondition          func(childComplexity int, slug string, condition model.NamespaceCondition, active bool) int
 		SetNpmDistTag                  func(childComplexity int, input model.NpmDistTagInput) int
 		SetTrashRetention              func(childComplexity int, input model.SetTrashRetentionInput) int
@@ -398,6 +446,7 @@ type ComplexityRoot struct {
 		DisabledAt         func(childComplexity int) int
 		GcQueue            func(childComplexity int) int
 		ID                 func(childComplexity int) int
+		LifecyclePolicy    func(childComplexity int) int
 		PublishHistory     func(childComplexity int, from *time.Time, to *time.Time, first *int, after *string) int
 		PurgedAt           func(childComplexity int) int
 		Repositories       func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) int
@@ -560,6 +609,7 @@ type ComplexityRoot struct {
 		LegacyRepositories      func(childComplexity int, status []model.LegacyMigrationStatus, first *int, after *string) int
 		Namespace               func(childComplexity int, slug string) int
 		Namespaces              func(childComplexity int, first *int, after *string) int
+		PreviewLifecyclePolicy  func(childComplexity int, namespace string, repository *string, policy *model.LifecyclePolicyDraft) int
 		Repository              func(childComplexity int, namespace string, name string) int
 		Viewer                  func(childComplexity int) int
 	}
@@ -570,26 +620,27 @@ type ComplexityRoot struct {
 	}
 
 	Repository struct {
-		ArtifactsCount func(childComplexity int) int
-		Collections    func(childComplexity int) int
-		CreatedAt      func(childComplexity int) int
-		Description    func(childComplexity int) int
-		DownloadsCount func(childComplexity int) int
-		Format         func(childComplexity int) int
-		ID             func(childComplexity int) int
-		Image          func(childComplexity int, name string) int
-		Images         func(childComplexity int, first *int, after *string) int
-		Kind           func(childComplexity int) int
-		LastUpdatedAt  func(childComplexity int) int
-		MavenPackage   func(childComplexity int, groupID string, artifactID string) int
-		MavenPackages  func(childComplexity int, first *int, after *string) int
-		Name           func(childComplexity int) int
-		Namespace      func(childComplexity int) int
-		NpmPackage     func(childComplexity int, name string) int
-		NpmPackages    func(childComplexity int, first *int, after *string) int
-		SizeBytes      func(childComplexity int) int
-		SoftDeletedAt  func(childComplexity int) int
-		Visibility     func(childComplexity int) int
+		ArtifactsCount  func(childComplexity int) int
+		Collections     func(childComplexity int) int
+		CreatedAt       func(childComplexity int) int
+		Description     func(childComplexity int) int
+		DownloadsCount  func(childComplexity int) int
+		Format          func(childComplexity int) int
+		ID              func(childComplexity int) int
+		Image           func(childComplexity int, name string) int
+		Images          func(childComplexity int, first *int, after *string) int
+		Kind            func(childComplexity int) int
+		LastUpdatedAt   func(childComplexity int) int
+		LifecyclePolicy func(childComplexity int) int
+		MavenPackage    func(childComplexity int, groupID string, artifactID string) int
+		MavenPackages   func(childComplexity int, first *int, after *string) int
+		Name            func(childComplexity int) int
+		Namespace       func(childComplexity int) int
+		NpmPackage      func(childComplexity int, name string) int
+		NpmPackages     func(childComplexity int, first *int, after *string) int
+		SizeBytes       func(childComplexity int) int
+		SoftDeletedAt   func(childComplexity int) int
+		Visibility      func(childComplexity int) int
 	}
 
 	RepositoryCollection struct {
@@ -629,6 +680,10 @@ type ComplexityRoot struct {
 		Repository func(childComplexity int) int
 	}
 
+	RunLifecyclePolicyPayload struct {
+		DeletedCount func(childComplexity int) int
+	}
+
 	TrashConnection struct {
 		Edges    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
@@ -637,6 +692,7 @@ type ComplexityRoot struct {
 	TrashEdge struct {
 		Cursor    func(childComplexity int) int
 		DeletedAt func(childComplexity int) int
+		DeletedBy func(childComplexity int) int
 		ExpiresAt func(childComplexity int) int
 		Kind      func(childComplexity int) int
 		Node      func(childComplexity int) int
@@ -680,6 +736,9 @@ type ContainerTagResolver interface {
 type GCCandidateResolver interface {
 	Namespace(ctx context.Context, obj *model.GCCandidate) (*model.Namespace, error)
 }
+type LifecyclePreviewResolver interface {
+	Items(ctx context.Context, obj *model.LifecyclePreview, first *int, after *string) (*model.LifecyclePreviewItemConnection, error)
+}
 type MavenPackageResolver interface {
 	Repository(ctx context.Context, obj *model.MavenPackage) (*model.Repository, error)
 
@@ -715,6 +774,8 @@ type MutationResolver interface {
 	RestoreContainerManifest(ctx context.Context, input model.ContainerManifestRefInput) (*model.ContainerManifestPayload, error)
 	RequeueGcCandidate(ctx context.Context, input model.RequeueGcCandidateInput) (*model.GCCandidatePayload, error)
 	SetGarbageCollection(ctx context.Context, enabled bool, reason *string) (*model.GarbageCollectionPayload, error)
+	SetLifecyclePolicy(ctx context.Context, input model.SetLifecyclePolicyInput) (*model.LifecyclePolicyPayload, error)
+	RunLifecyclePolicy(ctx context.Context, input model.RunLifecyclePolicyInput) (*model.RunLifecyclePolicyPayload, error)
 	PrioritizeLegacyRepository(ctx context.Context, id string, priority int) (*model.LegacyRepository, error)
 	SkipLegacyRepository(ctx context.Context, id string, reason *string) (*model.LegacyRepository, error)
 	RetryLegacyRepository(ctx context.Context, id string) (*model.LegacyRepository, error)
@@ -743,6 +804,7 @@ type NamespaceResolver interface {
 	GcQueue(ctx context.Context, obj *model.Namespace) (*model.GCQueue, error)
 	PublishHistory(ctx context.Context, obj *model.Namespace, from *time.Time, to *time.Time, first *int, after *string) (*model.PublishEventConnection, error)
 	ChecksumSearch(ctx context.Context, obj *model.Namespace, sha256 string, activeOnly *bool, first *int) ([]*model.ChecksumMatch, error)
+	LifecyclePolicy(ctx context.Context, obj *model.Namespace) (*model.LifecyclePolicy, error)
 }
 type NpmDistTagResolver interface {
 	Version(ctx context.Context, obj *model.NpmDistTag) (*model.NpmVersion, error)
@@ -777,6 +839,7 @@ type QueryResolver interface {
 	Repository(ctx context.Context, namespace string, name string) (*model.Repository, error)
 	GarbageCollection(ctx context.Context) (*model.GarbageCollection, error)
 	ExcludedGcCandidates(ctx context.Context, namespace string, first *int, after *string) (*model.GCCandidateConnection, error)
+	PreviewLifecyclePolicy(ctx context.Context, namespace string, repository *string, policy *model.LifecyclePolicyDraft) (*model.LifecyclePreview, error)
 	LegacyRepositories(ctx context.Context, status []model.LegacyMigrationStatus, first *int, after *string) (*model.LegacyRepositoryConnection, error)
 	LegacyMigrationProgress(ctx context.Context) (*model.LegacyMigrationProgress, error)
 	LegacyMigrationControls(ctx context.Context) (*model.LegacyMigrationControls, error)
@@ -789,6 +852,7 @@ type RepositoryResolver interface {
 	Collections(ctx context.Context, obj *model.Repository) ([]*model.RepositoryCollection, error)
 	Images(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.ContainerImageConnection, error)
 	Image(ctx context.Context, obj *model.Repository, name string) (*model.ContainerImage, error)
+	LifecyclePolicy(ctx context.Context, obj *model.Repository) (*model.LifecyclePolicy, error)
 	NpmPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.NpmPackageConnection, error)
 	NpmPackage(ctx context.Context, obj *model.Repository, name string) (*model.NpmPackage, error)
 	MavenPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.MavenPackageConnection, error)
@@ -1610,6 +1674,162 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.LegacyStatusCount.Status(childComplexity), true
 
+	case "LifecyclePolicy.enabled":
+		if e.ComplexityRoot.LifecyclePolicy.Enabled == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePolicy.Enabled(childComplexity), true
+	case "LifecyclePolicy.id":
+		if e.ComplexityRoot.LifecyclePolicy.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePolicy.ID(childComplexity), true
+	case "LifecyclePolicy.minAgeDays":
+		if e.ComplexityRoot.LifecyclePolicy.MinAgeDays == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePolicy.MinAgeDays(childComplexity), true
+	case "LifecyclePolicy.rules":
+		if e.ComplexityRoot.LifecyclePolicy.Rules == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePolicy.Rules(childComplexity), true
+
+	case "LifecyclePolicyPayload.policy":
+		if e.ComplexityRoot.LifecyclePolicyPayload.Policy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePolicyPayload.Policy(childComplexity), true
+
+	case "LifecyclePreview.artifactCount":
+		if e.ComplexityRoot.LifecyclePreview.ArtifactCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreview.ArtifactCount(childComplexity), true
+	case "LifecyclePreview.items":
+		if e.ComplexityRoot.LifecyclePreview.Items == nil {
+			break
+		}
+
+		args, err := ec.field_LifecyclePreview_items_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.LifecyclePreview.Items(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "LifecyclePreview.sizeBytes":
+		if e.ComplexityRoot.LifecyclePreview.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreview.SizeBytes(childComplexity), true
+
+	case "LifecyclePreviewItem.createdAt":
+		if e.ComplexityRoot.LifecyclePreviewItem.CreatedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.CreatedAt(childComplexity), true
+	case "LifecyclePreviewItem.group":
+		if e.ComplexityRoot.LifecyclePreviewItem.Group == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.Group(childComplexity), true
+	case "LifecyclePreviewItem.id":
+		if e.ComplexityRoot.LifecyclePreviewItem.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.ID(childComplexity), true
+	case "LifecyclePreviewItem.kind":
+		if e.ComplexityRoot.LifecyclePreviewItem.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.Kind(childComplexity), true
+	case "LifecyclePreviewItem.name":
+		if e.ComplexityRoot.LifecyclePreviewItem.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.Name(childComplexity), true
+	case "LifecyclePreviewItem.repository":
+		if e.ComplexityRoot.LifecyclePreviewItem.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.Repository(childComplexity), true
+	case "LifecyclePreviewItem.sizeBytes":
+		if e.ComplexityRoot.LifecyclePreviewItem.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.SizeBytes(childComplexity), true
+	case "LifecyclePreviewItem.tags":
+		if e.ComplexityRoot.LifecyclePreviewItem.Tags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItem.Tags(childComplexity), true
+
+	case "LifecyclePreviewItemConnection.edges":
+		if e.ComplexityRoot.LifecyclePreviewItemConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItemConnection.Edges(childComplexity), true
+	case "LifecyclePreviewItemConnection.pageInfo":
+		if e.ComplexityRoot.LifecyclePreviewItemConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItemConnection.PageInfo(childComplexity), true
+
+	case "LifecyclePreviewItemEdge.cursor":
+		if e.ComplexityRoot.LifecyclePreviewItemEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItemEdge.Cursor(childComplexity), true
+	case "LifecyclePreviewItemEdge.node":
+		if e.ComplexityRoot.LifecyclePreviewItemEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecyclePreviewItemEdge.Node(childComplexity), true
+
+	case "LifecycleRule.count":
+		if e.ComplexityRoot.LifecycleRule.Count == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecycleRule.Count(childComplexity), true
+	case "LifecycleRule.days":
+		if e.ComplexityRoot.LifecycleRule.Days == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecycleRule.Days(childComplexity), true
+	case "LifecycleRule.pattern":
+		if e.ComplexityRoot.LifecycleRule.Pattern == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecycleRule.Pattern(childComplexity), true
+	case "LifecycleRule.type":
+		if e.ComplexityRoot.LifecycleRule.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LifecycleRule.Type(childComplexity), true
+
 	case "MavenFile.fileName":
 		if e.ComplexityRoot.MavenFile.FileName == nil {
 			break
@@ -2236,6 +2456,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.RevokeAccessToken(childComplexity, args["input"].(model.RevokeAccessTokenInput)), true
+	case "Mutation.runLifecyclePolicy":
+		if e.ComplexityRoot.Mutation.RunLifecyclePolicy == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_runLifecyclePolicy_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.RunLifecyclePolicy(childComplexity, args["input"].(model.RunLifecyclePolicyInput)), true
 	case "Mutation.setGarbageCollection":
 		if e.ComplexityRoot.Mutation.SetGarbageCollection == nil {
 			break
@@ -2258,6 +2489,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.SetLegacyMigrationControls(childComplexity, args["input"].(model.LegacyMigrationControlsInput)), true
+	case "Mutation.setLifecyclePolicy":
+		if e.ComplexityRoot.Mutation.SetLifecyclePolicy == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_setLifecyclePolicy_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.SetLifecyclePolicy(childComplexity, args["input"].(model.SetLifecyclePolicyInput)), true
 	case "Mutation.setNamespaceCondition":
 		if e.ComplexityRoot.Mutation.SetNamespaceCondition == nil {
 			break
@@ -2383,6 +2625,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Namespace.ID(childComplexity), true
+	case "Namespace.lifecyclePolicy":
+		if e.ComplexityRoot.Namespace.LifecyclePolicy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Namespace.LifecyclePolicy(childComplexity), true
 	case "Namespace.publishHistory":
 		if e.ComplexityRoot.Namespace.PublishHistory == nil {
 			break
@@ -3020,6 +3268,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Namespaces(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.previewLifecyclePolicy":
+		if e.ComplexityRoot.Query.PreviewLifecyclePolicy == nil {
+			break
+		}
+
+		args, err := ec.field_Query_previewLifecyclePolicy_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.PreviewLifecyclePolicy(childComplexity, args["namespace"].(string), args["repository"].(*string), args["policy"].(*model.LifecyclePolicyDraft)), true
 	case "Query.repository":
 		if e.ComplexityRoot.Query.Repository == nil {
 			break
@@ -3127,6 +3386,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Repository.LastUpdatedAt(childComplexity), true
+	case "Repository.lifecyclePolicy":
+		if e.ComplexityRoot.Repository.LifecyclePolicy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Repository.LifecyclePolicy(childComplexity), true
 	case "Repository.mavenPackage":
 		if e.ComplexityRoot.Repository.MavenPackage == nil {
 			break
@@ -3305,6 +3570,13 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RepositoryPayload.Repository(childComplexity), true
 
+	case "RunLifecyclePolicyPayload.deletedCount":
+		if e.ComplexityRoot.RunLifecyclePolicyPayload.DeletedCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RunLifecyclePolicyPayload.DeletedCount(childComplexity), true
+
 	case "TrashConnection.edges":
 		if e.ComplexityRoot.TrashConnection.Edges == nil {
 			break
@@ -3330,6 +3602,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TrashEdge.DeletedAt(childComplexity), true
+	case "TrashEdge.deletedBy":
+		if e.ComplexityRoot.TrashEdge.DeletedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TrashEdge.DeletedBy(childComplexity), true
 	case "TrashEdge.expiresAt":
 		if e.ComplexityRoot.TrashEdge.ExpiresAt == nil {
 			break
@@ -3391,6 +3669,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("CreateRepositoryInput", ec.unmarshalInputCreateRepositoryInput),
 			graphql.NewInputUnmarshaler("EmptyTrashInput", ec.unmarshalInputEmptyTrashInput),
 			graphql.NewInputUnmarshaler("LegacyMigrationControlsInput", ec.unmarshalInputLegacyMigrationControlsInput),
+			graphql.NewInputUnmarshaler("LifecyclePolicyDraft", ec.unmarshalInputLifecyclePolicyDraft),
+			graphql.NewInputUnmarshaler("LifecycleRuleInput", ec.unmarshalInputLifecycleRuleInput),
 			graphql.NewInputUnmarshaler("NpmDistTagInput", ec.unmarshalInputNpmDistTagInput),
 			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
 			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
@@ -3401,6 +3681,8 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("RepositoryRefInput", ec.unmarshalInputRepositoryRefInput),
 			graphql.NewInputUnmarshaler("RequeueGcCandidateInput", ec.unmarshalInputRequeueGcCandidateInput),
 			graphql.NewInputUnmarshaler("RevokeAccessTokenInput", ec.unmarshalInputRevokeAccessTokenInput),
+			graphql.NewInputUnmarshaler("RunLifecyclePolicyInput", ec.unmarshalInputRunLifecyclePolicyInput),
+			graphql.NewInputUnmarshaler("SetLifecyclePolicyInput", ec.unmarshalInputSetLifecyclePolicyInput),
 			graphql.NewInputUnmarshaler("SetTrashRetentionInput", ec.unmarshalInputSetTrashRetentionInput),
 			graphql.NewInputUnmarshaler("UpdateRepositoryInput", ec.unmarshalInputUpdateRepositoryInput),
 		)
@@ -3566,6 +3848,157 @@ extend type Mutation {
   only). ` + "`" + `reason` + "`" + ` (at most 1024 characters) is recorded with the change.
   """
   setGarbageCollection(enabled: Boolean!, reason: String): GarbageCollectionPayload!
+}
+`, BuiltIn: false},
+	{Name: "../lifecycle.graphqls", Input: `# Lifecycle policies (docs/lifecycle-policies.md): a namespace default and
+# per-repository overrides (the override wins) of keep rules. An artifact
+# (a top-level container manifest, an npm or a Maven version) is deleted
+# when its policy is enabled, it is older than minAgeDays and no keep rule
+# retains it; deletions go to the trash like a user's, with the policy as
+# their deleter (TrashEdge.deletedBy).
+
+enum LifecycleRuleType {
+  "Keep the N most recently pushed tagged manifests of each image / versions of each package (count)."
+  KEEP_LAST_N
+  "Keep what a tag (containers) or version (npm, Maven) fully matches: an RE2 regular expression (pattern)."
+  KEEP_REGEX
+  "Keep what was downloaded within the last N days (days); for containers, every manifest of an image pulled within them."
+  KEEP_DOWNLOADED_WITHIN
+  "Maven: keep the N newest timestamped builds of each -SNAPSHOT version (count); older builds' files are removed."
+  KEEP_SNAPSHOT_BUILDS
+}
+
+"A keep rule: ` + "`" + `count` + "`" + `, ` + "`" + `pattern` + "`" + ` or ` + "`" + `days` + "`" + `, as its type needs."
+type LifecycleRule {
+  type: LifecycleRuleType!
+  count: Int
+  pattern: String
+  days: Int
+}
+
+type LifecyclePolicy {
+  id: ID!
+  enabled: Boolean!
+  "Nothing younger is deleted by the policy."
+  minAgeDays: Int!
+  "The keep rules (at most 10); with none of KEEP_LAST_N, KEEP_REGEX, KEEP_DOWNLOADED_WITHIN no artifact is deleted."
+  rules: [LifecycleRule!]!
+}
+
+input LifecycleRuleInput {
+  type: LifecycleRuleType!
+  count: Int
+  pattern: String
+  days: Int
+}
+
+"""
+A namespace default (` + "`" + `repository` + "`" + ` null) or a repository override.
+Validated against the policy JSON schema: at most 10 rules, each with
+the one field its type needs; an invalid policy is INVALID_INPUT and
+nothing is written.
+"""
+input SetLifecyclePolicyInput {
+  namespace: String!
+  repository: String
+  enabled: Boolean!
+  minAgeDays: Int = 1
+  rules: [LifecycleRuleInput!]!
+}
+
+"An unsaved policy to preview."
+input LifecyclePolicyDraft {
+  enabled: Boolean!
+  minAgeDays: Int = 1
+  rules: [LifecycleRuleInput!]!
+}
+
+type LifecyclePolicyPayload {
+  policy: LifecyclePolicy!
+}
+
+enum LifecycleItemKind {
+  CONTAINER_MANIFEST
+  NPM_VERSION
+  MAVEN_VERSION
+  "The files of one timestamped build of a Maven -SNAPSHOT version."
+  MAVEN_SNAPSHOT_BUILD
+}
+
+"Something a policy would delete."
+type LifecyclePreviewItem {
+  kind: LifecycleItemKind!
+  "The manifest's or version's id (a SNAPSHOT build: its version's)."
+  id: ID!
+  repository: String!
+  "Image, npm package, or Maven groupId:artifactId."
+  group: String!
+  "Digest, version, or timestamped build (1.0-20260101.120000-3)."
+  name: String!
+  "A manifest's tags (at most 1000); empty otherwise."
+  tags: [String!]!
+  createdAt: Time!
+  sizeBytes: Int64!
+}
+
+type LifecyclePreviewItemEdge {
+  cursor: String!
+  node: LifecyclePreviewItem!
+}
+
+type LifecyclePreviewItemConnection {
+  edges: [LifecyclePreviewItemEdge!]!
+  pageInfo: PageInfo!
+}
+
+"""
+A dry run: what the policy would delete now. Index children go with the
+index that lists them (they are not listed).
+"""
+type LifecyclePreview {
+  artifactCount: Int!
+  "Bytes of the items' manifests (containers) or versions (npm, Maven)."
+  sizeBytes: Int64!
+  "The items in evaluation order: repository, image or package, newest push first."
+  items(first: Int, after: String): LifecyclePreviewItemConnection!
+}
+
+input RunLifecyclePolicyInput {
+  namespace: String!
+  "null: every hosted repository of the namespace, each under its effective policy."
+  repository: String
+}
+
+type RunLifecyclePolicyPayload {
+  "Items moved to the trash (at most 10,000 per repository per run; run again for the rest)."
+  deletedCount: Int!
+}
+
+extend type Namespace {
+  "The namespace default lifecycle policy; null when none was set (ADMIN on the namespace)."
+  lifecyclePolicy: LifecyclePolicy
+}
+
+extend type Repository {
+  "The repository's own lifecycle policy override; null when the namespace default applies (ADMIN on the repository)."
+  lifecyclePolicy: LifecyclePolicy
+}
+
+extend type Query {
+  """
+  Dry run of a lifecycle policy: the namespace default over the repositories
+  without an override (` + "`" + `repository` + "`" + ` null), or the effective policy of one
+  repository. ` + "`" + `policy` + "`" + ` previews an unsaved draft instead of the stored
+  policy. ADMIN on the namespace (or on the repository when one is named).
+  """
+  previewLifecyclePolicy(namespace: String!, repository: String, policy: LifecyclePolicyDraft): LifecyclePreview!
+}
+
+extend type Mutation {
+  "Set the namespace default (` + "`" + `repository` + "`" + ` null, Needs ADMIN on the namespace) or a repository override (Needs ADMIN on the repository)."
+  setLifecyclePolicy(input: SetLifecyclePolicyInput!): LifecyclePolicyPayload!
+  "Apply the policies now, as the daily lifecycle:apply job does (Needs ADMIN on the namespace, or on the repository when one is named)."
+  runLifecyclePolicy(input: RunLifecyclePolicyInput!): RunLifecyclePolicyPayload!
 }
 `, BuiltIn: false},
 	{Name: "../migration.graphqls", Input: `# Migration from an existing registry:2: the inventory of legacy
@@ -4365,6 +4798,12 @@ type TrashEdge {
   trash retention (it runs every few minutes, so the item goes shortly after).
   """
   expiresAt: Time!
+  """
+  Who or what moved the item to the trash: ` + "`" + `policy:<id>` + "`" + ` (a lifecycle
+  policy), ` + "`" + `admin:<user>` + "`" + ` or ` + "`" + `token:<id>` + "`" + `; null when unknown (deleted before
+  deleters were recorded, or by a path that names none).
+  """
+  deletedBy: String
   node: TrashItem!
 }
 
@@ -5199,6 +5638,96 @@ func (ec *executionContext) childFields_LegacyStatusCount(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type LegacyStatusCount", field.Name)
 }
 
+func (ec *executionContext) childFields_LifecyclePolicy(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_LifecyclePolicy_id(ctx, field)
+	case "enabled":
+		return ec.fieldContext_LifecyclePolicy_enabled(ctx, field)
+	case "minAgeDays":
+		return ec.fieldContext_LifecyclePolicy_minAgeDays(ctx, field)
+	case "rules":
+		return ec.fieldContext_LifecyclePolicy_rules(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecyclePolicy", field.Name)
+}
+
+func (ec *executionContext) childFields_LifecyclePolicyPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "policy":
+		return ec.fieldContext_LifecyclePolicyPayload_policy(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecyclePolicyPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_LifecyclePreview(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "artifactCount":
+		return ec.fieldContext_LifecyclePreview_artifactCount(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_LifecyclePreview_sizeBytes(ctx, field)
+	case "items":
+		return ec.fieldContext_LifecyclePreview_items(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecyclePreview", field.Name)
+}
+
+func (ec *executionContext) childFields_LifecyclePreviewItem(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "kind":
+		return ec.fieldContext_LifecyclePreviewItem_kind(ctx, field)
+	case "id":
+		return ec.fieldContext_LifecyclePreviewItem_id(ctx, field)
+	case "repository":
+		return ec.fieldContext_LifecyclePreviewItem_repository(ctx, field)
+	case "group":
+		return ec.fieldContext_LifecyclePreviewItem_group(ctx, field)
+	case "name":
+		return ec.fieldContext_LifecyclePreviewItem_name(ctx, field)
+	case "tags":
+		return ec.fieldContext_LifecyclePreviewItem_tags(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_LifecyclePreviewItem_createdAt(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_LifecyclePreviewItem_sizeBytes(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecyclePreviewItem", field.Name)
+}
+
+func (ec *executionContext) childFields_LifecyclePreviewItemConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_LifecyclePreviewItemConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_LifecyclePreviewItemConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecyclePreviewItemConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_LifecyclePreviewItemEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_LifecyclePreviewItemEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_LifecyclePreviewItemEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecyclePreviewItemEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_LifecycleRule(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_LifecycleRule_type(ctx, field)
+	case "count":
+		return ec.fieldContext_LifecycleRule_count(ctx, field)
+	case "pattern":
+		return ec.fieldContext_LifecycleRule_pattern(ctx, field)
+	case "days":
+		return ec.fieldContext_LifecycleRule_days(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LifecycleRule", field.Name)
+}
+
 func (ec *executionContext) childFields_MavenFile(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5389,6 +5918,8 @@ func (ec *executionContext) childFields_Namespace(ctx context.Context, field gra
 		return ec.fieldContext_Namespace_publishHistory(ctx, field)
 	case "checksumSearch":
 		return ec.fieldContext_Namespace_checksumSearch(ctx, field)
+	case "lifecyclePolicy":
+		return ec.fieldContext_Namespace_lifecyclePolicy(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Namespace", field.Name)
 }
@@ -5721,6 +6252,8 @@ func (ec *executionContext) childFields_Repository(ctx context.Context, field gr
 		return ec.fieldContext_Repository_images(ctx, field)
 	case "image":
 		return ec.fieldContext_Repository_image(ctx, field)
+	case "lifecyclePolicy":
+		return ec.fieldContext_Repository_lifecyclePolicy(ctx, field)
 	case "npmPackages":
 		return ec.fieldContext_Repository_npmPackages(ctx, field)
 	case "npmPackage":
@@ -5807,6 +6340,14 @@ func (ec *executionContext) childFields_RepositoryPayload(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type RepositoryPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RunLifecyclePolicyPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "deletedCount":
+		return ec.fieldContext_RunLifecyclePolicyPayload_deletedCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RunLifecyclePolicyPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_TrashConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "edges":
@@ -5827,6 +6368,8 @@ func (ec *executionContext) childFields_TrashEdge(ctx context.Context, field gra
 		return ec.fieldContext_TrashEdge_deletedAt(ctx, field)
 	case "expiresAt":
 		return ec.fieldContext_TrashEdge_expiresAt(ctx, field)
+	case "deletedBy":
+		return ec.fieldContext_TrashEdge_deletedBy(ctx, field)
 	case "node":
 		return ec.fieldContext_TrashEdge_node(ctx, field)
 	}
@@ -5986,6 +6529,28 @@ func (ec *executionContext) field_ContainerImage_manifests_args(ctx context.Cont
 }
 
 func (ec *executionContext) field_ContainerImage_tags_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_LifecyclePreview_items_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -6501,6 +7066,20 @@ func (ec *executionContext) field_Mutation_revokeAccessToken_args(ctx context.Co
 	return args, nil
 }
 
+func (ec *executionContext) field_Mutation_runLifecyclePolicy_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RunLifecyclePolicyInput, error) {
+			return ec.unmarshalNRunLifecyclePolicyInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRunLifecyclePolicyInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Mutation_setGarbageCollection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -6529,6 +7108,20 @@ func (ec *executionContext) field_Mutation_setLegacyMigrationControls_args(ctx c
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.LegacyMigrationControlsInput, error) {
 			return ec.unmarshalNLegacyMigrationControlsInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControlsInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_setLifecyclePolicy_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.SetLifecyclePolicyInput, error) {
+			return ec.unmarshalNSetLifecyclePolicyInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐSetLifecyclePolicyInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -7030,6 +7623,36 @@ func (ec *executionContext) field_Query_namespaces_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_previewLifecyclePolicy_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "namespace",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["namespace"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "repository",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["repository"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "policy",
+		func(ctx context.Context, v any) (*model.LifecyclePolicyDraft, error) {
+			return ec.unmarshalOLifecyclePolicyDraft2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicyDraft(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["policy"] = arg2
 	return args, nil
 }
 
@@ -10518,6 +11141,624 @@ func (ec *executionContext) fieldContext_LegacyStatusCount_count(_ context.Conte
 	return graphql.NewScalarFieldContext("LegacyStatusCount", field, false, false, "Int")
 }
 
+func (ec *executionContext) _LifecyclePolicy_id(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePolicy_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePolicy_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePolicy", field, false, false, "ID")
+}
+
+func (ec *executionContext) _LifecyclePolicy_enabled(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePolicy_enabled(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Enabled, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePolicy_enabled(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePolicy", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _LifecyclePolicy_minAgeDays(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePolicy_minAgeDays(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinAgeDays, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePolicy_minAgeDays(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePolicy", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LifecyclePolicy_rules(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePolicy) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePolicy_rules(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rules, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.LifecycleRule) graphql.Marshaler {
+			return ec.marshalNLifecycleRule2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePolicy_rules(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LifecyclePolicy",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecycleRule(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LifecyclePolicyPayload_policy(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePolicyPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePolicyPayload_policy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Policy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePolicy) graphql.Marshaler {
+			return ec.marshalNLifecyclePolicy2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicy(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePolicyPayload_policy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LifecyclePolicyPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePolicy(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LifecyclePreview_artifactCount(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreview_artifactCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreview_artifactCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreview", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LifecyclePreview_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreview_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreview_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreview", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _LifecyclePreview_items(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreview) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreview_items(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.LifecyclePreview().Items(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePreviewItemConnection) graphql.Marshaler {
+			return ec.marshalNLifecyclePreviewItemConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItemConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreview_items(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LifecyclePreview",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePreviewItemConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_LifecyclePreview_items_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_kind(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.LifecycleItemKind) graphql.Marshaler {
+			return ec.marshalNLifecycleItemKind2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleItemKind(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "LifecycleItemKind")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_id(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "ID")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_repository(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "String")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_group(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_group(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Group, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_group(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "String")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_name(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "String")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_tags(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_tags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tags, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_tags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "String")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_createdAt(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CreatedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "Time")
+}
+
+func (ec *executionContext) _LifecyclePreviewItem_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItem) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItem_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItem_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItem", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _LifecyclePreviewItemConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItemConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItemConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.LifecyclePreviewItemEdge) graphql.Marshaler {
+			return ec.marshalNLifecyclePreviewItemEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItemEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItemConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LifecyclePreviewItemConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePreviewItemEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LifecyclePreviewItemConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItemConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItemConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItemConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LifecyclePreviewItemConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LifecyclePreviewItemEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItemEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItemEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecyclePreviewItemEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _LifecyclePreviewItemEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.LifecyclePreviewItemEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecyclePreviewItemEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePreviewItem) graphql.Marshaler {
+			return ec.marshalNLifecyclePreviewItem2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItem(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecyclePreviewItemEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LifecyclePreviewItemEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePreviewItem(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LifecycleRule_type(ctx context.Context, field graphql.CollectedField, obj *model.LifecycleRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecycleRule_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.LifecycleRuleType) graphql.Marshaler {
+			return ec.marshalNLifecycleRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LifecycleRule_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecycleRule", field, false, false, "LifecycleRuleType")
+}
+
+func (ec *executionContext) _LifecycleRule_count(ctx context.Context, field graphql.CollectedField, obj *model.LifecycleRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecycleRule_count(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Count, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LifecycleRule_count(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecycleRule", field, false, false, "Int")
+}
+
+func (ec *executionContext) _LifecycleRule_pattern(ctx context.Context, field graphql.CollectedField, obj *model.LifecycleRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecycleRule_pattern(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pattern, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LifecycleRule_pattern(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecycleRule", field, false, false, "String")
+}
+
+func (ec *executionContext) _LifecycleRule_days(ctx context.Context, field graphql.CollectedField, obj *model.LifecycleRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LifecycleRule_days(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Days, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_LifecycleRule_days(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LifecycleRule", field, false, false, "Int")
+}
+
 func (ec *executionContext) _MavenFile_id(ctx context.Context, field graphql.CollectedField, obj *model.MavenFile) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12664,6 +13905,94 @@ func (ec *executionContext) fieldContext_Mutation_setGarbageCollection(ctx conte
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_setLifecyclePolicy(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_setLifecyclePolicy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().SetLifecyclePolicy(ctx, fc.Args["input"].(model.SetLifecyclePolicyInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePolicyPayload) graphql.Marshaler {
+			return ec.marshalNLifecyclePolicyPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicyPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_setLifecyclePolicy(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePolicyPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_setLifecyclePolicy_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_runLifecyclePolicy(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_runLifecyclePolicy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().RunLifecyclePolicy(ctx, fc.Args["input"].(model.RunLifecyclePolicyInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RunLifecyclePolicyPayload) graphql.Marshaler {
+			return ec.marshalNRunLifecyclePolicyPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRunLifecyclePolicyPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_runLifecyclePolicy(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RunLifecyclePolicyPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_runLifecyclePolicy_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_prioritizeLegacyRepository(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -13942,6 +15271,38 @@ func (ec *executionContext) fieldContext_Namespace_checksumSearch(ctx context.Co
 	if fc.Args, err = ec.field_Namespace_checksumSearch_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Namespace_lifecyclePolicy(ctx context.Context, field graphql.CollectedField, obj *model.Namespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Namespace_lifecyclePolicy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Namespace().LifecyclePolicy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePolicy) graphql.Marshaler {
+			return ec.marshalOLifecyclePolicy2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicy(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Namespace_lifecyclePolicy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Namespace",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePolicy(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -16181,6 +17542,50 @@ func (ec *executionContext) fieldContext_Query_excludedGcCandidates(ctx context.
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_previewLifecyclePolicy(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_previewLifecyclePolicy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().PreviewLifecyclePolicy(ctx, fc.Args["namespace"].(string), fc.Args["repository"].(*string), fc.Args["policy"].(*model.LifecyclePolicyDraft))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePreview) graphql.Marshaler {
+			return ec.marshalNLifecyclePreview2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreview(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_previewLifecyclePolicy(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePreview(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_previewLifecyclePolicy_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_legacyRepositories(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -16924,6 +18329,38 @@ func (ec *executionContext) fieldContext_Repository_image(ctx context.Context, f
 	return fc, nil
 }
 
+func (ec *executionContext) _Repository_lifecyclePolicy(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_lifecyclePolicy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Repository().LifecyclePolicy(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.LifecyclePolicy) graphql.Marshaler {
+			return ec.marshalOLifecyclePolicy2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicy(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_lifecyclePolicy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LifecyclePolicy(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Repository_npmPackages(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17540,6 +18977,29 @@ func (ec *executionContext) fieldContext_RepositoryPayload_repository(_ context.
 	return fc, nil
 }
 
+func (ec *executionContext) _RunLifecyclePolicyPayload_deletedCount(ctx context.Context, field graphql.CollectedField, obj *model.RunLifecyclePolicyPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RunLifecyclePolicyPayload_deletedCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RunLifecyclePolicyPayload_deletedCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RunLifecyclePolicyPayload", field, false, false, "Int")
+}
+
 func (ec *executionContext) _TrashConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.TrashConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -17694,6 +19154,29 @@ func (ec *executionContext) _TrashEdge_expiresAt(ctx context.Context, field grap
 }
 func (ec *executionContext) fieldContext_TrashEdge_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("TrashEdge", field, false, false, "Time")
+}
+
+func (ec *executionContext) _TrashEdge_deletedBy(ctx context.Context, field graphql.CollectedField, obj *model.TrashEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TrashEdge_deletedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeletedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TrashEdge_deletedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TrashEdge", field, false, false, "String")
 }
 
 func (ec *executionContext) _TrashEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.TrashEdge) (ret graphql.Marshaler) {
@@ -19362,6 +20845,129 @@ func UnmarshalLegacyMigrationControlsInput(ctx context.Context, raw any) (model.
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputLifecyclePolicyDraft(ctx context.Context, obj any) (model.LifecyclePolicyDraft, error) {
+	var it model.LifecyclePolicyDraft
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["minAgeDays"]; !present {
+		asMap["minAgeDays"] = 1
+	}
+
+	fieldsInOrder := [...]string{"enabled", "minAgeDays", "rules"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		case "minAgeDays":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minAgeDays"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinAgeDays = data
+		case "rules":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rules"))
+			data, err := ec.unmarshalNLifecycleRuleInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Rules = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalLifecyclePolicyDraft unmarshals raw into the LifecyclePolicyDraft input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalLifecyclePolicyDraft(ctx context.Context, raw any) (model.LifecyclePolicyDraft, error) {
+	var out model.LifecyclePolicyDraft
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "LifecyclePolicyDraft", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputLifecycleRuleInput(ctx context.Context, obj any) (model.LifecycleRuleInput, error) {
+	var it model.LifecycleRuleInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"type", "count", "pattern", "days"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNLifecycleRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleType(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "count":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("count"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Count = data
+		case "pattern":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pattern"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Pattern = data
+		case "days":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("days"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Days = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalLifecycleRuleInput unmarshals raw into the LifecycleRuleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalLifecycleRuleInput(ctx context.Context, raw any) (model.LifecycleRuleInput, error) {
+	var out model.LifecycleRuleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "LifecycleRuleInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputNpmDistTagInput(ctx context.Context, obj any) (model.NpmDistTagInput, error) {
 	var it model.NpmDistTagInput
 	if obj == nil {
@@ -19891,6 +21497,129 @@ func (ec *executionContext) unmarshalInputRevokeAccessTokenInput(ctx context.Con
 func UnmarshalRevokeAccessTokenInput(ctx context.Context, raw any) (model.RevokeAccessTokenInput, error) {
 	var out model.RevokeAccessTokenInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "RevokeAccessTokenInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRunLifecyclePolicyInput(ctx context.Context, obj any) (model.RunLifecyclePolicyInput, error) {
+	var it model.RunLifecyclePolicyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRunLifecyclePolicyInput unmarshals raw into the RunLifecyclePolicyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRunLifecyclePolicyInput(ctx context.Context, raw any) (model.RunLifecyclePolicyInput, error) {
+	var out model.RunLifecyclePolicyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RunLifecyclePolicyInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputSetLifecyclePolicyInput(ctx context.Context, obj any) (model.SetLifecyclePolicyInput, error) {
+	var it model.SetLifecyclePolicyInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	if _, present := asMap["minAgeDays"]; !present {
+		asMap["minAgeDays"] = 1
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository", "enabled", "minAgeDays", "rules"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "enabled":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("enabled"))
+			data, err := ec.unmarshalNBoolean2bool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Enabled = data
+		case "minAgeDays":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minAgeDays"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MinAgeDays = data
+		case "rules":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rules"))
+			data, err := ec.unmarshalNLifecycleRuleInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Rules = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalSetLifecyclePolicyInput unmarshals raw into the SetLifecyclePolicyInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalSetLifecyclePolicyInput(ctx context.Context, raw any) (model.SetLifecyclePolicyInput, error) {
+	var out model.SetLifecyclePolicyInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "SetLifecyclePolicyInput", raw, &out)
 	return out, err
 }
 
@@ -21630,6 +23359,323 @@ func (ec *executionContext) _LegacyStatusCount(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var lifecyclePolicyImplementors = []string{"LifecyclePolicy"}
+
+func (ec *executionContext) _LifecyclePolicy(ctx context.Context, sel ast.SelectionSet, obj *model.LifecyclePolicy) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecyclePolicyImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecyclePolicy")
+		case "id":
+			out.Values[i] = ec._LifecyclePolicy_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "enabled":
+			out.Values[i] = ec._LifecyclePolicy_enabled(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "minAgeDays":
+			out.Values[i] = ec._LifecyclePolicy_minAgeDays(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rules":
+			out.Values[i] = ec._LifecyclePolicy_rules(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var lifecyclePolicyPayloadImplementors = []string{"LifecyclePolicyPayload"}
+
+func (ec *executionContext) _LifecyclePolicyPayload(ctx context.Context, sel ast.SelectionSet, obj *model.LifecyclePolicyPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecyclePolicyPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecyclePolicyPayload")
+		case "policy":
+			out.Values[i] = ec._LifecyclePolicyPayload_policy(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var lifecyclePreviewImplementors = []string{"LifecyclePreview"}
+
+func (ec *executionContext) _LifecyclePreview(ctx context.Context, sel ast.SelectionSet, obj *model.LifecyclePreview) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecyclePreviewImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecyclePreview")
+		case "artifactCount":
+			out.Values[i] = ec._LifecyclePreview_artifactCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._LifecyclePreview_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "items":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._LifecyclePreview_items(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var lifecyclePreviewItemImplementors = []string{"LifecyclePreviewItem"}
+
+func (ec *executionContext) _LifecyclePreviewItem(ctx context.Context, sel ast.SelectionSet, obj *model.LifecyclePreviewItem) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecyclePreviewItemImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecyclePreviewItem")
+		case "kind":
+			out.Values[i] = ec._LifecyclePreviewItem_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "id":
+			out.Values[i] = ec._LifecyclePreviewItem_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "repository":
+			out.Values[i] = ec._LifecyclePreviewItem_repository(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "group":
+			out.Values[i] = ec._LifecyclePreviewItem_group(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._LifecyclePreviewItem_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tags":
+			out.Values[i] = ec._LifecyclePreviewItem_tags(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "createdAt":
+			out.Values[i] = ec._LifecyclePreviewItem_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._LifecyclePreviewItem_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var lifecyclePreviewItemConnectionImplementors = []string{"LifecyclePreviewItemConnection"}
+
+func (ec *executionContext) _LifecyclePreviewItemConnection(ctx context.Context, sel ast.SelectionSet, obj *model.LifecyclePreviewItemConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecyclePreviewItemConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecyclePreviewItemConnection")
+		case "edges":
+			out.Values[i] = ec._LifecyclePreviewItemConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._LifecyclePreviewItemConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var lifecyclePreviewItemEdgeImplementors = []string{"LifecyclePreviewItemEdge"}
+
+func (ec *executionContext) _LifecyclePreviewItemEdge(ctx context.Context, sel ast.SelectionSet, obj *model.LifecyclePreviewItemEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecyclePreviewItemEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecyclePreviewItemEdge")
+		case "cursor":
+			out.Values[i] = ec._LifecyclePreviewItemEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._LifecyclePreviewItemEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var lifecycleRuleImplementors = []string{"LifecycleRule"}
+
+func (ec *executionContext) _LifecycleRule(ctx context.Context, sel ast.SelectionSet, obj *model.LifecycleRule) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lifecycleRuleImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LifecycleRule")
+		case "type":
+			out.Values[i] = ec._LifecycleRule_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "count":
+			out.Values[i] = ec._LifecycleRule_count(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "pattern":
+			out.Values[i] = ec._LifecycleRule_pattern(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "days":
+			out.Values[i] = ec._LifecycleRule_days(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var mavenFileImplementors = []string{"MavenFile"}
 
 func (ec *executionContext) _MavenFile(ctx context.Context, sel ast.SelectionSet, obj *model.MavenFile) graphql.Marshaler {
@@ -22333,6 +24379,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "setLifecyclePolicy":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_setLifecyclePolicy(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "runLifecyclePolicy":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_runLifecyclePolicy(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "prioritizeLegacyRepository":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_prioritizeLegacyRepository(ctx, field)
@@ -22579,6 +24639,12 @@ func (ec *executionContext) _Namespace(ctx context.Context, sel ast.SelectionSet
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Namespace_checksumSearch(ctx, field, obj)
+				})
+		case "lifecyclePolicy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Namespace_lifecyclePolicy(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -23662,6 +25728,12 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Query_excludedGcCandidates(ctx, field)
 				})
+		case "previewLifecyclePolicy":
+			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Query_previewLifecyclePolicy(ctx, field)
+				})
 		case "legacyRepositories":
 			out.ResolveRootConcurrently(innerCtx, ec.OperationContext, i,
 				true, true,
@@ -23855,6 +25927,12 @@ func (ec *executionContext) _Repository(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Repository_image(ctx, field, obj)
+				})
+		case "lifecyclePolicy":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_lifecyclePolicy(ctx, field, obj)
 				})
 		case "npmPackages":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
@@ -24175,6 +26253,39 @@ func (ec *executionContext) _RepositoryPayload(ctx context.Context, sel ast.Sele
 	return out
 }
 
+var runLifecyclePolicyPayloadImplementors = []string{"RunLifecyclePolicyPayload"}
+
+func (ec *executionContext) _RunLifecyclePolicyPayload(ctx context.Context, sel ast.SelectionSet, obj *model.RunLifecyclePolicyPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, runLifecyclePolicyPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RunLifecyclePolicyPayload")
+		case "deletedCount":
+			out.Values[i] = ec._RunLifecyclePolicyPayload_deletedCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var trashConnectionImplementors = []string{"TrashConnection"}
 
 func (ec *executionContext) _TrashConnection(ctx context.Context, sel ast.SelectionSet, obj *model.TrashConnection) graphql.Marshaler {
@@ -24242,6 +26353,11 @@ func (ec *executionContext) _TrashEdge(ctx context.Context, sel ast.SelectionSet
 		case "expiresAt":
 			out.Values[i] = ec._TrashEdge_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deletedBy":
+			out.Values[i] = ec._TrashEdge_deletedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "node":
@@ -25283,6 +27399,133 @@ func (ec *executionContext) marshalNLegacyStatusCount2ᚖgithubᚗcomᚋartifact
 	return ec._LegacyStatusCount(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNLifecycleItemKind2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleItemKind(ctx context.Context, v any) (model.LifecycleItemKind, error) {
+	var res model.LifecycleItemKind
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLifecycleItemKind2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleItemKind(ctx context.Context, sel ast.SelectionSet, v model.LifecycleItemKind) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNLifecyclePolicy2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicy(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePolicy) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecyclePolicy!")
+		return graphql.Null
+	}
+	return ec._LifecyclePolicy(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLifecyclePolicyPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicyPayload(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePolicyPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecyclePolicyPayload!")
+		return graphql.Null
+	}
+	return ec._LifecyclePolicyPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLifecyclePreview2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreview(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePreview) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecyclePreview!")
+		return graphql.Null
+	}
+	return ec._LifecyclePreview(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLifecyclePreviewItem2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItem(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePreviewItem) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecyclePreviewItem!")
+		return graphql.Null
+	}
+	return ec._LifecyclePreviewItem(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLifecyclePreviewItemConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItemConnection(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePreviewItemConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecyclePreviewItemConnection!")
+		return graphql.Null
+	}
+	return ec._LifecyclePreviewItemConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLifecyclePreviewItemEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItemEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.LifecyclePreviewItemEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLifecyclePreviewItemEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItemEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLifecyclePreviewItemEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePreviewItemEdge(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePreviewItemEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecyclePreviewItemEdge!")
+		return graphql.Null
+	}
+	return ec._LifecyclePreviewItemEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLifecycleRule2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.LifecycleRule) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLifecycleRule2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRule(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLifecycleRule2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRule(ctx context.Context, sel ast.SelectionSet, v *model.LifecycleRule) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "LifecycleRule!")
+		return graphql.Null
+	}
+	return ec._LifecycleRule(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNLifecycleRuleInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleInputᚄ(ctx context.Context, v any) ([]*model.LifecycleRuleInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.LifecycleRuleInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNLifecycleRuleInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNLifecycleRuleInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleInput(ctx context.Context, v any) (*model.LifecycleRuleInput, error) {
+	res, err := ec.unmarshalInputLifecycleRuleInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNLifecycleRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleType(ctx context.Context, v any) (model.LifecycleRuleType, error) {
+	var res model.LifecycleRuleType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLifecycleRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecycleRuleType(ctx context.Context, sel ast.SelectionSet, v model.LifecycleRuleType) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNMavenFile2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenFile(ctx context.Context, sel ast.SelectionSet, v *model.MavenFile) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "MavenFile!")
@@ -25909,6 +28152,24 @@ func (ec *executionContext) unmarshalNRevokeAccessTokenInput2githubᚗcomᚋarti
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) unmarshalNRunLifecyclePolicyInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRunLifecyclePolicyInput(ctx context.Context, v any) (model.RunLifecyclePolicyInput, error) {
+	res, err := ec.unmarshalInputRunLifecyclePolicyInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRunLifecyclePolicyPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRunLifecyclePolicyPayload(ctx context.Context, sel ast.SelectionSet, v *model.RunLifecyclePolicyPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RunLifecyclePolicyPayload!")
+		return graphql.Null
+	}
+	return ec._RunLifecyclePolicyPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNSetLifecyclePolicyInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐSetLifecyclePolicyInput(ctx context.Context, v any) (model.SetLifecyclePolicyInput, error) {
+	res, err := ec.unmarshalInputSetLifecyclePolicyInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNSetTrashRetentionInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐSetTrashRetentionInput(ctx context.Context, v any) (model.SetTrashRetentionInput, error) {
 	res, err := ec.unmarshalInputSetTrashRetentionInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -26350,6 +28611,21 @@ func (ec *executionContext) marshalOLegacyMigrationStatus2ᚕgithubᚗcomᚋarti
 	}
 
 	return ret
+}
+
+func (ec *executionContext) marshalOLifecyclePolicy2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicy(ctx context.Context, sel ast.SelectionSet, v *model.LifecyclePolicy) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._LifecyclePolicy(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOLifecyclePolicyDraft2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLifecyclePolicyDraft(ctx context.Context, v any) (*model.LifecyclePolicyDraft, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputLifecyclePolicyDraft(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalOMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐMavenPackage(ctx context.Context, sel ast.SelectionSet, v *model.MavenPackage) graphql.Marshaler {

@@ -22,6 +22,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
+	"github.com/artifact-registry/artifact-registry/store/lifecycle"
 	"github.com/artifact-registry/artifact-registry/store/maven"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -111,7 +112,8 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 		panic("graph: Options.Auth is required")
 	}
 	res := &Resolver{store: st, catalog: catalog.New(st), container: container.New(st), legacy: legacy.New(st),
-		maven: maven.New(st), npm: npmstore.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook}
+		maven: maven.New(st), npm: npmstore.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook,
+		lifecycle: lifecycle.New(st, lifecycle.Options{NpmHook: opts.NpmWriteHook})}
 	cfg := Config{Resolvers: res}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))

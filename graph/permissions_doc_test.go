@@ -49,6 +49,8 @@ var mutationPermissions = map[string]struct{ perm, doc string }{
 	"restoreMavenVersion":            {permNamespace, `restoreMavenVersion(input: {namespace: "perm", id: ` + zeroID + `}) { version { id } }`},
 	"deleteMavenPackage":             {permNamespace, `deleteMavenPackage(input: {namespace: "perm", id: ` + zeroID + `}) { package { id } }`},
 	"restoreMavenPackage":            {permNamespace, `restoreMavenPackage(input: {namespace: "perm", id: ` + zeroID + `}) { package { id } }`},
+	"setLifecyclePolicy":             {permNamespace, `setLifecyclePolicy(input: {namespace: "perm", enabled: false, rules: []}) { policy { id } }`},
+	"runLifecyclePolicy":             {permNamespace, `runLifecyclePolicy(input: {namespace: "perm"}) { deletedCount }`},
 	"createAccessToken":              {permNamespace, `createAccessToken(input: {namespace: "perm", name: "new", scopes: [READ]}) { secret }`},
 	"revokeAccessToken":              {permNamespace, `revokeAccessToken(input: {namespace: "perm", id: ` + zeroID + `}) { token { id } }`},
 	"requeueGcCandidate":             {permAdminToken, `requeueGcCandidate(input: {namespace: "perm", digest: "sha256:` + strings.Repeat("0", 64) + `"}) { candidate { digest } }`},

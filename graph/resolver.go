@@ -8,6 +8,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
+	"github.com/artifact-registry/artifact-registry/store/lifecycle"
 	"github.com/artifact-registry/artifact-registry/store/maven"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
@@ -26,4 +27,6 @@ type Resolver struct {
 	log       *slog.Logger
 	// npmHook queues the packument rebuild in npm write transactions.
 	npmHook npmstore.WriteHook
+	// lifecycle stores, previews and runs lifecycle policies.
+	lifecycle *lifecycle.Store
 }

@@ -567,7 +567,7 @@ func (r *namespaceResolver) Trash(ctx context.Context, obj *model.Namespace, fir
 	for _, e := range entries {
 		c := encodeCursor("trash", e.Key())
 		cursors = append(cursors, c)
-		edge := &model.TrashEdge{Cursor: c, Kind: model.TrashKind(e.Kind), DeletedAt: e.DeletedAt,
+		edge := &model.TrashEdge{Cursor: c, Kind: model.TrashKind(e.Kind), DeletedAt: e.DeletedAt, DeletedBy: e.DeletedBy,
 			ExpiresAt: e.DeletedAt.Add(time.Duration(obj.RetentionDays) * 24 * time.Hour)}
 		switch {
 		case e.Repository != nil:

@@ -370,13 +370,13 @@ func TestConstraints(t *testing.T) {
 		{"npm 255 multi-byte characters accepted", ruleCase("npm", 0, 0, multibyte255), ""},
 
 		// Lifecycle policies.
-		{"lifecycle rule type 3 rejected", seq(
+		{"lifecycle rule type 4 rejected", seq(
 			ins("lifecycle_policy_settings", func(t *testing.T, b *base) row {
 				return row{"id", uuid.MustParse("01900000-0000-7000-8000-000000000001"), "namespace_id", b.nsA, "enabled", true}
 			}),
 			ins("lifecycle_rules", func(t *testing.T, b *base) row {
 				return row{"id", v7(t), "namespace_id", b.nsA, "lifecycle_policy_settings_id",
-					uuid.MustParse("01900000-0000-7000-8000-000000000001"), "rule_type", 3, "rule_configuration", `{"count": 10}`}
+					uuid.MustParse("01900000-0000-7000-8000-000000000001"), "rule_type", 4, "rule_configuration", `{"count": 10}`}
 			})), codeCheck},
 		{"second namespace lifecycle policy rejected", seq(
 			ins("lifecycle_policy_settings", func(t *testing.T, b *base) row {

@@ -146,7 +146,7 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in
 // one round trip).
 func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL})
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL + actorSQL(ctx)})
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: begin: %w", err))
 	}

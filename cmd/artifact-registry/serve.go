@@ -23,11 +23,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/config"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/routes"
+	"github.com/artifact-registry/artifact-registry/lifecycle"
 	"github.com/artifact-registry/artifact-registry/migrations"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -86,7 +88,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log, MaxPublishSize: int64(cfg.NpmMaxPublishBytes)}
 	reconciler := counters.NewReconciler(st, counters.ReconcileConfig{Logger: log})
-	jobs, collector, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, reconciler, log)
+	jobs, collector, applier, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, reconciler, log)
 	if err != nil {
 		return err
 	}
@@ -98,6 +100,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	srv := httpserver.New(httpserver.Options{Logger: log, Ready: readiness(db.Pool), BodyIdleTimeout: cfg.BodyIdleTimeout})
 	srv.Registry().MustRegister(collector.Collectors()...)
+	srv.Registry().MustRegister(applier.Collectors()...)
 	srv.Registry().MustRegister(authn.Collectors()...)
 	srv.Registry().MustRegister(reconciler.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
@@ -115,29 +118,44 @@ func runServe(ctx context.Context, args []string) error {
 }
 
 // newJobClient wires River on the same pool with every job kind: the GC
-// family, the counter fold and the counter reconciliation (periodic,
+// family, the counter fold, the counter reconciliation and lifecycle:apply (periodic,
 // leader-elected), the npm packument
 // rebuild, the sweep of ended UI sessions and, when enabled, the
 // registry:2 migration service.
-func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, reconciler *counters.Reconciler, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, error) {
+func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, reconciler *counters.Reconciler, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, *lifecycle.Applier, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers,
 		ExpiryInterval: cfg.GCExpiryInterval, ManifestParser: oci.BlobReferences, Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("configure garbage collection: %w", err)
+		return nil, nil, nil, fmt.Errorf("configure garbage collection: %w", err)
 	}
+	// The npm hook queues packument rebuilds on this client, which exists
+	// only once the workers are registered: bind it late (no job runs
+	// before Start).
+	var client *river.Client[pgx.Tx]
+	npmHook := func(ctx context.Context, tx pgx.Tx, pkg npmstore.PackageRef) error {
+		o := npmOpts
+		o.Jobs = client
+		if h := npm.WriteHook(o); h != nil {
+			return h(ctx, tx, pkg)
+		}
+		return nil
+	}
+	applier := lifecycle.New(st, lifecycle.Config{Interval: cfg.LifecycleInterval, NpmHook: npmHook, Logger: log})
 	periodic := collector.Register(workers)
 	folder := counters.New(st, counters.Config{Logger: log})
 	periodic = append(periodic, folder.Register(workers)...)
 	periodic = append(periodic, reconciler.Register(workers)...)
 	periodic = append(periodic, authn.RegisterSessionSweep(workers)...)
+	periodic = append(periodic, applier.Register(workers)...)
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	queues := map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: config.DefaultQueueWorkers}}
 	maps.Copy(queues, collector.Queues())
 	maps.Copy(queues, folder.Queues())
 	maps.Copy(queues, reconciler.Queues())
+	maps.Copy(queues, applier.Queues())
 	legacy.register(workers, queues)
 	periodic = append(periodic, legacy.periodic...)
 	c, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
@@ -147,9 +165,10 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator
 		PeriodicJobs: periodic,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("create job client: %w", err)
+		return nil, nil, nil, fmt.Errorf("create job client: %w", err)
 	}
-	return c, collector, nil
+	client = c
+	return c, collector, applier, nil
 }
 
 func stopJobs(c *river.Client[pgx.Tx], grace time.Duration) {

@@ -253,3 +253,13 @@ type ContainerManifestConnection struct {
 func (c *ContainerManifestConnection) TotalCount(ctx context.Context) (int, error) {
 	return c.Count.count(ctx)
 }
+
+// LifecyclePreview is a dry run's totals; items are resolved from the
+// scope and draft it keeps.
+type LifecyclePreview struct {
+	ArtifactCount int
+	SizeBytes     int64
+	Namespace     string
+	Repository    *string // nil: the namespace default
+	Draft         *LifecyclePolicyDraft
+}

@@ -260,6 +260,67 @@ type LegacyStatusCount struct {
 	Count  int                   `json:"count"`
 }
 
+type LifecyclePolicy struct {
+	ID      string `json:"id"`
+	Enabled bool   `json:"enabled"`
+	// Nothing younger is deleted by the policy.
+	MinAgeDays int `json:"minAgeDays"`
+	// The keep rules (at most 10); with none of KEEP_LAST_N, KEEP_REGEX, KEEP_DOWNLOADED_WITHIN no artifact is deleted.
+	Rules []*LifecycleRule `json:"rules"`
+}
+
+// An unsaved policy to preview.
+type LifecyclePolicyDraft struct {
+	Enabled    bool                  `json:"enabled"`
+	MinAgeDays *int                  `json:"minAgeDays,omitempty"`
+	Rules      []*LifecycleRuleInput `json:"rules"`
+}
+
+type LifecyclePolicyPayload struct {
+	Policy *LifecyclePolicy `json:"policy"`
+}
+
+// Something a policy would delete.
+type LifecyclePreviewItem struct {
+	Kind LifecycleItemKind `json:"kind"`
+	// The manifest's or version's id (a SNAPSHOT build: its version's).
+	ID         string `json:"id"`
+	Repository string `json:"repository"`
+	// Image, npm package, or Maven groupId:artifactId.
+	Group string `json:"group"`
+	// Digest, version, or timestamped build (1.0-20260101.120000-3).
+	Name string `json:"name"`
+	// A manifest's tags (at most 1000); empty otherwise.
+	Tags      []string  `json:"tags"`
+	CreatedAt time.Time `json:"createdAt"`
+	SizeBytes int64     `json:"sizeBytes"`
+}
+
+type LifecyclePreviewItemConnection struct {
+	Edges    []*LifecyclePreviewItemEdge `json:"edges"`
+	PageInfo *PageInfo                   `json:"pageInfo"`
+}
+
+type LifecyclePreviewItemEdge struct {
+	Cursor string                `json:"cursor"`
+	Node   *LifecyclePreviewItem `json:"node"`
+}
+
+// A keep rule: `count`, `pattern` or `days`, as its type needs.
+type LifecycleRule struct {
+	Type    LifecycleRuleType `json:"type"`
+	Count   *int              `json:"count,omitempty"`
+	Pattern *string           `json:"pattern,omitempty"`
+	Days    *int              `json:"days,omitempty"`
+}
+
+type LifecycleRuleInput struct {
+	Type    LifecycleRuleType `json:"type"`
+	Count   *int              `json:"count,omitempty"`
+	Pattern *string           `json:"pattern,omitempty"`
+	Days    *int              `json:"days,omitempty"`
+}
+
 type MavenFileConnection struct {
 	Edges    []*MavenFileEdge `json:"edges"`
 	PageInfo *PageInfo        `json:"pageInfo"`
@@ -477,6 +538,29 @@ type RevokeAccessTokenInput struct {
 	ID        string `json:"id"`
 }
 
+type RunLifecyclePolicyInput struct {
+	Namespace string `json:"namespace"`
+	// null: every hosted repository of the namespace, each under its effective policy.
+	Repository *string `json:"repository,omitempty"`
+}
+
+type RunLifecyclePolicyPayload struct {
+	// Items moved to the trash (at most 10,000 per repository per run; run again for the rest).
+	DeletedCount int `json:"deletedCount"`
+}
+
+// A namespace default (`repository` null) or a repository override.
+// Validated against the policy JSON schema: at most 10 rules, each with
+// the one field its type needs; an invalid policy is INVALID_INPUT and
+// nothing is written.
+type SetLifecyclePolicyInput struct {
+	Namespace  string                `json:"namespace"`
+	Repository *string               `json:"repository,omitempty"`
+	Enabled    bool                  `json:"enabled"`
+	MinAgeDays *int                  `json:"minAgeDays,omitempty"`
+	Rules      []*LifecycleRuleInput `json:"rules"`
+}
+
 type SetTrashRetentionInput struct {
 	Namespace string `json:"namespace"`
 	// 0 to 3650.
@@ -495,6 +579,10 @@ type TrashEdge struct {
 	// When the expiry sweep purges the item: deletedAt plus the namespace's
 	// trash retention (it runs every few minutes, so the item goes shortly after).
 	ExpiresAt time.Time `json:"expiresAt"`
+	// Who or what moved the item to the trash: `policy:<id>` (a lifecycle
+	// policy), `admin:<user>` or `token:<id>`; null when unknown (deleted before
+	// deleters were recorded, or by a path that names none).
+	DeletedBy *string   `json:"deletedBy,omitempty"`
 	Node      TrashItem `json:"node"`
 }
 
@@ -770,6 +858,129 @@ func (e *LegacyMigrationStatus) UnmarshalJSON(b []byte) error {
 }
 
 func (e LegacyMigrationStatus) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type LifecycleItemKind string
+
+const (
+	LifecycleItemKindContainerManifest LifecycleItemKind = "CONTAINER_MANIFEST"
+	LifecycleItemKindNpmVersion        LifecycleItemKind = "NPM_VERSION"
+	LifecycleItemKindMavenVersion      LifecycleItemKind = "MAVEN_VERSION"
+	// The files of one timestamped build of a Maven -SNAPSHOT version.
+	LifecycleItemKindMavenSnapshotBuild LifecycleItemKind = "MAVEN_SNAPSHOT_BUILD"
+)
+
+var AllLifecycleItemKind = []LifecycleItemKind{
+	LifecycleItemKindContainerManifest,
+	LifecycleItemKindNpmVersion,
+	LifecycleItemKindMavenVersion,
+	LifecycleItemKindMavenSnapshotBuild,
+}
+
+func (e LifecycleItemKind) IsValid() bool {
+	switch e {
+	case LifecycleItemKindContainerManifest, LifecycleItemKindNpmVersion, LifecycleItemKindMavenVersion, LifecycleItemKindMavenSnapshotBuild:
+		return true
+	}
+	return false
+}
+
+func (e LifecycleItemKind) String() string {
+	return string(e)
+}
+
+func (e *LifecycleItemKind) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = LifecycleItemKind(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid LifecycleItemKind", str)
+	}
+	return nil
+}
+
+func (e LifecycleItemKind) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *LifecycleItemKind) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e LifecycleItemKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type LifecycleRuleType string
+
+const (
+	// Keep the N most recently pushed tagged manifests of each image / versions of each package (count).
+	LifecycleRuleTypeKeepLastN LifecycleRuleType = "KEEP_LAST_N"
+	// Keep what a tag (containers) or version (npm, Maven) fully matches: an RE2 regular expression (pattern).
+	LifecycleRuleTypeKeepRegex LifecycleRuleType = "KEEP_REGEX"
+	// Keep what was downloaded within the last N days (days); for containers, every manifest of an image pulled within them.
+	LifecycleRuleTypeKeepDownloadedWithin LifecycleRuleType = "KEEP_DOWNLOADED_WITHIN"
+	// Maven: keep the N newest timestamped builds of each -SNAPSHOT version (count); older builds' files are removed.
+	LifecycleRuleTypeKeepSnapshotBuilds LifecycleRuleType = "KEEP_SNAPSHOT_BUILDS"
+)
+
+var AllLifecycleRuleType = []LifecycleRuleType{
+	LifecycleRuleTypeKeepLastN,
+	LifecycleRuleTypeKeepRegex,
+	LifecycleRuleTypeKeepDownloadedWithin,
+	LifecycleRuleTypeKeepSnapshotBuilds,
+}
+
+func (e LifecycleRuleType) IsValid() bool {
+	switch e {
+	case LifecycleRuleTypeKeepLastN, LifecycleRuleTypeKeepRegex, LifecycleRuleTypeKeepDownloadedWithin, LifecycleRuleTypeKeepSnapshotBuilds:
+		return true
+	}
+	return false
+}
+
+func (e LifecycleRuleType) String() string {
+	return string(e)
+}
+
+func (e *LifecycleRuleType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = LifecycleRuleType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid LifecycleRuleType", str)
+	}
+	return nil
+}
+
+func (e LifecycleRuleType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *LifecycleRuleType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e LifecycleRuleType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

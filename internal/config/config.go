@@ -62,6 +62,9 @@ type Config struct {
 	// NpmMaxPublishBytes caps an npm publish body, the tarball in base64
 	// included.
 	NpmMaxPublishBytes int
+	// LifecycleInterval is how often lifecycle:apply applies the enabled
+	// lifecycle policies.
+	LifecycleInterval time.Duration
 }
 
 // MinAdminTokenLength is the shortest admin token accepted: the admin
@@ -89,6 +92,8 @@ const (
 	// counterFoldWorkers is MaxWorkers of the counter fold queue
 	// (counters.Folder.Queues).
 	counterFoldWorkers = 1
+	// lifecycleWorkers is MaxWorkers of the lifecycle queue.
+	lifecycleWorkers = 1
 	// ForegroundConns is the headroom for HTTP requests in the derived size.
 	ForegroundConns = 16
 	// minForegroundConns is the least headroom an explicit size may leave.
@@ -97,7 +102,7 @@ const (
 
 // JobConns is how many connections the job workers can hold at once.
 func (c *Config) JobConns() int {
-	n := c.GCCleanupWorkers + GCMaintenanceWorkers + DefaultQueueWorkers + counterFoldWorkers + riverConns
+	n := c.GCCleanupWorkers + GCMaintenanceWorkers + DefaultQueueWorkers + counterFoldWorkers + lifecycleWorkers + riverConns
 	if c.Legacy.Enabled() {
 		n += c.Legacy.MaxConcurrency + 1 // legacy/service.Service.Queues
 	}
@@ -165,6 +170,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envDuration(fs, &c.GCExpiryInterval, "gc-expiry-interval", "ARTIFACT_REGISTRY_GC_EXPIRY_INTERVAL", 10*time.Minute, "how often soft-deleted rows past their namespace's trash retention are purged")
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	envDuration(fs, &c.BodyIdleTimeout, "body-idle-timeout", "ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", 30*time.Second, "cut a request body that sends nothing, or a client that reads nothing, for this long")
+	envDuration(fs, &c.LifecycleInterval, "lifecycle-interval", "ARTIFACT_REGISTRY_LIFECYCLE_INTERVAL", 24*time.Hour, "how often the lifecycle:apply job applies the enabled lifecycle policies")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
@@ -203,6 +209,9 @@ func (c *Config) Finish() error {
 	}
 	if c.NpmMaxPublishBytes < 1<<10 {
 		return fmt.Errorf("--npm-max-publish-bytes must be at least 1024, not %d", c.NpmMaxPublishBytes)
+	}
+	if c.LifecycleInterval < time.Minute {
+		return fmt.Errorf("--lifecycle-interval must be at least 1m, not %s", c.LifecycleInterval)
 	}
 	if c.BodyIdleTimeout <= 0 {
 		return fmt.Errorf("--body-idle-timeout must be positive, not %s", c.BodyIdleTimeout)

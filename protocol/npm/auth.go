@@ -43,6 +43,11 @@ func (h *handler) principal(req *request) (*auth.Principal, error) {
 	if req.who == nil {
 		p, err := h.authn.Authenticate(req.r)
 		req.who = &identity{p: p, err: err}
+		if err == nil {
+			// The caller is the actor of this request's transactions: an
+			// unpublish records who moved the version to the trash.
+			req.r = req.r.WithContext(auth.WithPrincipal(req.r.Context(), p))
+		}
 	}
 	if req.who.err != nil {
 		return nil, denied(req.who.err)

@@ -54,9 +54,12 @@ type TrashKey struct {
 
 // TrashEntry is one soft-deleted item; exactly one of the pointers is set.
 type TrashEntry struct {
-	Kind       TrashKind
-	ID         uuid.UUID
-	DeletedAt  time.Time
+	Kind      TrashKind
+	ID        uuid.UUID
+	DeletedAt time.Time
+	// DeletedBy is who or what moved the item to the trash
+	// ("policy:<id>", "admin:<user>", "token:<id>"); nil: unknown.
+	DeletedBy  *string
 	Repository *store.Repository
 	Image      *container.Image
 	Manifest   *container.Manifest
@@ -103,11 +106,11 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 		if !ok {
 			return nil, false, errs.New(store.CodeInvalidInput, "unknown trash kind %q", k)
 		}
-		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, soft_deleted_at FROM %s
+		arms = append(arms, fmt.Sprintf(`(SELECT '%s' AS kind, id, soft_deleted_at, soft_deleted_by FROM %s
 			WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL%s
 			ORDER BY soft_deleted_at %s, id %s LIMIT $2)`, k, table, keyset, dir, dir))
 	}
-	rows, err := s.pool.Query(ctx, `SELECT kind, id, soft_deleted_at FROM (`+strings.Join(arms, " UNION ALL ")+
+	rows, err := s.pool.Query(ctx, `SELECT kind, id, soft_deleted_at, soft_deleted_by FROM (`+strings.Join(arms, " UNION ALL ")+
 		`) t ORDER BY soft_deleted_at `+dir+`, id `+dir+` LIMIT $2`, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list trash: %w", err)
@@ -116,7 +119,7 @@ func (s *Store) ListTrashPage(ctx context.Context, nsID uuid.UUID, kinds []Trash
 	for rows.Next() {
 		var e TrashEntry
 		var kind string
-		if err := rows.Scan(&kind, &e.ID, &e.DeletedAt); err != nil {
+		if err := rows.Scan(&kind, &e.ID, &e.DeletedAt, &e.DeletedBy); err != nil {
 			rows.Close()
 			return nil, false, fmt.Errorf("list trash: %w", err)
 		}

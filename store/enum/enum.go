@@ -149,9 +149,12 @@ const (
 	LifecycleRuleKeepLastDownloadedAt LifecycleRuleType = 0
 	LifecycleRuleKeepLastN            LifecycleRuleType = 1
 	LifecycleRuleKeepRegex            LifecycleRuleType = 2
+	// LifecycleRuleKeepSnapshotBuilds keeps the last N timestamped builds
+	// of each Maven -SNAPSHOT version.
+	LifecycleRuleKeepSnapshotBuilds LifecycleRuleType = 3
 )
 
-var lifecycleRuleTypeNames = names{"keep_last_downloaded_at", "keep_last_n", "keep_regex"}
+var lifecycleRuleTypeNames = names{"keep_last_downloaded_at", "keep_last_n", "keep_regex", "keep_snapshot_builds"}
 
 func (v LifecycleRuleType) String() string {
 	return lifecycleRuleTypeNames.str("LifecycleRuleType", int16(v))

@@ -46,7 +46,7 @@ func cases() []enumCase {
 			func(v int16) string { return DeliveryMode(v).String() },
 			func(s string) (int16, error) { v, err := ParseDeliveryMode(s); return int16(v), err },
 			func(v int16) bool { return DeliveryMode(v).Valid() }},
-		{"LifecycleRuleType", []string{"keep_last_downloaded_at", "keep_last_n", "keep_regex"},
+		{"LifecycleRuleType", []string{"keep_last_downloaded_at", "keep_last_n", "keep_regex", "keep_snapshot_builds"},
 			func() []int16 { return ints(LifecycleRuleTypeValues()) },
 			func(v int16) string { return LifecycleRuleType(v).String() },
 			func(s string) (int16, error) { v, err := ParseLifecycleRuleType(s); return int16(v), err },

@@ -12,6 +12,7 @@ import { NewRepository } from "./pages/NewRepository";
 import { RepositoryDetail } from "./pages/RepositoryDetail";
 import { ImageDetail } from "./pages/ImageDetail";
 import { Trash } from "./pages/Trash";
+import { LifecyclePolicy } from "./pages/LifecyclePolicy";
 import { NpmPackageDetail } from "./pages/NpmPackages";
 import { MavenPackageDetail, MavenVersionDetail } from "./pages/MavenPackages";
 import { AccessTokens } from "./pages/AccessTokens";
@@ -32,6 +33,7 @@ export function AppRoutes() {
           <Route path="repositories" element={<RepositoryList />} />
           <Route path="repositories/new" element={<NewRepository />} />
           <Route path="r/:repo" element={<RepositoryDetail />} />
+          <Route path="r/:repo/lifecycle" element={<LifecyclePolicy />} />
           <Route path="r/:repo/images/*" element={<ImageDetail />} />
           <Route path="r/:repo/npm/*" element={<NpmPackageDetail />} />
           <Route path="r/:repo/maven/:groupId/:artifactId" element={<MavenPackageDetail />} />
@@ -39,6 +41,7 @@ export function AppRoutes() {
           <Route path="tokens" element={<AccessTokens />} />
           <Route path="gc" element={<GarbageCollection />} />
           <Route path="trash" element={<Trash />} />
+          <Route path="lifecycle" element={<LifecyclePolicy />} />
           <Route path="history" element={<PublishHistory />} />
           <Route path="search" element={<ChecksumSearch />} />
         </Route>

@@ -20,6 +20,8 @@ export const paths = {
   tokens: (ns: string) => `/n/${enc(ns)}/tokens`,
   gc: (ns: string) => `/n/${enc(ns)}/gc`,
   trash: (ns: string) => `/n/${enc(ns)}/trash`,
+  lifecycle: (ns: string, repo?: string) =>
+    repo ? `/n/${enc(ns)}/r/${enc(repo)}/lifecycle` : `/n/${enc(ns)}/lifecycle`,
   history: (ns: string) => `/n/${enc(ns)}/history`,
   search: (ns: string, sha256?: string) => `/n/${enc(ns)}/search${sha256 ? `?sha256=${enc(sha256)}` : ""}`,
 };

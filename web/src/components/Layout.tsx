@@ -157,6 +157,7 @@ export function NamespaceLayout() {
     ["Overview", paths.namespace(ns), true],
     ["Repositories", paths.repositories(ns), false],
     ["Trash", paths.trash(ns), false],
+    ["Lifecycle", paths.lifecycle(ns), false],
     ["Publish history", paths.history(ns), false],
     ["Checksum search", paths.search(ns), false],
     ["Access tokens", paths.tokens(ns), false],

@@ -177,7 +177,7 @@ export function RepositoryDetail() {
         <Link to={paths.repositories(ns)}>Repositories</Link> <span aria-hidden="true">/</span>{" "}
         <span aria-current="page">{r.name}</span>
       </nav>
-      <PageTitle>
+      <PageTitle actions={<Link to={paths.lifecycle(ns, r.name)}>Lifecycle policy</Link>}>
         {r.name} <Badge>{r.format.toLowerCase()}</Badge> <VisibilityBadge visibility={r.visibility} />
       </PageTitle>
       {r.description && <p className="lead">{r.description}</p>}
