@@ -543,3 +543,50 @@ func TestExpiryNpmPackageGoesWithItsVersions(t *testing.T) {
 		t.Fatalf("versions_count delta of the live package: %d, want -1", n)
 	}
 }
+
+// TestExpiryMavenSnapshotBuildFiles: files soft-deleted on their own (old
+// SNAPSHOT builds a lifecycle policy removed) under a live version are
+// purged by the sweep, which detaches their blobs and takes their sizes
+// off the version; the live build's file stays.
+func TestExpiryMavenSnapshotBuildFiles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	var slug string
+	if err := e.pool.QueryRow(e.ctx, `SELECT slug FROM namespaces WHERE id = $1`, e.ns).Scan(&slug); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.SetTrashRetention(e.ctx, slug, 0); err != nil {
+		t.Fatal(err)
+	}
+	latest, old := blobData("build-2", 700), blobData("build-1", 500)
+	vid := e.seedMavenVersion("lib", "1.0-SNAPSHOT", latest, false)
+	if _, err := e.upload(old); err != nil {
+		t.Fatal(err)
+	}
+	att := e.attach(old)
+	var pkgID uuid.UUID
+	if err := e.pool.QueryRow(e.ctx, `SELECT maven_package_id FROM maven_versions WHERE namespace_id = $1 AND id = $2`, e.ns, vid).Scan(&pkgID); err != nil {
+		t.Fatal(err)
+	}
+	e.exec(`INSERT INTO maven_files (id, namespace_id, maven_package_id, maven_version_id, file_name, blob_storage_attachment_id, blob_sha256, sha1, sha512, soft_deleted_at)
+		VALUES ($1, $2, $3, $4, 'lib-1.0-20260101.000000-1.jar', $5, $6, $7, $8, now())`, uuid.Must(uuid.NewV7()), e.ns, pkgID, vid,
+		att.ID, att.SHA256[:], make([]byte, 20), make([]byte, 64))
+	e.exec(`UPDATE maven_versions SET size_bytes = $3 WHERE namespace_id = $1 AND id = $2`, e.ns, vid, len(latest)+len(old))
+	e.clock.Set(time.Now().Add(time.Second))
+
+	if res := e.sweep(); res.Rows[catalog.TrashMavenFile] != 1 || sum(res.Rows) != 1 {
+		t.Fatalf("sweep purged %v; want the one old build file", res.Rows)
+	}
+	if n := e.count(`SELECT count(*) FROM maven_files WHERE namespace_id = $1 AND maven_version_id = $2`, e.ns, vid); n != 1 {
+		t.Fatalf("%d files left in the version; want the live build's", n)
+	}
+	if n := e.count(`SELECT size_bytes FROM maven_versions WHERE namespace_id = $1 AND id = $2`, e.ns, vid); n != len(latest) {
+		t.Errorf("version size %d after the purge; want %d", n, len(latest))
+	}
+	if e.attachments(old) != 0 || e.candidate(old) == nil {
+		t.Errorf("the old build's blob: %d attachments, candidate %v; want detached and a candidate", e.attachments(old), e.candidate(old))
+	}
+	if e.attachments(latest) == 0 || e.candidate(latest) != nil {
+		t.Error("the live build's blob lost its attachment")
+	}
+}

@@ -5017,7 +5017,7 @@ input EmptyTrashInput {
 
 "Rows hard-deleted by a purge, by kind."
 type PurgedCount {
-  "A TrashKind, or CONTAINER_BLOB_LINK (an image's blob link removed through the OCI API)."
+  "A TrashKind, CONTAINER_BLOB_LINK (an image's blob link removed through the OCI API) or MAVEN_FILE (an old SNAPSHOT build a lifecycle policy removed)."
   kind: String!
   count: Int!
 }

@@ -458,7 +458,7 @@ type PurgeTrashPayload struct {
 
 // Rows hard-deleted by a purge, by kind.
 type PurgedCount struct {
-	// A TrashKind, or CONTAINER_BLOB_LINK (an image's blob link removed through the OCI API).
+	// A TrashKind, CONTAINER_BLOB_LINK (an image's blob link removed through the OCI API) or MAVEN_FILE (an old SNAPSHOT build a lifecycle policy removed).
 	Kind  string `json:"kind"`
 	Count int    `json:"count"`
 }

@@ -26,6 +26,11 @@ import (
 // (removed through the OCI blob API). They are not listed in the trash.
 const TrashContainerBlobLink TrashKind = "CONTAINER_BLOB_LINK"
 
+// TrashMavenFile counts purged Maven files that were soft-deleted on their
+// own (old SNAPSHOT builds a lifecycle policy removed from a live
+// version). They are not listed in the trash.
+const TrashMavenFile TrashKind = "MAVEN_FILE"
+
 // DefaultPurgeBatch bounds the rows of one kind purged per transaction.
 const DefaultPurgeBatch = 500
 
@@ -63,7 +68,7 @@ type Gate func(ctx context.Context) error
 // index is always deleted before its children), repositories last.
 var expiryOrder = []TrashKind{
 	TrashContainerImage, TrashContainerManifest, TrashContainerBlobLink,
-	TrashNpmPackage, TrashNpmVersion, TrashMavenPackage, TrashMavenVersion,
+	TrashNpmPackage, TrashNpmVersion, TrashMavenPackage, TrashMavenVersion, TrashMavenFile,
 }
 
 // expiredIDs lists up to limit trashed ids of a kind deleted at or before
@@ -84,6 +89,8 @@ func (s *Store) expiredIDs(ctx context.Context, kind TrashKind, nsID uuid.UUID, 
 		return s.maven.ExpiredPackages(ctx, s.pool, nsID, cutoff, limit)
 	case TrashMavenVersion:
 		return s.maven.ExpiredVersions(ctx, s.pool, nsID, cutoff, limit)
+	case TrashMavenFile:
+		return s.maven.ExpiredFiles(ctx, s.pool, nsID, cutoff, limit)
 	case TrashRepository:
 		return s.expiredRepositories(ctx, nsID, cutoff, limit)
 	}
@@ -138,6 +145,12 @@ func (s *Store) purgeTx(ctx context.Context, tx pgx.Tx, kind TrashKind, nsID uui
 			return nil, nil, err
 		}
 		out.Rows[TrashMavenVersion], out.Rows[TrashMavenPackage], out.Released = len(r.Versions), len(r.Packages), r.Released
+	case TrashMavenFile:
+		r, err := s.maven.PurgeFiles(ctx, tx, nsID, ids, cutoff)
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Rows[kind], out.Released = len(r.Files), r.Released
 	default:
 		return nil, nil, fmt.Errorf("catalog: no purge for kind %q", kind)
 	}

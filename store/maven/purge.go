@@ -28,7 +28,83 @@ import (
 type Purge struct {
 	Versions []uuid.UUID // versions hard-deleted
 	Packages []uuid.UUID // packages hard-deleted
+	Files    []uuid.UUID // files hard-deleted on their own (PurgeFiles)
 	Released store.Released
+}
+
+// PurgeFiles hard-deletes files soft-deleted on their own by id (the old
+// SNAPSHOT builds a lifecycle policy removed from a live version), deleted
+// at or before cutoff when not nil, and detaches their attachments. Files
+// of a trashed version or package go with it instead, so they are skipped.
+// The version's size_bytes, which counts trashed files until they are
+// purged, loses their sizes. maven-metadata.xml already left them out
+// when they were soft-deleted.
+func (s *Store) PurgeFiles(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, ids []uuid.UUID, cutoff *time.Time) (*Purge, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT p.id FROM maven_packages p
+		WHERE p.namespace_id = $1 AND p.soft_deleted_at IS NULL
+		  AND p.id IN (SELECT maven_package_id FROM maven_files WHERE namespace_id = $1 AND id = ANY($2::uuid[]))
+		ORDER BY p.id
+		FOR NO KEY UPDATE OF p`, nsID, ids)
+	if _, err := collectUUIDs(rows, err); err != nil {
+		return nil, wrapErr("lock packages of files to purge", err)
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT f.id, f.blob_storage_attachment_id, f.blob_sha256, f.maven_version_id, b.size
+		FROM maven_files f
+		JOIN maven_packages p ON p.namespace_id = f.namespace_id AND p.id = f.maven_package_id
+		JOIN blob_storage_blobs b ON b.namespace_id = f.namespace_id AND b.sha256 = f.blob_sha256
+		WHERE f.namespace_id = $1 AND f.id = ANY($2::uuid[]) AND f.soft_deleted_at IS NOT NULL
+		  AND ($3::timestamptz IS NULL OR f.soft_deleted_at <= $3) AND p.soft_deleted_at IS NULL
+		  AND NOT EXISTS (SELECT 1 FROM maven_versions v WHERE v.namespace_id = f.namespace_id
+		                  AND v.id = f.maven_version_id AND v.soft_deleted_at IS NOT NULL)
+		ORDER BY f.id
+		FOR UPDATE OF f`, nsID, ids, cutoff)
+	if err != nil {
+		return nil, wrapErr("lock files to purge", db.MapErr(err))
+	}
+	var (
+		files []uuid.UUID
+		atts  []store.Attachment
+		sizes = map[uuid.UUID]int64{}
+	)
+	for rows.Next() {
+		var (
+			id        uuid.UUID
+			a         store.Attachment
+			sha       []byte
+			versionID *uuid.UUID
+			size      int64
+		)
+		if err := rows.Scan(&id, &a.ID, &sha, &versionID, &size); err != nil {
+			rows.Close()
+			return nil, wrapErr("lock files to purge", err)
+		}
+		a.SHA256 = [32]byte(sha)
+		files, atts = append(files, id), append(atts, a)
+		if versionID != nil {
+			sizes[*versionID] += size
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrapErr("lock files to purge", db.MapErr(err))
+	}
+	if len(files) == 0 {
+		return &Purge{}, nil
+	}
+	rel, err := s.core.PurgeAttached(ctx, tx, nsID, atts, func() error {
+		return execEach(ctx, tx, "purge Maven files", nsID, files,
+			`DELETE FROM maven_files WHERE namespace_id = $1 AND id = ANY($2::uuid[])`)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for versionID, size := range sizes {
+		if err := addVersionSize(ctx, tx, nsID, &versionID, -size); err != nil {
+			return nil, err
+		}
+	}
+	return &Purge{Files: files, Released: rel}, nil
 }
 
 // PurgeVersions hard-deletes trashed versions by id with their files.
@@ -170,6 +246,21 @@ func (s *Store) ExpiredVersions(ctx context.Context, q db.Queryer, nsID uuid.UUI
 // ExpiredPackages: see ExpiredVersions.
 func (s *Store) ExpiredPackages(ctx context.Context, q db.Queryer, nsID uuid.UUID, cutoff time.Time, limit int) ([]uuid.UUID, error) {
 	return expired(ctx, q, "maven_packages", nsID, cutoff, limit)
+}
+
+// ExpiredFiles lists up to limit files soft-deleted on their own (their
+// version and package live) at or before cutoff, oldest first, through the
+// files' trash index.
+func (s *Store) ExpiredFiles(ctx context.Context, q db.Queryer, nsID uuid.UUID, cutoff time.Time, limit int) ([]uuid.UUID, error) {
+	rows, err := q.Query(ctx, `SELECT f.id FROM maven_files f
+		WHERE f.namespace_id = $1 AND f.soft_deleted_at IS NOT NULL AND f.soft_deleted_at <= $2
+		  AND NOT EXISTS (SELECT 1 FROM maven_versions v WHERE v.namespace_id = f.namespace_id
+		                  AND v.id = f.maven_version_id AND v.soft_deleted_at IS NOT NULL)
+		  AND NOT EXISTS (SELECT 1 FROM maven_packages p WHERE p.namespace_id = f.namespace_id
+		                  AND p.id = f.maven_package_id AND p.soft_deleted_at IS NOT NULL)
+		ORDER BY f.soft_deleted_at, f.id LIMIT $3`, nsID, cutoff, limit)
+	ids, err := collectUUIDs(rows, err)
+	return ids, wrapErr("expired files", err)
 }
 
 func expired(ctx context.Context, q db.Queryer, table string, nsID uuid.UUID, cutoff time.Time, limit int) ([]uuid.UUID, error) {

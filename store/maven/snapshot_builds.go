@@ -112,9 +112,9 @@ func (s *Store) SoftDeleteSnapshotBuilds(ctx context.Context, nsID, versionID uu
 		if err != nil || !ok {
 			return err
 		}
-		tag, err := tx.Exec(ctx, `UPDATE maven_files SET soft_deleted_at = now()
+		tag, err := tx.Exec(ctx, `UPDATE maven_files SET soft_deleted_at = $4
 			WHERE namespace_id = $1 AND maven_version_id = $2 AND id = ANY($3::uuid[]) AND soft_deleted_at IS NULL`,
-			nsID, versionID, fileIDs)
+			nsID, versionID, fileIDs, s.core.Options().Clock.Now())
 		if err != nil {
 			return fmt.Errorf("store: maven soft-delete snapshot builds: %w", err)
 		}
