@@ -171,6 +171,22 @@ func TestCraneKeepLast3(t *testing.T) {
 		t.Fatalf("crane ls after the run: %v", tags)
 	}
 	allPolicy(t, trashDeleters(t, e, "CONTAINER_MANIFEST"), 5)
+
+	// Emptying the trash frees the five images' manifests, configs and
+	// layers; the three kept ones still pull.
+	kept := digests(t, e, `SELECT blob_sha256 FROM container_manifests WHERE namespace_id = $1 AND soft_deleted_at IS NULL
+		UNION SELECT r.digest FROM container_manifest_blob_references r JOIN container_manifests m
+		  ON m.namespace_id = r.namespace_id AND m.id = r.container_manifest_id WHERE r.namespace_id = $1 AND m.soft_deleted_at IS NULL`)
+	gone := digests(t, e, `SELECT blob_sha256 FROM container_manifests WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL
+		UNION SELECT r.digest FROM container_manifest_blob_references r JOIN container_manifests m
+		  ON m.namespace_id = r.namespace_id AND m.id = r.container_manifest_id WHERE r.namespace_id = $1 AND m.soft_deleted_at IS NOT NULL`)
+	if len(gone) != 15 {
+		t.Fatalf("%d blobs of the five deleted images, want 15 (manifest, config, layer each)", len(gone))
+	}
+	emptyTrashFrees(t, e, gone, kept)
+	for _, tag := range []string{"v6", "v7", "v8"} {
+		run(t, home, env, crane, "pull", "--insecure", ref+":"+tag, filepath.Join(home, tag+".tar"))
+	}
 }
 
 // TestNpmKeepLast2: the npm CLI publishes five versions; keep-last-2
@@ -241,6 +257,20 @@ func TestNpmKeepLast2(t *testing.T) {
 	if len(by) != 4 || by[0] != "admin:admin" {
 		t.Fatalf("trash after npm unpublish: %v", by)
 	}
+
+	// Emptying the trash frees the four tarballs; 2.1.0 still installs.
+	gone := digests(t, e, `SELECT f.blob_sha256 FROM npm_files f JOIN npm_versions v ON v.namespace_id = f.namespace_id
+		AND v.id = f.npm_version_id WHERE f.namespace_id = $1 AND v.soft_deleted_at IS NOT NULL`)
+	kept := digests(t, e, `SELECT f.blob_sha256 FROM npm_files f JOIN npm_versions v ON v.namespace_id = f.namespace_id
+		AND v.id = f.npm_version_id WHERE f.namespace_id = $1 AND v.soft_deleted_at IS NULL`)
+	if len(gone) != 4 || len(kept) != 1 {
+		t.Fatalf("%d tarballs deleted, %d kept; want 4 and 1", len(gone), len(kept))
+	}
+	emptyTrashFrees(t, e, gone, kept)
+	proj := filepath.Join(home, "consumer")
+	_ = os.MkdirAll(proj, 0o755)
+	_ = os.WriteFile(filepath.Join(proj, "package.json"), []byte(`{"name": "consumer", "version": "1.0.0"}`), 0o644)
+	run(t, proj, env, "npm", "install", "keeper@2.1.0")
 }
 
 // TestMavenKeepSnapshotBuilds: mvn deploys three builds of one SNAPSHOT;
@@ -266,7 +296,12 @@ func TestMavenKeepSnapshotBuilds(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := append(os.Environ(), "MAVEN_OPTS=-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto")
-	for range 3 {
+	for i := range 3 {
+		// A resource that differs per build gives each build a jar of its
+		// own; the POM is the same bytes in every build.
+		res := filepath.Join(lib, "src", "main", "resources")
+		_ = os.MkdirAll(res, 0o755)
+		_ = os.WriteFile(filepath.Join(res, "build.txt"), []byte(fmt.Sprintf("build %d\n", i+1)), 0o644)
 		run(t, lib, env, "mvn", "-s", settings, "-B", "--no-transfer-progress", "-Dmaven.repo.local="+filepath.Join(work, "m2"),
 			"-Dreleases.url="+e.URL+"/maven/acme/releases", "-Dsnapshots.url="+e.URL+"/maven/acme/snapshots",
 			"-Dlib.version=1.1.0-SNAPSHOT", "deploy")
@@ -295,6 +330,21 @@ func TestMavenKeepSnapshotBuilds(t *testing.T) {
 	}
 	if r := e.Do(http.MethodGet, base+"anchor-lib-1.1.0-SNAPSHOT.jar", testserver.Basic(testserver.AdminToken), nil); r.Status != http.StatusOK {
 		t.Errorf("newest build: %d", r.Status)
+	}
+
+	// Emptying the trash frees the old builds' own files (their jars);
+	// the POM, the same bytes in every build, stays with the newest.
+	live := `SELECT blob_sha256 FROM maven_files WHERE namespace_id = $1 AND soft_deleted_at IS NULL`
+	kept := digests(t, e, live)
+	gone := digests(t, e, `SELECT blob_sha256 FROM maven_files WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL
+		EXCEPT `+live)
+	if len(gone) < 2 {
+		t.Fatalf("%d blobs of their own in the two old builds, want at least their 2 jars", len(gone))
+	}
+	emptyTrashFrees(t, e, gone, kept)
+	jar := e.Do(http.MethodGet, base+"anchor-lib-1.1.0-SNAPSHOT.jar", testserver.Basic(testserver.AdminToken), nil)
+	if jar.Status != http.StatusOK || len(jar.Body) == 0 {
+		t.Errorf("newest build after GC: %d", jar.Status)
 	}
 }
 

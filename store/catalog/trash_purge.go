@@ -43,8 +43,11 @@ func trashItemsSQL() string {
 // its own transaction, and a failure leaves the remainder for a retry or
 // the expiry sweep).
 func (s *Store) EmptyTrash(ctx context.Context, nsID uuid.UUID) (*Purged, error) {
+	// Soft deletes stamp the database's time or the store's clock (the
+	// same in production, apart in tests with a fake clock): the later of
+	// the two is after every delete made before the call.
 	var now time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&now); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT greatest(now(), $1::timestamptz)`, s.core.Options().Clock.Now()).Scan(&now); err != nil {
 		return nil, fmt.Errorf("empty trash: %w", err)
 	}
 	return s.PurgeTrashedBefore(ctx, nsID, now, ExpiryOptions{})
