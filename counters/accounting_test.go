@@ -87,6 +87,7 @@ func (e *env) purgeImage(nsID, imageID uuid.UUID) error {
 	for _, q := range []string{
 		`DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = $2`,
 		`DELETE FROM container_manifest_relationships WHERE namespace_id = $1 AND container_image_id = $2`,
+		`DELETE FROM container_manifest_blob_references WHERE namespace_id = $1 AND container_image_id = $2`,
 		`DELETE FROM container_manifests WHERE namespace_id = $1 AND container_image_id = $2 RETURNING blob_storage_attachment_id`,
 		`DELETE FROM container_blobs WHERE namespace_id = $1 AND container_image_id = $2 RETURNING blob_storage_attachment_id`,
 	} {

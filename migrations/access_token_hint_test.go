@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
@@ -19,17 +16,7 @@ const accessTokenHintVersion = 47
 func TestAccessTokenHintUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	prev := previousVersion(t, db, accessTokenHintVersion)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
-	}
+	pool := databaseBefore(t, accessTokenHintVersion)
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	old := v7(t)
@@ -44,7 +31,7 @@ func TestAccessTokenHintUpgrade(t *testing.T) {
 	}
 	f.must("access_tokens", row{"id", v7(t), "namespace_id", ns, "name", "new", "token_sha256", digest("new"),
 		"scopes", []int16{0}, "secret_hint", "arp_0123456789abcdefghijklAbCd"})
-	err = insert(ctx, pool, "access_tokens", row{"id", v7(t), "namespace_id", ns, "name", "long", "token_sha256", digest("long"),
+	err := insert(ctx, pool, "access_tokens", row{"id", v7(t), "namespace_id", ns, "name", "long", "token_sha256", digest("long"),
 		"scopes", []int16{0}, "secret_hint", strings.Repeat("x", 33)})
 	if sqlState(err) != codeCheck {
 		t.Fatalf("a 33-character hint: %v; want a CHECK violation", err)

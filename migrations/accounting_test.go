@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/migrations"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -22,17 +19,7 @@ const accountingVersion = 41
 func TestStorageAccountingUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	prev := previousVersion(t, db, accountingVersion)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
-	}
+	pool := databaseBefore(t, accountingVersion)
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	// A container repository: one image, two manifests sharing a layer

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
@@ -21,17 +18,7 @@ const lifecycleVersion = 45
 func TestLifecyclePoliciesUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
-	sqlDB := stdlib.OpenDBFromPool(pool)
-	defer sqlDB.Close()
-	prev := previousVersion(t, sqlDB, lifecycleVersion)
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
-	}
+	pool := databaseBefore(t, lifecycleVersion)
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	policy := v7(t)

@@ -6,9 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
@@ -22,17 +19,7 @@ const manifestBlobReferencesVersion = 48
 func TestManifestBlobReferencesUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	prev := previousVersion(t, db, manifestBlobReferencesVersion)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
-	}
+	pool := databaseBefore(t, manifestBlobReferencesVersion)
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	repo := f.repository(ns, 3, 0)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
@@ -19,17 +16,7 @@ const trashRetentionVersion = 43
 func TestTrashRetentionUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	prev := previousVersion(t, db, trashRetentionVersion)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
-	}
+	pool := databaseBefore(t, trashRetentionVersion)
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	repo := f.repository(ns, 0, 0)

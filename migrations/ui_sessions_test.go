@@ -2,12 +2,8 @@ package migrations_test
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
@@ -21,17 +17,7 @@ const uiSessionsVersion = 40
 func TestUISessionsUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	prev := previousVersion(t, db, uiSessionsVersion)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
-	}
+	pool := databaseBefore(t, uiSessionsVersion)
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	tok := v7(t)
@@ -68,23 +54,4 @@ func TestUISessionsUpgrade(t *testing.T) {
 			t.Errorf("%s: %v", label, err)
 		}
 	}
-}
-
-// previousVersion is the highest migration below v: the release before it.
-func previousVersion(t *testing.T, db *sql.DB, v int64) int64 {
-	t.Helper()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prev int64
-	for _, s := range p.ListSources() {
-		if s.Version < v && s.Version > prev {
-			prev = s.Version
-		}
-	}
-	if prev == 0 {
-		t.Fatalf("no migration below %d", v)
-	}
-	return prev
 }

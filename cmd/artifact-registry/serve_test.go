@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,12 +44,31 @@ func freeAddr(t *testing.T) string {
 type server struct {
 	cmd  *exec.Cmd
 	addr string
-	logs *bytes.Buffer
+	logs *syncBuffer
+}
+
+// syncBuffer is the server's output: the process writes it while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startServer(t *testing.T, bin, dataDir string) *server {
 	t.Helper()
-	s := &server{addr: freeAddr(t), logs: &bytes.Buffer{}}
+	s := &server{addr: freeAddr(t), logs: &syncBuffer{}}
 	s.cmd = exec.Command(bin, "serve", "--listen", s.addr, "--data-dir", dataDir)
 	s.cmd.Env = append(os.Environ(), "DATABASE_URL=", "ARTIFACT_REGISTRY_ADMIN_TOKEN=")
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
