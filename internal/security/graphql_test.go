@@ -143,6 +143,21 @@ var fieldRules = []fieldRule{
 	{field: "Mutation.pauseLegacyMigration", need: super, args: noArgs},
 	{field: "Mutation.resumeLegacyMigration", need: super, args: noArgs},
 	{field: "Mutation.setLegacyMigrationControls", need: super, args: func(*gworld, string) map[string]any { return input("concurrency", 2) }},
+
+	// Storage: counters, trash retention and lifecycle policies administer
+	// the namespace. The policy set here is disabled, so running it deletes
+	// nothing; the trash is emptied last.
+	{field: "Query.previewLifecyclePolicy", need: nsAdmin, args: func(*gworld, string) map[string]any { return map[string]any{"namespace": home} }},
+	{field: "Mutation.reconcileNamespaceCounters", need: nsAdmin, args: func(*gworld, string) map[string]any { return input("namespace", home) }},
+	{field: "Mutation.setTrashRetention", need: nsAdmin, args: func(*gworld, string) map[string]any { return input("namespace", home, "days", 7) }},
+	{field: "Mutation.setLifecyclePolicy", need: nsAdmin, args: func(*gworld, string) map[string]any {
+		return input("namespace", home, "enabled", false, "rules", []any{})
+	}},
+	{field: "Mutation.runLifecyclePolicy", need: nsAdmin, args: func(*gworld, string) map[string]any { return input("namespace", home) }},
+	{field: "Mutation.purgeTrash", need: nsAdmin, args: func(*gworld, string) map[string]any {
+		return input("namespace", home, "ids", []string{"0190a4b8-0000-7000-8000-000000000001"})
+	}},
+	{field: "Mutation.emptyTrash", need: nsAdmin, args: func(*gworld, string) map[string]any { return input("namespace", home) }},
 }
 
 // rootFields lists "Query.x" and "Mutation.x" for every root field of the
