@@ -199,6 +199,9 @@ func TestUI(t *testing.T) {
 		b.see(text("All 2 shown."))
 		b.click(button("Clear filters"))
 		b.waitFor("filters cleared", `location.search === ""`)
+		// The URL changes before React renders the cleared filters; a change
+		// made in between would carry the old ones, so wait for the form.
+		b.waitFor("filters cleared in the form", `document.querySelector("#f-format").value === "" && document.querySelector("#f-visibility").value === ""`)
 		b.choose("#f-sort", "SIZE")
 		b.waitFor("size order", `location.search === "?sort=size"`)
 		b.see(text("50 of 64 shown"))
