@@ -260,3 +260,27 @@ func (s *Store) PurgeAttached(ctx context.Context, tx pgx.Tx, namespaceID uuid.U
 	}
 	return Released{Attachments: len(attachments), Candidates: len(zero)}, nil
 }
+
+// CollectAttachments reads the (attachment id, sha256) rows a format's
+// query selects, e.g. the files of rows about to be purged; err is the
+// query's own error, so a call reads CollectAttachments(tx.Query(...)).
+func CollectAttachments(rows pgx.Rows, err error) ([]Attachment, error) {
+	if err != nil {
+		return nil, db.MapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Attachment, error) {
+		var (
+			a   Attachment
+			sha []byte
+		)
+		if err := r.Scan(&a.ID, &sha); err != nil {
+			return a, err
+		}
+		if len(sha) != 32 {
+			return a, fmt.Errorf("attachment %d with a %d-byte digest", a.ID, len(sha))
+		}
+		a.SHA256 = [32]byte(sha)
+		return a, nil
+	})
+	return out, db.MapErr(err)
+}

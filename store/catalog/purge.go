@@ -206,15 +206,9 @@ func (s *Store) purgeRepositoryContents(ctx context.Context, tx pgx.Tx, nsID, re
 // expiredRepositories lists up to limit trashed repositories deleted at
 // or before cutoff, oldest first (the repositories trash index).
 func (s *Store) expiredRepositories(ctx context.Context, nsID uuid.UUID, cutoff time.Time, limit int) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM repositories
-		WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL AND soft_deleted_at <= $2
-		ORDER BY soft_deleted_at, id LIMIT $3`, nsID, cutoff, limit)
+	ids, err := db.CollectIDs(s.pool.Query(ctx, db.ExpiredSQL("repositories"), nsID, cutoff, limit))
 	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("expired repositories: %w", err))
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("expired repositories: %w", err))
+		return nil, fmt.Errorf("expired repositories: %w", err)
 	}
 	return ids, nil
 }

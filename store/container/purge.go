@@ -95,7 +95,7 @@ func (s *Store) PurgeManifests(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, i
 		SELECT DISTINCT child_container_manifest_id FROM container_manifest_relationships
 		WHERE namespace_id = $1 AND child_container_manifest_id = ANY($2::uuid[])
 		  AND parent_container_manifest_id <> ALL($2::uuid[])`, nsID, lockedIDs)
-	blocked, err := collectIDs(rows, err)
+	blocked, err := db.CollectIDs(rows, err)
 	if err != nil {
 		return nil, fmt.Errorf("store: parents of trashed manifests: %w", err)
 	}
@@ -192,7 +192,7 @@ func (s *Store) PurgeImages(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, ids 
 		  AND (NOT $3 OR soft_deleted_at IS NOT NULL) AND ($4::timestamptz IS NULL OR soft_deleted_at <= $4)
 		ORDER BY id
 		FOR UPDATE`, nsID, ids, trashed, cutoff)
-	images, err := collectIDs(rows, err)
+	images, err := db.CollectIDs(rows, err)
 	if err != nil || len(images) == 0 {
 		return nil, store.Released{}, wrap("lock images to purge", err)
 	}
@@ -235,7 +235,7 @@ func (s *Store) ImagesOfRepository(ctx context.Context, q db.Queryer, nsID, repo
 		JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id
 		WHERE ci.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = $2
 		ORDER BY ci.id LIMIT $3`, nsID, repositoryID, limit)
-	ids, err := collectIDs(rows, err)
+	ids, err := db.CollectIDs(rows, err)
 	return ids, wrap("images of repository", err)
 }
 
@@ -247,10 +247,8 @@ func (s *Store) Expired(ctx context.Context, q db.Queryer, kind ExpiryKind, nsID
 	if !ok {
 		return nil, fmt.Errorf("store: unknown container expiry kind %q", kind)
 	}
-	rows, err := q.Query(ctx, `SELECT id FROM `+table+`
-		WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL AND soft_deleted_at <= $2
-		ORDER BY soft_deleted_at, id LIMIT $3`, nsID, cutoff, limit)
-	ids, err := collectIDs(rows, err)
+	rows, err := q.Query(ctx, db.ExpiredSQL(table), nsID, cutoff, limit)
+	ids, err := db.CollectIDs(rows, err)
 	return ids, wrap("expired "+table, err)
 }
 
@@ -267,14 +265,6 @@ var expiryTables = map[ExpiryKind]string{
 	ExpiryImages:    "container_images",
 	ExpiryManifests: "container_manifests",
 	ExpiryBlobLinks: "container_blobs",
-}
-
-func collectIDs(rows pgx.Rows, err error) ([]uuid.UUID, error) {
-	if err != nil {
-		return nil, db.MapErr(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, db.MapErr(err)
 }
 
 func wrap(what string, err error) error {

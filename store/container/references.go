@@ -126,7 +126,7 @@ func (s *Store) freeableLinks(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, im
 		SELECT DISTINCT container_image_id FROM container_manifests
 		WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[]) AND id <> ALL($3::uuid[])
 		  AND NOT blob_references_recorded`, nsID, images, excluded)
-	unrecorded, err := collectIDs(rows, err)
+	unrecorded, err := db.CollectIDs(rows, err)
 	if err != nil {
 		return nil, nil, wrap("unrecorded manifests of images", err)
 	}
@@ -268,7 +268,7 @@ func (s *Store) ReviewPendingLinks(ctx context.Context, nsID uuid.UUID, limit in
 			WHERE namespace_id = $1 AND unreferenced_links_pending
 			ORDER BY id LIMIT $2
 			FOR UPDATE`, nsID, limit)
-		images, err := collectIDs(rows, err)
+		images, err := db.CollectIDs(rows, err)
 		if err != nil || len(images) == 0 {
 			return wrap("lock pending images", err)
 		}
@@ -419,6 +419,6 @@ func (s *Store) RecordBlobReferences(ctx context.Context, nsID uuid.UUID, in []R
 // (namespaces is small and unpartitioned), for the backfill.
 func (s *Store) NamespacePage(ctx context.Context, after uuid.UUID, limit int) ([]uuid.UUID, error) {
 	rows, err := s.pool.Query(ctx, `SELECT id FROM namespaces WHERE purged_at IS NULL AND id > $1 ORDER BY id LIMIT $2`, after, limit)
-	ids, err := collectIDs(rows, err)
+	ids, err := db.CollectIDs(rows, err)
 	return ids, wrap("namespaces", err)
 }

@@ -39,7 +39,7 @@ func (s *Store) PurgeVersions(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, id
 		WHERE p.namespace_id = $1 AND p.id IN (SELECT npm_package_id FROM npm_versions WHERE namespace_id = $1 AND id = ANY($2::uuid[]))
 		ORDER BY p.id
 		FOR NO KEY UPDATE OF p`, execMode, nsID, ids)
-	pkgs, err := collectUUIDs(rows, err)
+	pkgs, err := db.CollectIDs(rows, err)
 	if err != nil || len(pkgs) == 0 {
 		return &Purge{}, wrapErr("lock packages of versions to purge", err)
 	}
@@ -49,7 +49,7 @@ func (s *Store) PurgeVersions(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, id
 		  AND ($3::timestamptz IS NULL OR soft_deleted_at <= $3)
 		ORDER BY id
 		FOR UPDATE`, execMode, nsID, ids, cutoff)
-	versions, err := collectUUIDs(rows, err)
+	versions, err := db.CollectIDs(rows, err)
 	if err != nil || len(versions) == 0 {
 		return &Purge{}, wrapErr("lock versions to purge", err)
 	}
@@ -67,7 +67,7 @@ func (s *Store) PurgeVersions(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, id
 		WHERE p.namespace_id = $1 AND p.id = ANY($2::uuid[]) AND p.soft_deleted_at IS NOT NULL
 		  AND NOT EXISTS (SELECT 1 FROM npm_versions v WHERE v.namespace_id = $1 AND v.npm_package_id = p.id)
 		ORDER BY p.id`, execMode, nsID, pkgs)
-	empty, err := collectUUIDs(rows, err)
+	empty, err := db.CollectIDs(rows, err)
 	if err != nil {
 		return nil, wrapErr("empty trashed packages", err)
 	}
@@ -106,14 +106,14 @@ func (s *Store) PurgePackages(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, id
 		  AND (NOT $3 OR soft_deleted_at IS NOT NULL) AND ($4::timestamptz IS NULL OR soft_deleted_at <= $4)
 		ORDER BY id
 		FOR NO KEY UPDATE`, execMode, nsID, ids, trashed, cutoff)
-	pkgs, err := collectUUIDs(rows, err)
+	pkgs, err := db.CollectIDs(rows, err)
 	if err != nil || len(pkgs) == 0 {
 		return &Purge{}, wrapErr("lock packages to purge", err)
 	}
 	rows, err = tx.Query(ctx, `
 		SELECT id FROM npm_versions WHERE namespace_id = $1 AND npm_package_id = ANY($2::uuid[])
 		ORDER BY id FOR UPDATE`, execMode, nsID, pkgs)
-	versions, err := collectUUIDs(rows, err)
+	versions, err := db.CollectIDs(rows, err)
 	if err != nil {
 		return nil, wrapErr("lock versions of packages to purge", err)
 	}
@@ -180,25 +180,7 @@ func versionsPerPackage(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, versions
 }
 
 func attachmentsOf(ctx context.Context, tx pgx.Tx, sql string, nsID uuid.UUID, ids []uuid.UUID) ([]store.Attachment, error) {
-	rows, err := tx.Query(ctx, sql, execMode, nsID, ids)
-	if err != nil {
-		return nil, db.MapErr(err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Attachment, error) {
-		var (
-			a   store.Attachment
-			sha []byte
-		)
-		if err := r.Scan(&a.ID, &sha); err != nil {
-			return a, err
-		}
-		if len(sha) != 32 {
-			return a, fmt.Errorf("attachment %d with a %d-byte digest", a.ID, len(sha))
-		}
-		a.SHA256 = [32]byte(sha)
-		return a, nil
-	})
-	return out, db.MapErr(err)
+	return store.CollectAttachments(tx.Query(ctx, sql, execMode, nsID, ids))
 }
 
 func execEach(ctx context.Context, tx pgx.Tx, what string, nsID uuid.UUID, ids []uuid.UUID, stmts ...string) error {
@@ -218,7 +200,7 @@ func (s *Store) PackagesOfRepository(ctx context.Context, q db.Queryer, nsID, re
 		JOIN npm_repositories r ON r.namespace_id = p.namespace_id AND r.id = p.npm_repository_id
 		WHERE p.namespace_id = $1 AND r.namespace_id = $1 AND r.repository_id = $2
 		ORDER BY p.id LIMIT $3`, execMode, nsID, repositoryID, limit)
-	ids, err := collectUUIDs(rows, err)
+	ids, err := db.CollectIDs(rows, err)
 	return ids, wrapErr("npm packages of repository", err)
 }
 
@@ -235,19 +217,9 @@ func (s *Store) ExpiredPackages(ctx context.Context, q db.Queryer, nsID uuid.UUI
 }
 
 func expired(ctx context.Context, q db.Queryer, table string, nsID uuid.UUID, cutoff time.Time, limit int) ([]uuid.UUID, error) {
-	rows, err := q.Query(ctx, `SELECT id FROM `+table+`
-		WHERE namespace_id = $1 AND soft_deleted_at IS NOT NULL AND soft_deleted_at <= $2
-		ORDER BY soft_deleted_at, id LIMIT $3`, execMode, nsID, cutoff, limit)
-	ids, err := collectUUIDs(rows, err)
+	rows, err := q.Query(ctx, db.ExpiredSQL(table), execMode, nsID, cutoff, limit)
+	ids, err := db.CollectIDs(rows, err)
 	return ids, wrapErr("expired "+table, err)
-}
-
-func collectUUIDs(rows pgx.Rows, err error) ([]uuid.UUID, error) {
-	if err != nil {
-		return nil, db.MapErr(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	return ids, db.MapErr(err)
 }
 
 func wrapErr(what string, err error) error {
