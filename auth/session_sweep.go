@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // KindSessionSweep is the River kind of the periodic deletion of ended UI
@@ -25,10 +25,7 @@ func (SessionSweepArgs) Kind() string { return KindSessionSweep }
 // InsertOpts: one sweep in flight at a time.
 func (SessionSweepArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 type sessionSweepWorker struct {

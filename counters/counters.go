@@ -22,8 +22,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
+	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -142,10 +142,7 @@ func (FoldArgs) Kind() string { return KindFold }
 // the next one).
 func (FoldArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 type foldWorker struct {

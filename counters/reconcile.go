@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
+	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -196,10 +196,7 @@ func (ReconcileArgs) Kind() string { return KindReconcile }
 // InsertOpts: one run in flight at a time.
 func (ReconcileArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: ReconcileQueue, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 type reconcileWorker struct {

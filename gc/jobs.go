@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
+	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -23,20 +23,6 @@ const (
 	KindStagingSweep  = "gc:staging-sweep"
 )
 
-// inFlight is the uniqueness scope of every GC job: only states in which
-// the job is still going to run. River's default set also holds completed
-// jobs, which would suppress the cleanup of a blob dereferenced a second
-// time within one review delay (docs/garbage-collection.md "Job family").
-func inFlight() []rivertype.JobState {
-	return []rivertype.JobState{
-		rivertype.JobStateAvailable,
-		rivertype.JobStatePending,
-		rivertype.JobStateRunning,
-		rivertype.JobStateRetryable,
-		rivertype.JobStateScheduled,
-	}
-}
-
 // SweepArgs is gc:sweep: promote due candidates to cleanup jobs.
 type SweepArgs struct{}
 
@@ -46,7 +32,7 @@ func (SweepArgs) Kind() string { return KindSweep }
 // InsertOpts: one sweep in flight at a time.
 func (SweepArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, Priority: 1, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: inFlight()}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 // CleanupArgs is gc:cleanup of one candidate.
@@ -62,7 +48,7 @@ func (CleanupArgs) Kind() string { return KindCleanup }
 // InsertOpts: unique per candidate among in-flight jobs only.
 func (CleanupArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueCleanup, Priority: 2,
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: inFlight()}}
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: jobstates.InFlight()}}
 }
 
 func cleanupArgs(k store.GCCandidateKey) CleanupArgs {
@@ -88,7 +74,7 @@ func (ReconcileScanArgs) Kind() string { return KindReconcileScan }
 // InsertOpts: one scan in flight at a time.
 func (ReconcileScanArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: inFlight()}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 // StagingSweepArgs is gc:staging-sweep.
@@ -100,7 +86,7 @@ func (StagingSweepArgs) Kind() string { return KindStagingSweep }
 // InsertOpts: one staging sweep in flight at a time.
 func (StagingSweepArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: inFlight()}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 // ---------------------------------------------------------------- workers

@@ -244,16 +244,6 @@ func testAuthorization(t *testing.T, a *testAPI) {
 	if r := a.send(req); len(r.Errors) == 0 {
 		t.Fatalf("GET mutation was accepted: %s", r.Data)
 	}
-
-	// The playground is served.
-	resp, err := http.Get(a.srv.URL + "/graphql/playground")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("playground: %d", resp.StatusCode)
-	}
 }
 
 func testNamespaceStatusAndConditions(t *testing.T, a *testAPI) {

@@ -13,7 +13,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/99designs/gqlgen/graphql/playground"
 	"github.com/gorilla/mux"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -72,12 +71,11 @@ type Options struct {
 	NpmWriteHook npmstore.WriteHook
 }
 
-// Mount serves the API on r: POST and GET /graphql, and the playground at
-// GET /graphql/playground.
+// Mount serves the API on r: POST and GET /graphql. (The playground page,
+// a part of the web UI, is mounted with it by internal/routes.)
 func Mount(r *mux.Router, st *store.Store, opts Options) {
 	h := NewHandler(st, opts)
 	r.Handle("/graphql", h).Methods(http.MethodPost, http.MethodGet)
-	r.Handle("/graphql/playground", playground.Handler("Artifact Registry", "/graphql")).Methods(http.MethodGet)
 }
 
 // NewHandler is the /graphql endpoint: authentication, per-request

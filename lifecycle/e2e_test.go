@@ -18,6 +18,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/testserver"
+	"github.com/artifact-registry/artifact-registry/internal/testtools"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -279,7 +280,7 @@ func TestNpmKeepLast2(t *testing.T) {
 // downloads while the older builds' answer 404.
 func TestMavenKeepSnapshotBuilds(t *testing.T) {
 	t.Parallel()
-	requireMaven(t)
+	testtools.RequireMaven(t)
 	e := testserver.New(t, testserver.Options{})
 	e.Repo("releases", enum.FormatMaven, enum.VisibilityPrivate)
 	e.Repo("snapshots", enum.FormatMaven, enum.VisibilityPrivate)
@@ -346,29 +347,6 @@ func TestMavenKeepSnapshotBuilds(t *testing.T) {
 	if jar.Status != http.StatusOK || len(jar.Body) == 0 {
 		t.Errorf("newest build after GC: %d", jar.Status)
 	}
-}
-
-// requireMaven fails (under CI=true) or skips without mvn, a JDK and
-// Debian's offline Maven plugins (protocol/maven/mvn_test.go lists them).
-func requireMaven(t *testing.T) {
-	t.Helper()
-	var missing []string
-	for _, tool := range []string{"mvn", "java"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	if _, err := os.Stat("/usr/share/maven-repo/org/apache/maven/plugins/maven-deploy-plugin/3.0.0"); err != nil {
-		missing = append(missing, "Debian's libmaven-deploy-plugin-java")
-	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := "the mvn end-to-end test needs " + strings.Join(missing, ", ")
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
 }
 
 // TestMavenVersions: four released versions deployed over HTTP; keep the

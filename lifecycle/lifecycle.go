@@ -23,8 +23,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
+	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store"
 	lifecyclestore "github.com/artifact-registry/artifact-registry/store/lifecycle"
 )
@@ -139,10 +139,7 @@ func (ApplyArgs) Kind() string { return KindApply }
 // InsertOpts: one run in flight at a time.
 func (ApplyArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: Queue, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}}}
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 type applyWorker struct {

@@ -1,5 +1,7 @@
-// Package web serves the browser UI: the Vite build of this folder's React
-// app (dist/, committed and embedded), which talks to /graphql only.
+// Package web serves the browser pages: the Vite build of this folder's
+// React app (dist/, committed and embedded), which talks to /graphql only,
+// and the GraphQL playground (GraphiQL, built from the same sources), so
+// both work without any network but this server's.
 //
 // Rebuild dist/ with `npm --prefix web ci && npm --prefix web run build`;
 // check-dist.sh verifies that the committed files match the sources.
@@ -32,8 +34,8 @@ const (
 	cacheRevalidate = "no-cache"
 )
 
-// contentSecurityPolicy allows only this origin: the bundle has no inline
-// scripts, and the UI talks to /graphql on the same origin.
+// contentSecurityPolicy allows only this origin: the bundles have no
+// inline scripts, and the pages talk to /graphql on the same origin.
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
@@ -68,22 +70,40 @@ func compressible(ct string) bool {
 		strings.Contains(ct, "json") || strings.Contains(ct, "svg")
 }
 
+// The pages of the build. They are served only at their routes, with the
+// security headers, never as files.
+const (
+	indexPage      = "index.html"
+	playgroundPage = "playground.html"
+)
+
 type handler struct {
-	files map[string]*file // by path relative to dist, e.g. "assets/index-abc.js"
-	index *file
+	files      map[string]*file // by path relative to dist, e.g. "assets/index-abc.js"
+	index      *file
+	playground *file
 }
 
-// Handler serves the UI at /: files of the build, index.html for every
-// client-side route, and real 404s for missing files under /assets/ (and
-// for top-level names with an extension, which no route uses). Mount it as
-// the router's catch-all, after the protocol and API routes.
-func Handler() http.Handler {
+// embedded is the handler over dist, read once for every caller.
+var embedded = sync.OnceValue(func() *handler {
 	h, err := newHandler(dist)
 	if err != nil {
 		panic("web: embedded UI: " + err.Error())
 	}
 	return h
-}
+})
+
+// Handler serves the UI at /: files of the build, index.html for every
+// client-side route, and real 404s for missing files under /assets/ (and
+// for top-level names with an extension, which no route uses). Mount it as
+// the router's catch-all, after the protocol and API routes.
+func Handler() http.Handler { return embedded() }
+
+// Playground serves the GraphQL playground page (mount it at GET and HEAD
+// /graphql/playground); its scripts and styles are files of the build
+// under /assets/, which Handler serves. It holds no data: the page's
+// queries go to /graphql as whoever the session cookie or the
+// Authorization header typed into it says.
+func Playground() http.Handler { return embedded().playgroundHandler() }
 
 func newHandler(fsys fs.FS) (*handler, error) {
 	sub, err := fs.Sub(fsys, "dist")
@@ -110,23 +130,47 @@ func newHandler(fsys fs.FS) (*handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.index = h.files["index.html"]
-	if h.index == nil {
+	h.index, h.playground = h.files[indexPage], h.files[playgroundPage]
+	if h.index == nil || h.playground == nil {
 		return nil, fs.ErrNotExist
 	}
 	return h, nil
 }
 
+func (h *handler) playgroundHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowRead(w, r) {
+			return
+		}
+		h.servePage(w, r, h.playground)
+	})
+}
+
+func allowRead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// servePage serves a page of the build with the headers that confine it.
+func (h *handler) servePage(w http.ResponseWriter, r *http.Request, f *file) {
+	w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	h.serve(w, r, f, cacheRevalidate)
+}
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !allowRead(w, r) {
 		return
 	}
 	p := path.Clean("/" + r.URL.Path)
 	rel := strings.TrimPrefix(p, "/")
 
-	if f, ok := h.files[rel]; ok && rel != "index.html" {
+	if f, ok := h.files[rel]; ok && f != h.index && f != h.playground {
 		if strings.HasPrefix(rel, "assets/") {
 			h.serve(w, r, f, cacheImmutable)
 		} else {
@@ -135,7 +179,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rel == "assets" || strings.HasPrefix(rel, "assets/") ||
-		(rel != "index.html" && !strings.Contains(rel, "/") && path.Ext(rel) != "") {
+		(rel != indexPage && !strings.Contains(rel, "/") && path.Ext(rel) != "") {
 		// A missing build file: answering index.html here would hand the
 		// browser HTML for a script or stylesheet.
 		w.Header().Set("Cache-Control", cacheRevalidate)
@@ -143,10 +187,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Every other path is a client-side route.
-	w.Header().Set("Content-Security-Policy", contentSecurityPolicy)
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Referrer-Policy", "same-origin")
-	h.serve(w, r, h.index, cacheRevalidate)
+	h.servePage(w, r, h.index)
 }
 
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, f *file, cache string) {

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/internal/testtools"
 )
 
 // Pinned versions.
@@ -87,11 +89,7 @@ func Registry28(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath(Registry28Binary)
 	if err != nil {
-		msg := fmt.Sprintf("%s not found (run scripts/ensure-test-tools): %v", Registry28Binary, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg + " (skipped because CI is not set)")
+		testtools.Unavailable(t, fmt.Sprintf("%s not found (run scripts/ensure-test-tools): %v", Registry28Binary, err))
 	}
 	return p
 }
@@ -132,11 +130,7 @@ func tool(t testing.TB, name, version string, build func(ctx context.Context, ou
 	}
 	p, err := ensure(name, version, buildTimeout, build)
 	if err != nil {
-		msg := fmt.Sprintf("cannot fetch/build %s %s from the Go module proxy: %v", name, version, err)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg + " (skipped because CI is not set)")
+		testtools.Unavailable(t, fmt.Sprintf("cannot fetch/build %s %s from the Go module proxy: %v", name, version, err))
 	}
 	built[key] = p
 	return p

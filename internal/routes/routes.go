@@ -4,6 +4,8 @@
 package routes
 
 import (
+	"net/http"
+
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
@@ -31,6 +33,9 @@ func Mount(r *mux.Router, st *store.Store, o Options) {
 	npm.Mount(r, st, o.Npm)
 	maven.Mount(r, st, o.Maven)
 	graph.Mount(r, st, o.Graph)
+	// GraphiQL, served from the binary like the UI: it loads nothing from
+	// elsewhere, so it works where the server has no way out.
+	r.Handle("/graphql/playground", web.Playground()).Methods(http.MethodGet, http.MethodHead)
 	// The UI's sign-in (GET, POST, DELETE; 405 for other methods) opens
 	// the session cookie that /graphql accepts.
 	r.Handle(auth.SessionPath, o.Graph.Auth.SessionHandler())

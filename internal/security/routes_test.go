@@ -152,8 +152,11 @@ var routeRules = map[string][]op{
 	// TestGraphQLMatrix hold its fields' rules.
 	"POST /graphql": {{need: perField, on: gqlS, path: fixed("/graphql"), body: []byte(`{"query":"{viewer{__typename}}"}`),
 		hdr: []string{"Content-Type", "application/json"}}},
-	"GET /graphql":            {{need: perField, on: gqlS, path: fixed("/graphql?query=%7Bviewer%7B__typename%7D%7D")}},
-	"GET /graphql/playground": {{need: anyone, on: ui, path: fixed("/graphql/playground")}},
+	"GET /graphql": {{need: perField, on: gqlS, path: fixed("/graphql?query=%7Bviewer%7B__typename%7D%7D")}},
+	// The playground page holds no data: its queries go to /graphql as the
+	// session or the header typed into it.
+	"GET /graphql/playground":  {{need: anyone, on: ui, path: fixed("/graphql/playground")}},
+	"HEAD /graphql/playground": {{need: anyone, on: ui, path: fixed("/graphql/playground")}},
 	// The UI's sign-in: a session for a valid credential only; asking for
 	// or ending one acts on the caller's own cookie (none here).
 	"ANY /-/session": {

@@ -35,10 +35,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"gocloud.dev/blob"
 
+	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/legacy/importer"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
@@ -220,7 +220,7 @@ func (TickArgs) Kind() string { return KindTick }
 
 // InsertOpts: one tick in flight.
 func (TickArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: inFlight}}
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }
 
 // MigrateArgs is legacy:migrate, one slot.
@@ -233,13 +233,7 @@ func (MigrateArgs) Kind() string { return KindMigrate }
 
 // InsertOpts: one job per slot in flight, so at most concurrency run.
 func (MigrateArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: inFlight}}
-}
-
-// inFlight: uniqueness among jobs still going to run.
-var inFlight = []rivertype.JobState{
-	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-	rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: jobstates.InFlight()}}
 }
 
 // Register adds the workers and returns the periodic tick (pass it in

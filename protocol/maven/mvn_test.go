@@ -15,56 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/testtools"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // The real-mvn tests drive Debian's Maven 3.8.7 against an in-process
 // registry on a loopback port, offline: plugins resolve from
 // /usr/share/maven-repo through the file:// mirror of
-// testdata/settings.xml. They
-// need the packages listed in debianPackages; without them (or without
-// mvn) they skip, except under CI=true where they fail.
-
-// debianPackages are the Debian packages that give mvn the plugins it
-// needs offline (besides maven and a JDK).
-var debianPackages = []string{
-	"libmaven-deploy-plugin-java", "libmaven-install-plugin-java", "libmaven-resources-plugin-java",
-	"libmaven-compiler-plugin-java", "libmaven-jar-plugin-java", "libmaven-dependency-plugin-java",
-	"libsurefire-java", "libmaven-clean-plugin-java",
-}
-
-// requiredPlugins are the plugin versions testdata's POMs pin.
-var requiredPlugins = []string{
-	"maven-clean-plugin/3.2.0", "maven-resources-plugin/3.3.0", "maven-compiler-plugin/3.10.1",
-	"maven-surefire-plugin/2.22.3", "maven-jar-plugin/3.3.0", "maven-install-plugin/3.1.0",
-	"maven-deploy-plugin/3.0.0", "maven-dependency-plugin/3.5.0",
-}
-
-const debianMavenRepo = "/usr/share/maven-repo"
-
-func requireMaven(t *testing.T) {
-	t.Helper()
-	var missing []string
-	for _, tool := range []string{"mvn", "java"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool)
-		}
-	}
-	for _, p := range requiredPlugins {
-		if _, err := os.Stat(filepath.Join(debianMavenRepo, "org/apache/maven/plugins", p)); err != nil {
-			missing = append(missing, "plugin "+p)
-		}
-	}
-	if len(missing) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("real-mvn test needs %s (apt-get install maven default-jdk-headless %s)",
-		strings.Join(missing, ", "), strings.Join(debianPackages, " "))
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
+// testdata/settings.xml (testtools.RequireMaven lists the packages).
 
 // mvnEnv is a workspace with copies of the testdata projects and the
 // settings, pointed at a test server.
@@ -177,7 +135,7 @@ func runApp(t *testing.T, appDir, libJar string) string {
 }
 
 func TestRealMavenDeployAndResolve(t *testing.T) {
-	requireMaven(t)
+	testtools.RequireMaven(t)
 	// Production wiring: the root router of internal/httpserver.
 	s := newTestServer(t, serverOpts{rootRouter: true})
 	// Releases are private (reads need the Basic challenge round trip),
@@ -283,7 +241,7 @@ func TestRealMavenDeployAndResolve(t *testing.T) {
 	}
 	// Nothing of ours reached the local repositories other than through
 	// the server: the Debian mirror holds none of it.
-	_ = filepath.WalkDir(debianMavenRepo+"/com/example", func(p string, _ fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(testtools.MavenRepo+"/com/example", func(p string, _ fs.DirEntry, err error) error {
 		if err == nil {
 			t.Errorf("%s exists in the Debian repository", p)
 		}
@@ -295,7 +253,7 @@ func TestRealMavenDeployAndResolve(t *testing.T) {
 // up in maven-metadata.xml, whatever order their GET-merge-PUT of the
 // metadata interleaves in.
 func TestRealMavenConcurrentDeploys(t *testing.T) {
-	requireMaven(t)
+	testtools.RequireMaven(t)
 	s := newTestServer(t, serverOpts{rootRouter: true})
 	s.repo(t, "acme", "releases", enum.FormatMaven, enum.VisibilityPublic)
 	s.repo(t, "acme", "snapshots", enum.FormatMaven, enum.VisibilityPublic)

@@ -6,47 +6,15 @@
 import { createContext, useCallback, useContext, useEffect, useMemo, useState, type ReactNode } from "react";
 import { CombinedError } from "urql";
 import { GraphQLError } from "graphql";
+import { CSRF_HEADER, SESSION_URL, SIGNED_OUT, fetchSession, readJSON, type SessionInfo } from "./session";
 
-export const SESSION_URL = "/-/session";
-export const CSRF_HEADER = "X-CSRF-Token";
-
-/** What /-/session answers. */
-export interface SessionInfo {
-  signedIn: boolean;
-  kind: "ANONYMOUS" | "ADMIN" | "TOKEN";
-  name?: string;
-  namespace?: string;
-  csrfToken?: string;
-  expiresAt?: string;
-  /** Why a cookie no longer signs in (the session ended). */
-  message?: string;
-}
-
-export const SIGNED_OUT: SessionInfo = { signedIn: false, kind: "ANONYMOUS" };
+export { SESSION_URL, CSRF_HEADER, SIGNED_OUT, fetchSession, type SessionInfo } from "./session";
 
 /** A refusal of /-/session as a urql error, so ErrorBox explains its code. */
 function sessionError(status: number, body: { error?: string; code?: string } | null): CombinedError {
   const code = body?.code ?? (status === 401 ? "UNAUTHENTICATED" : "INTERNAL");
   const message = body?.error ?? `sign-in failed (HTTP ${status})`;
   return new CombinedError({ graphQLErrors: [new GraphQLError(message, { extensions: { code } })] });
-}
-
-async function readJSON<T>(res: Response): Promise<T | null> {
-  try {
-    return (await res.json()) as T;
-  } catch {
-    return null;
-  }
-}
-
-/** Asks the server whether the session cookie signs in. */
-export async function fetchSession(): Promise<SessionInfo> {
-  try {
-    const res = await fetch(SESSION_URL, { credentials: "same-origin", headers: { Accept: "application/json" } });
-    return (res.ok && (await readJSON<SessionInfo>(res))) || SIGNED_OUT;
-  } catch {
-    return SIGNED_OUT;
-  }
 }
 
 interface AuthState {
