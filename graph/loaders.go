@@ -75,6 +75,12 @@ type loaders struct {
 	referrers  *loader[idKey, []*model.ContainerManifest]
 
 	pkg *packageLoaders // npm and Maven (packages_loaders.go)
+
+	// Pull-through caches (remote.go): settings by repository id, cached
+	// image pages by container_remote_repositories id, tags by image.
+	remote          *loader[idKey, *model.RemoteRepository]
+	remoteImagePage *loader[pageKey, []*model.RemoteCachedImage]
+	remoteTags      *loader[idKey, []*model.RemoteCachedTag]
 }
 
 type loadersKey struct{}
@@ -177,6 +183,10 @@ func newLoaders(r *Resolver, wait time.Duration) *loaders {
 		})),
 		tagNames: newLoader(wait, perNamespace(cs.TagNamesOfManifests)),
 		pkg:      newPackageLoaders(r, wait),
+
+		remote:          newLoader(wait, perNamespace(remoteSettingsLoader(cs))),
+		remoteImagePage: newLoader(wait, perPage(remoteImagePageLoader(cs))),
+		remoteTags:      newLoader(wait, perNamespace(remoteTagsLoader(cs))),
 	}
 }
 

@@ -180,9 +180,10 @@ type RemoteImage struct {
 	SizeBytes int64
 }
 
-// RemoteImagesPage lists a remote's cached images by name after the given
-// one, at most limit (the active-name index of the remote).
-func (s *Store) RemoteImagesPage(ctx context.Context, nsID, remoteID uuid.UUID, after string, limit int) ([]*RemoteImage, error) {
+// RemoteImagesOfRemotes lists, for each remote (container_remote_repositories
+// ids of one namespace), its cached images by name after the given one, at
+// most limit each (a range scan of the active-name index per remote).
+func (s *Store) RemoteImagesOfRemotes(ctx context.Context, nsID uuid.UUID, remoteIDs []uuid.UUID, after string, limit int) (map[uuid.UUID][]*RemoteImage, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT i.id, i.container_remote_repository_id, i.name, i.created_at, i.last_downloaded_at,
 		       (SELECT count(*) FROM container_remote_manifests m WHERE m.namespace_id = $1 AND m.container_remote_image_id = i.id),
@@ -190,9 +191,12 @@ func (s *Store) RemoteImagesPage(ctx context.Context, nsID, remoteID uuid.UUID, 
 		       (SELECT count(*) FROM container_remote_tags t WHERE t.namespace_id = $1 AND t.container_remote_image_id = i.id),
 		       ARRAY(SELECT b.blob_sha256 FROM container_remote_blobs b WHERE b.namespace_id = $1 AND b.container_remote_image_id = i.id
 		             UNION SELECT m.blob_sha256 FROM container_remote_manifests m WHERE m.namespace_id = $1 AND m.container_remote_image_id = i.id)
-		FROM container_remote_images i
-		WHERE i.namespace_id = $1 AND i.container_remote_repository_id = $2 AND i.soft_deleted_at IS NULL AND i.name > $3
-		ORDER BY i.name LIMIT $4`, nsID, remoteID, after, limit)
+		FROM unnest($2::uuid[]) AS r(id)
+		CROSS JOIN LATERAL (
+			SELECT * FROM container_remote_images ci
+			WHERE ci.namespace_id = $1 AND ci.container_remote_repository_id = r.id AND ci.soft_deleted_at IS NULL AND ci.name > $3
+			ORDER BY ci.name LIMIT $4) i
+		ORDER BY i.container_remote_repository_id, i.name`, nsID, remoteIDs, after, limit)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: cached images: %w", err))
 	}
@@ -216,18 +220,24 @@ func (s *Store) RemoteImagesPage(ctx context.Context, nsID, remoteID uuid.UUID, 
 	}
 	var sizes map[[32]byte]*store.Blob
 	if len(all) > 0 {
-		if sizes, err = statBlobs(ctx, s.pool, nsID, all); err != nil {
+		if sizes, err = statBlobs(ctx, s.pool, nsID, distinctSHA(func(yield func([32]byte) bool) {
+			for _, sha := range all {
+				if !yield([32]byte(sha)) {
+					return
+				}
+			}
+		})); err != nil {
 			return nil, err
 		}
 	}
-	out := make([]*RemoteImage, len(list))
-	for i, x := range list {
+	out := map[uuid.UUID][]*RemoteImage{}
+	for _, x := range list {
 		for _, sha := range x.shas {
 			if b := sizes[[32]byte(sha)]; b != nil {
 				x.img.SizeBytes += b.Size
 			}
 		}
-		out[i] = x.img
+		out[x.img.RemoteID] = append(out[x.img.RemoteID], x.img)
 	}
 	return out, nil
 }
@@ -240,29 +250,38 @@ type RemoteTagInfo struct {
 	CheckedAt time.Time
 }
 
-// RemoteImageTags lists up to limit cached tags of an image by name.
-func (s *Store) RemoteImageTags(ctx context.Context, nsID, imageID uuid.UUID, limit int) ([]RemoteTagInfo, error) {
+// RemoteTagsOfImages lists up to limit cached tags by name of each image
+// (ids of one namespace).
+func (s *Store) RemoteTagsOfImages(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, limit int) (map[uuid.UUID][]RemoteTagInfo, error) {
 	rows, err := s.pool.Query(ctx, `
-		SELECT t.name, m.digest, m.media_type, t.upstream_checked_at
-		FROM container_remote_tags t
-		JOIN container_remote_manifests m ON m.namespace_id = t.namespace_id AND m.id = t.container_remote_manifest_id
-		WHERE t.namespace_id = $1 AND m.namespace_id = $1 AND t.container_remote_image_id = $2
-		ORDER BY t.name LIMIT $3`, nsID, imageID, limit)
+		SELECT x.image, x.name, m.digest, m.media_type, x.upstream_checked_at
+		FROM unnest($2::uuid[]) AS i(id)
+		CROSS JOIN LATERAL (
+			SELECT t.container_remote_image_id AS image, t.name, t.container_remote_manifest_id, t.upstream_checked_at
+			FROM container_remote_tags t
+			WHERE t.namespace_id = $1 AND t.container_remote_image_id = i.id
+			ORDER BY t.name LIMIT $3) x
+		JOIN container_remote_manifests m ON m.namespace_id = $1 AND m.id = x.container_remote_manifest_id
+		ORDER BY x.image, x.name`, nsID, imageIDs, limit)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: cached tags: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RemoteTagInfo, error) {
+	out := map[uuid.UUID][]RemoteTagInfo{}
+	for rows.Next() {
 		var (
-			t   RemoteTagInfo
-			dig []byte
+			image uuid.UUID
+			t     RemoteTagInfo
+			dig   []byte
 		)
-		if err := r.Scan(&t.Name, &dig, &t.MediaType, &t.CheckedAt); err != nil {
-			return t, err
+		if err := rows.Scan(&image, &t.Name, &dig, &t.MediaType, &t.CheckedAt); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: cached tags: %w", err)
 		}
 		t.Digest = [32]byte(dig)
-		return t, nil
-	})
-	return out, db.MapErr(wrap("cached tags", err))
+		out[image] = append(out[image], t)
+	}
+	rows.Close()
+	return out, db.MapErr(wrap("cached tags", rows.Err()))
 }
 
 // CacheEvictNamespace is a namespace whose default lifecycle policy keeps
