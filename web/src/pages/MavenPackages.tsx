@@ -5,7 +5,7 @@ import { useEffect, useRef, type ReactNode } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { useMutation, useQuery } from "urql";
 import { useAuth } from "../auth";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { mavenDependency, mavenFileParts, mavenPom, mavenSettings, mavenURL } from "../components/usage";
 import { Badge, CopyBlock, CopyButton, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
@@ -241,7 +241,7 @@ function MavenPackagePage({ ns, repo, after, index, isLast, onMore }: PageProps 
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={4} pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }
@@ -418,7 +418,7 @@ function MavenVersionPage({
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={5} pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }
