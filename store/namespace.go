@@ -252,8 +252,29 @@ func namespaceSearch(search string, args *[]any) string {
 // ListNamespaces returns one page of namespaces in the order, after the key
 // (keyset on the order's index, never OFFSET), and whether more follow.
 func (s *Store) ListNamespaces(ctx context.Context, q NamespaceListQuery) ([]*Namespace, bool, error) {
+	sql, args, err := namespaceListSQL(q)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list namespaces: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Namespace, error) { return scanNamespace(r) })
+	if err != nil {
+		return nil, false, fmt.Errorf("list namespaces: %w", err)
+	}
+	more := len(out) > q.Limit
+	if more {
+		out = out[:q.Limit]
+	}
+	return out, more, nil
+}
+
+// namespaceListSQL builds the page query (limit+1 rows).
+func namespaceListSQL(q NamespaceListQuery) (string, []any, error) {
 	if q.Limit < 1 {
-		return nil, false, errs.New(CodeInvalidInput, "page size must be positive")
+		return "", nil, errs.New(CodeInvalidInput, "page size must be positive")
 	}
 	if q.Order == "" {
 		q.Order = NamespacesBySlug
@@ -274,11 +295,11 @@ func (s *Store) ListNamespaces(ctx context.Context, q NamespaceListQuery) ([]*Na
 	case NamespacesByCreatedAt:
 		order = "created_at " + dir + ", id " + dir
 	default:
-		return nil, false, errs.New(CodeInvalidInput, "unknown namespace order %q", q.Order)
+		return "", nil, errs.New(CodeInvalidInput, "unknown namespace order %q", q.Order)
 	}
 	if k := q.After; k != nil {
 		if k.Order != q.Order || k.Desc != q.Desc {
-			return nil, false, errs.New(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
+			return "", nil, errs.New(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
 		}
 		if q.Order == NamespacesBySlug {
 			args = append(args, k.Slug)
@@ -293,20 +314,8 @@ func (s *Store) ListNamespaces(ctx context.Context, q NamespaceListQuery) ([]*Na
 		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	args = append(args, q.Limit+1)
-	rows, err := s.pool.Query(ctx, `SELECT `+namespaceColumns+` FROM namespaces`+where+
-		` ORDER BY `+order+fmt.Sprintf(` LIMIT $%d`, len(args)), args...)
-	if err != nil {
-		return nil, false, fmt.Errorf("list namespaces: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*Namespace, error) { return scanNamespace(r) })
-	if err != nil {
-		return nil, false, fmt.Errorf("list namespaces: %w", err)
-	}
-	more := len(out) > q.Limit
-	if more {
-		out = out[:q.Limit]
-	}
-	return out, more, nil
+	return `SELECT ` + namespaceColumns + ` FROM namespaces` + where +
+		` ORDER BY ` + order + fmt.Sprintf(` LIMIT $%d`, len(args)), args, nil
 }
 
 // CountNamespaces counts the namespaces whose slug starts with search

@@ -7,7 +7,7 @@ import { connection, renderRoutes } from "../test/render";
 import { opName, type Responder } from "../test/mockClient";
 import { Home, NAMESPACE_PAGE, parseNamespaceListParams } from "./Home";
 
-const admin = { data: { viewer: { __typename: "Viewer", kind: "ADMIN", name: "admin", namespace: null } } };
+const admin = { data: { viewer: { __typename: "Viewer", kind: "ADMIN", name: "admin", namespace: null, scopes: [] } } };
 
 function ns(slug: string, i: number) {
   return {
@@ -47,25 +47,29 @@ const home = <Route path="/" element={<Home />} />;
 const vars = (ops: (n: string) => Operation[]) => ops("Namespaces").map((o) => o.variables as Record<string, unknown>);
 
 describe("Home", () => {
-  it("sends a namespace token to its namespace instead of the admin's namespace list", async () => {
+  it.each([
+    [["ADMIN"], "/n/acme", "namespace overview"],
+    [["READ", "WRITE"], "/n/acme/repositories", "repository list"],
+  ])("sends a namespace token with scopes %j to %s instead of the admin's namespace list", async (scopes, path, page) => {
     const { ops } = renderRoutes(
       "/",
       <>
         {home}
-        <Route path="/n/:ns" element={<p>namespace page</p>} />
+        <Route path="/n/:ns" element={<p>namespace overview</p>} />
+        <Route path="/n/:ns/repositories" element={<p>repository list</p>} />
       </>,
       (op) =>
         opName(op) === "Viewer"
           ? {
               data: {
-                viewer: { __typename: "Viewer", kind: "TOKEN", name: "ci", namespace: { __typename: "Namespace", id: "n", slug: "acme" } },
+                viewer: { __typename: "Viewer", kind: "TOKEN", name: "ci", scopes, namespace: { __typename: "Namespace", id: "n", slug: "acme" } },
               },
             }
           : { data: { namespaces: { ...connection("Namespace", []), totalCount: 0 } } },
       { token: "arp_x" },
     );
-    await screen.findByText("namespace page");
-    expect(screen.getByTestId("location").textContent).toBe("/n/acme");
+    await screen.findByText(page);
+    expect(screen.getByTestId("location").textContent).toBe(path);
     expect(ops("Namespaces")).toHaveLength(0);
   });
 

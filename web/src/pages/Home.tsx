@@ -87,13 +87,20 @@ export function Home() {
   return <SignedInHome />;
 }
 
-/** The admin sees every namespace; a namespace token is sent to its namespace. */
+/**
+ * The admin sees every namespace; a namespace token is sent to its
+ * namespace: the overview when it administers it, else the repositories it
+ * may read (the overview's storage and GC figures need ADMIN).
+ */
 function SignedInHome() {
   const [{ data, fetching, error }] = useQuery({ query: ViewerQuery });
   const v = data?.viewer;
   if (!data && fetching) return <Loading what="Loading" />;
   if (error && !data) return <ErrorBox error={error} />;
-  if (v?.kind === "TOKEN" && v.namespace) return <Navigate to={paths.namespace(v.namespace.slug)} replace />;
+  if (v?.kind === "TOKEN" && v.namespace) {
+    const slug = v.namespace.slug;
+    return <Navigate to={v.scopes?.includes("ADMIN") ? paths.namespace(slug) : paths.repositories(slug)} replace />;
+  }
   return <NamespaceList />;
 }
 
