@@ -218,6 +218,8 @@ func TestUIPackages(t *testing.T) {
 	b.see(text("<groupId>com.acme</groupId>"))
 	b.see(text("<id>acme-libs</id>"))
 	b.docShot("33-maven-version", "maven-version")
+	b.do("scroll to the files", chromedp.ScrollIntoView(chromedp.CSS(`#files`)))
+	b.docShot("33-maven-version-files", "maven-version-files")
 	// The dependency: the version's at the top and on the jar's row, the
 	// sources jar's with its classifier, none on the pom's row (its jar is
 	// the dependency).
