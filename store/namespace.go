@@ -297,7 +297,11 @@ func namespaceListSQL(q NamespaceListQuery) (string, []any, error) {
 	default:
 		return "", nil, errs.New(CodeInvalidInput, "unknown namespace order %q", q.Order)
 	}
-	if k := q.After; k != nil {
+	if q.After != nil {
+		k := *q.After
+		if k.Order == "" {
+			k.Order = NamespacesBySlug // cursors from before orders existed
+		}
 		if k.Order != q.Order || k.Desc != q.Desc {
 			return "", nil, errs.New(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
 		}

@@ -93,6 +93,16 @@ func TestListNamespacesWalksEveryRowOnce(t *testing.T) {
 	if n, err := s.CountNamespaces(ctx, "team-01"); err != nil || n != 100 {
 		t.Errorf("count of prefix team-01: %d, %v", n, err)
 	}
+	// A cursor of the release before orders (the slug alone) continues the
+	// slug order; another order's cursor is refused.
+	page, _, err := s.ListNamespaces(ctx, NamespaceListQuery{After: &NamespaceKey{Slug: bySlug[9]}, Limit: 2})
+	if err != nil || len(page) != 2 || page[0].Slug != bySlug[10] {
+		t.Fatalf("old cursor: %v, %v", page, err)
+	}
+	byCreation := NamespacesByCreatedAt.KeyOf(page[0], false)
+	if _, _, err := s.ListNamespaces(ctx, NamespaceListQuery{After: &byCreation, Limit: 2}); CodeOf(err) != CodeInvalidInput {
+		t.Errorf("a creation cursor in the slug order: %v", err)
+	}
 }
 
 // TestListNamespacesPlans: on a few thousand namespaces every page of the
