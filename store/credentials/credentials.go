@@ -22,8 +22,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/jackc/pgx/v5"
 	"gocloud.dev/secrets"
 
 	"github.com/artifact-registry/artifact-registry/store"
