@@ -24,6 +24,11 @@ CREATE TRIGGER namespaces_purge_shreds_keys
     AFTER UPDATE OF purged_at ON namespaces
     FOR EACH ROW WHEN (OLD.purged_at IS NULL AND NEW.purged_at IS NOT NULL)
     EXECUTE FUNCTION shred_namespace_encryption_keys();
+-- Namespaces purged before this migration lose their keys now.
+UPDATE namespace_encryption_keys k
+   SET wrapped_key = '\x'::bytea, active = false, shredded_at = now()
+  FROM namespaces n
+ WHERE n.id = k.namespace_id AND n.purged_at IS NOT NULL AND k.shredded_at IS NULL;
 
 -- +goose Down
 DROP TRIGGER IF EXISTS namespaces_purge_shreds_keys ON namespaces;
