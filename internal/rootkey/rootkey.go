@@ -138,7 +138,7 @@ const fingerprintDomain = "artifact-registry root key fingerprint\x00"
 func URI(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
-		return "", errors.New("not a URL of the form scheme://...")
+		return "", errors.New("not a URL (scheme://...)")
 	}
 	known := false
 	for _, s := range Schemes {
