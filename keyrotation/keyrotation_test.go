@@ -35,7 +35,7 @@ func rootKey(t *testing.T, uri string) *credentials.RootKey {
 
 func keyring(t *testing.T, st *store.Store, root *credentials.RootKey, previous ...*credentials.RootKey) *credentials.Keyring {
 	t.Helper()
-	k, err := credentials.New(st, credentials.Options{Root: root, Previous: previous, Logger: testsupport.Discard()})
+	k, err := credentials.New(st, credentials.Options{Root: root, Previous: previous})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func open(t *testing.T, st *store.Store, k *credentials.Keyring, row credentials
 func client(t *testing.T, st *store.Store, keys *credentials.Keyring) *river.Client[pgx.Tx] {
 	t.Helper()
 	workers := river.NewWorkers()
-	New(keys, Config{Batch: 2, Logger: testsupport.Discard()}).Register(workers)
+	New(keys, Config{Batch: 2}).Register(workers)
 	c, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
 		Workers:           workers,

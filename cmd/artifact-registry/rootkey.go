@@ -37,7 +37,7 @@ func openKeyring(ctx context.Context, cfg *config.Config, st *store.Store, log *
 	for _, p := range keys.Previous {
 		log.Info("previous root key configured: run `artifact-registry admin root-key rotate` to rewrap what it still wraps", "root_key", p.URI)
 	}
-	k, err := credentials.New(st, credentials.Options{Root: keys.Root, Previous: keys.Previous, Logger: log})
+	k, err := credentials.New(st, credentials.Options{Root: keys.Root, Previous: keys.Previous})
 	if err != nil {
 		keys.Close()
 		return nil, nil, fmt.Errorf("root keys: %w", err)

@@ -235,7 +235,6 @@ type Options struct {
 	// CacheSize bounds the unwrapped namespace keys kept in memory
 	// (DefaultCacheSize when 0).
 	CacheSize int
-	Logger    *slog.Logger
 }
 
 // DefaultCacheSize is Options.CacheSize's default: namespaces whose keys
@@ -254,7 +253,6 @@ type Keyring struct {
 	// key row first, so a shredded key is refused whatever the cache holds:
 	// the cache saves only the root-key unwrap (a KMS call in production).
 	cache *lru.Cache[keyRef, [keySize]byte]
-	log   *slog.Logger
 }
 
 type keyRef struct{ ns, id uuid.UUID }
@@ -264,14 +262,11 @@ func New(st *store.Store, o Options) (*Keyring, error) {
 	if o.CacheSize <= 0 {
 		o.CacheSize = DefaultCacheSize
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
 	cache, err := lru.New[keyRef, [keySize]byte](o.CacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("credentials: key cache: %w", err)
 	}
-	k := &Keyring{st: st, root: o.Root, roots: map[string]*RootKey{}, cache: cache, log: o.Logger}
+	k := &Keyring{st: st, root: o.Root, roots: map[string]*RootKey{}, cache: cache}
 	for _, r := range append([]*RootKey{o.Root}, o.Previous...) {
 		if r == nil {
 			continue

@@ -39,7 +39,7 @@ func rootKey(t testing.TB, uri string) *RootKey {
 
 func keyring(t testing.TB, st *store.Store, root *RootKey, previous ...*RootKey) *Keyring {
 	t.Helper()
-	k, err := New(st, Options{Root: root, Previous: previous, Logger: testsupport.Discard()})
+	k, err := New(st, Options{Root: root, Previous: previous})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -298,3 +298,54 @@ func TestShred(t *testing.T) {
 		}
 	}
 }
+
+// TestSealWaitsForRotation: a seal that starts while a rotation holds the
+// active key waits for it and then wraps under the new version; no third
+// key is created on the way.
+func TestSealWaitsForRotation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ns := f.namespace("acme")
+	k := keyring(t, f.st, rootKey(t, "base64key://sha256:test-a"))
+	first := f.remoteRow(ContainerRemote, ns, "first")
+	f.seal(k, first, "u", "p")
+	late := f.remoteRow(ContainerRemote, ns, "late")
+
+	tx, err := f.st.Pool().Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(f.ctx) }()
+	v2, err := k.RotateNamespaceKey(f.ctx, tx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed := make(chan *Columns, 1)
+	other := keyring(t, f.st, k.root) // another instance
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		c, err := f.trySeal(other, late, "late-user", "late-pass")
+		if err != nil {
+			t.Error(err)
+		}
+		sealed <- c
+	}()
+	select {
+	case <-sealed:
+		t.Fatal("the seal did not wait for the rotation")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Commit(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if c := <-sealed; c == nil || c.KeyID != v2.ID || c.KeyVersion != 2 {
+		t.Fatalf("the late seal is under %+v, want version 2", c)
+	}
+	if keys := f.keys(ns); len(keys) != 2 || !keys[1].Active {
+		t.Fatalf("keys: %+v", keys)
+	}
+	f.mustOpen(k, late, "late-user", "late-pass")
+}
