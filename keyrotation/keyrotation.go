@@ -47,7 +47,7 @@ const (
 const (
 	DefaultTimeout = time.Hour
 	// MaxAttempts: a root rewrap waiting for an instance with the new key
-	// is retried with River's backoff (attempt⁴ seconds) for about a day.
+	// is retried with River's backoff (attempt⁴ seconds) for about 11 hours.
 	MaxAttempts = 12
 )
 
