@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -442,43 +443,109 @@ func testCollections(t *testing.T, a *testAPI) {
 	a.expectError(adminToken, `mutation { linkRepositoryToCollection(input: {namespace: "collections", repository: "r2", collection: "nope"}) { repository { id } } }`, nil, CodeNotFound)
 }
 
+// testNamespacesListing: the admin's list walks every namespace once in
+// the order asked for (slug in byte order by default, or creation time),
+// narrowed by a slug prefix, with each namespace's active repository count.
 func testNamespacesListing(t *testing.T, a *testAPI) {
-	for _, s := range []string{"list-c", "list-a", "list-b", "list-d", "list-e"} {
+	created := []string{"list-c", "list-a1", "list-b", "list-a-2", "list-a", "list-d", "list-e"}
+	for _, s := range created {
 		a.createNamespace(s)
 	}
-	var seen []string
-	var after *string
-	total := 0
-	for {
-		var out struct {
-			Namespaces struct {
-				Edges    []struct{ Node struct{ Slug string } }
-				PageInfo struct {
-					HasNextPage bool
-					EndCursor   string
+	type page struct {
+		Namespaces struct {
+			Edges []struct {
+				Node struct {
+					Slug              string
+					RepositoriesCount int
 				}
-				TotalCount int
 			}
-		}
-		a.admin(`query($a: String) { namespaces(first: 2, after: $a) { edges { node { slug } } pageInfo { hasNextPage endCursor } totalCount } }`,
-			map[string]any{"a": after}, &out)
-		for _, e := range out.Namespaces.Edges {
-			total++
-			if strings.HasPrefix(e.Node.Slug, "list-") {
-				seen = append(seen, e.Node.Slug)
+			PageInfo struct {
+				HasNextPage bool
+				EndCursor   string
 			}
+			TotalCount int
 		}
-		if !out.Namespaces.PageInfo.HasNextPage {
-			if out.Namespaces.TotalCount != total {
-				t.Fatalf("totalCount = %d, walked %d", out.Namespaces.TotalCount, total)
-			}
-			break
-		}
-		c := out.Namespaces.PageInfo.EndCursor
-		after = &c
 	}
-	if strings.Join(seen, ",") != "list-a,list-b,list-c,list-d,list-e" {
-		t.Fatalf("walked %v", seen)
+	const q = `query($a: String, $o: NamespaceOrder, $s: String) {
+		namespaces(first: 2, after: $a, orderBy: $o, search: $s) {
+			edges { node { slug repositoriesCount } } pageInfo { hasNextPage endCursor } totalCount } }`
+	// walk returns the slugs with the prefix "list-" of every page, and
+	// checks totalCount against the rows walked.
+	walk := func(order map[string]any, search any) []string {
+		t.Helper()
+		var seen []string
+		var after *string
+		total := 0
+		for {
+			var out page
+			a.admin(q, map[string]any{"a": after, "o": order, "s": search}, &out)
+			for _, e := range out.Namespaces.Edges {
+				total++
+				if strings.HasPrefix(e.Node.Slug, "list-") {
+					seen = append(seen, e.Node.Slug)
+				}
+			}
+			if !out.Namespaces.PageInfo.HasNextPage {
+				if out.Namespaces.TotalCount != total {
+					t.Fatalf("order %v search %v: totalCount = %d, walked %d", order, search, out.Namespaces.TotalCount, total)
+				}
+				return seen
+			}
+			c := out.Namespaces.PageInfo.EndCursor
+			after = &c
+		}
+	}
+	want := func(what string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: walked %v, want %v", what, got, want)
+		}
+	}
+	reversed := func(s []string) []string { r := slices.Clone(s); slices.Reverse(r); return r }
+	// Byte order: "-" sorts before digits and letters, whatever the
+	// database's collation.
+	bySlug := []string{"list-a", "list-a-2", "list-a1", "list-b", "list-c", "list-d", "list-e"}
+	want("default order", walk(nil, nil), bySlug...)
+	want("SLUG ASC", walk(map[string]any{"field": "SLUG", "direction": "ASC"}, nil), bySlug...)
+	want("SLUG DESC", walk(map[string]any{"field": "SLUG", "direction": "DESC"}, nil), reversed(bySlug)...)
+	want("CREATED_AT ASC", walk(map[string]any{"field": "CREATED_AT", "direction": "ASC"}, nil), created...)
+	want("CREATED_AT DESC", walk(map[string]any{"field": "CREATED_AT", "direction": "DESC"}, nil), reversed(created)...)
+
+	// Search: a slug prefix, case-insensitive, with its own totalCount.
+	want("search list-a", walk(nil, " LIST-A "), "list-a", "list-a-2", "list-a1")
+	want("search list-a newest first", walk(map[string]any{"field": "CREATED_AT", "direction": "DESC"}, "list-a"), "list-a", "list-a-2", "list-a1")
+	want("search list-a-", walk(nil, "list-a-"), "list-a-2")
+	want("search no match", walk(nil, "list-zz"))
+	// Characters no slug holds match nothing (not wildcards).
+	want("search list_", walk(nil, "list_"))
+	want("search list%", walk(nil, "list%"))
+	var everything page
+	a.admin(q, map[string]any{"s": ""}, &everything)
+	var count struct{ Namespaces struct{ TotalCount int } }
+	a.admin(`{ namespaces { totalCount } }`, nil, &count)
+	if everything.Namespaces.TotalCount != count.Namespaces.TotalCount {
+		t.Fatalf("empty search counts %d, no search %d", everything.Namespaces.TotalCount, count.Namespaces.TotalCount)
+	}
+	a.expectError(adminToken, q, map[string]any{"s": strings.Repeat("a", 256)}, CodeInvalidInput)
+	// A cursor only continues the order it came from.
+	var first page
+	a.admin(q, map[string]any{"o": map[string]any{"field": "CREATED_AT", "direction": "ASC"}}, &first)
+	a.expectError(adminToken, q, map[string]any{"a": first.Namespaces.PageInfo.EndCursor}, CodeInvalidInput)
+
+	// Repository counts: active repositories, the trash left out.
+	a.createRepository("list-b", "one", "OCI", "PRIVATE")
+	a.createRepository("list-b", "two", "NPM", "PUBLIC")
+	a.createRepository("list-b", "gone", "MAVEN", "PRIVATE")
+	a.admin(`mutation { deleteRepository(input: {namespace: "list-b", name: "gone"}) { repository { id } } }`, nil, nil)
+	a.createRepository("list-c", "only", "OCI", "PRIVATE")
+	var counts page
+	a.admin(`query { namespaces(first: 100, search: "list-") { edges { node { slug repositoriesCount } } } }`, nil, &counts)
+	got := map[string]int{}
+	for _, e := range counts.Namespaces.Edges {
+		got[e.Node.Slug] = e.Node.RepositoriesCount
+	}
+	if got["list-b"] != 2 || got["list-c"] != 1 || got["list-a"] != 0 || len(got) != len(created) {
+		t.Fatalf("repository counts %v", got)
 	}
 }
 
@@ -515,6 +582,7 @@ func TestAPI(t *testing.T) {
 		{"NamespacesListing", testNamespacesListing},
 		{"ContainerArtifacts", testContainerArtifacts},
 		{"ContainerMutations", testContainerMutations},
+		{"ImageListShowsImagesWithLiveManifests", testImageListShowsImagesWithLiveManifests},
 		{"TrashHistoryAndChecksumSearch", testTrashHistoryAndChecksumSearch},
 		{"TrashRetentionAndPurge", testTrashRetentionAndPurge},
 		{"MavenAndNpmArtifacts", testMavenAndNpmArtifacts},

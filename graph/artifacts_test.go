@@ -17,7 +17,8 @@ func testContainerArtifacts(t *testing.T, a *testAPI) {
 	nsID := a.createNamespace("artifacts")
 	repoID := a.createRepository("artifacts", "images", "OCI", "PUBLIC")
 	img := a.addImage(nsID, repoID, "team/app")
-	a.addImage(nsID, repoID, "base")
+	// Listed images hold a live manifest.
+	a.addManifest(nsID, a.addImage(nsID, repoID, "base"), "base", 50)
 	amd, amdD := a.addManifest(nsID, img, "amd64", 100)
 	arm, armD := a.addManifest(nsID, img, "arm64", 200)
 	index, indexD := a.addManifest(nsID, img, "index", 350)
@@ -643,4 +644,49 @@ func testMavenAndNpmArtifacts(t *testing.T, a *testAPI) {
 	if len(e) != 2 || e[0].Kind != "NPM_VERSION" || e[0].Node.Version != "2.0.0" || e[1].Kind != "MAVEN_VERSION" || e[1].Node.Typename != "MavenVersion" {
 		t.Fatalf("trash = %+v", e)
 	}
+}
+
+// testImageListShowsImagesWithLiveManifests: Repository.images leaves out an
+// image whose manifests are all in the trash (totalCount too), and shows it
+// again once a manifest is restored or pushed.
+func testImageListShowsImagesWithLiveManifests(t *testing.T, a *testAPI) {
+	nsID := a.createNamespace("emptied")
+	repoID := a.createRepository("emptied", "images", "OCI", "PRIVATE")
+	app := a.addImage(nsID, repoID, "app")
+	_, appD := a.addManifest(nsID, app, "app manifest", 10)
+	other := a.addImage(nsID, repoID, "other")
+	a.addManifest(nsID, other, "other manifest", 10)
+	// Blobs pushed, no manifest yet: not an image to list.
+	a.addImage(nsID, repoID, "blobs-only")
+
+	listed := func(what string, want ...string) {
+		t.Helper()
+		var out struct {
+			Repository struct {
+				Images struct {
+					TotalCount int
+					Edges      []struct{ Node struct{ Name string } }
+				}
+			}
+		}
+		a.admin(`{ repository(namespace: "emptied", name: "images") { images(first: 10) { totalCount edges { node { name } } } } }`, nil, &out)
+		var got []string
+		for _, e := range out.Repository.Images.Edges {
+			got = append(got, e.Node.Name)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") || out.Repository.Images.TotalCount != len(want) {
+			t.Fatalf("%s: images %v (totalCount %d), want %v", what, got, out.Repository.Images.TotalCount, want)
+		}
+	}
+	listed("pushed", "app", "other")
+	in := map[string]any{"in": map[string]any{"namespace": "emptied", "repository": "images", "image": "app", "digest": digestString(appD)}}
+	a.admin(`mutation($in: ContainerManifestRefInput!) { deleteContainerManifest(input: $in) { manifest { id } } }`, in, nil)
+	listed("last manifest deleted", "other")
+	a.admin(`mutation($in: ContainerManifestRefInput!) { restoreContainerManifest(input: $in) { manifest { id } } }`, in, nil)
+	listed("manifest restored", "app", "other")
+	a.admin(`mutation($in: ContainerManifestRefInput!) { deleteContainerManifest(input: $in) { manifest { id } } }`, in, nil)
+	listed("deleted again", "other")
+	// A push adds a manifest to the active image row.
+	a.addManifest(nsID, app, "app manifest 2", 12)
+	listed("pushed again", "app", "other")
 }

@@ -85,7 +85,9 @@ func setComplexity(c *ComplexityRoot) {
 
 func setConnectionComplexity(c *ComplexityRoot) {
 	page := func(child int, first *int, _ *string) int { return pageCost(child, first) }
-	c.Query.Namespaces = page
+	c.Query.Namespaces = func(child int, first *int, _ *string, _ *model.NamespaceOrder, _ *string) int {
+		return pageCost(child, first)
+	}
 	c.Query.ExcludedGcCandidates = func(child int, _ string, first *int, _ *string) int { return pageCost(child, first) }
 	c.Query.AccessTokens = func(child int, _ string, first *int, _ *string, _ *bool) int { return pageCost(child, first) }
 	c.Query.LegacyRepositories = func(child int, _ []model.LegacyMigrationStatus, first *int, _ *string) int {

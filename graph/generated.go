@@ -467,6 +467,7 @@ type ComplexityRoot struct {
 		PublishHistory     func(childComplexity int, from *time.Time, to *time.Time, first *int, after *string) int
 		PurgedAt           func(childComplexity int) int
 		Repositories       func(childComplexity int, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) int
+		RepositoriesCount  func(childComplexity int) int
 		Slug               func(childComplexity int) int
 		Statistics         func(childComplexity int) int
 		Status             func(childComplexity int) int
@@ -625,7 +626,7 @@ type ComplexityRoot struct {
 		LegacyMigrationProgress func(childComplexity int) int
 		LegacyRepositories      func(childComplexity int, status []model.LegacyMigrationStatus, first *int, after *string) int
 		Namespace               func(childComplexity int, slug string) int
-		Namespaces              func(childComplexity int, first *int, after *string) int
+		Namespaces              func(childComplexity int, first *int, after *string, orderBy *model.NamespaceOrder, search *string) int
 		PreviewLifecyclePolicy  func(childComplexity int, namespace string, repository *string, policy *model.LifecyclePolicyDraft) int
 		Repository              func(childComplexity int, namespace string, name string) int
 		Viewer                  func(childComplexity int) int
@@ -859,6 +860,7 @@ type MutationResolver interface {
 }
 type NamespaceResolver interface {
 	Statistics(ctx context.Context, obj *model.Namespace) (*model.NamespaceStatistics, error)
+	RepositoriesCount(ctx context.Context, obj *model.Namespace) (int, error)
 	TrashRetentionDays(ctx context.Context, obj *model.Namespace) (int, error)
 	Repositories(ctx context.Context, obj *model.Namespace, first *int, after *string, last *int, before *string, orderBy *model.RepositoryOrder, filter *model.RepositoryFilter) (*model.RepositoryConnection, error)
 	Collections(ctx context.Context, obj *model.Namespace, first *int, after *string) (*model.RepositoryCollectionConnection, error)
@@ -897,7 +899,7 @@ type PublishEventResolver interface {
 }
 type QueryResolver interface {
 	Namespace(ctx context.Context, slug string) (*model.Namespace, error)
-	Namespaces(ctx context.Context, first *int, after *string) (*model.NamespaceConnection, error)
+	Namespaces(ctx context.Context, first *int, after *string, orderBy *model.NamespaceOrder, search *string) (*model.NamespaceConnection, error)
 	Repository(ctx context.Context, namespace string, name string) (*model.Repository, error)
 	GarbageCollection(ctx context.Context) (*model.GarbageCollection, error)
 	ExcludedGcCandidates(ctx context.Context, namespace string, first *int, after *string) (*model.GCCandidateConnection, error)
@@ -2794,6 +2796,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Namespace.Repositories(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string), args["orderBy"].(*model.RepositoryOrder), args["filter"].(*model.RepositoryFilter)), true
+	case "Namespace.repositoriesCount":
+		if e.ComplexityRoot.Namespace.RepositoriesCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Namespace.RepositoriesCount(childComplexity), true
 	case "Namespace.slug":
 		if e.ComplexityRoot.Namespace.Slug == nil {
 			break
@@ -3402,7 +3410,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Namespaces(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Namespaces(childComplexity, args["first"].(*int), args["after"].(*string), args["orderBy"].(*model.NamespaceOrder), args["search"].(*string)), true
 	case "Query.previewLifecyclePolicy":
 		if e.ComplexityRoot.Query.PreviewLifecyclePolicy == nil {
 			break
@@ -3984,6 +3992,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("LegacyMigrationControlsInput", ec.unmarshalInputLegacyMigrationControlsInput),
 			graphql.NewInputUnmarshaler("LifecyclePolicyDraft", ec.unmarshalInputLifecyclePolicyDraft),
 			graphql.NewInputUnmarshaler("LifecycleRuleInput", ec.unmarshalInputLifecycleRuleInput),
+			graphql.NewInputUnmarshaler("NamespaceOrder", ec.unmarshalInputNamespaceOrder),
 			graphql.NewInputUnmarshaler("NpmDistTagInput", ec.unmarshalInputNpmDistTagInput),
 			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
 			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
@@ -4978,6 +4987,16 @@ enum RepositoryOrderField {
   ARTIFACTS
 }
 
+enum NamespaceOrderField {
+  SLUG
+  CREATED_AT
+}
+
+input NamespaceOrder {
+  field: NamespaceOrderField!
+  direction: OrderDirection!
+}
+
 input RepositoryOrder {
   field: RepositoryOrderField!
   direction: OrderDirection!
@@ -5003,8 +5022,13 @@ type PageInfo {
 type Query {
   "A namespace by slug. Anonymous callers only see namespaces that serve reads."
   namespace(slug: String!): Namespace
-  "All namespaces by slug (admin token only)."
-  namespaces(first: Int, after: String): NamespaceConnection!
+  """
+  All namespaces (admin token only), by slug in byte order unless ` + "`" + `orderBy` + "`" + `
+  says otherwise (CREATED_AT DESC: newest first). ` + "`" + `search` + "`" + ` keeps the
+  namespaces whose slug starts with it (case-insensitive, at most 255
+  characters); totalCount counts the matches.
+  """
+  namespaces(first: Int, after: String, orderBy: NamespaceOrder, search: String): NamespaceConnection!
   "A repository by namespace slug and name (active repositories only)."
   repository(namespace: String!, name: String!): Repository
 }
@@ -5021,6 +5045,8 @@ type Namespace {
   suspendedAt: Time
   "Precomputed, buffered namespace counters (ADMIN on the namespace)."
   statistics: NamespaceStatistics!
+  "Active repositories of the namespace, the trash left out (ADMIN on the namespace)."
+  repositoriesCount: Int!
   """
   Days a soft-deleted item stays in the trash, restorable, before
   gc:expiry-sweep purges it (ADMIN on the namespace). Default 7; 0 purges at
@@ -6401,6 +6427,8 @@ func (ec *executionContext) childFields_Namespace(ctx context.Context, field gra
 		return ec.fieldContext_Namespace_suspendedAt(ctx, field)
 	case "statistics":
 		return ec.fieldContext_Namespace_statistics(ctx, field)
+	case "repositoriesCount":
+		return ec.fieldContext_Namespace_repositoriesCount(ctx, field)
 	case "trashRetentionDays":
 		return ec.fieldContext_Namespace_trashRetentionDays(ctx, field)
 	case "repositories":
@@ -8234,6 +8262,22 @@ func (ec *executionContext) field_Query_namespaces_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "orderBy",
+		func(ctx context.Context, v any) (*model.NamespaceOrder, error) {
+			return ec.unmarshalONamespaceOrder2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespaceOrder(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["orderBy"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "search",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["search"] = arg3
 	return args, nil
 }
 
@@ -15900,6 +15944,29 @@ func (ec *executionContext) fieldContext_Namespace_statistics(_ context.Context,
 	return fc, nil
 }
 
+func (ec *executionContext) _Namespace_repositoriesCount(ctx context.Context, field graphql.CollectedField, obj *model.Namespace) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Namespace_repositoriesCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Namespace().RepositoriesCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Namespace_repositoriesCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Namespace", field, true, true, "Int")
+}
+
 func (ec *executionContext) _Namespace_trashRetentionDays(ctx context.Context, field graphql.CollectedField, obj *model.Namespace) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -18288,7 +18355,7 @@ func (ec *executionContext) _Query_namespaces(ctx context.Context, field graphql
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Namespaces(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Namespaces(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["orderBy"].(*model.NamespaceOrder), fc.Args["search"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *model.NamespaceConnection) graphql.Marshaler {
@@ -22585,6 +22652,55 @@ func UnmarshalLifecycleRuleInput(ctx context.Context, raw any) (model.LifecycleR
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputNamespaceOrder(ctx context.Context, obj any) (model.NamespaceOrder, error) {
+	var it model.NamespaceOrder
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"field", "direction"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNNamespaceOrderField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespaceOrderField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		case "direction":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("direction"))
+			data, err := ec.unmarshalNOrderDirection2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐOrderDirection(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Direction = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalNamespaceOrder unmarshals raw into the NamespaceOrder input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalNamespaceOrder(ctx context.Context, raw any) (model.NamespaceOrder, error) {
+	var out model.NamespaceOrder
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "NamespaceOrder", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputNpmDistTagInput(ctx context.Context, obj any) (model.NpmDistTagInput, error) {
 	var it model.NpmDistTagInput
 	if obj == nil {
@@ -26579,6 +26695,12 @@ func (ec *executionContext) _Namespace(ctx context.Context, sel ast.SelectionSet
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Namespace_statistics(ctx, field, obj)
 				})
+		case "repositoriesCount":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Namespace_repositoriesCount(ctx, field, obj)
+				})
 		case "trashRetentionDays":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
@@ -29984,6 +30106,16 @@ func (ec *executionContext) marshalNNamespaceEdge2ᚖgithubᚗcomᚋartifactᚑr
 	return ec._NamespaceEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNNamespaceOrderField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespaceOrderField(ctx context.Context, v any) (model.NamespaceOrderField, error) {
+	var res model.NamespaceOrderField
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNamespaceOrderField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespaceOrderField(ctx context.Context, sel ast.SelectionSet, v model.NamespaceOrderField) graphql.Marshaler {
+	return v
+}
+
 func (ec *executionContext) marshalNNamespacePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespacePayload(ctx context.Context, sel ast.SelectionSet, v *model.NamespacePayload) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "NamespacePayload!")
@@ -31018,6 +31150,14 @@ func (ec *executionContext) marshalONamespace2ᚖgithubᚗcomᚋartifactᚑregis
 		return graphql.Null
 	}
 	return ec._Namespace(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalONamespaceOrder2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNamespaceOrder(ctx context.Context, v any) (*model.NamespaceOrder, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputNamespaceOrder(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) unmarshalONpmDependencyKind2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐNpmDependencyKind(ctx context.Context, v any) (*model.NpmDependencyKind, error) {

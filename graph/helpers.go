@@ -153,3 +153,19 @@ func namespaceByID(ctx context.Context, id uuid.UUID) (*model.Namespace, error) 
 	}
 	return toNamespace(ns), nil
 }
+
+// namespaceSearch normalizes the namespaces list's search text: trimmed and
+// lowercased (slugs are lowercase). ok is false when the text holds a
+// character no slug has, so nothing can match.
+func namespaceSearch(search string) (text string, ok bool, err error) {
+	if len(search) > store.MaxNamespaceSearch {
+		return "", false, invalidInput("search must be at most %d characters", store.MaxNamespaceSearch)
+	}
+	text = strings.ToLower(strings.TrimSpace(search))
+	for _, c := range text {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '-' {
+			return "", false, nil
+		}
+	}
+	return text, true, nil
+}

@@ -54,6 +54,8 @@ func namedKeys(ns uuid.UUID, name string) func([]uuid.UUID) []namedKey {
 type loaders struct {
 	namespace  *loader[uuid.UUID, *store.Namespace]
 	statistics *loader[uuid.UUID, *store.NamespaceStatistics]
+	// repositoryCount counts a namespace's active repositories.
+	repositoryCount *loader[uuid.UUID, int]
 
 	repository  *loader[idKey, *store.Repository]
 	collections *loader[idKey, []*store.RepositoryCollection]
@@ -100,7 +102,8 @@ func newLoaders(r *Resolver, wait time.Duration) *loaders {
 			nss, err := st.NamespacesByIDs(ctx, ids)
 			return indexBy(nss, func(n *store.Namespace) uuid.UUID { return n.ID }), err
 		}),
-		statistics: newLoader(wait, st.StatisticsOfNamespaces),
+		statistics:      newLoader(wait, st.StatisticsOfNamespaces),
+		repositoryCount: newLoader(wait, st.RepositoryCountsOfNamespaces),
 
 		repository: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*store.Repository, error) {
 			rs, err := st.RepositoriesByIDs(ctx, ns, ids)

@@ -453,6 +453,14 @@ func (r *namespaceResolver) Statistics(ctx context.Context, obj *model.Namespace
 	return toNamespaceStatistics(st), nil
 }
 
+// RepositoriesCount is the resolver for the repositoriesCount field.
+func (r *namespaceResolver) RepositoriesCount(ctx context.Context, obj *model.Namespace) (int, error) {
+	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
+		return 0, err
+	}
+	return loadersFrom(ctx).repositoryCount.Load(ctx, obj.ID)()
+}
+
 // TrashRetentionDays is the resolver for the trashRetentionDays field.
 func (r *namespaceResolver) TrashRetentionDays(ctx context.Context, obj *model.Namespace) (int, error) {
 	if err := authorizeNamespace(ctx, obj, auth.ActionAdminRead); err != nil {
@@ -732,7 +740,7 @@ func (r *queryResolver) Namespace(ctx context.Context, slug string) (*model.Name
 }
 
 // Namespaces is the resolver for the namespaces field.
-func (r *queryResolver) Namespaces(ctx context.Context, first *int, after *string) (*model.NamespaceConnection, error) {
+func (r *queryResolver) Namespaces(ctx context.Context, first *int, after *string, orderBy *model.NamespaceOrder, search *string) (*model.NamespaceConnection, error) {
 	if err := requireSuperUser(ctx); err != nil {
 		return nil, err
 	}
@@ -740,21 +748,39 @@ func (r *queryResolver) Namespaces(ctx context.Context, first *int, after *strin
 	if err != nil {
 		return nil, err
 	}
+	q := store.NamespaceListQuery{Order: store.NamespacesBySlug, Limit: limit}
+	if orderBy != nil {
+		q.Order = store.NamespaceOrder(orderBy.Field)
+		q.Desc = orderBy.Direction == model.OrderDirectionDesc
+	}
+	conn := &model.NamespaceConnection{}
+	if search != nil {
+		text, ok, err := namespaceSearch(*search)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// No slug holds such a character: nothing matches.
+			conn.Edges, conn.PageInfo = []*model.NamespaceEdge{}, pageInfo(nil, false, after)
+			conn.Count = func(context.Context) (int, error) { return 0, nil }
+			return conn, nil
+		}
+		q.Search = text
+	}
 	var key store.NamespaceKey
-	var afterKey *store.NamespaceKey
 	if ok, err := decodeCursor(after, "namespace", &key); err != nil {
 		return nil, err
 	} else if ok {
-		afterKey = &key
+		q.After = &key
 	}
-	rows, more, err := r.store.ListNamespaces(ctx, afterKey, limit)
+	rows, more, err := r.store.ListNamespaces(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	conn := &model.NamespaceConnection{Count: r.store.CountNamespaces}
+	conn.Count = func(ctx context.Context) (int, error) { return r.store.CountNamespaces(ctx, q.Search) }
 	var cursors []string
 	for _, ns := range rows {
-		c := encodeCursor("namespace", store.NamespaceKey{Slug: ns.Slug})
+		c := encodeCursor("namespace", q.Order.KeyOf(ns, q.Desc))
 		cursors = append(cursors, c)
 		conn.Edges = append(conn.Edges, &model.NamespaceEdge{Cursor: c, Node: toNamespace(ns)})
 	}

@@ -258,6 +258,7 @@ func TestAccessTokensAndAuthorization(t *testing.T) {
 			{"createRepository", `mutation($n: String!) { createRepository(input: {namespace: "acme", name: $n, format: OCI}) { repository { id } } }`, map[string]any{"n": "x"}},
 			{"updateRepository", `mutation { updateRepository(input: {namespace: "acme", name: "priv", description: "d"}) { repository { id } } }`, nil},
 			{"statistics", `{ namespace(slug: "acme") { statistics { componentsCount } } }`, nil},
+			{"repositoriesCount", `{ namespace(slug: "acme") { repositoriesCount } }`, nil},
 			{"trash", `{ namespace(slug: "acme") { trash { edges { cursor } } } }`, nil},
 			{"gcQueue", `{ namespace(slug: "acme") { gcQueue { tracked lastReclaimedAt } } }`, nil},
 			{"accessTokens", `{ accessTokens(namespace: "acme") { edges { cursor } } }`, nil},

@@ -511,6 +511,8 @@ func checkIndexes(t *testing.T, pool *pgxpool.Pool) {
 	want := map[string]string{
 		"namespaces_slug_key":                                   "UNIQUE INDEX namespaces_slug_key ON public.namespaces USING btree (slug)",
 		"namespaces_anchor_unpurged_key":                        "UNIQUE INDEX namespaces_anchor_unpurged_key ON public.namespaces USING btree (platform, entity_type, entity_id) WHERE (purged_at IS NULL)",
+		"namespaces_slug_c_idx":                                 "INDEX namespaces_slug_c_idx ON public.namespaces USING btree (slug COLLATE \"C\")",
+		"namespaces_created_at_idx":                             "INDEX namespaces_created_at_idx ON public.namespaces USING btree (created_at, id)",
 		"namespace_statistics_last_reconciled_at_idx":           "INDEX namespace_statistics_last_reconciled_at_idx ON public.namespace_statistics USING btree (last_reconciled_at, namespace_id)",
 		"repository_collections_one_default_key":                "UNIQUE INDEX repository_collections_one_default_key ON ONLY public.repository_collections USING btree (namespace_id) WHERE (is_default IS TRUE)",
 		"repositories_namespace_id_name_key":                    "UNIQUE INDEX repositories_namespace_id_name_key ON ONLY public.repositories USING btree (namespace_id, name)",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
@@ -188,21 +189,74 @@ func (s *Store) NamespacesByIDs(ctx context.Context, ids []uuid.UUID) ([]*Namesp
 	return out, nil
 }
 
-// NamespaceKey is the keyset position of a namespace in the slug order.
+// NamespaceOrder is a sort of the admin's namespace list. Each has its
+// index: namespaces_slug_c_idx (slug in byte order) and
+// namespaces_created_at_idx (created_at, id).
+type NamespaceOrder string
+
+const (
+	NamespacesBySlug      NamespaceOrder = "SLUG"
+	NamespacesByCreatedAt NamespaceOrder = "CREATED_AT"
+)
+
+// NamespaceKey is the keyset position of a namespace in one order: the
+// slug (unique, a key on its own) or the creation time and id.
 type NamespaceKey struct {
-	Slug string `json:"s"`
+	Order NamespaceOrder `json:"o,omitempty"`
+	Desc  bool           `json:"d,omitempty"`
+	Slug  string         `json:"s,omitempty"`
+	Time  time.Time      `json:"t,omitzero"`
+	ID    uuid.UUID      `json:"i,omitzero"`
 }
 
-// ListNamespaces returns up to limit namespaces after the key, by slug
-// (the unique slug index), and whether more follow.
-func (s *Store) ListNamespaces(ctx context.Context, after *NamespaceKey, limit int) ([]*Namespace, bool, error) {
-	args := []any{limit + 1}
-	where := ""
-	if after != nil {
-		where = "WHERE slug > $2"
-		args = append(args, after.Slug)
+// KeyOf is the position of ns in the order.
+func (o NamespaceOrder) KeyOf(ns *Namespace, desc bool) NamespaceKey {
+	if o == NamespacesByCreatedAt {
+		return NamespaceKey{Order: o, Desc: desc, Time: ns.CreatedAt, ID: ns.ID}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+namespaceColumns+` FROM namespaces `+where+` ORDER BY slug LIMIT $1`, args...)
+	return NamespaceKey{Order: NamespacesBySlug, Desc: desc, Slug: ns.Slug}
+}
+
+// MaxNamespaceSearch bounds the search text (slugs are at most 63
+// characters; older rows up to 255).
+const MaxNamespaceSearch = 255
+
+// NamespaceListQuery selects a page of namespaces.
+type NamespaceListQuery struct {
+	Order NamespaceOrder // "" is NamespacesBySlug
+	Desc  bool
+	// Search keeps the namespaces whose slug starts with it (slugs are
+	// lowercase; callers lowercase it). "" keeps all.
+	Search string
+	After  *NamespaceKey
+	Limit  int
+}
+
+// slugC is the slug compared byte by byte: the order of the
+// namespaces_slug_c_idx index, whatever the database's default collation,
+// so that a prefix is one contiguous range of it.
+const slugC = `(slug COLLATE "C")`
+
+// namespaceSearch is the WHERE condition of a slug prefix as a range of
+// slugC (no LIKE, so no wildcard in the text needs escaping): every slug
+// starting with p sorts at or after p and before p followed by U+FFFF.
+func namespaceSearch(search string, args *[]any) string {
+	if search == "" {
+		return ""
+	}
+	*args = append(*args, search, search+"\uffff")
+	n := len(*args)
+	return fmt.Sprintf(`%s >= $%d AND %s < $%d`, slugC, n-1, slugC, n)
+}
+
+// ListNamespaces returns one page of namespaces in the order, after the key
+// (keyset on the order's index, never OFFSET), and whether more follow.
+func (s *Store) ListNamespaces(ctx context.Context, q NamespaceListQuery) ([]*Namespace, bool, error) {
+	sql, args, err := namespaceListSQL(q)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, false, fmt.Errorf("list namespaces: %w", err)
 	}
@@ -210,20 +264,103 @@ func (s *Store) ListNamespaces(ctx context.Context, after *NamespaceKey, limit i
 	if err != nil {
 		return nil, false, fmt.Errorf("list namespaces: %w", err)
 	}
-	more := len(out) > limit
+	more := len(out) > q.Limit
 	if more {
-		out = out[:limit]
+		out = out[:q.Limit]
 	}
 	return out, more, nil
 }
 
-// CountNamespaces counts every namespace row.
-func (s *Store) CountNamespaces(ctx context.Context) (int, error) {
+// namespaceListSQL builds the page query (limit+1 rows).
+func namespaceListSQL(q NamespaceListQuery) (string, []any, error) {
+	if q.Limit < 1 {
+		return "", nil, errs.New(CodeInvalidInput, "page size must be positive")
+	}
+	if q.Order == "" {
+		q.Order = NamespacesBySlug
+	}
+	var args []any
+	var conds []string
+	if c := namespaceSearch(q.Search, &args); c != "" {
+		conds = append(conds, c)
+	}
+	cmp, dir := ">", "ASC"
+	if q.Desc {
+		cmp, dir = "<", "DESC"
+	}
+	var order string
+	switch q.Order {
+	case NamespacesBySlug:
+		order = slugC + " " + dir
+	case NamespacesByCreatedAt:
+		order = "created_at " + dir + ", id " + dir
+	default:
+		return "", nil, errs.New(CodeInvalidInput, "unknown namespace order %q", q.Order)
+	}
+	if q.After != nil {
+		k := *q.After
+		if k.Order == "" {
+			k.Order = NamespacesBySlug // cursors from before orders existed
+		}
+		if k.Order != q.Order || k.Desc != q.Desc {
+			return "", nil, errs.New(CodeInvalidInput, "cursor belongs to another order: pass the same orderBy as the page it came from")
+		}
+		if q.Order == NamespacesBySlug {
+			args = append(args, k.Slug)
+			conds = append(conds, fmt.Sprintf("%s %s $%d", slugC, cmp, len(args)))
+		} else {
+			args = append(args, k.Time, k.ID)
+			conds = append(conds, fmt.Sprintf("ROW(created_at, id) %s ROW($%d, $%d)", cmp, len(args)-1, len(args)))
+		}
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
+	}
+	args = append(args, q.Limit+1)
+	return `SELECT ` + namespaceColumns + ` FROM namespaces` + where +
+		` ORDER BY ` + order + fmt.Sprintf(` LIMIT $%d`, len(args)), args, nil
+}
+
+// CountNamespaces counts the namespaces whose slug starts with search
+// ("" counts every namespace row).
+func (s *Store) CountNamespaces(ctx context.Context, search string) (int, error) {
+	var args []any
+	where := ""
+	if c := namespaceSearch(search, &args); c != "" {
+		where = " WHERE " + c
+	}
 	var n int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM namespaces`).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM namespaces`+where, args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count namespaces: %w", err)
 	}
 	return n, nil
+}
+
+// RepositoryCountsOfNamespaces counts the active repositories of each
+// namespace: one count per namespace (namespace_id = $1, so each prunes to
+// its partition and reads the active-rows index), all sent as one batch.
+func (s *Store) RepositoryCountsOfNamespaces(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]int, error) {
+	out := make(map[uuid.UUID]int, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	b := &pgx.Batch{}
+	for _, id := range ids {
+		b.Queue(`SELECT count(*) FROM repositories WHERE namespace_id = $1 AND soft_deleted_at IS NULL`, id).
+			QueryRow(func(row pgx.Row) error {
+				var n int
+				if err := row.Scan(&n); err != nil {
+					return err
+				}
+				out[id] = n
+				return nil
+			})
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("count repositories of namespaces: %w", err)
+	}
+	return out, nil
 }
 
 // SoftDeleteNamespace sets deleted_at (idempotent); a purged namespace is

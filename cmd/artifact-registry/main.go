@@ -26,6 +26,11 @@ commands:
   import ...       migrate from a registry:2 tree: inventory, pre, final, status
   admin signing-key rotate
                    new random key for the OCI bearer tokens of every instance
+  admin root-key status|rotate
+                   keys wrapped under each root key; rewrap them with the
+                   current one
+  admin namespace-key status|rotate --namespace SLUG
+                   a namespace's credential keys; make a new one active
   admin-token [--rotate]
                    print (or replace) the admin token generated for the
                    embedded default

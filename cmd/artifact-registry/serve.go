@@ -23,12 +23,14 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/config"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/routes"
+	"github.com/artifact-registry/artifact-registry/keyrotation"
 	"github.com/artifact-registry/artifact-registry/lifecycle"
 	"github.com/artifact-registry/artifact-registry/migrations"
 	"github.com/artifact-registry/artifact-registry/protocol/maven"
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/credentials"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
@@ -64,6 +66,11 @@ func runServe(ctx context.Context, args []string) error {
 	}
 	defer objects.Close()
 	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay, MaxUploadSessionsPerRepository: cfg.MaxUploadSessionsPerRepository})
+	keyring, closeKeys, err := openKeyring(ctx, &cfg, st, log)
+	if err != nil {
+		return err
+	}
+	defer closeKeys()
 
 	// One authenticator for every surface: its token cache and buffered
 	// last_used_at are per process. Run flushes last_used_at until the
@@ -88,7 +95,7 @@ func runServe(ctx context.Context, args []string) error {
 
 	npmOpts := npm.Options{Auth: authn, PublicURL: cfg.PublicURL, Logger: log, MaxPublishSize: int64(cfg.NpmMaxPublishBytes)}
 	reconciler := counters.NewReconciler(st, counters.ReconcileConfig{Logger: log})
-	jobs, collector, applier, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, reconciler, log)
+	jobs, collector, applier, err := newJobClient(db.Pool, st, authn, &cfg, npmOpts, legacy, reconciler, keyring, log)
 	if err != nil {
 		return err
 	}
@@ -112,7 +119,7 @@ func runServe(ctx context.Context, args []string) error {
 	})
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
-		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "",
+		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "", "root_key", keyring.RootURI(),
 		"startup", time.Since(start).Round(time.Millisecond))
 	return srv.Serve(ctx, cfg.Listen, cfg.ShutdownTimeout)
 }
@@ -120,9 +127,9 @@ func runServe(ctx context.Context, args []string) error {
 // newJobClient wires River on the same pool with every job kind: the GC
 // family, the counter fold, the counter reconciliation and lifecycle:apply (periodic,
 // leader-elected), the npm packument
-// rebuild, the sweep of ended UI sessions and, when enabled, the
-// registry:2 migration service.
-func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, reconciler *counters.Reconciler, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, *lifecycle.Applier, error) {
+// rebuild, the sweep of ended UI sessions, the credential key rotations
+// and, when enabled, the registry:2 migration service.
+func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, reconciler *counters.Reconciler, keyring *credentials.Keyring, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, *lifecycle.Applier, error) {
 	workers := river.NewWorkers()
 	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers,
 		ExpiryInterval: cfg.GCExpiryInterval, ManifestParser: oci.BlobReferences, Logger: log})
@@ -148,6 +155,7 @@ func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator
 	periodic = append(periodic, reconciler.Register(workers)...)
 	periodic = append(periodic, authn.RegisterSessionSweep(workers)...)
 	periodic = append(periodic, applier.Register(workers)...)
+	keyrotation.New(keyring, keyrotation.Config{Logger: log}).Register(workers)
 	if err := npm.RegisterWorkers(workers, st, npmOpts); err != nil {
 		return nil, nil, nil, err
 	}

@@ -136,6 +136,7 @@ func TestServeLifecycle(t *testing.T) {
 	first := startServer(t, bin, dataDir)
 	t.Logf("first start (initdb + migrations): ready in %s", first.waitReady(t, 10*time.Minute))
 	token := checkGeneratedAdminToken(t, bin, dataDir, first)
+	rootKey := checkGeneratedRootKey(t, dataDir, first)
 	first.interrupt(t)
 	checkFootprint(t, dataDir)
 	if postmasterRunning(dataDir) {
@@ -144,6 +145,12 @@ func TestServeLifecycle(t *testing.T) {
 
 	second := startServer(t, bin, dataDir)
 	t.Logf("second start (reuse): ready in %s", second.waitReady(t, 2*time.Minute))
+	if b, err := os.ReadFile(filepath.Join(dataDir, "root-key")); err != nil || string(b) != rootKey {
+		t.Fatalf("a restart changed the generated root key: %v", err)
+	}
+	if strings.Contains(second.logs.String(), "generated the root key") {
+		t.Fatalf("the second start says it generated a root key:\n%s", second.logs)
+	}
 	for _, path := range []string{"/-/health", "/metrics"} {
 		resp, err := http.Get("http://" + second.addr + path)
 		if err != nil {
@@ -245,6 +252,30 @@ func checkGeneratedAdminToken(t *testing.T, bin, dataDir string, s *server) stri
 		t.Fatal("the generated admin token was refused")
 	}
 	return token
+}
+
+// On first start without --root-key-url, serve generates the root key of
+// upstream credentials under the data directory (owner-only) and says so
+// once, with the file and the key's fingerprint, never the key.
+func checkGeneratedRootKey(t *testing.T, dataDir string, s *server) string {
+	t.Helper()
+	path := filepath.Join(dataDir, "root-key")
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("generated root key file: %v (mode %v); want 0600", err, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := s.logs.String()
+	if strings.Count(logs, "generated the root key") != 1 || !strings.Contains(logs, path) || !strings.Contains(logs, "base64key://sha256:") {
+		t.Fatalf("the log does not say once where the generated root key is; logs:\n%s", logs)
+	}
+	if key := strings.TrimSpace(string(b)); len(key) != 44 || strings.Contains(logs, key) {
+		t.Fatal("the generated root key was logged (or is not 32 bytes of base64)")
+	}
+	return string(b)
 }
 
 // A later start reuses the token; a rotation takes effect on the running

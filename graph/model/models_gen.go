@@ -374,6 +374,11 @@ type NamespaceEdge struct {
 	Node   *Namespace `json:"node"`
 }
 
+type NamespaceOrder struct {
+	Field     NamespaceOrderField `json:"field"`
+	Direction OrderDirection      `json:"direction"`
+}
+
 type NamespacePayload struct {
 	Namespace *Namespace `json:"namespace"`
 }
@@ -1119,6 +1124,61 @@ func (e *NamespaceCondition) UnmarshalJSON(b []byte) error {
 }
 
 func (e NamespaceCondition) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type NamespaceOrderField string
+
+const (
+	NamespaceOrderFieldSlug      NamespaceOrderField = "SLUG"
+	NamespaceOrderFieldCreatedAt NamespaceOrderField = "CREATED_AT"
+)
+
+var AllNamespaceOrderField = []NamespaceOrderField{
+	NamespaceOrderFieldSlug,
+	NamespaceOrderFieldCreatedAt,
+}
+
+func (e NamespaceOrderField) IsValid() bool {
+	switch e {
+	case NamespaceOrderFieldSlug, NamespaceOrderFieldCreatedAt:
+		return true
+	}
+	return false
+}
+
+func (e NamespaceOrderField) String() string {
+	return string(e)
+}
+
+func (e *NamespaceOrderField) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = NamespaceOrderField(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid NamespaceOrderField", str)
+	}
+	return nil
+}
+
+func (e NamespaceOrderField) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *NamespaceOrderField) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e NamespaceOrderField) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

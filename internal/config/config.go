@@ -65,6 +65,15 @@ type Config struct {
 	// LifecycleInterval is how often lifecycle:apply applies the enabled
 	// lifecycle policies.
 	LifecycleInterval time.Duration
+	// RootKeyURL is the gocloud.dev/secrets keeper URL of the root key
+	// that wraps the namespace keys of upstream credentials
+	// (internal/rootkey). Empty: generated under DataDir for the embedded
+	// default, none with DatabaseURL.
+	RootKeyURL string
+	// PreviousRootKeyURLsList is the --previous-root-key-urls value;
+	// Finish splits it into PreviousRootKeyURLs.
+	PreviousRootKeyURLsList string
+	PreviousRootKeyURLs     []string
 }
 
 // MinAdminTokenLength is the shortest admin token accepted: the admin
@@ -171,6 +180,10 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envDuration(fs, &c.GCReviewDelay, "gc-review-delay", "ARTIFACT_REGISTRY_GC_REVIEW_DELAY", 24*time.Hour, "how long an unreferenced blob waits before garbage collection reviews it")
 	envDuration(fs, &c.BodyIdleTimeout, "body-idle-timeout", "ARTIFACT_REGISTRY_BODY_IDLE_TIMEOUT", 30*time.Second, "cut a request body that sends nothing, or a client that reads nothing, for this long")
 	envDuration(fs, &c.LifecycleInterval, "lifecycle-interval", "ARTIFACT_REGISTRY_LIFECYCLE_INTERVAL", 24*time.Hour, "how often the lifecycle:apply job applies the enabled lifecycle policies")
+	envString(fs, &c.RootKeyURL, "root-key-url", "ARTIFACT_REGISTRY_ROOT_KEY_URL", "",
+		"root key wrapping the keys of upstream credentials (base64key://, awskms://, gcpkms://, azurekeyvault://, hashivault://); default generated under <data-dir> for the embedded database, none with --database-url")
+	envString(fs, &c.PreviousRootKeyURLsList, "previous-root-key-urls", "ARTIFACT_REGISTRY_PREVIOUS_ROOT_KEY_URLS", "",
+		"comma-separated older root keys, still read until a root-key rotation has rewrapped every namespace key")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
@@ -225,6 +238,12 @@ func (c *Config) Finish() error {
 	}
 	if err := c.finishAuth(); err != nil {
 		return err
+	}
+	c.PreviousRootKeyURLs = nil
+	for _, u := range strings.Split(c.PreviousRootKeyURLsList, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.PreviousRootKeyURLs = append(c.PreviousRootKeyURLs, u)
+		}
 	}
 	if _, err := c.level(); err != nil {
 		return err

@@ -160,3 +160,18 @@ func TestBodyIdleTimeout(t *testing.T) {
 		t.Fatalf("zero accepted: %v", err)
 	}
 }
+
+// The root key settings: none by default (internal/rootkey decides), the
+// environment, and the previous keys split on commas.
+func TestRootKeySettings(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.RootKeyURL != "" || len(c.PreviousRootKeyURLs) != 0 {
+		t.Fatalf("defaults: %q %v %v", c.RootKeyURL, c.PreviousRootKeyURLs, err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_ROOT_KEY_URL", "awskms:///alias/new")
+	t.Setenv("ARTIFACT_REGISTRY_PREVIOUS_ROOT_KEY_URLS", " awskms:///alias/old ,, hashivault://older ")
+	c, err = parse(t)
+	if err != nil || c.RootKeyURL != "awskms:///alias/new" || strings.Join(c.PreviousRootKeyURLs, " ") != "awskms:///alias/old hashivault://older" {
+		t.Fatalf("from the environment: %q %v %v", c.RootKeyURL, c.PreviousRootKeyURLs, err)
+	}
+}

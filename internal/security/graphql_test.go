@@ -48,7 +48,10 @@ var fieldRules = []fieldRule{
 	// Anyone sees a namespace that serves reads; what is inside is
 	// filtered (TestListingsAreFiltered).
 	{field: "Query.namespace", need: anyone, args: func(*gworld, string) map[string]any { return map[string]any{"slug": home} }, see: true},
-	{field: "Query.namespaces", need: super, args: noArgs},
+	// With every argument, so that none of them widens the rule.
+	{field: "Query.namespaces", need: super, args: func(*gworld, string) map[string]any {
+		return map[string]any{"first": 5, "search": home[:1], "orderBy": map[string]any{"field": "CREATED_AT", "direction": "DESC"}}
+	}},
 	{field: "Query.repository", need: pull, format: enum.FormatOCI, see: true,
 		args: func(_ *gworld, r string) map[string]any { return map[string]any{"namespace": home, "name": r} }},
 	{field: "Query.accessTokens", need: nsAdmin, args: func(*gworld, string) map[string]any { return map[string]any{"namespace": home} }},

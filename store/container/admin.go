@@ -95,10 +95,22 @@ func scanTag(row pgx.Row) (*Tag, error) {
 	return &t, nil
 }
 
+// listedImage is the condition for an image (ci) to be listed: it holds a
+// live manifest. An image whose manifests are all in the trash (or purged)
+// is not shown, and shows again when a manifest is restored or pushed
+// (a push reuses the active image row). The probe is one lookup of the
+// (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL
+// index; ns is the namespace id expression.
+func listedImage(ns string) string {
+	return `EXISTS (SELECT 1 FROM container_manifests cm
+		WHERE cm.namespace_id = ` + ns + ` AND cm.container_image_id = ci.id AND cm.soft_deleted_at IS NULL)`
+}
+
 // ImagesOfRepositories returns, per repository id, the first limit+1
-// active images by name after afterName (nil: from the start): one
-// LATERAL index range scan per repository on
-// (namespace_id, container_repository_id, name) WHERE soft_deleted_at IS NULL.
+// listed images (active, holding a live manifest) by name after
+// afterName (nil: from the start): one LATERAL index range scan per
+// repository on (namespace_id, container_repository_id, name) WHERE
+// soft_deleted_at IS NULL.
 func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID, afterName *string, limit int) (map[uuid.UUID][]*Image, error) {
 	keyset, args := "", []any{nsID, repoIDs, limit + 1}
 	if afterName != nil {
@@ -109,7 +121,8 @@ func (s *Store) ImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoID
 		FROM container_repositories cr
 		CROSS JOIN LATERAL (
 			SELECT ci.* FROM container_images ci
-			WHERE ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.soft_deleted_at IS NULL`+keyset+`
+			WHERE ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.soft_deleted_at IS NULL
+			  AND `+listedImage("$1")+keyset+`
 			ORDER BY ci.name LIMIT $3) ci
 		WHERE cr.namespace_id = $1 AND cr.repository_id = ANY($2)
 		ORDER BY cr.repository_id, ci.name`, args, scanImage)
@@ -128,12 +141,14 @@ func (s *Store) ImageOfRepositoriesByName(ctx context.Context, nsID uuid.UUID, r
 		  AND ci.name = $3 AND ci.soft_deleted_at IS NULL`, []any{nsID, repoIDs, name}, scanImage)
 }
 
-// CountImagesOfRepositories counts active images per repository id.
+// CountImagesOfRepositories counts listed images (as ImagesOfRepositories
+// lists them) per repository id.
 func (s *Store) CountImagesOfRepositories(ctx context.Context, nsID uuid.UUID, repoIDs []uuid.UUID) (map[uuid.UUID]int, error) {
 	return db.CountBy(ctx, s.pool, "container images", `
 		SELECT cr.repository_id, count(*) FROM container_repositories cr
 		JOIN container_images ci ON ci.namespace_id = cr.namespace_id AND ci.container_repository_id = cr.id
 		WHERE cr.namespace_id = $1 AND ci.namespace_id = $1 AND cr.repository_id = ANY($2) AND ci.soft_deleted_at IS NULL
+		  AND `+listedImage("$1")+`
 		GROUP BY cr.repository_id`, nsID, repoIDs)
 }
 

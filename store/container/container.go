@@ -277,8 +277,9 @@ type CatalogFilter struct {
 	Others      ReadFilter
 }
 
-// Catalog lists active images of active hosted container
-// repositories across namespaces that serve reads, ordered by (namespace,
+// Catalog lists the listed images (active, holding a live manifest) of
+// active hosted container repositories across namespaces that serve
+// reads, ordered by (namespace,
 // repository, image), after the given entry (nil: from the start), limited
 // to the repositories the filter admits.
 func (s *Store) Catalog(ctx context.Context, filter CatalogFilter, after *CatalogEntry, limit int) ([]CatalogEntry, error) {
@@ -294,7 +295,8 @@ func (s *Store) Catalog(ctx context.Context, filter CatalogFilter, after *Catalo
 		JOIN container_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_repository_id
 		JOIN repositories r ON r.namespace_id = cr.namespace_id AND r.id = cr.repository_id
 		JOIN namespaces n ON n.id = ci.namespace_id
-		WHERE ci.soft_deleted_at IS NULL AND r.soft_deleted_at IS NULL AND r.kind = $1
+		WHERE ci.soft_deleted_at IS NULL AND `+listedImage("ci.namespace_id")+`
+		  AND r.soft_deleted_at IS NULL AND r.kind = $1
 		  AND n.deleted_at IS NULL AND n.purged_at IS NULL AND n.blocked_at IS NULL AND n.disabled_at IS NULL
 		  AND CASE WHEN n.id = $2
 		      THEN $3 OR r.visibility = ANY($4::smallint[]) OR r.id = ANY($5::uuid[])

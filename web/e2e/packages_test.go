@@ -218,6 +218,31 @@ func TestUIPackages(t *testing.T) {
 	b.see(text("<groupId>com.acme</groupId>"))
 	b.see(text("<id>acme-libs</id>"))
 	b.docShot("33-maven-version", "maven-version")
+	b.do("scroll to the files", chromedp.ScrollIntoView(chromedp.CSS(`#files`)))
+	b.docShot("33-maven-version-files", "maven-version-files")
+	// The dependency: the version's at the top and on the jar's row, the
+	// sources jar's with its classifier, none on the pom's row (its jar is
+	// the dependency).
+	dependency := "<dependency>\n  <groupId>com.acme</groupId>\n  <artifactId>core</artifactId>\n  <version>1.0</version>\n</dependency>"
+	for _, sel := range []string{
+		`//div[@class="page-actions"]//button[normalize-space()="Copy dependency"]`,
+		`//tr[@data-file="core-1.0.jar"]//button[normalize-space()="Copy dependency"]`,
+		`//tr[@data-file="core-1.0-sources.jar"]//button[normalize-space()="Copy dependency"]`,
+	} {
+		b.click(sel)
+		clip := run(b, "read clipboard", chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+		want := dependency
+		if strings.Contains(sel, "sources") {
+			want = strings.Replace(dependency, "</version>", "</version>\n  <classifier>sources</classifier>", 1)
+		}
+		if clip != want {
+			t.Errorf("%s copied %q, want %q", sel, clip, want)
+		}
+	}
+	if n := b.count(`tr[data-file="core-1.0.pom"] button`); n != 0 {
+		t.Errorf("the pom's row has %d buttons, want none", n)
+	}
+	b.waitFor("delete box apart from the files table", deleteBoxBelowFiles)
 
 	// The history lists what npm and Maven published.
 	b.open("/n/acme/history")
@@ -230,4 +255,21 @@ func TestUIPackages(t *testing.T) {
 	b.see(`//tr[@data-version="1.1.0"]`)
 	b.waitFor("no horizontal overflow", `document.documentElement.scrollWidth <= window.innerWidth + 1`)
 	b.docShot("36-narrow-npm-package", "narrow-npm-package")
+
+	// Narrow, the Maven version's files stack as cards, the delete box
+	// still apart below them.
+	b.open("/n/acme/r/libs/maven/com.acme/core/1.0")
+	b.see(`//tr[@data-file="core-1.0.jar"]`)
+	b.waitFor("no horizontal overflow", `document.documentElement.scrollWidth <= window.innerWidth + 1`)
+	b.waitFor("narrow delete box apart from the files table", deleteBoxBelowFiles)
+	b.shot("37-narrow-maven-version")
 }
+
+// deleteBoxBelowFiles holds when the "Delete version" box starts at least
+// 8 px below the bottom of the files table (it once sat on its border) and
+// they share no pixel.
+const deleteBoxBelowFiles = `(() => {
+	const files = document.querySelector('table[aria-labelledby="files"]')?.closest(".table-wrap")?.getBoundingClientRect();
+	const box = [...document.querySelectorAll(".panel-danger")].find((e) => e.textContent.includes("Delete version"))?.getBoundingClientRect();
+	return !!files && !!box && box.top >= files.bottom + 8;
+})()`

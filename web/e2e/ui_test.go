@@ -269,6 +269,7 @@ func TestUI(t *testing.T) {
 		b.click(link("Trash"))
 		b.see(heading("Trash"))
 		b.see(text(m1[:19]))
+		b.waitFor("the trash ends with its last item", lastRowFilled)
 		b.docShot("09-trash", "trash")
 		b.click(button("Restore manifest " + m1[:19]))
 		b.see(text("The trash is empty."))
@@ -295,6 +296,7 @@ func TestUI(t *testing.T) {
 		b.open("/n/acme/history")
 		b.see(heading("Publish history"))
 		b.see(text(m2[:19]))
+		b.waitFor("the history ends with its last event", lastRowFilled)
 		b.docShot("10-publish-history", "publish-history")
 	})
 	step("checksum search", func(t *testing.T) {
@@ -379,6 +381,13 @@ func TestUI(t *testing.T) {
 		b.shot("13-anonymous-public-list")
 	})
 }
+
+// lastRowFilled holds when the page's table ends with a row that shows
+// something: a list's last page once ended with an empty row.
+const lastRowFilled = `(() => {
+	const rows = [...document.querySelectorAll("table tbody tr")];
+	return rows.length > 0 && rows.every((r) => r.innerText.trim() !== "");
+})()`
 
 // failOn points b's helpers at t, a subtest of b's test, until the
 // returned func restores the test they failed before.

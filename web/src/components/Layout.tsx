@@ -13,6 +13,7 @@ export const ViewerQuery = graphql(`
         id
         slug
       }
+      scopes
     }
   }
 `);

@@ -38,17 +38,19 @@ export function PagedList({ resetKey, page }: { resetKey: string; page: (p: Page
   );
 }
 
-export function LoadMore({
-  pageInfo,
-  onMore,
-  shown,
-  total,
-}: {
+export interface LoadMoreProps {
   pageInfo: { hasNextPage: boolean; endCursor?: string | null };
   onMore(endCursor: string): void;
   shown?: number;
   total?: number;
-}) {
+}
+
+/** Whether LoadMore renders anything: a next page, or a total to report. */
+export function loadMoreShows({ pageInfo, shown, total }: LoadMoreProps): boolean {
+  return (pageInfo.hasNextPage && !!pageInfo.endCursor) || (total != null && shown != null && total > 0);
+}
+
+export function LoadMore({ pageInfo, onMore, shown, total }: LoadMoreProps) {
   if (!pageInfo.hasNextPage || !pageInfo.endCursor) {
     return total != null && shown != null && total > 0 ? (
       <p className="list-end muted">All {total.toLocaleString("en-US")} shown.</p>
@@ -76,4 +78,19 @@ export function focusFirstLinkIfLost(container: HTMLElement | null) {
   if (active && active !== document.body) return;
   const link = container.querySelector<HTMLElement>("a[href], button");
   link?.focus();
+}
+
+/**
+ * LoadMore as the last row of a table page. A list's last page without a
+ * total has nothing to show there: no row then, rather than an empty one.
+ */
+export function LoadMoreRow({ colSpan, ...props }: LoadMoreProps & { colSpan: number }) {
+  if (!loadMoreShows(props)) return null;
+  return (
+    <tr className="row-note row-more">
+      <td colSpan={colSpan}>
+        <LoadMore {...props} />
+      </td>
+    </tr>
+  );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mavenDependency, mavenFileParts, npmInstall, npmScope, npmrc, npmrcFor } from "./usage";
+import { mavenDependency, mavenFileDependency, mavenFileParts, mavenMainArtifact, npmInstall, npmScope, npmrc, npmrcFor } from "./usage";
 
 const origin = "http://registry.example:8080";
 
@@ -57,6 +57,25 @@ describe("Maven snippets", () => {
       classifier: "tests",
       extension: "jar",
     });
+  });
+
+  it("finds a version's main artifact: a jar first, another packaging, else the pom", () => {
+    expect(mavenMainArtifact(["lib-1.0.pom", "lib-1.0-sources.jar", "lib-1.0.jar"], "lib", "1.0")).toEqual({ fileName: "lib-1.0.jar", extension: "jar" });
+    expect(mavenMainArtifact(["lib-1.0.pom", "lib-1.0.war", "lib-1.0.jar"], "lib", "1.0")?.extension).toBe("jar");
+    expect(mavenMainArtifact(["lib-1.0.pom", "lib-1.0.aar"], "lib", "1.0")?.extension).toBe("aar");
+    expect(mavenMainArtifact(["lib-1.0.pom", "lib-1.0.pom.sha1"], "lib", "1.0")?.extension).toBe("pom");
+    expect(mavenMainArtifact(["lib-1.0-sources.jar", "maven-metadata.xml"], "lib", "1.0")).toBeNull();
+  });
+
+  it("gives each artifact file the dependency that fetches it", () => {
+    const c = { groupId: "g", artifactId: "lib", version: "1.0" };
+    const jar = { extension: "jar" };
+    expect(mavenFileDependency(c, "lib-1.0.jar", jar)).toBe(mavenDependency(c));
+    expect(mavenFileDependency(c, "lib-1.0.pom", jar)).toBeNull();
+    expect(mavenFileDependency(c, "lib-1.0.pom", { extension: "pom" })).toBe(mavenDependency({ ...c, type: "pom" }));
+    expect(mavenFileDependency(c, "lib-1.0-javadoc.jar", jar)).toBe(mavenDependency({ ...c, classifier: "javadoc" }));
+    expect(mavenFileDependency(c, "lib-1.0-linux-x86_64.so", jar)).toBe(mavenDependency({ ...c, type: "so", classifier: "linux-x86_64" }));
+    expect(mavenFileDependency(c, "lib-1.0.jar.sha1", jar)).toBeNull();
   });
 
   it("leaves checksums, signatures, metadata and foreign names out", () => {

@@ -116,6 +116,48 @@ export function mavenFileParts(
   return { classifier: body.slice(1), extension: ext };
 }
 
+/**
+ * The main artifact of a version among its files: the one without a
+ * classifier that is not the pom (what the packaging built: jar, war, aar…;
+ * a jar first when there are several), else the pom itself (packaging pom:
+ * a parent or a BOM). Null when no file follows the layout.
+ */
+export function mavenMainArtifact(
+  fileNames: string[],
+  artifactId: string,
+  version: string,
+): { fileName: string; extension: string } | null {
+  let pom: { fileName: string; extension: string } | null = null;
+  let other: { fileName: string; extension: string } | null = null;
+  for (const fileName of fileNames) {
+    const parts = mavenFileParts(fileName, artifactId, version);
+    if (!parts || parts.classifier) continue;
+    if (parts.extension === "jar") return { fileName, extension: "jar" };
+    if (parts.extension === "pom") pom ??= { fileName, extension: "pom" };
+    else other ??= { fileName, extension: parts.extension };
+  }
+  return other ?? pom;
+}
+
+/**
+ * The <dependency> for one file of a version, or null where depending on
+ * that file is not what a Maven user wants: checksums, signatures and
+ * metadata, and the pom of a version whose main artifact is another file
+ * (depending on the version brings its pom along). The main artifact's
+ * snippet is the version's; a classified artifact (sources, javadoc, a
+ * native build) names its <classifier>, and <type> where it is not a jar.
+ */
+export function mavenFileDependency(
+  c: { groupId: string; artifactId: string; version: string },
+  fileName: string,
+  main: { extension: string } | null,
+): string | null {
+  const parts = mavenFileParts(fileName, c.artifactId, c.version);
+  if (!parts) return null;
+  if (!parts.classifier && parts.extension === "pom" && main?.extension !== "pom") return null;
+  return mavenDependency({ ...c, type: parts.extension, classifier: parts.classifier });
+}
+
 export function mavenURL(origin: string, ns: string, repo: string): string {
   return `${origin}/maven/${ns}/${repo}/`;
 }

@@ -3,7 +3,7 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { useParams, useSearchParams } from "react-router";
 import { useMutation, useQuery } from "urql";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { Badge, CopyBlock, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import type { AccessTokenScope } from "../gql/graphql";
@@ -288,7 +288,7 @@ function TokenPage({ ns, includeRevoked, after, index, isLast, onMore }: PagePro
           </tr>
         );
       })}
-      {conn && isLast && note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} />)}
+      {conn && isLast && <LoadMoreRow colSpan={7} pageInfo={conn.pageInfo} onMore={onMore} />}
     </tbody>
   );
 }

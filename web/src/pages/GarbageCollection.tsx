@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { Link, useParams } from "react-router";
 import { useMutation, useQuery } from "urql";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { Badge, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import { formatAge, formatCount, formatTime, shortDigest } from "../format";
@@ -241,7 +241,7 @@ function ExcludedPage({ ns, after, index, isLast, onMore }: PageProps & { ns: st
           </td>
         </tr>
       ))}
-      {conn && isLast && note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} />)}
+      {conn && isLast && <LoadMoreRow colSpan={5} pageInfo={conn.pageInfo} onMore={onMore} />}
     </tbody>
   );
 }

@@ -1,18 +1,19 @@
-import { useState, type FormEvent } from "react";
-import { Link, useNavigate } from "react-router";
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { Link, Navigate, useNavigate, useSearchParams } from "react-router";
 import { useMutation, useQuery } from "urql";
 import { useAuth } from "../auth";
-import { LoadMore, PagedList, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { StatusBadge } from "../components/status";
 import { Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
+import type { NamespaceOrder } from "../gql/graphql";
 import { formatBytes, formatCount, formatTime } from "../format";
 import { paths } from "../paths";
 import { ViewerQuery } from "../components/Layout";
 
-const NamespacesQuery = graphql(`
-  query Namespaces($first: Int, $after: String) {
-    namespaces(first: $first, after: $after) {
+export const NamespacesQuery = graphql(`
+  query Namespaces($first: Int, $after: String, $orderBy: NamespaceOrder, $search: String) {
+    namespaces(first: $first, after: $after, orderBy: $orderBy, search: $search) {
       totalCount
       pageInfo {
         hasNextPage
@@ -25,6 +26,7 @@ const NamespacesQuery = graphql(`
           slug
           status
           createdAt
+          repositoriesCount
           statistics {
             deduplicatedSizeBytes
             componentsCount
@@ -47,10 +49,24 @@ const CreateNamespaceMutation = graphql(`
   }
 `);
 
-const PAGE = 50;
+export const NAMESPACE_PAGE = 50;
+const COLUMNS = 6;
 // The server is the authority (its message is shown); this only hints early.
-const SLUG_RE = /^[a-z0-9](?:[a-z0-9]|-[a-z0-9])*$/;
+const SLUG_RE = /^[a-z](?:[a-z0-9]|-[a-z0-9])+$/;
 const ctx = { additionalTypenames: ["Namespace"] };
+
+/** The list's order, as the URL's `sort` names it. */
+export const NAMESPACE_SORTS: Record<string, { label: string; orderBy: NamespaceOrder }> = {
+  slug: { label: "Slug (A–Z)", orderBy: { field: "SLUG", direction: "ASC" } },
+  newest: { label: "Newest first", orderBy: { field: "CREATED_AT", direction: "DESC" } },
+  oldest: { label: "Oldest first", orderBy: { field: "CREATED_AT", direction: "ASC" } },
+};
+
+/** Search text and order from the URL (`?q=&sort=`), unknown values dropped. */
+export function parseNamespaceListParams(params: URLSearchParams): { q: string; sort: string } {
+  const sort = params.get("sort") ?? "";
+  return { q: (params.get("q") ?? "").trim().toLowerCase(), sort: sort in NAMESPACE_SORTS ? sort : "slug" };
+}
 
 export function Home() {
   const { signedIn } = useAuth();
@@ -71,32 +87,87 @@ export function Home() {
   return <SignedInHome />;
 }
 
-/** The admin sees every namespace; a namespace token is sent to its namespace. */
+/**
+ * The admin sees every namespace; a namespace token is sent to its
+ * namespace: the overview when it administers it, else the repositories it
+ * may read (the overview's storage and GC figures need ADMIN).
+ */
 function SignedInHome() {
-  const [{ data, fetching }] = useQuery({ query: ViewerQuery });
+  const [{ data, fetching, error }] = useQuery({ query: ViewerQuery });
   const v = data?.viewer;
   if (!data && fetching) return <Loading what="Loading" />;
+  if (error && !data) return <ErrorBox error={error} />;
   if (v?.kind === "TOKEN" && v.namespace) {
-    return (
-      <section className="narrow">
-        <PageTitle>Artifact Registry</PageTitle>
-        <p>
-          You are signed in with the token <strong>{v.name}</strong> of namespace{" "}
-          <Link to={paths.namespace(v.namespace.slug)}>{v.namespace.slug}</Link>.
-        </p>
-      </section>
-    );
+    const slug = v.namespace.slug;
+    return <Navigate to={v.scopes?.includes("ADMIN") ? paths.namespace(slug) : paths.repositories(slug)} replace />;
   }
+  return <NamespaceList />;
+}
+
+function NamespaceList() {
+  const [params, setParams] = useSearchParams();
+  const { q, sort } = useMemo(() => parseNamespaceListParams(params), [params]);
+  const [text, setText] = useState(q);
+  // Another page (back, a shared link) changes q: the field follows.
+  useEffect(() => setText(q), [q]);
+  const setSearch = useCallback(
+    (nextQ: string, nextSort: string) => {
+      const p = new URLSearchParams();
+      if (nextQ) p.set("q", nextQ);
+      if (nextSort !== "slug") p.set("sort", nextSort);
+      setParams(p, { replace: true });
+    },
+    [setParams],
+  );
+  // Typing narrows the list after a short pause, one query per pause.
+  useEffect(() => {
+    const next = text.trim().toLowerCase();
+    if (next === q) return;
+    const timer = setTimeout(() => setSearch(next, sort), 250);
+    return () => clearTimeout(timer);
+  }, [text, q, sort, setSearch]);
+  const onSubmit = (e: FormEvent) => {
+    e.preventDefault();
+    setSearch(text.trim().toLowerCase(), sort);
+  };
   return (
     <section>
       <PageTitle>Namespaces</PageTitle>
       <CreateNamespace />
+      <form className="filters" role="search" aria-label="Search and sort namespaces" onSubmit={onSubmit}>
+        <div className="field field-grow">
+          <label htmlFor="ns-search">Search</label>
+          <input
+            id="ns-search"
+            type="search"
+            value={text}
+            placeholder="Slug starts with…"
+            onChange={(e) => setText(e.target.value)}
+            autoComplete="off"
+            spellCheck={false}
+            maxLength={255}
+          />
+        </div>
+        <div className="field">
+          <label htmlFor="ns-sort">Sort</label>
+          <select id="ns-sort" value={sort} onChange={(e) => setSearch(q, e.target.value)}>
+            {Object.entries(NAMESPACE_SORTS).map(([k, s]) => (
+              <option key={k} value={k}>
+                {s.label}
+              </option>
+            ))}
+          </select>
+        </div>
+      </form>
       <div className="table-wrap">
-        <table className="table">
+        <table className="table" aria-label="Namespaces">
           <thead>
             <tr>
               <th scope="col">Namespace</th>
               <th scope="col">Status</th>
+              <th scope="col" className="num">
+                Repositories
+              </th>
               <th scope="col" className="num">
                 Storage
               </th>
@@ -106,46 +177,74 @@ function SignedInHome() {
               <th scope="col">Created</th>
             </tr>
           </thead>
-          <PagedList resetKey="namespaces" page={(p) => <NamespacePage key={p.index} {...p} />} />
+          <PagedList
+            resetKey={`${sort}?${q}`}
+            page={(p) => (
+              <NamespacePage
+                key={`${sort}?${q}#${p.index}`}
+                {...p}
+                q={q}
+                orderBy={NAMESPACE_SORTS[sort].orderBy}
+                onClear={() => setSearch("", sort)}
+              />
+            )}
+          />
         </table>
       </div>
     </section>
   );
 }
 
-function NamespacePage({ after, index, isLast, onMore }: PageProps) {
-  const [{ data, fetching, error }] = useQuery({ query: NamespacesQuery, variables: { first: PAGE, after }, context: ctx });
+function NamespacePage({
+  q,
+  orderBy,
+  onClear,
+  after,
+  index,
+  isLast,
+  onMore,
+}: PageProps & { q: string; orderBy: NamespaceOrder; onClear(): void }) {
+  const variables = useMemo(() => ({ first: NAMESPACE_PAGE, after, orderBy, search: q || null }), [after, orderBy, q]);
+  const [{ data, fetching, error }] = useQuery({ query: NamespacesQuery, variables, context: ctx });
   const conn = data?.namespaces;
+  const body = useRef<HTMLTableSectionElement>(null);
+  useEffect(() => {
+    if (index > 0 && conn) focusFirstLinkIfLost(body.current);
+  }, [index, conn]);
+  const note = (c: ReactNode) => (
+    <tr className="row-note">
+      <td colSpan={COLUMNS}>{c}</td>
+    </tr>
+  );
   return (
-    <tbody>
-      {error && (
-        <tr>
-          <td colSpan={5}>
-            <ErrorBox error={error} />
-          </td>
-        </tr>
-      )}
-      {!conn && fetching && (
-        <tr>
-          <td colSpan={5}>
-            <Loading what="Loading namespaces" />
-          </td>
-        </tr>
-      )}
-      {conn && conn.edges.length === 0 && index === 0 && (
-        <tr>
-          <td colSpan={5}>
+    <tbody ref={body}>
+      {error && note(<ErrorBox error={error} />)}
+      {!conn && fetching && note(<Loading what={index === 0 ? "Loading namespaces" : "Loading more"} />)}
+      {conn &&
+        conn.edges.length === 0 &&
+        index === 0 &&
+        note(
+          q ? (
+            <Empty>
+              No namespace slug starts with <code>{q}</code>.{" "}
+              <button type="button" className="btn btn-link" onClick={onClear}>
+                Clear search
+              </button>
+            </Empty>
+          ) : (
             <Empty>No namespace yet. Create the first one above.</Empty>
-          </td>
-        </tr>
-      )}
+          ),
+        )}
       {conn?.edges.map(({ node }) => (
-        <tr key={node.id}>
+        <tr key={node.id} data-namespace={node.slug}>
           <th scope="row" data-label="Namespace">
             <Link to={paths.namespace(node.slug)}>{node.slug}</Link>
           </th>
           <td data-label="Status">
             <StatusBadge status={node.status} />
+          </td>
+          <td data-label="Repositories" className="num">
+            <Link to={paths.repositories(node.slug)}>{formatCount(node.repositoriesCount)}</Link>
           </td>
           <td data-label="Storage" className="num">
             {formatBytes(node.statistics.deduplicatedSizeBytes)}
@@ -157,11 +256,13 @@ function NamespacePage({ after, index, isLast, onMore }: PageProps) {
         </tr>
       ))}
       {conn && isLast && (
-        <tr className="row-more">
-          <td colSpan={5}>
-            <LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />
-          </td>
-        </tr>
+        <LoadMoreRow
+          colSpan={COLUMNS}
+          pageInfo={conn.pageInfo}
+          onMore={onMore}
+          shown={index * NAMESPACE_PAGE + conn.edges.length}
+          total={conn.totalCount}
+        />
       )}
     </tbody>
   );
@@ -171,7 +272,7 @@ function CreateNamespace() {
   const [slug, setSlug] = useState("");
   const [{ fetching, error }, create] = useMutation(CreateNamespaceMutation);
   const navigate = useNavigate();
-  const valid = SLUG_RE.test(slug);
+  const valid = SLUG_RE.test(slug) && slug.length <= 63;
   const onSubmit = async (e: FormEvent) => {
     e.preventDefault();
     const res = await create({ input: { slug } }, ctx);

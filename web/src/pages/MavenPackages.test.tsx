@@ -15,39 +15,43 @@ const file = (id: string, fileName: string, sizeBytes: number) => ({
   md5: null,
 });
 
-const server: Responder = (op) => {
-  if (opName(op) !== "MavenVersionDetail") return new Error("unexpected " + opName(op));
-  return {
-    data: {
-      repository: {
-        __typename: "Repository",
-        id: "r",
-        mavenPackage: {
-          __typename: "MavenPackage",
-          id: "p",
-          version: {
-            __typename: "MavenVersion",
-            id: "v",
-            version: "1.0",
-            isSnapshot: false,
-            sizeBytes: 0,
-            createdAt: "2026-11-01T00:00:00Z",
-            lastDownloadedAt: null,
-            files: {
-              __typename: "MavenFileConnection",
-              pageInfo: { __typename: "PageInfo", hasNextPage: false, endCursor: "c3" },
-              edges: [file("f1", "core-1.0.jar", 1000), file("f2", "core-1.0-sources.jar", 500), file("f3", "core-1.0.pom", 24)].map((node, i) => ({
-                __typename: "MavenFileEdge",
-                cursor: `c${i + 1}`,
-                node,
-              })),
+const server = serverWith([file("f1", "core-1.0.jar", 1000), file("f2", "core-1.0-sources.jar", 500), file("f3", "core-1.0.pom", 24)]);
+
+function serverWith(files: ReturnType<typeof file>[]): Responder {
+  return (op) => {
+    if (opName(op) !== "MavenVersionDetail") return new Error("unexpected " + opName(op));
+    return {
+      data: {
+        repository: {
+          __typename: "Repository",
+          id: "r",
+          mavenPackage: {
+            __typename: "MavenPackage",
+            id: "p",
+            version: {
+              __typename: "MavenVersion",
+              id: "v",
+              version: "1.0",
+              isSnapshot: false,
+              sizeBytes: 0,
+              createdAt: "2026-11-01T00:00:00Z",
+              lastDownloadedAt: null,
+              files: {
+                __typename: "MavenFileConnection",
+                pageInfo: { __typename: "PageInfo", hasNextPage: false, endCursor: "c3" },
+                edges: files.map((node, i) => ({
+                  __typename: "MavenFileEdge",
+                  cursor: `c${i + 1}`,
+                  node,
+                })),
+              },
             },
           },
         },
       },
-    },
+    };
   };
-};
+}
 
 describe("MavenVersionDetail", () => {
   it("shows the dependency snippet, the settings.xml server entry and the files", async () => {
@@ -72,12 +76,47 @@ describe("MavenVersionDetail", () => {
       expect(a.getAttribute("download")).toBe(name);
       expect(a.getAttribute("rel")).toBe("noopener noreferrer");
     }
-    // Only files that need a type or classifier get their own snippet.
-    expect(within(jar.closest("tr")!).queryByRole("button", { name: /Copy dependency/ })).toBeNull();
+    // The version's snippet at the top, and on its main artifact's row; a
+    // classified artifact names its classifier; the pom of a jar gets none.
+    const versionSnippet = "<dependency>\n  <groupId>com.acme</groupId>\n  <artifactId>core</artifactId>\n  <version>1.0</version>\n</dependency>";
+    expect(screen.getByRole("button", { name: "Copy dependency snippet for com.acme:core:1.0" }).getAttribute("title")).toBe(versionSnippet);
+    expect(within(jar.closest("tr")!).getByRole("button", { name: "Copy dependency snippet for core-1.0.jar" }).getAttribute("title")).toBe(versionSnippet);
     const sources = screen.getByRole("link", { name: "core-1.0-sources.jar" }).closest("tr")!;
-    expect(within(sources).getByRole("button", { name: "Copy dependency snippet for core-1.0-sources.jar" }).getAttribute("title")).toContain(
-      "<classifier>sources</classifier>",
+    const sourcesSnippet = within(sources).getByRole("button", { name: "Copy dependency snippet for core-1.0-sources.jar" }).getAttribute("title");
+    expect(sourcesSnippet).toContain("<classifier>sources</classifier>");
+    expect(sourcesSnippet).not.toContain("<type>");
+    const pom = screen.getByRole("link", { name: "core-1.0.pom" }).closest("tr")!;
+    expect(within(pom).queryByRole("button", { name: /Copy dependency/ })).toBeNull();
+  });
+
+  it("gives a pom-only version (a parent or BOM) a dependency of type pom", async () => {
+    renderRoutes(
+      "/n/acme/r/libs/maven/com.acme/core/1.0",
+      <Route path="/n/:ns/r/:repo/maven/:groupId/:artifactId/:version" element={<MavenVersionDetail />} />,
+      serverWith([file("f1", "core-1.0.pom", 24), file("f2", "core-1.0.pom.sha1", 40)]),
     );
+    const pom = (await screen.findByRole("link", { name: "core-1.0.pom" })).closest("tr")!;
+    expect(within(pom).getByRole("button", { name: "Copy dependency snippet for core-1.0.pom" }).getAttribute("title")).toContain("<type>pom</type>");
+    expect(screen.getByRole("button", { name: "Copy dependency snippet for com.acme:core:1.0" }).getAttribute("title")).toContain("<type>pom</type>");
+    // A checksum is not an artifact to depend on.
+    const sha1 = screen.getByRole("link", { name: "core-1.0.pom.sha1" }).closest("tr")!;
+    expect(within(sha1).queryByRole("button", { name: /Copy dependency/ })).toBeNull();
+  });
+
+  it("names the type of a war and of a classified zip", async () => {
+    renderRoutes(
+      "/n/acme/r/libs/maven/com.acme/core/1.0",
+      <Route path="/n/:ns/r/:repo/maven/:groupId/:artifactId/:version" element={<MavenVersionDetail />} />,
+      serverWith([file("f1", "core-1.0.pom", 24), file("f2", "core-1.0.war", 4000), file("f3", "core-1.0-dist.zip", 9000)]),
+    );
+    const war = (await screen.findByRole("link", { name: "core-1.0.war" })).closest("tr")!;
+    expect(within(war).getByRole("button", { name: /Copy dependency/ }).getAttribute("title")).toContain("<type>war</type>");
+    const top = screen.getByRole("button", { name: "Copy dependency snippet for com.acme:core:1.0" }).getAttribute("title")!;
+    expect(top).toContain("<type>war</type>");
+    const zip = screen.getByRole("link", { name: "core-1.0-dist.zip" }).closest("tr")!;
+    const zipSnippet = within(zip).getByRole("button", { name: /Copy dependency/ }).getAttribute("title")!;
+    expect(zipSnippet).toContain("<type>zip</type>");
+    expect(zipSnippet).toContain("<classifier>dist</classifier>");
   });
 
   it("builds file URLs from the group path", () => {

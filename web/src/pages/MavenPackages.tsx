@@ -5,8 +5,16 @@ import { useEffect, useRef, type ReactNode } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { useMutation, useQuery } from "urql";
 import { useAuth } from "../auth";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
-import { mavenDependency, mavenFileParts, mavenPom, mavenSettings, mavenURL } from "../components/usage";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import {
+  mavenDependency,
+  mavenFileDependency,
+  mavenMainArtifact,
+  mavenPom,
+  mavenSettings,
+  mavenURL,
+  type MavenCoordinates,
+} from "../components/usage";
 import { Badge, CopyBlock, CopyButton, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import { errorCode } from "../errors";
@@ -241,7 +249,7 @@ function MavenPackagePage({ ns, repo, after, index, isLast, onMore }: PageProps 
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={4} pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }
@@ -343,7 +351,7 @@ export function MavenPackageDetail() {
   );
 }
 
-function UseMaven({ ns, repo, coords }: { ns: string; repo: string; coords: { groupId: string; artifactId: string; version: string } }) {
+function UseMaven({ ns, repo, coords }: { ns: string; repo: string; coords: MavenCoordinates }) {
   const origin = window.location.origin;
   return (
     <div className="usage">
@@ -418,7 +426,7 @@ function MavenVersionPage({
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={5} pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }
@@ -462,9 +470,26 @@ export function MavenVersionDetail() {
   }
   const origin = window.location.origin;
   const files = v.files.edges.map((e) => e.node);
+  // The version's dependency names the main artifact's type when it is
+  // not a jar (a war, or a pom-only parent or BOM).
+  const main = mavenMainArtifact(
+    files.map((f) => f.fileName),
+    artifactId,
+    v.version,
+  );
+  const coords = { groupId, artifactId, version: v.version, type: main?.extension };
   return (
     <section>
-      {header}
+      <Crumbs ns={ns} repo={repo} groupId={groupId} artifactId={artifactId} version={version} />
+      <PageTitle
+        actions={
+          <CopyButton label={`dependency snippet for ${groupId}:${artifactId}:${v.version}`} text={mavenDependency(coords)}>
+            Copy dependency
+          </CopyButton>
+        }
+      >
+        {artifactId} {version} <Badge>maven</Badge>
+      </PageTitle>
       <Dl
         items={[
           ["Coordinates", `${groupId}:${artifactId}:${v.version}`],
@@ -476,7 +501,7 @@ export function MavenVersionDetail() {
         ]}
       />
       <h2>Use this version</h2>
-      <UseMaven ns={ns} repo={repo} coords={{ groupId, artifactId, version: v.version }} />
+      <UseMaven ns={ns} repo={repo} coords={coords} />
       <h2 id="files">Files</h2>
       <div className="table-wrap">
         <table className="table" aria-labelledby="files">
@@ -502,7 +527,7 @@ export function MavenVersionDetail() {
               </tr>
             )}
             {files.map((f) => {
-              const parts = mavenFileParts(f.fileName, artifactId, v.version);
+              const dependency = mavenFileDependency({ groupId, artifactId, version: v.version }, f.fileName, main);
               return (
                 <tr key={f.id} data-file={f.fileName}>
                   <th scope="row" data-label="File">
@@ -527,11 +552,8 @@ export function MavenVersionDetail() {
                     {f.sha1.slice(0, 16)}…
                   </td>
                   <td className="actions">
-                    {parts && (parts.classifier || parts.extension !== "jar") && (
-                      <CopyButton
-                        label={`dependency snippet for ${f.fileName}`}
-                        text={mavenDependency({ groupId, artifactId, version: v.version, type: parts.extension, classifier: parts.classifier })}
-                      >
+                    {dependency && (
+                      <CopyButton label={`dependency snippet for ${f.fileName}`} text={dependency}>
                         Copy dependency
                       </CopyButton>
                     )}

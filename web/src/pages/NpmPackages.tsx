@@ -4,7 +4,7 @@ import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "rea
 import { Link, useNavigate, useParams, useSearchParams } from "react-router";
 import { useMutation, useQuery } from "urql";
 import { useAuth } from "../auth";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { npmInstall, npmRegistryURL, npmrcFor } from "../components/usage";
 import { Badge, CopyBlock, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
@@ -288,7 +288,7 @@ function NpmPackagePage({ ns, repo, after, index, isLast, onMore }: PageProps & 
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={5} pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }
@@ -561,7 +561,7 @@ function VersionPage({
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={6} pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }

@@ -56,6 +56,10 @@ describe("PublishHistory", () => {
     expect(within(mavenRow).getByText("deleted")).toBeTruthy();
     const imageRow = screen.getByText("v1").closest("tr")!;
     expect(within(imageRow).getByRole("link", { name: /api@sha256:abab/ }).getAttribute("href")).toContain("/n/acme/r/app/images/api?manifest=");
+    // The last page ends with its last event: no empty row after it.
+    const rows = [...imageRow.closest("table")!.querySelectorAll("tbody tr")];
+    expect(rows).toHaveLength(events.length);
+    expect(rows.at(-1)).toBe(imageRow);
   });
 
   it("turns a UTC day range into from (inclusive) and to (exclusive)", () => {

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { useQuery } from "urql";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { Badge, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import type { PublishHistoryQuery } from "../gql/graphql";
@@ -191,7 +191,7 @@ function HistoryPage({
           </tr>
         );
       })}
-      {conn && isLast && note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} />)}
+      {conn && isLast && <LoadMoreRow colSpan={5} pageInfo={conn.pageInfo} onMore={onMore} />}
     </tbody>
   );
 }

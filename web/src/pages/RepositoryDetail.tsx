@@ -2,7 +2,7 @@ import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "rea
 import { Link, useNavigate, useParams } from "react-router";
 import { useMutation, useQuery } from "urql";
 import { useAuth } from "../auth";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { VisibilityBadge } from "../components/status";
 import { Usage } from "../components/usage";
 import { Badge, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
@@ -285,7 +285,7 @@ function ImagePage({ ns, repo, after, index, isLast, onMore }: PageProps & { ns:
       ))}
       {conn &&
         isLast &&
-        note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * IMAGE_PAGE + conn.edges.length} total={conn.totalCount} />)}
+        <LoadMoreRow colSpan={4} pageInfo={conn.pageInfo} onMore={onMore} shown={index * IMAGE_PAGE + conn.edges.length} total={conn.totalCount} />}
     </tbody>
   );
 }

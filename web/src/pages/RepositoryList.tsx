@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, type ReactNode } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { useQuery } from "urql";
 import { useAuth } from "../auth";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { VisibilityBadge } from "../components/status";
 import { Badge, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
@@ -218,14 +218,12 @@ export function RepositoryPage({
       ))}
       {conn &&
         isLast &&
-        note(
-          <LoadMore
+        <LoadMoreRow colSpan={COLUMNS}
             pageInfo={conn.pageInfo}
             onMore={onMore}
             shown={index * REPO_PAGE_SIZE + conn.edges.length}
             total={conn.totalCount}
-          />,
-        )}
+          />}
     </tbody>
   );
 }

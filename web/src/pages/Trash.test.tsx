@@ -67,6 +67,26 @@ describe("Trash", () => {
     const mavenRow = screen.getByText("com.acme:core:2.0").closest("tr")!;
     expect(within(mavenRow).getByText("Maven version")).toBeTruthy();
     expect(within(mavenRow).getByRole("link", { name: "libs" }).getAttribute("href")).toBe("/n/acme/r/libs");
+    // The last page ends with its last item: no empty row after it.
+    const rows = [...mavenRow.closest("table")!.querySelectorAll("tbody tr")];
+    expect(rows).toEqual([npmRow, mavenRow]);
+  });
+
+  it("ends a page that has more with the Load more row", async () => {
+    renderRoutes(
+      "/n/acme/trash",
+      <Route path="/n/:ns/trash" element={<Trash />} />,
+      () => {
+        const r = trash([{ node: npmVersion, kind: "NPM_VERSION" }]);
+        r.data.namespace.trash.pageInfo.hasNextPage = true;
+        return r;
+      },
+      { token: "t" },
+    );
+    const npmRow = (await screen.findByText("@acme/ui@1.2.0")).closest("tr")!;
+    const rows = [...npmRow.closest("table")!.querySelectorAll("tbody tr")];
+    expect(rows).toHaveLength(2);
+    expect(within(rows[1] as HTMLElement).getByRole("button", { name: "Load more" })).toBeTruthy();
   });
 
   it("filters by kind through the URL", async () => {

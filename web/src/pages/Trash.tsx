@@ -1,7 +1,7 @@
 import { useEffect, useRef, type ReactNode } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { useMutation, useQuery } from "urql";
-import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { Badge, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import type { TrashKind } from "../gql/graphql";
@@ -526,7 +526,7 @@ function TrashPage({ ns, kind, after, index, isLast, onMore }: PageProps & { ns:
           </tr>
         );
       })}
-      {conn && isLast && note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} />)}
+      {conn && isLast && <LoadMoreRow colSpan={6} pageInfo={conn.pageInfo} onMore={onMore} />}
     </tbody>
   );
 }
