@@ -115,7 +115,7 @@ func runServe(ctx context.Context, args []string) error {
 		OCI:   oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci},
 		Npm:   npmOpts,
 		Maven: maven.Options{Auth: authn, Logger: log},
-		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)},
+		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts), Keyring: keyring},
 	})
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
