@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 func TestParseChallenges(t *testing.T) {
@@ -287,6 +289,9 @@ func TestTokenRefused(t *testing.T) {
 	}
 	if c.breaker.consecutiveFailures() != 0 {
 		t.Fatal("refused credentials counted as an outage")
+	}
+	if h := c.Health(); h.Status != enum.HealthUnhealthy || !strings.Contains(h.LastError, "credentials") {
+		t.Fatalf("health %+v", h)
 	}
 
 	basic := newTokenRegistry(t, "bob", "pw-of-bob", func(tr *tokenRegistry) { tr.basic = true })

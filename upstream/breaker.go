@@ -14,9 +14,10 @@ import (
 // Health is what a Client knows about its upstream, as HealthRecorder
 // receives it and Client.Health returns it.
 type Health struct {
-	// Status: HealthHealthy after a request got an answer (any status
-	// below 500 other than 429), HealthUnhealthy once the breaker opened
-	// or a 429 made requests fail fast, HealthUnknown before either.
+	// Status: HealthHealthy after an answer (any status below 500 other
+	// than 429, 401 and 403), HealthUnhealthy once the breaker opened, a
+	// 429 made requests fail fast or the credentials were refused,
+	// HealthUnknown before any of these.
 	Status enum.HealthStatus
 	// CheckedAt is when Status was last confirmed by an upstream answer
 	// or failure.
@@ -112,6 +113,23 @@ func (b *breaker) success(probe bool) {
 	now := b.now()
 	b.mu.Unlock()
 	b.health(Health{Status: enum.HealthHealthy, CheckedAt: now})
+}
+
+// refused records an answer that makes the upstream unusable although it
+// is up (credentials refused): the breaker treats it as an answer, the
+// health as a problem an admin must see.
+func (b *breaker) refused(probe bool, e *Error) {
+	b.mu.Lock()
+	b.failures = 0
+	if probe {
+		b.probing = false
+	}
+	if b.state != breakerClosed {
+		b.setState(breakerClosed)
+	}
+	now := b.now()
+	b.mu.Unlock()
+	b.health(Health{Status: enum.HealthUnhealthy, CheckedAt: now, LastError: e.ClientMessage()})
 }
 
 // failure records a failed request (e.Temporary() and not a 429).

@@ -348,7 +348,9 @@ func (c *Client) Do(ctx context.Context, r *Request) (*http.Response, error) {
 				e.RetryAt = c.now().Add(c.cfg.RateLimitWait)
 			}
 			c.breaker.rateLimited(probe, e.RetryAt, e)
-		case KindUnauthorized, KindInvalid, KindRejected, KindNotFound:
+		case KindUnauthorized:
+			c.breaker.refused(probe, e)
+		case KindInvalid, KindRejected, KindNotFound:
 			// The upstream (or its realm) answered: it is up.
 			c.breaker.success(probe)
 		default:
@@ -378,6 +380,8 @@ func (c *Client) Do(ctx context.Context, r *Request) (*http.Response, error) {
 		c.breaker.rateLimited(probe, e.RetryAt, e)
 	case KindBadGateway:
 		c.breaker.failure(probe, e)
+	case KindUnauthorized:
+		c.breaker.refused(probe, e)
 	default:
 		c.breaker.success(probe)
 	}

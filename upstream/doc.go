@@ -84,7 +84,9 @@
 // its table's last_health_status and last_health_checked_at: on every
 // status change and otherwise at most once per HealthInterval, from a
 // background goroutine, in order, never on a request's path. Healthy
-// after an answer; unhealthy when the breaker opens or a 429 arrives.
+// after an answer; unhealthy when the breaker opens, a 429 arrives or the
+// credentials are refused (the breaker stays closed then: the upstream is
+// up, only our configuration is wrong).
 //
 // Negative cache. 404 and 410 answers are remembered per key (the
 // request's path and query, or Request.NegativeKey) for Config.NegativeTTL

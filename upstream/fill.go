@@ -282,7 +282,9 @@ func (f *fill) fetch(ctx context.Context) (outcome string, err error) {
 		resp.Body.Close()
 		return fail("stage_failed", fmt.Errorf("upstream: spool: %w", err))
 	}
+	c.fillMu.Lock() // drop reads sp under it
 	f.header, f.size, f.sp = resp.Header, size, sp
+	c.fillMu.Unlock()
 	close(f.ready)
 
 	// The stage follows the spool like any reader: a slow store does not
