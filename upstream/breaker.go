@@ -264,8 +264,9 @@ type healthLog struct {
 	cur      Health
 	recorded time.Time
 	pending  *Health
-	running  bool
-	wg       sync.WaitGroup
+	// idle is closed when the running drain goroutine exits (nil when
+	// none runs).
+	idle chan struct{}
 }
 
 func (l *healthLog) report(h Health) {
@@ -281,22 +282,21 @@ func (l *healthLog) report(h Health) {
 	}
 	l.recorded = h.CheckedAt
 	l.pending = &h
-	if !l.running {
-		l.running = true
-		l.wg.Add(1)
-		go l.drain()
+	if l.idle == nil {
+		l.idle = make(chan struct{})
+		go l.drain(l.idle)
 	}
 }
 
-func (l *healthLog) drain() {
-	defer l.wg.Done()
+func (l *healthLog) drain(idle chan struct{}) {
 	for {
 		l.mu.Lock()
 		p := l.pending
 		l.pending = nil
 		if p == nil {
-			l.running = false
+			l.idle = nil
 			l.mu.Unlock()
+			close(idle)
 			return
 		}
 		l.mu.Unlock()
@@ -305,6 +305,16 @@ func (l *healthLog) drain() {
 			l.onError(err)
 		}
 		cancel()
+	}
+}
+
+// flush waits until the records pending now are written.
+func (l *healthLog) flush() {
+	l.mu.Lock()
+	idle := l.idle
+	l.mu.Unlock()
+	if idle != nil {
+		<-idle
 	}
 }
 

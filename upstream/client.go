@@ -308,6 +308,9 @@ func (c *Client) Do(ctx context.Context, r *Request) (*http.Response, error) {
 	negKey := r.NegativeKey
 	if negKey == "" {
 		negKey = u.RequestURI()
+		if origin(u) != c.origin {
+			negKey = u.String()
+		}
 	}
 	if c.negative.hit(negKey) {
 		c.metrics.negativeHits.Inc()
@@ -414,7 +417,7 @@ func (c *Client) Close(ctx context.Context) error {
 		<-done
 	}
 	c.fillCancel()
-	c.health.wg.Wait()
+	c.health.flush()
 	if t, ok := c.transport.(interface{ CloseIdleConnections() }); ok {
 		t.CloseIdleConnections()
 	}

@@ -452,3 +452,45 @@ func mappedTransport(m map[string]string) *http.Transport {
 }
 
 func hostOf(s string) string { return strings.TrimPrefix(s, "http://") }
+
+// TestHealthInterval: an unchanged status is recorded again only once
+// per HealthInterval; a change is recorded at once; a recorder error is
+// logged, not returned to requests.
+func TestHealthInterval(t *testing.T) {
+	clk := newClock()
+	f := &flaky{ok: func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }}
+	up := serve(t, f)
+	rec := &healthLogT{}
+	c := newTestClient(t, Config{URL: up.URL, Now: clk.Now, HealthRecorder: rec, HealthInterval: time.Minute, FailureThreshold: 1})
+	for range 5 {
+		if err := get(c, "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.health.flush()
+	if n := len(rec.statuses()); n != 1 {
+		t.Fatalf("records %d, want 1", n)
+	}
+	clk.Advance(61 * time.Second)
+	if err := get(c, "x"); err != nil {
+		t.Fatal(err)
+	}
+	c.health.flush()
+	if n := len(rec.statuses()); n != 2 || !rec.last().CheckedAt.Equal(clk.Now()) {
+		t.Fatalf("records %d (%+v), want 2 at the new time", n, rec.last())
+	}
+	f.down.Store(true)
+	wantKind(t, get(c, "x"), KindBadGateway)
+	c.health.flush()
+	if s := rec.statuses(); len(s) != 3 || s[2] != enum.HealthUnhealthy {
+		t.Fatalf("statuses %v", s)
+	}
+
+	failing := newTestClient(t, Config{URL: up.URL, HealthRecorder: HealthFunc(func(context.Context, Health) error {
+		return errors.New("database down")
+	})})
+	f.down.Store(false)
+	if err := get(failing, "x"); err != nil {
+		t.Fatalf("a failing recorder leaked into the request: %v", err)
+	}
+}
