@@ -19,8 +19,9 @@ import (
 // blobServer serves one body at /v2/r/blobs/<digest>, counting requests;
 // hold, when set, is called between the two halves of the body.
 type blobServer struct {
-	body  []byte
-	path  string
+	body   []byte
+	path   string
+	digest string // of body, computed once (the benchmarks serve it often)
 	count counter
 	// noLength sends the body chunked, without Content-Length.
 	noLength bool
@@ -31,7 +32,8 @@ type blobServer struct {
 }
 
 func newBlobServer(body []byte) *blobServer {
-	return &blobServer{body: body, path: "/v2/r/blobs/" + sha256Digest(body).String()}
+	d := sha256Digest(body).String()
+	return &blobServer{body: body, path: "/v2/r/blobs/" + d, digest: d}
 }
 
 func (b *blobServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,7 +45,7 @@ func (b *blobServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !b.noLength {
 		w.Header().Set("Content-Length", strconv.Itoa(len(b.body)))
 	}
-	w.Header().Set("Docker-Content-Digest", sha256Digest(b.body).String())
+	w.Header().Set("Docker-Content-Digest", b.digest)
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodHead {
 		return
@@ -321,7 +323,7 @@ func TestFillMismatch(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := &blobServer{body: tc.served, path: "/v2/r/blobs/x", noLength: tc.noLength}
+			srv := &blobServer{body: tc.served, path: "/v2/r/blobs/x", noLength: tc.noLength, digest: sha256Digest(tc.served).String()}
 			up := serve(t, srv)
 			c := newTestClient(t, Config{URL: up.URL})
 			for _, sloppy := range []bool{false, true} {
@@ -379,7 +381,7 @@ func sha1Digest(b []byte) Digest {
 // commit, and a fill with several digests needs them all.
 func TestFillVerifiesEveryDigest(t *testing.T) {
 	body := randomBytes(100_000, 4) // small: spooled in memory
-	srv := &blobServer{body: body, path: "/pkg.tgz"}
+	srv := &blobServer{body: body, path: "/pkg.tgz", digest: sha256Digest(body).String()}
 	up := serve(t, srv)
 	c := newTestClient(t, Config{URL: up.URL})
 	stage := newMemStage()
