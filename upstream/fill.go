@@ -122,6 +122,10 @@ func (c *Client) Fill(ctx context.Context, fr FillRequest) (*FillReader, error) 
 		return nil, errClosed
 	}
 	f, shared := c.fills[fr.Key]
+	if shared && f.failed() {
+		// Its entry is about to go; a new fetch may well succeed.
+		shared = false
+	}
 	if !shared {
 		f = &fill{c: c, key: fr.Key, req: fr, ready: make(chan struct{}), done: make(chan struct{})}
 		c.fills[fr.Key] = f
@@ -192,6 +196,25 @@ func (r *FillReader) Wait(ctx context.Context) (*FillResult, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// failed reports whether the fill already failed, before or after its
+// headers (c.fillMu held, which guards sp).
+func (f *fill) failed() bool {
+	select {
+	case <-f.ready:
+	default:
+		return false
+	}
+	if f.err != nil {
+		return true
+	}
+	if f.sp == nil {
+		return false
+	}
+	f.sp.mu.Lock()
+	defer f.sp.mu.Unlock()
+	return f.sp.done && f.sp.err != nil
 }
 
 func (f *fill) release() {
