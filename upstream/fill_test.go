@@ -22,7 +22,7 @@ type blobServer struct {
 	body   []byte
 	path   string
 	digest string // of body, computed once (the benchmarks serve it often)
-	count counter
+	count  counter
 	// noLength sends the body chunked, without Content-Length.
 	noLength bool
 	hold     func(w http.ResponseWriter)
