@@ -38,7 +38,7 @@ func TestCacheEvict(t *testing.T) {
 		p := []byte(fmt.Sprintf(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":2},"layers":[]}`,
 			store.FormatSHA256(sha256.Sum256([]byte(slug+image)))))
 		d := sha256.Sum256(p)
-		if _, err := cs.CacheRemoteManifest(e.ctx, tg, container.RemoteManifestPut{Digest: d,
+		if _, _, err := cs.CacheRemoteManifest(e.ctx, tg, container.RemoteManifestPut{Digest: d,
 			MediaType: "application/vnd.oci.image.manifest.v1+json", Payload: p, Tag: "latest"}); err != nil {
 			t.Fatal(err)
 		}

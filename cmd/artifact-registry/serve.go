@@ -33,6 +33,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/credentials"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
+	"github.com/artifact-registry/artifact-registry/upstream"
 )
 
 func runServe(ctx context.Context, args []string) error {
@@ -111,8 +112,14 @@ func runServe(ctx context.Context, args []string) error {
 	srv.Registry().MustRegister(authn.Collectors()...)
 	srv.Registry().MustRegister(reconciler.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
+	// Pull-through caches: the upstream layer's metrics and the cache
+	// outcomes, one set each for the process.
+	upstreamMetrics, cacheMetrics := upstream.NewMetrics(), oci.NewCacheMetrics()
+	srv.Registry().MustRegister(upstreamMetrics.Collectors()...)
+	srv.Registry().MustRegister(cacheMetrics.Collectors()...)
 	routes.Mount(srv.Router(), st, routes.Options{
-		OCI:   oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci},
+		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
+			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics}},
 		Npm:   npmOpts,
 		Maven: maven.Options{Auth: authn, Logger: log},
 		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts), Keyring: keyring},

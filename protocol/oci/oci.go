@@ -67,6 +67,8 @@ type Options struct {
 	// Legacy, when set, turns on proxy mode in front of a legacy
 	// registry:2 (legacy_proxy.go).
 	Legacy *LegacyOptions
+	// Remote configures the pull-through caches (remote.go).
+	Remote RemoteOptions
 }
 
 type handler struct {
@@ -86,6 +88,7 @@ type handler struct {
 	pulls    *pullRecorder
 	nsIDs    sync.Map // namespace slug -> uuid.UUID
 	legacy   *legacyProxy
+	remote   *remotes
 }
 
 // payloadCacheBytes bounds the manifest payload cache; payloads over
@@ -103,6 +106,10 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		h.log = slog.Default()
 	}
 	h.pulls = newPullRecorder(h.container, h.log)
+	if opts.Remote.Keyring != nil {
+		h.container.SetKeyring(opts.Remote.Keyring)
+	}
+	h.remote = newRemotes(h, opts.Remote)
 	if opts.Auth == nil {
 		panic("oci.Mount: Options.Auth is required")
 	}
@@ -220,6 +227,14 @@ func (h *handler) target(r *http.Request, action auth.Action) (*container.Target
 	}
 	if err != nil {
 		return nil, err
+	}
+	if t.Remote != nil && action != auth.ActionRead {
+		// Refused after the read check: who may not read the remote learns
+		// nothing about it.
+		if err := h.authorize(r, auth.ActionRead, t); err != nil {
+			return nil, err
+		}
+		return nil, remoteRefused(t)
 	}
 	if err := h.authorize(r, action, t); err != nil {
 		return nil, err

@@ -63,6 +63,9 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	filter := r.URL.Query().Get("artifactType")
+	if t.Remote != nil {
+		return h.remoteReferrers(w, r, t, subject, filter)
+	}
 	descs, err := h.referrersOf(r.Context(), t, subject)
 	if err != nil {
 		return err
@@ -85,11 +88,16 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 	}{2, mtOCIIndex, out})
 }
 
-// referrersOf finds the referrers of subject among the image's manifests.
-// The schema stores no subject column, so each candidate manifest's payload
-// is parsed once and its referrer info cached by digest.
+// referrersOf finds the referrers of subject among the image's manifests
+// (a pull-through cache's: its cached ones). The schema stores no subject
+// column, so each candidate manifest's payload is parsed once and its
+// referrer info cached by digest.
 func (h *handler) referrersOf(ctx context.Context, t *container.Target, subject digest) ([]referrerDescriptor, error) {
-	cands, err := h.container.ReferrerCandidates(ctx, t, subjectMediaTypes)
+	candidates := h.container.ReferrerCandidates
+	if t.Remote != nil {
+		candidates = h.container.RemoteReferrerCandidates
+	}
+	cands, err := candidates(ctx, t, subjectMediaTypes)
 	if err != nil {
 		return nil, err
 	}

@@ -228,20 +228,23 @@ type RemoteManifestPut struct {
 // inserts the manifest row with its attachment, records an index's
 // children, links the manifest to the cached indexes that list it (adding
 // its size to theirs, and theirs the cached children's), and upserts the
-// tag. A manifest already cached only moves the tag.
-func (s *Store) CacheRemoteManifest(ctx context.Context, t *Target, in RemoteManifestPut) (*ManifestRow, error) {
+// tag. A manifest already cached only moves the tag. It returns the
+// manifest row and the cached image's id.
+func (s *Store) CacheRemoteManifest(ctx context.Context, t *Target, in RemoteManifestPut) (*ManifestRow, uuid.UUID, error) {
 	staged, err := s.core.StageBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
 		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))})
 	if err != nil {
-		return nil, err
+		return nil, uuid.Nil, err
 	}
 	var (
 		out       *ManifestRow
+		imageID   uuid.UUID
 		committed bool
 	)
 	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
 		committed = false
-		imageID, err := s.ensureRemoteImage(ctx, tx, t)
+		var err error
+		imageID, err = s.ensureRemoteImage(ctx, tx, t)
 		if err != nil {
 			return err
 		}
@@ -269,9 +272,9 @@ func (s *Store) CacheRemoteManifest(ctx context.Context, t *Target, in RemoteMan
 	})
 	staged.Close(ctx, err == nil && committed)
 	if err != nil {
-		return nil, err
+		return nil, uuid.Nil, err
 	}
-	return out, nil
+	return out, imageID, nil
 }
 
 func (s *Store) insertRemoteManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in RemoteManifestPut, u store.StagedUse) (*ManifestRow, error) {

@@ -197,7 +197,7 @@ func TestRemoteCacheIndexLazyChildren(t *testing.T) {
 	idx := manifestJSON("index", amdD, armD)
 	idxD := sha256.Sum256(idx)
 
-	m, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: idxD, MediaType: "application/vnd.oci.image.index.v1+json",
+	m, _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: idxD, MediaType: "application/vnd.oci.image.index.v1+json",
 		Payload: idx, Children: [][32]byte{amdD, armD}, Tag: "v1", ETag: `"` + store.FormatSHA256(idxD) + `"`})
 	if err != nil {
 		t.Fatal(err)
@@ -218,7 +218,7 @@ func TestRemoteCacheIndexLazyChildren(t *testing.T) {
 		t.Fatalf("stored index differs: %v", err)
 	}
 	// The amd64 child arrives: linked, and the index's size grows by it.
-	child, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: amdD,
+	child, _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: amdD,
 		MediaType: "application/vnd.oci.image.manifest.v1+json", Payload: amd, BlobsSize: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestRemoteCacheIndexLazyChildren(t *testing.T) {
 		t.Fatalf("arm64 child: %v", err)
 	}
 	// Caching the same manifest again only moves a tag.
-	if _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: amdD,
+	if _, _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: amdD,
 		MediaType: "application/vnd.oci.image.manifest.v1+json", Payload: amd, BlobsSize: 10, Tag: "amd"}); err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestRemotePurgeWithCachedImages(t *testing.T) {
 		tg := f.target("mirror", fmt.Sprintf("img%d", i))
 		cfg := sha256.Sum256([]byte(fmt.Sprint("cfg", i)))
 		p := manifestJSON(fmt.Sprint("m", i), cfg)
-		if _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: sha256.Sum256(p),
+		if _, _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: sha256.Sum256(p),
 			MediaType: "application/vnd.oci.image.manifest.v1+json", Payload: p, Tag: "latest"}); err != nil {
 			t.Fatal(err)
 		}
