@@ -774,4 +774,3 @@ func remoteRefused(t *container.Target) *apiError {
 		"repository %s/%s is a remote repository (a pull-through cache of an upstream registry): pushes, uploads and deletes are not supported; push to a hosted repository",
 		t.NamespaceSlug, t.RepositoryName)
 }
-

@@ -231,5 +231,3 @@ func (s *remoteServer) nsID(t *testing.T, slug string) any {
 	}
 	return ns.ID
 }
-
-
