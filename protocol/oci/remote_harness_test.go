@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -69,6 +70,9 @@ type testUpstream struct {
 	plain    string // host:port of the registry while seeding (no auth)
 	tokens   *legacytest.TokenServer
 	down     atomic.Bool
+	// throttle, when positive, slows blob bodies to that many bytes per
+	// second (a slow upstream, for fills that outlive their clients).
+	throttle atomic.Int64
 
 	mu     sync.Mutex
 	counts map[string]int // "METHOD path status" of the answers through the front
@@ -93,6 +97,9 @@ func newTestUpstream(t testing.TB, mode upstreamAuth) *testUpstream {
 			u.mu.Lock()
 			u.counts[fmt.Sprintf("%s %s %d", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode)]++
 			u.mu.Unlock()
+			if rate := u.throttle.Load(); rate > 0 && strings.Contains(resp.Request.URL.Path, "/blobs/") {
+				resp.Body = &slowBody{rc: resp.Body, rate: rate}
+			}
 			return nil
 		},
 		ErrorLog: nil,
@@ -341,3 +348,20 @@ func (s *remoteServer) count(t testing.TB, q string, args ...any) int {
 	}
 	return n
 }
+
+// slowBody delivers a body at rate bytes per second, in 64 KiB reads.
+type slowBody struct {
+	rc   io.ReadCloser
+	rate int64
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
+	n, err := b.rc.Read(p)
+	time.Sleep(time.Duration(int64(n) * int64(time.Second) / b.rate))
+	return n, err
+}
+
+func (b *slowBody) Close() error { return b.rc.Close() }
