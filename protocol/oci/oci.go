@@ -228,16 +228,13 @@ func (h *handler) target(r *http.Request, action auth.Action) (*container.Target
 	if err != nil {
 		return nil, err
 	}
-	if t.Remote != nil && action != auth.ActionRead {
-		// Refused after the read check: who may not read the remote learns
-		// nothing about it.
-		if err := h.authorize(r, auth.ActionRead, t); err != nil {
-			return nil, err
-		}
-		return nil, remoteRefused(t)
-	}
 	if err := h.authorize(r, action, t); err != nil {
 		return nil, err
+	}
+	if t.Remote != nil && action != auth.ActionRead {
+		// Refused once authorized: who may not write the remote is told
+		// so as for any repository.
+		return nil, remoteRefused(t)
 	}
 	return t, nil
 }
