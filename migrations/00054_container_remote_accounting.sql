@@ -149,6 +149,12 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- Cached rows written before these triggers (none through the API, which
+-- refused remote repositories until now) were not counted: their
+-- namespaces go to the front of the reconciliation queue.
+UPDATE namespace_statistics SET last_reconciled_at = 'epoch'
+WHERE namespace_id IN (SELECT DISTINCT namespace_id FROM container_remote_repositories);
+
 -- +goose Down
 -- +goose StatementBegin
 DO $$
