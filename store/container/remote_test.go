@@ -399,3 +399,25 @@ func TestRemotePurgeWithCachedImages(t *testing.T) {
 		t.Fatalf("%d cached images left", n)
 	}
 }
+
+// TestUpstreamImageName: Docker Hub's library/ rule applies to
+// one-component names when the upstream is Docker Hub (by host), and
+// nowhere else.
+func TestUpstreamImageName(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ url, image, want string }{
+		{"https://registry-1.docker.io", "alpine", "library/alpine"},
+		{"https://docker.io/", "alpine", "library/alpine"},
+		{"https://index.docker.io", "nginx", "library/nginx"},
+		{"https://REGISTRY.HUB.DOCKER.COM", "busybox", "library/busybox"},
+		{"https://registry-1.docker.io", "library/alpine", "library/alpine"},
+		{"https://registry-1.docker.io", "grafana/grafana", "grafana/grafana"},
+		{"https://registry.example.test", "alpine", "alpine"},
+		{"http://127.0.0.1:5000", "alpine", "alpine"},
+		{"https://docker.io.example.test", "alpine", "alpine"},
+	} {
+		if got := container.UpstreamImageName(c.url, c.image); got != c.want {
+			t.Errorf("UpstreamImageName(%q, %q) = %q, want %q", c.url, c.image, got, c.want)
+		}
+	}
+}
