@@ -102,7 +102,7 @@ describe("RemotePanel", () => {
     expect(await screen.findByText("unhealthy")).toBeTruthy();
     expect(screen.getByText("upstream unreachable")).toBeTruthy();
     expect(screen.getByText("stored (encrypted)")).toBeTruthy();
-    expect(screen.getByText("75.0 % (3 hits, 1 misses)")).toBeTruthy();
+    expect(screen.getByText("75.0 % (3 hits, 1 miss from the upstream)")).toBeTruthy();
     const row = (await screen.findByText("library/alpine")).closest("tr")!;
     expect(within(row).getByText("3.0 MiB")).toBeTruthy();
     expect(within(row).getByText("revalidates on next pull")).toBeTruthy();

@@ -130,7 +130,11 @@ export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; adm
           ["Last error", rem.lastError ?? "–"],
           ["Credentials", rem.hasCredentials ? "stored (encrypted)" : "none (anonymous)"],
           ["Tags revalidated after", `${rem.cacheValidityHours} h`],
-          ["Hit ratio", `${formatRatio(rem.hitRatio)} (${formatCount(rem.cacheHits)} hits, ${formatCount(rem.cacheMisses)} misses)`],
+          [
+            "Hit ratio",
+            `${formatRatio(rem.hitRatio)} (${formatCount(rem.cacheHits)} ${rem.cacheHits === 1 ? "hit" : "hits"}, ` +
+              `${formatCount(rem.cacheMisses)} ${rem.cacheMisses === 1 ? "miss" : "misses"} from the upstream)`,
+          ],
         ]}
       />
       <h2>Cached images</h2>
