@@ -218,6 +218,11 @@ const staleWarning = `110 artifact-registry "Response is Stale: the upstream reg
 func (h *handler) upstreamFailure(err error, notFound func() *apiError) error {
 	var ue *upstream.Error
 	if !errors.As(err, &ue) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			// The shared resolution's own deadline (the client's would
+			// have ended the request first).
+			return newErr(http.StatusGatewayTimeout, codeUnavailable, "upstream did not answer in time")
+		}
 		return err
 	}
 	if ue.Kind == upstream.KindNotFound {

@@ -201,6 +201,8 @@ func (rs *remotes) revalidateTag(ctx context.Context, t *container.Target, tag s
 		if errors.As(err, &ae) {
 			return nil, err
 		}
+		// The tag moved but the new manifest cannot be had now: the
+		// cached one is what there is.
 		return stale(err)
 	}
 	if etag == "" {
