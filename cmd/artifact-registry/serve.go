@@ -119,7 +119,8 @@ func runServe(ctx context.Context, args []string) error {
 	srv.Registry().MustRegister(cacheMetrics.Collectors()...)
 	routes.Mount(srv.Router(), st, routes.Options{
 		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
-			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics}},
+			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics,
+				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},
 		Npm:   npmOpts,
 		Maven: maven.Options{Auth: authn, Logger: log},
 		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts), Keyring: keyring},

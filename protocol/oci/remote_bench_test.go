@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 //
 //	direct-upstream   from the upstream itself (distribution v3)
 //	remote-cold       through a pull-through cache that holds nothing
-//	                  (a fresh namespace per iteration)
+//	                  (a fresh namespace per iteration), the fill's spool
+//	                  in the temporary directory (here on disk)
+//	remote-cold-tmpfs the same with the spool on a tmpfs (/dev/shm)
 //	dist-proxy-cold   through distribution v3 in proxy mode, cold (a
 //	                  fresh proxy per iteration)
 //	remote-warm       through the cache once it holds the image
@@ -109,6 +112,26 @@ func BenchmarkRemoteCache(b *testing.B) {
 		}
 		report(b, ttfb)
 	})
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		shm, err := os.MkdirTemp("/dev/shm", "remote-bench-spool-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = os.RemoveAll(shm) })
+		s2 := newRemoteServer(b, shm)
+		b.Run("remote-cold-tmpfs", func(b *testing.B) {
+			var ttfb time.Duration
+			for range b.N {
+				b.StopTimer()
+				n++
+				ns := fmt.Sprintf("cold%d", n)
+				s2.remote(b, ns, "hub", up.URL, enum.VisibilityPrivate, 24, nil)
+				b.StartTimer()
+				ttfb += pull(b, s2.URL, ns+"/hub/bench/image", true)
+			}
+			report(b, ttfb)
+		})
+	}
 	b.Run("dist-proxy-cold", func(b *testing.B) {
 		var ttfb time.Duration
 		for range b.N {

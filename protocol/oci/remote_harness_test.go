@@ -293,8 +293,14 @@ type remoteServer struct {
 	h    http.Handler
 }
 
-func newRemoteServer(t testing.TB) *remoteServer {
+// newRemoteServer starts it; spool, when given, is the fills' spool
+// directory (default a test temporary directory).
+func newRemoteServer(t testing.TB, spool ...string) *remoteServer {
 	t.Helper()
+	spoolDir := t.TempDir()
+	if len(spool) > 0 {
+		spoolDir = spool[0]
+	}
 	st := testsupport.Store(t, testsupport.StoreOptions{})
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -311,7 +317,7 @@ func newRemoteServer(t testing.TB) *remoteServer {
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	authn := auth.New(st, auth.Options{AdminToken: testToken, Logger: log})
 	Mount(hs.Router(), st, Options{Auth: authn, Logger: log, Remote: RemoteOptions{Keyring: kr,
-		Upstream: upstream.Config{OfflinePeriod: time.Second, SpoolDir: t.TempDir(), NegativeTTL: -1}}})
+		Upstream: upstream.Config{OfflinePeriod: time.Second, SpoolDir: spoolDir, NegativeTTL: -1}}})
 	srv := httptest.NewServer(hs.Handler())
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
