@@ -158,6 +158,8 @@ func TestRemoteTokenUpstream(t *testing.T) {
 	if body := readBody(t, resp); resp.StatusCode != http.StatusMethodNotAllowed || !strings.Contains(body, codeUnsupported) {
 		t.Fatalf("delete through a remote: %d %s", resp.StatusCode, body)
 	}
+	crane.fail("DENIED", "copy", "--insecure", hub+":v1", hub+":copied") // the reader may not write anywhere
+	crane.run("auth", "login", s.Host, "-u", "ci", "-p", writer, "--insecure")
 	crane.fail("UNSUPPORTED", "copy", "--insecure", hub+":v1", hub+":copied")
 
 	// The upstream goes down.
