@@ -28,30 +28,33 @@ type Referrer struct {
 	ArtifactType string
 }
 
+// referrersSQL lists an image's active referrers of a subject by digest:
+// a range scan of container_manifests_subject_idx (namespace, image,
+// subject, then digest: the order asked for), with the optional artifact
+// type ($5) and keyset ($6) as filters on the rows it finds.
+const referrersSQL = `
+SELECT ` + manifestRowColumns + `, COALESCE(cm.artifact_type, '')
+FROM container_manifests cm
+WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.subject_digest = $3
+  AND cm.soft_deleted_at IS NULL
+  AND ($5::text IS NULL OR cm.artifact_type = $5)
+  AND ($6::bytea IS NULL OR cm.digest > $6)
+ORDER BY cm.digest
+LIMIT $4`
+
 // Referrers returns up to limit active manifests of the target's image
 // whose recorded subject is subject, by digest after after (nil: from the
-// start), only those of artifactType unless it is "": one range scan of
-// container_manifests_subject_idx, then their payload blob rows.
+// start), only those of artifactType unless it is "" (referrersSQL), with
+// their payload blob rows.
 func (s *Store) Referrers(ctx context.Context, t *Target, subject [32]byte, artifactType string, after []byte, limit int) ([]*Referrer, error) {
 	if t.ImageID == uuid.Nil || limit <= 0 {
 		return nil, nil
 	}
-	where, args := "", []any{t.NamespaceID, t.ImageID, subject[:], limit}
+	var filter *string
 	if artifactType != "" {
-		args = append(args, artifactType)
-		where += fmt.Sprintf(" AND cm.artifact_type = $%d", len(args))
+		filter = &artifactType
 	}
-	if after != nil {
-		args = append(args, after)
-		where += fmt.Sprintf(" AND cm.digest > $%d", len(args))
-	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+manifestRowColumns+`, COALESCE(cm.artifact_type, '')
-		FROM container_manifests cm
-		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.subject_digest = $3
-		  AND cm.soft_deleted_at IS NULL`+where+`
-		ORDER BY cm.digest
-		LIMIT $4`, args...)
+	rows, err := s.pool.Query(ctx, referrersSQL, t.NamespaceID, t.ImageID, subject[:], limit, filter, after)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: referrers: %w", err))
 	}
