@@ -192,7 +192,7 @@ function responder(details: Record<string, { manifest: object | null; errors?: {
           ),
         });
       case "ManifestDetail": {
-        const d = details[op.variables.digest as string];
+        const d = details[(op.variables as { digest: string }).digest];
         return {
           data: { repository: { __typename: "Repository", id: "r1", image: { __typename: "ContainerImage", id: "i1", manifest: d?.manifest ?? null } } },
           errors: d?.errors,
@@ -219,7 +219,7 @@ describe("ImageDetail", () => {
     expect(within(sigRow).getByText(SIG_TYPE)).toBeTruthy();
     expect(within(sigRow).queryByText("untagged")).toBeNull();
     const indexRow = screen.getAllByRole("row").find((r) => r.getAttribute("data-digest") === INDEX)!;
-    expect(within(indexRow).getByText("1 signature attached")).toBeTruthy();
+    expect(within(indexRow).getByText("1 child · 1 signature attached")).toBeTruthy();
     const childRow = screen.getAllByRole("row").find((r) => r.getAttribute("data-digest") === AMD)!;
     expect(within(childRow).getByText("in index", { exact: false })).toBeTruthy();
 

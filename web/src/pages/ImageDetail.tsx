@@ -171,7 +171,7 @@ export function ImageDetail() {
       {selected && <ManifestDetail ns={ns} repo={repo} image={image} digest={selected} onSelect={select} focus={clicked} />}
       <h2 id="tags">Tags</h2>
       <div className="table-wrap">
-        <table className="table" aria-labelledby="tags">
+        <table className="table table-image" aria-labelledby="tags">
           <thead>
             <tr>
               <th scope="col">Tag</th>
@@ -196,7 +196,7 @@ export function ImageDetail() {
 
       <h2 id="manifests">Manifests</h2>
       <div className="table-wrap">
-        <table className="table" aria-labelledby="manifests">
+        <table className="table table-image" aria-labelledby="manifests">
           <thead>
             <tr>
               <th scope="col">Digest</th>
@@ -436,9 +436,12 @@ function ManifestPage({
             <td data-label="Tags or subject">{relation}</td>
             <td data-label="Pushed">{formatTime(m.createdAt)}</td>
             <td data-label="Links" className="small">
-              {m.references.length > 0 && <span>{m.references.length} children </span>}
-              {m.referrers.length > 0 && <span>{attachedSummary(m.referrers)} attached</span>}
-              {m.references.length === 0 && m.referrers.length === 0 && <span className="muted">–</span>}
+              {[
+                m.references.length > 0 && `${m.references.length} ${m.references.length === 1 ? "child" : "children"}`,
+                m.referrers.length > 0 && `${attachedSummary(m.referrers)} attached`,
+              ]
+                .filter(Boolean)
+                .join(" · ") || <span className="muted">–</span>}
             </td>
           </tr>
         );

@@ -222,10 +222,38 @@ export function ManifestDetail({
             index
               ? ["Total size (all platforms)", formatBytes(m.size)]
               : ["Total size (compressed)", m.compressedSize != null ? formatBytes(m.compressedSize) : "–"],
-            ["Tags", m.tags.length ? m.tags.map((t) => <Badge key={t}>{t}</Badge>) : <span className="muted">untagged</span>],
+            [
+              "Tags",
+              m.tags.length ? (
+                m.tags.map((t) => <Badge key={t}>{t}</Badge>)
+              ) : (
+                <span className="muted">{m.parents.length ? "none: listed by an index" : m.subjectDigest ? "none: attached" : "untagged"}</span>
+              ),
+            ],
             ["Pushed", formatTime(m.createdAt)],
           ]}
         />
+        {attached.length > 0 && (
+          <Section title="Attached artifacts">
+            {attached.map((g) => (
+              <div key={g.kind} className="attached-group" data-kind={g.kind}>
+                <h4>
+                  {g.label} <span className="muted">({g.items.length})</span>
+                </h4>
+                <ul className="plain">
+                  {g.items.map((r) => (
+                    <li key={r.id}>
+                      <DigestButton digest={r.digest} onSelect={onSelect} /> <code className="small">{r.artifactType ?? r.mediaType}</code>{" "}
+                      <span className="muted">
+                        {formatBytes(r.size)} · {formatTime(r.createdAt)}
+                      </span>
+                    </li>
+                  ))}
+                </ul>
+              </div>
+            ))}
+          </Section>
+        )}
         <CopyBlock label="docker pull" text={dockerPull(host, ns, repo, image, m.digest)} />
         <CopyBlock label="oras pull" text={orasPull(host, ns, repo, image, m.digest)} />
         {payloadError && <p className="notice notice-warn" role="alert">The manifest's payload could not be read: {payloadError}</p>}
@@ -359,32 +387,12 @@ export function ManifestDetail({
           </Section>
         )}
 
-        <Section title="Attached artifacts">
-          {attached.length === 0 ? (
-            <p className="muted">
-              Nothing is attached. Signatures, SBOMs and attestations pushed with this manifest as their subject (
-              <code>oras attach</code>, <code>cosign</code>, <code>notation</code>) are listed here.
-            </p>
-          ) : (
-            attached.map((g) => (
-              <div key={g.kind} className="attached-group" data-kind={g.kind}>
-                <h4>
-                  {g.label} <span className="muted">({g.items.length})</span>
-                </h4>
-                <ul className="plain">
-                  {g.items.map((r) => (
-                    <li key={r.id}>
-                      <DigestButton digest={r.digest} onSelect={onSelect} /> <code className="small">{r.artifactType ?? r.mediaType}</code>{" "}
-                      <span className="muted">
-                        {formatBytes(r.size)} · {formatTime(r.createdAt)}
-                      </span>
-                    </li>
-                  ))}
-                </ul>
-              </div>
-            ))
-          )}
-        </Section>
+        {attached.length === 0 && (
+          <p className="muted small">
+            Nothing is attached. Signatures, SBOMs and attestations pushed with this manifest as their subject (
+            <code>oras attach</code>, <code>cosign</code>, <code>notation</code>) are listed here.
+          </p>
+        )}
 
         {m.parents.length > 0 && (
           <Section title="Listed by">
