@@ -254,8 +254,6 @@ export function ManifestDetail({
             ))}
           </Section>
         )}
-        <CopyBlock label="docker pull" text={dockerPull(host, ns, repo, image, m.digest)} />
-        <CopyBlock label="oras pull" text={orasPull(host, ns, repo, image, m.digest)} />
         {payloadError && <p className="notice notice-warn" role="alert">The manifest's payload could not be read: {payloadError}</p>}
 
         {index && (
@@ -327,7 +325,12 @@ export function ManifestDetail({
                     ...(c.author ? ([["Author", c.author]] as [string, ReactNode][]) : []),
                   ]}
                 />
-                {c.labels.length > 0 && <KeyValues label="Labels" items={c.labels} />}
+                {c.labels.length > 0 && (
+                  <>
+                    <h4>Labels</h4>
+                    <KeyValues label="Labels" items={c.labels} />
+                  </>
+                )}
               </>
             ) : (
               <p className="muted">
@@ -380,6 +383,11 @@ export function ManifestDetail({
             )}
           </Section>
         )}
+
+        <Section title="Pull by digest">
+          <CopyBlock label="docker pull" text={dockerPull(host, ns, repo, image, m.digest)} />
+          <CopyBlock label="oras pull" text={orasPull(host, ns, repo, image, m.digest)} />
+        </Section>
 
         {m.annotations.length > 0 && (
           <Section title="Annotations">
