@@ -152,9 +152,15 @@ type Config struct {
 	// ManifestParser: the blob references of a stored manifest, for the
 	// gc:record-blob-references backfill (nil: the job is not scheduled).
 	ManifestParser ManifestParser
-	// Backfill of manifest blob references: interval and batch size.
+	// Backfill of manifest blob references: interval and batch size (the
+	// subjects backfill uses the same batch size).
 	ReferencesInterval time.Duration
 	ReferencesBatch    int
+	// SubjectParser: the subject and artifact type of a stored manifest,
+	// for the gc:record-manifest-subjects backfill (nil: the job is not
+	// scheduled); SubjectsInterval its period.
+	SubjectParser    SubjectParser
+	SubjectsInterval time.Duration
 	// Clock; nil takes the store's.
 	Clock store.Clock
 	// Logger for the structured events; nil is slog.Default().
@@ -191,6 +197,7 @@ func (c Config) withDefaults(st *store.Store) (Config, error) {
 	defInt(&c.StagingBatch, DefaultStagingBatch)
 	def(&c.ExpiryInterval, DefaultExpiryInterval)
 	def(&c.ReferencesInterval, DefaultReferencesInterval)
+	def(&c.SubjectsInterval, DefaultSubjectsInterval)
 	defInt(&c.ReferencesBatch, DefaultReferencesBatch)
 	defInt(&c.ExpiryBatch, catalog.DefaultPurgeBatch)
 	def(&c.CacheEvictInterval, DefaultCacheEvictInterval)
@@ -275,7 +282,8 @@ func (g *GC) Config() Config { return g.cfg }
 //	phase 2: + gc:sweep (cleanup rechecks and discards, deletes nothing)
 //	every phase: gc:expiry-sweep, gc:cache-evict and, with a ManifestParser,
 //	gc:record-blob-references (they only detach: the phase governs what
-//	becomes of the candidates they record)
+//	becomes of the candidates they record); with a SubjectParser,
+//	gc:record-manifest-subjects (it only writes two columns)
 //	phase 3: + gc:staging-sweep (and cleanup deletes)
 func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &sweepWorker{g: g})
@@ -285,6 +293,7 @@ func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &expiryWorker{g: g})
 	river.AddWorker(workers, &referencesWorker{g: g})
 	river.AddWorker(workers, &cacheEvictWorker{g: g})
+	river.AddWorker(workers, &subjectsWorker{g: g})
 	jobs := []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.CacheEvictInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return CacheEvictArgs{}, nil },
@@ -300,6 +309,11 @@ func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ReferencesInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return RecordReferencesArgs{}, nil },
 			&river.PeriodicJobOpts{ID: KindRecordReferences, RunOnStart: true}))
+	}
+	if g.cfg.SubjectParser != nil {
+		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.SubjectsInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return RecordSubjectsArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindRecordSubjects, RunOnStart: true}))
 	}
 	if g.cfg.Phase >= PhaseDiscard {
 		jobs = append(jobs, river.NewPeriodicJob(river.PeriodicInterval(g.cfg.SweepInterval),

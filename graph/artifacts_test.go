@@ -55,7 +55,7 @@ func testContainerArtifacts(t *testing.T, a *testAPI) {
 									CreatedAt  time.Time
 									Tags       []string
 									References []struct{ Digest string }
-									Referrers  []struct{ Digest string }
+									Parents    []struct{ Digest string }
 									Image      struct{ Name string }
 								}
 							}
@@ -69,7 +69,7 @@ func testContainerArtifacts(t *testing.T, a *testAPI) {
 	r := a.post("", `{ repository(namespace: "artifacts", name: "images") { images(first: 10) { totalCount edges { node {
 		name repository { name }
 		tags { totalCount edges { node { name manifest { digest } } } }
-		manifests { totalCount edges { node { digest mediaType size createdAt tags references { digest } referrers { digest } image { name } } } }
+		manifests { totalCount edges { node { digest mediaType size createdAt tags references { digest } parents { digest } image { name } } } }
 	} } } } }`, nil)
 	if len(r.Errors) > 0 {
 		t.Fatalf("errors: %+v", r.Errors)
@@ -95,11 +95,11 @@ func testContainerArtifacts(t *testing.T, a *testAPI) {
 		byDigest[e.Node.Digest] = i
 	}
 	idx := app.Manifests.Edges[byDigest[digestString(indexD)]].Node
-	if idx.Size != 350 || strings.Join(idx.Tags, ",") != "latest,v1" || len(idx.References) != 2 || len(idx.Referrers) != 0 || idx.Image.Name != "team/app" {
+	if idx.Size != 350 || strings.Join(idx.Tags, ",") != "latest,v1" || len(idx.References) != 2 || len(idx.Parents) != 0 || idx.Image.Name != "team/app" {
 		t.Fatalf("index manifest = %+v", idx)
 	}
 	child := app.Manifests.Edges[byDigest[digestString(armD)]].Node
-	if len(child.Referrers) != 1 || child.Referrers[0].Digest != digestString(indexD) || len(child.Tags) != 0 {
+	if len(child.Parents) != 1 || child.Parents[0].Digest != digestString(indexD) || len(child.Tags) != 0 {
 		t.Fatalf("child manifest = %+v", child)
 	}
 
@@ -444,7 +444,7 @@ func nestedQuery(slug string) string {
 		images(first: 2) { totalCount edges { node {
 			name
 			tags(first: 5) { totalCount edges { node { name manifest { digest tags } } } }
-			manifests(first: 5) { totalCount edges { node { digest size tags references { digest } referrers { digest } } } }
+			manifests(first: 5) { totalCount edges { node { digest size tags references { digest } parents { digest } } } }
 		} } }
 	} } } } }`, slug)
 }
@@ -531,7 +531,7 @@ func testNoNPlusOne(t *testing.T, a *testAPI) {
 	// One statement per (level, loader) pair of the query: namespace, list,
 	// totalCount, collections, namespace loader, image page + count, tag
 	// page + count, tag → manifest, its tag names, manifest page + count,
-	// tag names, references, referrers.
+	// tag names, references, parents.
 	const want = 16
 	small, large := count("nplus-small"), count("nplus-large")
 	t.Logf("statements: 10 repositories: %d, 100 repositories: %d", small, large)

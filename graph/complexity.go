@@ -16,11 +16,18 @@ const (
 	// maxManifestTags bounds ContainerManifest.tags; the image's tags
 	// connection pages through all of them.
 	maxManifestTags = 50
-	// maxManifestReferences and maxManifestReferrers bound the children
-	// of an index (a multi-platform index with attestations has a few
-	// dozen) and the indexes that list a manifest.
+	// maxManifestReferences and maxManifestParents bound the children of
+	// an index (a multi-platform index with attestations has a few dozen)
+	// and the indexes that list a manifest; maxManifestReferrers what is
+	// attached to a manifest (its OCI referrers).
 	maxManifestReferences = 50
+	maxManifestParents    = 50
 	maxManifestReferrers  = 50
+	// payloadReadCost is charged on top of its children by every field read
+	// from a manifest payload or config blob (an object read, up to 4 MiB
+	// and 1 MiB): the complexity limit allows a few hundred reads per
+	// operation, not one per row of the largest page nest.
+	payloadReadCost = 500
 	// maxRepositoryCollections bounds Repository.collections; the
 	// namespace's collections connection pages through all of them.
 	maxRepositoryCollections = 100
@@ -62,6 +69,13 @@ func listCost(child, n int) int {
 		return math.MaxInt
 	}
 	return 1 + n*child
+}
+
+func saturatingAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // pageCost is the cost of a connection page: first (or last) rows, the
@@ -132,7 +146,23 @@ func setListComplexity(c *ComplexityRoot) {
 	c.Repository.Collections = bounded(maxRepositoryCollections)
 	c.ContainerManifest.Tags = bounded(maxManifestTags)
 	c.ContainerManifest.References = bounded(maxManifestReferences)
-	c.ContainerManifest.Referrers = bounded(maxManifestReferrers)
+	c.ContainerManifest.Parents = bounded(maxManifestParents)
+	c.ContainerManifest.Referrers = func(child int, _ *string) int { return listCost(child, maxManifestReferrers) }
+	read := func(cost func(int) int) func(int) int {
+		return func(child int) int { return saturatingAdd(cost(child), payloadReadCost) }
+	}
+	single := func(child int) int { return saturatingAdd(child, 1) }
+	c.ContainerManifest.CompressedSize = read(single)
+	c.ContainerManifest.ConfigBlob = read(single)
+	c.ContainerManifest.Config = read(read(single)) // the payload, then the config blob
+	c.ContainerManifest.Layers = read(bounded(maxManifestDescriptors))
+	c.ContainerManifest.IndexEntries = read(bounded(maxManifestDescriptors))
+	c.ContainerManifest.Annotations = read(bounded(maxAnnotations))
+	c.ContainerIndexEntry.Annotations = bounded(maxAnnotations)
+	c.ContainerImageConfig.Entrypoint = bounded(maxConfigArgs)
+	c.ContainerImageConfig.Cmd = bounded(maxConfigArgs)
+	c.ContainerImageConfig.ExposedPorts = bounded(maxConfigPorts)
+	c.ContainerImageConfig.Labels = bounded(maxConfigLabels)
 	c.NpmPackage.DistTags = bounded(maxNpmDistTags)
 	c.NpmVersion.DistTags = bounded(maxNpmVersionDistTags)
 	c.NpmVersion.Dependencies = func(child int, _ *model.NpmDependencyKind) int { return listCost(child, maxNpmDependencies) }

@@ -88,10 +88,18 @@ func toManifest(m *container.Manifest) *model.ContainerManifest {
 	if m == nil {
 		return nil
 	}
-	return &model.ContainerManifest{
+	out := &model.ContainerManifest{
 		ID: m.ID, NamespaceID: m.NamespaceID, ImageID: m.ImageID, RepositoryID: m.RepositoryID,
 		Digest: m.DigestString(), MediaType: m.MediaType, Size: m.Size, CreatedAt: m.CreatedAt, SoftDeletedAt: m.SoftDeletedAt,
 	}
+	if m.ArtifactType != "" {
+		out.ArtifactType = &m.ArtifactType
+	}
+	if m.SubjectDigest != nil {
+		s := store.FormatDigest(m.SubjectDigest)
+		out.SubjectDigest = &s
+	}
+	return out
 }
 
 func toMavenVersion(v *maven.Artifact) *model.MavenVersion {

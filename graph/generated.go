@@ -32,6 +32,7 @@ type ResolverRoot interface {
 	AccessToken() AccessTokenResolver
 	ChecksumMatch() ChecksumMatchResolver
 	ContainerImage() ContainerImageResolver
+	ContainerIndexEntry() ContainerIndexEntryResolver
 	ContainerManifest() ContainerManifestResolver
 	ContainerTag() ContainerTagResolver
 	GCCandidate() GCCandidateResolver
@@ -88,14 +89,36 @@ type ComplexityRoot struct {
 		SoftDeletedAt func(childComplexity int) int
 	}
 
+	ContainerDescriptor struct {
+		Digest    func(childComplexity int) int
+		MediaType func(childComplexity int) int
+		Size      func(childComplexity int) int
+		Title     func(childComplexity int) int
+	}
+
 	ContainerImage struct {
 		ID               func(childComplexity int) int
 		LastDownloadedAt func(childComplexity int) int
+		Manifest         func(childComplexity int, digest string) int
 		Manifests        func(childComplexity int, first *int, after *string) int
 		Name             func(childComplexity int) int
 		Repository       func(childComplexity int) int
 		SoftDeletedAt    func(childComplexity int) int
 		Tags             func(childComplexity int, first *int, after *string) int
+	}
+
+	ContainerImageConfig struct {
+		Architecture func(childComplexity int) int
+		Author       func(childComplexity int) int
+		Cmd          func(childComplexity int) int
+		Created      func(childComplexity int) int
+		Entrypoint   func(childComplexity int) int
+		ExposedPorts func(childComplexity int) int
+		Labels       func(childComplexity int) int
+		Os           func(childComplexity int) int
+		User         func(childComplexity int) int
+		Variant      func(childComplexity int) int
+		WorkingDir   func(childComplexity int) int
 	}
 
 	ContainerImageConnection struct {
@@ -109,17 +132,37 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	ContainerIndexEntry struct {
+		Annotations  func(childComplexity int) int
+		ArtifactType func(childComplexity int) int
+		Digest       func(childComplexity int) int
+		Manifest     func(childComplexity int) int
+		MediaType    func(childComplexity int) int
+		Platform     func(childComplexity int) int
+		Size         func(childComplexity int) int
+	}
+
 	ContainerManifest struct {
-		CreatedAt     func(childComplexity int) int
-		Digest        func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Image         func(childComplexity int) int
-		MediaType     func(childComplexity int) int
-		References    func(childComplexity int) int
-		Referrers     func(childComplexity int) int
-		Size          func(childComplexity int) int
-		SoftDeletedAt func(childComplexity int) int
-		Tags          func(childComplexity int) int
+		Annotations    func(childComplexity int) int
+		ArtifactType   func(childComplexity int) int
+		CompressedSize func(childComplexity int) int
+		Config         func(childComplexity int) int
+		ConfigBlob     func(childComplexity int) int
+		CreatedAt      func(childComplexity int) int
+		Digest         func(childComplexity int) int
+		ID             func(childComplexity int) int
+		Image          func(childComplexity int) int
+		IndexEntries   func(childComplexity int) int
+		Layers         func(childComplexity int) int
+		MediaType      func(childComplexity int) int
+		Parents        func(childComplexity int) int
+		References     func(childComplexity int) int
+		Referrers      func(childComplexity int, artifactType *string) int
+		Size           func(childComplexity int) int
+		SoftDeletedAt  func(childComplexity int) int
+		Subject        func(childComplexity int) int
+		SubjectDigest  func(childComplexity int) int
+		Tags           func(childComplexity int) int
 	}
 
 	ContainerManifestConnection struct {
@@ -135,6 +178,13 @@ type ComplexityRoot struct {
 
 	ContainerManifestPayload struct {
 		Manifest func(childComplexity int) int
+	}
+
+	ContainerPlatform struct {
+		Architecture func(childComplexity int) int
+		Os           func(childComplexity int) int
+		OsVersion    func(childComplexity int) int
+		Variant      func(childComplexity int) int
 	}
 
 	ContainerTag struct {
@@ -221,6 +271,11 @@ type ComplexityRoot struct {
 		Image      func(childComplexity int) int
 		Repository func(childComplexity int) int
 		Tag        func(childComplexity int) int
+	}
+
+	KeyValue struct {
+		Key   func(childComplexity int) int
+		Value func(childComplexity int) int
 	}
 
 	LegacyMigrationControls struct {
@@ -784,12 +839,25 @@ type ContainerImageResolver interface {
 
 	Tags(ctx context.Context, obj *model.ContainerImage, first *int, after *string) (*model.ContainerTagConnection, error)
 	Manifests(ctx context.Context, obj *model.ContainerImage, first *int, after *string) (*model.ContainerManifestConnection, error)
+	Manifest(ctx context.Context, obj *model.ContainerImage, digest string) (*model.ContainerManifest, error)
+}
+type ContainerIndexEntryResolver interface {
+	Manifest(ctx context.Context, obj *model.ContainerIndexEntry) (*model.ContainerManifest, error)
 }
 type ContainerManifestResolver interface {
 	Image(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerImage, error)
 	Tags(ctx context.Context, obj *model.ContainerManifest) ([]string, error)
 	References(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error)
-	Referrers(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error)
+	Parents(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error)
+
+	Subject(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerManifest, error)
+	Referrers(ctx context.Context, obj *model.ContainerManifest, artifactType *string) ([]*model.ContainerManifest, error)
+	CompressedSize(ctx context.Context, obj *model.ContainerManifest) (*int64, error)
+	ConfigBlob(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerDescriptor, error)
+	Config(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerImageConfig, error)
+	Layers(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerDescriptor, error)
+	IndexEntries(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerIndexEntry, error)
+	Annotations(ctx context.Context, obj *model.ContainerManifest) ([]*model.KeyValue, error)
 }
 type ContainerTagResolver interface {
 	Manifest(ctx context.Context, obj *model.ContainerTag) (*model.ContainerManifest, error)
@@ -1067,6 +1135,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ChecksumMatch.SoftDeletedAt(childComplexity), true
 
+	case "ContainerDescriptor.digest":
+		if e.ComplexityRoot.ContainerDescriptor.Digest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerDescriptor.Digest(childComplexity), true
+	case "ContainerDescriptor.mediaType":
+		if e.ComplexityRoot.ContainerDescriptor.MediaType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerDescriptor.MediaType(childComplexity), true
+	case "ContainerDescriptor.size":
+		if e.ComplexityRoot.ContainerDescriptor.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerDescriptor.Size(childComplexity), true
+	case "ContainerDescriptor.title":
+		if e.ComplexityRoot.ContainerDescriptor.Title == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerDescriptor.Title(childComplexity), true
+
 	case "ContainerImage.id":
 		if e.ComplexityRoot.ContainerImage.ID == nil {
 			break
@@ -1079,6 +1172,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ContainerImage.LastDownloadedAt(childComplexity), true
+	case "ContainerImage.manifest":
+		if e.ComplexityRoot.ContainerImage.Manifest == nil {
+			break
+		}
+
+		args, err := ec.field_ContainerImage_manifest_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.ContainerImage.Manifest(childComplexity, args["digest"].(string)), true
 	case "ContainerImage.manifests":
 		if e.ComplexityRoot.ContainerImage.Manifests == nil {
 			break
@@ -1120,6 +1224,73 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ContainerImage.Tags(childComplexity, args["first"].(*int), args["after"].(*string)), true
 
+	case "ContainerImageConfig.architecture":
+		if e.ComplexityRoot.ContainerImageConfig.Architecture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Architecture(childComplexity), true
+	case "ContainerImageConfig.author":
+		if e.ComplexityRoot.ContainerImageConfig.Author == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Author(childComplexity), true
+	case "ContainerImageConfig.cmd":
+		if e.ComplexityRoot.ContainerImageConfig.Cmd == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Cmd(childComplexity), true
+	case "ContainerImageConfig.created":
+		if e.ComplexityRoot.ContainerImageConfig.Created == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Created(childComplexity), true
+	case "ContainerImageConfig.entrypoint":
+		if e.ComplexityRoot.ContainerImageConfig.Entrypoint == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Entrypoint(childComplexity), true
+	case "ContainerImageConfig.exposedPorts":
+		if e.ComplexityRoot.ContainerImageConfig.ExposedPorts == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.ExposedPorts(childComplexity), true
+	case "ContainerImageConfig.labels":
+		if e.ComplexityRoot.ContainerImageConfig.Labels == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Labels(childComplexity), true
+	case "ContainerImageConfig.os":
+		if e.ComplexityRoot.ContainerImageConfig.Os == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Os(childComplexity), true
+	case "ContainerImageConfig.user":
+		if e.ComplexityRoot.ContainerImageConfig.User == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.User(childComplexity), true
+	case "ContainerImageConfig.variant":
+		if e.ComplexityRoot.ContainerImageConfig.Variant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.Variant(childComplexity), true
+	case "ContainerImageConfig.workingDir":
+		if e.ComplexityRoot.ContainerImageConfig.WorkingDir == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerImageConfig.WorkingDir(childComplexity), true
+
 	case "ContainerImageConnection.edges":
 		if e.ComplexityRoot.ContainerImageConnection.Edges == nil {
 			break
@@ -1152,6 +1323,79 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ContainerImageEdge.Node(childComplexity), true
 
+	case "ContainerIndexEntry.annotations":
+		if e.ComplexityRoot.ContainerIndexEntry.Annotations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.Annotations(childComplexity), true
+	case "ContainerIndexEntry.artifactType":
+		if e.ComplexityRoot.ContainerIndexEntry.ArtifactType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.ArtifactType(childComplexity), true
+	case "ContainerIndexEntry.digest":
+		if e.ComplexityRoot.ContainerIndexEntry.Digest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.Digest(childComplexity), true
+	case "ContainerIndexEntry.manifest":
+		if e.ComplexityRoot.ContainerIndexEntry.Manifest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.Manifest(childComplexity), true
+	case "ContainerIndexEntry.mediaType":
+		if e.ComplexityRoot.ContainerIndexEntry.MediaType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.MediaType(childComplexity), true
+	case "ContainerIndexEntry.platform":
+		if e.ComplexityRoot.ContainerIndexEntry.Platform == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.Platform(childComplexity), true
+	case "ContainerIndexEntry.size":
+		if e.ComplexityRoot.ContainerIndexEntry.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerIndexEntry.Size(childComplexity), true
+
+	case "ContainerManifest.annotations":
+		if e.ComplexityRoot.ContainerManifest.Annotations == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.Annotations(childComplexity), true
+	case "ContainerManifest.artifactType":
+		if e.ComplexityRoot.ContainerManifest.ArtifactType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.ArtifactType(childComplexity), true
+	case "ContainerManifest.compressedSize":
+		if e.ComplexityRoot.ContainerManifest.CompressedSize == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.CompressedSize(childComplexity), true
+	case "ContainerManifest.config":
+		if e.ComplexityRoot.ContainerManifest.Config == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.Config(childComplexity), true
+	case "ContainerManifest.configBlob":
+		if e.ComplexityRoot.ContainerManifest.ConfigBlob == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.ConfigBlob(childComplexity), true
 	case "ContainerManifest.createdAt":
 		if e.ComplexityRoot.ContainerManifest.CreatedAt == nil {
 			break
@@ -1176,12 +1420,30 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ContainerManifest.Image(childComplexity), true
+	case "ContainerManifest.indexEntries":
+		if e.ComplexityRoot.ContainerManifest.IndexEntries == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.IndexEntries(childComplexity), true
+	case "ContainerManifest.layers":
+		if e.ComplexityRoot.ContainerManifest.Layers == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.Layers(childComplexity), true
 	case "ContainerManifest.mediaType":
 		if e.ComplexityRoot.ContainerManifest.MediaType == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ContainerManifest.MediaType(childComplexity), true
+	case "ContainerManifest.parents":
+		if e.ComplexityRoot.ContainerManifest.Parents == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.Parents(childComplexity), true
 	case "ContainerManifest.references":
 		if e.ComplexityRoot.ContainerManifest.References == nil {
 			break
@@ -1193,7 +1455,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			break
 		}
 
-		return e.ComplexityRoot.ContainerManifest.Referrers(childComplexity), true
+		args, err := ec.field_ContainerManifest_referrers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.ContainerManifest.Referrers(childComplexity, args["artifactType"].(*string)), true
 	case "ContainerManifest.size":
 		if e.ComplexityRoot.ContainerManifest.Size == nil {
 			break
@@ -1206,6 +1473,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ContainerManifest.SoftDeletedAt(childComplexity), true
+	case "ContainerManifest.subject":
+		if e.ComplexityRoot.ContainerManifest.Subject == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.Subject(childComplexity), true
+	case "ContainerManifest.subjectDigest":
+		if e.ComplexityRoot.ContainerManifest.SubjectDigest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerManifest.SubjectDigest(childComplexity), true
 	case "ContainerManifest.tags":
 		if e.ComplexityRoot.ContainerManifest.Tags == nil {
 			break
@@ -1251,6 +1530,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.ContainerManifestPayload.Manifest(childComplexity), true
+
+	case "ContainerPlatform.architecture":
+		if e.ComplexityRoot.ContainerPlatform.Architecture == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerPlatform.Architecture(childComplexity), true
+	case "ContainerPlatform.os":
+		if e.ComplexityRoot.ContainerPlatform.Os == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerPlatform.Os(childComplexity), true
+	case "ContainerPlatform.osVersion":
+		if e.ComplexityRoot.ContainerPlatform.OsVersion == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerPlatform.OsVersion(childComplexity), true
+	case "ContainerPlatform.variant":
+		if e.ComplexityRoot.ContainerPlatform.Variant == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ContainerPlatform.Variant(childComplexity), true
 
 	case "ContainerTag.id":
 		if e.ComplexityRoot.ContainerTag.ID == nil {
@@ -1529,6 +1833,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InvalidateRemoteTagPayload.Tag(childComplexity), true
+
+	case "KeyValue.key":
+		if e.ComplexityRoot.KeyValue.Key == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KeyValue.Key(childComplexity), true
+	case "KeyValue.value":
+		if e.ComplexityRoot.KeyValue.Value == nil {
+			break
+		}
+
+		return e.ComplexityRoot.KeyValue.Value(childComplexity), true
 
 	case "LegacyMigrationControls.cadenceSeconds":
 		if e.ComplexityRoot.LegacyMigrationControls.CadenceSeconds == nil {
@@ -5179,6 +5496,8 @@ type ContainerImage {
   tags(first: Int, after: String): ContainerTagConnection!
   "Active manifests of the image, by digest."
   manifests(first: Int, after: String): ContainerManifestConnection!
+  "The image's active manifest of a digest (sha256:<hex>); null when there is none."
+  manifest(digest: String!): ContainerManifest
 }
 
 type ContainerImageConnection {
@@ -5223,8 +5542,109 @@ type ContainerManifest {
   tags: [String!]!
   "Child manifests of an index or manifest list (at most 50)."
   references: [ContainerManifest!]!
-  "Manifests (indexes, manifest lists) that reference this one (at most 50)."
-  referrers: [ContainerManifest!]!
+  "Manifests (indexes, manifest lists) that list this one as a child (at most 50)."
+  parents: [ContainerManifest!]!
+  """
+  What the OCI referrers API reports for this manifest: its ` + "`" + `artifactType` + "`" + `,
+  else the config media type of an OCI image manifest; null for Docker
+  manifests and for manifests stored before this was recorded whose
+  payload the background backfill has not read yet.
+  """
+  artifactType: String
+  "Digest (sha256:<hex>) of the manifest's OCI subject: the manifest it is attached to (a signature, SBOM or attestation names the image it describes)."
+  subjectDigest: String
+  "The image's active manifest that subjectDigest names; null when there is no subject or it is not in the image."
+  subject: ContainerManifest
+  """
+  Manifests of the image whose subject is this one, by digest: what is
+  attached to it (signatures, SBOMs, attestations), as the OCI referrers
+  API lists them; only those of ` + "`" + `artifactType` + "`" + ` when given (at most 50).
+  Manifests stored before subjects were recorded appear once the
+  background backfill has read them.
+  """
+  referrers(artifactType: String): [ContainerManifest!]!
+  """
+  Bytes of the config and layers an image manifest lists (what a pull
+  downloads, compressed), as it declares them; null for indexes, and with
+  an error when the payload cannot be read. Read from the payload.
+  """
+  compressedSize: Int64
+  "The config descriptor of an image manifest; null for indexes. Read from the payload."
+  configBlob: ContainerDescriptor
+  """
+  Highlights of an image's config blob (at most 1 MiB read); null for
+  indexes and artifacts whose config is not an image configuration. A
+  config that cannot be read or decoded is null with an error
+  (NOT_FOUND: not in storage; INVALID_INPUT: not a valid configuration;
+  TOO_LARGE: over 1 MiB).
+  """
+  config: ContainerImageConfig
+  "Layers of an image manifest (blobs of an artifact manifest), in order (at most 200); null for indexes. Read from the payload."
+  layers: [ContainerDescriptor!]
+  "Entries of an index or manifest list with the platform each is for, in order (at most 200); null for image manifests. Read from the payload."
+  indexEntries: [ContainerIndexEntry!]
+  "Annotations of the manifest, by key (at most 50; user data). Read from the payload."
+  annotations: [KeyValue!]!
+}
+
+"A content descriptor in a manifest: a config blob or a layer."
+type ContainerDescriptor {
+  "sha256:<hex>"
+  digest: String!
+  mediaType: String!
+  "Bytes as the manifest declares them (compressed for layers)."
+  size: Int64!
+  "The org.opencontainers.image.title annotation (the file name of an artifact's blob), if any."
+  title: String
+}
+
+"An entry of an index or manifest list."
+type ContainerIndexEntry {
+  "sha256:<hex>"
+  digest: String!
+  mediaType: String!
+  "Bytes of the entry's manifest payload, as the index declares them."
+  size: Int64!
+  "The platform the entry is for; null when the index gives none."
+  platform: ContainerPlatform
+  artifactType: String
+  "Annotations of the entry, by key (at most 50; user data): buildx marks attestations with vnd.docker.reference.type."
+  annotations: [KeyValue!]!
+  "The entry's manifest in the image, with its own sizes, layers and config; null when it is not an active manifest of the image."
+  manifest: ContainerManifest
+}
+
+type ContainerPlatform {
+  os: String!
+  architecture: String!
+  variant: String
+  osVersion: String
+}
+
+"Highlights of an image configuration (user data, shown as text)."
+type ContainerImageConfig {
+  "When the image was built; null when absent or not an RFC 3339 time."
+  created: Time
+  author: String
+  os: String
+  architecture: String
+  variant: String
+  "ENTRYPOINT (at most 100 arguments)."
+  entrypoint: [String!]
+  "CMD (at most 100 arguments)."
+  cmd: [String!]
+  workingDir: String
+  user: String
+  "Exposed ports, in order (\"80/tcp\"; at most 100)."
+  exposedPorts: [String!]!
+  "Labels, by key (at most 100)."
+  labels: [KeyValue!]!
+}
+
+"A key and its value (annotations, labels)."
+type KeyValue {
+  key: String!
+  value: String!
 }
 
 type ContainerManifestConnection {
@@ -5765,6 +6185,20 @@ func (ec *executionContext) childFields_ChecksumMatch(ctx context.Context, field
 	return nil, fmt.Errorf("no field named %q was found under type ChecksumMatch", field.Name)
 }
 
+func (ec *executionContext) childFields_ContainerDescriptor(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "digest":
+		return ec.fieldContext_ContainerDescriptor_digest(ctx, field)
+	case "mediaType":
+		return ec.fieldContext_ContainerDescriptor_mediaType(ctx, field)
+	case "size":
+		return ec.fieldContext_ContainerDescriptor_size(ctx, field)
+	case "title":
+		return ec.fieldContext_ContainerDescriptor_title(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContainerDescriptor", field.Name)
+}
+
 func (ec *executionContext) childFields_ContainerImage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5781,8 +6215,38 @@ func (ec *executionContext) childFields_ContainerImage(ctx context.Context, fiel
 		return ec.fieldContext_ContainerImage_tags(ctx, field)
 	case "manifests":
 		return ec.fieldContext_ContainerImage_manifests(ctx, field)
+	case "manifest":
+		return ec.fieldContext_ContainerImage_manifest(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ContainerImage", field.Name)
+}
+
+func (ec *executionContext) childFields_ContainerImageConfig(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "created":
+		return ec.fieldContext_ContainerImageConfig_created(ctx, field)
+	case "author":
+		return ec.fieldContext_ContainerImageConfig_author(ctx, field)
+	case "os":
+		return ec.fieldContext_ContainerImageConfig_os(ctx, field)
+	case "architecture":
+		return ec.fieldContext_ContainerImageConfig_architecture(ctx, field)
+	case "variant":
+		return ec.fieldContext_ContainerImageConfig_variant(ctx, field)
+	case "entrypoint":
+		return ec.fieldContext_ContainerImageConfig_entrypoint(ctx, field)
+	case "cmd":
+		return ec.fieldContext_ContainerImageConfig_cmd(ctx, field)
+	case "workingDir":
+		return ec.fieldContext_ContainerImageConfig_workingDir(ctx, field)
+	case "user":
+		return ec.fieldContext_ContainerImageConfig_user(ctx, field)
+	case "exposedPorts":
+		return ec.fieldContext_ContainerImageConfig_exposedPorts(ctx, field)
+	case "labels":
+		return ec.fieldContext_ContainerImageConfig_labels(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContainerImageConfig", field.Name)
 }
 
 func (ec *executionContext) childFields_ContainerImageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -5807,6 +6271,26 @@ func (ec *executionContext) childFields_ContainerImageEdge(ctx context.Context, 
 	return nil, fmt.Errorf("no field named %q was found under type ContainerImageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_ContainerIndexEntry(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "digest":
+		return ec.fieldContext_ContainerIndexEntry_digest(ctx, field)
+	case "mediaType":
+		return ec.fieldContext_ContainerIndexEntry_mediaType(ctx, field)
+	case "size":
+		return ec.fieldContext_ContainerIndexEntry_size(ctx, field)
+	case "platform":
+		return ec.fieldContext_ContainerIndexEntry_platform(ctx, field)
+	case "artifactType":
+		return ec.fieldContext_ContainerIndexEntry_artifactType(ctx, field)
+	case "annotations":
+		return ec.fieldContext_ContainerIndexEntry_annotations(ctx, field)
+	case "manifest":
+		return ec.fieldContext_ContainerIndexEntry_manifest(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContainerIndexEntry", field.Name)
+}
+
 func (ec *executionContext) childFields_ContainerManifest(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -5827,8 +6311,28 @@ func (ec *executionContext) childFields_ContainerManifest(ctx context.Context, f
 		return ec.fieldContext_ContainerManifest_tags(ctx, field)
 	case "references":
 		return ec.fieldContext_ContainerManifest_references(ctx, field)
+	case "parents":
+		return ec.fieldContext_ContainerManifest_parents(ctx, field)
+	case "artifactType":
+		return ec.fieldContext_ContainerManifest_artifactType(ctx, field)
+	case "subjectDigest":
+		return ec.fieldContext_ContainerManifest_subjectDigest(ctx, field)
+	case "subject":
+		return ec.fieldContext_ContainerManifest_subject(ctx, field)
 	case "referrers":
 		return ec.fieldContext_ContainerManifest_referrers(ctx, field)
+	case "compressedSize":
+		return ec.fieldContext_ContainerManifest_compressedSize(ctx, field)
+	case "configBlob":
+		return ec.fieldContext_ContainerManifest_configBlob(ctx, field)
+	case "config":
+		return ec.fieldContext_ContainerManifest_config(ctx, field)
+	case "layers":
+		return ec.fieldContext_ContainerManifest_layers(ctx, field)
+	case "indexEntries":
+		return ec.fieldContext_ContainerManifest_indexEntries(ctx, field)
+	case "annotations":
+		return ec.fieldContext_ContainerManifest_annotations(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ContainerManifest", field.Name)
 }
@@ -5861,6 +6365,20 @@ func (ec *executionContext) childFields_ContainerManifestPayload(ctx context.Con
 		return ec.fieldContext_ContainerManifestPayload_manifest(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type ContainerManifestPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_ContainerPlatform(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "os":
+		return ec.fieldContext_ContainerPlatform_os(ctx, field)
+	case "architecture":
+		return ec.fieldContext_ContainerPlatform_architecture(ctx, field)
+	case "variant":
+		return ec.fieldContext_ContainerPlatform_variant(ctx, field)
+	case "osVersion":
+		return ec.fieldContext_ContainerPlatform_osVersion(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type ContainerPlatform", field.Name)
 }
 
 func (ec *executionContext) childFields_ContainerTag(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6033,6 +6551,16 @@ func (ec *executionContext) childFields_InvalidateRemoteTagPayload(ctx context.C
 		return ec.fieldContext_InvalidateRemoteTagPayload_tag(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InvalidateRemoteTagPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_KeyValue(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "key":
+		return ec.fieldContext_KeyValue_key(ctx, field)
+	case "value":
+		return ec.fieldContext_KeyValue_value(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type KeyValue", field.Name)
 }
 
 func (ec *executionContext) childFields_LegacyMigrationControls(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -7117,6 +7645,20 @@ func (ec *executionContext) childFields___Type(ctx context.Context, field graphq
 
 // region    ***************************** args.gotpl *****************************
 
+func (ec *executionContext) field_ContainerImage_manifest_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "digest",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["digest"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_ContainerImage_manifests_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -7158,6 +7700,20 @@ func (ec *executionContext) field_ContainerImage_tags_args(ctx context.Context, 
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_ContainerManifest_referrers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "artifactType",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["artifactType"] = arg0
 	return args, nil
 }
 
@@ -9045,6 +9601,98 @@ func (ec *executionContext) fieldContext_ChecksumMatch_softDeletedAt(_ context.C
 	return graphql.NewScalarFieldContext("ChecksumMatch", field, false, false, "Time")
 }
 
+func (ec *executionContext) _ContainerDescriptor_digest(ctx context.Context, field graphql.CollectedField, obj *model.ContainerDescriptor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerDescriptor_digest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Digest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerDescriptor_digest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerDescriptor", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerDescriptor_mediaType(ctx context.Context, field graphql.CollectedField, obj *model.ContainerDescriptor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerDescriptor_mediaType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MediaType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerDescriptor_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerDescriptor", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerDescriptor_size(ctx context.Context, field graphql.CollectedField, obj *model.ContainerDescriptor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerDescriptor_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerDescriptor_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerDescriptor", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _ContainerDescriptor_title(ctx context.Context, field graphql.CollectedField, obj *model.ContainerDescriptor) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerDescriptor_title(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Title, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerDescriptor_title(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerDescriptor", field, false, false, "String")
+}
+
 func (ec *executionContext) _ContainerImage_id(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9257,6 +9905,312 @@ func (ec *executionContext) fieldContext_ContainerImage_manifests(ctx context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _ContainerImage_manifest(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImage_manifest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.ContainerImage().Manifest(ctx, obj, fc.Args["digest"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerManifest) graphql.Marshaler {
+			return ec.marshalOContainerManifest2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerManifest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImage_manifest(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerImage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerManifest(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_ContainerImage_manifest_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerImageConfig_created(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_created(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Created, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_created(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "Time")
+}
+
+func (ec *executionContext) _ContainerImageConfig_author(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_author(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Author, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_author(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_os(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_os(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Os, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_os(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_architecture(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_architecture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architecture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_architecture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_variant(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_variant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Variant, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_variant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_entrypoint(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_entrypoint(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Entrypoint, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_entrypoint(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_cmd(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_cmd(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cmd, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalOString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_cmd(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_workingDir(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_workingDir(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.WorkingDir, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_workingDir(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_user(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_user(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.User, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_user(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_exposedPorts(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_exposedPorts(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExposedPorts, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_exposedPorts(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerImageConfig", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerImageConfig_labels(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConfig) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerImageConfig_labels(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Labels, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.KeyValue) graphql.Marshaler {
+			return ec.marshalNKeyValue2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValueᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerImageConfig_labels(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerImageConfig",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KeyValue(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _ContainerImageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.ContainerImageConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -9394,6 +10348,194 @@ func (ec *executionContext) fieldContext_ContainerImageEdge_node(_ context.Conte
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ContainerImage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerIndexEntry_digest(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_digest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Digest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_digest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerIndexEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerIndexEntry_mediaType(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_mediaType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MediaType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerIndexEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerIndexEntry_size(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerIndexEntry", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _ContainerIndexEntry_platform(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_platform(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Platform, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerPlatform) graphql.Marshaler {
+			return ec.marshalOContainerPlatform2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerPlatform(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_platform(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerIndexEntry",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerPlatform(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerIndexEntry_artifactType(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_artifactType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_artifactType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerIndexEntry", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerIndexEntry_annotations(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_annotations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Annotations, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.KeyValue) graphql.Marshaler {
+			return ec.marshalNKeyValue2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValueᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_annotations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerIndexEntry",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KeyValue(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerIndexEntry_manifest(ctx context.Context, field graphql.CollectedField, obj *model.ContainerIndexEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerIndexEntry_manifest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerIndexEntry().Manifest(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerManifest) graphql.Marshaler {
+			return ec.marshalOContainerManifest2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerManifest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerIndexEntry_manifest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerIndexEntry",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerManifest(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9624,16 +10766,16 @@ func (ec *executionContext) fieldContext_ContainerManifest_references(_ context.
 	return fc, nil
 }
 
-func (ec *executionContext) _ContainerManifest_referrers(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+func (ec *executionContext) _ContainerManifest_parents(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_ContainerManifest_referrers(ctx, field)
+			return ec.fieldContext_ContainerManifest_parents(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.ContainerManifest().Referrers(ctx, obj)
+			return ec.Resolvers.ContainerManifest().Parents(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []*model.ContainerManifest) graphql.Marshaler {
@@ -9643,7 +10785,7 @@ func (ec *executionContext) _ContainerManifest_referrers(ctx context.Context, fi
 		true,
 	)
 }
-func (ec *executionContext) fieldContext_ContainerManifest_referrers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_ContainerManifest_parents(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	fc = &graphql.FieldContext{
 		Object:     "ContainerManifest",
 		Field:      field,
@@ -9651,6 +10793,311 @@ func (ec *executionContext) fieldContext_ContainerManifest_referrers(_ context.C
 		IsResolver: true,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_ContainerManifest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_artifactType(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_artifactType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_artifactType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerManifest", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerManifest_subjectDigest(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_subjectDigest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SubjectDigest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_subjectDigest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerManifest", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerManifest_subject(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_subject(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().Subject(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerManifest) graphql.Marshaler {
+			return ec.marshalOContainerManifest2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerManifest(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_subject(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerManifest(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_referrers(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_referrers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.ContainerManifest().Referrers(ctx, obj, fc.Args["artifactType"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ContainerManifest) graphql.Marshaler {
+			return ec.marshalNContainerManifest2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerManifestᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_referrers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerManifest(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_ContainerManifest_referrers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_compressedSize(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_compressedSize(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().CompressedSize(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt642ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_compressedSize(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerManifest", field, true, true, "Int64")
+}
+
+func (ec *executionContext) _ContainerManifest_configBlob(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_configBlob(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().ConfigBlob(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerDescriptor) graphql.Marshaler {
+			return ec.marshalOContainerDescriptor2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerDescriptor(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_configBlob(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerDescriptor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_config(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_config(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().Config(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.ContainerImageConfig) graphql.Marshaler {
+			return ec.marshalOContainerImageConfig2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImageConfig(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_config(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerImageConfig(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_layers(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_layers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().Layers(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ContainerDescriptor) graphql.Marshaler {
+			return ec.marshalOContainerDescriptor2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerDescriptorᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_layers(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerDescriptor(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_indexEntries(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_indexEntries(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().IndexEntries(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.ContainerIndexEntry) graphql.Marshaler {
+			return ec.marshalOContainerIndexEntry2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerIndexEntryᚄ(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_indexEntries(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_ContainerIndexEntry(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _ContainerManifest_annotations(ctx context.Context, field graphql.CollectedField, obj *model.ContainerManifest) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerManifest_annotations(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.ContainerManifest().Annotations(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.KeyValue) graphql.Marshaler {
+			return ec.marshalNKeyValue2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValueᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerManifest_annotations(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "ContainerManifest",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_KeyValue(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9828,6 +11275,98 @@ func (ec *executionContext) fieldContext_ContainerManifestPayload_manifest(_ con
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ContainerPlatform_os(ctx context.Context, field graphql.CollectedField, obj *model.ContainerPlatform) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerPlatform_os(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Os, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerPlatform_os(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerPlatform", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerPlatform_architecture(ctx context.Context, field graphql.CollectedField, obj *model.ContainerPlatform) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerPlatform_architecture(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Architecture, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerPlatform_architecture(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerPlatform", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerPlatform_variant(ctx context.Context, field graphql.CollectedField, obj *model.ContainerPlatform) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerPlatform_variant(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Variant, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerPlatform_variant(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerPlatform", field, false, false, "String")
+}
+
+func (ec *executionContext) _ContainerPlatform_osVersion(ctx context.Context, field graphql.CollectedField, obj *model.ContainerPlatform) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ContainerPlatform_osVersion(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OsVersion, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_ContainerPlatform_osVersion(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ContainerPlatform", field, false, false, "String")
 }
 
 func (ec *executionContext) _ContainerTag_id(ctx context.Context, field graphql.CollectedField, obj *model.ContainerTag) (ret graphql.Marshaler) {
@@ -10975,6 +12514,52 @@ func (ec *executionContext) _InvalidateRemoteTagPayload_tag(ctx context.Context,
 }
 func (ec *executionContext) fieldContext_InvalidateRemoteTagPayload_tag(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("InvalidateRemoteTagPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _KeyValue_key(ctx context.Context, field graphql.CollectedField, obj *model.KeyValue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KeyValue_key(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Key, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KeyValue_key(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KeyValue", field, false, false, "String")
+}
+
+func (ec *executionContext) _KeyValue_value(ctx context.Context, field graphql.CollectedField, obj *model.KeyValue) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_KeyValue_value(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Value, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_KeyValue_value(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("KeyValue", field, false, false, "String")
 }
 
 func (ec *executionContext) _LegacyMigrationControls_paused(ctx context.Context, field graphql.CollectedField, obj *model.LegacyMigrationControls) (ret graphql.Marshaler) {
@@ -24076,6 +25661,54 @@ func (ec *executionContext) _ChecksumMatch(ctx context.Context, sel ast.Selectio
 	return out
 }
 
+var containerDescriptorImplementors = []string{"ContainerDescriptor"}
+
+func (ec *executionContext) _ContainerDescriptor(ctx context.Context, sel ast.SelectionSet, obj *model.ContainerDescriptor) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerDescriptorImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContainerDescriptor")
+		case "digest":
+			out.Values[i] = ec._ContainerDescriptor_digest(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mediaType":
+			out.Values[i] = ec._ContainerDescriptor_mediaType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "size":
+			out.Values[i] = ec._ContainerDescriptor_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "title":
+			out.Values[i] = ec._ContainerDescriptor_title(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var containerImageImplementors = []string{"ContainerImage", "TrashItem"}
 
 func (ec *executionContext) _ContainerImage(ctx context.Context, sel ast.SelectionSet, obj *model.ContainerImage) graphql.Marshaler {
@@ -24125,6 +25758,95 @@ func (ec *executionContext) _ContainerImage(ctx context.Context, sel ast.Selecti
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ContainerImage_manifests(ctx, field, obj)
 				})
+		case "manifest":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerImage_manifest(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var containerImageConfigImplementors = []string{"ContainerImageConfig"}
+
+func (ec *executionContext) _ContainerImageConfig(ctx context.Context, sel ast.SelectionSet, obj *model.ContainerImageConfig) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerImageConfigImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContainerImageConfig")
+		case "created":
+			out.Values[i] = ec._ContainerImageConfig_created(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "author":
+			out.Values[i] = ec._ContainerImageConfig_author(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "os":
+			out.Values[i] = ec._ContainerImageConfig_os(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "architecture":
+			out.Values[i] = ec._ContainerImageConfig_architecture(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "variant":
+			out.Values[i] = ec._ContainerImageConfig_variant(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "entrypoint":
+			out.Values[i] = ec._ContainerImageConfig_entrypoint(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "cmd":
+			out.Values[i] = ec._ContainerImageConfig_cmd(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "workingDir":
+			out.Values[i] = ec._ContainerImageConfig_workingDir(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "user":
+			out.Values[i] = ec._ContainerImageConfig_user(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "exposedPorts":
+			out.Values[i] = ec._ContainerImageConfig_exposedPorts(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "labels":
+			out.Values[i] = ec._ContainerImageConfig_labels(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -24224,6 +25946,70 @@ func (ec *executionContext) _ContainerImageEdge(ctx context.Context, sel ast.Sel
 	return out
 }
 
+var containerIndexEntryImplementors = []string{"ContainerIndexEntry"}
+
+func (ec *executionContext) _ContainerIndexEntry(ctx context.Context, sel ast.SelectionSet, obj *model.ContainerIndexEntry) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerIndexEntryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContainerIndexEntry")
+		case "digest":
+			out.Values[i] = ec._ContainerIndexEntry_digest(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "mediaType":
+			out.Values[i] = ec._ContainerIndexEntry_mediaType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "size":
+			out.Values[i] = ec._ContainerIndexEntry_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "platform":
+			out.Values[i] = ec._ContainerIndexEntry_platform(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "artifactType":
+			out.Values[i] = ec._ContainerIndexEntry_artifactType(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "annotations":
+			out.Values[i] = ec._ContainerIndexEntry_annotations(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "manifest":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerIndexEntry_manifest(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var containerManifestImplementors = []string{"ContainerManifest", "TrashItem", "PublishedArtifact"}
 
 func (ec *executionContext) _ContainerManifest(ctx context.Context, sel ast.SelectionSet, obj *model.ContainerManifest) graphql.Marshaler {
@@ -24283,11 +26069,69 @@ func (ec *executionContext) _ContainerManifest(ctx context.Context, sel ast.Sele
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ContainerManifest_references(ctx, field, obj)
 				})
+		case "parents":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_parents(ctx, field, obj)
+				})
+		case "artifactType":
+			out.Values[i] = ec._ContainerManifest_artifactType(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "subjectDigest":
+			out.Values[i] = ec._ContainerManifest_subjectDigest(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "subject":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_subject(ctx, field, obj)
+				})
 		case "referrers":
 			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ContainerManifest_referrers(ctx, field, obj)
+				})
+		case "compressedSize":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_compressedSize(ctx, field, obj)
+				})
+		case "configBlob":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_configBlob(ctx, field, obj)
+				})
+		case "config":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_config(ctx, field, obj)
+				})
+		case "layers":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_layers(ctx, field, obj)
+				})
+		case "indexEntries":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_indexEntries(ctx, field, obj)
+				})
+		case "annotations":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._ContainerManifest_annotations(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -24402,6 +26246,54 @@ func (ec *executionContext) _ContainerManifestPayload(ctx context.Context, sel a
 		case "manifest":
 			out.Values[i] = ec._ContainerManifestPayload_manifest(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var containerPlatformImplementors = []string{"ContainerPlatform"}
+
+func (ec *executionContext) _ContainerPlatform(ctx context.Context, sel ast.SelectionSet, obj *model.ContainerPlatform) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, containerPlatformImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("ContainerPlatform")
+		case "os":
+			out.Values[i] = ec._ContainerPlatform_os(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "architecture":
+			out.Values[i] = ec._ContainerPlatform_architecture(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "variant":
+			out.Values[i] = ec._ContainerPlatform_variant(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "osVersion":
+			out.Values[i] = ec._ContainerPlatform_osVersion(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -25016,6 +26908,44 @@ func (ec *executionContext) _InvalidateRemoteTagPayload(ctx context.Context, sel
 			}
 		case "tag":
 			out.Values[i] = ec._InvalidateRemoteTagPayload_tag(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var keyValueImplementors = []string{"KeyValue"}
+
+func (ec *executionContext) _KeyValue(ctx context.Context, sel ast.SelectionSet, obj *model.KeyValue) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, keyValueImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("KeyValue")
+		case "key":
+			out.Values[i] = ec._KeyValue_key(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "value":
+			out.Values[i] = ec._KeyValue_value(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -29314,6 +31244,14 @@ func (ec *executionContext) marshalNChecksumMatchKind2githubᚗcomᚋartifactᚑ
 	return v
 }
 
+func (ec *executionContext) marshalNContainerDescriptor2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerDescriptor(ctx context.Context, sel ast.SelectionSet, v *model.ContainerDescriptor) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ContainerDescriptor!")
+		return graphql.Null
+	}
+	return ec._ContainerDescriptor(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNContainerImage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImage(ctx context.Context, sel ast.SelectionSet, v *model.ContainerImage) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "ContainerImage!")
@@ -29344,6 +31282,14 @@ func (ec *executionContext) marshalNContainerImageEdge2ᚖgithubᚗcomᚋartifac
 		return graphql.Null
 	}
 	return ec._ContainerImageEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNContainerIndexEntry2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerIndexEntry(ctx context.Context, sel ast.SelectionSet, v *model.ContainerIndexEntry) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "ContainerIndexEntry!")
+		return graphql.Null
+	}
+	return ec._ContainerIndexEntry(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNContainerManifest2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerManifestᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ContainerManifest) graphql.Marshaler {
@@ -29696,6 +31642,30 @@ func (ec *executionContext) marshalNInvalidateRemoteTagPayload2ᚖgithubᚗcom�
 		return graphql.Null
 	}
 	return ec._InvalidateRemoteTagPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNKeyValue2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValueᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.KeyValue) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNKeyValue2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValue(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNKeyValue2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValue(ctx context.Context, sel ast.SelectionSet, v *model.KeyValue) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "KeyValue!")
+		return graphql.Null
+	}
+	return ec._KeyValue(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNLegacyMigrationControls2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐLegacyMigrationControls(ctx context.Context, sel ast.SelectionSet, v *model.LegacyMigrationControls) graphql.Marshaler {
@@ -30983,6 +32953,32 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	return res
 }
 
+func (ec *executionContext) marshalOContainerDescriptor2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerDescriptorᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ContainerDescriptor) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNContainerDescriptor2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerDescriptor(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOContainerDescriptor2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerDescriptor(ctx context.Context, sel ast.SelectionSet, v *model.ContainerDescriptor) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ContainerDescriptor(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOContainerImage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImage(ctx context.Context, sel ast.SelectionSet, v *model.ContainerImage) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
@@ -30990,11 +32986,51 @@ func (ec *executionContext) marshalOContainerImage2ᚖgithubᚗcomᚋartifactᚑ
 	return ec._ContainerImage(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalOContainerImageConfig2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImageConfig(ctx context.Context, sel ast.SelectionSet, v *model.ContainerImageConfig) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ContainerImageConfig(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalOContainerImageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerImageConnection(ctx context.Context, sel ast.SelectionSet, v *model.ContainerImageConnection) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	return ec._ContainerImageConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOContainerIndexEntry2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerIndexEntryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.ContainerIndexEntry) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNContainerIndexEntry2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerIndexEntry(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalOContainerManifest2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerManifest(ctx context.Context, sel ast.SelectionSet, v *model.ContainerManifest) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ContainerManifest(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalOContainerPlatform2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐContainerPlatform(ctx context.Context, sel ast.SelectionSet, v *model.ContainerPlatform) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._ContainerPlatform(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOFloat2ᚖfloat64(ctx context.Context, v any) (*float64, error) {
@@ -31070,6 +33106,24 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalInt(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOInt642ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt642ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt64(*v)
 	return res
 }
 

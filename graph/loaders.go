@@ -70,11 +70,21 @@ type loaders struct {
 	manifestPage  *loader[pageKey, []*model.ContainerManifest]
 	manifestCount *loader[idKey, int]
 
-	image      *loader[idKey, *container.Image]
-	manifest   *loader[idKey, *model.ContainerManifest]
-	tagNames   *loader[idKey, []string]
-	references *loader[idKey, []*model.ContainerManifest]
-	referrers  *loader[idKey, []*model.ContainerManifest]
+	image            *loader[idKey, *container.Image]
+	manifest         *loader[idKey, *model.ContainerManifest]
+	manifestByDigest *loader[namedKey, *model.ContainerManifest] // name: the raw digest
+	tagNames         *loader[idKey, []string]
+	references       *loader[idKey, []*model.ContainerManifest]
+	parents          *loader[idKey, []*model.ContainerManifest]
+	subject          *loader[idKey, *model.ContainerManifest]
+	referrers        *loader[referrerKey, []*model.ContainerManifest]
+
+	// Payload reads (containerdetail.go): image manifests and indexes
+	// apart, so a field asked on a page of both reads only the payloads it
+	// needs; configs by the id of the manifest that lists them.
+	imageDescriptions *loader[idKey, *container.DescribeResult]
+	indexDescriptions *loader[idKey, *container.DescribeResult]
+	configs           *loader[idKey, *container.ConfigResult]
 
 	pkg *packageLoaders // npm and Maven (packages_loaders.go)
 
@@ -95,7 +105,32 @@ func loadersFrom(ctx context.Context) *loaders {
 	return ctx.Value(loadersKey{}).(*loaders)
 }
 
+// referrerKey names the referrers of one manifest, of one artifact type
+// when filtered.
+type referrerKey struct {
+	ns           uuid.UUID
+	id           uuid.UUID
+	filtered     bool
+	artifactType string
+}
+
 func newLoaders(r *Resolver, wait time.Duration) *loaders {
+	l := newRowLoaders(r, wait)
+	cs := r.container
+	describe := func(types []string) *loader[idKey, *container.DescribeResult] {
+		return newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*container.DescribeResult, error) {
+			return cs.DescribeManifests(ctx, ns, ids, types)
+		}))
+	}
+	l.imageDescriptions = describe(container.ImageManifestTypes)
+	l.indexDescriptions = describe(container.IndexTypes)
+	l.configs = newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*container.ConfigResult, error) {
+		return loadConfigs(ctx, l, cs, ns, ids)
+	}))
+	return l
+}
+
+func newRowLoaders(r *Resolver, wait time.Duration) *loaders {
 	st, cs := r.store, r.container
 	return &loaders{
 		namespace: newLoader(wait, func(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]*store.Namespace, error) {
@@ -180,10 +215,65 @@ func newLoaders(r *Resolver, wait time.Duration) *loaders {
 			m, err := cs.ReferencesOfManifests(ctx, ns, ids)
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
-		referrers: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
-			m, err := cs.ReferrersOfManifests(ctx, ns, ids)
+		parents: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*model.ContainerManifest, error) {
+			m, err := cs.ParentsOfManifests(ctx, ns, ids)
 			return siblingPages(m, -1, toManifest, manifestID, setManifestSiblings), err
 		})),
+		subject: newLoader(wait, perNamespace(func(ctx context.Context, ns uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*model.ContainerManifest, error) {
+			m, err := cs.SubjectsOfManifests(ctx, ns, ids)
+			out := map[uuid.UUID]*model.ContainerManifest{}
+			for id, list := range siblingPages(m, -1, toManifest, manifestID, setManifestSiblings) {
+				out[id] = list[0]
+			}
+			return out, err
+		})),
+		referrers: newLoader(wait, func(ctx context.Context, keys []referrerKey) (map[referrerKey][]*model.ContainerManifest, error) {
+			groups := map[referrerKey][]uuid.UUID{}
+			for _, k := range keys {
+				g := k
+				g.id = uuid.Nil
+				groups[g] = append(groups[g], k.id)
+			}
+			out := make(map[referrerKey][]*model.ContainerManifest, len(keys))
+			for g, ids := range groups {
+				var filter *string
+				if g.filtered {
+					filter = &g.artifactType
+				}
+				m, err := cs.ReferrersOfManifests(ctx, g.ns, ids, filter, maxManifestReferrers)
+				if err != nil {
+					return nil, err
+				}
+				for id, list := range siblingPages(m, -1, toManifest, manifestID, setManifestSiblings) {
+					k := g
+					k.id = id
+					out[k] = list
+				}
+			}
+			return out, nil
+		}),
+		manifestByDigest: newLoader(wait, func(ctx context.Context, keys []namedKey) (map[namedKey]*model.ContainerManifest, error) {
+			type group struct {
+				ns     uuid.UUID
+				digest string
+			}
+			groups := map[group][]uuid.UUID{}
+			for _, k := range keys {
+				g := group{k.ns, k.name}
+				groups[g] = append(groups[g], k.parent)
+			}
+			out := make(map[namedKey]*model.ContainerManifest, len(keys))
+			for g, images := range groups {
+				m, err := cs.ManifestOfImagesByDigest(ctx, g.ns, images, []byte(g.digest))
+				if err != nil {
+					return nil, err
+				}
+				for image, list := range siblingPages(m, -1, toManifest, manifestID, setManifestSiblings) {
+					out[namedKey{ns: g.ns, parent: image, name: g.digest}] = list[0]
+				}
+			}
+			return out, nil
+		}),
 		tagNames: newLoader(wait, perNamespace(cs.TagNamesOfManifests)),
 		pkg:      newPackageLoaders(r, wait),
 

@@ -8,6 +8,7 @@ package graph
 import (
 	"context"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/auth"
@@ -98,6 +99,22 @@ func (r *containerImageResolver) Manifests(ctx context.Context, obj *model.Conta
 	return conn, nil
 }
 
+// Manifest is the resolver for the manifest field.
+func (r *containerImageResolver) Manifest(ctx context.Context, obj *model.ContainerImage, digest string) (*model.ContainerManifest, error) {
+	d, err := store.ParseDigest(digest)
+	if err != nil {
+		return nil, err
+	}
+	l := loadersFrom(ctx)
+	prime(ctx, l.manifestByDigest, obj.Siblings, "manifestByDigest/"+digest, namedKeys(obj.NamespaceID, string(d)))
+	return l.manifestByDigest.Load(ctx, namedKey{ns: obj.NamespaceID, parent: obj.ID, name: string(d)})()
+}
+
+// Manifest is the resolver for the manifest field.
+func (r *containerIndexEntryResolver) Manifest(ctx context.Context, obj *model.ContainerIndexEntry) (*model.ContainerManifest, error) {
+	return indexEntryManifest(ctx, obj)
+}
+
 // Image is the resolver for the image field.
 func (r *containerManifestResolver) Image(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerImage, error) {
 	img, err := loadersFrom(ctx).image.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ImageID})()
@@ -126,12 +143,73 @@ func (r *containerManifestResolver) References(ctx context.Context, obj *model.C
 	return capList(nonNil(ms), maxManifestReferences), err
 }
 
-// Referrers is the resolver for the referrers field.
-func (r *containerManifestResolver) Referrers(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error) {
+// Parents is the resolver for the parents field.
+func (r *containerManifestResolver) Parents(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerManifest, error) {
 	l := loadersFrom(ctx)
-	prime(ctx, l.referrers, obj.Siblings, "referrers", idKeys(obj.NamespaceID))
-	ms, err := l.referrers.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+	prime(ctx, l.parents, obj.Siblings, "parents", idKeys(obj.NamespaceID))
+	ms, err := l.parents.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+	return capList(nonNil(ms), maxManifestParents), err
+}
+
+// Subject is the resolver for the subject field.
+func (r *containerManifestResolver) Subject(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerManifest, error) {
+	if obj.SubjectDigest == nil {
+		return nil, nil
+	}
+	l := loadersFrom(ctx)
+	prime(ctx, l.subject, obj.Siblings, "subject", idKeys(obj.NamespaceID))
+	return l.subject.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+}
+
+// Referrers is the resolver for the referrers field.
+func (r *containerManifestResolver) Referrers(ctx context.Context, obj *model.ContainerManifest, artifactType *string) ([]*model.ContainerManifest, error) {
+	l := loadersFrom(ctx)
+	k := referrerKey{ns: obj.NamespaceID, id: obj.ID}
+	name := "referrers"
+	if artifactType != nil {
+		k.filtered, k.artifactType = true, *artifactType
+		name += "/" + strconv.Quote(*artifactType)
+	}
+	prime(ctx, l.referrers, obj.Siblings, name, func(ids []uuid.UUID) []referrerKey {
+		keys := make([]referrerKey, len(ids))
+		for i, id := range ids {
+			keys[i] = k
+			keys[i].id = id
+		}
+		return keys
+	})
+	ms, err := l.referrers.Load(ctx, k)()
 	return capList(nonNil(ms), maxManifestReferrers), err
+}
+
+// CompressedSize is the resolver for the compressedSize field.
+func (r *containerManifestResolver) CompressedSize(ctx context.Context, obj *model.ContainerManifest) (*int64, error) {
+	return compressedSize(ctx, obj)
+}
+
+// ConfigBlob is the resolver for the configBlob field.
+func (r *containerManifestResolver) ConfigBlob(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerDescriptor, error) {
+	return configBlob(ctx, obj)
+}
+
+// Config is the resolver for the config field.
+func (r *containerManifestResolver) Config(ctx context.Context, obj *model.ContainerManifest) (*model.ContainerImageConfig, error) {
+	return imageConfig(ctx, obj)
+}
+
+// Layers is the resolver for the layers field.
+func (r *containerManifestResolver) Layers(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerDescriptor, error) {
+	return layers(ctx, obj)
+}
+
+// IndexEntries is the resolver for the indexEntries field.
+func (r *containerManifestResolver) IndexEntries(ctx context.Context, obj *model.ContainerManifest) ([]*model.ContainerIndexEntry, error) {
+	return indexEntries(ctx, obj)
+}
+
+// Annotations is the resolver for the annotations field.
+func (r *containerManifestResolver) Annotations(ctx context.Context, obj *model.ContainerManifest) ([]*model.KeyValue, error) {
+	return annotations(ctx, obj)
 }
 
 // Manifest is the resolver for the manifest field.
@@ -882,6 +960,11 @@ func (r *Resolver) ChecksumMatch() ChecksumMatchResolver { return &checksumMatch
 // ContainerImage returns ContainerImageResolver implementation.
 func (r *Resolver) ContainerImage() ContainerImageResolver { return &containerImageResolver{r} }
 
+// ContainerIndexEntry returns ContainerIndexEntryResolver implementation.
+func (r *Resolver) ContainerIndexEntry() ContainerIndexEntryResolver {
+	return &containerIndexEntryResolver{r}
+}
+
 // ContainerManifest returns ContainerManifestResolver implementation.
 func (r *Resolver) ContainerManifest() ContainerManifestResolver {
 	return &containerManifestResolver{r}
@@ -912,15 +995,16 @@ func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 func (r *Resolver) Repository() RepositoryResolver { return &repositoryResolver{r} }
 
 type (
-	checksumMatchResolver     struct{ *Resolver }
-	containerImageResolver    struct{ *Resolver }
-	containerManifestResolver struct{ *Resolver }
-	containerTagResolver      struct{ *Resolver }
-	mavenVersionResolver      struct{ *Resolver }
-	mutationResolver          struct{ *Resolver }
-	namespaceResolver         struct{ *Resolver }
-	npmVersionResolver        struct{ *Resolver }
-	publishEventResolver      struct{ *Resolver }
-	queryResolver             struct{ *Resolver }
-	repositoryResolver        struct{ *Resolver }
+	checksumMatchResolver       struct{ *Resolver }
+	containerImageResolver      struct{ *Resolver }
+	containerIndexEntryResolver struct{ *Resolver }
+	containerManifestResolver   struct{ *Resolver }
+	containerTagResolver        struct{ *Resolver }
+	mavenVersionResolver        struct{ *Resolver }
+	mutationResolver            struct{ *Resolver }
+	namespaceResolver           struct{ *Resolver }
+	npmVersionResolver          struct{ *Resolver }
+	publishEventResolver        struct{ *Resolver }
+	queryResolver               struct{ *Resolver }
+	repositoryResolver          struct{ *Resolver }
 )

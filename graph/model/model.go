@@ -114,6 +114,22 @@ type ContainerManifest struct {
 	Size          int64
 	CreatedAt     time.Time
 	SoftDeletedAt *time.Time
+	ArtifactType  *string
+	SubjectDigest *string
+}
+
+// ContainerIndexEntry is an entry of an index's payload; its manifest is
+// resolved among the index's children (the index's siblings batch them).
+type ContainerIndexEntry struct {
+	NamespaceID uuid.UUID
+	// Index is the index listing the entry.
+	Index        *ContainerManifest
+	Digest       string
+	MediaType    string
+	Size         int64
+	Platform     *ContainerPlatform
+	ArtifactType *string
+	Annotations  []*KeyValue
 }
 
 // DigestBytes is the raw sha256 of Digest (sha256:<hex>).

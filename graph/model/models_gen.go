@@ -34,6 +34,37 @@ type AccessTokenPayload struct {
 	Token *AccessToken `json:"token"`
 }
 
+// A content descriptor in a manifest: a config blob or a layer.
+type ContainerDescriptor struct {
+	// sha256:<hex>
+	Digest    string `json:"digest"`
+	MediaType string `json:"mediaType"`
+	// Bytes as the manifest declares them (compressed for layers).
+	Size int64 `json:"size"`
+	// The org.opencontainers.image.title annotation (the file name of an artifact's blob), if any.
+	Title *string `json:"title,omitempty"`
+}
+
+// Highlights of an image configuration (user data, shown as text).
+type ContainerImageConfig struct {
+	// When the image was built; null when absent or not an RFC 3339 time.
+	Created      *time.Time `json:"created,omitempty"`
+	Author       *string    `json:"author,omitempty"`
+	Os           *string    `json:"os,omitempty"`
+	Architecture *string    `json:"architecture,omitempty"`
+	Variant      *string    `json:"variant,omitempty"`
+	// ENTRYPOINT (at most 100 arguments).
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	// CMD (at most 100 arguments).
+	Cmd        []string `json:"cmd,omitempty"`
+	WorkingDir *string  `json:"workingDir,omitempty"`
+	User       *string  `json:"user,omitempty"`
+	// Exposed ports, in order ("80/tcp"; at most 100).
+	ExposedPorts []string `json:"exposedPorts"`
+	// Labels, by key (at most 100).
+	Labels []*KeyValue `json:"labels"`
+}
+
 type ContainerImageEdge struct {
 	Cursor string          `json:"cursor"`
 	Node   *ContainerImage `json:"node"`
@@ -54,6 +85,13 @@ type ContainerManifestRefInput struct {
 	Image      string `json:"image"`
 	// sha256:<hex>
 	Digest string `json:"digest"`
+}
+
+type ContainerPlatform struct {
+	Os           string  `json:"os"`
+	Architecture string  `json:"architecture"`
+	Variant      *string `json:"variant,omitempty"`
+	OsVersion    *string `json:"osVersion,omitempty"`
 }
 
 type ContainerTagEdge struct {
@@ -183,6 +221,12 @@ type InvalidateRemoteTagPayload struct {
 	Repository *Repository `json:"repository"`
 	Image      string      `json:"image"`
 	Tag        string      `json:"tag"`
+}
+
+// A key and its value (annotations, labels).
+type KeyValue struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // The run-time settings of the migration service: the one source of truth,

@@ -35,6 +35,7 @@ type descriptor struct {
 type rawManifest struct {
 	SchemaVersion *int         `json:"schemaVersion"`
 	MediaType     string       `json:"mediaType"`
+	ArtifactType  string       `json:"artifactType"`
 	Config        *descriptor  `json:"config"`
 	Layers        []descriptor `json:"layers"`
 	Manifests     []descriptor `json:"manifests"`
@@ -56,6 +57,10 @@ type parsed struct {
 	Foreign   []string        // foreign / non-distributable layers, not copied
 	Children  []layout.Digest // index entries
 	Subject   *layout.Digest
+	// ArtifactType is what our push records (protocol/oci
+	// subjectArtifactType): artifactType, else an OCI image manifest's
+	// config media type; none for Docker manifests.
+	ArtifactType string
 }
 
 // errUnsupported marks manifests we refuse by kind (schema 1, unknown
@@ -102,6 +107,15 @@ func parseManifest(payload []byte) (*parsed, error) {
 		return nil, unsupported("schemaVersion must be 2")
 	}
 	p := &parsed{MediaType: mt}
+	if len(raw.ArtifactType) > 255 {
+		return nil, unsupported("artifactType is %d bytes; our push limit is 255", len(raw.ArtifactType))
+	}
+	if mt != mtDockerManifest && mt != mtDockerList {
+		p.ArtifactType = raw.ArtifactType
+		if p.ArtifactType == "" && mt == mtOCIManifest && raw.Config != nil {
+			p.ArtifactType = raw.Config.MediaType
+		}
+	}
 	if raw.Subject != nil {
 		d, err := layout.ParseDigest(raw.Subject.Digest)
 		if err != nil {

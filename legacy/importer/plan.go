@@ -374,7 +374,11 @@ func copyBlob(ctx context.Context, s stores, tree *layout.Tree, t *container.Tar
 }
 
 func putManifest(ctx context.Context, s stores, t *container.Target, n *node, rep *Report) error {
-	in := container.ManifestPut{Digest: n.digest, MediaType: n.m.MediaType, Payload: n.payload}
+	in := container.ManifestPut{Digest: n.digest, MediaType: n.m.MediaType, Payload: n.payload, ArtifactType: n.m.ArtifactType}
+	if n.m.Subject != nil {
+		s := [32]byte(*n.m.Subject)
+		in.Subject = &s
+	}
 	for _, b := range n.m.Blobs {
 		in.Blobs = append(in.Blobs, container.BlobRef{SHA256: b.Digest, Size: b.Size})
 	}

@@ -158,6 +158,9 @@ func parseManifest(contentType string, payload []byte) (*parsedManifest, *apiErr
 			return nil, manifestInvalid("schemaVersion must be 2")
 		}
 	}
+	if raw.ArtifactType != "" && !validMediaType(raw.ArtifactType) {
+		return nil, manifestInvalid("artifactType %q is not a valid media type", raw.ArtifactType)
+	}
 	p := &parsedManifest{MediaType: mt, Payload: payload, Digest: digest(sha256.Sum256(payload)), Annotations: raw.Annotations}
 	refs := 0
 	if raw.Subject != nil {

@@ -140,7 +140,12 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := container.ManifestPut{Digest: p.Digest, MediaType: p.MediaType, Payload: p.Payload, Tags: tags}
+	in := container.ManifestPut{Digest: p.Digest, MediaType: p.MediaType, Payload: p.Payload, Tags: tags,
+		ArtifactType: subjectArtifactType(p)}
+	if p.Subject != nil {
+		s := [32]byte(*p.Subject)
+		in.Subject = &s
+	}
 	for _, b := range p.Blobs {
 		in.Blobs = append(in.Blobs, container.BlobRef{SHA256: b.Digest, Size: b.Size})
 	}

@@ -26,9 +26,12 @@
 //     purged); tags pointing at a deleted manifest are deleted; a manifest
 //     listed by a live index cannot be deleted (409 DENIED). DELETE by tag
 //     deletes the tag only.
-//   - Referrers: the schema has no subject column, so the image's OCI
-//     manifests are scanned and each payload's subject is parsed once and
-//     cached by digest.
+//   - Referrers: the push records each manifest's subject and artifact
+//     type, and the referrers of a digest are an index lookup in the image
+//     (container_manifests.subject_digest); their annotations come from
+//     their payloads, parsed once and cached by digest. Manifests stored
+//     before subjects were recorded are read until the backfill records
+//     them.
 //   - Lock timeouts and deadlocks are 503 with Retry-After (code
 //     TOO_MANY_REQUESTS); no client mistake is a 500.
 package oci

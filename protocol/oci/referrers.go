@@ -1,8 +1,12 @@
 package oci
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 
 	"github.com/gorilla/mux"
 
@@ -11,10 +15,10 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
-// referrerInfo is what the referrers API needs from one manifest. It is a
-// pure function of the manifest bytes, so it is cached by digest forever
-// (content-addressed: the same digest always has the same info, in any
-// namespace and on any replica).
+// referrerInfo is what the referrers API reads from a manifest's payload.
+// It is a pure function of the manifest bytes, so it is cached by digest
+// forever (content-addressed: the same digest always has the same info, in
+// any namespace and on any replica).
 type referrerInfo struct {
 	Subject      *digest
 	ArtifactType string
@@ -24,9 +28,36 @@ type referrerInfo struct {
 func referrerInfoOf(p *parsedManifest) referrerInfo {
 	ri := referrerInfo{Subject: p.Subject}
 	if p.Subject != nil {
-		ri.ArtifactType, ri.Annotations = p.ArtifactType, p.Annotations
+		ri.ArtifactType, ri.Annotations = subjectArtifactType(p), p.Annotations
 	}
 	return ri
+}
+
+// subjectArtifactType is the artifact type recorded with a manifest:
+// artifactType, else an image manifest's config media type. Docker
+// manifests carry neither a subject nor an artifact type of their own, so
+// they record none (the backfill records them without a read).
+func subjectArtifactType(p *parsedManifest) string {
+	if p.MediaType == mtDockerManifest || p.MediaType == mtDockerList {
+		return ""
+	}
+	return p.ArtifactType
+}
+
+// ManifestSubject returns the subject (nil: none) and artifact type of a
+// stored manifest, parsed like a push with its stored media type: what
+// the push records in container_manifests. The backfill of rows stored
+// before the columns existed (gc:record-manifest-subjects) uses it.
+func ManifestSubject(mediaType string, payload []byte) (*[32]byte, string, error) {
+	p, apiErr := parseManifest(mediaType, payload)
+	if apiErr != nil {
+		return nil, "", fmt.Errorf("oci: parse manifest: %s", apiErr.Message)
+	}
+	if p.Subject == nil {
+		return nil, subjectArtifactType(p), nil
+	}
+	s := [32]byte(*p.Subject)
+	return &s, subjectArtifactType(p), nil
 }
 
 // referrerCacheEntries bounds the referrer cache (entries without a
@@ -42,17 +73,28 @@ func newReferrerCache(max int) *referrerCache {
 // subjectMediaTypes are the manifest types that can carry a subject.
 var subjectMediaTypes = []string{mtOCIManifest, mtOCIIndex, mtOCIArtifact}
 
+// Referrer pages: the spec lets a registry page the index with a Link
+// header; a page is bounded because each referrer's annotations come from
+// its payload (cached by digest).
+const (
+	defaultReferrersPage = 1000
+	maxReferrersPage     = 1000
+)
+
 type referrerDescriptor struct {
 	MediaType    string            `json:"mediaType"`
 	Digest       string            `json:"digest"`
 	Size         int64             `json:"size"`
 	ArtifactType string            `json:"artifactType,omitempty"`
 	Annotations  map[string]string `json:"annotations,omitempty"`
+
+	raw digest
 }
 
 // listReferrers serves GET /v2/<name>/referrers/<digest>?artifactType=:
 // an OCI index of the image's manifests whose subject is the digest (the
-// subject itself need not exist). Always 200.
+// subject itself need not exist), by digest, in pages of n (default and
+// at most 1000) continued after last. Always 200.
 func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 	subject, aerr := parseDigest(mux.Vars(r)["digest"])
 	if aerr != nil {
@@ -62,22 +104,36 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	filter := r.URL.Query().Get("artifactType")
+	q := r.URL.Query()
+	filter := q.Get("artifactType")
 	if t.Remote != nil {
 		return h.remoteReferrers(w, r, t, subject, filter)
 	}
-	descs, err := h.referrersOf(r.Context(), t, subject)
+	n, aerr := pageSize(q, defaultReferrersPage, maxReferrersPage)
+	if aerr != nil {
+		return aerr
+	}
+	var after *digest
+	if last := q.Get("last"); last != "" {
+		d, aerr := parseDigest(last)
+		if aerr != nil {
+			return aerr
+		}
+		after = &d
+	}
+	descs, more, err := h.referrersOf(r.Context(), t, subject, filter, after, n)
 	if err != nil {
 		return err
 	}
-	out := make([]referrerDescriptor, 0, len(descs))
-	for _, d := range descs {
-		if filter == "" || d.ArtifactType == filter {
-			out = append(out, d)
-		}
-	}
 	if filter != "" {
 		w.Header().Set("OCI-Filters-Applied", "artifactType")
+	}
+	if more {
+		var extra url.Values
+		if filter != "" {
+			extra = url.Values{"artifactType": {filter}}
+		}
+		w.Header().Set("Link", nextLink(h.location(h.v2Path(t, "/referrers/"+subject.String())), n, descs[len(descs)-1].Digest, extra))
 	}
 	// Annotations and artifact types are the pushers' words.
 	httpsafe.Attachment(w.Header(), subject.String()+"-referrers.json")
@@ -85,44 +141,98 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 		SchemaVersion int                  `json:"schemaVersion"`
 		MediaType     string               `json:"mediaType"`
 		Manifests     []referrerDescriptor `json:"manifests"`
-	}{2, mtOCIIndex, out})
+	}{2, mtOCIIndex, descs})
 }
 
-// referrersOf finds the referrers of subject among the image's manifests
-// (a pull-through cache's: its cached ones). The schema stores no subject
-// column, so each candidate manifest's payload is parsed once and its
-// referrer info cached by digest.
-func (h *handler) referrersOf(ctx context.Context, t *container.Target, subject digest) ([]referrerDescriptor, error) {
-	candidates := h.container.ReferrerCandidates
-	if t.Remote != nil {
-		candidates = h.container.RemoteReferrerCandidates
+// referrersOf finds up to n referrers of subject in the image after the
+// digest after (nil: from the start), of one artifact type unless filter is
+// "", and whether more follow. Recorded subjects are an index lookup; rows
+// stored before subjects were recorded, until the backfill reaches them,
+// are found by reading their payloads (info cached by digest).
+func (h *handler) referrersOf(ctx context.Context, t *container.Target, subject digest, filter string, after *digest, n int) ([]referrerDescriptor, bool, error) {
+	out := []referrerDescriptor{}
+	if n == 0 {
+		return out, false, nil
 	}
-	cands, err := candidates(ctx, t, subjectMediaTypes)
+	var afterBytes []byte
+	if after != nil {
+		afterBytes = after.Bytes()
+	}
+	recorded, err := h.container.Referrers(ctx, t, subject, filter, afterBytes, n+1)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, m := range recorded {
+		info, err := h.referrerInfo(ctx, &m.ManifestRow)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, referrerDescriptor{MediaType: m.MediaType, Digest: digest(m.Digest).String(), Size: m.Payload.Size,
+			ArtifactType: m.ArtifactType, Annotations: info.Annotations, raw: digest(m.Digest)})
+	}
+	unrecorded, err := h.container.UnrecordedReferrerCandidates(ctx, t, subjectMediaTypes)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, m := range unrecorded {
+		if after != nil && bytes.Compare(m.Digest[:], after[:]) <= 0 {
+			continue
+		}
+		info, err := h.referrerInfo(ctx, m)
+		if err != nil {
+			return nil, false, err
+		}
+		if info.Subject == nil || *info.Subject != subject || (filter != "" && info.ArtifactType != filter) {
+			continue
+		}
+		out = append(out, referrerDescriptor{MediaType: m.MediaType, Digest: digest(m.Digest).String(), Size: m.Payload.Size,
+			ArtifactType: info.ArtifactType, Annotations: info.Annotations, raw: digest(m.Digest)})
+	}
+	if len(unrecorded) > 0 {
+		slices.SortFunc(out, func(a, b referrerDescriptor) int { return bytes.Compare(a.raw[:], b.raw[:]) })
+	}
+	if len(out) > n {
+		return out[:n], true, nil
+	}
+	return out, false, nil
+}
+
+// referrerInfo reads (once per digest: cached) what the referrers API
+// needs from a manifest's payload.
+func (h *handler) referrerInfo(ctx context.Context, m *container.ManifestRow) (referrerInfo, error) {
+	d := digest(m.Digest)
+	if info, ok := h.referrers.get(d); ok {
+		return info, nil
+	}
+	payload, err := h.container.ReadManifest(ctx, m, maxManifestSize)
+	if err != nil {
+		return referrerInfo{}, err
+	}
+	info := parseReferrerInfo(m.MediaType, payload)
+	h.referrers.put(d, info)
+	return info, nil
+}
+
+// cachedRemoteReferrers finds the referrers of subject among a
+// pull-through cache's cached manifests: its answer while the upstream
+// cannot be asked. Cached manifests record no subject, so each payload is
+// read once (its info cached by digest).
+func (h *handler) cachedRemoteReferrers(ctx context.Context, t *container.Target, subject digest) ([]referrerDescriptor, error) {
+	cands, err := h.container.RemoteReferrerCandidates(ctx, t, subjectMediaTypes)
 	if err != nil {
 		return nil, err
 	}
-	var out []referrerDescriptor
+	out := []referrerDescriptor{}
 	for _, m := range cands {
-		d := digest(m.Digest)
-		info, ok := h.referrers.get(d)
-		if !ok {
-			payload, err := h.container.ReadManifest(ctx, m, maxManifestSize)
-			if err != nil {
-				return nil, err
-			}
-			info = parseReferrerInfo(m.MediaType, payload)
-			h.referrers.put(d, info)
+		info, err := h.referrerInfo(ctx, m)
+		if err != nil {
+			return nil, err
 		}
 		if info.Subject == nil || *info.Subject != subject {
 			continue
 		}
-		out = append(out, referrerDescriptor{
-			MediaType:    m.MediaType,
-			Digest:       d.String(),
-			Size:         m.Payload.Size,
-			ArtifactType: info.ArtifactType,
-			Annotations:  info.Annotations,
-		})
+		out = append(out, referrerDescriptor{MediaType: m.MediaType, Digest: digest(m.Digest).String(), Size: m.Payload.Size,
+			ArtifactType: info.ArtifactType, Annotations: info.Annotations, raw: digest(m.Digest)})
 	}
 	return out, nil
 }

@@ -701,7 +701,7 @@ func (h *handler) remoteReferrers(w http.ResponseWriter, r *http.Request, t *con
 			return err
 		}
 	}
-	descs, err := h.referrersOf(ctx, t, subject)
+	descs, err := h.cachedRemoteReferrers(ctx, t, subject)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,11 @@ type Manifest struct {
 	Size          int64
 	CreatedAt     time.Time
 	SoftDeletedAt *time.Time
+	// SubjectDigest is the raw digest of the manifest's OCI subject (nil:
+	// none, or not recorded yet); ArtifactType what the referrers API
+	// reports for it ("": none or not recorded).
+	SubjectDigest []byte
+	ArtifactType  string
 }
 
 // DigestString renders the digest as sha256:<hex>.
@@ -70,7 +75,7 @@ func scanImage(row pgx.Row) (*Image, error) {
 }
 
 const manifestColumns = `cm.id, cm.namespace_id, cm.container_image_id, cr.repository_id, cm.digest, cm.media_type,
-	cm.size, cm.created_at, cm.soft_deleted_at`
+	cm.size, cm.created_at, cm.soft_deleted_at, cm.subject_digest, COALESCE(cm.artifact_type, '')`
 
 const manifestFrom = `container_manifests cm
 	JOIN container_images ci ON ci.namespace_id = cm.namespace_id AND ci.id = cm.container_image_id
@@ -79,7 +84,7 @@ const manifestFrom = `container_manifests cm
 func scanManifest(row pgx.Row) (*Manifest, error) {
 	var m Manifest
 	if err := row.Scan(&m.ID, &m.NamespaceID, &m.ImageID, &m.RepositoryID, &m.Digest, &m.MediaType,
-		&m.Size, &m.CreatedAt, &m.SoftDeletedAt); err != nil {
+		&m.Size, &m.CreatedAt, &m.SoftDeletedAt, &m.SubjectDigest, &m.ArtifactType); err != nil {
 		return nil, err
 	}
 	return &m, nil
@@ -270,16 +275,66 @@ func (s *Store) ReferencesOfManifests(ctx context.Context, nsID uuid.UUID, paren
 		ORDER BY cm.digest`, []any{nsID, parentIDs}, scanManifest)
 }
 
-// ReferrersOfManifests returns, per child manifest id, the manifests
-// (indexes, manifest lists) that reference it, by digest.
-func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, childIDs []uuid.UUID) (map[uuid.UUID][]*Manifest, error) {
-	return db.GroupBy(ctx, s.pool, "manifest referrers", `
+// ParentsOfManifests returns, per child manifest id, the manifests
+// (indexes, manifest lists) that list it, by digest.
+func (s *Store) ParentsOfManifests(ctx context.Context, nsID uuid.UUID, childIDs []uuid.UUID) (map[uuid.UUID][]*Manifest, error) {
+	return db.GroupBy(ctx, s.pool, "manifest parents", `
 		SELECT rel.child_container_manifest_id, `+manifestColumns+`
 		FROM container_manifest_relationships rel
 		JOIN `+manifestFrom+` ON cm.namespace_id = rel.namespace_id AND cm.id = rel.parent_container_manifest_id
 		WHERE rel.namespace_id = $1 AND cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1
 		  AND rel.child_container_manifest_id = ANY($2)
 		ORDER BY cm.digest`, []any{nsID, childIDs}, scanManifest)
+}
+
+// ManifestOfImagesByDigest returns, per image id, its active manifest of
+// the digest (images without one are left out): one probe of the unique
+// (namespace_id, container_image_id, digest) index per image.
+func (s *Store) ManifestOfImagesByDigest(ctx context.Context, nsID uuid.UUID, imageIDs []uuid.UUID, digest []byte) (map[uuid.UUID][]*Manifest, error) {
+	return db.GroupBy(ctx, s.pool, "manifests by digest", `
+		SELECT cm.container_image_id, `+manifestColumns+`
+		FROM `+manifestFrom+`
+		WHERE cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1
+		  AND cm.container_image_id = ANY($2) AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
+		[]any{nsID, imageIDs, digest}, scanManifest)
+}
+
+// SubjectsOfManifests returns, per manifest id, the active manifest of its
+// image its recorded OCI subject names (manifests without a subject, or
+// whose subject is not an active manifest of the image, are left out).
+func (s *Store) SubjectsOfManifests(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID][]*Manifest, error) {
+	return db.GroupBy(ctx, s.pool, "manifest subjects", `
+		SELECT m.id, `+manifestColumns+`
+		FROM container_manifests m
+		JOIN `+manifestFrom+` ON cm.namespace_id = m.namespace_id AND cm.container_image_id = m.container_image_id
+		                     AND cm.digest = m.subject_digest
+		WHERE m.namespace_id = $1 AND cm.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1
+		  AND m.id = ANY($2) AND m.subject_digest IS NOT NULL AND cm.soft_deleted_at IS NULL`,
+		[]any{nsID, ids}, scanManifest)
+}
+
+// ReferrersOfManifests returns, per manifest id, the first limit active
+// manifests of its image whose recorded subject is that manifest (what the
+// OCI referrers API lists), by digest, only those of artifactType when it
+// is not nil: one range scan of container_manifests_subject_idx per
+// manifest.
+func (s *Store) ReferrersOfManifests(ctx context.Context, nsID uuid.UUID, ids []uuid.UUID, artifactType *string, limit int) (map[uuid.UUID][]*Manifest, error) {
+	filter, args := "", []any{nsID, ids, limit}
+	if artifactType != nil {
+		filter, args = " AND r.artifact_type = $4", append(args, *artifactType)
+	}
+	return db.GroupBy(ctx, s.pool, "manifest referrers", `
+		SELECT m.id, `+manifestColumns+`
+		FROM container_manifests m
+		CROSS JOIN LATERAL (
+			SELECT r.* FROM container_manifests r
+			WHERE r.namespace_id = $1 AND r.container_image_id = m.container_image_id AND r.subject_digest = m.digest
+			  AND r.soft_deleted_at IS NULL`+filter+`
+			ORDER BY r.digest LIMIT $3) cm
+		JOIN container_images ci ON ci.namespace_id = $1 AND ci.id = cm.container_image_id
+		JOIN container_repositories cr ON cr.namespace_id = $1 AND cr.id = ci.container_repository_id
+		WHERE m.namespace_id = $1 AND m.id = ANY($2)
+		ORDER BY m.id, cm.digest`, args, scanManifest)
 }
 
 // ImageRef names one active image of a container repository.

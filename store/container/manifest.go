@@ -153,6 +153,11 @@ type ManifestPut struct {
 	// image; Children (index / manifest list entries) active manifests.
 	Blobs    []BlobRef
 	Children [][32]byte
+	// Subject is the digest of the manifest's OCI subject (nil: none);
+	// ArtifactType what the referrers API reports for it ("": none). Both
+	// are recorded on the row (container_manifests_subject_idx).
+	Subject      *[32]byte
+	ArtifactType string
 	// Tags are pointed at the manifest (created or moved).
 	Tags []string
 }
@@ -390,12 +395,17 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 		return uuid.Nil, err
 	}
 	id := db.NewID()
+	var subject []byte
+	if in.Subject != nil {
+		subject = in.Subject[:]
+	}
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO container_manifests (id, namespace_id, container_image_id, digest, media_type,
-		                                 blob_storage_attachment_id, blob_sha256, size, blob_references_recorded)
-		VALUES ($1, $2, $3, $4, $5, $6, $4, $7, true)
+		                                 blob_storage_attachment_id, blob_sha256, size, blob_references_recorded,
+		                                 subject_digest, artifact_type, subject_recorded)
+		VALUES ($1, $2, $3, $4, $5, $6, $4, $7, true, $8, NULLIF($9, ''), true)
 		ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
-		id, t.NamespaceID, imageID, in.Digest[:], in.MediaType, att[0].ID, size)
+		id, t.NamespaceID, imageID, in.Digest[:], in.MediaType, att[0].ID, size, subject, in.ArtifactType)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
 	}
@@ -518,34 +528,4 @@ func softDeleteManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID,
 		return uuid.Nil, nil, fmt.Errorf("store: soft-delete manifest: %w", err)
 	}
 	return id, nil, nil
-}
-
-// ReferrerCandidates lists the image's active manifests whose
-// media type can carry a subject (OCI image manifests, indexes and
-// artifact manifests), with their payload blob rows. The schema has no
-// subject column (docs/schema.md, "Format tables"), so the protocol reads (and caches, by digest) the
-// payloads to find the referrers of a digest.
-func (s *Store) ReferrerCandidates(ctx context.Context, t *Target, mediaTypes []string) ([]*ManifestRow, error) {
-	if t.ImageID == uuid.Nil {
-		return nil, nil
-	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+manifestRowColumns+`
-		FROM container_manifests cm
-		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.soft_deleted_at IS NULL
-		  AND cm.media_type = ANY($3::text[])
-		ORDER BY cm.digest`, t.NamespaceID, t.ImageID, mediaTypes)
-	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: referrer candidates: %w", err))
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*ManifestRow, error) {
-		return scanManifestRow(r)
-	})
-	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: referrer candidates: %w", err))
-	}
-	if err := s.withPayloads(ctx, t.NamespaceID, out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

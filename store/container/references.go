@@ -318,37 +318,11 @@ func (s *Store) UnrecordedManifests(ctx context.Context, nsID, after uuid.UUID, 
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: unrecorded manifests: %w", err))
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*UnrecordedManifest, error) {
-		var (
-			m   UnrecordedManifest
-			dig []byte
-		)
-		if err := r.Scan(&m.ID, &dig, &m.MediaType, &m.Size, &m.ImageID); err != nil {
-			return nil, err
-		}
-		if len(dig) != 32 {
-			return nil, fmt.Errorf("manifest row with a %d-byte digest", len(dig))
-		}
-		m.Digest = [32]byte(dig)
-		return &m, nil
-	})
+	out, err := collectUnrecorded(rows)
 	if err != nil || len(out) == 0 {
 		return nil, wrap("unrecorded manifests", db.MapErr(err))
 	}
-	shas := make([][]byte, len(out))
-	for i, m := range out {
-		shas[i] = m.Digest[:]
-	}
-	blobs, err := statBlobs(ctx, s.pool, nsID, shas)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range out {
-		if b, ok := blobs[m.Digest]; ok {
-			m.Payload = *b
-		}
-	}
-	return out, nil
+	return out, s.fillPayloads(ctx, nsID, out)
 }
 
 // RecordedReferences are the references of one manifest, found by the

@@ -22,8 +22,6 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
-
 type remoteFixture struct {
 	t    *testing.T
 	ctx  context.Context

@@ -136,7 +136,7 @@ func TestUIPlayground(t *testing.T) {
 	b.see(docLink("field-name", "namespaces"))
 	b.see(docLink("field-name", "viewer"))
 	b.click(docLink("field-name", "namespaces"))
-	b.see(text("All namespaces by slug (admin token only)."))
+	b.see(text("All namespaces (admin token only)"))
 	b.click(docLink("type-name", "NamespaceConnection"))
 	b.see(docLink("field-name", "totalCount"))
 

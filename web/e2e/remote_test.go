@@ -72,7 +72,9 @@ func TestUIRemoteRepository(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rem struct {
-			Repository struct{ Remote struct{ CacheHits, CacheMisses int } }
+			Repository struct {
+				Remote struct{ CacheHits, CacheMisses int }
+			}
 		}
 		if err := json.Unmarshal(s.graphql(t, `{ repository(namespace: "acme", name: "mirror") { remote { cacheHits cacheMisses } } }`, nil), &rem); err != nil {
 			t.Fatal(err)

@@ -229,7 +229,7 @@ func TestUI(t *testing.T) {
 		b.see(heading("team/api"))
 		b.see(`//tr[@data-tag="v1"]`)
 		b.see(`//tr[@data-tag="latest"]`)
-		b.docShot("07-image-tags-manifests", "image-tags-manifests")
+		b.shot("07-image-tags-manifests")
 	})
 
 	// Copy the pull command of v1.
@@ -250,7 +250,7 @@ func TestUI(t *testing.T) {
 		b.see(text(m2))
 		b.see(text("docker pull " + s.Host + "/acme/app/team/api@" + m2))
 		b.see(text("oras pull --plain-http " + s.Host + "/acme/app/team/api@" + m2))
-		b.docShot("08-manifest-detail", "manifest-detail")
+		b.shot("08-manifest-detail")
 	})
 
 	// Delete tag v1: the manifest stays, untagged.

@@ -1,13 +1,15 @@
-import { useEffect, useRef, type ReactNode } from "react";
+import { useEffect, useRef, useState, type ReactNode } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { useMutation, useQuery } from "urql";
+import { artifactKind, attachedSummary, formatPlatform, isIndexType, kindLabels, manifestKind } from "../artifacts";
 import { useAuth } from "../auth";
 import { LoadMore, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
-import { dockerPull, orasPull } from "../components/usage";
-import { Badge, CopyBlock, CopyButton, Dl, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
+import { dockerPull } from "../components/usage";
+import { Badge, CopyButton, Empty, ErrorBox, Loading, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
 import { formatBytes, formatTime, registryHost, shortDigest } from "../format";
 import { paths } from "../paths";
+import { ManifestDetail, manifestContext } from "./ManifestDetail";
 
 const ImageQuery = graphql(`
   query Image($namespace: String!, $name: String!, $image: String!) {
@@ -45,6 +47,18 @@ const ImageTagsQuery = graphql(`
                 mediaType
                 size
                 createdAt
+                indexEntries {
+                  digest
+                  platform {
+                    os
+                    architecture
+                    variant
+                  }
+                }
+                referrers {
+                  id
+                  artifactType
+                }
               }
             }
           }
@@ -72,19 +86,25 @@ const ImageManifestsQuery = graphql(`
               id
               digest
               mediaType
+              artifactType
               size
               createdAt
               tags
-              references {
+              subjectDigest
+              subject {
                 id
                 digest
-                mediaType
-                size
+              }
+              references {
+                id
+              }
+              parents {
+                id
+                digest
               }
               referrers {
                 id
-                digest
-                mediaType
+                artifactType
               }
             }
           }
@@ -106,21 +126,8 @@ const DeleteTagMutation = graphql(`
   }
 `);
 
-const DeleteManifestMutation = graphql(`
-  mutation DeleteContainerManifest($input: ContainerManifestRefInput!) {
-    deleteContainerManifest(input: $input) {
-      manifest {
-        id
-        digest
-        softDeletedAt
-        tags
-      }
-    }
-  }
-`);
-
 const PAGE = 50;
-const ctx = { additionalTypenames: ["ContainerImage", "ContainerTag", "ContainerManifest"] };
+const ctx = manifestContext;
 
 export function ImageDetail() {
   const { ns = "", repo = "", "*": splat = "" } = useParams();
@@ -128,8 +135,13 @@ export function ImageDetail() {
   const [{ data, fetching, error }] = useQuery({ query: ImageQuery, variables: { namespace: ns, name: repo, image }, context: ctx });
   const [params, setParams] = useSearchParams();
   const selected = params.get("manifest");
-  const select = (digest: string | null) =>
+  // A selection made on this page moves the focus to the detail; one that
+  // came with the URL leaves it where the page starts.
+  const [clicked, setClicked] = useState(false);
+  const select = (digest: string | null) => {
+    setClicked(digest !== null);
     setParams(digest ? new URLSearchParams({ manifest: digest }) : new URLSearchParams(), { replace: false });
+  };
 
   const header = (
     <>
@@ -156,18 +168,20 @@ export function ImageDetail() {
   return (
     <section>
       {header}
+      {selected && <ManifestDetail ns={ns} repo={repo} image={image} digest={selected} onSelect={select} focus={clicked} />}
       <h2 id="tags">Tags</h2>
       <div className="table-wrap">
-        <table className="table" aria-labelledby="tags">
+        <table className="table table-image" aria-labelledby="tags">
           <thead>
             <tr>
               <th scope="col">Tag</th>
               <th scope="col">Manifest</th>
-              <th scope="col">Media type</th>
+              <th scope="col">Type and platforms</th>
               <th scope="col" className="num">
                 Size
               </th>
-              <th scope="col">Created</th>
+              <th scope="col">Attached</th>
+              <th scope="col">Pushed</th>
               <th scope="col">
                 <span className="visually-hidden">Actions</span>
               </th>
@@ -175,41 +189,30 @@ export function ImageDetail() {
           </thead>
           <PagedList
             resetKey={`${ns}/${repo}/${image}`}
-            page={(p) => (
-              <TagPage key={p.index} {...p} ns={ns} repo={repo} image={image} onSelect={select} />
-            )}
+            page={(p) => <TagPage key={p.index} {...p} ns={ns} repo={repo} image={image} onSelect={select} />}
           />
         </table>
       </div>
 
       <h2 id="manifests">Manifests</h2>
       <div className="table-wrap">
-        <table className="table" aria-labelledby="manifests">
+        <table className="table table-image" aria-labelledby="manifests">
           <thead>
             <tr>
               <th scope="col">Digest</th>
-              <th scope="col">Media type</th>
+              <th scope="col">Type</th>
               <th scope="col" className="num">
                 Size
               </th>
-              <th scope="col">Tags</th>
-              <th scope="col">Created</th>
+              <th scope="col">Tags or subject</th>
+              <th scope="col">Pushed</th>
               <th scope="col">Links</th>
             </tr>
           </thead>
           <PagedList
             resetKey={`${ns}/${repo}/${image}`}
             page={(p) => (
-              <ManifestPage
-                key={p.index}
-                {...p}
-                ns={ns}
-                repo={repo}
-                image={image}
-               
-                selected={selected}
-                onSelect={select}
-              />
+              <ManifestPage key={p.index} {...p} ns={ns} repo={repo} image={image} selected={selected} onSelect={select} />
             )}
           />
         </table>
@@ -230,6 +233,22 @@ function useFocusNewPage(index: number, loaded: unknown) {
     if (index > 0 && loaded) focusFirstLinkIfLost(body.current);
   }, [index, loaded]);
   return body;
+}
+
+/** The platforms an index lists (attestation entries, platform unknown/unknown, left out). */
+function platformsOf(entries: readonly { platform?: { os: string; architecture: string; variant?: string | null } | null }[] | null | undefined) {
+  const out: string[] = [];
+  for (const e of entries ?? []) {
+    if (!e.platform || e.platform.os === "unknown") continue;
+    const p = formatPlatform(e.platform);
+    if (!out.includes(p)) out.push(p);
+  }
+  return out;
+}
+
+function AttachedBadges({ referrers }: { referrers: readonly { artifactType?: string | null }[] }) {
+  if (referrers.length === 0) return <span className="muted">–</span>;
+  return <Badge tone="info">{attachedSummary(referrers)}</Badge>;
 }
 
 function TagPage({
@@ -255,7 +274,7 @@ function TagPage({
   const host = registryHost();
   const note = (c: ReactNode) => (
     <tr className="row-note">
-      <td colSpan={6}>{c}</td>
+      <td colSpan={7}>{c}</td>
     </tr>
   );
   return (
@@ -265,53 +284,67 @@ function TagPage({
       {!conn && fetching && note(<Loading what="Loading tags" />)}
       {data && !conn && !fetching && !error && note(<Empty>The image is gone; reload the repository.</Empty>)}
       {conn && conn.edges.length === 0 && index === 0 && note(<Empty>No tags: the manifests below are reachable by digest only.</Empty>)}
-      {conn?.edges.map(({ node: t }) => (
-        <tr key={t.id} data-tag={t.name}>
-          <th scope="row" data-label="Tag">
-            {t.name}
-          </th>
-          <td data-label="Manifest">
-            <a
-              href={paths.image(ns, repo, image, t.manifest.digest)}
-              onClick={(e) => {
-                e.preventDefault();
-                onSelect(t.manifest.digest);
-              }}
-              className="mono"
-              title={t.manifest.digest}
-            >
-              {shortDigest(t.manifest.digest)}
-            </a>
-          </td>
-          <td data-label="Media type" className="small">
-            {t.manifest.mediaType}
-          </td>
-          <td data-label="Size" className="num">
-            {formatBytes(t.manifest.size)}
-          </td>
-          <td data-label="Created">{formatTime(t.manifest.createdAt)}</td>
-          <td className="actions">
-            <CopyButton label={`docker pull command for ${t.name}`} text={dockerPull(host, ns, repo, image, t.name)}>
-              Copy pull
-            </CopyButton>
-            {signedIn && (
-              <button
-                type="button"
-                className="btn btn-small btn-danger-outline"
-                disabled={del.fetching}
-                aria-label={`Delete tag ${t.name}`}
-                onClick={() => {
-                  if (window.confirm(`Delete tag ${t.name}? The manifest stays reachable by digest.`)) {
-                    void deleteTag({ input: { namespace: ns, repository: repo, image, tag: t.name } }, ctx);
-                  }
+      {conn?.edges.map(({ node: t }) => {
+        const platforms = platformsOf(t.manifest.indexEntries);
+        return (
+          <tr key={t.id} data-tag={t.name}>
+            <th scope="row" data-label="Tag">
+              {t.name}
+            </th>
+            <td data-label="Manifest">
+              <a
+                href={paths.image(ns, repo, image, t.manifest.digest)}
+                onClick={(e) => {
+                  e.preventDefault();
+                  onSelect(t.manifest.digest);
                 }}
+                className="mono"
+                title={t.manifest.digest}
               >
-                Delete
-              </button>
-            )}
-          </td>
-        </tr>
-      ))}
+                {shortDigest(t.manifest.digest)}
+              </a>
+            </td>
+            <td data-label="Type" className="small" title={t.manifest.mediaType}>
+              {isIndexType(t.manifest.mediaType) ? (
+                platforms.length ? (
+                  <span data-testid="platforms">{platforms.join(", ")}</span>
+                ) : (
+                  manifestKind(t.manifest.mediaType)
+                )
+              ) : (
+                manifestKind(t.manifest.mediaType)
+              )}
+            </td>
+            <td data-label="Size" className="num">
+              {formatBytes(t.manifest.size)}
+            </td>
+            <td data-label="Attached">
+              <AttachedBadges referrers={t.manifest.referrers} />
+            </td>
+            <td data-label="Pushed">{formatTime(t.manifest.createdAt)}</td>
+            <td className="actions">
+              <CopyButton label={`docker pull command for ${t.name}`} text={dockerPull(host, ns, repo, image, t.name)}>
+                Copy pull
+              </CopyButton>
+              {signedIn && (
+                <button
+                  type="button"
+                  className="btn btn-small btn-danger-outline"
+                  disabled={del.fetching}
+                  aria-label={`Delete tag ${t.name}`}
+                  onClick={() => {
+                    if (window.confirm(`Delete tag ${t.name}? The manifest stays reachable by digest.`)) {
+                      void deleteTag({ input: { namespace: ns, repository: repo, image, tag: t.name } }, ctx);
+                    }
+                  }}
+                >
+                  Delete
+                </button>
+              )}
+            </td>
+          </tr>
+        );
+      })}
       {conn &&
         isLast &&
         note(<LoadMore pageInfo={conn.pageInfo} onMore={onMore} shown={index * PAGE + conn.edges.length} total={conn.totalCount} />)}
@@ -330,128 +363,88 @@ function ManifestPage({
   selected,
   onSelect,
 }: PageProps & ImageRef & { selected: string | null; onSelect(d: string | null): void }) {
-  const { signedIn } = useAuth();
   const [{ data, fetching, error }] = useQuery({
     query: ImageManifestsQuery,
     variables: { namespace: ns, name: repo, image, first: PAGE, after },
     context: ctx,
   });
-  const [del, deleteManifest] = useMutation(DeleteManifestMutation);
   const node = data?.repository?.image;
   const conn = node && node.name === image ? node.manifests : undefined;
   const body = useFocusNewPage(index, conn);
-  const host = registryHost();
   const note = (c: ReactNode) => (
     <tr className="row-note">
       <td colSpan={6}>{c}</td>
     </tr>
   );
+  const digestButton = (d: string, label?: string) => (
+    <button type="button" className="btn btn-link mono" title={d} aria-label={label} onClick={() => onSelect(d)}>
+      {shortDigest(d)}
+    </button>
+  );
   return (
     <tbody ref={body}>
       {error && note(<ErrorBox error={error} />)}
-      {del.error && note(<ErrorBox error={del.error} title="Could not delete the manifest" />)}
       {!conn && fetching && note(<Loading what="Loading manifests" />)}
       {conn && conn.edges.length === 0 && index === 0 && note(<Empty>No active manifest.</Empty>)}
-      {conn?.edges.flatMap(({ node: m }) => {
+      {conn?.edges.map(({ node: m }) => {
         const open = selected === m.digest;
-        const rows = [
-          <tr key={m.id} className={open ? "row-selected" : undefined}>
+        let relation: ReactNode;
+        if (m.subjectDigest) {
+          relation = (
+            <span className="attached-to">
+              {kindLabels[artifactKind(m.artifactType)].one} attached to{" "}
+              {m.subject ? digestButton(m.subject.digest, `Open ${shortDigest(m.subject.digest)}, the subject`) : <code>{shortDigest(m.subjectDigest)}</code>}
+            </span>
+          );
+        } else if (m.tags.length) {
+          relation = m.tags.map((t) => <Badge key={t}>{t}</Badge>);
+        } else if (m.parents.length) {
+          relation = (
+            <span>
+              in index {m.parents.slice(0, 3).map((p) => <span key={p.id}>{digestButton(p.digest)} </span>)}
+            </span>
+          );
+        } else {
+          relation = <span className="muted">untagged</span>;
+        }
+        return (
+          <tr key={m.id} className={open ? "row-selected" : undefined} data-digest={m.digest}>
             <th scope="row" data-label="Digest">
               <button
                 type="button"
                 className="btn btn-link mono"
                 aria-expanded={open}
-                aria-controls={`manifest-${m.id}`}
+                aria-controls={open ? "manifest-detail" : undefined}
                 title={m.digest}
                 onClick={() => onSelect(open ? null : m.digest)}
               >
                 {shortDigest(m.digest)}
               </button>
             </th>
-            <td data-label="Media type" className="small">
-              {m.mediaType}
+            <td data-label="Type" className="small" title={m.mediaType}>
+              {manifestKind(m.mediaType)}
+              {m.artifactType && m.subjectDigest && (
+                <>
+                  <br />
+                  <code className="small">{m.artifactType}</code>
+                </>
+              )}
             </td>
             <td data-label="Size" className="num">
               {formatBytes(m.size)}
             </td>
-            <td data-label="Tags">
-              {m.tags.length ? m.tags.map((t) => <Badge key={t}>{t}</Badge>) : <span className="muted">untagged</span>}
-            </td>
-            <td data-label="Created">{formatTime(m.createdAt)}</td>
+            <td data-label="Tags or subject">{relation}</td>
+            <td data-label="Pushed">{formatTime(m.createdAt)}</td>
             <td data-label="Links" className="small">
-              {m.references.length > 0 && <span>{m.references.length} children </span>}
-              {m.referrers.length > 0 && <span>{m.referrers.length} referrers</span>}
-              {m.references.length === 0 && m.referrers.length === 0 && <span className="muted">–</span>}
+              {[
+                m.references.length > 0 && `${m.references.length} ${m.references.length === 1 ? "child" : "children"}`,
+                m.referrers.length > 0 && `${attachedSummary(m.referrers)} attached`,
+              ]
+                .filter(Boolean)
+                .join(" · ") || <span className="muted">–</span>}
             </td>
-          </tr>,
-        ];
-        if (open) {
-          rows.push(
-            <tr key={`${m.id}-detail`} className="row-detail" id={`manifest-${m.id}`}>
-              <td colSpan={6}>
-                <CopyBlock label="Digest" text={m.digest} />
-                <Dl
-                  items={[
-                    ["Media type", m.mediaType],
-                    ["Size (tree)", formatBytes(m.size)],
-                    ["Created", formatTime(m.createdAt)],
-                  ]}
-                />
-                <CopyBlock label="docker pull" text={dockerPull(host, ns, repo, image, m.digest)} />
-                <CopyBlock label="oras pull" text={orasPull(host, ns, repo, image, m.digest)} />
-                {m.references.length > 0 && (
-                  <>
-                    <h3>Children (platforms, layers of an index)</h3>
-                    <ul className="plain">
-                      {m.references.map((c) => (
-                        <li key={c.id}>
-                          <button type="button" className="btn btn-link mono" onClick={() => onSelect(c.digest)}>
-                            {shortDigest(c.digest)}
-                          </button>{" "}
-                          <span className="small">{c.mediaType}</span> <span className="muted">{formatBytes(c.size)}</span>
-                        </li>
-                      ))}
-                    </ul>
-                  </>
-                )}
-                {m.referrers.length > 0 && (
-                  <>
-                    <h3>Referenced by</h3>
-                    <ul className="plain">
-                      {m.referrers.map((c) => (
-                        <li key={c.id}>
-                          <button type="button" className="btn btn-link mono" onClick={() => onSelect(c.digest)}>
-                            {shortDigest(c.digest)}
-                          </button>{" "}
-                          <span className="small">{c.mediaType}</span>
-                        </li>
-                      ))}
-                    </ul>
-                  </>
-                )}
-                {signedIn && (
-                  <p>
-                    <button
-                      type="button"
-                      className="btn btn-danger-outline"
-                      disabled={del.fetching}
-                      onClick={() => {
-                        if (window.confirm(`Move manifest ${shortDigest(m.digest)} to the trash? Its tags are deleted.`)) {
-                          void deleteManifest({ input: { namespace: ns, repository: repo, image, digest: m.digest } }, ctx).then(
-                            (r) => r.data && onSelect(null),
-                          );
-                        }
-                      }}
-                    >
-                      Move manifest to trash
-                    </button>
-                  </p>
-                )}
-              </td>
-            </tr>,
-          );
-        }
-        return rows;
+          </tr>
+        );
       })}
       {conn &&
         isLast &&

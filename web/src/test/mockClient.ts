@@ -4,7 +4,9 @@ import { Client, cacheExchange, makeResult, makeErrorResult, type Exchange, type
 import { filter, map, mergeMap, pipe, fromValue, delay } from "wonka";
 import { GraphQLError } from "graphql";
 
-export type Responder = (op: Operation) => { data?: unknown; errors?: { message: string; code?: string }[] } | Error;
+export type Responder = (
+  op: Operation,
+) => { data?: unknown; errors?: { message: string; code?: string; path?: (string | number)[] }[] } | Error;
 
 export function mockClient(respond: Responder, opts: { delayMs?: number } = {}) {
   // Operations answered (not torn down before their answer arrived, which
@@ -28,7 +30,7 @@ export function mockClient(respond: Responder, opts: { delayMs?: number } = {}) 
         } else {
           result = makeResult(op, {
             data: r.data ?? null,
-            errors: r.errors?.map((e) => new GraphQLError(e.message, { extensions: e.code ? { code: e.code } : {} })),
+            errors: r.errors?.map((e) => new GraphQLError(e.message, { path: e.path, extensions: e.code ? { code: e.code } : {} })),
           });
         }
         const one = fromValue(result);
