@@ -168,18 +168,6 @@ func upstreamBaseURL(u string) string {
 	return u
 }
 
-// closeAll stops every client (tests; the process's end cancels fills
-// anyway).
-func (rs *remotes) closeAll(ctx context.Context) {
-	rs.mu.Lock()
-	list := rs.clients
-	rs.clients = map[uuid.UUID]*remoteClient{}
-	rs.mu.Unlock()
-	for _, rc := range list {
-		_ = rc.c.Close(ctx)
-	}
-}
-
 // CacheMetrics are the cache outcomes of the pull-through caches, per
 // kind of content; the upstream layer exports the upstream side.
 type CacheMetrics struct {

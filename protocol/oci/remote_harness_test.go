@@ -290,7 +290,6 @@ type remoteServer struct {
 	*testServer
 	cs   *container.Store
 	logs *lockedBuffer
-	h    http.Handler
 }
 
 // newRemoteServer starts it; spool, when given, is the fills' spool

@@ -180,11 +180,16 @@ func (rs *remotes) revalidateTag(ctx context.Context, t *container.Target, tag s
 	}
 	if dgErr == nil {
 		// The tag moved; the image may hold the new manifest already.
-		if m, err := rs.h.container.RemoteManifestByDigest(ctx, t, current); err == nil {
-			if m, err = rs.h.container.PointRemoteTag(ctx, t, tag, current, etag); err != nil {
+		_, err := rs.h.container.RemoteManifestByDigest(ctx, t, current)
+		switch {
+		case err == nil:
+			m, err := rs.h.container.PointRemoteTag(ctx, t, tag, current, etag)
+			if err != nil {
 				return nil, err
 			}
 			return &remoteResult{manifest: m, imageID: t.ImageID, outcome: outcomeRevalidated}, nil
+		case !store.HasCode(err, container.CodeManifestUnknown):
+			return nil, err
 		}
 		path = "v2/" + t.Remote.UpstreamImage + "/manifests/" + current.String()
 	}
