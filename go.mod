@@ -15,6 +15,7 @@ require (
 	github.com/vektah/gqlparser/v2 v2.5.64
 	gocloud.dev v0.49.0
 	gocloud.dev/secrets/hashivault v0.45.0
+	golang.org/x/crypto v0.58.0
 )
 
 require (
@@ -142,7 +143,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/exp v0.0.0-20261109185158-a52e3aef5920 // indirect
 	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/net v0.62.0

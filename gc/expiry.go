@@ -64,19 +64,7 @@ type ExpiryResult struct {
 // stops or fails leaves whole batches only, and the next run finds what
 // is left.
 func (g *GC) ExpirySweep(ctx context.Context) (*ExpiryResult, error) {
-	gate := func(ctx context.Context) error {
-		kctx, cancel := context.WithTimeout(ctx, killSwitchTimeout)
-		defer cancel()
-		enabled, by, err := g.cfg.KillSwitch.ReclaimEnabled(kctx)
-		switch {
-		case err != nil:
-			return fmt.Errorf("%w (%s): %v", errReclaimStopped, StopFailClosed, err)
-		case !enabled:
-			return fmt.Errorf("%w (%s): %s", errReclaimStopped, StopOperator, by)
-		}
-		return nil
-	}
-	p, err := g.catalog.ExpireAll(ctx, g.now(), catalog.ExpiryOptions{Batch: g.cfg.ExpiryBatch, Gate: gate})
+	p, err := g.catalog.ExpireAll(ctx, g.now(), catalog.ExpiryOptions{Batch: g.cfg.ExpiryBatch, Gate: g.reclaimGate})
 	res := &ExpiryResult{Rows: map[catalog.TrashKind]int{}}
 	if p != nil {
 		for k, n := range p.Rows {

@@ -124,6 +124,10 @@ type Config struct {
 	// Expiry sweep: interval, and rows of one kind purged per transaction.
 	ExpiryInterval time.Duration
 	ExpiryBatch    int
+	// Cache eviction (gc:cache-evict): interval, and cached images
+	// evicted per transaction.
+	CacheEvictInterval time.Duration
+	CacheEvictBatch    int
 	// Failure isolation: a candidate is excluded at StrikeLimit strikes;
 	// failed attempts back off BackoffBase * 2^(attempts-1), at most
 	// BackoffMax. Over the last FailureWindow storage deletes of this
@@ -196,6 +200,8 @@ func (c Config) withDefaults(st *store.Store) (Config, error) {
 	def(&c.SubjectsInterval, DefaultSubjectsInterval)
 	defInt(&c.ReferencesBatch, DefaultReferencesBatch)
 	defInt(&c.ExpiryBatch, catalog.DefaultPurgeBatch)
+	def(&c.CacheEvictInterval, DefaultCacheEvictInterval)
+	defInt(&c.CacheEvictBatch, DefaultCacheEvictBatch)
 	defInt(&c.StrikeLimit, DefaultStrikeLimit)
 	def(&c.BackoffBase, DefaultBackoffBase)
 	def(&c.BackoffMax, DefaultBackoffMax)
@@ -274,7 +280,7 @@ func (g *GC) Config() Config { return g.cfg }
 //
 //	phase 1: gc:reconcile-scan
 //	phase 2: + gc:sweep (cleanup rechecks and discards, deletes nothing)
-//	every phase: gc:expiry-sweep and, with a ManifestParser,
+//	every phase: gc:expiry-sweep, gc:cache-evict and, with a ManifestParser,
 //	gc:record-blob-references (they only detach: the phase governs what
 //	becomes of the candidates they record); with a SubjectParser,
 //	gc:record-manifest-subjects (it only writes two columns)
@@ -286,8 +292,12 @@ func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &stagingWorker{g: g})
 	river.AddWorker(workers, &expiryWorker{g: g})
 	river.AddWorker(workers, &referencesWorker{g: g})
+	river.AddWorker(workers, &cacheEvictWorker{g: g})
 	river.AddWorker(workers, &subjectsWorker{g: g})
 	jobs := []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.CacheEvictInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return CacheEvictArgs{}, nil },
+			&river.PeriodicJobOpts{ID: KindCacheEvict, RunOnStart: true}),
 		river.NewPeriodicJob(river.PeriodicInterval(g.cfg.ReconcileInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return ReconcileScanArgs{}, nil },
 			&river.PeriodicJobOpts{ID: KindReconcileScan, RunOnStart: true}),

@@ -14,8 +14,8 @@ import (
 )
 
 // Job kinds of the GC job family (docs/garbage-collection.md "Job family")
-// implemented here (gc:expiry-sweep in expiry.go). gc:cache-evict
-// arrives with remote repositories.
+// implemented here (gc:expiry-sweep in expiry.go, gc:cache-evict in
+// cacheevict.go).
 const (
 	KindSweep         = "gc:sweep"
 	KindCleanup       = "gc:cleanup"

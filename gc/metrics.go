@@ -32,6 +32,7 @@ const (
 	MetricReconcileRecorded    = metricPrefix + "reconcile_recorded_total"
 	MetricStagingPurged        = metricPrefix + "staging_purged_total"
 	MetricExpiredRows          = metricPrefix + "expired_rows_total"
+	MetricCacheEvictedImages   = metricPrefix + "cache_evicted_images_total"
 	MetricBlobLockWait         = metricPrefix + "push_blob_lock_wait_seconds"
 	MetricDedupObjectChecks    = metricPrefix + "push_dedup_object_checks_total"
 )
@@ -47,6 +48,7 @@ type metrics struct {
 	reconcileRecorded prometheus.Counter
 	stagingPurged     prometheus.Counter
 	expired           *prometheus.CounterVec
+	cacheEvicted      prometheus.Counter
 	push              *pushMetrics
 	queue             *queueCollector
 }
@@ -72,6 +74,7 @@ func newMetrics() *metrics {
 			Name: MetricExpiredRows,
 			Help: "Soft-deleted rows hard-deleted by gc:expiry-sweep after their trash retention, by kind (REPOSITORY, CONTAINER_IMAGE, CONTAINER_MANIFEST, CONTAINER_BLOB_LINK, NPM_PACKAGE, NPM_VERSION, MAVEN_PACKAGE, MAVEN_VERSION).",
 		}, []string{"kind"}),
+		cacheEvicted: counter(MetricCacheEvictedImages, "Cached images of pull-through caches evicted by gc:cache-evict (not pulled within the namespace's KEEP_DOWNLOADED_WITHIN days)."),
 		push: &pushMetrics{
 			lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 				Name:    MetricBlobLockWait,
@@ -120,7 +123,7 @@ func (g *GC) Collectors() []prometheus.Collector {
 	m := g.metrics
 	return []prometheus.Collector{
 		m.reclaimedObjects, m.reclaimedBytes, m.outcomes, m.sweepEnqueued, m.sweepPauses,
-		m.strikes, m.excluded, m.reconcileRecorded, m.stagingPurged, m.expired,
+		m.strikes, m.excluded, m.reconcileRecorded, m.stagingPurged, m.expired, m.cacheEvicted,
 		m.push.lockWait, m.push.checks, m.queue,
 	}
 }

@@ -101,8 +101,8 @@ func TestCleanupUniqueWhileInFlight(t *testing.T) {
 
 // The periodic jobs of phase 3, on a started client: River's leader runs
 // them at start (RunOnStart), the sweep enqueues the cleanups and they
-// reclaim, the reconcile scan, the staging sweep and the expiry sweep run
-// too.
+// reclaim, the reconcile scan, the staging sweep, the expiry sweep and the
+// cache eviction run too.
 func TestPeriodicJobsOnRiver(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
@@ -116,8 +116,8 @@ func TestPeriodicJobsOnRiver(t *testing.T) {
 	workers := river.NewWorkers()
 	periodic := e.g.Register(workers)
 	e.g.inserter = nil
-	if len(periodic) != 4 {
-		t.Fatalf("%d periodic jobs in phase 3, want 4", len(periodic))
+	if len(periodic) != 5 {
+		t.Fatalf("%d periodic jobs in phase 3, want 5", len(periodic))
 	}
 	c, err := river.NewClient(riverpgxv5.New(e.pool), &river.Config{
 		Queues: e.g.Queues(), Workers: workers, PeriodicJobs: periodic, Logger: testLogger(),
@@ -131,7 +131,7 @@ func TestPeriodicJobsOnRiver(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Stop(e.ctx) })
 	deadline := time.Now().Add(time.Minute)
-	for _, kind := range []string{KindSweep, KindReconcileScan, KindStagingSweep, KindExpirySweep} {
+	for _, kind := range []string{KindSweep, KindReconcileScan, KindStagingSweep, KindExpirySweep, KindCacheEvict} {
 		for len(e.jobsOf(c, kind, rivertype.JobStateCompleted)) == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("periodic %s did not run", kind)
@@ -145,12 +145,12 @@ func TestPeriodicJobsOnRiver(t *testing.T) {
 	}
 }
 
-// Register's periodic jobs follow the phase (the expiry sweep, which only
-// detaches, runs in every phase).
+// Register's periodic jobs follow the phase (the expiry sweep and the
+// cache eviction, which only detach, run in every phase).
 func TestRegisterByPhase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{Phase: PhaseRecord})
-	for phase, want := range map[Phase]int{PhaseRecord: 2, PhaseDiscard: 3, PhaseDelete: 4} {
+	for phase, want := range map[Phase]int{PhaseRecord: 3, PhaseDiscard: 4, PhaseDelete: 5} {
 		g := e.newGC(Config{Phase: phase})
 		if n := len(g.Register(river.NewWorkers())); n != want {
 			t.Errorf("phase %d: %d periodic jobs, want %d", phase, n, want)
@@ -167,7 +167,7 @@ func TestRegisterByPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range []river.JobArgs{SweepArgs{}, CleanupArgs{SHA256: "00"}, ReconcileScanArgs{}, StagingSweepArgs{}, ExpirySweepArgs{}} {
+	for _, args := range []river.JobArgs{SweepArgs{}, CleanupArgs{SHA256: "00"}, ReconcileScanArgs{}, StagingSweepArgs{}, ExpirySweepArgs{}, CacheEvictArgs{}} {
 		if _, err := c.Insert(e.ctx, args, nil); err != nil {
 			t.Errorf("insert %s: %v", args.Kind(), err)
 		}

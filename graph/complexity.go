@@ -131,6 +131,7 @@ func setConnectionComplexity(c *ComplexityRoot) {
 	c.MavenPackage.Files = page
 	c.MavenVersion.Files = page
 	c.LifecyclePreview.Items = page
+	c.RemoteRepository.CachedImages = page
 }
 
 func setListComplexity(c *ComplexityRoot) {
@@ -172,4 +173,5 @@ func setListComplexity(c *ComplexityRoot) {
 	c.PurgeTrashPayload.Counts = bounded(purgedKindCount)
 	c.LifecyclePolicy.Rules = bounded(lifecycle.MaxRules)
 	c.LifecyclePreviewItem.Tags = bounded(maxLifecycleItemTags)
+	c.RemoteCachedImage.Tags = bounded(maxRemoteImageTags)
 }

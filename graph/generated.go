@@ -46,6 +46,8 @@ type ResolverRoot interface {
 	NpmVersion() NpmVersionResolver
 	PublishEvent() PublishEventResolver
 	Query() QueryResolver
+	RemoteCachedImage() RemoteCachedImageResolver
+	RemoteRepository() RemoteRepositoryResolver
 	Repository() RepositoryResolver
 }
 
@@ -212,6 +214,13 @@ type ComplexityRoot struct {
 		Tag   func(childComplexity int) int
 	}
 
+	EvictRemoteImagePayload struct {
+		GcCandidateCount func(childComplexity int) int
+		Image            func(childComplexity int) int
+		ReleasedCount    func(childComplexity int) int
+		Repository       func(childComplexity int) int
+	}
+
 	GCCandidate struct {
 		Attempts     func(childComplexity int) int
 		BackoffUntil func(childComplexity int) int
@@ -256,6 +265,12 @@ type ComplexityRoot struct {
 
 	GarbageCollectionPayload struct {
 		GarbageCollection func(childComplexity int) int
+	}
+
+	InvalidateRemoteTagPayload struct {
+		Image      func(childComplexity int) int
+		Repository func(childComplexity int) int
+		Tag        func(childComplexity int) int
 	}
 
 	KeyValue struct {
@@ -462,6 +477,8 @@ type ComplexityRoot struct {
 		DeleteNpmVersion               func(childComplexity int, input model.PackageItemRefInput) int
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
 		EmptyTrash                     func(childComplexity int, input model.EmptyTrashInput) int
+		EvictRemoteImage               func(childComplexity int, input model.RemoteImageRefInput) int
+		InvalidateRemoteTag            func(childComplexity int, input model.RemoteTagRefInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		PauseLegacyMigration           func(childComplexity int) int
 		PrioritizeLegacyRepository     func(childComplexity int, id string, priority int) int
@@ -675,6 +692,48 @@ type ComplexityRoot struct {
 		Statistics  func(childComplexity int) int
 	}
 
+	RemoteCachedImage struct {
+		BlobsCount       func(childComplexity int) int
+		CachedAt         func(childComplexity int) int
+		ID               func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		ManifestsCount   func(childComplexity int) int
+		Name             func(childComplexity int) int
+		SizeBytes        func(childComplexity int) int
+		Tags             func(childComplexity int) int
+	}
+
+	RemoteCachedImageConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	RemoteCachedImageEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	RemoteCachedTag struct {
+		CheckedAt func(childComplexity int) int
+		Digest    func(childComplexity int) int
+		MediaType func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Stale     func(childComplexity int) int
+	}
+
+	RemoteRepository struct {
+		CacheHits          func(childComplexity int) int
+		CacheMisses        func(childComplexity int) int
+		CacheValidityHours func(childComplexity int) int
+		CachedImages       func(childComplexity int, first *int, after *string) int
+		HasCredentials     func(childComplexity int) int
+		Health             func(childComplexity int) int
+		HitRatio           func(childComplexity int) int
+		LastCheckedAt      func(childComplexity int) int
+		LastError          func(childComplexity int) int
+		URL                func(childComplexity int) int
+	}
+
 	Repository struct {
 		ArtifactsCount  func(childComplexity int) int
 		Collections     func(childComplexity int) int
@@ -694,6 +753,7 @@ type ComplexityRoot struct {
 		Namespace       func(childComplexity int) int
 		NpmPackage      func(childComplexity int, name string) int
 		NpmPackages     func(childComplexity int, first *int, after *string) int
+		Remote          func(childComplexity int) int
 		SizeBytes       func(childComplexity int) int
 		SoftDeletedAt   func(childComplexity int) int
 		Visibility      func(childComplexity int) int
@@ -861,6 +921,8 @@ type MutationResolver interface {
 	RestoreMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error)
 	DeleteMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
 	RestoreMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
+	InvalidateRemoteTag(ctx context.Context, input model.RemoteTagRefInput) (*model.InvalidateRemoteTagPayload, error)
+	EvictRemoteImage(ctx context.Context, input model.RemoteImageRefInput) (*model.EvictRemoteImagePayload, error)
 	CreateAccessToken(ctx context.Context, input model.CreateAccessTokenInput) (*model.CreateAccessTokenPayload, error)
 	RevokeAccessToken(ctx context.Context, input model.RevokeAccessTokenInput) (*model.AccessTokenPayload, error)
 }
@@ -916,6 +978,12 @@ type QueryResolver interface {
 	Viewer(ctx context.Context) (*model.Viewer, error)
 	AccessTokens(ctx context.Context, namespace string, first *int, after *string, includeRevoked *bool) (*model.AccessTokenConnection, error)
 }
+type RemoteCachedImageResolver interface {
+	Tags(ctx context.Context, obj *model.RemoteCachedImage) ([]*model.RemoteCachedTag, error)
+}
+type RemoteRepositoryResolver interface {
+	CachedImages(ctx context.Context, obj *model.RemoteRepository, first *int, after *string) (*model.RemoteCachedImageConnection, error)
+}
 type RepositoryResolver interface {
 	Namespace(ctx context.Context, obj *model.Repository) (*model.Namespace, error)
 
@@ -927,6 +995,7 @@ type RepositoryResolver interface {
 	NpmPackage(ctx context.Context, obj *model.Repository, name string) (*model.NpmPackage, error)
 	MavenPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.MavenPackageConnection, error)
 	MavenPackage(ctx context.Context, obj *model.Repository, groupID string, artifactID string) (*model.MavenPackage, error)
+	Remote(ctx context.Context, obj *model.Repository) (*model.RemoteRepository, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1564,6 +1633,31 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.DeleteContainerTagPayload.Tag(childComplexity), true
 
+	case "EvictRemoteImagePayload.gcCandidateCount":
+		if e.ComplexityRoot.EvictRemoteImagePayload.GcCandidateCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvictRemoteImagePayload.GcCandidateCount(childComplexity), true
+	case "EvictRemoteImagePayload.image":
+		if e.ComplexityRoot.EvictRemoteImagePayload.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvictRemoteImagePayload.Image(childComplexity), true
+	case "EvictRemoteImagePayload.releasedCount":
+		if e.ComplexityRoot.EvictRemoteImagePayload.ReleasedCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvictRemoteImagePayload.ReleasedCount(childComplexity), true
+	case "EvictRemoteImagePayload.repository":
+		if e.ComplexityRoot.EvictRemoteImagePayload.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.EvictRemoteImagePayload.Repository(childComplexity), true
+
 	case "GCCandidate.attempts":
 		if e.ComplexityRoot.GCCandidate.Attempts == nil {
 			break
@@ -1720,6 +1814,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection(childComplexity), true
+
+	case "InvalidateRemoteTagPayload.image":
+		if e.ComplexityRoot.InvalidateRemoteTagPayload.Image == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteTagPayload.Image(childComplexity), true
+	case "InvalidateRemoteTagPayload.repository":
+		if e.ComplexityRoot.InvalidateRemoteTagPayload.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteTagPayload.Repository(childComplexity), true
+	case "InvalidateRemoteTagPayload.tag":
+		if e.ComplexityRoot.InvalidateRemoteTagPayload.Tag == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteTagPayload.Tag(childComplexity), true
 
 	case "KeyValue.key":
 		if e.ComplexityRoot.KeyValue.Key == nil {
@@ -2587,6 +2700,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EmptyTrash(childComplexity, args["input"].(model.EmptyTrashInput)), true
+	case "Mutation.evictRemoteImage":
+		if e.ComplexityRoot.Mutation.EvictRemoteImage == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_evictRemoteImage_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.EvictRemoteImage(childComplexity, args["input"].(model.RemoteImageRefInput)), true
+	case "Mutation.invalidateRemoteTag":
+		if e.ComplexityRoot.Mutation.InvalidateRemoteTag == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_invalidateRemoteTag_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InvalidateRemoteTag(childComplexity, args["input"].(model.RemoteTagRefInput)), true
 	case "Mutation.linkRepositoryToCollection":
 		if e.ComplexityRoot.Mutation.LinkRepositoryToCollection == nil {
 			break
@@ -3635,6 +3770,178 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ReconcileNamespaceCountersPayload.Statistics(childComplexity), true
 
+	case "RemoteCachedImage.blobsCount":
+		if e.ComplexityRoot.RemoteCachedImage.BlobsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.BlobsCount(childComplexity), true
+	case "RemoteCachedImage.cachedAt":
+		if e.ComplexityRoot.RemoteCachedImage.CachedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.CachedAt(childComplexity), true
+	case "RemoteCachedImage.id":
+		if e.ComplexityRoot.RemoteCachedImage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.ID(childComplexity), true
+	case "RemoteCachedImage.lastDownloadedAt":
+		if e.ComplexityRoot.RemoteCachedImage.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.LastDownloadedAt(childComplexity), true
+	case "RemoteCachedImage.manifestsCount":
+		if e.ComplexityRoot.RemoteCachedImage.ManifestsCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.ManifestsCount(childComplexity), true
+	case "RemoteCachedImage.name":
+		if e.ComplexityRoot.RemoteCachedImage.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.Name(childComplexity), true
+	case "RemoteCachedImage.sizeBytes":
+		if e.ComplexityRoot.RemoteCachedImage.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.SizeBytes(childComplexity), true
+	case "RemoteCachedImage.tags":
+		if e.ComplexityRoot.RemoteCachedImage.Tags == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImage.Tags(childComplexity), true
+
+	case "RemoteCachedImageConnection.edges":
+		if e.ComplexityRoot.RemoteCachedImageConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImageConnection.Edges(childComplexity), true
+	case "RemoteCachedImageConnection.pageInfo":
+		if e.ComplexityRoot.RemoteCachedImageConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImageConnection.PageInfo(childComplexity), true
+
+	case "RemoteCachedImageEdge.cursor":
+		if e.ComplexityRoot.RemoteCachedImageEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImageEdge.Cursor(childComplexity), true
+	case "RemoteCachedImageEdge.node":
+		if e.ComplexityRoot.RemoteCachedImageEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedImageEdge.Node(childComplexity), true
+
+	case "RemoteCachedTag.checkedAt":
+		if e.ComplexityRoot.RemoteCachedTag.CheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedTag.CheckedAt(childComplexity), true
+	case "RemoteCachedTag.digest":
+		if e.ComplexityRoot.RemoteCachedTag.Digest == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedTag.Digest(childComplexity), true
+	case "RemoteCachedTag.mediaType":
+		if e.ComplexityRoot.RemoteCachedTag.MediaType == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedTag.MediaType(childComplexity), true
+	case "RemoteCachedTag.name":
+		if e.ComplexityRoot.RemoteCachedTag.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedTag.Name(childComplexity), true
+	case "RemoteCachedTag.stale":
+		if e.ComplexityRoot.RemoteCachedTag.Stale == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedTag.Stale(childComplexity), true
+
+	case "RemoteRepository.cacheHits":
+		if e.ComplexityRoot.RemoteRepository.CacheHits == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.CacheHits(childComplexity), true
+	case "RemoteRepository.cacheMisses":
+		if e.ComplexityRoot.RemoteRepository.CacheMisses == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.CacheMisses(childComplexity), true
+	case "RemoteRepository.cacheValidityHours":
+		if e.ComplexityRoot.RemoteRepository.CacheValidityHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.CacheValidityHours(childComplexity), true
+	case "RemoteRepository.cachedImages":
+		if e.ComplexityRoot.RemoteRepository.CachedImages == nil {
+			break
+		}
+
+		args, err := ec.field_RemoteRepository_cachedImages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.RemoteRepository.CachedImages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "RemoteRepository.hasCredentials":
+		if e.ComplexityRoot.RemoteRepository.HasCredentials == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.HasCredentials(childComplexity), true
+	case "RemoteRepository.health":
+		if e.ComplexityRoot.RemoteRepository.Health == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.Health(childComplexity), true
+	case "RemoteRepository.hitRatio":
+		if e.ComplexityRoot.RemoteRepository.HitRatio == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.HitRatio(childComplexity), true
+	case "RemoteRepository.lastCheckedAt":
+		if e.ComplexityRoot.RemoteRepository.LastCheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.LastCheckedAt(childComplexity), true
+	case "RemoteRepository.lastError":
+		if e.ComplexityRoot.RemoteRepository.LastError == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.LastError(childComplexity), true
+	case "RemoteRepository.url":
+		if e.ComplexityRoot.RemoteRepository.URL == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.URL(childComplexity), true
+
 	case "Repository.artifactsCount":
 		if e.ComplexityRoot.Repository.ArtifactsCount == nil {
 			break
@@ -3773,6 +4080,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Repository.NpmPackages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Repository.remote":
+		if e.ComplexityRoot.Repository.Remote == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Repository.Remote(childComplexity), true
 	case "Repository.sizeBytes":
 		if e.ComplexityRoot.Repository.SizeBytes == nil {
 			break
@@ -4001,6 +4314,10 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("PackageItemRefInput", ec.unmarshalInputPackageItemRefInput),
 			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
 			graphql.NewInputUnmarshaler("ReconcileNamespaceCountersInput", ec.unmarshalInputReconcileNamespaceCountersInput),
+			graphql.NewInputUnmarshaler("RemoteImageRefInput", ec.unmarshalInputRemoteImageRefInput),
+			graphql.NewInputUnmarshaler("RemoteRepositoryInput", ec.unmarshalInputRemoteRepositoryInput),
+			graphql.NewInputUnmarshaler("RemoteRepositoryUpdateInput", ec.unmarshalInputRemoteRepositoryUpdateInput),
+			graphql.NewInputUnmarshaler("RemoteTagRefInput", ec.unmarshalInputRemoteTagRefInput),
 			graphql.NewInputUnmarshaler("RepositoryCollectionLinkInput", ec.unmarshalInputRepositoryCollectionLinkInput),
 			graphql.NewInputUnmarshaler("RepositoryFilter", ec.unmarshalInputRepositoryFilter),
 			graphql.NewInputUnmarshaler("RepositoryOrder", ec.unmarshalInputRepositoryOrder),
@@ -4735,6 +5052,156 @@ type MavenPackagePayload {
   package: MavenPackage!
 }
 `, BuiltIn: false},
+	{Name: "../remote.graphqls", Input: `# Remote repositories (pull-through caches; docs/remote-repositories.md):
+# a DOCKER or OCI repository of kind REMOTE serves what its upstream
+# registry has, caching it in the namespace's blob store. Settings are
+# created with createRepository(input: {kind: REMOTE, remote: {...}}) and
+# changed with updateRepository(input: {remote: {...}}). Upstream
+# credentials are write-only: the API tells only whether there are some.
+
+enum RemoteHealth {
+  "No upstream request yet (since the settings were created)."
+  UNKNOWN
+  "The last upstream request got an answer."
+  HEALTHY
+  "The upstream failed repeatedly (assumed offline for a while) or rate-limits us: cached content is served, uncached content answers 503/504."
+  UNHEALTHY
+}
+
+"The upstream settings, health and cache of a remote repository."
+type RemoteRepository {
+  "The upstream registry's base URL."
+  url: String!
+  "How long a cached tag is served before the upstream is asked again (0: every request asks)."
+  cacheValidityHours: Int!
+  health: RemoteHealth!
+  "When the health was last confirmed by an upstream answer or failure."
+  lastCheckedAt: Time
+  "The last upstream failure, as clients would see it (never a URL or a credential); null when healthy."
+  lastError: String
+  "Whether upstream credentials are stored (they are never returned)."
+  hasCredentials: Boolean!
+  "Content requests answered from the cache (buffered: lags by up to one counter fold)."
+  cacheHits: Int64!
+  "Content requests fetched from the upstream."
+  cacheMisses: Int64!
+  "cacheHits / (cacheHits + cacheMisses); null before the first request."
+  hitRatio: Float
+  "The cached images by name."
+  cachedImages(first: Int, after: String): RemoteCachedImageConnection!
+}
+
+"An image the remote repository has cached (under its upstream name)."
+type RemoteCachedImage {
+  id: ID!
+  "The image's name upstream (Docker Hub's official images under library/)."
+  name: String!
+  "When it was first cached."
+  cachedAt: Time!
+  "The last pull (buffered); gc:cache-evict evicts images not pulled within the namespace's KEEP_DOWNLOADED_WITHIN days."
+  lastDownloadedAt: Time
+  manifestsCount: Int64!
+  blobsCount: Int64!
+  "Bytes of the distinct blobs and manifests the image's cache holds."
+  sizeBytes: Int64!
+  "Its cached tags by name (at most 100)."
+  tags: [RemoteCachedTag!]!
+}
+
+type RemoteCachedTag {
+  name: String!
+  digest: String!
+  mediaType: String!
+  "When the upstream last confirmed the tag."
+  checkedAt: Time!
+  "The next pull of the tag asks the upstream first (cacheValidityHours passed, or it was invalidated)."
+  stale: Boolean!
+}
+
+type RemoteCachedImageConnection {
+  edges: [RemoteCachedImageEdge!]!
+  pageInfo: PageInfo!
+}
+
+type RemoteCachedImageEdge {
+  cursor: String!
+  node: RemoteCachedImage!
+}
+
+"The upstream of a new remote repository."
+input RemoteRepositoryInput {
+  "The upstream registry's base URL: http or https, no credentials, query or fragment; at most 1024 characters."
+  url: String!
+  "Upstream credentials (both or neither; at most 2048 characters each): stored encrypted, never returned."
+  username: String
+  password: String
+  "0 to 8760; default 24."
+  cacheValidityHours: Int
+}
+
+"Changes to a remote repository's upstream settings; absent fields stay."
+input RemoteRepositoryUpdateInput {
+  url: String
+  "New credentials (both)."
+  username: String
+  password: String
+  "Remove the stored credentials."
+  clearCredentials: Boolean
+  cacheValidityHours: Int
+}
+
+extend type Repository {
+  "The upstream settings and cache of a DOCKER or OCI remote repository; null for other repositories."
+  remote: RemoteRepository
+}
+
+input RemoteImageRefInput {
+  "Namespace slug."
+  namespace: String!
+  repository: String!
+  "The image as clients pull it (the Docker Hub library/ rule applies)."
+  image: String!
+}
+
+input RemoteTagRefInput {
+  "Namespace slug."
+  namespace: String!
+  repository: String!
+  image: String!
+  tag: String!
+}
+
+type InvalidateRemoteTagPayload {
+  repository: Repository!
+  image: String!
+  tag: String!
+}
+
+type EvictRemoteImagePayload {
+  repository: Repository!
+  image: String!
+  "Blob attachments removed with the image's rows."
+  releasedCount: Int!
+  "Blobs left unused, now garbage-collection candidates."
+  gcCandidateCount: Int!
+}
+
+extend type Mutation {
+  """
+  Make a cached tag stale: its next pull asks the upstream (and still gets
+  the cached manifest while the upstream cannot be asked). NOT_FOUND when
+  the tag is not cached. Needs ADMIN on the repository.
+  """
+  invalidateRemoteTag(input: RemoteTagRefInput!): InvalidateRemoteTagPayload!
+  """
+  Evict a cached image: its rows go and its blobs are detached (unused
+  ones become garbage-collection candidates); the next pull fetches it
+  again. NOT_FOUND when the image is not cached. Needs ADMIN on the
+  repository.
+  """
+  evictRemoteImage(input: RemoteImageRefInput!): EvictRemoteImagePayload!
+}
+`, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `# Artifact Registry management API.
 #
 # Conventions
@@ -5413,11 +5880,13 @@ input CreateRepositoryInput {
   """
   name: String!
   format: Format!
-  "Only HOSTED for now; VIRTUAL and REMOTE arrive with their own inputs."
+  "HOSTED, or REMOTE (a pull-through cache, DOCKER or OCI, with ` + "`" + `remote` + "`" + `); VIRTUAL arrives with its own input."
   kind: RepositoryKind = HOSTED
   visibility: Visibility = PRIVATE
   "At most 1024 characters."
   description: String
+  "The upstream of a REMOTE repository (required for it, refused for others)."
+  remote: RemoteRepositoryInput
 }
 
 """
@@ -5439,6 +5908,8 @@ input UpdateRepositoryInput {
   "New description; an empty string clears it."
   description: String
   visibility: Visibility
+  "New upstream settings of a remote repository."
+  remote: RemoteRepositoryUpdateInput
 }
 
 type RepositoryPayload {
@@ -5964,6 +6435,20 @@ func (ec *executionContext) childFields_DeleteContainerTagPayload(ctx context.Co
 	return nil, fmt.Errorf("no field named %q was found under type DeleteContainerTagPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_EvictRemoteImagePayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "repository":
+		return ec.fieldContext_EvictRemoteImagePayload_repository(ctx, field)
+	case "image":
+		return ec.fieldContext_EvictRemoteImagePayload_image(ctx, field)
+	case "releasedCount":
+		return ec.fieldContext_EvictRemoteImagePayload_releasedCount(ctx, field)
+	case "gcCandidateCount":
+		return ec.fieldContext_EvictRemoteImagePayload_gcCandidateCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type EvictRemoteImagePayload", field.Name)
+}
+
 func (ec *executionContext) childFields_GCCandidate(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "digest":
@@ -6054,6 +6539,18 @@ func (ec *executionContext) childFields_GarbageCollectionPayload(ctx context.Con
 		return ec.fieldContext_GarbageCollectionPayload_garbageCollection(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type GarbageCollectionPayload", field.Name)
+}
+
+func (ec *executionContext) childFields_InvalidateRemoteTagPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "repository":
+		return ec.fieldContext_InvalidateRemoteTagPayload_repository(ctx, field)
+	case "image":
+		return ec.fieldContext_InvalidateRemoteTagPayload_image(ctx, field)
+	case "tag":
+		return ec.fieldContext_InvalidateRemoteTagPayload_tag(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InvalidateRemoteTagPayload", field.Name)
 }
 
 func (ec *executionContext) childFields_KeyValue(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -6774,6 +7271,90 @@ func (ec *executionContext) childFields_ReconcileNamespaceCountersPayload(ctx co
 	return nil, fmt.Errorf("no field named %q was found under type ReconcileNamespaceCountersPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoteCachedImage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_RemoteCachedImage_id(ctx, field)
+	case "name":
+		return ec.fieldContext_RemoteCachedImage_name(ctx, field)
+	case "cachedAt":
+		return ec.fieldContext_RemoteCachedImage_cachedAt(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_RemoteCachedImage_lastDownloadedAt(ctx, field)
+	case "manifestsCount":
+		return ec.fieldContext_RemoteCachedImage_manifestsCount(ctx, field)
+	case "blobsCount":
+		return ec.fieldContext_RemoteCachedImage_blobsCount(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_RemoteCachedImage_sizeBytes(ctx, field)
+	case "tags":
+		return ec.fieldContext_RemoteCachedImage_tags(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedImage", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteCachedImageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_RemoteCachedImageConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_RemoteCachedImageConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedImageConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteCachedImageEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_RemoteCachedImageEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_RemoteCachedImageEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedImageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteCachedTag(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "name":
+		return ec.fieldContext_RemoteCachedTag_name(ctx, field)
+	case "digest":
+		return ec.fieldContext_RemoteCachedTag_digest(ctx, field)
+	case "mediaType":
+		return ec.fieldContext_RemoteCachedTag_mediaType(ctx, field)
+	case "checkedAt":
+		return ec.fieldContext_RemoteCachedTag_checkedAt(ctx, field)
+	case "stale":
+		return ec.fieldContext_RemoteCachedTag_stale(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedTag", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteRepository(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "url":
+		return ec.fieldContext_RemoteRepository_url(ctx, field)
+	case "cacheValidityHours":
+		return ec.fieldContext_RemoteRepository_cacheValidityHours(ctx, field)
+	case "health":
+		return ec.fieldContext_RemoteRepository_health(ctx, field)
+	case "lastCheckedAt":
+		return ec.fieldContext_RemoteRepository_lastCheckedAt(ctx, field)
+	case "lastError":
+		return ec.fieldContext_RemoteRepository_lastError(ctx, field)
+	case "hasCredentials":
+		return ec.fieldContext_RemoteRepository_hasCredentials(ctx, field)
+	case "cacheHits":
+		return ec.fieldContext_RemoteRepository_cacheHits(ctx, field)
+	case "cacheMisses":
+		return ec.fieldContext_RemoteRepository_cacheMisses(ctx, field)
+	case "hitRatio":
+		return ec.fieldContext_RemoteRepository_hitRatio(ctx, field)
+	case "cachedImages":
+		return ec.fieldContext_RemoteRepository_cachedImages(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteRepository", field.Name)
+}
+
 func (ec *executionContext) childFields_Repository(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -6818,6 +7399,8 @@ func (ec *executionContext) childFields_Repository(ctx context.Context, field gr
 		return ec.fieldContext_Repository_mavenPackages(ctx, field)
 	case "mavenPackage":
 		return ec.fieldContext_Repository_mavenPackage(ctx, field)
+	case "remote":
+		return ec.fieldContext_Repository_remote(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Repository", field.Name)
 }
@@ -7410,6 +7993,34 @@ func (ec *executionContext) field_Mutation_emptyTrash_args(ctx context.Context, 
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.EmptyTrashInput, error) {
 			return ec.unmarshalNEmptyTrashInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐEmptyTrashInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_evictRemoteImage_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoteImageRefInput, error) {
+			return ec.unmarshalNRemoteImageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteImageRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_invalidateRemoteTag_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoteTagRefInput, error) {
+			return ec.unmarshalNRemoteTagRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteTagRefInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -8275,6 +8886,28 @@ func (ec *executionContext) field_Query_repository_args(ctx context.Context, raw
 		return nil, err
 	}
 	args["name"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_RemoteRepository_cachedImages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -11066,6 +11699,107 @@ func (ec *executionContext) fieldContext_DeleteContainerTagPayload_tag(_ context
 	return graphql.NewScalarFieldContext("DeleteContainerTagPayload", field, false, false, "String")
 }
 
+func (ec *executionContext) _EvictRemoteImagePayload_repository(ctx context.Context, field graphql.CollectedField, obj *model.EvictRemoteImagePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvictRemoteImagePayload_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvictRemoteImagePayload_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "EvictRemoteImagePayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _EvictRemoteImagePayload_image(ctx context.Context, field graphql.CollectedField, obj *model.EvictRemoteImagePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvictRemoteImagePayload_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Image, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvictRemoteImagePayload_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EvictRemoteImagePayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _EvictRemoteImagePayload_releasedCount(ctx context.Context, field graphql.CollectedField, obj *model.EvictRemoteImagePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvictRemoteImagePayload_releasedCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReleasedCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvictRemoteImagePayload_releasedCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EvictRemoteImagePayload", field, false, false, "Int")
+}
+
+func (ec *executionContext) _EvictRemoteImagePayload_gcCandidateCount(ctx context.Context, field graphql.CollectedField, obj *model.EvictRemoteImagePayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_EvictRemoteImagePayload_gcCandidateCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GcCandidateCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_EvictRemoteImagePayload_gcCandidateCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("EvictRemoteImagePayload", field, false, false, "Int")
+}
+
 func (ec *executionContext) _GCCandidate_digest(ctx context.Context, field graphql.CollectedField, obj *model.GCCandidate) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -11702,6 +12436,84 @@ func (ec *executionContext) fieldContext_GarbageCollectionPayload_garbageCollect
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _InvalidateRemoteTagPayload_repository(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteTagPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteTagPayload_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteTagPayload_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InvalidateRemoteTagPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InvalidateRemoteTagPayload_image(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteTagPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteTagPayload_image(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Image, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteTagPayload_image(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InvalidateRemoteTagPayload", field, false, false, "String")
+}
+
+func (ec *executionContext) _InvalidateRemoteTagPayload_tag(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteTagPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteTagPayload_tag(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tag, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteTagPayload_tag(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InvalidateRemoteTagPayload", field, false, false, "String")
 }
 
 func (ec *executionContext) _KeyValue_key(ctx context.Context, field graphql.CollectedField, obj *model.KeyValue) (ret graphql.Marshaler) {
@@ -16302,6 +17114,94 @@ func (ec *executionContext) fieldContext_Mutation_restoreMavenPackage(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_invalidateRemoteTag(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_invalidateRemoteTag(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InvalidateRemoteTag(ctx, fc.Args["input"].(model.RemoteTagRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InvalidateRemoteTagPayload) graphql.Marshaler {
+			return ec.marshalNInvalidateRemoteTagPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteTagPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_invalidateRemoteTag(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InvalidateRemoteTagPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_invalidateRemoteTag_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Mutation_evictRemoteImage(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_evictRemoteImage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().EvictRemoteImage(ctx, fc.Args["input"].(model.RemoteImageRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.EvictRemoteImagePayload) graphql.Marshaler {
+			return ec.marshalNEvictRemoteImagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐEvictRemoteImagePayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_evictRemoteImage(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_EvictRemoteImagePayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_evictRemoteImage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createAccessToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -19553,6 +20453,684 @@ func (ec *executionContext) fieldContext_ReconcileNamespaceCountersPayload_corre
 	return graphql.NewScalarFieldContext("ReconcileNamespaceCountersPayload", field, false, false, "Int")
 }
 
+func (ec *executionContext) _RemoteCachedImage_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _RemoteCachedImage_name(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedImage_cachedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_cachedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CachedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_cachedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedImage_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedImage_manifestsCount(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_manifestsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ManifestsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_manifestsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteCachedImage_blobsCount(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_blobsCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BlobsCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_blobsCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteCachedImage_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImage", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteCachedImage_tags(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImage_tags(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.RemoteCachedImage().Tags(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RemoteCachedTag) graphql.Marshaler {
+			return ec.marshalNRemoteCachedTag2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedTagᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImage_tags(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedImage",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedTag(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedImageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImageConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RemoteCachedImageEdge) graphql.Marshaler {
+			return ec.marshalNRemoteCachedImageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImageEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImageConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedImageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedImageEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedImageConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImageConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImageConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedImageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedImageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImageEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImageEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedImageEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedImageEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedImageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedImageEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoteCachedImage) graphql.Marshaler {
+			return ec.marshalNRemoteCachedImage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedImageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedImageEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedImage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedTag_name(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedTag_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedTag_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedTag", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedTag_digest(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedTag_digest(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Digest, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedTag_digest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedTag", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedTag_mediaType(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedTag_mediaType(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MediaType, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedTag_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedTag", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedTag_checkedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedTag_checkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedTag_checkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedTag", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedTag_stale(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedTag) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedTag_stale(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stale, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedTag_stale(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedTag", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _RemoteRepository_url(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_url(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.URL, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_url(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteRepository_cacheValidityHours(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_cacheValidityHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheValidityHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_cacheValidityHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RemoteRepository_health(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_health(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Health, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.RemoteHealth) graphql.Marshaler {
+			return ec.marshalNRemoteHealth2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteHealth(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_health(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "RemoteHealth")
+}
+
+func (ec *executionContext) _RemoteRepository_lastCheckedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_lastCheckedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastCheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_lastCheckedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteRepository_lastError(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_lastError(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastError, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_lastError(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteRepository_hasCredentials(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_hasCredentials(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasCredentials, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_hasCredentials(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _RemoteRepository_cacheHits(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_cacheHits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheHits, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_cacheHits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteRepository_cacheMisses(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_cacheMisses(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CacheMisses, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_cacheMisses(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteRepository_hitRatio(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_hitRatio(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HitRatio, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *float64) graphql.Marshaler {
+			return ec.marshalOFloat2ᚖfloat64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_hitRatio(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Float")
+}
+
+func (ec *executionContext) _RemoteRepository_cachedImages(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_cachedImages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.RemoteRepository().CachedImages(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoteCachedImageConnection) graphql.Marshaler {
+			return ec.marshalNRemoteCachedImageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImageConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_cachedImages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteRepository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedImageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_RemoteRepository_cachedImages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Repository_id(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20185,6 +21763,38 @@ func (ec *executionContext) fieldContext_Repository_mavenPackage(ctx context.Con
 	if fc.Args, err = ec.field_Repository_mavenPackage_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Repository_remote(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_remote(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Repository().Remote(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoteRepository) graphql.Marshaler {
+			return ec.marshalORemoteRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_remote(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteRepository(ctx, field)
+		},
 	}
 	return fc, nil
 }
@@ -22333,7 +23943,7 @@ func (ec *executionContext) unmarshalInputCreateRepositoryInput(ctx context.Cont
 		asMap["visibility"] = "PRIVATE"
 	}
 
-	fieldsInOrder := [...]string{"namespace", "name", "format", "kind", "visibility", "description"}
+	fieldsInOrder := [...]string{"namespace", "name", "format", "kind", "visibility", "description", "remote"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -22382,6 +23992,13 @@ func (ec *executionContext) unmarshalInputCreateRepositoryInput(ctx context.Cont
 				return it, err
 			}
 			it.Description = data
+		case "remote":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("remote"))
+			data, err := ec.unmarshalORemoteRepositoryInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteRepositoryInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Remote = data
 		}
 	}
 	return it, nil
@@ -22876,6 +24493,258 @@ func (ec *executionContext) unmarshalInputReconcileNamespaceCountersInput(ctx co
 func UnmarshalReconcileNamespaceCountersInput(ctx context.Context, raw any) (model.ReconcileNamespaceCountersInput, error) {
 	var out model.ReconcileNamespaceCountersInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "ReconcileNamespaceCountersInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoteImageRefInput(ctx context.Context, obj any) (model.RemoteImageRefInput, error) {
+	var it model.RemoteImageRefInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository", "image"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoteImageRefInput unmarshals raw into the RemoteImageRefInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoteImageRefInput(ctx context.Context, raw any) (model.RemoteImageRefInput, error) {
+	var out model.RemoteImageRefInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoteImageRefInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoteRepositoryInput(ctx context.Context, obj any) (model.RemoteRepositoryInput, error) {
+	var it model.RemoteRepositoryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "username", "password", "cacheValidityHours"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "username":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("username"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Username = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		case "cacheValidityHours":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cacheValidityHours"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CacheValidityHours = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoteRepositoryInput unmarshals raw into the RemoteRepositoryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoteRepositoryInput(ctx context.Context, raw any) (model.RemoteRepositoryInput, error) {
+	var out model.RemoteRepositoryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoteRepositoryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoteRepositoryUpdateInput(ctx context.Context, obj any) (model.RemoteRepositoryUpdateInput, error) {
+	var it model.RemoteRepositoryUpdateInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"url", "username", "password", "clearCredentials", "cacheValidityHours"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "url":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("url"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.URL = data
+		case "username":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("username"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Username = data
+		case "password":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("password"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Password = data
+		case "clearCredentials":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("clearCredentials"))
+			data, err := ec.unmarshalOBoolean2ᚖbool(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ClearCredentials = data
+		case "cacheValidityHours":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("cacheValidityHours"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.CacheValidityHours = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoteRepositoryUpdateInput unmarshals raw into the RemoteRepositoryUpdateInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoteRepositoryUpdateInput(ctx context.Context, raw any) (model.RemoteRepositoryUpdateInput, error) {
+	var out model.RemoteRepositoryUpdateInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoteRepositoryUpdateInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputRemoteTagRefInput(ctx context.Context, obj any) (model.RemoteTagRefInput, error) {
+	var it model.RemoteTagRefInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository", "image", "tag"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "image":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("image"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Image = data
+		case "tag":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("tag"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Tag = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoteTagRefInput unmarshals raw into the RemoteTagRefInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoteTagRefInput(ctx context.Context, raw any) (model.RemoteTagRefInput, error) {
+	var out model.RemoteTagRefInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoteTagRefInput", raw, &out)
 	return out, err
 }
 
@@ -23384,7 +25253,7 @@ func (ec *executionContext) unmarshalInputUpdateRepositoryInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"namespace", "name", "id", "description", "visibility"}
+	fieldsInOrder := [...]string{"namespace", "name", "id", "description", "visibility", "remote"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -23426,6 +25295,13 @@ func (ec *executionContext) unmarshalInputUpdateRepositoryInput(ctx context.Cont
 				return it, err
 			}
 			it.Visibility = data
+		case "remote":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("remote"))
+			data, err := ec.unmarshalORemoteRepositoryUpdateInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteRepositoryUpdateInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Remote = data
 		}
 	}
 	return it, nil
@@ -24639,6 +26515,54 @@ func (ec *executionContext) _DeleteContainerTagPayload(ctx context.Context, sel 
 	return out
 }
 
+var evictRemoteImagePayloadImplementors = []string{"EvictRemoteImagePayload"}
+
+func (ec *executionContext) _EvictRemoteImagePayload(ctx context.Context, sel ast.SelectionSet, obj *model.EvictRemoteImagePayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, evictRemoteImagePayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("EvictRemoteImagePayload")
+		case "repository":
+			out.Values[i] = ec._EvictRemoteImagePayload_repository(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "image":
+			out.Values[i] = ec._EvictRemoteImagePayload_image(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "releasedCount":
+			out.Values[i] = ec._EvictRemoteImagePayload_releasedCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "gcCandidateCount":
+			out.Values[i] = ec._EvictRemoteImagePayload_gcCandidateCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var gCCandidateImplementors = []string{"GCCandidate"}
 
 func (ec *executionContext) _GCCandidate(ctx context.Context, sel ast.SelectionSet, obj *model.GCCandidate) graphql.Marshaler {
@@ -24941,6 +26865,49 @@ func (ec *executionContext) _GarbageCollectionPayload(ctx context.Context, sel a
 			out.Values[i] = graphql.MarshalString("GarbageCollectionPayload")
 		case "garbageCollection":
 			out.Values[i] = ec._GarbageCollectionPayload_garbageCollection(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var invalidateRemoteTagPayloadImplementors = []string{"InvalidateRemoteTagPayload"}
+
+func (ec *executionContext) _InvalidateRemoteTagPayload(ctx context.Context, sel ast.SelectionSet, obj *model.InvalidateRemoteTagPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, invalidateRemoteTagPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InvalidateRemoteTagPayload")
+		case "repository":
+			out.Values[i] = ec._InvalidateRemoteTagPayload_repository(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "image":
+			out.Values[i] = ec._InvalidateRemoteTagPayload_image(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "tag":
+			out.Values[i] = ec._InvalidateRemoteTagPayload_tag(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -26551,6 +28518,20 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "invalidateRemoteTag":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_invalidateRemoteTag(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "evictRemoteImage":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_evictRemoteImage(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createAccessToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createAccessToken(ctx, field)
@@ -27885,6 +29866,283 @@ func (ec *executionContext) _ReconcileNamespaceCountersPayload(ctx context.Conte
 	return out
 }
 
+var remoteCachedImageImplementors = []string{"RemoteCachedImage"}
+
+func (ec *executionContext) _RemoteCachedImage(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedImage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedImageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedImage")
+		case "id":
+			out.Values[i] = ec._RemoteCachedImage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "name":
+			out.Values[i] = ec._RemoteCachedImage_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cachedAt":
+			out.Values[i] = ec._RemoteCachedImage_cachedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastDownloadedAt":
+			out.Values[i] = ec._RemoteCachedImage_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "manifestsCount":
+			out.Values[i] = ec._RemoteCachedImage_manifestsCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "blobsCount":
+			out.Values[i] = ec._RemoteCachedImage_blobsCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._RemoteCachedImage_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "tags":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RemoteCachedImage_tags(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteCachedImageConnectionImplementors = []string{"RemoteCachedImageConnection"}
+
+func (ec *executionContext) _RemoteCachedImageConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedImageConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedImageConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedImageConnection")
+		case "edges":
+			out.Values[i] = ec._RemoteCachedImageConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._RemoteCachedImageConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteCachedImageEdgeImplementors = []string{"RemoteCachedImageEdge"}
+
+func (ec *executionContext) _RemoteCachedImageEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedImageEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedImageEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedImageEdge")
+		case "cursor":
+			out.Values[i] = ec._RemoteCachedImageEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._RemoteCachedImageEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteCachedTagImplementors = []string{"RemoteCachedTag"}
+
+func (ec *executionContext) _RemoteCachedTag(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedTag) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedTagImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedTag")
+		case "name":
+			out.Values[i] = ec._RemoteCachedTag_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "digest":
+			out.Values[i] = ec._RemoteCachedTag_digest(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "mediaType":
+			out.Values[i] = ec._RemoteCachedTag_mediaType(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "checkedAt":
+			out.Values[i] = ec._RemoteCachedTag_checkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "stale":
+			out.Values[i] = ec._RemoteCachedTag_stale(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteRepositoryImplementors = []string{"RemoteRepository"}
+
+func (ec *executionContext) _RemoteRepository(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteRepository) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteRepositoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteRepository")
+		case "url":
+			out.Values[i] = ec._RemoteRepository_url(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cacheValidityHours":
+			out.Values[i] = ec._RemoteRepository_cacheValidityHours(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "health":
+			out.Values[i] = ec._RemoteRepository_health(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastCheckedAt":
+			out.Values[i] = ec._RemoteRepository_lastCheckedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "lastError":
+			out.Values[i] = ec._RemoteRepository_lastError(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hasCredentials":
+			out.Values[i] = ec._RemoteRepository_hasCredentials(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cacheHits":
+			out.Values[i] = ec._RemoteRepository_cacheHits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cacheMisses":
+			out.Values[i] = ec._RemoteRepository_cacheMisses(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "hitRatio":
+			out.Values[i] = ec._RemoteRepository_hitRatio(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cachedImages":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RemoteRepository_cachedImages(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var repositoryImplementors = []string{"Repository", "TrashItem"}
 
 func (ec *executionContext) _Repository(ctx context.Context, sel ast.SelectionSet, obj *model.Repository) graphql.Marshaler {
@@ -28009,6 +30267,12 @@ func (ec *executionContext) _Repository(ctx context.Context, sel ast.SelectionSe
 				true, false,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Repository_mavenPackage(ctx, field, obj)
+				})
+		case "remote":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_remote(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -29183,6 +31447,14 @@ func (ec *executionContext) unmarshalNEmptyTrashInput2githubᚗcomᚋartifactᚑ
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
+func (ec *executionContext) marshalNEvictRemoteImagePayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐEvictRemoteImagePayload(ctx context.Context, sel ast.SelectionSet, v *model.EvictRemoteImagePayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "EvictRemoteImagePayload!")
+		return graphql.Null
+	}
+	return ec._EvictRemoteImagePayload(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNFloat2float64(ctx context.Context, v any) (float64, error) {
 	res, err := graphql.UnmarshalFloatContext(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -29362,6 +31634,14 @@ func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.Sel
 		graphql.AddInvalidNullFromMarshaler(ctx, "Int64!")
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNInvalidateRemoteTagPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteTagPayload(ctx context.Context, sel ast.SelectionSet, v *model.InvalidateRemoteTagPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "InvalidateRemoteTagPayload!")
+		return graphql.Null
+	}
+	return ec._InvalidateRemoteTagPayload(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNKeyValue2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐKeyValueᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.KeyValue) graphql.Marshaler {
@@ -30100,6 +32380,90 @@ func (ec *executionContext) marshalNReconcileNamespaceCountersPayload2ᚖgithub�
 		return graphql.Null
 	}
 	return ec._ReconcileNamespaceCountersPayload(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedImage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImage(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedImage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedImage!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedImage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedImageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImageConnection(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedImageConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedImageConnection!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedImageConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedImageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedImageEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRemoteCachedImageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImageEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRemoteCachedImageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedImageEdge(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedImageEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedImageEdge!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedImageEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedTag2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedTagᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedTag) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRemoteCachedTag2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedTag(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRemoteCachedTag2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedTag(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedTag) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedTag!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedTag(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNRemoteHealth2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteHealth(ctx context.Context, v any) (model.RemoteHealth, error) {
+	var res model.RemoteHealth
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRemoteHealth2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteHealth(ctx context.Context, sel ast.SelectionSet, v model.RemoteHealth) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNRemoteImageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteImageRefInput(ctx context.Context, v any) (model.RemoteImageRefInput, error) {
+	res, err := ec.unmarshalInputRemoteImageRefInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRemoteTagRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteTagRefInput(ctx context.Context, v any) (model.RemoteTagRefInput, error) {
+	res, err := ec.unmarshalInputRemoteTagRefInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx context.Context, sel ast.SelectionSet, v *model.Repository) graphql.Marshaler {
@@ -30892,6 +33256,29 @@ func (ec *executionContext) marshalONpmVersion2ᚖgithubᚗcomᚋartifactᚑregi
 		return graphql.Null
 	}
 	return ec._NpmVersion(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalORemoteRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteRepository(ctx context.Context, sel ast.SelectionSet, v *model.RemoteRepository) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._RemoteRepository(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalORemoteRepositoryInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteRepositoryInput(ctx context.Context, v any) (*model.RemoteRepositoryInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputRemoteRepositoryInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalORemoteRepositoryUpdateInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteRepositoryUpdateInput(ctx context.Context, v any) (*model.RemoteRepositoryUpdateInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputRemoteRepositoryUpdateInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
 func (ec *executionContext) marshalORepository2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.Repository) graphql.Marshaler {

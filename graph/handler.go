@@ -69,6 +69,9 @@ type Options struct {
 	// writes run it: serve passes npm.WriteHook so the background
 	// packument rebuild is queued. Nil: the next read rebuilds.
 	NpmWriteHook npmstore.WriteHook
+	// Keyring seals the upstream credentials of remote repositories; nil:
+	// settings with credentials are refused.
+	Keyring container.Keyring
 }
 
 // Mount serves the API on r: POST and GET /graphql. (The playground page,
@@ -112,6 +115,9 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	res := &Resolver{store: st, catalog: catalog.New(st), container: container.New(st), legacy: legacy.New(st),
 		maven: maven.New(st), npm: npmstore.New(st), auth: opts.Auth, log: log, npmHook: opts.NpmWriteHook,
 		lifecycle: lifecycle.New(st, lifecycle.Options{NpmHook: opts.NpmWriteHook})}
+	if opts.Keyring != nil {
+		res.container.SetKeyring(opts.Keyring)
+	}
 	cfg := Config{Resolvers: res}
 	setComplexity(&cfg.Complexity)
 	srv := handler.New(NewExecutableSchema(cfg))

@@ -87,6 +87,12 @@ type loaders struct {
 	configs           *loader[idKey, *container.ConfigResult]
 
 	pkg *packageLoaders // npm and Maven (packages_loaders.go)
+
+	// Pull-through caches (remote.go): settings by repository id, cached
+	// image pages by container_remote_repositories id, tags by image.
+	remote          *loader[idKey, *model.RemoteRepository]
+	remoteImagePage *loader[pageKey, []*model.RemoteCachedImage]
+	remoteTags      *loader[idKey, []*model.RemoteCachedTag]
 }
 
 type loadersKey struct{}
@@ -270,6 +276,10 @@ func newRowLoaders(r *Resolver, wait time.Duration) *loaders {
 		}),
 		tagNames: newLoader(wait, perNamespace(cs.TagNamesOfManifests)),
 		pkg:      newPackageLoaders(r, wait),
+
+		remote:          newLoader(wait, perNamespace(remoteSettingsLoader(cs))),
+		remoteImagePage: newLoader(wait, perPage(remoteImagePageLoader(cs))),
+		remoteTags:      newLoader(wait, perNamespace(remoteTagsLoader(cs))),
 	}
 }
 

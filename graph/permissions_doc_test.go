@@ -61,6 +61,8 @@ var mutationPermissions = map[string]struct{ perm, doc string }{
 	"pauseLegacyMigration":           {permAdminToken, `pauseLegacyMigration { paused }`},
 	"resumeLegacyMigration":          {permAdminToken, `resumeLegacyMigration { paused }`},
 	"setLegacyMigrationControls":     {permAdminToken, `setLegacyMigrationControls(input: {concurrency: 2}) { concurrency }`},
+	"invalidateRemoteTag":            {permRepoAdmin, `invalidateRemoteTag(input: {namespace: "perm", repository: "img", image: "app", tag: "none"}) { tag }`},
+	"evictRemoteImage":               {permRepoAdmin, `evictRemoteImage(input: {namespace: "perm", repository: "img", image: "app"}) { image }`},
 }
 
 // TestMutationDocsStatePermissions: every mutation's description states

@@ -322,6 +322,15 @@ func (r *mutationResolver) CreateRepository(ctx context.Context, input model.Cre
 	if input.Visibility != nil {
 		in.Visibility = visibilitiesToEnum[*input.Visibility]
 	}
+	if input.Remote != nil {
+		rin, err := remoteInput(input.Remote)
+		if err != nil {
+			return nil, err
+		}
+		if in.Child, err = r.container.NewRemote(rin); err != nil {
+			return nil, err
+		}
+	}
 	repo, err := r.store.CreateRepository(ctx, in)
 	if err != nil {
 		return nil, err
@@ -342,6 +351,15 @@ func (r *mutationResolver) UpdateRepository(ctx context.Context, input model.Upd
 	if input.Visibility != nil {
 		v := visibilitiesToEnum[*input.Visibility]
 		upd.Visibility = &v
+	}
+	if input.Remote != nil {
+		ru, err := remoteUpdate(input.Remote)
+		if err != nil {
+			return nil, err
+		}
+		if upd.Child, err = r.container.UpdateRemote(ru); err != nil {
+			return nil, err
+		}
 	}
 	repo, err := r.store.UpdateRepository(ctx, ref, upd)
 	if err != nil {

@@ -76,6 +76,10 @@ WITH cimg AS (
 	SELECT i.id, cr.repository_id FROM container_images i
 	JOIN container_repositories cr ON cr.namespace_id = i.namespace_id AND cr.id = i.container_repository_id
 	WHERE i.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = ANY($2)
+), crimg AS (
+	SELECT i.id, cr.repository_id FROM container_remote_images i
+	JOIN container_remote_repositories cr ON cr.namespace_id = i.namespace_id AND cr.id = i.container_remote_repository_id
+	WHERE i.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = ANY($2)
 ), npkg AS (
 	SELECT p.id, nr.repository_id FROM npm_packages p
 	JOIN npm_repositories nr ON nr.namespace_id = p.namespace_id AND nr.id = p.npm_repository_id
@@ -88,6 +92,9 @@ WITH cimg AS (
 	SELECT c.repository_id, count(*) AS n FROM container_manifests m JOIN cimg c ON c.id = m.container_image_id
 	WHERE m.namespace_id = $1 GROUP BY 1
 	UNION ALL
+	SELECT c.repository_id, count(*) FROM container_remote_manifests m JOIN crimg c ON c.id = m.container_remote_image_id
+	WHERE m.namespace_id = $1 GROUP BY 1
+	UNION ALL
 	SELECT p.repository_id, count(*) FROM npm_versions v JOIN npkg p ON p.id = v.npm_package_id
 	WHERE v.namespace_id = $1 GROUP BY 1
 	UNION ALL
@@ -98,6 +105,12 @@ WITH cimg AS (
 	WHERE b.namespace_id = $1
 	UNION
 	SELECT c.repository_id, m.blob_sha256 FROM container_manifests m JOIN cimg c ON c.id = m.container_image_id
+	WHERE m.namespace_id = $1
+	UNION
+	SELECT c.repository_id, b.blob_sha256 FROM container_remote_blobs b JOIN crimg c ON c.id = b.container_remote_image_id
+	WHERE b.namespace_id = $1
+	UNION
+	SELECT c.repository_id, m.blob_sha256 FROM container_remote_manifests m JOIN crimg c ON c.id = m.container_remote_image_id
 	WHERE m.namespace_id = $1
 	UNION
 	SELECT p.repository_id, f.blob_sha256 FROM npm_files f
@@ -137,6 +150,7 @@ WHERE r.namespace_id = $1 AND r.id = ANY($2)`
 const reconcileNamespaceSQL = `
 SELECT (SELECT coalesce(sum(size), 0) FROM blob_storage_blobs_by_namespace WHERE namespace_id = $1)::bigint,
        ((SELECT count(*) FROM container_manifests WHERE namespace_id = $1)
+        + (SELECT count(*) FROM container_remote_manifests WHERE namespace_id = $1)
         + (SELECT count(*) FROM npm_versions WHERE namespace_id = $1)
         + (SELECT count(*) FROM maven_versions WHERE namespace_id = $1))::bigint,
        s.deduplicated_size_bytes + coalesce((SELECT sum(delta) FROM counter_deltas

@@ -66,14 +66,24 @@ type NewRepository struct {
 	Kind        enum.Kind
 	Visibility  enum.Visibility
 	Description *string
+	// Child writes the format child row of a repository that is not
+	// HOSTED (a remote's upstream settings, a virtual's upstream list),
+	// inside the creating transaction, after the parent row; the format
+	// package that owns the child table supplies it. HOSTED repositories
+	// need none: their child row is the same for every format.
+	Child ChildWriter
 }
 
+// ChildWriter writes or changes a repository's format child row inside
+// the caller's transaction.
+type ChildWriter func(ctx context.Context, tx pgx.Tx, ns *Namespace, repo *Repository) error
+
 // CreateRepository creates the parent row, the format child row and the
-// link to the namespace's default collection in one transaction. Only
-// HOSTED repositories (container_repositories, maven_repositories,
-// npm_repositories) can be created so far: REMOTE needs its upstream
-// settings and VIRTUAL its upstream list, which arrive with their issues
-// (as sibling mutations over the same parent-row path).
+// link to the namespace's default collection in one transaction. HOSTED
+// repositories get their child row here (container_repositories,
+// maven_repositories, npm_repositories); other kinds need in.Child, which
+// their format package supplies (container.NewRemote for a container
+// pull-through cache).
 func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Repository, error) {
 	if err := ValidateRepositoryName("repository", in.Name); err != nil {
 		return nil, err
@@ -83,9 +93,14 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 			return nil, err
 		}
 	}
-	child, err := hostedChildTable(in.Format, in.Kind)
-	if err != nil {
-		return nil, err
+	child := ""
+	if in.Child == nil {
+		var err error
+		if child, err = hostedChildTable(in.Format, in.Kind); err != nil {
+			return nil, err
+		}
+	} else if in.Kind == enum.KindHosted {
+		return nil, errs.New(CodeInvalidInput, "a HOSTED repository takes no remote or virtual settings")
 	}
 	if !db.Lookupable(in.Namespace) {
 		return nil, errs.New(CodeNotFound, "namespace %q not found", in.Namespace)
@@ -93,7 +108,7 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 	id := db.NewID()
 	childID := db.NewID()
 	var repo *Repository
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
+	err := s.WithTx(ctx, func(tx pgx.Tx) error {
 		// FOR KEY SHARE: the namespace cannot be purged under us, and its
 		// conditions are read consistently with the insert.
 		ns, err := namespaceBySlug(ctx, tx, in.Namespace, "FOR KEY SHARE")
@@ -115,7 +130,11 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 			}
 			return fmt.Errorf("insert repository: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO `+child+` (id, namespace_id, repository_id) VALUES ($1, $2, $3)`,
+		if in.Child != nil {
+			if err := in.Child(ctx, tx, ns, repo); err != nil {
+				return err
+			}
+		} else if _, err := tx.Exec(ctx, `INSERT INTO `+child+` (id, namespace_id, repository_id) VALUES ($1, $2, $3)`,
 			childID, ns.ID, id); err != nil {
 			return fmt.Errorf("insert %s row: %w", child, err)
 		}
@@ -139,8 +158,11 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 
 // hostedChildTable names the format child table of a hosted repository.
 func hostedChildTable(f enum.Format, k enum.Kind) (string, error) {
-	if k != enum.KindHosted {
-		return "", errs.New(CodeInvalidInput, "only HOSTED repositories can be created so far")
+	switch {
+	case k == enum.KindRemote && (f == enum.FormatDocker || f == enum.FormatOCI):
+		return "", errs.New(CodeInvalidInput, "a REMOTE repository needs its upstream settings (remote: {url, ...})")
+	case k != enum.KindHosted:
+		return "", errs.New(CodeInvalidInput, "only HOSTED repositories and DOCKER or OCI REMOTE repositories can be created so far")
 	}
 	switch f {
 	case enum.FormatDocker, enum.FormatOCI:
@@ -255,6 +277,10 @@ func (s *Store) RepositoriesByIDs(ctx context.Context, namespaceID uuid.UUID, id
 type RepositoryUpdate struct {
 	Description *string // "" clears it
 	Visibility  *enum.Visibility
+	// Child changes the format child row (a remote's upstream settings) in
+	// the same transaction, after the repository row is locked and
+	// checked; its format package supplies it.
+	Child ChildWriter
 }
 
 // UpdateRepository changes description and/or visibility of an active
@@ -265,7 +291,7 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 			return nil, err
 		}
 	}
-	if upd.Description == nil && upd.Visibility == nil {
+	if upd.Description == nil && upd.Visibility == nil && upd.Child == nil {
 		return nil, errs.New(CodeInvalidInput, "nothing to update: give description and/or visibility")
 	}
 	var out *Repository
@@ -280,6 +306,12 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 		if repo.SoftDeletedAt != nil {
 			return errs.New(CodeConflict, "repository %s is in the trash: restore it first", ref)
 		}
+		if upd.Child != nil {
+			if err := upd.Child(ctx, tx, ns, repo); err != nil {
+				return err
+			}
+			out = repo
+		}
 		var sets []string
 		args := []any{ns.ID, repo.ID}
 		if upd.Description != nil {
@@ -289,6 +321,9 @@ func (s *Store) UpdateRepository(ctx context.Context, ref RepositoryRef, upd Rep
 		if upd.Visibility != nil {
 			args = append(args, int16(*upd.Visibility))
 			sets = append(sets, fmt.Sprintf("visibility = $%d", len(args)))
+		}
+		if len(sets) == 0 {
+			return nil
 		}
 		out, err = scanRepository(tx.QueryRow(ctx, `UPDATE repositories AS r SET `+strings.Join(sets, ", ")+`
 			WHERE r.namespace_id = $1 AND r.id = $2 RETURNING `+repositoryColumns, args...))

@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
@@ -208,4 +210,27 @@ func (b *StagedBlob) discard(ctx context.Context) {
 		_ = b.h.Close()
 	}
 	b.s.abandonUpload(ctx, b.ref)
+}
+
+// AttachStaged records one attachment of the blob a CommitStaged holds,
+// from inside its use callback, and clears the blob's live GC candidate
+// (docs/garbage-collection.md, rule 3). Unlike Attach it does not check
+// the object in storage: CommitStaged places or re-creates the object
+// after use returns, under the same lock.
+func (s *Store) AttachStaged(ctx context.Context, tx pgx.Tx, u StagedUse) (Attachment, error) {
+	var a Attachment
+	if u.Candidate {
+		if _, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
+			u.Blob.NamespaceID, u.Blob.SHA256[:]); err != nil {
+			return a, db.MapErr(fmt.Errorf("store: clear gc candidate: %w", err))
+		}
+	}
+	var sha []byte
+	err := tx.QueryRow(ctx, `INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($1, $2) RETURNING id, sha256`,
+		u.Blob.NamespaceID, u.Blob.SHA256[:]).Scan(&a.ID, &sha)
+	if err != nil {
+		return a, db.MapErr(fmt.Errorf("store: attach staged blob: %w", err))
+	}
+	a.SHA256 = [32]byte(sha)
+	return a, nil
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/credentials"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
+	"github.com/artifact-registry/artifact-registry/upstream"
 )
 
 func runServe(ctx context.Context, args []string) error {
@@ -111,11 +112,18 @@ func runServe(ctx context.Context, args []string) error {
 	srv.Registry().MustRegister(authn.Collectors()...)
 	srv.Registry().MustRegister(reconciler.Collectors()...)
 	srv.Registry().MustRegister(legacy.collectors()...)
+	// Pull-through caches: the upstream layer's metrics and the cache
+	// outcomes, one set each for the process.
+	upstreamMetrics, cacheMetrics := upstream.NewMetrics(), oci.NewCacheMetrics()
+	srv.Registry().MustRegister(upstreamMetrics.Collectors()...)
+	srv.Registry().MustRegister(cacheMetrics.Collectors()...)
 	routes.Mount(srv.Router(), st, routes.Options{
-		OCI:   oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci},
+		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
+			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics,
+				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},
 		Npm:   npmOpts,
 		Maven: maven.Options{Auth: authn, Logger: log},
-		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts)},
+		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts), Keyring: keyring},
 	})
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,

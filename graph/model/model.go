@@ -279,3 +279,39 @@ type LifecyclePreview struct {
 	Repository    *string // nil: the namespace default
 	Draft         *LifecyclePolicyDraft
 }
+
+// RemoteRepository is the remote settings and cache of a container
+// pull-through cache (Repository.remote).
+type RemoteRepository struct {
+	// Siblings are the remote repositories resolved together (their
+	// container_remote_repositories ids), for the cachedImages batch.
+	Siblings           *Group
+	RemoteID           uuid.UUID
+	NamespaceID        uuid.UUID
+	RepositoryID       uuid.UUID
+	URL                string
+	CacheValidityHours int
+	Health             RemoteHealth
+	LastCheckedAt      *time.Time
+	LastError          *string
+	HasCredentials     bool
+	CacheHits          int64
+	CacheMisses        int64
+	HitRatio           *float64
+}
+
+// RemoteCachedImage is an image a pull-through cache holds.
+type RemoteCachedImage struct {
+	// Siblings are the images of the page batch, for the tags batch.
+	Siblings         *Group
+	ID               uuid.UUID
+	NamespaceID      uuid.UUID
+	Name             string
+	CachedAt         time.Time
+	LastDownloadedAt *time.Time
+	ManifestsCount   int64
+	BlobsCount       int64
+	SizeBytes        int64
+	// CacheValidityHours is the remote's, to tell stale tags.
+	CacheValidityHours int
+}

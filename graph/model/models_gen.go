@@ -144,11 +144,13 @@ type CreateRepositoryInput struct {
 	// ending with a letter or digit. Unique in the namespace, trash included.
 	Name   string `json:"name"`
 	Format Format `json:"format"`
-	// Only HOSTED for now; VIRTUAL and REMOTE arrive with their own inputs.
+	// HOSTED, or REMOTE (a pull-through cache, DOCKER or OCI, with `remote`); VIRTUAL arrives with its own input.
 	Kind       *RepositoryKind `json:"kind,omitempty"`
 	Visibility *Visibility     `json:"visibility,omitempty"`
 	// At most 1024 characters.
 	Description *string `json:"description,omitempty"`
+	// The upstream of a REMOTE repository (required for it, refused for others).
+	Remote *RemoteRepositoryInput `json:"remote,omitempty"`
 }
 
 type DeleteContainerTagPayload struct {
@@ -159,6 +161,15 @@ type DeleteContainerTagPayload struct {
 
 type EmptyTrashInput struct {
 	Namespace string `json:"namespace"`
+}
+
+type EvictRemoteImagePayload struct {
+	Repository *Repository `json:"repository"`
+	Image      string      `json:"image"`
+	// Blob attachments removed with the image's rows.
+	ReleasedCount int `json:"releasedCount"`
+	// Blobs left unused, now garbage-collection candidates.
+	GcCandidateCount int `json:"gcCandidateCount"`
 }
 
 type GCCandidateConnection struct {
@@ -204,6 +215,12 @@ type GarbageCollection struct {
 
 type GarbageCollectionPayload struct {
 	GarbageCollection *GarbageCollection `json:"garbageCollection"`
+}
+
+type InvalidateRemoteTagPayload struct {
+	Repository *Repository `json:"repository"`
+	Image      string      `json:"image"`
+	Tag        string      `json:"tag"`
 }
 
 // A key and its value (annotations, labels).
@@ -527,6 +544,64 @@ type ReconcileNamespaceCountersPayload struct {
 	Corrections int `json:"corrections"`
 }
 
+type RemoteCachedImageConnection struct {
+	Edges    []*RemoteCachedImageEdge `json:"edges"`
+	PageInfo *PageInfo                `json:"pageInfo"`
+}
+
+type RemoteCachedImageEdge struct {
+	Cursor string             `json:"cursor"`
+	Node   *RemoteCachedImage `json:"node"`
+}
+
+type RemoteCachedTag struct {
+	Name      string `json:"name"`
+	Digest    string `json:"digest"`
+	MediaType string `json:"mediaType"`
+	// When the upstream last confirmed the tag.
+	CheckedAt time.Time `json:"checkedAt"`
+	// The next pull of the tag asks the upstream first (cacheValidityHours passed, or it was invalidated).
+	Stale bool `json:"stale"`
+}
+
+type RemoteImageRefInput struct {
+	// Namespace slug.
+	Namespace  string `json:"namespace"`
+	Repository string `json:"repository"`
+	// The image as clients pull it (the Docker Hub library/ rule applies).
+	Image string `json:"image"`
+}
+
+// The upstream of a new remote repository.
+type RemoteRepositoryInput struct {
+	// The upstream registry's base URL: http or https, no credentials, query or fragment; at most 1024 characters.
+	URL string `json:"url"`
+	// Upstream credentials (both or neither; at most 2048 characters each): stored encrypted, never returned.
+	Username *string `json:"username,omitempty"`
+	Password *string `json:"password,omitempty"`
+	// 0 to 8760; default 24.
+	CacheValidityHours *int `json:"cacheValidityHours,omitempty"`
+}
+
+// Changes to a remote repository's upstream settings; absent fields stay.
+type RemoteRepositoryUpdateInput struct {
+	URL *string `json:"url,omitempty"`
+	// New credentials (both).
+	Username *string `json:"username,omitempty"`
+	Password *string `json:"password,omitempty"`
+	// Remove the stored credentials.
+	ClearCredentials   *bool `json:"clearCredentials,omitempty"`
+	CacheValidityHours *int  `json:"cacheValidityHours,omitempty"`
+}
+
+type RemoteTagRefInput struct {
+	// Namespace slug.
+	Namespace  string `json:"namespace"`
+	Repository string `json:"repository"`
+	Image      string `json:"image"`
+	Tag        string `json:"tag"`
+}
+
 type RepositoryCollectionEdge struct {
 	Cursor string                `json:"cursor"`
 	Node   *RepositoryCollection `json:"node"`
@@ -643,6 +718,8 @@ type UpdateRepositoryInput struct {
 	// New description; an empty string clears it.
 	Description *string     `json:"description,omitempty"`
 	Visibility  *Visibility `json:"visibility,omitempty"`
+	// New upstream settings of a remote repository.
+	Remote *RemoteRepositoryUpdateInput `json:"remote,omitempty"`
 }
 
 // The caller, as authenticated from the Authorization header.
@@ -1329,6 +1406,66 @@ func (e *OrderDirection) UnmarshalJSON(b []byte) error {
 }
 
 func (e OrderDirection) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type RemoteHealth string
+
+const (
+	// No upstream request yet (since the settings were created).
+	RemoteHealthUnknown RemoteHealth = "UNKNOWN"
+	// The last upstream request got an answer.
+	RemoteHealthHealthy RemoteHealth = "HEALTHY"
+	// The upstream failed repeatedly (assumed offline for a while) or rate-limits us: cached content is served, uncached content answers 503/504.
+	RemoteHealthUnhealthy RemoteHealth = "UNHEALTHY"
+)
+
+var AllRemoteHealth = []RemoteHealth{
+	RemoteHealthUnknown,
+	RemoteHealthHealthy,
+	RemoteHealthUnhealthy,
+}
+
+func (e RemoteHealth) IsValid() bool {
+	switch e {
+	case RemoteHealthUnknown, RemoteHealthHealthy, RemoteHealthUnhealthy:
+		return true
+	}
+	return false
+}
+
+func (e RemoteHealth) String() string {
+	return string(e)
+}
+
+func (e *RemoteHealth) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = RemoteHealth(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid RemoteHealth", str)
+	}
+	return nil
+}
+
+func (e RemoteHealth) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *RemoteHealth) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e RemoteHealth) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

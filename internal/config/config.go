@@ -74,6 +74,9 @@ type Config struct {
 	// Finish splits it into PreviousRootKeyURLs.
 	PreviousRootKeyURLsList string
 	PreviousRootKeyURLs     []string
+	// RemoteSpoolDir holds the spool files of pull-through cache fills
+	// (each unlinked at creation); empty: the system temporary directory.
+	RemoteSpoolDir string
 }
 
 // MinAdminTokenLength is the shortest admin token accepted: the admin
@@ -184,6 +187,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 		"root key wrapping the keys of upstream credentials (base64key://, awskms://, gcpkms://, azurekeyvault://, hashivault://); default generated under <data-dir> for the embedded database, none with --database-url")
 	envString(fs, &c.PreviousRootKeyURLsList, "previous-root-key-urls", "ARTIFACT_REGISTRY_PREVIOUS_ROOT_KEY_URLS", "",
 		"comma-separated older root keys, still read until a root-key rotation has rewrapped every namespace key")
+	envString(fs, &c.RemoteSpoolDir, "remote-spool-dir", "ARTIFACT_REGISTRY_REMOTE_SPOOL_DIR", "",
+		"directory of the spool files of remote repositories' upstream fills (tmpfs is fastest); default the system temporary directory")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }

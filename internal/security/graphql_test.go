@@ -97,6 +97,16 @@ var fieldRules = []fieldRule{
 		return input("namespace", home, "repository", r, "image", "img", "digest", testserver.SHA([]byte("absent")))
 	}},
 
+	// Cache administration of a pull-through cache: ADMIN on the
+	// repository (on a hosted repository an allowed caller gets
+	// INVALID_INPUT, after the check).
+	{field: "Mutation.invalidateRemoteTag", need: nsAdmin, format: enum.FormatOCI, args: func(_ *gworld, r string) map[string]any {
+		return input("namespace", home, "repository", r, "image", "img", "tag", "no-such-tag")
+	}},
+	{field: "Mutation.evictRemoteImage", need: nsAdmin, format: enum.FormatOCI, args: func(_ *gworld, r string) map[string]any {
+		return input("namespace", home, "repository", r, "image", "no-such-image")
+	}},
+
 	{field: "Mutation.setNpmDistTag", need: push, format: enum.FormatNpm, args: func(_ *gworld, r string) map[string]any {
 		return input("namespace", home, "repository", r, "package", "pkg", "tag", "stable", "version", "1.0.0")
 	}},

@@ -47,6 +47,10 @@ type target struct {
 	vis    enum.Visibility
 	listed bool // the restricted token covers it
 	repo   string
+	// remote: a pull-through cache (its upstream is the server itself, so
+	// allowed pulls get the upstream's answer; pushes and deletes are
+	// refused 405 to those who have the scope, 401/403 to the others).
+	remote bool
 }
 
 // world is the server with its callers and targets.
@@ -87,6 +91,21 @@ func newWorld(t *testing.T) *world {
 				}
 				w.targets = append(w.targets, target{format: f, vis: v, listed: l, repo: name})
 			}
+		}
+	}
+	for _, v := range enum.VisibilityValues() {
+		for _, l := range []bool{false, true} {
+			if l && v != enum.VisibilityPrivate {
+				continue
+			}
+			name := "oci-remote-" + strings.ToLower(v.String())
+			if l {
+				name += "-listed"
+				listed = append(listed, name)
+			}
+			e.Remote(name, e.URL, v)
+			w.digest[name] = w.digest["oci-"+strings.ToLower(v.String())]
+			w.targets = append(w.targets, target{format: enum.FormatOCI, vis: v, listed: l, repo: name, remote: true})
 		}
 	}
 	sc := func(s ...enum.TokenScope) []enum.TokenScope { return s }

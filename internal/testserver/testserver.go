@@ -27,6 +27,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -94,6 +95,22 @@ func New(t testing.TB, opts Options) *Env {
 func (e *Env) Repo(name string, f enum.Format, v enum.Visibility) *store.Repository {
 	e.T.Helper()
 	return testsupport.Repository(e.T, e.Store, Home, name, f, v)
+}
+
+// Remote creates a container pull-through cache (OCI, no upstream
+// credentials) of upstreamURL in the home namespace.
+func (e *Env) Remote(name, upstreamURL string, v enum.Visibility) *store.Repository {
+	e.T.Helper()
+	child, err := container.New(e.Store).NewRemote(container.RemoteInput{URL: upstreamURL})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	r, err := e.Store.CreateRepository(e.Ctx, store.NewRepository{Namespace: Home, Name: name, Format: enum.FormatOCI,
+		Kind: enum.KindRemote, Visibility: v, Child: child})
+	if err != nil {
+		e.T.Fatalf("create remote %s: %v", name, err)
+	}
+	return r
 }
 
 // Mint creates an access token of namespace ns as the super-user.

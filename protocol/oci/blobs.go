@@ -11,7 +11,6 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
-	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 )
@@ -27,17 +26,21 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Remote != nil {
+		return h.remoteBlob(w, r, t, d)
+	}
 	b, err := h.container.Blob(r.Context(), t, d)
 	if err != nil {
 		return err
 	}
+	return h.serveBlob(w, r, d, b)
+}
+
+// serveBlob answers a GET or HEAD of a stored blob, with single byte
+// ranges.
+func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, d digest, b *store.Blob) error {
+	h.blobHeaders(w, d)
 	hdr := w.Header()
-	hdr.Set("Docker-Content-Digest", d.String())
-	hdr.Set("ETag", `"`+d.String()+`"`)
-	hdr.Set("Accept-Ranges", "bytes")
-	hdr.Set("Content-Type", mtOctetStream)
-	hdr.Set("Cache-Control", "max-age=31536000")
-	httpsafe.Attachment(hdr, d.String())
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, d.String()) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
@@ -64,7 +67,7 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	hdr.Set("Content-Length", strconv.FormatInt(length, 10))
 	w.WriteHeader(status)
 	if _, err := io.Copy(w, rc); err != nil && r.Context().Err() == nil {
-		h.log.Warn("oci: blob download interrupted", "name", t.Name(), "digest", d.String(), "err", err)
+		h.log.Warn("oci: blob download interrupted", "path", r.URL.Path, "digest", d.String(), "err", err)
 	}
 	return nil
 }
@@ -204,7 +207,8 @@ func (h *handler) mountSource(r *http.Request, t *container.Target, d digest, fr
 		return nil, nil
 	}
 	src, err := h.container.ResolveTargetIn(r.Context(), t.NamespaceID, n.Namespace, n.Repository, n.Image)
-	if store.HasCode(err, container.CodeNameUnknown) {
+	if store.HasCode(err, container.CodeNameUnknown) || (err == nil && src.Remote != nil) {
+		// A pull-through cache is no mount source: the client uploads.
 		return nil, nil
 	}
 	return src, err

@@ -28,6 +28,9 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Remote != nil {
+		return h.remoteManifest(w, r, t, ref)
+	}
 	var m *container.ManifestRow
 	if ref.IsTag {
 		m, err = h.container.ManifestByTag(r.Context(), t, ref.Tag)
@@ -201,6 +204,9 @@ func (h *handler) listTags(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.target(r, auth.ActionRead)
 	if err != nil {
 		return err
+	}
+	if t.Remote != nil {
+		return h.remoteTags(w, r, t)
 	}
 	q := r.URL.Query()
 	n, aerr := pageSize(q, defaultTagPage, maxTagPage)

@@ -70,6 +70,8 @@ type Options struct {
 	// Legacy, when set, turns on proxy mode in front of a legacy
 	// registry:2 (legacy_proxy.go).
 	Legacy *LegacyOptions
+	// Remote configures the pull-through caches (remote.go).
+	Remote RemoteOptions
 }
 
 type handler struct {
@@ -89,6 +91,7 @@ type handler struct {
 	pulls    *pullRecorder
 	nsIDs    sync.Map // namespace slug -> uuid.UUID
 	legacy   *legacyProxy
+	remote   *remotes
 }
 
 // payloadCacheBytes bounds the manifest payload cache; payloads over
@@ -106,6 +109,10 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		h.log = slog.Default()
 	}
 	h.pulls = newPullRecorder(h.container, h.log)
+	if opts.Remote.Keyring != nil {
+		h.container.SetKeyring(opts.Remote.Keyring)
+	}
+	h.remote = newRemotes(h, opts.Remote)
 	if opts.Auth == nil {
 		panic("oci.Mount: Options.Auth is required")
 	}
@@ -226,6 +233,11 @@ func (h *handler) target(r *http.Request, action auth.Action) (*container.Target
 	}
 	if err := h.authorize(r, action, t); err != nil {
 		return nil, err
+	}
+	if t.Remote != nil && action != auth.ActionRead {
+		// Refused once authorized: who may not write the remote is told
+		// so as for any repository.
+		return nil, remoteRefused(t)
 	}
 	return t, nil
 }

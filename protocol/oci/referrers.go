@@ -105,6 +105,10 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
+	filter := q.Get("artifactType")
+	if t.Remote != nil {
+		return h.remoteReferrers(w, r, t, subject, filter)
+	}
 	n, aerr := pageSize(q, defaultReferrersPage, maxReferrersPage)
 	if aerr != nil {
 		return aerr
@@ -117,7 +121,6 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 		}
 		after = &d
 	}
-	filter := q.Get("artifactType")
 	descs, more, err := h.referrersOf(r.Context(), t, subject, filter, after, n)
 	if err != nil {
 		return err
@@ -208,6 +211,30 @@ func (h *handler) referrerInfo(ctx context.Context, m *container.ManifestRow) (r
 	info := parseReferrerInfo(m.MediaType, payload)
 	h.referrers.put(d, info)
 	return info, nil
+}
+
+// cachedRemoteReferrers finds the referrers of subject among a
+// pull-through cache's cached manifests: its answer while the upstream
+// cannot be asked. Cached manifests record no subject, so each payload is
+// read once (its info cached by digest).
+func (h *handler) cachedRemoteReferrers(ctx context.Context, t *container.Target, subject digest) ([]referrerDescriptor, error) {
+	cands, err := h.container.RemoteReferrerCandidates(ctx, t, subjectMediaTypes)
+	if err != nil {
+		return nil, err
+	}
+	out := []referrerDescriptor{}
+	for _, m := range cands {
+		info, err := h.referrerInfo(ctx, m)
+		if err != nil {
+			return nil, err
+		}
+		if info.Subject == nil || *info.Subject != subject {
+			continue
+		}
+		out = append(out, referrerDescriptor{MediaType: m.MediaType, Digest: digest(m.Digest).String(), Size: m.Payload.Size,
+			ArtifactType: info.ArtifactType, Annotations: info.Annotations, raw: digest(m.Digest)})
+	}
+	return out, nil
 }
 
 // parseReferrerInfo extracts the referrer info of a stored manifest (it was

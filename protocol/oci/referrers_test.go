@@ -16,7 +16,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
-type referrersIndex struct {
+type referrersAnswer struct {
 	SchemaVersion int
 	MediaType     string
 	Manifests     []struct {
@@ -49,21 +49,21 @@ func attachTo(t *testing.T, s *testServer, c *benchClient, name, artifactType st
 	return sha(body), body
 }
 
-func (s *testServer) referrers(t *testing.T, path string) (referrersIndex, http.Header) {
+func (s *testServer) referrers(t *testing.T, path string) (referrersAnswer, http.Header) {
 	t.Helper()
 	resp := s.do(t, http.MethodGet, path, nil, nil, true)
 	body := wantStatus(t, resp, http.StatusOK)
 	if ct := resp.Header.Get("Content-Type"); ct != mtOCIIndex {
 		t.Fatalf("%s: Content-Type %q", path, ct)
 	}
-	var idx referrersIndex
+	var idx referrersAnswer
 	if err := json.Unmarshal([]byte(body), &idx); err != nil || idx.SchemaVersion != 2 || idx.MediaType != mtOCIIndex || idx.Manifests == nil {
 		t.Fatalf("%s: %v %s", path, err, body)
 	}
 	return idx, resp.Header
 }
 
-func digestsOf(idx referrersIndex) []string {
+func digestsOf(idx referrersAnswer) []string {
 	var out []string
 	for _, m := range idx.Manifests {
 		out = append(out, m.Digest)

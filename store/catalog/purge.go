@@ -177,6 +177,18 @@ func (s *Store) purgeRepositoryContents(ctx context.Context, tx pgx.Tx, nsID, re
 		out.Rows[TrashContainerImage], out.Released = len(purged), rel
 		return out, nil
 	}
+	cached, err := s.container.RemoteImagesOfRepository(ctx, tx, nsID, repoID, limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(cached) > 0 {
+		evicted, rel, err := s.container.EvictRemoteImages(ctx, tx, nsID, cached)
+		if err != nil {
+			return nil, err
+		}
+		out.Rows[TrashContainerImage], out.Released = len(evicted), rel
+		return out, nil
+	}
 	pkgs, err := s.npm.PackagesOfRepository(ctx, tx, nsID, repoID, limit)
 	if err != nil {
 		return nil, err

@@ -66,8 +66,13 @@ type Target struct {
 	Format                enum.Format
 	Visibility            enum.Visibility
 	ImageName             string
-	// ImageID is uuid.Nil until the image's first push creates it.
+	// ImageID is uuid.Nil until the image's first push creates it (for
+	// a pull-through cache: until its first pull cached it).
 	ImageID uuid.UUID
+	// Remote is set when the repository is a pull-through cache (kind
+	// REMOTE); ContainerRepositoryID is then its
+	// container_remote_repositories row.
+	Remote *RemoteTarget
 }
 
 // Name is the OCI name <namespace>/<repository>/<image>.
@@ -122,7 +127,9 @@ func (s *Store) ResolveTarget(ctx context.Context, namespace, repository, image 
 // ResolveTargetIn resolves an OCI name in the namespace nsID (whose
 // slug is namespace). CodeNameUnknown (wrapped with the reason) when
 // the namespace does not exist or is deleted, or when the repository is
-// missing, in the trash, not a container repository, or not HOSTED.
+// missing, in the trash, not a container repository, or VIRTUAL. A
+// REMOTE repository (a pull-through cache) resolves with Remote set, in
+// a second round trip; hosted names keep their one.
 // Blocked, disabled and suspended namespaces resolve, with
 // ServesReads/ServesWrites telling what they allow.
 func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string) (*Target, error) {
@@ -148,10 +155,14 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 	if f != enum.FormatDocker && f != enum.FormatOCI {
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a container repository", namespace, repository)
 	}
-	if enum.Kind(*kind) != enum.KindHosted || crID == nil {
-		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a hosted container repository", namespace, repository)
+	remote := enum.Kind(*kind) == enum.KindRemote
+	if !remote && (enum.Kind(*kind) != enum.KindHosted || crID == nil) {
+		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a hosted or remote container repository", namespace, repository)
 	}
-	t.NamespaceID, t.RepositoryID, t.ContainerRepositoryID = nsID, *repoID, *crID
+	t.NamespaceID, t.RepositoryID = nsID, *repoID
+	if crID != nil {
+		t.ContainerRepositoryID = *crID
+	}
 	// Serving predicate (docs/schema.md, "Status columns and serving"): reads need the namespace neither blocked
 	// nor disabled; writes also need it not suspended.
 	switch {
@@ -165,6 +176,12 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 	t.ServesReads = blocked == nil && disabled == nil
 	t.ServesWrites = t.ServesReads && suspended == nil
 	t.Format, t.Visibility = f, enum.Visibility(*visibility)
+	if remote {
+		if err := s.resolveRemote(ctx, t); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
 	if imageID != nil {
 		t.ImageID = *imageID
 	}

@@ -34,6 +34,8 @@ import (
 type Store struct {
 	core *store.Store
 	pool *pgxpool.Pool
+	// keyring seals and opens remote credentials (SetKeyring); nil: none.
+	keyring Keyring
 }
 
 // New returns the container store over the core store.

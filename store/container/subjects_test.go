@@ -11,13 +11,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
-
-func TestMain(m *testing.M) { testdb.Main(m) }
 
 type planNode struct {
 	NodeType  string     `json:"Node Type"`

@@ -66,53 +66,94 @@ func deleteTag(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, tag stri
 	return ct.RowsAffected() > 0, nil
 }
 
-// Pull is one image pull (a manifest GET).
+// Pull is one image pull (a manifest GET), or, through a pull-through
+// cache, one content request whose cache outcome counts.
 type Pull struct {
 	NamespaceID, RepositoryID, ImageID uuid.UUID
 	At                                 time.Time
+	// RemoteID is the pull-through cache's container_remote_repositories
+	// row (uuid.Nil for a hosted repository); ImageID is then a
+	// container_remote_images row.
+	RemoteID uuid.UUID
+	// CacheOnly: not a pull (a blob request through a cache); only the
+	// cache outcome counts.
+	CacheOnly bool
+	// Miss: the content had to be fetched upstream; otherwise the cache
+	// answered. Only for a pull-through cache.
+	Miss bool
 }
 
 // Pull returns the pull of the target's image now.
 func (s *Store) Pull(t *Target) Pull {
-	return Pull{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, ImageID: t.ImageID, At: s.core.Options().Clock.Now()}
+	p := Pull{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, ImageID: t.ImageID, At: s.core.Options().Clock.Now()}
+	if t.Remote != nil {
+		p.RemoteID = t.Remote.ID
+	}
+	return p
 }
 
 // RecordPulls buffers the counters of image pulls (docs/schema.md,
 // "Buffered counters") in one statement: +1 on the repository's
 // downloads_count and the pull time for the image's last_downloaded_at
-// (which the keep_last_downloaded_at lifecycle rule reads). Only
-// counter_deltas rows are inserted; the merge job applies them, so no hot
-// row is updated on the request path.
+// (which the keep_last_downloaded_at lifecycle rule and gc:cache-evict
+// read), and for a pull-through cache its hits and misses, summed per
+// cache. Only counter_deltas rows are inserted; the merge job applies
+// them, so no hot row is updated on the request path.
 func (s *Store) RecordPulls(ctx context.Context, pulls []Pull) error {
-	n := 2 * len(pulls)
-	if n == 0 {
-		return nil
-	}
 	var (
-		ids     = make([]uuid.UUID, 0, n)
-		nss     = make([]uuid.UUID, 0, n)
-		targets = make([]int16, 0, n)
-		tids    = make([]uuid.UUID, 0, n)
-		fields  = make([]int16, 0, n)
-		deltas  = make([]*int64, 0, n)
-		ats     = make([]*time.Time, 0, n)
+		ids     []uuid.UUID
+		nss     []uuid.UUID
+		targets []int16
+		tids    []uuid.UUID
+		fields  []int16
+		deltas  []*int64
+		ats     []*time.Time
 	)
+	add := func(ns uuid.UUID, target enum.CounterTarget, tid uuid.UUID, field enum.CounterField, delta *int64, at *time.Time) {
+		ids = append(ids, db.NewID())
+		nss = append(nss, ns)
+		targets = append(targets, int16(target))
+		tids = append(tids, tid)
+		fields = append(fields, int16(field))
+		deltas = append(deltas, delta)
+		ats = append(ats, at)
+	}
+	type cacheKey struct {
+		ns, remote uuid.UUID
+		miss       bool
+	}
+	outcomes := map[cacheKey]int64{}
+	var order []cacheKey
 	one := int64(1)
 	for _, p := range pulls {
-		if p.ImageID == uuid.Nil {
+		if p.RemoteID != uuid.Nil {
+			k := cacheKey{p.NamespaceID, p.RemoteID, p.Miss}
+			if outcomes[k] == 0 {
+				order = append(order, k)
+			}
+			outcomes[k]++
+		}
+		if p.CacheOnly || p.ImageID == uuid.Nil {
 			continue
 		}
-		for range 2 {
-			id := db.NewID()
-			ids = append(ids, id)
-		}
 		at := p.At
-		nss = append(nss, p.NamespaceID, p.NamespaceID)
-		targets = append(targets, int16(enum.CounterTargetRepository), int16(enum.CounterTargetContainerImage))
-		tids = append(tids, p.RepositoryID, p.ImageID)
-		fields = append(fields, int16(enum.CounterFieldDownloadsCount), int16(enum.CounterFieldLastDownloadedAt))
-		deltas = append(deltas, &one, nil)
-		ats = append(ats, nil, &at)
+		image := enum.CounterTargetContainerImage
+		if p.RemoteID != uuid.Nil {
+			image = enum.CounterTargetContainerRemoteImage
+		}
+		add(p.NamespaceID, enum.CounterTargetRepository, p.RepositoryID, enum.CounterFieldDownloadsCount, &one, nil)
+		add(p.NamespaceID, image, p.ImageID, enum.CounterFieldLastDownloadedAt, nil, &at)
+	}
+	for _, k := range order {
+		n := outcomes[k]
+		field := enum.CounterFieldCacheHits
+		if k.miss {
+			field = enum.CounterFieldCacheMisses
+		}
+		add(k.ns, enum.CounterTargetContainerRemoteRepository, k.remote, field, &n, nil)
+	}
+	if len(ids) == 0 {
+		return nil
 	}
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)

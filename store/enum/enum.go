@@ -366,6 +366,9 @@ const (
 	CounterTargetNpmRemotePackage     CounterTarget = 10
 	CounterTargetNpmRemoteVersion     CounterTarget = 11
 	CounterTargetAccessToken          CounterTarget = 12
+	// CounterTargetContainerRemoteRepository holds a pull-through cache's
+	// hit and miss counters (migration 00053).
+	CounterTargetContainerRemoteRepository CounterTarget = 13
 )
 
 // counterTargetNames are the target tables.
@@ -373,7 +376,7 @@ var counterTargetNames = names{
 	"repositories", "namespace_statistics", "container_images", "container_remote_images",
 	"maven_packages", "maven_versions", "maven_remote_packages", "maven_remote_versions",
 	"npm_packages", "npm_versions", "npm_remote_packages", "npm_remote_versions",
-	"access_tokens",
+	"access_tokens", "container_remote_repositories",
 }
 
 // String returns the target table name.
@@ -409,6 +412,8 @@ func (v CounterTarget) Fields() []CounterField {
 		return []CounterField{CounterFieldVersionsCount, CounterFieldTagsCount, CounterFieldLastDownloadedAt}
 	case CounterTargetAccessToken:
 		return []CounterField{CounterFieldLastUsedAt}
+	case CounterTargetContainerRemoteRepository:
+		return []CounterField{CounterFieldCacheHits, CounterFieldCacheMisses}
 	}
 	return nil
 }
@@ -430,13 +435,18 @@ const (
 	// CounterFieldLastUpdatedAt is repositories.last_updated_at, the time
 	// of the last content change, recorded by the accounting triggers.
 	CounterFieldLastUpdatedAt CounterField = 9
+	// CounterFieldCacheHits and CounterFieldCacheMisses count the content
+	// requests a pull-through cache answered from its cache and those it
+	// had to fetch upstream.
+	CounterFieldCacheHits   CounterField = 10
+	CounterFieldCacheMisses CounterField = 11
 )
 
 // counterFieldNames are the column names.
 var counterFieldNames = names{
 	"artifacts_count", "downloads_count", "size_bytes", "versions_count", "tags_count",
 	"deduplicated_size_bytes", "components_count", "last_downloaded_at", "last_used_at",
-	"last_updated_at",
+	"last_updated_at", "cache_hits", "cache_misses",
 }
 
 // String returns the column name.

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"gocloud.dev/secrets/localsecrets"
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph"
@@ -28,6 +29,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/protocol/npm"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/credentials"
+	"github.com/artifact-registry/artifact-registry/upstream"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -48,12 +51,23 @@ func newServer(t testing.TB) *server {
 	log := testsupport.Logger("E2E_SERVER_LOG")
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	authn := auth.New(st, auth.Options{AdminToken: adminToken, Logger: log})
+	// The keyring of upstream credentials, over a local root key.
+	sk, err := localsecrets.NewRandomKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keeper := localsecrets.NewKeeper(sk)
+	t.Cleanup(func() { _ = keeper.Close() })
+	keyring, err := credentials.New(st, credentials.Options{Root: &credentials.RootKey{URI: "base64key://sha256:e2e", Keeper: keeper}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Every surface and the UI's catch-all, in serve's order.
 	routes.Mount(hs.Router(), st, routes.Options{
-		OCI:   oci.Options{Auth: authn, Logger: log},
+		OCI:   oci.Options{Auth: authn, Logger: log, Remote: oci.RemoteOptions{Keyring: keyring, Upstream: upstream.Config{SpoolDir: t.TempDir()}}},
 		Npm:   npm.Options{Auth: authn, Logger: log},
 		Maven: maven.Options{Auth: authn, Logger: log},
-		Graph: graph.Options{Auth: authn, Logger: log},
+		Graph: graph.Options{Auth: authn, Logger: log, Keyring: keyring},
 	})
 	srv := httptest.NewServer(hs.Handler())
 	t.Cleanup(srv.Close)

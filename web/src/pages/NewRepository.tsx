@@ -3,7 +3,7 @@ import { Link, useNavigate, useParams } from "react-router";
 import { useMutation } from "urql";
 import { ErrorBox, PageTitle } from "../components/ui";
 import { graphql } from "../gql";
-import type { Format, Visibility } from "../gql/graphql";
+import type { Format, RepositoryKind, Visibility } from "../gql/graphql";
 import { paths } from "../paths";
 import { FORMATS, VISIBILITIES } from "../repoQuery";
 
@@ -39,8 +39,25 @@ export function NewRepository() {
   const [format, setFormat] = useState<Format>("DOCKER");
   const [visibility, setVisibility] = useState<Visibility>("PRIVATE");
   const [description, setDescription] = useState("");
+  const [kind, setKind] = useState<RepositoryKind>("HOSTED");
+  const [url, setURL] = useState("");
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [hours, setHours] = useState("24");
   const [{ fetching, error }, create] = useMutation(CreateRepositoryMutation);
   const nameOk = NAME_RE.test(name) && name.length <= 255;
+  const container = format === "DOCKER" || format === "OCI";
+  const remote = container && kind === "REMOTE";
+  const hoursNum = Number(hours);
+  const remoteOk =
+    !remote ||
+    (/^https?:\/\/[^/]/.test(url) &&
+      url.length <= 1024 &&
+      (username === "") === (password === "") &&
+      hours !== "" &&
+      Number.isInteger(hoursNum) &&
+      hoursNum >= 0 &&
+      hoursNum <= 8760);
 
   const onSubmit = async (e: FormEvent) => {
     e.preventDefault();
@@ -50,9 +67,17 @@ export function NewRepository() {
           namespace: ns,
           name,
           format,
-          kind: "HOSTED",
+          kind: remote ? "REMOTE" : "HOSTED",
           visibility,
           description: description.trim() || null,
+          remote: remote
+            ? {
+                url: url.trim(),
+                username: username || null,
+                password: password || null,
+                cacheValidityHours: hoursNum,
+              }
+            : null,
         },
       },
       { additionalTypenames: ["Repository"] },
@@ -96,12 +121,74 @@ export function NewRepository() {
         <fieldset>
           <legend>Kind</legend>
           <label className="radio">
-            <input type="radio" name="kind" value="HOSTED" checked readOnly />
+            <input type="radio" name="kind" value="HOSTED" checked={!remote} onChange={() => setKind("HOSTED")} />
             <span>
               <strong>hosted</strong> <span className="muted">Artifacts are pushed to and stored in this registry.</span>
             </span>
           </label>
+          <label className="radio">
+            <input
+              type="radio"
+              name="kind"
+              value="REMOTE"
+              checked={remote}
+              disabled={!container}
+              onChange={() => setKind("REMOTE")}
+            />
+            <span>
+              <strong>remote</strong>{" "}
+              <span className="muted">
+                A pull-through cache of an upstream registry (docker and OCI): pulls are served from the cache and
+                fetched from the upstream when missing; it takes no pushes.
+              </span>
+            </span>
+          </label>
         </fieldset>
+
+        {remote && (
+          <fieldset>
+            <legend>Upstream</legend>
+            <label htmlFor="remote-url">Upstream registry URL</label>
+            <input
+              id="remote-url"
+              type="url"
+              value={url}
+              maxLength={1024}
+              placeholder="https://registry.example.com"
+              onChange={(e) => setURL(e.target.value)}
+              autoComplete="off"
+              required
+            />
+            <p className="help">
+              The registry's base URL (http or https, without credentials). For Docker Hub, one-component names such as{" "}
+              <code>alpine</code> are pulled from <code>library/</code>.
+            </p>
+            <label htmlFor="remote-username">Username (optional)</label>
+            <input id="remote-username" value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />
+            <label htmlFor="remote-password">Password or token (optional)</label>
+            <input
+              id="remote-password"
+              type="password"
+              value={password}
+              onChange={(e) => setPassword(e.target.value)}
+              autoComplete="new-password"
+            />
+            <p className="help">Stored encrypted and never shown again; give both or neither.</p>
+            <label htmlFor="remote-hours">Revalidate cached tags after (hours)</label>
+            <input
+              id="remote-hours"
+              type="number"
+              min={0}
+              max={8760}
+              value={hours}
+              onChange={(e) => setHours(e.target.value)}
+            />
+            <p className="help">
+              A cached tag is served without asking the upstream for this long; 0 asks on every pull. Content by digest
+              is cached until evicted.
+            </p>
+          </fieldset>
+        )}
 
         <label htmlFor="repo-visibility">Visibility</label>
         <select id="repo-visibility" value={visibility} onChange={(e) => setVisibility(e.target.value as Visibility)}>
@@ -123,7 +210,7 @@ export function NewRepository() {
         />
 
         <div className="form-actions">
-          <button type="submit" className="btn btn-primary" disabled={fetching || !nameOk}>
+          <button type="submit" className="btn btn-primary" disabled={fetching || !nameOk || !remoteOk}>
             {fetching ? "Creating…" : "Create repository"}
           </button>
           <Link className="btn btn-ghost" to={paths.repositories(ns)}>

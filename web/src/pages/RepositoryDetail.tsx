@@ -14,6 +14,7 @@ import { paths } from "../paths";
 import { VISIBILITIES } from "../repoQuery";
 import { MavenPackageList } from "./MavenPackages";
 import { NpmPackageList } from "./NpmPackages";
+import { RemotePanel, RemoteSettings, RemoteUsage } from "./RemoteRepository";
 
 const RepositoryQuery = graphql(`
   query Repository($namespace: String!, $name: String!) {
@@ -171,6 +172,7 @@ export function RepositoryDetail() {
     );
   }
   const container = r.format === "DOCKER" || r.format === "OCI";
+  const remote = container && r.kind === "REMOTE";
   return (
     <section>
       <nav className="crumbs" aria-label="Breadcrumb">
@@ -193,7 +195,9 @@ export function RepositoryDetail() {
         ]}
       />
 
-      {container ? (
+      {remote ? (
+        <RemotePanel ns={ns} repo={r.name} admin={signedIn} />
+      ) : container ? (
         <>
           <h2>Images</h2>
           <div className="table-wrap">
@@ -228,12 +232,13 @@ export function RepositoryDetail() {
       ) : null}
 
       <h2>Use this repository</h2>
-      <Usage format={r.format} ns={ns} repo={r.name} />
+      {remote ? <RemoteUsage ns={ns} repo={r.name} /> : <Usage format={r.format} ns={ns} repo={r.name} />}
 
       {signedIn && (
         <>
           <h2>Settings</h2>
           <Settings ns={ns} r={r} />
+          {remote && <RemoteSettings ns={ns} repo={r.name} />}
           <CollectionLinks ns={ns} repo={r.name} linked={r.collections} />
           <DangerZone ns={ns} repo={r.name} />
         </>

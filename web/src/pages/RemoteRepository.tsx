@@ -1,0 +1,385 @@
+// A remote repository (pull-through cache): its upstream, health, hit
+// ratio and cached images, with the administrator's actions (invalidate a
+// cached tag, evict a cached image, change the upstream settings). The
+// upstream credentials are write-only: the API tells only whether some are
+// stored.
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
+import { useMutation, useQuery } from "urql";
+import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
+import { Badge, CopyBlock, Dl, Empty, ErrorBox, Loading } from "../components/ui";
+import { graphql } from "../gql";
+import type { RemoteHealth } from "../gql/graphql";
+import { formatBytes, formatCount, formatTime } from "../format";
+
+const RemoteQuery = graphql(`
+  query RemoteRepository($namespace: String!, $name: String!) {
+    repository(namespace: $namespace, name: $name) {
+      id
+      remote {
+        url
+        cacheValidityHours
+        health
+        lastCheckedAt
+        lastError
+        hasCredentials
+        cacheHits
+        cacheMisses
+        hitRatio
+      }
+    }
+  }
+`);
+
+const CachedImagesQuery = graphql(`
+  query RemoteCachedImages($namespace: String!, $name: String!, $first: Int, $after: String) {
+    repository(namespace: $namespace, name: $name) {
+      id
+      remote {
+        cachedImages(first: $first, after: $after) {
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+          edges {
+            cursor
+            node {
+              id
+              name
+              cachedAt
+              lastDownloadedAt
+              manifestsCount
+              blobsCount
+              sizeBytes
+              tags {
+                name
+                digest
+                checkedAt
+                stale
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
+const InvalidateMutation = graphql(`
+  mutation InvalidateRemoteTag($input: RemoteTagRefInput!) {
+    invalidateRemoteTag(input: $input) {
+      image
+      tag
+    }
+  }
+`);
+
+const EvictMutation = graphql(`
+  mutation EvictRemoteImage($input: RemoteImageRefInput!) {
+    evictRemoteImage(input: $input) {
+      image
+      releasedCount
+      gcCandidateCount
+    }
+  }
+`);
+
+const UpdateRemoteMutation = graphql(`
+  mutation UpdateRemoteRepository($input: UpdateRepositoryInput!) {
+    updateRepository(input: $input) {
+      repository {
+        id
+        remote {
+          url
+          cacheValidityHours
+          hasCredentials
+        }
+      }
+    }
+  }
+`);
+
+const IMAGE_PAGE = 50;
+const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage"] };
+
+const HEALTH_TONE: Record<RemoteHealth, string> = { HEALTHY: "ok", UNHEALTHY: "bad", UNKNOWN: "info" };
+
+export function HealthBadge({ health }: { health: RemoteHealth }) {
+  return <Badge tone={HEALTH_TONE[health]}>{health.toLowerCase()}</Badge>;
+}
+
+/** The hit ratio as a percentage with one decimal, "–" before any request. */
+export function formatRatio(r: number | null | undefined): string {
+  if (r === null || r === undefined) return "–";
+  return `${(Math.round(r * 1000) / 10).toFixed(1)} %`;
+}
+
+/** The upstream, health and cache of a remote repository. */
+export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+  const [{ data, fetching, error }] = useQuery({ query: RemoteQuery, variables: { namespace: ns, name: repo }, context: ctx });
+  const rem = data?.repository?.remote;
+  if (error && !rem) return <ErrorBox error={error} />;
+  if (!rem) return fetching ? <Loading what="Loading the upstream" /> : null;
+  return (
+    <>
+      <h2>Upstream</h2>
+      <Dl
+        items={[
+          ["URL", <code key="u">{rem.url}</code>],
+          ["Health", <HealthBadge key="h" health={rem.health} />],
+          ["Last checked", formatTime(rem.lastCheckedAt)],
+          ["Last error", rem.lastError ?? "–"],
+          ["Credentials", rem.hasCredentials ? "stored (encrypted)" : "none (anonymous)"],
+          ["Tags revalidated after", `${rem.cacheValidityHours} h`],
+          [
+            "Hit ratio",
+            `${formatRatio(rem.hitRatio)} (${formatCount(rem.cacheHits)} ${rem.cacheHits === 1 ? "hit" : "hits"}, ` +
+              `${formatCount(rem.cacheMisses)} ${rem.cacheMisses === 1 ? "miss" : "misses"} from the upstream)`,
+          ],
+        ]}
+      />
+      <h2>Cached images</h2>
+      <div className="table-wrap">
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Image</th>
+              <th scope="col">Tags</th>
+              <th scope="col" className="num">
+                Manifests
+              </th>
+              <th scope="col" className="num">
+                Size
+              </th>
+              <th scope="col">Last pulled</th>
+              {admin && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <PagedList
+            resetKey={`${ns}/${repo}`}
+            page={(p) => <CachedImagePage key={p.index} {...p} ns={ns} repo={repo} admin={admin} />}
+          />
+        </table>
+      </div>
+    </>
+  );
+}
+
+function CachedImagePage({ ns, repo, admin, after, index, isLast, onMore }: PageProps & { ns: string; repo: string; admin: boolean }) {
+  const [{ data, fetching, error }] = useQuery({
+    query: CachedImagesQuery,
+    variables: { namespace: ns, name: repo, first: IMAGE_PAGE, after },
+    context: ctx,
+  });
+  const [invalidate, doInvalidate] = useMutation(InvalidateMutation);
+  const [evict, doEvict] = useMutation(EvictMutation);
+  const [done, setDone] = useState("");
+  const conn = data?.repository?.remote?.cachedImages;
+  const body = useRef<HTMLTableSectionElement>(null);
+  useEffect(() => {
+    if (index > 0 && conn) focusFirstLinkIfLost(body.current);
+  }, [index, conn]);
+  const cols = admin ? 6 : 5;
+  const note = (c: ReactNode) => (
+    <tr className="row-note">
+      <td colSpan={cols}>{c}</td>
+    </tr>
+  );
+  const onInvalidate = async (image: string, tag: string) => {
+    setDone("");
+    const res = await doInvalidate({ input: { namespace: ns, repository: repo, image, tag } }, ctx);
+    if (res.data) setDone(`${image}:${tag} will be revalidated on its next pull.`);
+  };
+  const onEvict = async (image: string) => {
+    if (!window.confirm(`Evict ${image} from the cache? Its next pull fetches it from the upstream again.`)) return;
+    setDone("");
+    const res = await doEvict({ input: { namespace: ns, repository: repo, image } }, ctx);
+    if (res.data) setDone(`${image} evicted.`);
+  };
+  const mutationError = invalidate.error ?? evict.error;
+  return (
+    <tbody ref={body}>
+      {error && note(<ErrorBox error={error} />)}
+      {mutationError && note(<ErrorBox error={mutationError} title="Could not change the cache" />)}
+      {done && index === 0 && note(<span role="status" className="ok-text">{done}</span>)}
+      {!conn && fetching && note(<Loading what="Loading cached images" />)}
+      {conn && conn.edges.length === 0 && index === 0 && note(<Empty>Nothing cached yet: pull an image through this repository.</Empty>)}
+      {conn?.edges.map(({ node: img }) => (
+        <tr key={img.id}>
+          <th scope="row" data-label="Image">
+            {img.name}
+          </th>
+          <td data-label="Tags">
+            {img.tags.length === 0 && <span className="muted">by digest only</span>}
+            {img.tags.map((t) => (
+              <span key={t.name} className="tag-cell">
+                <Badge tone={t.stale ? "warn" : undefined}>{t.name}</Badge>
+                {t.stale && <span className="muted"> revalidates on next pull</span>}
+                {admin && !t.stale && (
+                  <button
+                    type="button"
+                    className="btn btn-small btn-ghost"
+                    aria-label={`Invalidate ${img.name}:${t.name}`}
+                    disabled={invalidate.fetching}
+                    onClick={() => void onInvalidate(img.name, t.name)}
+                  >
+                    Invalidate
+                  </button>
+                )}{" "}
+              </span>
+            ))}
+          </td>
+          <td data-label="Manifests" className="num">
+            {formatCount(img.manifestsCount)}
+          </td>
+          <td data-label="Size" className="num">
+            {formatBytes(img.sizeBytes)}
+          </td>
+          <td data-label="Last pulled">{formatTime(img.lastDownloadedAt)}</td>
+          {admin && (
+            <td data-label="Actions">
+              <button
+                type="button"
+                className="btn btn-small btn-danger"
+                aria-label={`Evict ${img.name}`}
+                disabled={evict.fetching}
+                onClick={() => void onEvict(img.name)}
+              >
+                Evict
+              </button>
+            </td>
+          )}
+        </tr>
+      ))}
+      {conn && isLast && <LoadMoreRow colSpan={cols} pageInfo={conn.pageInfo} onMore={onMore} shown={index * IMAGE_PAGE + conn.edges.length} />}
+    </tbody>
+  );
+}
+
+/** Pull commands for a remote repository (it takes no pushes). */
+export function RemoteUsage({ ns, repo }: { ns: string; repo: string }) {
+  const { host } = window.location;
+  const plain = window.location.protocol === "http:" ? " --plain-http" : "";
+  return (
+    <div className="usage">
+      <CopyBlock label="Log in (password: your token)" text={`docker login ${host}`} />
+      <CopyBlock label="Pull an upstream image through the cache" text={`docker pull ${host}/${ns}/${repo}/IMAGE:TAG`} />
+      <CopyBlock label="With oras" text={`oras pull${plain} ${host}/${ns}/${repo}/IMAGE:TAG`} />
+    </div>
+  );
+}
+
+/** The upstream settings form of a remote repository. */
+export function RemoteSettings({ ns, repo }: { ns: string; repo: string }) {
+  const [{ data }] = useQuery({ query: RemoteQuery, variables: { namespace: ns, name: repo }, context: ctx });
+  const [saved, setSaved] = useState(false);
+  const rem = data?.repository?.remote;
+  if (!rem) return null;
+  // A saved change comes back in the query's answer: the form starts again
+  // from the new settings.
+  return (
+    <RemoteSettingsForm
+      key={`${rem.url}|${rem.cacheValidityHours}|${rem.hasCredentials}`}
+      ns={ns}
+      repo={repo}
+      rem={rem}
+      saved={saved}
+      onSaved={setSaved}
+    />
+  );
+}
+
+function RemoteSettingsForm({
+  ns,
+  repo,
+  rem,
+  saved,
+  onSaved,
+}: {
+  ns: string;
+  repo: string;
+  rem: { url: string; cacheValidityHours: number; hasCredentials: boolean };
+  saved: boolean;
+  onSaved(saved: boolean): void;
+}) {
+  const [url, setURL] = useState(rem.url);
+  const [hours, setHours] = useState(String(rem.cacheValidityHours));
+  const [username, setUsername] = useState("");
+  const [password, setPassword] = useState("");
+  const [clear, setClear] = useState(false);
+  const [{ fetching, error }, update] = useMutation(UpdateRemoteMutation);
+  const hoursNum = Number(hours);
+  const hoursOk = hours !== "" && Number.isInteger(hoursNum) && hoursNum >= 0 && hoursNum <= 8760;
+  const credsOk = (username === "") === (password === "");
+  const dirty = url !== rem.url || (hoursOk && hoursNum !== rem.cacheValidityHours) || username !== "" || clear;
+  const onSubmit = async (e: FormEvent) => {
+    e.preventDefault();
+    onSaved(false);
+    const remote: Record<string, unknown> = {};
+    if (url !== rem.url) remote.url = url;
+    if (hoursNum !== rem.cacheValidityHours) remote.cacheValidityHours = hoursNum;
+    if (username !== "") {
+      remote.username = username;
+      remote.password = password;
+    } else if (clear) {
+      remote.clearCredentials = true;
+    }
+    const res = await update({ input: { namespace: ns, name: repo, remote } }, ctx);
+    if (res.data) {
+      setUsername("");
+      setPassword("");
+      setClear(false);
+      onSaved(true);
+    }
+  };
+  return (
+    <form className="form panel" onSubmit={onSubmit} autoComplete="off">
+      <h3>Upstream settings</h3>
+      <label htmlFor="remote-url">Upstream URL</label>
+      <input id="remote-url" type="url" value={url} maxLength={1024} onChange={(e) => setURL(e.target.value)} required />
+      <label htmlFor="remote-hours">Revalidate cached tags after (hours)</label>
+      <input
+        id="remote-hours"
+        type="number"
+        min={0}
+        max={8760}
+        value={hours}
+        aria-invalid={!hoursOk}
+        onChange={(e) => setHours(e.target.value)}
+      />
+      <fieldset>
+        <legend>Credentials</legend>
+        <p className="help">
+          {rem.hasCredentials ? "Credentials are stored (encrypted); they are never shown." : "No credentials: the upstream is asked anonymously."}{" "}
+          Give both fields to replace them.
+        </p>
+        <label htmlFor="remote-username">New username</label>
+        <input id="remote-username" value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />
+        <label htmlFor="remote-password">New password or token</label>
+        <input
+          id="remote-password"
+          type="password"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+          autoComplete="new-password"
+        />
+        {rem.hasCredentials && (
+          <label className="radio">
+            <input type="checkbox" checked={clear} disabled={username !== ""} onChange={(e) => setClear(e.target.checked)} />
+            <span>Remove the stored credentials</span>
+          </label>
+        )}
+      </fieldset>
+      <div className="form-actions">
+        <button type="submit" className="btn btn-primary" disabled={!dirty || !hoursOk || !credsOk || fetching}>
+          Save upstream settings
+        </button>
+        {saved && !dirty && (
+          <span role="status" className="ok-text">
+            Saved.
+          </span>
+        )}
+      </div>
+      {error && <ErrorBox error={error} title="Could not save the upstream settings" />}
+    </form>
+  );
+}
