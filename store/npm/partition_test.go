@@ -51,8 +51,8 @@ func TestPerPartitionStatements(t *testing.T) {
 			t.Fatalf("namespace %s: partition %d, its npm repository row is in %s", nsID, part, npmPart)
 		}
 		for _, name := range []string{"js", "missing"} {
-			byParts, errParts := scanRepository(f.pool.QueryRow(f.ctx, resolvePartitionSQL[part], nsID, name), name)
-			byParent, errParent := scanRepository(f.pool.QueryRow(f.ctx, parentSQL, nsID, name), name)
+			byParts, errParts := scanRepository(f.pool.QueryRow(f.ctx, resolvePartitionSQL[part], nsID, name), name, true)
+			byParent, errParent := scanRepository(f.pool.QueryRow(f.ctx, parentSQL, nsID, name), name, true)
 			if fmt.Sprint(byParts, errParts) != fmt.Sprint(byParent, errParent) {
 				t.Fatalf("resolve %s/%s: per partition %v %v, on the parents %v %v", slug, name, byParts, errParts, byParent, errParent)
 			}
