@@ -16,7 +16,8 @@ import (
 func TestPerPartitionStatements(t *testing.T) {
 	t.Parallel()
 	f := newNpmFixture(t)
-	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories").Replace(resolveSQL)
+	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories",
+		"{npm_remote_repositories}", "npm_remote_repositories").Replace(resolveSQL)
 	seen := map[int]bool{}
 	for i := range 40 {
 		slug := fmt.Sprintf("part%d", i)
