@@ -285,7 +285,14 @@ func upstreamFailure(err error, notFound string) error {
 	if ue.Kind == upstream.KindNotFound {
 		return errorf(http.StatusNotFound, "%s", notFound)
 	}
-	e := errorf(ue.ClientStatus(), "%s", ue.ClientMessage())
+	status := ue.ClientStatus()
+	if ue.Temporary() && status == http.StatusBadGateway {
+		// Nothing cached and the upstream cannot be asked (unreachable,
+		// failing, refusing our credentials): the cache is unavailable
+		// for this content, which npm reports and retries as such.
+		status = http.StatusServiceUnavailable
+	}
+	e := errorf(status, "%s", ue.ClientMessage())
 	if e.status == http.StatusServiceUnavailable {
 		after := 1
 		if !ue.RetryAt.IsZero() {
