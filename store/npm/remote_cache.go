@@ -610,3 +610,75 @@ func (s *Store) EvictStaleRemoteVersions(ctx context.Context, nsID uuid.UUID, cu
 	}
 	return total, rel, nil
 }
+
+// RemotePackageInfo is a cached package as the management API lists it.
+type RemotePackageInfo struct {
+	ID               uuid.UUID
+	Name             string
+	CachedVersions   int
+	SizeBytes        int64
+	LastDownloadedAt *time.Time
+	CheckedAt        *time.Time
+}
+
+// RemotePackagesOfRemote lists the first limit cached packages of an npm
+// remote by name, with their cached versions, tarball bytes, last
+// download and packument check.
+func (s *Store) RemotePackagesOfRemote(ctx context.Context, nsID, remoteID uuid.UUID, limit int) ([]RemotePackageInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT p.id, p.name,
+		       (SELECT count(*) FROM npm_remote_versions v WHERE v.namespace_id = $1 AND v.npm_remote_package_id = p.id AND v.soft_deleted_at IS NULL),
+		       (SELECT coalesce(sum(v.size_bytes), 0)::bigint FROM npm_remote_versions v
+		        WHERE v.namespace_id = $1 AND v.npm_remote_package_id = p.id AND v.soft_deleted_at IS NULL),
+		       (SELECT max(v.last_downloaded_at) FROM npm_remote_versions v
+		        WHERE v.namespace_id = $1 AND v.npm_remote_package_id = p.id AND v.soft_deleted_at IS NULL),
+		       (SELECT m.upstream_checked_at FROM npm_remote_metadata_files m
+		        WHERE m.namespace_id = $1 AND m.npm_remote_package_id = p.id AND m.kind = $3)
+		FROM npm_remote_packages p
+		WHERE p.namespace_id = $1 AND p.npm_remote_repository_id = $2 AND p.soft_deleted_at IS NULL
+		ORDER BY p.name LIMIT $4`, nsID, remoteID, int16(enum.NpmMetadataFull), limit)
+	if err != nil {
+		return nil, db.MapErr(wrapErr("cached packages", err))
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RemotePackageInfo, error) {
+		var i RemotePackageInfo
+		var n int64
+		err := r.Scan(&i.ID, &i.Name, &n, &i.SizeBytes, &i.LastDownloadedAt, &i.CheckedAt)
+		i.CachedVersions = int(n)
+		return i, err
+	})
+	return out, db.MapErr(wrapErr("cached packages", err))
+}
+
+// InvalidateRemoteMetadata makes the cached packuments of an npm remote
+// stale (the package name, or every package when name is ""): their next
+// request asks the upstream. It returns how many were invalidated;
+// CodePackageUnknown when a named package has no cached packument.
+func (s *Store) InvalidateRemoteMetadata(ctx context.Context, ref store.RepositoryRef, name string) (int, error) {
+	ns, repo, err := s.core.RepositoryByName(ctx, ref.Namespace, ref.Name)
+	if err != nil {
+		return 0, err
+	}
+	var remoteID uuid.UUID
+	err = s.pool.QueryRow(ctx, `SELECT id FROM npm_remote_repositories WHERE namespace_id = $1 AND repository_id = $2`,
+		ns.ID, repo.ID).Scan(&remoteID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, errs.New(store.CodeInvalidInput, "repository %s is not an npm remote repository", ref)
+	}
+	if err != nil {
+		return 0, db.MapErr(wrapErr("invalidate cached packuments", err))
+	}
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE npm_remote_metadata_files m SET upstream_checked_at = 'epoch'
+		FROM npm_remote_packages p
+		WHERE m.namespace_id = $1 AND p.namespace_id = $1 AND p.id = m.npm_remote_package_id
+		  AND p.npm_remote_repository_id = $2 AND p.soft_deleted_at IS NULL AND ($3 = '' OR p.name = $3)`,
+		ns.ID, remoteID, name)
+	if err != nil {
+		return 0, db.MapErr(wrapErr("invalidate cached packuments", err))
+	}
+	if name != "" && tag.RowsAffected() == 0 {
+		return 0, errs.New(CodePackageUnknown, "npm package %s has no cached packument in %s", name, ref)
+	}
+	return int(tag.RowsAffected()), nil
+}
