@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -226,3 +227,10 @@ func (e *env) addRemote(t testing.TB, name, upstreamURL string, metadataHours in
 	}
 	return repo
 }
+
+func readAllErr(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+func storeRef(repo string) store.RepositoryRef { return store.RepositoryRef{Namespace: "acme", Name: repo} }
