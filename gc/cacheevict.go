@@ -68,8 +68,8 @@ type CacheEvictResult struct {
 	// NpmVersions are cached npm versions evicted (their tarballs
 	// detached; the packuments stay).
 	NpmVersions int
-	Candidates int // blobs left unused, recorded as GC candidates
-	Stopped    bool
+	Candidates  int // blobs left unused, recorded as GC candidates
+	Stopped     bool
 }
 
 // CacheEvict runs one gc:cache-evict over every namespace with a

@@ -233,4 +233,6 @@ func readAllErr(resp *http.Response) ([]byte, error) {
 	return io.ReadAll(resp.Body)
 }
 
-func storeRef(repo string) store.RepositoryRef { return store.RepositoryRef{Namespace: "acme", Name: repo} }
+func storeRef(repo string) store.RepositoryRef {
+	return store.RepositoryRef{Namespace: "acme", Name: repo}
+}
