@@ -250,6 +250,9 @@ func newGWorld(t *testing.T) *gworld {
 	_, tok := g.Mint(home, "sacrificial", authSpec(enum.TokenScopeRead))
 	g.sacrificialToken = tok.ID.String()
 	for _, tg := range g.targets {
+		if tg.remote {
+			continue // a cache holds no packages of its own until read through
+		}
 		var doc string
 		switch tg.format {
 		case enum.FormatNpm:
