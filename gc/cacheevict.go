@@ -73,7 +73,7 @@ type CacheEvictResult struct {
 }
 
 // CacheEvict runs one gc:cache-evict over every namespace with a
-// KEEP_DOWNLOADED_WITHIN rule and a container remote. The kill switch is
+// KEEP_DOWNLOADED_WITHIN rule and a container or npm remote. The kill switch is
 // read before each namespace and fails closed (an eviction makes blobs
 // reclaimable). An image pulled since it was listed is kept: the batch
 // checks last_downloaded_at again under the image lock (a pull's time is
