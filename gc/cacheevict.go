@@ -10,6 +10,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // KindCacheEvict is gc:cache-evict: evict the images of container
@@ -64,12 +65,15 @@ func (w *cacheEvictWorker) Work(ctx context.Context, _ *river.Job[CacheEvictArgs
 type CacheEvictResult struct {
 	Namespaces int // namespaces with a rule and a cache, visited
 	Images     int // cached images evicted
-	Candidates int // blobs left unused, recorded as GC candidates
-	Stopped    bool
+	// NpmVersions are cached npm versions evicted (their tarballs
+	// detached; the packuments stay).
+	NpmVersions int
+	Candidates  int // blobs left unused, recorded as GC candidates
+	Stopped     bool
 }
 
 // CacheEvict runs one gc:cache-evict over every namespace with a
-// KEEP_DOWNLOADED_WITHIN rule and a container remote. The kill switch is
+// KEEP_DOWNLOADED_WITHIN rule and a container or npm remote. The kill switch is
 // read before each namespace and fails closed (an eviction makes blobs
 // reclaimable). An image pulled since it was listed is kept: the batch
 // checks last_downloaded_at again under the image lock (a pull's time is
@@ -107,6 +111,22 @@ func (g *GC) CacheEvict(ctx context.Context) (*CacheEvictResult, error) {
 			}
 			if err != nil {
 				return res, fmt.Errorf("gc: cache evict namespace %s: %w", ns.ID, err)
+			}
+			if err := g.reclaimGate(ctx); err != nil {
+				res.Stopped = true
+				g.log.Warn("gc: cache eviction stopped by the kill switch", "err", err)
+				return res, nil
+			}
+			nv, nrel, err := npmstore.New(g.st).EvictStaleRemoteVersions(ctx, ns.ID, cutoff, g.cfg.CacheEvictBatch, cacheEvictMaxBatches)
+			res.NpmVersions += nv
+			res.Candidates += nrel.Candidates
+			g.metrics.cacheEvicted.Add(float64(nv))
+			if nv > 0 {
+				g.log.Info("gc.cache_evict", "namespace", ns.ID, "npm_versions", nv, "attachments_detached", nrel.Attachments,
+					"candidates_recorded", nrel.Candidates, "keep_downloaded_within_days", ns.Days)
+			}
+			if err != nil {
+				return res, fmt.Errorf("gc: cache evict npm versions of namespace %s: %w", ns.ID, err)
 			}
 		}
 		if len(page) < cacheEvictPage {

@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/lifecycle"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // TestCacheEvict: gc:cache-evict evicts the cached images of a remote not
@@ -134,6 +136,124 @@ func TestCacheEvict(t *testing.T) {
 	rc.Close()
 	// A second run has nothing left to do.
 	if res, err := e.g.CacheEvict(e.ctx); err != nil || res.Images != 0 {
+		t.Fatalf("second run: %+v %v", res, err)
+	}
+}
+
+// TestCacheEvictNpm: gc:cache-evict evicts, in a namespace whose only
+// cache is an npm remote, the cached npm versions not downloaded within
+// KEEP_DOWNLOADED_WITHIN days: their tarballs are detached (GC
+// candidates, bytes still in storage), the packuments stay, a version
+// downloaded within the window stays, and a namespace without the rule
+// keeps everything.
+func TestCacheEvictNpm(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	ns := npmstore.New(e.st)
+	policy := lifecycle.New(e.st, lifecycle.Options{})
+
+	setup := func(slug string, days int) *npmstore.Repository {
+		t.Helper()
+		n := testsupport.Namespace(t, e.st, slug)
+		child, err := ns.NewRemote(nil, npmstore.RemoteInput{URL: "http://127.0.0.1:5999"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.st.CreateRepository(e.ctx, store.NewRepository{Namespace: slug, Name: "npmjs", Format: enum.FormatNpm,
+			Kind: enum.KindRemote, Visibility: enum.VisibilityPrivate, Child: child}); err != nil {
+			t.Fatal(err)
+		}
+		if days > 0 {
+			if _, err := policy.Set(e.ctx, lifecycle.Scope{NamespaceID: n.ID, NamespaceSlug: slug},
+				lifecycle.Input{Enabled: true, MinAgeDays: 1, Rules: []lifecycle.Rule{{Type: lifecycle.KeepDownloadedWithin, Days: &days}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		repo, err := ns.ResolveRegistry(e.ctx, slug, "npmjs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return repo
+	}
+	cache := func(repo *npmstore.Repository, name string) [32]byte {
+		t.Helper()
+		if _, _, err := ns.CacheRemotePackument(e.ctx, repo, npmstore.RemotePackumentPut{Name: name,
+			Body: []byte(fmt.Sprintf(`{"name":%q,"versions":{"1.0.0":{}}}`, name))}); err != nil {
+			t.Fatal(err)
+		}
+		body := []byte(repo.NamespaceSlug + " tarball of " + name)
+		staged, err := ns.StageRemoteTarball(e.ctx, repo, bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ns.CommitRemoteTarball(e.ctx, repo, npmstore.RemoteTarballPut{Name: name, Version: "1.0.0", FileName: name + "-1.0.0.tgz",
+			PackageJSON: []byte(fmt.Sprintf(`{"name":%q,"version":"1.0.0"}`, name))}, staged); err != nil {
+			t.Fatal(err)
+		}
+		return sha256.Sum256(body)
+	}
+	evicting := setup("npm-evicting", 2)
+	keeping := setup("npm-keeping", 0)
+	old := cache(evicting, "old")
+	used := cache(evicting, "used")
+	cache(keeping, "old")
+	e.clock.Advance(3 * 24 * time.Hour)
+	cache(evicting, "fresh")
+	// "used" was installed yesterday: its download, folded, keeps it.
+	tb, err := ns.RemoteTarball(e.ctx, evicting, "used", "used-1.0.0.tgz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.RecordRemoteRequests(e.ctx, []npmstore.RemoteRequest{{NamespaceID: evicting.NamespaceID, RemoteID: evicting.Remote.ID,
+		Hit: true, PackageID: tb.PackageID, VersionID: tb.VersionID, At: e.clock.Now().Add(-24 * time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.FoldCounterDeltas(e.ctx, evicting.NamespaceID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := e.g.CacheEvict(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NpmVersions != 1 || res.Images != 0 || res.Candidates != 1 || res.Namespaces != 1 {
+		t.Fatalf("run: %+v, want one npm version of one namespace evicted", res)
+	}
+	for _, c := range []struct {
+		repo    *npmstore.Repository
+		name    string
+		present bool
+	}{{evicting, "old", false}, {evicting, "used", true}, {evicting, "fresh", true}, {keeping, "old", true}} {
+		_, err := ns.RemoteTarball(e.ctx, c.repo, c.name, c.name+"-1.0.0.tgz")
+		if c.present != (err == nil) {
+			t.Errorf("%s/%s: tarball cached %v (%v), want %v", c.repo.NamespaceSlug, c.name, err == nil, err, c.present)
+		}
+		if p, err := ns.RemotePackument(e.ctx, c.repo, c.name); err != nil || p == nil {
+			t.Errorf("%s/%s: packument gone: %v", c.repo.NamespaceSlug, c.name, err)
+		}
+	}
+	var candidates int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
+		evicting.NamespaceID, old[:]).Scan(&candidates); err != nil {
+		t.Fatal(err)
+	}
+	if candidates != 1 {
+		t.Fatalf("the evicted tarball's blob is not a candidate (%d)", candidates)
+	}
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
+		evicting.NamespaceID, used[:]).Scan(&candidates); err != nil || candidates != 0 {
+		t.Fatalf("a kept tarball became a candidate: %d %v", candidates, err)
+	}
+	b, err := e.st.StatBlob(e.ctx, evicting.NamespaceID, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := e.st.OpenBlobObject(e.ctx, b, 0, -1)
+	if err != nil {
+		t.Fatalf("evicted bytes gone from storage: %v", err)
+	}
+	rc.Close()
+	if res, err := e.g.CacheEvict(e.ctx); err != nil || res.NpmVersions != 0 {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
 }

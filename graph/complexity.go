@@ -132,6 +132,13 @@ func setConnectionComplexity(c *ComplexityRoot) {
 	c.MavenVersion.Files = page
 	c.LifecyclePreview.Items = page
 	c.RemoteRepository.CachedImages = page
+	c.RemoteRepository.CachedPackages = func(child int, first *int) int {
+		n := maxRemotePackages
+		if first != nil && *first >= 0 && *first < n {
+			n = *first
+		}
+		return listCost(child, max(n, 1))
+	}
 }
 
 func setListComplexity(c *ComplexityRoot) {

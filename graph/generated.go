@@ -267,6 +267,11 @@ type ComplexityRoot struct {
 		GarbageCollection func(childComplexity int) int
 	}
 
+	InvalidateRemoteMetadataPayload struct {
+		InvalidatedCount func(childComplexity int) int
+		Repository       func(childComplexity int) int
+	}
+
 	InvalidateRemoteTagPayload struct {
 		Image      func(childComplexity int) int
 		Repository func(childComplexity int) int
@@ -478,6 +483,7 @@ type ComplexityRoot struct {
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
 		EmptyTrash                     func(childComplexity int, input model.EmptyTrashInput) int
 		EvictRemoteImage               func(childComplexity int, input model.RemoteImageRefInput) int
+		InvalidateRemoteMetadata       func(childComplexity int, input model.RemotePackageRefInput) int
 		InvalidateRemoteTag            func(childComplexity int, input model.RemoteTagRefInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
 		PauseLegacyMigration           func(childComplexity int) int
@@ -713,6 +719,16 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	RemoteCachedPackage struct {
+		CachedVersions   func(childComplexity int) int
+		CheckedAt        func(childComplexity int) int
+		ID               func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		Name             func(childComplexity int) int
+		SizeBytes        func(childComplexity int) int
+		Stale            func(childComplexity int) int
+	}
+
 	RemoteCachedTag struct {
 		CheckedAt func(childComplexity int) int
 		Digest    func(childComplexity int) int
@@ -722,16 +738,18 @@ type ComplexityRoot struct {
 	}
 
 	RemoteRepository struct {
-		CacheHits          func(childComplexity int) int
-		CacheMisses        func(childComplexity int) int
-		CacheValidityHours func(childComplexity int) int
-		CachedImages       func(childComplexity int, first *int, after *string) int
-		HasCredentials     func(childComplexity int) int
-		Health             func(childComplexity int) int
-		HitRatio           func(childComplexity int) int
-		LastCheckedAt      func(childComplexity int) int
-		LastError          func(childComplexity int) int
-		URL                func(childComplexity int) int
+		CacheHits                  func(childComplexity int) int
+		CacheMisses                func(childComplexity int) int
+		CacheValidityHours         func(childComplexity int) int
+		CachedImages               func(childComplexity int, first *int, after *string) int
+		CachedPackages             func(childComplexity int, first *int) int
+		HasCredentials             func(childComplexity int) int
+		Health                     func(childComplexity int) int
+		HitRatio                   func(childComplexity int) int
+		LastCheckedAt              func(childComplexity int) int
+		LastError                  func(childComplexity int) int
+		MetadataCacheValidityHours func(childComplexity int) int
+		URL                        func(childComplexity int) int
 	}
 
 	Repository struct {
@@ -923,6 +941,7 @@ type MutationResolver interface {
 	RestoreMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
 	InvalidateRemoteTag(ctx context.Context, input model.RemoteTagRefInput) (*model.InvalidateRemoteTagPayload, error)
 	EvictRemoteImage(ctx context.Context, input model.RemoteImageRefInput) (*model.EvictRemoteImagePayload, error)
+	InvalidateRemoteMetadata(ctx context.Context, input model.RemotePackageRefInput) (*model.InvalidateRemoteMetadataPayload, error)
 	CreateAccessToken(ctx context.Context, input model.CreateAccessTokenInput) (*model.CreateAccessTokenPayload, error)
 	RevokeAccessToken(ctx context.Context, input model.RevokeAccessTokenInput) (*model.AccessTokenPayload, error)
 }
@@ -983,6 +1002,7 @@ type RemoteCachedImageResolver interface {
 }
 type RemoteRepositoryResolver interface {
 	CachedImages(ctx context.Context, obj *model.RemoteRepository, first *int, after *string) (*model.RemoteCachedImageConnection, error)
+	CachedPackages(ctx context.Context, obj *model.RemoteRepository, first *int) ([]*model.RemoteCachedPackage, error)
 }
 type RepositoryResolver interface {
 	Namespace(ctx context.Context, obj *model.Repository) (*model.Namespace, error)
@@ -1814,6 +1834,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection(childComplexity), true
+
+	case "InvalidateRemoteMetadataPayload.invalidatedCount":
+		if e.ComplexityRoot.InvalidateRemoteMetadataPayload.InvalidatedCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteMetadataPayload.InvalidatedCount(childComplexity), true
+	case "InvalidateRemoteMetadataPayload.repository":
+		if e.ComplexityRoot.InvalidateRemoteMetadataPayload.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteMetadataPayload.Repository(childComplexity), true
 
 	case "InvalidateRemoteTagPayload.image":
 		if e.ComplexityRoot.InvalidateRemoteTagPayload.Image == nil {
@@ -2711,6 +2744,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EvictRemoteImage(childComplexity, args["input"].(model.RemoteImageRefInput)), true
+	case "Mutation.invalidateRemoteMetadata":
+		if e.ComplexityRoot.Mutation.InvalidateRemoteMetadata == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_invalidateRemoteMetadata_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InvalidateRemoteMetadata(childComplexity, args["input"].(model.RemotePackageRefInput)), true
 	case "Mutation.invalidateRemoteTag":
 		if e.ComplexityRoot.Mutation.InvalidateRemoteTag == nil {
 			break
@@ -3845,6 +3889,49 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RemoteCachedImageEdge.Node(childComplexity), true
 
+	case "RemoteCachedPackage.cachedVersions":
+		if e.ComplexityRoot.RemoteCachedPackage.CachedVersions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.CachedVersions(childComplexity), true
+	case "RemoteCachedPackage.checkedAt":
+		if e.ComplexityRoot.RemoteCachedPackage.CheckedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.CheckedAt(childComplexity), true
+	case "RemoteCachedPackage.id":
+		if e.ComplexityRoot.RemoteCachedPackage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.ID(childComplexity), true
+	case "RemoteCachedPackage.lastDownloadedAt":
+		if e.ComplexityRoot.RemoteCachedPackage.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.LastDownloadedAt(childComplexity), true
+	case "RemoteCachedPackage.name":
+		if e.ComplexityRoot.RemoteCachedPackage.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.Name(childComplexity), true
+	case "RemoteCachedPackage.sizeBytes":
+		if e.ComplexityRoot.RemoteCachedPackage.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.SizeBytes(childComplexity), true
+	case "RemoteCachedPackage.stale":
+		if e.ComplexityRoot.RemoteCachedPackage.Stale == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedPackage.Stale(childComplexity), true
+
 	case "RemoteCachedTag.checkedAt":
 		if e.ComplexityRoot.RemoteCachedTag.CheckedAt == nil {
 			break
@@ -3905,6 +3992,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoteRepository.CachedImages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "RemoteRepository.cachedPackages":
+		if e.ComplexityRoot.RemoteRepository.CachedPackages == nil {
+			break
+		}
+
+		args, err := ec.field_RemoteRepository_cachedPackages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.RemoteRepository.CachedPackages(childComplexity, args["first"].(*int)), true
 	case "RemoteRepository.hasCredentials":
 		if e.ComplexityRoot.RemoteRepository.HasCredentials == nil {
 			break
@@ -3935,6 +4033,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoteRepository.LastError(childComplexity), true
+	case "RemoteRepository.metadataCacheValidityHours":
+		if e.ComplexityRoot.RemoteRepository.MetadataCacheValidityHours == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.MetadataCacheValidityHours(childComplexity), true
 	case "RemoteRepository.url":
 		if e.ComplexityRoot.RemoteRepository.URL == nil {
 			break
@@ -4315,6 +4419,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
 			graphql.NewInputUnmarshaler("ReconcileNamespaceCountersInput", ec.unmarshalInputReconcileNamespaceCountersInput),
 			graphql.NewInputUnmarshaler("RemoteImageRefInput", ec.unmarshalInputRemoteImageRefInput),
+			graphql.NewInputUnmarshaler("RemotePackageRefInput", ec.unmarshalInputRemotePackageRefInput),
 			graphql.NewInputUnmarshaler("RemoteRepositoryInput", ec.unmarshalInputRemoteRepositoryInput),
 			graphql.NewInputUnmarshaler("RemoteRepositoryUpdateInput", ec.unmarshalInputRemoteRepositoryUpdateInput),
 			graphql.NewInputUnmarshaler("RemoteTagRefInput", ec.unmarshalInputRemoteTagRefInput),
@@ -5053,7 +5158,7 @@ type MavenPackagePayload {
 }
 `, BuiltIn: false},
 	{Name: "../remote.graphqls", Input: `# Remote repositories (pull-through caches; docs/remote-repositories.md):
-# a DOCKER or OCI repository of kind REMOTE serves what its upstream
+# a DOCKER, OCI or NPM repository of kind REMOTE serves what its upstream
 # registry has, caching it in the namespace's blob store. Settings are
 # created with createRepository(input: {kind: REMOTE, remote: {...}}) and
 # changed with updateRepository(input: {remote: {...}}). Upstream
@@ -5072,8 +5177,10 @@ enum RemoteHealth {
 type RemoteRepository {
   "The upstream registry's base URL."
   url: String!
-  "How long a cached tag is served before the upstream is asked again (0: every request asks)."
+  "How long a cached tag is served before the upstream is asked again (0: every request asks). npm tarballs are immutable and never expire."
   cacheValidityHours: Int!
+  "npm: how long a cached packument is served before the upstream is asked again (conditional GET; 0: every request asks). Null for container remotes."
+  metadataCacheValidityHours: Int
   health: RemoteHealth!
   "When the health was last confirmed by an upstream answer or failure."
   lastCheckedAt: Time
@@ -5087,8 +5194,26 @@ type RemoteRepository {
   cacheMisses: Int64!
   "cacheHits / (cacheHits + cacheMisses); null before the first request."
   hitRatio: Float
-  "The cached images by name."
+  "The cached images by name (container remotes; empty for npm)."
   cachedImages(first: Int, after: String): RemoteCachedImageConnection!
+  "npm: the cached packages by name, the first ones (at most 100); empty for container remotes."
+  cachedPackages(first: Int): [RemoteCachedPackage!]!
+}
+
+"A package an npm remote repository has cached."
+type RemoteCachedPackage {
+  id: ID!
+  name: String!
+  "Versions whose tarballs are cached."
+  cachedVersions: Int!
+  "Bytes of the cached tarballs."
+  sizeBytes: Int64!
+  "The last tarball download (buffered); gc:cache-evict evicts versions not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days."
+  lastDownloadedAt: Time
+  "When the upstream last confirmed the packument (null: no packument cached)."
+  checkedAt: Time
+  "The next request of the packument asks the upstream first (metadataCacheValidityHours passed, or it was invalidated)."
+  stale: Boolean!
 }
 
 "An image the remote repository has cached (under its upstream name)."
@@ -5137,6 +5262,8 @@ input RemoteRepositoryInput {
   password: String
   "0 to 8760; default 24."
   cacheValidityHours: Int
+  "npm only: 0 to 8760; default 1."
+  metadataCacheValidityHours: Int
 }
 
 "Changes to a remote repository's upstream settings; absent fields stay."
@@ -5148,10 +5275,12 @@ input RemoteRepositoryUpdateInput {
   "Remove the stored credentials."
   clearCredentials: Boolean
   cacheValidityHours: Int
+  "npm only: 0 to 8760."
+  metadataCacheValidityHours: Int
 }
 
 extend type Repository {
-  "The upstream settings and cache of a DOCKER or OCI remote repository; null for other repositories."
+  "The upstream settings and cache of a DOCKER, OCI or NPM remote repository; null for other repositories."
   remote: RemoteRepository
 }
 
@@ -5177,6 +5306,20 @@ type InvalidateRemoteTagPayload {
   tag: String!
 }
 
+input RemotePackageRefInput {
+  "Namespace slug."
+  namespace: String!
+  repository: String!
+  "An npm package name; null: every cached package of the remote."
+  package: String
+}
+
+type InvalidateRemoteMetadataPayload {
+  repository: Repository!
+  "Cached packuments made stale."
+  invalidatedCount: Int!
+}
+
 type EvictRemoteImagePayload {
   repository: Repository!
   image: String!
@@ -5200,6 +5343,13 @@ extend type Mutation {
   repository.
   """
   evictRemoteImage(input: RemoteImageRefInput!): EvictRemoteImagePayload!
+  """
+  Make the cached packuments of an npm remote (one package, or all) stale:
+  their next request asks the upstream (and still gets the cached copy
+  while the upstream cannot be asked). NOT_FOUND when the named package
+  has no cached packument. Needs ADMIN on the repository.
+  """
+  invalidateRemoteMetadata(input: RemotePackageRefInput!): InvalidateRemoteMetadataPayload!
 }
 `, BuiltIn: false},
 	{Name: "../schema.graphqls", Input: `# Artifact Registry management API.
@@ -6541,6 +6691,16 @@ func (ec *executionContext) childFields_GarbageCollectionPayload(ctx context.Con
 	return nil, fmt.Errorf("no field named %q was found under type GarbageCollectionPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_InvalidateRemoteMetadataPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "repository":
+		return ec.fieldContext_InvalidateRemoteMetadataPayload_repository(ctx, field)
+	case "invalidatedCount":
+		return ec.fieldContext_InvalidateRemoteMetadataPayload_invalidatedCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InvalidateRemoteMetadataPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_InvalidateRemoteTagPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "repository":
@@ -7313,6 +7473,26 @@ func (ec *executionContext) childFields_RemoteCachedImageEdge(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedImageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoteCachedPackage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_RemoteCachedPackage_id(ctx, field)
+	case "name":
+		return ec.fieldContext_RemoteCachedPackage_name(ctx, field)
+	case "cachedVersions":
+		return ec.fieldContext_RemoteCachedPackage_cachedVersions(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_RemoteCachedPackage_sizeBytes(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_RemoteCachedPackage_lastDownloadedAt(ctx, field)
+	case "checkedAt":
+		return ec.fieldContext_RemoteCachedPackage_checkedAt(ctx, field)
+	case "stale":
+		return ec.fieldContext_RemoteCachedPackage_stale(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedPackage", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoteCachedTag(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "name":
@@ -7335,6 +7515,8 @@ func (ec *executionContext) childFields_RemoteRepository(ctx context.Context, fi
 		return ec.fieldContext_RemoteRepository_url(ctx, field)
 	case "cacheValidityHours":
 		return ec.fieldContext_RemoteRepository_cacheValidityHours(ctx, field)
+	case "metadataCacheValidityHours":
+		return ec.fieldContext_RemoteRepository_metadataCacheValidityHours(ctx, field)
 	case "health":
 		return ec.fieldContext_RemoteRepository_health(ctx, field)
 	case "lastCheckedAt":
@@ -7351,6 +7533,8 @@ func (ec *executionContext) childFields_RemoteRepository(ctx context.Context, fi
 		return ec.fieldContext_RemoteRepository_hitRatio(ctx, field)
 	case "cachedImages":
 		return ec.fieldContext_RemoteRepository_cachedImages(ctx, field)
+	case "cachedPackages":
+		return ec.fieldContext_RemoteRepository_cachedPackages(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoteRepository", field.Name)
 }
@@ -8007,6 +8191,20 @@ func (ec *executionContext) field_Mutation_evictRemoteImage_args(ctx context.Con
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoteImageRefInput, error) {
 			return ec.unmarshalNRemoteImageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteImageRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_invalidateRemoteMetadata_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemotePackageRefInput, error) {
+			return ec.unmarshalNRemotePackageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemotePackageRefInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -8908,6 +9106,20 @@ func (ec *executionContext) field_RemoteRepository_cachedImages_args(ctx context
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_RemoteRepository_cachedPackages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
 	return args, nil
 }
 
@@ -12436,6 +12648,61 @@ func (ec *executionContext) fieldContext_GarbageCollectionPayload_garbageCollect
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _InvalidateRemoteMetadataPayload_repository(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteMetadataPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteMetadataPayload_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteMetadataPayload_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InvalidateRemoteMetadataPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InvalidateRemoteMetadataPayload_invalidatedCount(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteMetadataPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteMetadataPayload_invalidatedCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InvalidatedCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteMetadataPayload_invalidatedCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InvalidateRemoteMetadataPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _InvalidateRemoteTagPayload_repository(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteTagPayload) (ret graphql.Marshaler) {
@@ -17202,6 +17469,50 @@ func (ec *executionContext) fieldContext_Mutation_evictRemoteImage(ctx context.C
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_invalidateRemoteMetadata(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_invalidateRemoteMetadata(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InvalidateRemoteMetadata(ctx, fc.Args["input"].(model.RemotePackageRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InvalidateRemoteMetadataPayload) graphql.Marshaler {
+			return ec.marshalNInvalidateRemoteMetadataPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteMetadataPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_invalidateRemoteMetadata(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InvalidateRemoteMetadataPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_invalidateRemoteMetadata_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_createAccessToken(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20765,6 +21076,167 @@ func (ec *executionContext) fieldContext_RemoteCachedImageEdge_node(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoteCachedPackage_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _RemoteCachedPackage_name(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedPackage_cachedVersions(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_cachedVersions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CachedVersions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_cachedVersions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RemoteCachedPackage_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteCachedPackage_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedPackage_checkedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_checkedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CheckedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_checkedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedPackage_stale(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedPackage_stale(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Stale, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedPackage_stale(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedPackage", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _RemoteCachedTag_name(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedTag) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -20923,6 +21395,29 @@ func (ec *executionContext) _RemoteRepository_cacheValidityHours(ctx context.Con
 	)
 }
 func (ec *executionContext) fieldContext_RemoteRepository_cacheValidityHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int")
+}
+
+func (ec *executionContext) _RemoteRepository_metadataCacheValidityHours(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_metadataCacheValidityHours(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MetadataCacheValidityHours, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_metadataCacheValidityHours(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int")
 }
 
@@ -21125,6 +21620,50 @@ func (ec *executionContext) fieldContext_RemoteRepository_cachedImages(ctx conte
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_RemoteRepository_cachedImages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteRepository_cachedPackages(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_cachedPackages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.RemoteRepository().CachedPackages(ctx, obj, fc.Args["first"].(*int))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RemoteCachedPackage) graphql.Marshaler {
+			return ec.marshalNRemoteCachedPackage2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedPackageᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_cachedPackages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteRepository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedPackage(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_RemoteRepository_cachedPackages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -24552,6 +25091,62 @@ func UnmarshalRemoteImageRefInput(ctx context.Context, raw any) (model.RemoteIma
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRemotePackageRefInput(ctx context.Context, obj any) (model.RemotePackageRefInput, error) {
+	var it model.RemotePackageRefInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository", "package"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "package":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("package"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Package = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemotePackageRefInput unmarshals raw into the RemotePackageRefInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemotePackageRefInput(ctx context.Context, raw any) (model.RemotePackageRefInput, error) {
+	var out model.RemotePackageRefInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemotePackageRefInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRemoteRepositoryInput(ctx context.Context, obj any) (model.RemoteRepositoryInput, error) {
 	var it model.RemoteRepositoryInput
 	if obj == nil {
@@ -24563,7 +25158,7 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "username", "password", "cacheValidityHours"}
+	fieldsInOrder := [...]string{"url", "username", "password", "cacheValidityHours", "metadataCacheValidityHours"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24598,6 +25193,13 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryInput(ctx context.Cont
 				return it, err
 			}
 			it.CacheValidityHours = data
+		case "metadataCacheValidityHours":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("metadataCacheValidityHours"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MetadataCacheValidityHours = data
 		}
 	}
 	return it, nil
@@ -24626,7 +25228,7 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryUpdateInput(ctx contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "username", "password", "clearCredentials", "cacheValidityHours"}
+	fieldsInOrder := [...]string{"url", "username", "password", "clearCredentials", "cacheValidityHours", "metadataCacheValidityHours"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -24668,6 +25270,13 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryUpdateInput(ctx contex
 				return it, err
 			}
 			it.CacheValidityHours = data
+		case "metadataCacheValidityHours":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("metadataCacheValidityHours"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.MetadataCacheValidityHours = data
 		}
 	}
 	return it, nil
@@ -26885,6 +27494,44 @@ func (ec *executionContext) _GarbageCollectionPayload(ctx context.Context, sel a
 	return out
 }
 
+var invalidateRemoteMetadataPayloadImplementors = []string{"InvalidateRemoteMetadataPayload"}
+
+func (ec *executionContext) _InvalidateRemoteMetadataPayload(ctx context.Context, sel ast.SelectionSet, obj *model.InvalidateRemoteMetadataPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, invalidateRemoteMetadataPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InvalidateRemoteMetadataPayload")
+		case "repository":
+			out.Values[i] = ec._InvalidateRemoteMetadataPayload_repository(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "invalidatedCount":
+			out.Values[i] = ec._InvalidateRemoteMetadataPayload_invalidatedCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var invalidateRemoteTagPayloadImplementors = []string{"InvalidateRemoteTagPayload"}
 
 func (ec *executionContext) _InvalidateRemoteTagPayload(ctx context.Context, sel ast.SelectionSet, obj *model.InvalidateRemoteTagPayload) graphql.Marshaler {
@@ -28532,6 +29179,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "invalidateRemoteMetadata":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_invalidateRemoteMetadata(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "createAccessToken":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createAccessToken(ctx, field)
@@ -30011,6 +30665,69 @@ func (ec *executionContext) _RemoteCachedImageEdge(ctx context.Context, sel ast.
 	return out
 }
 
+var remoteCachedPackageImplementors = []string{"RemoteCachedPackage"}
+
+func (ec *executionContext) _RemoteCachedPackage(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedPackage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedPackageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedPackage")
+		case "id":
+			out.Values[i] = ec._RemoteCachedPackage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._RemoteCachedPackage_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cachedVersions":
+			out.Values[i] = ec._RemoteCachedPackage_cachedVersions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._RemoteCachedPackage_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastDownloadedAt":
+			out.Values[i] = ec._RemoteCachedPackage_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "checkedAt":
+			out.Values[i] = ec._RemoteCachedPackage_checkedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "stale":
+			out.Values[i] = ec._RemoteCachedPackage_stale(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var remoteCachedTagImplementors = []string{"RemoteCachedTag"}
 
 func (ec *executionContext) _RemoteCachedTag(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedTag) graphql.Marshaler {
@@ -30085,6 +30802,11 @@ func (ec *executionContext) _RemoteRepository(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "metadataCacheValidityHours":
+			out.Values[i] = ec._RemoteRepository_metadataCacheValidityHours(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "health":
 			out.Values[i] = ec._RemoteRepository_health(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -30125,6 +30847,12 @@ func (ec *executionContext) _RemoteRepository(ctx context.Context, sel ast.Selec
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._RemoteRepository_cachedImages(ctx, field, obj)
+				})
+		case "cachedPackages":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RemoteRepository_cachedPackages(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -31636,6 +32364,14 @@ func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.Sel
 	return res
 }
 
+func (ec *executionContext) marshalNInvalidateRemoteMetadataPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteMetadataPayload(ctx context.Context, sel ast.SelectionSet, v *model.InvalidateRemoteMetadataPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "InvalidateRemoteMetadataPayload!")
+		return graphql.Null
+	}
+	return ec._InvalidateRemoteMetadataPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNInvalidateRemoteTagPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteTagPayload(ctx context.Context, sel ast.SelectionSet, v *model.InvalidateRemoteTagPayload) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "InvalidateRemoteTagPayload!")
@@ -32422,6 +33158,30 @@ func (ec *executionContext) marshalNRemoteCachedImageEdge2ᚖgithubᚗcomᚋarti
 	return ec._RemoteCachedImageEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNRemoteCachedPackage2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedPackageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedPackage) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRemoteCachedPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedPackage(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRemoteCachedPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedPackage(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedPackage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedPackage!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedPackage(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNRemoteCachedTag2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedTagᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedTag) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -32458,6 +33218,11 @@ func (ec *executionContext) marshalNRemoteHealth2githubᚗcomᚋartifactᚑregis
 
 func (ec *executionContext) unmarshalNRemoteImageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteImageRefInput(ctx context.Context, v any) (model.RemoteImageRefInput, error) {
 	res, err := ec.unmarshalInputRemoteImageRefInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRemotePackageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemotePackageRefInput(ctx context.Context, v any) (model.RemotePackageRefInput, error) {
+	res, err := ec.unmarshalInputRemotePackageRefInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

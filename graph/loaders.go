@@ -277,7 +277,7 @@ func newRowLoaders(r *Resolver, wait time.Duration) *loaders {
 		tagNames: newLoader(wait, perNamespace(cs.TagNamesOfManifests)),
 		pkg:      newPackageLoaders(r, wait),
 
-		remote:          newLoader(wait, perNamespace(remoteSettingsLoader(cs))),
+		remote:          newLoader(wait, perNamespace(remoteSettingsLoader(cs, r.npm))),
 		remoteImagePage: newLoader(wait, perPage(remoteImagePageLoader(cs))),
 		remoteTags:      newLoader(wait, perNamespace(remoteTagsLoader(cs))),
 	}

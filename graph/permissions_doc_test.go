@@ -63,6 +63,7 @@ var mutationPermissions = map[string]struct{ perm, doc string }{
 	"setLegacyMigrationControls":     {permAdminToken, `setLegacyMigrationControls(input: {concurrency: 2}) { concurrency }`},
 	"invalidateRemoteTag":            {permRepoAdmin, `invalidateRemoteTag(input: {namespace: "perm", repository: "img", image: "app", tag: "none"}) { tag }`},
 	"evictRemoteImage":               {permRepoAdmin, `evictRemoteImage(input: {namespace: "perm", repository: "img", image: "app"}) { image }`},
+	"invalidateRemoteMetadata":       {permRepoAdmin, `invalidateRemoteMetadata(input: {namespace: "perm", repository: "img", package: "none"}) { invalidatedCount }`},
 }
 
 // TestMutationDocsStatePermissions: every mutation's description states

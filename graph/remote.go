@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // Pull-through caches in the management API (remote.graphqls): the
@@ -20,10 +21,22 @@ import (
 // maxRemoteImageTags bounds RemoteCachedImage.tags.
 const maxRemoteImageTags = 100
 
+// maxRemotePackages bounds RemoteRepository.cachedPackages.
+const maxRemotePackages = 100
+
 var healthFromEnum = map[enum.HealthStatus]model.RemoteHealth{
 	enum.HealthUnknown:   model.RemoteHealthUnknown,
 	enum.HealthHealthy:   model.RemoteHealthHealthy,
 	enum.HealthUnhealthy: model.RemoteHealthUnhealthy,
+}
+
+func toNpmRemoteRepository(s *npmstore.RemoteSettings) *model.RemoteRepository {
+	m := toRemoteRepository(&container.RemoteSettings{ID: s.ID, NamespaceID: s.NamespaceID, RepositoryID: s.RepositoryID,
+		URL: s.URL, CacheValidityHours: s.CacheValidityHours, HasCredentials: s.HasCredentials, HealthStatus: s.HealthStatus,
+		HealthCheckedAt: s.HealthCheckedAt, HealthError: s.HealthError, CacheHits: s.CacheHits, CacheMisses: s.CacheMisses})
+	hours := s.MetadataCacheValidityHours
+	m.MetadataCacheValidityHours, m.Npm = &hours, true
+	return m
 }
 
 func toRemoteRepository(s *container.RemoteSettings) *model.RemoteRepository {
@@ -40,9 +53,14 @@ func toRemoteRepository(s *container.RemoteSettings) *model.RemoteRepository {
 	return m
 }
 
-func remoteSettingsLoader(cs *container.Store) func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
+func remoteSettingsLoader(cs *container.Store, ns *npmstore.Store) func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
+	npm := ns
 	return func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
 		list, err := cs.RemoteSettingsByRepositories(ctx, ns, repos)
+		if err != nil {
+			return nil, err
+		}
+		npmList, err := npm.RemoteSettingsByRepositories(ctx, ns, repos)
 		if err != nil {
 			return nil, err
 		}
@@ -51,10 +69,15 @@ func remoteSettingsLoader(cs *container.Store) func(ctx context.Context, ns uuid
 			ids[i] = s.ID
 		}
 		g := model.NewGroup(ids)
-		out := make(map[uuid.UUID]*model.RemoteRepository, len(list))
+		out := make(map[uuid.UUID]*model.RemoteRepository, len(list)+len(npmList))
 		for _, s := range list {
 			m := toRemoteRepository(s)
 			m.Siblings = g
+			out[s.RepositoryID] = m
+		}
+		for _, s := range npmList {
+			m := toNpmRemoteRepository(s)
+			m.Siblings = model.NewGroup(nil)
 			out[s.RepositoryID] = m
 		}
 		return out, nil
@@ -98,8 +121,31 @@ func staleAt(checkedAt time.Time, validityHours int, now time.Time) bool {
 	return now.Sub(checkedAt) >= time.Duration(validityHours)*time.Hour
 }
 
+// npmRemoteInput converts the remote settings of createRepository for an
+// npm remote.
+func npmRemoteInput(in *model.RemoteRepositoryInput) (npmstore.RemoteInput, error) {
+	out := npmstore.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		MetadataCacheValidityHours: in.MetadataCacheValidityHours}
+	c, err := credentialsInput(in.Username, in.Password)
+	out.Credentials = c
+	return out, err
+}
+
+// npmRemoteUpdate converts the remote settings of updateRepository for an
+// npm remote.
+func npmRemoteUpdate(in *model.RemoteRepositoryUpdateInput) (npmstore.RemoteUpdate, error) {
+	out := npmstore.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		MetadataCacheValidityHours: in.MetadataCacheValidityHours, ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
+	c, err := credentialsInput(in.Username, in.Password)
+	out.Credentials = c
+	return out, err
+}
+
 // remoteInput converts the remote settings of createRepository.
 func remoteInput(in *model.RemoteRepositoryInput) (container.RemoteInput, error) {
+	if in.MetadataCacheValidityHours != nil {
+		return container.RemoteInput{}, invalidInput("metadataCacheValidityHours is a setting of npm and Maven remotes, not of container remotes")
+	}
 	out := container.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours}
 	c, err := credentialsInput(in.Username, in.Password)
 	out.Credentials = c
@@ -108,6 +154,9 @@ func remoteInput(in *model.RemoteRepositoryInput) (container.RemoteInput, error)
 
 // remoteUpdate converts the remote settings of updateRepository.
 func remoteUpdate(in *model.RemoteRepositoryUpdateInput) (container.RemoteUpdate, error) {
+	if in.MetadataCacheValidityHours != nil {
+		return container.RemoteUpdate{}, invalidInput("metadataCacheValidityHours is a setting of npm and Maven remotes, not of container remotes")
+	}
 	out := container.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
 		ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
 	c, err := credentialsInput(in.Username, in.Password)
@@ -124,3 +173,7 @@ func credentialsInput(user, password *string) (*container.Credentials, error) {
 	}
 	return &container.Credentials{Username: *user, Password: *password}, nil
 }
+
+// isNpm tells whether a repository is of format NPM (its remote settings
+// are the npm store's).
+func isNpm(repo *store.Repository) bool { return repo.Format == enum.FormatNpm }

@@ -49,6 +49,30 @@ func (r *mutationResolver) EvictRemoteImage(ctx context.Context, input model.Rem
 		ReleasedCount: rel.Attachments, GcCandidateCount: rel.Candidates}, nil
 }
 
+// InvalidateRemoteMetadata is the resolver for the invalidateRemoteMetadata field.
+func (r *mutationResolver) InvalidateRemoteMetadata(ctx context.Context, input model.RemotePackageRefInput) (*model.InvalidateRemoteMetadataPayload, error) {
+	ref := store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}
+	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
+		return nil, err
+	}
+	name := ""
+	if input.Package != nil {
+		if *input.Package == "" {
+			return nil, invalidInput("package must not be empty: give a package name, or null for every cached package")
+		}
+		name = *input.Package
+	}
+	n, err := r.npm.InvalidateRemoteMetadata(ctx, ref, name)
+	if err != nil {
+		return nil, err
+	}
+	_, repo, err := r.store.RepositoryByRef(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	return &model.InvalidateRemoteMetadataPayload{Repository: toRepository(repo), InvalidatedCount: n}, nil
+}
+
 // Tags is the resolver for the tags field.
 func (r *remoteCachedImageResolver) Tags(ctx context.Context, obj *model.RemoteCachedImage) ([]*model.RemoteCachedTag, error) {
 	l := loadersFrom(ctx)
@@ -98,9 +122,33 @@ func (r *remoteRepositoryResolver) CachedImages(ctx context.Context, obj *model.
 	return conn, nil
 }
 
+// CachedPackages is the resolver for the cachedPackages field.
+func (r *remoteRepositoryResolver) CachedPackages(ctx context.Context, obj *model.RemoteRepository, first *int) ([]*model.RemoteCachedPackage, error) {
+	if !obj.Npm {
+		return []*model.RemoteCachedPackage{}, nil
+	}
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	limit = min(limit, maxRemotePackages)
+	list, err := r.npm.RemotePackagesOfRemote(ctx, obj.NamespaceID, obj.RemoteID, limit)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	out := make([]*model.RemoteCachedPackage, len(list))
+	for i, p := range list {
+		stale := p.CheckedAt == nil || staleAt(*p.CheckedAt, *obj.MetadataCacheValidityHours, now)
+		out[i] = &model.RemoteCachedPackage{ID: p.ID.String(), Name: p.Name, CachedVersions: p.CachedVersions, SizeBytes: p.SizeBytes,
+			LastDownloadedAt: p.LastDownloadedAt, CheckedAt: p.CheckedAt, Stale: stale}
+	}
+	return out, nil
+}
+
 // Remote is the resolver for the remote field.
 func (r *repositoryResolver) Remote(ctx context.Context, obj *model.Repository) (*model.RemoteRepository, error) {
-	if obj.Kind != model.RepositoryKindRemote || (obj.Format != model.FormatDocker && obj.Format != model.FormatOci) {
+	if obj.Kind != model.RepositoryKindRemote || (obj.Format != model.FormatDocker && obj.Format != model.FormatOci && obj.Format != model.FormatNpm) {
 		return nil, nil
 	}
 	l := loadersFrom(ctx)

@@ -109,7 +109,10 @@ func TestRemoteRepositories(t *testing.T) {
 		{"namespace": "remotes", "name": "bad2", "format": "OCI", "kind": "REMOTE", "remote": map[string]any{"url": "ftp://x"}},
 		{"namespace": "remotes", "name": "bad3", "format": "OCI", "kind": "REMOTE", "remote": map[string]any{"url": "https://x", "username": "only"}},
 		{"namespace": "remotes", "name": "bad4", "format": "OCI", "kind": "REMOTE", "remote": map[string]any{"url": "https://x", "cacheValidityHours": 9000}},
-		{"namespace": "remotes", "name": "bad5", "format": "NPM", "kind": "REMOTE", "remote": map[string]any{"url": "https://x"}},
+		{"namespace": "remotes", "name": "bad5", "format": "MAVEN", "kind": "REMOTE", "remote": map[string]any{"url": "https://x"}},
+		{"namespace": "remotes", "name": "bad7", "format": "NPM", "kind": "REMOTE", "remote": map[string]any{"url": "https://x", "metadataCacheValidityHours": 9000}},
+		{"namespace": "remotes", "name": "bad8", "format": "NPM", "kind": "REMOTE", "remote": map[string]any{"url": "https://x", "username": "a:b", "password": "p"}},
+		{"namespace": "remotes", "name": "bad9", "format": "OCI", "kind": "REMOTE", "remote": map[string]any{"url": "https://x", "metadataCacheValidityHours": 2}},
 		{"namespace": "remotes", "name": "bad6", "format": "OCI", "kind": "HOSTED", "remote": map[string]any{"url": "https://x"}},
 	} {
 		a.expectError(adminToken, create, map[string]any{"in": in}, CodeInvalidInput)
@@ -235,4 +238,68 @@ func TestRemoteRepositories(t *testing.T) {
 	b.expectError(adminToken, create, map[string]any{"in": map[string]any{
 		"namespace": "remotes", "name": "nokey", "format": "OCI", "kind": "REMOTE",
 		"remote": map[string]any{"url": "https://registry.example.test", "username": "u", "password": "p"}}}, CodeUnavailable)
+}
+
+// TestNpmRemoteRepositories: an npm remote is created and changed through
+// GraphQL with its metadata validity and sealed credentials (never
+// returned, never stored in plaintext), lists its cached packages and has
+// its cached packuments invalidated by an administrator.
+func TestNpmRemoteRepositories(t *testing.T) {
+	t.Parallel()
+	a := newStoreAPI(t, true)
+	mountAPI(a, testKeyring(t, a.st))
+	nsID := a.createNamespace("npmremotes")
+	const secret = "npm-upstream-S3CRET"
+	create := `mutation($in: CreateRepositoryInput!) { createRepository(input: $in) { repository { kind format
+		remote { url cacheValidityHours metadataCacheValidityHours hasCredentials cachedPackages { name } } } } }`
+	resp := a.post(adminToken, create, map[string]any{"in": map[string]any{
+		"namespace": "npmremotes", "name": "npmjs", "format": "NPM", "kind": "REMOTE", "visibility": "PUBLIC",
+		"remote": map[string]any{"url": "https://npm.example.test/", "username": "robot", "password": secret}}})
+	if len(resp.Errors) > 0 {
+		t.Fatalf("create: %+v", resp.Errors)
+	}
+	if strings.Contains(string(resp.Data), secret) {
+		t.Fatalf("credentials in the answer: %s", resp.Data)
+	}
+	var created struct {
+		CreateRepository struct {
+			Repository struct {
+				Kind, Format string
+				Remote       struct {
+					URL                        string
+					CacheValidityHours         int
+					MetadataCacheValidityHours *int
+					HasCredentials             bool
+					CachedPackages             []any
+				}
+			}
+		}
+	}
+	mustJSON(t, resp.Data, &created)
+	rem := created.CreateRepository.Repository.Remote
+	if created.CreateRepository.Repository.Format != "NPM" || rem.URL != "https://npm.example.test" || rem.CacheValidityHours != 24 ||
+		rem.MetadataCacheValidityHours == nil || *rem.MetadataCacheValidityHours != 1 || !rem.HasCredentials || len(rem.CachedPackages) != 0 {
+		t.Fatalf("created npm remote %s", resp.Data)
+	}
+	var plain int
+	if err := a.pool.QueryRow(context.Background(), `SELECT count(*) FROM npm_remote_repositories
+		WHERE namespace_id = $1 AND (position($2::bytea in encrypted_auth_token) > 0 OR encrypted_auth_token IS NULL)`,
+		nsID, []byte(secret)).Scan(&plain); err != nil || plain != 0 {
+		t.Fatalf("npm remote credentials not sealed: %d %v", plain, err)
+	}
+	update := `mutation($in: UpdateRepositoryInput!) { updateRepository(input: $in) { repository { remote { metadataCacheValidityHours hasCredentials } } } }`
+	resp = a.post(adminToken, update, map[string]any{"in": map[string]any{"namespace": "npmremotes", "name": "npmjs",
+		"remote": map[string]any{"metadataCacheValidityHours": 0, "clearCredentials": true}}})
+	if len(resp.Errors) > 0 || !strings.Contains(string(resp.Data), `"metadataCacheValidityHours":0,"hasCredentials":false`) {
+		t.Fatalf("update: %s %+v", resp.Data, resp.Errors)
+	}
+	a.expectError(adminToken, update, map[string]any{"in": map[string]any{"namespace": "npmremotes", "name": "npmjs",
+		"remote": map[string]any{"metadataCacheValidityHours": -1}}}, CodeInvalidInput)
+
+	inval := `mutation($in: RemotePackageRefInput!) { invalidateRemoteMetadata(input: $in) { invalidatedCount } }`
+	resp = a.post(adminToken, inval, map[string]any{"in": map[string]any{"namespace": "npmremotes", "repository": "npmjs"}})
+	if len(resp.Errors) > 0 || !strings.Contains(string(resp.Data), `"invalidatedCount":0`) {
+		t.Fatalf("invalidate all: %s %+v", resp.Data, resp.Errors)
+	}
+	a.expectError(adminToken, inval, map[string]any{"in": map[string]any{"namespace": "npmremotes", "repository": "npmjs", "package": "nope"}}, CodeNotFound)
 }

@@ -29,4 +29,7 @@ type Resolver struct {
 	npmHook npmstore.WriteHook
 	// lifecycle stores, previews and runs lifecycle policies.
 	lifecycle *lifecycle.Store
+	// keyring seals the upstream credentials of npm remotes (the container
+	// store holds its own).
+	keyring npmstore.Keyring
 }

@@ -322,7 +322,15 @@ func (r *mutationResolver) CreateRepository(ctx context.Context, input model.Cre
 	if input.Visibility != nil {
 		in.Visibility = visibilitiesToEnum[*input.Visibility]
 	}
-	if input.Remote != nil {
+	if input.Remote != nil && input.Format == model.FormatNpm {
+		rin, err := npmRemoteInput(input.Remote)
+		if err != nil {
+			return nil, err
+		}
+		if in.Child, err = r.npm.NewRemote(r.keyring, rin); err != nil {
+			return nil, err
+		}
+	} else if input.Remote != nil {
 		rin, err := remoteInput(input.Remote)
 		if err != nil {
 			return nil, err
@@ -353,12 +361,26 @@ func (r *mutationResolver) UpdateRepository(ctx context.Context, input model.Upd
 		upd.Visibility = &v
 	}
 	if input.Remote != nil {
-		ru, err := remoteUpdate(input.Remote)
+		_, current, err := r.store.RepositoryByRef(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		if upd.Child, err = r.container.UpdateRemote(ru); err != nil {
-			return nil, err
+		if isNpm(current) {
+			ru, err := npmRemoteUpdate(input.Remote)
+			if err != nil {
+				return nil, err
+			}
+			if upd.Child, err = r.npm.UpdateRemote(r.keyring, ru); err != nil {
+				return nil, err
+			}
+		} else {
+			ru, err := remoteUpdate(input.Remote)
+			if err != nil {
+				return nil, err
+			}
+			if upd.Child, err = r.container.UpdateRemote(ru); err != nil {
+				return nil, err
+			}
 		}
 	}
 	repo, err := r.store.UpdateRepository(ctx, ref, upd)

@@ -84,6 +84,10 @@ WITH cimg AS (
 	SELECT p.id, nr.repository_id FROM npm_packages p
 	JOIN npm_repositories nr ON nr.namespace_id = p.namespace_id AND nr.id = p.npm_repository_id
 	WHERE p.namespace_id = $1 AND nr.namespace_id = $1 AND nr.repository_id = ANY($2)
+), nrpkg AS (
+	SELECT p.id, nr.repository_id FROM npm_remote_packages p
+	JOIN npm_remote_repositories nr ON nr.namespace_id = p.namespace_id AND nr.id = p.npm_remote_repository_id
+	WHERE p.namespace_id = $1 AND nr.namespace_id = $1 AND nr.repository_id = ANY($2)
 ), mpkg AS (
 	SELECT p.id, mr.repository_id FROM maven_packages p
 	JOIN maven_repositories mr ON mr.namespace_id = p.namespace_id AND mr.id = p.maven_repository_id
@@ -96,6 +100,9 @@ WITH cimg AS (
 	WHERE m.namespace_id = $1 GROUP BY 1
 	UNION ALL
 	SELECT p.repository_id, count(*) FROM npm_versions v JOIN npkg p ON p.id = v.npm_package_id
+	WHERE v.namespace_id = $1 GROUP BY 1
+	UNION ALL
+	SELECT p.repository_id, count(*) FROM npm_remote_versions v JOIN nrpkg p ON p.id = v.npm_remote_package_id
 	WHERE v.namespace_id = $1 GROUP BY 1
 	UNION ALL
 	SELECT p.repository_id, count(*) FROM maven_versions v JOIN mpkg p ON p.id = v.maven_package_id
@@ -119,6 +126,14 @@ WITH cimg AS (
 	WHERE f.namespace_id = $1 AND v.namespace_id = $1
 	UNION
 	SELECT p.repository_id, f.blob_sha256 FROM npm_metadata_files f JOIN npkg p ON p.id = f.npm_package_id
+	WHERE f.namespace_id = $1
+	UNION
+	SELECT p.repository_id, f.blob_sha256 FROM npm_remote_files f
+	JOIN npm_remote_versions v ON v.namespace_id = f.namespace_id AND v.id = f.npm_remote_version_id
+	JOIN nrpkg p ON p.id = v.npm_remote_package_id
+	WHERE f.namespace_id = $1 AND v.namespace_id = $1
+	UNION
+	SELECT p.repository_id, f.blob_sha256 FROM npm_remote_metadata_files f JOIN nrpkg p ON p.id = f.npm_remote_package_id
 	WHERE f.namespace_id = $1
 	UNION
 	SELECT p.repository_id, f.blob_sha256 FROM maven_files f JOIN mpkg p ON p.id = f.maven_package_id
@@ -152,6 +167,7 @@ SELECT (SELECT coalesce(sum(size), 0) FROM blob_storage_blobs_by_namespace WHERE
        ((SELECT count(*) FROM container_manifests WHERE namespace_id = $1)
         + (SELECT count(*) FROM container_remote_manifests WHERE namespace_id = $1)
         + (SELECT count(*) FROM npm_versions WHERE namespace_id = $1)
+        + (SELECT count(*) FROM npm_remote_versions WHERE namespace_id = $1)
         + (SELECT count(*) FROM maven_versions WHERE namespace_id = $1))::bigint,
        s.deduplicated_size_bytes + coalesce((SELECT sum(delta) FROM counter_deltas
            WHERE namespace_id = $1 AND target = 1 AND field = 5), 0),

@@ -144,16 +144,35 @@ func (p *challengeParser) quoted() string {
 }
 
 // pickChallenge prefers Bearer (tokens carry less than the password on
-// every request), then Basic.
+// every request), then Basic. A Bearer challenge whose realm is a name
+// rather than a token service URL is not the token flow: npm registries
+// answer `Bearer realm="<name>"` to ask for the client's own credentials,
+// which they take as Basic; such a challenge is answered as Basic (to the
+// upstream's origin only, like any Basic challenge).
 func pickChallenge(chs []challenge) *challenge {
-	for _, want := range []string{"bearer", "basic"} {
-		for i := range chs {
-			if chs[i].scheme == want && (want == "basic" || chs[i].params["realm"] != "") {
-				return &chs[i]
-			}
+	for i := range chs {
+		if chs[i].scheme == "bearer" && chs[i].params["realm"] != "" && tokenService(chs[i].params["realm"]) {
+			return &chs[i]
+		}
+	}
+	for i := range chs {
+		if chs[i].scheme == "basic" {
+			return &chs[i]
+		}
+	}
+	for i := range chs {
+		if chs[i].scheme == "bearer" && chs[i].params["realm"] != "" {
+			return &challenge{scheme: "basic", params: chs[i].params}
 		}
 	}
 	return nil
+}
+
+// tokenService reports whether a Bearer realm names a token service (an
+// absolute URL; realmPolicy then decides whether it is usable).
+func tokenService(realm string) bool {
+	u, err := url.Parse(realm)
+	return err == nil && u.Scheme != ""
 }
 
 // canonicalHost is host:port with the scheme's default port filled in

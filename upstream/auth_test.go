@@ -47,6 +47,53 @@ func TestParseChallenges(t *testing.T) {
 	if ch := pickChallenge(parseChallenges([]string{`Bearer service="no realm"`})); ch != nil {
 		t.Fatalf("a Bearer challenge without realm was picked: %+v", ch)
 	}
+	// npm registries name their realm: the credentials go as Basic.
+	if ch := pickChallenge(parseChallenges([]string{`Bearer realm="artifact-registry"`})); ch == nil || ch.scheme != "basic" {
+		t.Fatalf("a named Bearer realm: %+v", ch)
+	}
+	if ch := pickChallenge(parseChallenges([]string{`Bearer realm="ftp://r/t"`})); ch == nil || ch.scheme != "bearer" {
+		t.Fatalf("a token service URL of another scheme (realmPolicy refuses it): %+v", ch)
+	}
+}
+
+// TestNamedBearerRealm: an upstream that answers `Bearer realm="<name>"`
+// (an npm registry) gets the credentials as Basic after its challenge,
+// then up front; without credentials the 401 stays a refusal.
+func TestNamedBearerRealm(t *testing.T) {
+	var mu sync.Mutex
+	var saw []string
+	up := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		saw = append(saw, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != "npm-token" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="artifact-registry"`)
+			http.Error(w, `{"error":"authentication required"}`, http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, `{"name":"left-pad"}`)
+	}))
+	c := newTestClient(t, Config{URL: up.URL, Credentials: &Credentials{Username: "ci", Password: "npm-token"}})
+	for range 2 {
+		resp, err := c.Do(context.Background(), &Request{Path: "/left-pad"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != `{"name":"left-pad"}` {
+			t.Fatalf("body %q", body)
+		}
+	}
+	mu.Lock()
+	got := slices.Clone(saw)
+	mu.Unlock()
+	if len(got) != 3 || got[0] != "" || !strings.HasPrefix(got[1], "Basic ") || got[2] != got[1] {
+		t.Fatalf("authorizations %q, want none, then Basic after the challenge and up front", got)
+	}
+	anon := newTestClient(t, Config{URL: up.URL})
+	_, err := anon.Do(context.Background(), &Request{Path: "/left-pad"})
+	wantKind(t, err, KindUnauthorized)
 }
 
 // tokenRegistry is a fake OCI upstream: /v2/<name>/... answers a Bearer

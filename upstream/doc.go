@@ -36,7 +36,10 @@
 // owns their encryption at rest. They are sent:
 //
 //   - as Basic, only to the upstream's own origin (scheme, host and
-//     port of Config.URL), and only after that origin asked for Basic;
+//     port of Config.URL), and only after that origin asked for Basic or
+//     for Bearer with a named realm rather than a token service URL (npm
+//     registries answer `Bearer realm="<name>"` and take the client's
+//     credentials directly);
 //   - to a Bearer realm only if the realm is on the upstream's host:port,
 //     on a host listed in Config.TrustedRealms, or on a host of the same
 //     registrable domain (eTLD+1 by the public suffix list; IP literals

@@ -117,6 +117,10 @@ func runServe(ctx context.Context, args []string) error {
 	upstreamMetrics, cacheMetrics := upstream.NewMetrics(), oci.NewCacheMetrics()
 	srv.Registry().MustRegister(upstreamMetrics.Collectors()...)
 	srv.Registry().MustRegister(cacheMetrics.Collectors()...)
+	npmCacheMetrics := npm.NewCacheMetrics()
+	srv.Registry().MustRegister(npmCacheMetrics.Collectors()...)
+	npmOpts.Remote = npm.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: npmCacheMetrics,
+		Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}
 	routes.Mount(srv.Router(), st, routes.Options{
 		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
 			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics,

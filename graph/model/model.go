@@ -291,13 +291,17 @@ type RemoteRepository struct {
 	RepositoryID       uuid.UUID
 	URL                string
 	CacheValidityHours int
-	Health             RemoteHealth
-	LastCheckedAt      *time.Time
-	LastError          *string
-	HasCredentials     bool
-	CacheHits          int64
-	CacheMisses        int64
-	HitRatio           *float64
+	// MetadataCacheValidityHours is set for npm remotes.
+	MetadataCacheValidityHours *int
+	// Npm: the settings are an npm remote's (npm_remote_repositories).
+	Npm            bool
+	Health         RemoteHealth
+	LastCheckedAt  *time.Time
+	LastError      *string
+	HasCredentials bool
+	CacheHits      int64
+	CacheMisses    int64
+	HitRatio       *float64
 }
 
 // RemoteCachedImage is an image a pull-through cache holds.

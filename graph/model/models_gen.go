@@ -217,6 +217,12 @@ type GarbageCollectionPayload struct {
 	GarbageCollection *GarbageCollection `json:"garbageCollection"`
 }
 
+type InvalidateRemoteMetadataPayload struct {
+	Repository *Repository `json:"repository"`
+	// Cached packuments made stale.
+	InvalidatedCount int `json:"invalidatedCount"`
+}
+
 type InvalidateRemoteTagPayload struct {
 	Repository *Repository `json:"repository"`
 	Image      string      `json:"image"`
@@ -554,6 +560,22 @@ type RemoteCachedImageEdge struct {
 	Node   *RemoteCachedImage `json:"node"`
 }
 
+// A package an npm remote repository has cached.
+type RemoteCachedPackage struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Versions whose tarballs are cached.
+	CachedVersions int `json:"cachedVersions"`
+	// Bytes of the cached tarballs.
+	SizeBytes int64 `json:"sizeBytes"`
+	// The last tarball download (buffered); gc:cache-evict evicts versions not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days.
+	LastDownloadedAt *time.Time `json:"lastDownloadedAt,omitempty"`
+	// When the upstream last confirmed the packument (null: no packument cached).
+	CheckedAt *time.Time `json:"checkedAt,omitempty"`
+	// The next request of the packument asks the upstream first (metadataCacheValidityHours passed, or it was invalidated).
+	Stale bool `json:"stale"`
+}
+
 type RemoteCachedTag struct {
 	Name      string `json:"name"`
 	Digest    string `json:"digest"`
@@ -572,6 +594,14 @@ type RemoteImageRefInput struct {
 	Image string `json:"image"`
 }
 
+type RemotePackageRefInput struct {
+	// Namespace slug.
+	Namespace  string `json:"namespace"`
+	Repository string `json:"repository"`
+	// An npm package name; null: every cached package of the remote.
+	Package *string `json:"package,omitempty"`
+}
+
 // The upstream of a new remote repository.
 type RemoteRepositoryInput struct {
 	// The upstream registry's base URL: http or https, no credentials, query or fragment; at most 1024 characters.
@@ -581,6 +611,8 @@ type RemoteRepositoryInput struct {
 	Password *string `json:"password,omitempty"`
 	// 0 to 8760; default 24.
 	CacheValidityHours *int `json:"cacheValidityHours,omitempty"`
+	// npm only: 0 to 8760; default 1.
+	MetadataCacheValidityHours *int `json:"metadataCacheValidityHours,omitempty"`
 }
 
 // Changes to a remote repository's upstream settings; absent fields stay.
@@ -592,6 +624,8 @@ type RemoteRepositoryUpdateInput struct {
 	// Remove the stored credentials.
 	ClearCredentials   *bool `json:"clearCredentials,omitempty"`
 	CacheValidityHours *int  `json:"cacheValidityHours,omitempty"`
+	// npm only: 0 to 8760.
+	MetadataCacheValidityHours *int `json:"metadataCacheValidityHours,omitempty"`
 }
 
 type RemoteTagRefInput struct {

@@ -106,6 +106,9 @@ var fieldRules = []fieldRule{
 	{field: "Mutation.evictRemoteImage", need: nsAdmin, format: enum.FormatOCI, args: func(_ *gworld, r string) map[string]any {
 		return input("namespace", home, "repository", r, "image", "no-such-image")
 	}},
+	{field: "Mutation.invalidateRemoteMetadata", need: nsAdmin, format: enum.FormatNpm, args: func(_ *gworld, r string) map[string]any {
+		return input("namespace", home, "repository", r, "package", "no-such-package")
+	}},
 
 	{field: "Mutation.setNpmDistTag", need: push, format: enum.FormatNpm, args: func(_ *gworld, r string) map[string]any {
 		return input("namespace", home, "repository", r, "package", "pkg", "tag", "stable", "version", "1.0.0")
@@ -247,6 +250,9 @@ func newGWorld(t *testing.T) *gworld {
 	_, tok := g.Mint(home, "sacrificial", authSpec(enum.TokenScopeRead))
 	g.sacrificialToken = tok.ID.String()
 	for _, tg := range g.targets {
+		if tg.remote {
+			continue // a cache holds no packages of its own until read through
+		}
 		var doc string
 		switch tg.format {
 		case enum.FormatNpm:

@@ -290,6 +290,10 @@ func (w *world) check(t *testing.T, cell, method string, o op, c caller, repo st
 	if ok {
 		if refused || r.Status >= 500 {
 			t.Errorf("%s: %d %.200s, want it allowed (rule %s)", cell, r.Status, r.Body, o.need)
+			return
+		}
+		if tg := w.target(repo); tg != nil && tg.remote {
+			w.checkRemote(t, cell, method, o, tg, r)
 		}
 		return
 	}
@@ -309,5 +313,33 @@ func (w *world) check(t *testing.T, cell, method string, o op, c caller, repo st
 		if _, isErr := testserver.NpmError(r.Body); !isErr {
 			t.Errorf("%s: refusal %d %.200s is not an npm error", cell, r.Status, r.Body)
 		}
+	}
+}
+
+func (w *world) target(repo string) *target {
+	for i := range w.targets {
+		if w.targets[i].repo == repo {
+			return &w.targets[i]
+		}
+	}
+	return nil
+}
+
+// checkRemote checks what an allowed caller gets from a pull-through
+// cache: a change is refused 405 in the protocol's format (after the
+// authorization that let it through); an npm read is the upstream's
+// content (its upstream, the public hosted repository, has it).
+func (w *world) checkRemote(t *testing.T, cell, method string, o op, tg *target, r testserver.Response) {
+	t.Helper()
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case !read && r.Status != http.StatusMethodNotAllowed:
+		t.Errorf("%s: %d %.200s, want 405 from a remote repository", cell, r.Status, r.Body)
+	case !read && o.on == npmS:
+		if msg, isErr := testserver.NpmError(r.Body); !isErr || !strings.Contains(msg, "remote repository") {
+			t.Errorf("%s: refusal %.200s is not npm's error naming the remote", cell, r.Body)
+		}
+	case read && o.on == npmS && r.Status != http.StatusOK:
+		t.Errorf("%s: %d %.200s, want the upstream's content", cell, r.Status, r.Body)
 	}
 }

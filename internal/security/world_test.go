@@ -49,7 +49,8 @@ type target struct {
 	repo   string
 	// remote: a pull-through cache (its upstream is the server itself, so
 	// allowed pulls get the upstream's answer; pushes and deletes are
-	// refused 405 to those who have the scope, 401/403 to the others).
+	// refused 405 to those who have the scope, 401/403 to the others). An
+	// npm remote's upstream is the public hosted npm repository.
 	remote bool
 }
 
@@ -106,6 +107,15 @@ func newWorld(t *testing.T) *world {
 			e.Remote(name, e.URL, v)
 			w.digest[name] = w.digest["oci-"+strings.ToLower(v.String())]
 			w.targets = append(w.targets, target{format: enum.FormatOCI, vis: v, listed: l, repo: name, remote: true})
+			// An npm remote of the public hosted npm repository: its
+			// packument and tarball are what an allowed read gets.
+			name = "npm-remote-" + strings.ToLower(v.String())
+			if l {
+				name += "-listed"
+				listed = append(listed, name)
+			}
+			e.NpmRemote(name, e.URL+"/npm/"+testserver.Home+"/npm-public/", v)
+			w.targets = append(w.targets, target{format: enum.FormatNpm, vis: v, listed: l, repo: name, remote: true})
 		}
 	}
 	sc := func(s ...enum.TokenScope) []enum.TokenScope { return s }

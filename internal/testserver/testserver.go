@@ -29,6 +29,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // AdminToken is the super-user token of every test server.
@@ -109,6 +110,22 @@ func (e *Env) Remote(name, upstreamURL string, v enum.Visibility) *store.Reposit
 		Kind: enum.KindRemote, Visibility: v, Child: child})
 	if err != nil {
 		e.T.Fatalf("create remote %s: %v", name, err)
+	}
+	return r
+}
+
+// NpmRemote creates an npm pull-through cache (no upstream credentials)
+// of the registry at upstreamURL in the home namespace.
+func (e *Env) NpmRemote(name, upstreamURL string, v enum.Visibility) *store.Repository {
+	e.T.Helper()
+	child, err := npmstore.New(e.Store).NewRemote(nil, npmstore.RemoteInput{URL: upstreamURL})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	r, err := e.Store.CreateRepository(e.Ctx, store.NewRepository{Namespace: Home, Name: name, Format: enum.FormatNpm,
+		Kind: enum.KindRemote, Visibility: v, Child: child})
+	if err != nil {
+		e.T.Fatalf("create npm remote %s: %v", name, err)
 	}
 	return r
 }

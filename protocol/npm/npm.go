@@ -87,6 +87,8 @@ type Options struct {
 	// write, so bursts of publishes are rebuilt once (default 1 s; negative:
 	// at once).
 	RebuildDelay time.Duration
+	// Remote configures the pull-through caches (remote.go).
+	Remote RemoteOptions
 }
 
 func (o Options) withDefaults() Options {
@@ -120,6 +122,7 @@ type handler struct {
 	authn     *auth.Authenticator
 	rebuilds  singleflight.Group
 	downloads *downloadRecorder
+	remote    *remotes
 }
 
 func newHandler(st *store.Store, opts Options) *handler {
@@ -129,6 +132,7 @@ func newHandler(st *store.Store, opts Options) *handler {
 	}
 	h := &handler{st: st, npm: npmstore.New(st), opts: opts, log: opts.Logger, authn: opts.Auth}
 	h.downloads = newDownloadRecorder(h.npm, h.log)
+	h.remote = newRemotes(h, opts.Remote)
 	return h
 }
 
@@ -292,6 +296,14 @@ func methodNotAllowed(r *http.Request) *apiError {
 }
 
 func (h *handler) route(req *request) error {
+	// A remote serves its own package paths; its resolution is kept for
+	// the authorization that follows. A failed resolution goes the hosted
+	// way, which answers it (masked for callers who may not know).
+	if repo, err := h.resolve(req); err == nil && repo.Remote != nil {
+		if handled, err := h.routeRemote(req); handled {
+			return err
+		}
+	}
 	rest, m := req.rest, req.r.Method
 	if len(rest) == 0 {
 		if m != http.MethodGet && m != http.MethodHead {
@@ -438,7 +450,7 @@ func (h *handler) resolve(req *request) (*npmstore.Repository, error) {
 	if req.repo != nil {
 		return req.repo, nil
 	}
-	repo, err := h.npm.ResolveRepository(req.r.Context(), req.namespace, req.repository)
+	repo, err := h.npm.ResolveRegistry(req.r.Context(), req.namespace, req.repository)
 	if err != nil {
 		return nil, err
 	}

@@ -189,6 +189,18 @@ func (s *Store) purgeRepositoryContents(ctx context.Context, tx pgx.Tx, nsID, re
 		out.Rows[TrashContainerImage], out.Released = len(evicted), rel
 		return out, nil
 	}
+	remotePkgs, err := s.npm.RemotePackagesOfRepository(ctx, tx, nsID, repoID, limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(remotePkgs) > 0 {
+		evicted, rel, err := s.npm.EvictRemotePackages(ctx, tx, nsID, remotePkgs)
+		if err != nil {
+			return nil, err
+		}
+		out.Rows[TrashNpmPackage], out.Released = len(evicted), rel
+		return out, nil
+	}
 	pkgs, err := s.npm.PackagesOfRepository(ctx, tx, nsID, repoID, limit)
 	if err != nil {
 		return nil, err

@@ -289,7 +289,8 @@ func (s *Store) CacheEvictNamespaces(ctx context.Context, after uuid.UUID, limit
 		FROM lifecycle_policy_settings s
 		JOIN lifecycle_rules r ON r.namespace_id = s.namespace_id AND r.lifecycle_policy_settings_id = s.id
 		WHERE s.enabled AND r.rule_type = $1 AND s.namespace_id > $2
-		  AND EXISTS (SELECT 1 FROM container_remote_repositories c WHERE c.namespace_id = s.namespace_id)
+		  AND (EXISTS (SELECT 1 FROM container_remote_repositories c WHERE c.namespace_id = s.namespace_id)
+		       OR EXISTS (SELECT 1 FROM npm_remote_repositories n WHERE n.namespace_id = s.namespace_id))
 		GROUP BY s.namespace_id
 		ORDER BY s.namespace_id LIMIT $3`, int16(enum.LifecycleRuleKeepLastDownloadedAt), after, limit)
 	if err != nil {

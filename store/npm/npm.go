@@ -91,6 +91,9 @@ type Repository struct {
 	// Condition names the namespace condition that stops reads or writes
 	// ("blocked", "disabled", "suspended"), "" when there is none.
 	Condition string
+	// Remote is set for a pull-through cache (kind REMOTE, resolved by
+	// ResolveRegistry only); NpmRepositoryID is then uuid.Nil.
+	Remote *RemoteTarget
 }
 
 // PackageRef names one package row.
@@ -109,7 +112,8 @@ type WriteHook func(ctx context.Context, tx pgx.Tx, pkg PackageRef) error
 const resolveColumns = `
 	n.id, n.slug, n.deleted_at IS NOT NULL OR n.purged_at IS NOT NULL,
 	n.blocked_at IS NOT NULL, n.disabled_at IS NOT NULL, n.suspended_at IS NOT NULL,
-	r.id, r.name, r.format, r.kind, r.visibility, nr.id`
+	r.id, r.name, r.format, r.kind, r.visibility, nr.id,
+	nrr.id, nrr.url, nrr.metadata_cache_validity_hours, nrr.settings_changed_at, nrr.wrapped_dek IS NOT NULL`
 
 // resolveSQL resolves namespace, repository and npm repository in one
 // round trip, on the namespace's partitions of repositories and
@@ -121,15 +125,18 @@ LEFT JOIN {repositories} r
        ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
 LEFT JOIN {npm_repositories} nr
        ON nr.namespace_id = $1 AND nr.repository_id = r.id
+LEFT JOIN {npm_remote_repositories} nrr
+       ON nrr.namespace_id = $1 AND nrr.repository_id = r.id
 WHERE n.id = $1`
 
-var resolvePartitionSQL = partition.Statements(resolveSQL, "repositories", "npm_repositories")
+var resolvePartitionSQL = partition.Statements(resolveSQL, "repositories", "npm_repositories", "npm_remote_repositories")
 
 const repositoryByIDSQL = `
 SELECT ` + resolveColumns + `
 FROM namespaces n
 JOIN npm_repositories nr ON nr.namespace_id = $1 AND nr.id = $2
 JOIN repositories r ON r.namespace_id = $1 AND r.id = nr.repository_id AND r.soft_deleted_at IS NULL
+LEFT JOIN npm_remote_repositories nrr ON false
 WHERE n.id = $1`
 
 // namespaceIDCache caches namespace slug -> id per core store (shared by
@@ -160,16 +167,19 @@ func (s *Store) resolveNamespaceID(ctx context.Context, slug string) (uuid.UUID,
 	return id, nil
 }
 
-func scanRepository(row pgx.Row, what string) (*Repository, error) {
+func scanRepository(row pgx.Row, what string, allowRemote bool) (*Repository, error) {
 	var (
 		repo                               Repository
 		gone, blocked, disabled, suspended bool
-		repoID, npmRepoID                  *uuid.UUID
-		repoName                           *string
-		format, kind, visibility           *int16
+		repoID, npmRepoID, remoteID        *uuid.UUID
+		repoName, remoteURL                *string
+		format, kind, visibility, metaHrs  *int16
+		remoteChanged                      *time.Time
+		remoteCreds                        *bool
 	)
 	err := row.Scan(&repo.NamespaceID, &repo.NamespaceSlug, &gone, &blocked, &disabled, &suspended,
-		&repoID, &repoName, &format, &kind, &visibility, &npmRepoID)
+		&repoID, &repoName, &format, &kind, &visibility, &npmRepoID,
+		&remoteID, &remoteURL, &metaHrs, &remoteChanged, &remoteCreds)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: %s not found", what)
 	}
@@ -183,10 +193,15 @@ func scanRepository(row pgx.Row, what string) (*Repository, error) {
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: repository %s not found", what)
 	case enum.Format(*format) != enum.FormatNpm:
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: repository %s is not an npm repository", what)
+	case allowRemote && enum.Kind(*kind) == enum.KindRemote && remoteID != nil:
+		repo.Remote = &RemoteTarget{ID: *remoteID, URL: *remoteURL, MetadataValidity: time.Duration(*metaHrs) * time.Hour,
+			SettingsChangedAt: *remoteChanged, HasCredentials: *remoteCreds}
 	case enum.Kind(*kind) != enum.KindHosted || npmRepoID == nil:
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: repository %s is not a hosted npm repository", what)
+	default:
+		repo.NpmRepositoryID = *npmRepoID
 	}
-	repo.RepositoryID, repo.RepositoryName, repo.NpmRepositoryID = *repoID, *repoName, *npmRepoID
+	repo.RepositoryID, repo.RepositoryName = *repoID, *repoName
 	repo.Visibility = enum.Visibility(*visibility)
 	repo.ServesReads = !blocked && !disabled
 	repo.ServesWrites = repo.ServesReads && !suspended
@@ -206,6 +221,17 @@ func scanRepository(row pgx.Row, what string) (*Repository, error) {
 // Blocked, disabled and suspended namespaces resolve, with ServesReads and
 // ServesWrites telling what they allow.
 func (s *Store) ResolveRepository(ctx context.Context, namespace, repository string) (*Repository, error) {
+	return s.resolve(ctx, namespace, repository, false)
+}
+
+// ResolveRegistry is ResolveRepository that also resolves an npm
+// pull-through cache (Repository.Remote set): what the registry URL
+// serves.
+func (s *Store) ResolveRegistry(ctx context.Context, namespace, repository string) (*Repository, error) {
+	return s.resolve(ctx, namespace, repository, true)
+}
+
+func (s *Store) resolve(ctx context.Context, namespace, repository string, allowRemote bool) (*Repository, error) {
 	if namespace == "" || repository == "" || len(namespace) > 255 || len(repository) > 255 {
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: %s/%s not found", namespace, repository)
 	}
@@ -218,7 +244,7 @@ func (s *Store) ResolveRepository(ctx context.Context, namespace, repository str
 		return nil, err
 	}
 	repo, err := scanRepository(s.pool.QueryRow(ctx, resolvePartitionSQL[part], pgx.QueryExecModeCacheStatement, nsID, repository),
-		namespace+"/"+repository)
+		namespace+"/"+repository, allowRemote)
 	if err != nil && store.HasCode(err, CodeRepositoryUnknown) {
 		var gone bool
 		if s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM namespaces WHERE id = $1)`, execMode, nsID).Scan(&gone) == nil && gone {
@@ -231,7 +257,7 @@ func (s *Store) ResolveRepository(ctx context.Context, namespace, repository str
 // RepositoryByID resolves an npm repository by its npm_repositories id
 // (background jobs carry ids, not names).
 func (s *Store) RepositoryByID(ctx context.Context, namespaceID, npmRepositoryID uuid.UUID) (*Repository, error) {
-	return scanRepository(s.pool.QueryRow(ctx, repositoryByIDSQL, execMode, namespaceID, npmRepositoryID), npmRepositoryID.String())
+	return scanRepository(s.pool.QueryRow(ctx, repositoryByIDSQL, execMode, namespaceID, npmRepositoryID), npmRepositoryID.String(), false)
 }
 
 // --- JSON schema of npm_versions.package_json (every jsonb is

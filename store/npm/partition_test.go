@@ -16,7 +16,8 @@ import (
 func TestPerPartitionStatements(t *testing.T) {
 	t.Parallel()
 	f := newNpmFixture(t)
-	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories").Replace(resolveSQL)
+	parentSQL := strings.NewReplacer("{repositories}", "repositories", "{npm_repositories}", "npm_repositories",
+		"{npm_remote_repositories}", "npm_remote_repositories").Replace(resolveSQL)
 	seen := map[int]bool{}
 	for i := range 40 {
 		slug := fmt.Sprintf("part%d", i)
@@ -51,8 +52,8 @@ func TestPerPartitionStatements(t *testing.T) {
 			t.Fatalf("namespace %s: partition %d, its npm repository row is in %s", nsID, part, npmPart)
 		}
 		for _, name := range []string{"js", "missing"} {
-			byParts, errParts := scanRepository(f.pool.QueryRow(f.ctx, resolvePartitionSQL[part], nsID, name), name)
-			byParent, errParent := scanRepository(f.pool.QueryRow(f.ctx, parentSQL, nsID, name), name)
+			byParts, errParts := scanRepository(f.pool.QueryRow(f.ctx, resolvePartitionSQL[part], nsID, name), name, true)
+			byParent, errParent := scanRepository(f.pool.QueryRow(f.ctx, parentSQL, nsID, name), name, true)
 			if fmt.Sprint(byParts, errParts) != fmt.Sprint(byParent, errParent) {
 				t.Fatalf("resolve %s/%s: per partition %v %v, on the parents %v %v", slug, name, byParts, errParts, byParent, errParent)
 			}

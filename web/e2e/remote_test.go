@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/google/uuid"
 )
 
@@ -107,4 +112,117 @@ func TestUIRemoteRepository(t *testing.T) {
 	b.click(`//button[@aria-label="Evict acme/base/app"]`)
 	b.see(text("acme/base/app evicted."))
 	b.see(text("Nothing cached yet"))
+}
+
+// TestUIRemoteNpmRepository: an npm remote is created in the UI with a
+// metadata validity and upstream credentials (the server itself is its
+// upstream: a private hosted npm repository it may read with them); the
+// real npm CLI installs a scoped package and its unscoped dependency
+// through it twice (cold, then from an empty client cache), after which
+// the page shows both packages cached, the health and the hit ratio of
+// the tarball requests, never the password; an administrator
+// invalidates one package's packument, then every one, and changes the
+// metadata validity.
+func TestUIRemoteNpmRepository(t *testing.T) {
+	requireChromium(t)
+	s := newServer(t)
+	s.graphql(t, `mutation { createNamespace(input: {slug: "acme"}) { namespace { id } } }`, nil)
+	s.graphql(t, `mutation { createRepository(input: {namespace: "acme", name: "js", format: NPM, visibility: PRIVATE}) { repository { id } } }`, nil)
+	hosted := newNPM(t, s, "acme", "js")
+	hosted.publish("left-pad", "1.3.0", "Pads strings")
+	hosted.publish("@acme/util", "1.0.0", "Shared helpers") // depends on left-pad ^1.3.0
+
+	b := newBrowser(t, s.URL, 1280, 900)
+	defer b.checkConsole()
+	b.open("/sign-in?next=%2Fn%2Facme%2Frepositories%2Fnew")
+	b.typeInto("#token", adminToken)
+	b.click(button("Sign in"))
+	b.see(heading("Create repository"))
+	b.typeInto("#repo-name", "npmjs")
+	b.click(`//input[@name="format" and @value="NPM"]`)
+	b.click(`//input[@name="kind" and @value="REMOTE"]`)
+	b.typeInto("#remote-url", s.URL+"/npm/acme/js/")
+	b.typeInto("#remote-username", "mirror")
+	b.typeInto("#remote-password", adminToken)
+	b.clear("#remote-meta-hours")
+	b.typeInto("#remote-meta-hours", "2")
+	b.shot("52-create-npm-remote")
+	b.click(button("Create repository"))
+	b.see(heading("npmjs"))
+	b.see(text("stored (encrypted)"))
+	b.see(text("Nothing cached yet: install a package through this registry."))
+	b.see(text("npm install PACKAGE --registry " + s.URL + "/npm/acme/npmjs/"))
+
+	// Two installs through the remote, each from an empty client cache.
+	for range 2 {
+		c := newNPM(t, s, "acme", "npmjs")
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"name":"app","version":"1.0.0","private":true}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.must(dir, "install", "@acme/util")
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", "left-pad", "package.json")); err != nil {
+			t.Fatalf("the dependency was not installed through the remote: %v", err)
+		}
+	}
+	// The hit counters are buffered: fold them as counters:fold does
+	// until the four tarball requests count.
+	var out struct{ Namespace struct{ ID string } }
+	if err := json.Unmarshal(s.graphql(t, `{ namespace(slug: "acme") { id } }`, nil), &out); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := s.Store.FoldCounterDeltas(context.Background(), uuid.MustParse(out.Namespace.ID), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		var rem struct {
+			Repository struct {
+				Remote struct{ CacheHits, CacheMisses int }
+			}
+		}
+		if err := json.Unmarshal(s.graphql(t, `{ repository(namespace: "acme", name: "npmjs") { remote { cacheHits cacheMisses } } }`, nil), &rem); err != nil {
+			t.Fatal(err)
+		}
+		if rem.Repository.Remote.CacheHits+rem.Repository.Remote.CacheMisses == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cache counters %+v", rem.Repository.Remote)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.open("/n/acme/r/npmjs")
+	b.see(text("healthy"))
+	// Cold: both tarballs from the upstream; warm: both from the cache.
+	b.see(text("50.0 % (2 hits, 2 misses from the upstream)"))
+	b.see(text("Metadata revalidated after"))
+	b.see(`//th[@scope="row" and normalize-space()="@acme/util"]`)
+	b.see(`//th[@scope="row" and normalize-space()="left-pad"]`)
+	b.see(`//button[@aria-label="Invalidate the metadata of left-pad"]`)
+	b.docShot("53-npm-remote-repository", "npm-remote-repository")
+	if strings.Contains(b.eval(`document.body.innerText`), adminToken) {
+		t.Fatal("the upstream password is on the page")
+	}
+
+	b.click(`//button[@aria-label="Invalidate the metadata of left-pad"]`)
+	b.see(text("The packument of left-pad will be revalidated on its next request."))
+	b.see(text("revalidates on next request"))
+	b.click(button("Invalidate metadata"))
+	b.see(text("2 packuments will be revalidated on their next request."))
+
+	b.clear("#remote-hours")
+	b.typeInto("#remote-hours", "0")
+	b.click(button("Save upstream settings"))
+	b.see(text("Saved."))
+	b.see(text("0 h"))
+}
+
+// clear empties an input as a user would (End, then Backspace over its
+// value), so that a controlled input sees every change.
+func (b *tab) clear(css string) {
+	b.t.Helper()
+	b.do("wait for "+css, chromedp.WaitVisible(chromedp.CSS(css)))
+	n := run(b, "length of "+css, chromedp.Evaluate[int](`document.querySelector(`+strconv.Quote(css)+`).value.length`))
+	b.do("clear "+css, chromedp.SendKeys(chromedp.CSS(css), kb.End+strings.Repeat(kb.Backspace, n)))
 }

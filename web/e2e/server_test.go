@@ -65,7 +65,7 @@ func newServer(t testing.TB) *server {
 	// Every surface and the UI's catch-all, in serve's order.
 	routes.Mount(hs.Router(), st, routes.Options{
 		OCI:   oci.Options{Auth: authn, Logger: log, Remote: oci.RemoteOptions{Keyring: keyring, Upstream: upstream.Config{SpoolDir: t.TempDir()}}},
-		Npm:   npm.Options{Auth: authn, Logger: log},
+		Npm:   npm.Options{Auth: authn, Logger: log, Remote: npm.RemoteOptions{Keyring: keyring, Upstream: upstream.Config{SpoolDir: t.TempDir()}}},
 		Maven: maven.Options{Auth: authn, Logger: log},
 		Graph: graph.Options{Auth: authn, Logger: log, Keyring: keyring},
 	})

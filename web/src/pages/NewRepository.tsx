@@ -44,20 +44,18 @@ export function NewRepository() {
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [hours, setHours] = useState("24");
+  const [metaHours, setMetaHours] = useState("1");
   const [{ fetching, error }, create] = useMutation(CreateRepositoryMutation);
   const nameOk = NAME_RE.test(name) && name.length <= 255;
   const container = format === "DOCKER" || format === "OCI";
-  const remote = container && kind === "REMOTE";
-  const hoursNum = Number(hours);
+  const remote = kind === "REMOTE";
+  // npm and Maven remotes cache metadata (packuments, maven-metadata.xml)
+  // under their own validity; their content is immutable.
+  const metadata = format === "NPM" || format === "MAVEN";
+  const hoursNum = Number(metadata ? metaHours : hours);
+  const hoursOk = (metadata ? metaHours : hours) !== "" && Number.isInteger(hoursNum) && hoursNum >= 0 && hoursNum <= 8760;
   const remoteOk =
-    !remote ||
-    (/^https?:\/\/[^/]/.test(url) &&
-      url.length <= 1024 &&
-      (username === "") === (password === "") &&
-      hours !== "" &&
-      Number.isInteger(hoursNum) &&
-      hoursNum >= 0 &&
-      hoursNum <= 8760);
+    !remote || (/^https?:\/\/[^/]/.test(url) && url.length <= 1024 && (username === "") === (password === "") && hoursOk);
 
   const onSubmit = async (e: FormEvent) => {
     e.preventDefault();
@@ -75,7 +73,7 @@ export function NewRepository() {
                 url: url.trim(),
                 username: username || null,
                 password: password || null,
-                cacheValidityHours: hoursNum,
+                ...(metadata ? { metadataCacheValidityHours: hoursNum } : { cacheValidityHours: hoursNum }),
               }
             : null,
         },
@@ -132,14 +130,13 @@ export function NewRepository() {
               name="kind"
               value="REMOTE"
               checked={remote}
-              disabled={!container}
               onChange={() => setKind("REMOTE")}
             />
             <span>
               <strong>remote</strong>{" "}
               <span className="muted">
-                A pull-through cache of an upstream registry (docker and OCI): pulls are served from the cache and
-                fetched from the upstream when missing; it takes no pushes.
+                A pull-through cache of an upstream registry: reads are served from the cache and fetched from the
+                upstream when missing; it takes no pushes or publishes.
               </span>
             </span>
           </label>
@@ -160,8 +157,13 @@ export function NewRepository() {
               required
             />
             <p className="help">
-              The registry's base URL (http or https, without credentials). For Docker Hub, one-component names such as{" "}
-              <code>alpine</code> are pulled from <code>library/</code>.
+              The registry's base URL (http or https, without credentials).
+              {container && (
+                <>
+                  {" "}
+                  For Docker Hub, one-component names such as <code>alpine</code> are pulled from <code>library/</code>.
+                </>
+              )}
             </p>
             <label htmlFor="remote-username">Username (optional)</label>
             <input id="remote-username" value={username} onChange={(e) => setUsername(e.target.value)} autoComplete="off" />
@@ -174,19 +176,40 @@ export function NewRepository() {
               autoComplete="new-password"
             />
             <p className="help">Stored encrypted and never shown again; give both or neither.</p>
-            <label htmlFor="remote-hours">Revalidate cached tags after (hours)</label>
-            <input
-              id="remote-hours"
-              type="number"
-              min={0}
-              max={8760}
-              value={hours}
-              onChange={(e) => setHours(e.target.value)}
-            />
-            <p className="help">
-              A cached tag is served without asking the upstream for this long; 0 asks on every pull. Content by digest
-              is cached until evicted.
-            </p>
+            {metadata ? (
+              <>
+                <label htmlFor="remote-meta-hours">Revalidate cached metadata after (hours)</label>
+                <input
+                  id="remote-meta-hours"
+                  type="number"
+                  min={0}
+                  max={8760}
+                  value={metaHours}
+                  onChange={(e) => setMetaHours(e.target.value)}
+                />
+                <p className="help">
+                  A package's metadata ({format === "NPM" ? "packument" : "maven-metadata.xml"}) is served without asking
+                  the upstream for this long; 0 asks on every request. Package files are immutable and stay cached until
+                  evicted.
+                </p>
+              </>
+            ) : (
+              <>
+                <label htmlFor="remote-hours">Revalidate cached tags after (hours)</label>
+                <input
+                  id="remote-hours"
+                  type="number"
+                  min={0}
+                  max={8760}
+                  value={hours}
+                  onChange={(e) => setHours(e.target.value)}
+                />
+                <p className="help">
+                  A cached tag is served without asking the upstream for this long; 0 asks on every pull. Content by
+                  digest is cached until evicted.
+                </p>
+              </>
+            )}
           </fieldset>
         )}
 

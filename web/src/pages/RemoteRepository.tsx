@@ -1,15 +1,17 @@
 // A remote repository (pull-through cache): its upstream, health, hit
-// ratio and cached images, with the administrator's actions (invalidate a
-// cached tag, evict a cached image, change the upstream settings). The
-// upstream credentials are write-only: the API tells only whether some are
-// stored.
+// ratio and cache (images of a container remote, packages of an npm
+// remote), with the administrator's actions (invalidate a cached tag or
+// cached packuments, evict a cached image, change the upstream settings).
+// The upstream credentials are write-only: the API tells only whether some
+// are stored.
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { useMutation, useQuery } from "urql";
 import { LoadMoreRow, PagedList, focusFirstLinkIfLost, type PageProps } from "../components/PagedList";
 import { Badge, CopyBlock, Dl, Empty, ErrorBox, Loading } from "../components/ui";
 import { graphql } from "../gql";
-import type { RemoteHealth } from "../gql/graphql";
+import type { Format, RemoteHealth } from "../gql/graphql";
 import { formatBytes, formatCount, formatTime } from "../format";
+import { npmRegistryURL, npmrc } from "../components/usage";
 
 const RemoteQuery = graphql(`
   query RemoteRepository($namespace: String!, $name: String!) {
@@ -18,6 +20,7 @@ const RemoteQuery = graphql(`
       remote {
         url
         cacheValidityHours
+        metadataCacheValidityHours
         health
         lastCheckedAt
         lastError
@@ -64,6 +67,33 @@ const CachedImagesQuery = graphql(`
   }
 `);
 
+const CachedPackagesQuery = graphql(`
+  query RemoteCachedPackages($namespace: String!, $name: String!, $first: Int) {
+    repository(namespace: $namespace, name: $name) {
+      id
+      remote {
+        cachedPackages(first: $first) {
+          id
+          name
+          cachedVersions
+          sizeBytes
+          lastDownloadedAt
+          checkedAt
+          stale
+        }
+      }
+    }
+  }
+`);
+
+const InvalidateMetadataMutation = graphql(`
+  mutation InvalidateRemoteMetadata($input: RemotePackageRefInput!) {
+    invalidateRemoteMetadata(input: $input) {
+      invalidatedCount
+    }
+  }
+`);
+
 const InvalidateMutation = graphql(`
   mutation InvalidateRemoteTag($input: RemoteTagRefInput!) {
     invalidateRemoteTag(input: $input) {
@@ -91,6 +121,7 @@ const UpdateRemoteMutation = graphql(`
         remote {
           url
           cacheValidityHours
+          metadataCacheValidityHours
           hasCredentials
         }
       }
@@ -99,7 +130,14 @@ const UpdateRemoteMutation = graphql(`
 `);
 
 const IMAGE_PAGE = 50;
-const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage"] };
+// The API lists at most this many cached packages of an npm remote.
+const PACKAGE_LIMIT = 100;
+const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage", "RemoteCachedPackage"] };
+
+/** Formats whose remotes cache metadata under metadataCacheValidityHours. */
+export function hasMetadataValidity(format: Format): boolean {
+  return format === "NPM" || format === "MAVEN";
+}
 
 const HEALTH_TONE: Record<RemoteHealth, string> = { HEALTHY: "ok", UNHEALTHY: "bad", UNKNOWN: "info" };
 
@@ -114,7 +152,7 @@ export function formatRatio(r: number | null | undefined): string {
 }
 
 /** The upstream, health and cache of a remote repository. */
-export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+export function RemotePanel({ ns, repo, format, admin }: { ns: string; repo: string; format: Format; admin: boolean }) {
   const [{ data, fetching, error }] = useQuery({ query: RemoteQuery, variables: { namespace: ns, name: repo }, context: ctx });
   const rem = data?.repository?.remote;
   if (error && !rem) return <ErrorBox error={error} />;
@@ -129,7 +167,9 @@ export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; adm
           ["Last checked", formatTime(rem.lastCheckedAt)],
           ["Last error", rem.lastError ?? "–"],
           ["Credentials", rem.hasCredentials ? "stored (encrypted)" : "none (anonymous)"],
-          ["Tags revalidated after", `${rem.cacheValidityHours} h`],
+          hasMetadataValidity(format)
+            ? ["Metadata revalidated after", `${rem.metadataCacheValidityHours ?? 1} h`]
+            : ["Tags revalidated after", `${rem.cacheValidityHours} h`],
           [
             "Hit ratio",
             `${formatRatio(rem.hitRatio)} (${formatCount(rem.cacheHits)} ${rem.cacheHits === 1 ? "hit" : "hits"}, ` +
@@ -137,6 +177,18 @@ export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; adm
           ],
         ]}
       />
+      {format === "NPM" ? (
+        <CachedPackages ns={ns} repo={repo} admin={admin} />
+      ) : format === "DOCKER" || format === "OCI" ? (
+        <CachedImages ns={ns} repo={repo} admin={admin} />
+      ) : null}
+    </>
+  );
+}
+
+function CachedImages({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+  return (
+    <>
       <h2>Cached images</h2>
       <div className="table-wrap">
         <table className="table">
@@ -255,9 +307,135 @@ function CachedImagePage({ ns, repo, admin, after, index, isLast, onMore }: Page
   );
 }
 
-/** Pull commands for a remote repository (it takes no pushes). */
-export function RemoteUsage({ ns, repo }: { ns: string; repo: string }) {
-  const { host } = window.location;
+/** The cached packages of an npm remote, with metadata invalidation. */
+function CachedPackages({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+  const [{ data, fetching, error }] = useQuery({
+    query: CachedPackagesQuery,
+    variables: { namespace: ns, name: repo, first: PACKAGE_LIMIT },
+    context: ctx,
+  });
+  const [invalidate, doInvalidate] = useMutation(InvalidateMetadataMutation);
+  const [done, setDone] = useState("");
+  const pkgs = data?.repository?.remote?.cachedPackages;
+  const cols = admin ? 6 : 5;
+  const onInvalidate = async (pkg: string | null) => {
+    setDone("");
+    const res = await doInvalidate({ input: { namespace: ns, repository: repo, package: pkg } }, ctx);
+    const n = res.data?.invalidateRemoteMetadata.invalidatedCount;
+    if (n === undefined) return;
+    setDone(
+      pkg
+        ? `The packument of ${pkg} will be revalidated on its next request.`
+        : `${formatCount(n)} ${n === 1 ? "packument" : "packuments"} will be revalidated on their next request.`,
+    );
+  };
+  return (
+    <>
+      <h2>Cached packages</h2>
+      {admin && (
+        <p>
+          <button
+            type="button"
+            className="btn btn-small"
+            disabled={invalidate.fetching || !pkgs || pkgs.length === 0}
+            onClick={() => void onInvalidate(null)}
+          >
+            Invalidate metadata
+          </button>{" "}
+          <span className="muted">Every cached packument is revalidated with the upstream on its next request.</span>
+        </p>
+      )}
+      {done && (
+        <p role="status" className="ok-text">
+          {done}
+        </p>
+      )}
+      {invalidate.error && <ErrorBox error={invalidate.error} title="Could not invalidate the metadata" />}
+      {error && <ErrorBox error={error} />}
+      {!pkgs && fetching && <Loading what="Loading cached packages" />}
+      {pkgs && pkgs.length === 0 && <Empty>Nothing cached yet: install a package through this registry.</Empty>}
+      {pkgs && pkgs.length > 0 && (
+        <div className="table-wrap">
+          <table className="table">
+            <thead>
+              <tr>
+                <th scope="col">Package</th>
+                <th scope="col" className="num">
+                  Cached versions
+                </th>
+                <th scope="col" className="num">
+                  Size
+                </th>
+                <th scope="col">Last downloaded</th>
+                <th scope="col">Metadata</th>
+                {admin && <th scope="col">Actions</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {pkgs.map((p) => (
+                <tr key={p.id}>
+                  <th scope="row" data-label="Package">
+                    {p.name}
+                  </th>
+                  <td data-label="Cached versions" className="num">
+                    {formatCount(p.cachedVersions)}
+                  </td>
+                  <td data-label="Size" className="num">
+                    {formatBytes(p.sizeBytes)}
+                  </td>
+                  <td data-label="Last downloaded">{formatTime(p.lastDownloadedAt)}</td>
+                  <td data-label="Metadata">
+                    {p.checkedAt === null ? (
+                      <span className="muted">not cached</span>
+                    ) : p.stale ? (
+                      <Badge tone="warn">revalidates on next request</Badge>
+                    ) : (
+                      <>checked {formatTime(p.checkedAt)}</>
+                    )}
+                  </td>
+                  {admin && (
+                    <td data-label="Actions">
+                      {p.checkedAt !== null && !p.stale && (
+                        <button
+                          type="button"
+                          className="btn btn-small btn-ghost"
+                          aria-label={`Invalidate the metadata of ${p.name}`}
+                          disabled={invalidate.fetching}
+                          onClick={() => void onInvalidate(p.name)}
+                        >
+                          Invalidate
+                        </button>
+                      )}
+                    </td>
+                  )}
+                </tr>
+              ))}
+              {pkgs.length >= PACKAGE_LIMIT && (
+                <tr className="row-note">
+                  <td colSpan={cols}>The first {PACKAGE_LIMIT} cached packages by name are shown.</td>
+                </tr>
+              )}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+/** How to use a remote repository (it takes no pushes or publishes). */
+export function RemoteUsage({ ns, repo, format }: { ns: string; repo: string; format: Format }) {
+  const { host, origin } = window.location;
+  if (format === "NPM") {
+    const url = npmRegistryURL(origin, ns, repo);
+    return (
+      <div className="usage">
+        <CopyBlock label="Registry URL" text={url} />
+        <CopyBlock label=".npmrc" text={npmrc(origin, ns, repo)} multiline />
+        <CopyBlock label="Install through the cache" text={`npm install PACKAGE --registry ${url}`} />
+      </div>
+    );
+  }
   const plain = window.location.protocol === "http:" ? " --plain-http" : "";
   return (
     <div className="usage">
@@ -269,7 +447,7 @@ export function RemoteUsage({ ns, repo }: { ns: string; repo: string }) {
 }
 
 /** The upstream settings form of a remote repository. */
-export function RemoteSettings({ ns, repo }: { ns: string; repo: string }) {
+export function RemoteSettings({ ns, repo, format }: { ns: string; repo: string; format: Format }) {
   const [{ data }] = useQuery({ query: RemoteQuery, variables: { namespace: ns, name: repo }, context: ctx });
   const [saved, setSaved] = useState(false);
   const rem = data?.repository?.remote;
@@ -278,9 +456,10 @@ export function RemoteSettings({ ns, repo }: { ns: string; repo: string }) {
   // from the new settings.
   return (
     <RemoteSettingsForm
-      key={`${rem.url}|${rem.cacheValidityHours}|${rem.hasCredentials}`}
+      key={`${rem.url}|${rem.cacheValidityHours}|${rem.metadataCacheValidityHours}|${rem.hasCredentials}`}
       ns={ns}
       repo={repo}
+      metadata={hasMetadataValidity(format)}
       rem={rem}
       saved={saved}
       onSaved={setSaved}
@@ -288,35 +467,46 @@ export function RemoteSettings({ ns, repo }: { ns: string; repo: string }) {
   );
 }
 
+// validHours: the server's range of both validities.
+function validHours(s: string): boolean {
+  const n = Number(s);
+  return s !== "" && Number.isInteger(n) && n >= 0 && n <= 8760;
+}
+
 function RemoteSettingsForm({
   ns,
   repo,
+  metadata,
   rem,
   saved,
   onSaved,
 }: {
   ns: string;
   repo: string;
-  rem: { url: string; cacheValidityHours: number; hasCredentials: boolean };
+  // metadata: the remote's format caches metadata (npm, Maven), whose
+  // validity is the setting that matters; else tags (containers).
+  metadata: boolean;
+  rem: { url: string; cacheValidityHours: number; metadataCacheValidityHours?: number | null; hasCredentials: boolean };
   saved: boolean;
   onSaved(saved: boolean): void;
 }) {
+  const current = metadata ? (rem.metadataCacheValidityHours ?? 1) : rem.cacheValidityHours;
   const [url, setURL] = useState(rem.url);
-  const [hours, setHours] = useState(String(rem.cacheValidityHours));
+  const [hours, setHours] = useState(String(current));
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [clear, setClear] = useState(false);
   const [{ fetching, error }, update] = useMutation(UpdateRemoteMutation);
   const hoursNum = Number(hours);
-  const hoursOk = hours !== "" && Number.isInteger(hoursNum) && hoursNum >= 0 && hoursNum <= 8760;
+  const hoursOk = validHours(hours);
   const credsOk = (username === "") === (password === "");
-  const dirty = url !== rem.url || (hoursOk && hoursNum !== rem.cacheValidityHours) || username !== "" || clear;
+  const dirty = url !== rem.url || (hoursOk && hoursNum !== current) || username !== "" || clear;
   const onSubmit = async (e: FormEvent) => {
     e.preventDefault();
     onSaved(false);
     const remote: Record<string, unknown> = {};
     if (url !== rem.url) remote.url = url;
-    if (hoursNum !== rem.cacheValidityHours) remote.cacheValidityHours = hoursNum;
+    if (hoursNum !== current) remote[metadata ? "metadataCacheValidityHours" : "cacheValidityHours"] = hoursNum;
     if (username !== "") {
       remote.username = username;
       remote.password = password;
@@ -336,7 +526,7 @@ function RemoteSettingsForm({
       <h3>Upstream settings</h3>
       <label htmlFor="remote-url">Upstream URL</label>
       <input id="remote-url" type="url" value={url} maxLength={1024} onChange={(e) => setURL(e.target.value)} required />
-      <label htmlFor="remote-hours">Revalidate cached tags after (hours)</label>
+      <label htmlFor="remote-hours">{metadata ? "Revalidate cached metadata after (hours)" : "Revalidate cached tags after (hours)"}</label>
       <input
         id="remote-hours"
         type="number"
@@ -346,6 +536,12 @@ function RemoteSettingsForm({
         aria-invalid={!hoursOk}
         onChange={(e) => setHours(e.target.value)}
       />
+      {metadata && (
+        <p className="help">
+          A cached package's metadata is served without asking the upstream for this long; 0 asks on every request.
+          Package files are immutable and stay cached until evicted.
+        </p>
+      )}
       <fieldset>
         <legend>Credentials</legend>
         <p className="help">
