@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
-	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
@@ -43,8 +42,7 @@ func (CacheEvictArgs) Kind() string { return KindCacheEvict }
 
 // InsertOpts: one eviction run in flight at a time.
 func (CacheEvictArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(3)
 }
 
 type cacheEvictWorker struct {

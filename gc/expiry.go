@@ -8,7 +8,6 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 )
 
@@ -32,8 +31,7 @@ func (ExpirySweepArgs) Kind() string { return KindExpirySweep }
 
 // InsertOpts: one expiry sweep in flight at a time.
 func (ExpirySweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(3)
 }
 
 type expiryWorker struct {

@@ -31,8 +31,7 @@ func (SweepArgs) Kind() string { return KindSweep }
 
 // InsertOpts: one sweep in flight at a time.
 func (SweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 1, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(1)
 }
 
 // CleanupArgs is gc:cleanup of one candidate.
@@ -73,8 +72,7 @@ func (ReconcileScanArgs) Kind() string { return KindReconcileScan }
 
 // InsertOpts: one scan in flight at a time.
 func (ReconcileScanArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(3)
 }
 
 // StagingSweepArgs is gc:staging-sweep.
@@ -85,8 +83,7 @@ func (StagingSweepArgs) Kind() string { return KindStagingSweep }
 
 // InsertOpts: one staging sweep in flight at a time.
 func (StagingSweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(3)
 }
 
 // ---------------------------------------------------------------- workers
@@ -142,4 +139,12 @@ func (w *stagingWorker) Timeout(*river.Job[StagingSweepArgs]) time.Duration { re
 func (w *stagingWorker) Work(ctx context.Context, _ *river.Job[StagingSweepArgs]) error {
 	_, err := w.g.StagingSweep(ctx)
 	return err
+}
+
+// maintenanceOpts are the insert options of GC's maintenance jobs: their
+// queue, three attempts, and one run in flight at a time (uniqueness over
+// in-flight states only, so a finished run never suppresses the next).
+func maintenanceOpts(priority int) river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, Priority: priority, MaxAttempts: 3,
+		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
 }

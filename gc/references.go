@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
-	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
@@ -40,8 +39,7 @@ func (RecordReferencesArgs) Kind() string { return KindRecordReferences }
 
 // InsertOpts: one run in flight at a time.
 func (RecordReferencesArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(3)
 }
 
 type referencesWorker struct {

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
-	"github.com/artifact-registry/artifact-registry/internal/jobstates"
 	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
@@ -38,8 +37,7 @@ func (RecordSubjectsArgs) Kind() string { return KindRecordSubjects }
 
 // InsertOpts: one run in flight at a time.
 func (RecordSubjectsArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, Priority: 3, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: jobstates.InFlight()}}
+	return maintenanceOpts(3)
 }
 
 type subjectsWorker struct {
