@@ -369,6 +369,9 @@ const (
 	// CounterTargetContainerRemoteRepository holds a pull-through cache's
 	// hit and miss counters (migration 00053).
 	CounterTargetContainerRemoteRepository CounterTarget = 13
+	// CounterTargetMavenRemoteRepository holds a Maven proxy's hit and
+	// miss counters (migration 00056).
+	CounterTargetMavenRemoteRepository CounterTarget = 14
 )
 
 // counterTargetNames are the target tables.
@@ -376,7 +379,7 @@ var counterTargetNames = names{
 	"repositories", "namespace_statistics", "container_images", "container_remote_images",
 	"maven_packages", "maven_versions", "maven_remote_packages", "maven_remote_versions",
 	"npm_packages", "npm_versions", "npm_remote_packages", "npm_remote_versions",
-	"access_tokens", "container_remote_repositories",
+	"access_tokens", "container_remote_repositories", "maven_remote_repositories",
 }
 
 // String returns the target table name.
@@ -412,7 +415,7 @@ func (v CounterTarget) Fields() []CounterField {
 		return []CounterField{CounterFieldVersionsCount, CounterFieldTagsCount, CounterFieldLastDownloadedAt}
 	case CounterTargetAccessToken:
 		return []CounterField{CounterFieldLastUsedAt}
-	case CounterTargetContainerRemoteRepository:
+	case CounterTargetContainerRemoteRepository, CounterTargetMavenRemoteRepository:
 		return []CounterField{CounterFieldCacheHits, CounterFieldCacheMisses}
 	}
 	return nil

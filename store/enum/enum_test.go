@@ -84,7 +84,7 @@ func cases() []enumCase {
 		{"CounterTarget", []string{"repositories", "namespace_statistics", "container_images",
 			"container_remote_images", "maven_packages", "maven_versions", "maven_remote_packages",
 			"maven_remote_versions", "npm_packages", "npm_versions", "npm_remote_packages",
-			"npm_remote_versions", "access_tokens", "container_remote_repositories"},
+			"npm_remote_versions", "access_tokens", "container_remote_repositories", "maven_remote_repositories"},
 			func() []int16 { return ints(CounterTargetValues()) },
 			func(v int16) string { return CounterTarget(v).String() },
 			func(s string) (int16, error) { v, err := ParseCounterTarget(s); return int16(v), err },
