@@ -470,7 +470,22 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, t *mavenstore.T
 		hdr.Set("Content-Length", strconv.FormatInt(fr.Size(), 10))
 	}
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, fr); err != nil {
+	// The last byte is held back until the fill's verdict (io.EOF comes
+	// only once length and digests matched): with a Content-Length, a
+	// client that received every byte would otherwise take a wrong file
+	// for a whole one before the abort reaches it.
+	var err error
+	if n := fr.Size(); n > 0 {
+		if _, err = io.CopyN(w, fr, n-1); err == nil {
+			var last []byte
+			if last, err = io.ReadAll(fr); err == nil {
+				_, err = w.Write(last)
+			}
+		}
+	} else {
+		_, err = io.Copy(w, fr)
+	}
+	if err != nil {
 		h.log.Warn("maven: streaming an upstream file failed", "path", r.URL.Path, "err", err)
 		panic(http.ErrAbortHandler)
 	}

@@ -397,8 +397,16 @@ func (s *Store) RecordRemoteAccess(ctx context.Context, t *Target, a RemoteAcces
 // and SNAPSHOT files of a Maven proxy stale, so that their next request
 // asks the upstream (and still gets the cached copy while the upstream
 // cannot be asked). groupID and artifactID narrow it to one package when
-// set. It returns how many files became stale.
+// set. It also bumps the proxy's settings_changed_at: every instance then
+// rebuilds its upstream client on the next request, which forgets the
+// remembered 404s (a path that appeared upstream is found at once). It
+// returns how many files became stale.
 func (s *Store) InvalidateRemoteMetadata(ctx context.Context, nsID, repositoryID uuid.UUID, groupID, artifactID string) (int64, error) {
+	if _, err := s.pool.Exec(ctx, `
+		UPDATE maven_remote_repositories SET settings_changed_at = clock_timestamp()
+		WHERE namespace_id = $1 AND repository_id = $2`, nsID, repositoryID); err != nil {
+		return 0, db.MapErr(fmt.Errorf("store: invalidate maven remote: %w", err))
+	}
 	tag, err := s.pool.Exec(ctx, `
 		UPDATE maven_remote_files f SET upstream_checked_at = 'epoch'
 		FROM maven_remote_packages p, maven_remote_repositories r
