@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"github.com/artifact-registry/artifact-registry/store/maven"
 	"math"
 	"time"
 
@@ -132,6 +133,7 @@ func setConnectionComplexity(c *ComplexityRoot) {
 	c.MavenVersion.Files = page
 	c.LifecyclePreview.Items = page
 	c.RemoteRepository.CachedImages = page
+	c.RemoteRepository.CachedMavenPackages = page
 }
 
 func setListComplexity(c *ComplexityRoot) {
@@ -174,4 +176,5 @@ func setListComplexity(c *ComplexityRoot) {
 	c.LifecyclePolicy.Rules = bounded(lifecycle.MaxRules)
 	c.LifecyclePreviewItem.Tags = bounded(maxLifecycleItemTags)
 	c.RemoteCachedImage.Tags = bounded(maxRemoteImageTags)
+	c.RemoteCachedMavenPackage.Versions = bounded(maven.MaxRemotePackageVersions)
 }

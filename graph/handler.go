@@ -117,6 +117,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 		lifecycle: lifecycle.New(st, lifecycle.Options{NpmHook: opts.NpmWriteHook})}
 	if opts.Keyring != nil {
 		res.container.SetKeyring(opts.Keyring)
+		res.maven.SetKeyring(opts.Keyring)
 	}
 	cfg := Config{Resolvers: res}
 	setComplexity(&cfg.Complexity)

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // Pull-through caches in the management API (remote.graphqls): the
@@ -98,6 +100,72 @@ func staleAt(checkedAt time.Time, validityHours int, now time.Time) bool {
 	return now.Sub(checkedAt) >= time.Duration(validityHours)*time.Hour
 }
 
+func toMavenRemoteRepository(s *maven.RemoteSettings) *model.RemoteRepository {
+	m := &model.RemoteRepository{
+		RemoteID: s.ID, NamespaceID: s.NamespaceID, RepositoryID: s.RepositoryID, URL: s.URL,
+		CacheValidityHours: s.CacheValidityHours, Health: healthFromEnum[s.HealthStatus],
+		LastCheckedAt: s.HealthCheckedAt, LastError: s.HealthError, HasCredentials: s.HasCredentials,
+		CacheHits: s.CacheHits, CacheMisses: s.CacheMisses,
+		MetadataCacheValidityHours: &s.MetadataCacheValidityHours, NegativeCacheMinutes: &s.NegativeCacheMinutes,
+	}
+	if total := s.CacheHits + s.CacheMisses; total > 0 {
+		r := float64(s.CacheHits) / float64(total)
+		m.HitRatio = &r
+	}
+	return m
+}
+
+func mavenRemoteSettingsLoader(ms *maven.Store) func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
+	return func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
+		list, err := ms.RemoteSettingsByRepositories(ctx, ns, repos)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]uuid.UUID, len(list))
+		for i, s := range list {
+			ids[i] = s.ID
+		}
+		g := model.NewGroup(ids)
+		out := make(map[uuid.UUID]*model.RemoteRepository, len(list))
+		for _, s := range list {
+			m := toMavenRemoteRepository(s)
+			m.Siblings = g
+			out[s.RepositoryID] = m
+		}
+		return out, nil
+	}
+}
+
+// mavenPackageKey is the keyset of a cached Maven package page.
+type mavenPackageKey struct {
+	GroupID    string `json:"g"`
+	ArtifactID string `json:"a"`
+}
+
+func mavenRemotePackagePageLoader(ms *maven.Store) func(ctx context.Context, k pageKey, remotes []uuid.UUID) (map[uuid.UUID][]*model.RemoteCachedMavenPackage, error) {
+	return func(ctx context.Context, k pageKey, remotes []uuid.UUID) (map[uuid.UUID][]*model.RemoteCachedMavenPackage, error) {
+		group, artifact, _ := strings.Cut(k.after, ":")
+		m, err := ms.RemotePackagesOfRemotes(ctx, k.ns, remotes, group, artifact, k.limit+1)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[uuid.UUID][]*model.RemoteCachedMavenPackage, len(m))
+		for remote, pkgs := range m {
+			for _, p := range pkgs {
+				mp := &model.RemoteCachedMavenPackage{ID: p.ID.String(), GroupID: p.GroupID, ArtifactID: p.ArtifactID,
+					CachedAt: p.CreatedAt, LastDownloadedAt: p.LastDownloadedAt, SizeBytes: p.SizeBytes,
+					Versions: []*model.RemoteCachedMavenVersion{}}
+				for _, v := range p.Versions {
+					mp.Versions = append(mp.Versions, &model.RemoteCachedMavenVersion{Version: v.Version, CachedAt: v.CreatedAt,
+						LastDownloadedAt: v.LastDownloadedAt, SizeBytes: v.SizeBytes, FilesCount: v.FilesCount})
+				}
+				out[remote] = append(out[remote], mp)
+			}
+		}
+		return out, nil
+	}
+}
+
 // remoteInput converts the remote settings of createRepository.
 func remoteInput(in *model.RemoteRepositoryInput) (container.RemoteInput, error) {
 	out := container.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours}
@@ -123,4 +191,40 @@ func credentialsInput(user, password *string) (*container.Credentials, error) {
 		return nil, invalidInput("give both username and password, or neither")
 	}
 	return &container.Credentials{Username: *user, Password: *password}, nil
+}
+
+// mavenRemoteInput converts the remote settings of createRepository for a
+// MAVEN repository.
+func mavenRemoteInput(in *model.RemoteRepositoryInput) (maven.RemoteInput, error) {
+	out := maven.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes}
+	c, err := credentialsInput(in.Username, in.Password)
+	out.Credentials = c
+	return out, err
+}
+
+// mavenRemoteUpdate converts the remote settings of updateRepository for
+// a MAVEN repository.
+func mavenRemoteUpdate(in *model.RemoteRepositoryUpdateInput) (maven.RemoteUpdate, error) {
+	out := maven.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes,
+		ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
+	c, err := credentialsInput(in.Username, in.Password)
+	out.Credentials = c
+	return out, err
+}
+
+// containerOnly refuses the Maven-only settings for a container remote.
+func containerOnly(meta, neg *int) error {
+	if meta != nil || neg != nil {
+		return invalidInput("metadataCacheValidityHours and negativeCacheMinutes are settings of MAVEN remote repositories")
+	}
+	return nil
+}
+
+func optValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

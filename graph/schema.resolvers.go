@@ -16,6 +16,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/google/uuid"
 )
 
@@ -323,12 +324,25 @@ func (r *mutationResolver) CreateRepository(ctx context.Context, input model.Cre
 		in.Visibility = visibilitiesToEnum[*input.Visibility]
 	}
 	if input.Remote != nil {
-		rin, err := remoteInput(input.Remote)
-		if err != nil {
-			return nil, err
-		}
-		if in.Child, err = r.container.NewRemote(rin); err != nil {
-			return nil, err
+		if input.Format == model.FormatMaven {
+			rin, err := mavenRemoteInput(input.Remote)
+			if err != nil {
+				return nil, err
+			}
+			if in.Child, err = r.maven.NewRemote(rin); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := containerOnly(input.Remote.MetadataCacheValidityHours, input.Remote.NegativeCacheMinutes); err != nil {
+				return nil, err
+			}
+			rin, err := remoteInput(input.Remote)
+			if err != nil {
+				return nil, err
+			}
+			if in.Child, err = r.container.NewRemote(rin); err != nil {
+				return nil, err
+			}
 		}
 	}
 	repo, err := r.store.CreateRepository(ctx, in)
@@ -353,12 +367,29 @@ func (r *mutationResolver) UpdateRepository(ctx context.Context, input model.Upd
 		upd.Visibility = &v
 	}
 	if input.Remote != nil {
-		ru, err := remoteUpdate(input.Remote)
+		_, cur, err := r.store.RepositoryByRef(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		if upd.Child, err = r.container.UpdateRemote(ru); err != nil {
-			return nil, err
+		if cur.Format == enum.FormatMaven {
+			ru, err := mavenRemoteUpdate(input.Remote)
+			if err != nil {
+				return nil, err
+			}
+			if upd.Child, err = r.maven.UpdateRemote(ru); err != nil {
+				return nil, err
+			}
+		} else {
+			if err := containerOnly(input.Remote.MetadataCacheValidityHours, input.Remote.NegativeCacheMinutes); err != nil {
+				return nil, err
+			}
+			ru, err := remoteUpdate(input.Remote)
+			if err != nil {
+				return nil, err
+			}
+			if upd.Child, err = r.container.UpdateRemote(ru); err != nil {
+				return nil, err
+			}
 		}
 	}
 	repo, err := r.store.UpdateRepository(ctx, ref, upd)

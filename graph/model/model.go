@@ -298,6 +298,10 @@ type RemoteRepository struct {
 	CacheHits          int64
 	CacheMisses        int64
 	HitRatio           *float64
+	// MetadataCacheValidityHours and NegativeCacheMinutes are set for
+	// MAVEN remotes only.
+	MetadataCacheValidityHours *int
+	NegativeCacheMinutes       *int
 }
 
 // RemoteCachedImage is an image a pull-through cache holds.

@@ -217,6 +217,12 @@ type GarbageCollectionPayload struct {
 	GarbageCollection *GarbageCollection `json:"garbageCollection"`
 }
 
+type InvalidateRemoteMavenMetadataPayload struct {
+	Repository *Repository `json:"repository"`
+	// Cached maven-metadata.xml and SNAPSHOT files made stale.
+	InvalidatedCount int `json:"invalidatedCount"`
+}
+
 type InvalidateRemoteTagPayload struct {
 	Repository *Repository `json:"repository"`
 	Image      string      `json:"image"`
@@ -554,6 +560,40 @@ type RemoteCachedImageEdge struct {
 	Node   *RemoteCachedImage `json:"node"`
 }
 
+// A Maven package a MAVEN remote repository has cached files of.
+type RemoteCachedMavenPackage struct {
+	ID         string `json:"id"`
+	GroupID    string `json:"groupId"`
+	ArtifactID string `json:"artifactId"`
+	// When it was first cached.
+	CachedAt time.Time `json:"cachedAt"`
+	// The last download of one of its version files (buffered).
+	LastDownloadedAt *time.Time `json:"lastDownloadedAt,omitempty"`
+	// Bytes of its cached version files.
+	SizeBytes int64 `json:"sizeBytes"`
+	// Its cached versions, newest first (at most 100).
+	Versions []*RemoteCachedMavenVersion `json:"versions"`
+}
+
+type RemoteCachedMavenPackageConnection struct {
+	Edges    []*RemoteCachedMavenPackageEdge `json:"edges"`
+	PageInfo *PageInfo                       `json:"pageInfo"`
+}
+
+type RemoteCachedMavenPackageEdge struct {
+	Cursor string                    `json:"cursor"`
+	Node   *RemoteCachedMavenPackage `json:"node"`
+}
+
+type RemoteCachedMavenVersion struct {
+	Version  string    `json:"version"`
+	CachedAt time.Time `json:"cachedAt"`
+	// The last download of one of its files (buffered); gc:cache-evict evicts versions not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days.
+	LastDownloadedAt *time.Time `json:"lastDownloadedAt,omitempty"`
+	SizeBytes        int64      `json:"sizeBytes"`
+	FilesCount       int        `json:"filesCount"`
+}
+
 type RemoteCachedTag struct {
 	Name      string `json:"name"`
 	Digest    string `json:"digest"`
@@ -572,6 +612,15 @@ type RemoteImageRefInput struct {
 	Image string `json:"image"`
 }
 
+type RemoteMavenMetadataRefInput struct {
+	// Namespace slug.
+	Namespace  string `json:"namespace"`
+	Repository string `json:"repository"`
+	// Narrow the invalidation to one groupId (and artifactId); absent: every cached package.
+	GroupID    *string `json:"groupId,omitempty"`
+	ArtifactID *string `json:"artifactId,omitempty"`
+}
+
 // The upstream of a new remote repository.
 type RemoteRepositoryInput struct {
 	// The upstream registry's base URL: http or https, no credentials, query or fragment; at most 1024 characters.
@@ -581,6 +630,10 @@ type RemoteRepositoryInput struct {
 	Password *string `json:"password,omitempty"`
 	// 0 to 8760; default 24.
 	CacheValidityHours *int `json:"cacheValidityHours,omitempty"`
+	// MAVEN: 0 to 8760; default 1.
+	MetadataCacheValidityHours *int `json:"metadataCacheValidityHours,omitempty"`
+	// MAVEN: 0 to 1440; default 15.
+	NegativeCacheMinutes *int `json:"negativeCacheMinutes,omitempty"`
 }
 
 // Changes to a remote repository's upstream settings; absent fields stay.
@@ -590,8 +643,10 @@ type RemoteRepositoryUpdateInput struct {
 	Username *string `json:"username,omitempty"`
 	Password *string `json:"password,omitempty"`
 	// Remove the stored credentials.
-	ClearCredentials   *bool `json:"clearCredentials,omitempty"`
-	CacheValidityHours *int  `json:"cacheValidityHours,omitempty"`
+	ClearCredentials           *bool `json:"clearCredentials,omitempty"`
+	CacheValidityHours         *int  `json:"cacheValidityHours,omitempty"`
+	MetadataCacheValidityHours *int  `json:"metadataCacheValidityHours,omitempty"`
+	NegativeCacheMinutes       *int  `json:"negativeCacheMinutes,omitempty"`
 }
 
 type RemoteTagRefInput struct {

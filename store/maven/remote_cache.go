@@ -423,3 +423,96 @@ func (s *Store) InvalidateRemoteMetadata(ctx context.Context, nsID, repositoryID
 	}
 	return tag.RowsAffected(), nil
 }
+
+// RemotePackage is a cached package of a Maven proxy, with its newest
+// cached versions.
+type RemotePackage struct {
+	ID               uuid.UUID
+	RemoteID         uuid.UUID
+	GroupID          string
+	ArtifactID       string
+	CreatedAt        time.Time
+	LastDownloadedAt *time.Time
+	SizeBytes        int64
+	Versions         []RemoteVersion
+}
+
+// RemoteVersion is a cached version.
+type RemoteVersion struct {
+	ID               uuid.UUID
+	Version          string
+	CreatedAt        time.Time
+	LastDownloadedAt *time.Time
+	SizeBytes        int64
+	FilesCount       int
+}
+
+// MaxRemotePackageVersions bounds RemotePackage.Versions.
+const MaxRemotePackageVersions = 100
+
+// RemotePackagesOfRemotes lists, for each Maven proxy of remoteIDs (its
+// maven_remote_repositories ids), its cached packages in (groupId,
+// artifactId) order after (afterGroup, afterArtifact), at most limit per
+// proxy, each with its newest MaxRemotePackageVersions versions (the
+// management API's batch of one page level).
+func (s *Store) RemotePackagesOfRemotes(ctx context.Context, nsID uuid.UUID, remoteIDs []uuid.UUID, afterGroup, afterArtifact string, limit int) (map[uuid.UUID][]*RemotePackage, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT p.id, p.maven_remote_repository_id, p.group_id, p.artifact_id, p.created_at, p.last_downloaded_at,
+		       (SELECT coalesce(sum(v.size_bytes), 0)::bigint FROM maven_remote_versions v
+		        WHERE v.namespace_id = $1 AND v.maven_remote_package_id = p.id AND v.soft_deleted_at IS NULL)
+		FROM unnest($2::uuid[]) AS r(id)
+		CROSS JOIN LATERAL (
+			SELECT * FROM maven_remote_packages mp
+			WHERE mp.namespace_id = $1 AND mp.maven_remote_repository_id = r.id AND mp.soft_deleted_at IS NULL
+			  AND ROW(mp.group_id, mp.artifact_id) > ROW($3::text, $4::text)
+			ORDER BY mp.group_id, mp.artifact_id LIMIT $5) p
+		ORDER BY p.maven_remote_repository_id, p.group_id, p.artifact_id`, nsID, remoteIDs, afterGroup, afterArtifact, limit)
+	if err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: cached maven packages: %w", err))
+	}
+	pkgs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*RemotePackage, error) {
+		var p RemotePackage
+		err := r.Scan(&p.ID, &p.RemoteID, &p.GroupID, &p.ArtifactID, &p.CreatedAt, &p.LastDownloadedAt, &p.SizeBytes)
+		return &p, err
+	})
+	if err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: cached maven packages: %w", err))
+	}
+	out := map[uuid.UUID][]*RemotePackage{}
+	if len(pkgs) == 0 {
+		return out, nil
+	}
+	ids := make([]uuid.UUID, len(pkgs))
+	byID := make(map[uuid.UUID]*RemotePackage, len(pkgs))
+	for i, p := range pkgs {
+		ids[i], byID[p.ID] = p.ID, p
+		out[p.RemoteID] = append(out[p.RemoteID], p)
+	}
+	vrows, err := s.pool.Query(ctx, `
+		SELECT v.maven_remote_package_id, v.id, v.version, v.created_at, v.last_downloaded_at, v.size_bytes,
+		       (SELECT count(*) FROM maven_remote_files f WHERE f.namespace_id = $1 AND f.maven_remote_version_id = v.id)::int
+		FROM unnest($2::uuid[]) AS p(id)
+		CROSS JOIN LATERAL (
+			SELECT * FROM maven_remote_versions mv
+			WHERE mv.namespace_id = $1 AND mv.maven_remote_package_id = p.id AND mv.soft_deleted_at IS NULL
+			ORDER BY mv.created_at DESC, mv.id DESC LIMIT $3) v`, nsID, ids, MaxRemotePackageVersions)
+	if err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: cached maven versions: %w", err))
+	}
+	defer vrows.Close()
+	for vrows.Next() {
+		var (
+			pkgID uuid.UUID
+			v     RemoteVersion
+		)
+		if err := vrows.Scan(&pkgID, &v.ID, &v.Version, &v.CreatedAt, &v.LastDownloadedAt, &v.SizeBytes, &v.FilesCount); err != nil {
+			return nil, db.MapErr(fmt.Errorf("store: cached maven versions: %w", err))
+		}
+		p := byID[pkgID]
+		p.Versions = append(p.Versions, v)
+	}
+	if err := vrows.Err(); err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: cached maven versions: %w", err))
+	}
+	return out, nil
+}
