@@ -9,11 +9,14 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/artifact-registry/artifact-registry/internal/jobstates"
+	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // KindCacheEvict is gc:cache-evict: evict the images of container
-// pull-through caches that were not pulled within their namespace's
+// pull-through caches and the versions of Maven proxies that were not
+// downloaded within their namespace's
 // KEEP_DOWNLOADED_WITHIN days (the rule of the namespace's enabled
 // default lifecycle policy; a namespace without one keeps its caches).
 // Eviction hard-deletes the cached rows and detaches their blobs in the
@@ -62,55 +65,95 @@ func (w *cacheEvictWorker) Work(ctx context.Context, _ *river.Job[CacheEvictArgs
 
 // CacheEvictResult is what one gc:cache-evict run did.
 type CacheEvictResult struct {
-	Namespaces int // namespaces with a rule and a cache, visited
+	Namespaces int // namespaces with a rule and a cache, visited (once per cache family)
 	Images     int // cached images evicted
+	Versions   int // cached Maven versions evicted
 	Candidates int // blobs left unused, recorded as GC candidates
 	Stopped    bool
 }
 
 // CacheEvict runs one gc:cache-evict over every namespace with a
-// KEEP_DOWNLOADED_WITHIN rule and a container remote. The kill switch is
-// read before each namespace and fails closed (an eviction makes blobs
-// reclaimable). An image pulled since it was listed is kept: the batch
-// checks last_downloaded_at again under the image lock (a pull's time is
-// buffered, so it counts once folded; the rule is in days, the fold in
-// seconds).
+// KEEP_DOWNLOADED_WITHIN rule and a container remote or a Maven proxy.
+// The kill switch is read before each namespace and fails closed (an
+// eviction makes blobs reclaimable). An image or version downloaded since
+// it was listed is kept: the batch checks last_downloaded_at again under
+// the lock (a download's time is buffered, so it counts once folded; the
+// rule is in days, the fold in seconds).
 func (g *GC) CacheEvict(ctx context.Context) (*CacheEvictResult, error) {
 	res := &CacheEvictResult{}
-	cs := container.New(g.st)
+	cs, ms := container.New(g.st), maven.New(g.st)
 	now := g.now()
-	after := uuid.Nil
-	for {
-		page, err := cs.CacheEvictNamespaces(ctx, after, cacheEvictPage)
-		if err != nil {
-			return res, fmt.Errorf("gc: cache evict: %w", err)
-		}
-		for _, ns := range page {
-			after = ns.ID
-			if err := g.reclaimGate(ctx); err != nil {
-				res.Stopped = true
-				g.log.Warn("gc: cache eviction stopped by the kill switch", "err", err)
-				return res, nil
+	families := []struct {
+		name  string
+		list  func(ctx context.Context, after uuid.UUID, limit int) ([]cacheEvictNamespace, error)
+		evict func(ctx context.Context, ns uuid.UUID, cutoff time.Time) (int, store.Released, error)
+		count *int
+	}{
+		{"images", func(ctx context.Context, after uuid.UUID, limit int) ([]cacheEvictNamespace, error) {
+			page, err := cs.CacheEvictNamespaces(ctx, after, limit)
+			out := make([]cacheEvictNamespace, len(page))
+			for i, n := range page {
+				out[i] = cacheEvictNamespace{n.ID, n.Days}
 			}
-			if ns.Days <= 0 {
-				continue
+			return out, err
+		}, func(ctx context.Context, ns uuid.UUID, cutoff time.Time) (int, store.Released, error) {
+			return cs.EvictStaleRemoteImages(ctx, ns, cutoff, g.cfg.CacheEvictBatch, cacheEvictMaxBatches)
+		}, &res.Images},
+		{"maven_versions", func(ctx context.Context, after uuid.UUID, limit int) ([]cacheEvictNamespace, error) {
+			page, err := ms.CacheEvictNamespaces(ctx, after, limit)
+			out := make([]cacheEvictNamespace, len(page))
+			for i, n := range page {
+				out[i] = cacheEvictNamespace{n.ID, n.Days}
 			}
-			cutoff := now.Add(-time.Duration(ns.Days) * 24 * time.Hour)
-			n, rel, err := cs.EvictStaleRemoteImages(ctx, ns.ID, cutoff, g.cfg.CacheEvictBatch, cacheEvictMaxBatches)
-			res.Namespaces++
-			res.Images += n
-			res.Candidates += rel.Candidates
-			g.metrics.cacheEvicted.Add(float64(n))
-			if n > 0 {
-				g.log.Info("gc.cache_evict", "namespace", ns.ID, "images", n, "attachments_detached", rel.Attachments,
-					"candidates_recorded", rel.Candidates, "keep_downloaded_within_days", ns.Days)
-			}
+			return out, err
+		}, func(ctx context.Context, ns uuid.UUID, cutoff time.Time) (int, store.Released, error) {
+			return ms.EvictStaleRemoteVersions(ctx, ns, cutoff, g.cfg.CacheEvictBatch, cacheEvictMaxBatches)
+		}, &res.Versions},
+	}
+	for _, f := range families {
+		after := uuid.Nil
+		for {
+			page, err := f.list(ctx, after, cacheEvictPage)
 			if err != nil {
-				return res, fmt.Errorf("gc: cache evict namespace %s: %w", ns.ID, err)
+				return res, fmt.Errorf("gc: cache evict: %w", err)
 			}
-		}
-		if len(page) < cacheEvictPage {
-			return res, nil
+			for _, ns := range page {
+				after = ns.id
+				if err := g.reclaimGate(ctx); err != nil {
+					res.Stopped = true
+					g.log.Warn("gc: cache eviction stopped by the kill switch", "err", err)
+					return res, nil
+				}
+				if ns.days <= 0 {
+					continue
+				}
+				cutoff := now.Add(-time.Duration(ns.days) * 24 * time.Hour)
+				n, rel, err := f.evict(ctx, ns.id, cutoff)
+				res.Namespaces++
+				*f.count += n
+				res.Candidates += rel.Candidates
+				if f.name == "images" {
+					g.metrics.cacheEvicted.Add(float64(n))
+				} else {
+					g.metrics.cacheEvictedMavenVersions.Add(float64(n))
+				}
+				if n > 0 {
+					g.log.Info("gc.cache_evict", "namespace", ns.id, f.name, n, "attachments_detached", rel.Attachments,
+						"candidates_recorded", rel.Candidates, "keep_downloaded_within_days", ns.days)
+				}
+				if err != nil {
+					return res, fmt.Errorf("gc: cache evict namespace %s: %w", ns.id, err)
+				}
+			}
+			if len(page) < cacheEvictPage {
+				break
+			}
 		}
 	}
+	return res, nil
+}
+
+type cacheEvictNamespace struct {
+	id   uuid.UUID
+	days int
 }
