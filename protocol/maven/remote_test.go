@@ -68,6 +68,16 @@ func TestRemoteServesAndComputesChecksums(t *testing.T) {
 	if r.status != http.StatusOK || r.header.Get("Content-Length") != "10" || r.body != "" {
 		t.Fatalf("HEAD: %d %v %q", r.status, r.header, r.body)
 	}
+	// The cached content counts in the repository and the namespace: the
+	// reconciliation, which recomputes from the rows, finds no drift.
+	ns, err := e.s.Store.NamespaceBySlug(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := e.s.Store.ReconcileNamespaceCounters(context.Background(), ns.ID, 0)
+	if err != nil || len(rec.Drifts) != 0 {
+		t.Fatalf("reconciliation: %+v %v", rec, err)
+	}
 }
 
 // The upstream's .sha1 must match the bytes: a mismatch answers 502 with
