@@ -66,7 +66,9 @@ func TestMavenRemoteRepositories(t *testing.T) {
 			}
 		}
 	}
-	var created struct{ CreateRepository struct{ Repository struct{ Remote remote } } }
+	var created struct {
+		CreateRepository struct{ Repository struct{ Remote remote } }
+	}
 	mustJSON(t, resp.Data, &created)
 	rem := created.CreateRepository.Repository.Remote
 	if rem.URL != "https://repo.example.test/maven2" || rem.CacheValidityHours != 24 || rem.MetadataCacheValidityHours == nil ||
@@ -167,7 +169,9 @@ func TestMavenRemoteRepositories(t *testing.T) {
 	// Invalidation: ADMIN only; the metadata becomes stale, the release
 	// files stay fresh.
 	inv := `mutation($in: RemoteMavenMetadataRefInput!) { invalidateRemoteMavenMetadata(input: $in) { invalidatedCount } }`
-	var res struct{ InvalidateRemoteMavenMetadata struct{ InvalidatedCount int } }
+	var res struct {
+		InvalidateRemoteMavenMetadata struct{ InvalidatedCount int }
+	}
 	a.admin(inv, map[string]any{"in": map[string]any{"namespace": "mremotes", "repository": "central", "groupId": "com.example"}}, &res)
 	if res.InvalidateRemoteMavenMetadata.InvalidatedCount != 1 {
 		t.Fatalf("invalidated %d", res.InvalidateRemoteMavenMetadata.InvalidatedCount)

@@ -123,7 +123,7 @@ func runServe(ctx context.Context, args []string) error {
 		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
 			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics,
 				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},
-		Npm:   npmOpts,
+		Npm: npmOpts,
 		Maven: maven.Options{Auth: authn, Logger: log,
 			Remote: maven.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: mavenCacheMetrics,
 				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},

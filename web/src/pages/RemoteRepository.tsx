@@ -18,6 +18,8 @@ const RemoteQuery = graphql(`
       remote {
         url
         cacheValidityHours
+        metadataCacheValidityHours
+        negativeCacheMinutes
         health
         lastCheckedAt
         lastError
@@ -64,6 +66,46 @@ const CachedImagesQuery = graphql(`
   }
 `);
 
+const CachedMavenPackagesQuery = graphql(`
+  query RemoteCachedMavenPackages($namespace: String!, $name: String!, $first: Int, $after: String) {
+    repository(namespace: $namespace, name: $name) {
+      id
+      remote {
+        cachedMavenPackages(first: $first, after: $after) {
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+          edges {
+            cursor
+            node {
+              id
+              groupId
+              artifactId
+              cachedAt
+              lastDownloadedAt
+              sizeBytes
+              versions {
+                version
+                sizeBytes
+                filesCount
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
+const InvalidateMavenMutation = graphql(`
+  mutation InvalidateRemoteMavenMetadata($input: RemoteMavenMetadataRefInput!) {
+    invalidateRemoteMavenMetadata(input: $input) {
+      invalidatedCount
+    }
+  }
+`);
+
 const InvalidateMutation = graphql(`
   mutation InvalidateRemoteTag($input: RemoteTagRefInput!) {
     invalidateRemoteTag(input: $input) {
@@ -91,6 +133,7 @@ const UpdateRemoteMutation = graphql(`
         remote {
           url
           cacheValidityHours
+          metadataCacheValidityHours
           hasCredentials
         }
       }
@@ -99,7 +142,7 @@ const UpdateRemoteMutation = graphql(`
 `);
 
 const IMAGE_PAGE = 50;
-const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage"] };
+const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage", "RemoteCachedMavenPackage"] };
 
 const HEALTH_TONE: Record<RemoteHealth, string> = { HEALTHY: "ok", UNHEALTHY: "bad", UNKNOWN: "info" };
 
@@ -113,12 +156,20 @@ export function formatRatio(r: number | null | undefined): string {
   return `${(Math.round(r * 1000) / 10).toFixed(1)} %`;
 }
 
-/** The upstream, health and cache of a remote repository. */
-export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+/** The upstream, health and cache of a remote repository (a container
+ * pull-through cache, or a Maven proxy when format is MAVEN). */
+export function RemotePanel({ ns, repo, admin, format }: { ns: string; repo: string; admin: boolean; format?: string }) {
   const [{ data, fetching, error }] = useQuery({ query: RemoteQuery, variables: { namespace: ns, name: repo }, context: ctx });
   const rem = data?.repository?.remote;
   if (error && !rem) return <ErrorBox error={error} />;
   if (!rem) return fetching ? <Loading what="Loading the upstream" /> : null;
+  const maven = format === "MAVEN";
+  const validity: [string, ReactNode][] = maven
+    ? [
+        ["Metadata revalidated after", `${rem.metadataCacheValidityHours ?? 0} h (release files never: they are immutable)`],
+        ["Missing paths remembered for", `${rem.negativeCacheMinutes ?? 0} min`],
+      ]
+    : [["Tags revalidated after", `${rem.cacheValidityHours} h`]];
   return (
     <>
       <h2>Upstream</h2>
@@ -129,7 +180,7 @@ export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; adm
           ["Last checked", formatTime(rem.lastCheckedAt)],
           ["Last error", rem.lastError ?? "–"],
           ["Credentials", rem.hasCredentials ? "stored (encrypted)" : "none (anonymous)"],
-          ["Tags revalidated after", `${rem.cacheValidityHours} h`],
+          ...validity,
           [
             "Hit ratio",
             `${formatRatio(rem.hitRatio)} (${formatCount(rem.cacheHits)} ${rem.cacheHits === 1 ? "hit" : "hits"}, ` +
@@ -137,6 +188,139 @@ export function RemotePanel({ ns, repo, admin }: { ns: string; repo: string; adm
           ],
         ]}
       />
+      {maven ? <MavenCache ns={ns} repo={repo} admin={admin} /> : <ImageCache ns={ns} repo={repo} admin={admin} />}
+    </>
+  );
+}
+
+/** The cached packages of a Maven proxy, with the administrator's
+ * invalidation of its metadata. */
+function MavenCache({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+  const [inv, doInvalidate] = useMutation(InvalidateMavenMutation);
+  const [done, setDone] = useState("");
+  const onInvalidate = async (groupId?: string, artifactId?: string) => {
+    setDone("");
+    const res = await doInvalidate({ input: { namespace: ns, repository: repo, groupId, artifactId } }, ctx);
+    if (res.data) {
+      const n = res.data.invalidateRemoteMavenMetadata.invalidatedCount;
+      const what = artifactId ? `${groupId}:${artifactId}` : "the proxy";
+      setDone(`${formatCount(n)} cached ${n === 1 ? "document" : "documents"} of ${what} will be revalidated on their next request.`);
+    }
+  };
+  return (
+    <>
+      <h2>Cached packages</h2>
+      {admin && (
+        <p>
+          <button type="button" className="btn btn-small" disabled={inv.fetching} onClick={() => void onInvalidate()}>
+            Invalidate all metadata
+          </button>{" "}
+          <span className="muted">maven-metadata.xml and SNAPSHOT files are asked for again; remembered misses are forgotten.</span>
+        </p>
+      )}
+      {done && (
+        <p role="status" className="ok-text">
+          {done}
+        </p>
+      )}
+      {inv.error && <ErrorBox error={inv.error} title="Could not invalidate the metadata" />}
+      <div className="table-wrap">
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Package</th>
+              <th scope="col">Versions</th>
+              <th scope="col" className="num">
+                Size
+              </th>
+              <th scope="col">Last downloaded</th>
+              {admin && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <PagedList
+            resetKey={`${ns}/${repo}`}
+            page={(p) => (
+              <CachedMavenPackagePage key={p.index} {...p} ns={ns} repo={repo} admin={admin} busy={inv.fetching} onInvalidate={onInvalidate} />
+            )}
+          />
+        </table>
+      </div>
+    </>
+  );
+}
+
+function CachedMavenPackagePage({
+  ns,
+  repo,
+  admin,
+  busy,
+  onInvalidate,
+  after,
+  index,
+  isLast,
+  onMore,
+}: PageProps & { ns: string; repo: string; admin: boolean; busy: boolean; onInvalidate(g: string, a: string): Promise<void> }) {
+  const [{ data, fetching, error }] = useQuery({
+    query: CachedMavenPackagesQuery,
+    variables: { namespace: ns, name: repo, first: IMAGE_PAGE, after },
+    context: ctx,
+  });
+  const conn = data?.repository?.remote?.cachedMavenPackages;
+  const body = useRef<HTMLTableSectionElement>(null);
+  useEffect(() => {
+    if (index > 0 && conn) focusFirstLinkIfLost(body.current);
+  }, [index, conn]);
+  const cols = admin ? 5 : 4;
+  const note = (c: ReactNode) => (
+    <tr className="row-note">
+      <td colSpan={cols}>{c}</td>
+    </tr>
+  );
+  return (
+    <tbody ref={body}>
+      {error && note(<ErrorBox error={error} />)}
+      {!conn && fetching && note(<Loading what="Loading cached packages" />)}
+      {conn && conn.edges.length === 0 && index === 0 && note(<Empty>Nothing cached yet: resolve a build through this repository.</Empty>)}
+      {conn?.edges.map(({ node: p }) => (
+        <tr key={p.id}>
+          <th scope="row" data-label="Package">
+            {p.groupId}:{p.artifactId}
+          </th>
+          <td data-label="Versions">
+            {p.versions.length === 0 && <span className="muted">metadata only</span>}
+            {p.versions.map((v) => (
+              <span key={v.version} className="tag-cell">
+                <Badge>{v.version}</Badge>{" "}
+              </span>
+            ))}
+          </td>
+          <td data-label="Size" className="num">
+            {formatBytes(p.sizeBytes)}
+          </td>
+          <td data-label="Last downloaded">{formatTime(p.lastDownloadedAt)}</td>
+          {admin && (
+            <td data-label="Actions">
+              <button
+                type="button"
+                className="btn btn-small btn-ghost"
+                aria-label={`Invalidate the metadata of ${p.groupId}:${p.artifactId}`}
+                disabled={busy}
+                onClick={() => void onInvalidate(p.groupId, p.artifactId)}
+              >
+                Invalidate metadata
+              </button>
+            </td>
+          )}
+        </tr>
+      ))}
+      {conn && isLast && <LoadMoreRow colSpan={cols} pageInfo={conn.pageInfo} onMore={onMore} shown={index * IMAGE_PAGE + conn.edges.length} />}
+    </tbody>
+  );
+}
+
+function ImageCache({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+  return (
+    <>
       <h2>Cached images</h2>
       <div className="table-wrap">
         <table className="table">
@@ -256,8 +440,20 @@ function CachedImagePage({ ns, repo, admin, after, index, isLast, onMore }: Page
 }
 
 /** Pull commands for a remote repository (it takes no pushes). */
-export function RemoteUsage({ ns, repo }: { ns: string; repo: string }) {
+export function RemoteUsage({ ns, repo, format }: { ns: string; repo: string; format?: string }) {
   const { host } = window.location;
+  if (format === "MAVEN") {
+    const url = `${window.location.protocol}//${host}/maven/${ns}/${repo}`;
+    return (
+      <div className="usage">
+        <CopyBlock
+          label="settings.xml: resolve everything (plugins too) through the proxy"
+          text={`<mirrors>\n  <mirror><id>${repo}</id><mirrorOf>*</mirrorOf><url>${url}</url></mirror>\n</mirrors>\n<servers>\n  <server><id>${repo}</id><username>token</username><password>YOUR_TOKEN</password></server>\n</servers>`}
+        />
+        <CopyBlock label="Build" text="mvn package" />
+      </div>
+    );
+  }
   const plain = window.location.protocol === "http:" ? " --plain-http" : "";
   return (
     <div className="usage">
@@ -269,19 +465,25 @@ export function RemoteUsage({ ns, repo }: { ns: string; repo: string }) {
 }
 
 /** The upstream settings form of a remote repository. */
-export function RemoteSettings({ ns, repo }: { ns: string; repo: string }) {
+export function RemoteSettings({ ns, repo, format }: { ns: string; repo: string; format?: string }) {
   const [{ data }] = useQuery({ query: RemoteQuery, variables: { namespace: ns, name: repo }, context: ctx });
   const [saved, setSaved] = useState(false);
   const rem = data?.repository?.remote;
   if (!rem) return null;
+  // A Maven proxy's revalidation setting is its metadata validity (its
+  // release files are never revalidated).
+  const maven = format === "MAVEN";
+  const hours = maven ? (rem.metadataCacheValidityHours ?? 0) : rem.cacheValidityHours;
   // A saved change comes back in the query's answer: the form starts again
   // from the new settings.
   return (
     <RemoteSettingsForm
-      key={`${rem.url}|${rem.cacheValidityHours}|${rem.hasCredentials}`}
+      key={`${rem.url}|${hours}|${rem.hasCredentials}`}
       ns={ns}
       repo={repo}
-      rem={rem}
+      rem={{ url: rem.url, hours, hasCredentials: rem.hasCredentials }}
+      hoursField={maven ? "metadataCacheValidityHours" : "cacheValidityHours"}
+      hoursLabel={maven ? "Revalidate cached metadata after (hours)" : "Revalidate cached tags after (hours)"}
       saved={saved}
       onSaved={setSaved}
     />
@@ -292,17 +494,21 @@ function RemoteSettingsForm({
   ns,
   repo,
   rem,
+  hoursField,
+  hoursLabel,
   saved,
   onSaved,
 }: {
   ns: string;
   repo: string;
-  rem: { url: string; cacheValidityHours: number; hasCredentials: boolean };
+  rem: { url: string; hours: number; hasCredentials: boolean };
+  hoursField: "cacheValidityHours" | "metadataCacheValidityHours";
+  hoursLabel: string;
   saved: boolean;
   onSaved(saved: boolean): void;
 }) {
   const [url, setURL] = useState(rem.url);
-  const [hours, setHours] = useState(String(rem.cacheValidityHours));
+  const [hours, setHours] = useState(String(rem.hours));
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [clear, setClear] = useState(false);
@@ -310,13 +516,13 @@ function RemoteSettingsForm({
   const hoursNum = Number(hours);
   const hoursOk = hours !== "" && Number.isInteger(hoursNum) && hoursNum >= 0 && hoursNum <= 8760;
   const credsOk = (username === "") === (password === "");
-  const dirty = url !== rem.url || (hoursOk && hoursNum !== rem.cacheValidityHours) || username !== "" || clear;
+  const dirty = url !== rem.url || (hoursOk && hoursNum !== rem.hours) || username !== "" || clear;
   const onSubmit = async (e: FormEvent) => {
     e.preventDefault();
     onSaved(false);
     const remote: Record<string, unknown> = {};
     if (url !== rem.url) remote.url = url;
-    if (hoursNum !== rem.cacheValidityHours) remote.cacheValidityHours = hoursNum;
+    if (hoursNum !== rem.hours) remote[hoursField] = hoursNum;
     if (username !== "") {
       remote.username = username;
       remote.password = password;
@@ -336,7 +542,7 @@ function RemoteSettingsForm({
       <h3>Upstream settings</h3>
       <label htmlFor="remote-url">Upstream URL</label>
       <input id="remote-url" type="url" value={url} maxLength={1024} onChange={(e) => setURL(e.target.value)} required />
-      <label htmlFor="remote-hours">Revalidate cached tags after (hours)</label>
+      <label htmlFor="remote-hours">{hoursLabel}</label>
       <input
         id="remote-hours"
         type="number"

@@ -172,7 +172,7 @@ export function RepositoryDetail() {
     );
   }
   const container = r.format === "DOCKER" || r.format === "OCI";
-  const remote = container && r.kind === "REMOTE";
+  const remote = (container || r.format === "MAVEN") && r.kind === "REMOTE";
   return (
     <section>
       <nav className="crumbs" aria-label="Breadcrumb">
@@ -196,7 +196,7 @@ export function RepositoryDetail() {
       />
 
       {remote ? (
-        <RemotePanel ns={ns} repo={r.name} admin={signedIn} />
+        <RemotePanel ns={ns} repo={r.name} admin={signedIn} format={r.format} />
       ) : container ? (
         <>
           <h2>Images</h2>
@@ -232,13 +232,13 @@ export function RepositoryDetail() {
       ) : null}
 
       <h2>Use this repository</h2>
-      {remote ? <RemoteUsage ns={ns} repo={r.name} /> : <Usage format={r.format} ns={ns} repo={r.name} />}
+      {remote ? <RemoteUsage ns={ns} repo={r.name} format={r.format} /> : <Usage format={r.format} ns={ns} repo={r.name} />}
 
       {signedIn && (
         <>
           <h2>Settings</h2>
           <Settings ns={ns} r={r} />
-          {remote && <RemoteSettings ns={ns} repo={r.name} />}
+          {remote && <RemoteSettings ns={ns} repo={r.name} format={r.format} />}
           <CollectionLinks ns={ns} repo={r.name} linked={r.collections} />
           <DangerZone ns={ns} repo={r.name} />
         </>
