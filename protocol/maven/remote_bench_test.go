@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/internal/testtools"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -21,6 +22,7 @@ func BenchmarkMavenRemote(b *testing.B) {
 	testtools.RequireMaven(b)
 	up := newUpstreamRepo(b, testtools.MavenRepo)
 	s := newTestServer(b, serverOpts{rootRouter: true})
+	testsupport.Namespace(b, s.Store, "acme")
 	e := newMvnEnv(b, s, "")
 	build := func(b *testing.B, url string) {
 		b.Helper()
