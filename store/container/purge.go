@@ -196,35 +196,42 @@ func (s *Store) PurgeImages(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, ids 
 	if err != nil || len(images) == 0 {
 		return nil, store.Released{}, wrap("lock images to purge", err)
 	}
-	owned, err := collectAttached(tx.Query(ctx, `
+	rel, err := s.deleteImages(ctx, tx, nsID, images, "purge images", `
 		SELECT id, blob_storage_attachment_id, blob_sha256 FROM container_manifests
 		WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])
 		UNION ALL
 		SELECT id, blob_storage_attachment_id, blob_sha256 FROM container_blobs
-		WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`, nsID, images))
-	if err != nil {
-		return nil, store.Released{}, wrap("rows of images to purge", err)
-	}
-	_, atts := splitAttached(owned)
-	rel, err := s.core.PurgeAttached(ctx, tx, nsID, atts, func() error {
-		for _, q := range []string{
-			`DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_manifest_relationships WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_manifest_blob_references WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_manifests WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_blobs WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_images WHERE namespace_id = $1 AND id = ANY($2::uuid[])`,
-		} {
-			if _, err := tx.Exec(ctx, q, nsID, images); err != nil {
-				return wrap("purge images", err)
-			}
-		}
-		return nil
-	})
+		WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_tags WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_manifest_relationships WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_manifest_blob_references WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_manifests WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_blobs WHERE namespace_id = $1 AND container_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_images WHERE namespace_id = $1 AND id = ANY($2::uuid[])`)
 	if err != nil {
 		return nil, store.Released{}, err
 	}
 	return images, rel, nil
+}
+
+// deleteImages hard-deletes the locked images' rows with deletes
+// (children first; each takes $1 namespace and $2 image ids) and detaches
+// the attachments of the rows owned lists (id, attachment, sha256), in
+// the caller's transaction.
+func (s *Store) deleteImages(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, images []uuid.UUID, what, owned string, deletes ...string) (store.Released, error) {
+	rows, err := collectAttached(tx.Query(ctx, owned, nsID, images))
+	if err != nil {
+		return store.Released{}, wrap(what+": attached rows", err)
+	}
+	_, atts := splitAttached(rows)
+	return s.core.PurgeAttached(ctx, tx, nsID, atts, func() error {
+		for _, q := range deletes {
+			if _, err := tx.Exec(ctx, q, nsID, images); err != nil {
+				return wrap(what, err)
+			}
+		}
+		return nil
+	})
 }
 
 // ImagesOfRepository lists up to limit image ids of a repository, any

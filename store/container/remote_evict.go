@@ -38,31 +38,18 @@ func (s *Store) EvictRemoteImages(ctx context.Context, tx pgx.Tx, nsID uuid.UUID
 	if err != nil || len(images) == 0 {
 		return nil, store.Released{}, wrap("lock cached images", err)
 	}
-	owned, err := collectAttached(tx.Query(ctx, `
+	rel, err := s.deleteImages(ctx, tx, nsID, images, "evict cached images", `
 		SELECT id, blob_storage_attachment_id, blob_sha256 FROM container_remote_manifests
 		WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])
 		UNION ALL
 		SELECT id, blob_storage_attachment_id, blob_sha256 FROM container_remote_blobs
-		WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`, nsID, images))
-	if err != nil {
-		return nil, store.Released{}, wrap("rows of cached images", err)
-	}
-	_, atts := splitAttached(owned)
-	rel, err := s.core.PurgeAttached(ctx, tx, nsID, atts, func() error {
-		for _, q := range []string{
-			`DELETE FROM container_remote_tags WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_remote_manifest_relationships WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_remote_manifest_children WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_remote_manifests WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_remote_blobs WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
-			`DELETE FROM container_remote_images WHERE namespace_id = $1 AND id = ANY($2::uuid[])`,
-		} {
-			if _, err := tx.Exec(ctx, q, nsID, images); err != nil {
-				return wrap("evict cached images", err)
-			}
-		}
-		return nil
-	})
+		WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_remote_tags WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_remote_manifest_relationships WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_remote_manifest_children WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_remote_manifests WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_remote_blobs WHERE namespace_id = $1 AND container_remote_image_id = ANY($2::uuid[])`,
+		`DELETE FROM container_remote_images WHERE namespace_id = $1 AND id = ANY($2::uuid[])`)
 	if err != nil {
 		return nil, store.Released{}, err
 	}
