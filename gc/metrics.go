@@ -33,24 +33,31 @@ const (
 	MetricStagingPurged        = metricPrefix + "staging_purged_total"
 	MetricExpiredRows          = metricPrefix + "expired_rows_total"
 	MetricCacheEvictedImages   = metricPrefix + "cache_evicted_images_total"
-	MetricBlobLockWait         = metricPrefix + "push_blob_lock_wait_seconds"
-	MetricDedupObjectChecks    = metricPrefix + "push_dedup_object_checks_total"
+	// MetricCacheEvictedNpmVersions and MetricCacheEvictedMavenVersions
+	// count the cached versions of npm and Maven remotes gc:cache-evict
+	// evicted.
+	MetricCacheEvictedNpmVersions   = metricPrefix + "cache_evicted_npm_versions_total"
+	MetricCacheEvictedMavenVersions = metricPrefix + "cache_evicted_maven_versions_total"
+	MetricBlobLockWait              = metricPrefix + "push_blob_lock_wait_seconds"
+	MetricDedupObjectChecks         = metricPrefix + "push_dedup_object_checks_total"
 )
 
 type metrics struct {
-	reclaimedObjects  prometheus.Counter
-	reclaimedBytes    prometheus.Counter
-	outcomes          *prometheus.CounterVec
-	sweepEnqueued     prometheus.Counter
-	sweepPauses       prometheus.Counter
-	strikes           prometheus.Counter
-	excluded          prometheus.Counter
-	reconcileRecorded prometheus.Counter
-	stagingPurged     prometheus.Counter
-	expired           *prometheus.CounterVec
-	cacheEvicted      prometheus.Counter
-	push              *pushMetrics
-	queue             *queueCollector
+	reclaimedObjects          prometheus.Counter
+	reclaimedBytes            prometheus.Counter
+	outcomes                  *prometheus.CounterVec
+	sweepEnqueued             prometheus.Counter
+	sweepPauses               prometheus.Counter
+	strikes                   prometheus.Counter
+	excluded                  prometheus.Counter
+	reconcileRecorded         prometheus.Counter
+	stagingPurged             prometheus.Counter
+	expired                   *prometheus.CounterVec
+	cacheEvicted              prometheus.Counter
+	cacheEvictedNpmVersions   prometheus.Counter
+	cacheEvictedMavenVersions prometheus.Counter
+	push                      *pushMetrics
+	queue                     *queueCollector
 }
 
 func newMetrics() *metrics {
@@ -74,7 +81,9 @@ func newMetrics() *metrics {
 			Name: MetricExpiredRows,
 			Help: "Soft-deleted rows hard-deleted by gc:expiry-sweep after their trash retention, by kind (REPOSITORY, CONTAINER_IMAGE, CONTAINER_MANIFEST, CONTAINER_BLOB_LINK, NPM_PACKAGE, NPM_VERSION, MAVEN_PACKAGE, MAVEN_VERSION).",
 		}, []string{"kind"}),
-		cacheEvicted: counter(MetricCacheEvictedImages, "Cached images of pull-through caches evicted by gc:cache-evict (not pulled within the namespace's KEEP_DOWNLOADED_WITHIN days)."),
+		cacheEvicted:              counter(MetricCacheEvictedImages, "Cached images of pull-through caches evicted by gc:cache-evict (not pulled within the namespace's KEEP_DOWNLOADED_WITHIN days)."),
+		cacheEvictedNpmVersions:   counter(MetricCacheEvictedNpmVersions, "Cached versions of npm remotes evicted by gc:cache-evict (not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days)."),
+		cacheEvictedMavenVersions: counter(MetricCacheEvictedMavenVersions, "Cached versions of Maven proxies evicted by gc:cache-evict (not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days)."),
 		push: &pushMetrics{
 			lockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 				Name:    MetricBlobLockWait,
@@ -123,7 +132,7 @@ func (g *GC) Collectors() []prometheus.Collector {
 	m := g.metrics
 	return []prometheus.Collector{
 		m.reclaimedObjects, m.reclaimedBytes, m.outcomes, m.sweepEnqueued, m.sweepPauses,
-		m.strikes, m.excluded, m.reconcileRecorded, m.stagingPurged, m.expired, m.cacheEvicted,
+		m.strikes, m.excluded, m.reconcileRecorded, m.stagingPurged, m.expired, m.cacheEvicted, m.cacheEvictedNpmVersions, m.cacheEvictedMavenVersions,
 		m.push.lockWait, m.push.checks, m.queue,
 	}
 }

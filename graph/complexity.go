@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"github.com/artifact-registry/artifact-registry/store/maven"
 	"math"
 	"time"
 
@@ -139,6 +140,7 @@ func setConnectionComplexity(c *ComplexityRoot) {
 		}
 		return listCost(child, max(n, 1))
 	}
+	c.RemoteRepository.CachedMavenPackages = page
 }
 
 func setListComplexity(c *ComplexityRoot) {
@@ -181,4 +183,5 @@ func setListComplexity(c *ComplexityRoot) {
 	c.LifecyclePolicy.Rules = bounded(lifecycle.MaxRules)
 	c.LifecyclePreviewItem.Tags = bounded(maxLifecycleItemTags)
 	c.RemoteCachedImage.Tags = bounded(maxRemoteImageTags)
+	c.RemoteCachedMavenPackage.Versions = bounded(maven.MaxRemotePackageVersions)
 }

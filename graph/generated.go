@@ -267,6 +267,11 @@ type ComplexityRoot struct {
 		GarbageCollection func(childComplexity int) int
 	}
 
+	InvalidateRemoteMavenMetadataPayload struct {
+		InvalidatedCount func(childComplexity int) int
+		Repository       func(childComplexity int) int
+	}
+
 	InvalidateRemoteMetadataPayload struct {
 		InvalidatedCount func(childComplexity int) int
 		Repository       func(childComplexity int) int
@@ -483,6 +488,7 @@ type ComplexityRoot struct {
 		DeleteRepository               func(childComplexity int, input model.RepositoryRefInput) int
 		EmptyTrash                     func(childComplexity int, input model.EmptyTrashInput) int
 		EvictRemoteImage               func(childComplexity int, input model.RemoteImageRefInput) int
+		InvalidateRemoteMavenMetadata  func(childComplexity int, input model.RemoteMavenMetadataRefInput) int
 		InvalidateRemoteMetadata       func(childComplexity int, input model.RemotePackageRefInput) int
 		InvalidateRemoteTag            func(childComplexity int, input model.RemoteTagRefInput) int
 		LinkRepositoryToCollection     func(childComplexity int, input model.RepositoryCollectionLinkInput) int
@@ -719,6 +725,34 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	RemoteCachedMavenPackage struct {
+		ArtifactID       func(childComplexity int) int
+		CachedAt         func(childComplexity int) int
+		GroupID          func(childComplexity int) int
+		ID               func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		SizeBytes        func(childComplexity int) int
+		Versions         func(childComplexity int) int
+	}
+
+	RemoteCachedMavenPackageConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	RemoteCachedMavenPackageEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	RemoteCachedMavenVersion struct {
+		CachedAt         func(childComplexity int) int
+		FilesCount       func(childComplexity int) int
+		LastDownloadedAt func(childComplexity int) int
+		SizeBytes        func(childComplexity int) int
+		Version          func(childComplexity int) int
+	}
+
 	RemoteCachedPackage struct {
 		CachedVersions   func(childComplexity int) int
 		CheckedAt        func(childComplexity int) int
@@ -742,6 +776,7 @@ type ComplexityRoot struct {
 		CacheMisses                func(childComplexity int) int
 		CacheValidityHours         func(childComplexity int) int
 		CachedImages               func(childComplexity int, first *int, after *string) int
+		CachedMavenPackages        func(childComplexity int, first *int, after *string) int
 		CachedPackages             func(childComplexity int, first *int) int
 		HasCredentials             func(childComplexity int) int
 		Health                     func(childComplexity int) int
@@ -749,6 +784,7 @@ type ComplexityRoot struct {
 		LastCheckedAt              func(childComplexity int) int
 		LastError                  func(childComplexity int) int
 		MetadataCacheValidityHours func(childComplexity int) int
+		NegativeCacheMinutes       func(childComplexity int) int
 		URL                        func(childComplexity int) int
 	}
 
@@ -939,6 +975,7 @@ type MutationResolver interface {
 	RestoreMavenVersion(ctx context.Context, input model.PackageItemRefInput) (*model.MavenVersionPayload, error)
 	DeleteMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
 	RestoreMavenPackage(ctx context.Context, input model.PackageItemRefInput) (*model.MavenPackagePayload, error)
+	InvalidateRemoteMavenMetadata(ctx context.Context, input model.RemoteMavenMetadataRefInput) (*model.InvalidateRemoteMavenMetadataPayload, error)
 	InvalidateRemoteTag(ctx context.Context, input model.RemoteTagRefInput) (*model.InvalidateRemoteTagPayload, error)
 	EvictRemoteImage(ctx context.Context, input model.RemoteImageRefInput) (*model.EvictRemoteImagePayload, error)
 	InvalidateRemoteMetadata(ctx context.Context, input model.RemotePackageRefInput) (*model.InvalidateRemoteMetadataPayload, error)
@@ -1003,6 +1040,7 @@ type RemoteCachedImageResolver interface {
 type RemoteRepositoryResolver interface {
 	CachedImages(ctx context.Context, obj *model.RemoteRepository, first *int, after *string) (*model.RemoteCachedImageConnection, error)
 	CachedPackages(ctx context.Context, obj *model.RemoteRepository, first *int) ([]*model.RemoteCachedPackage, error)
+	CachedMavenPackages(ctx context.Context, obj *model.RemoteRepository, first *int, after *string) (*model.RemoteCachedMavenPackageConnection, error)
 }
 type RepositoryResolver interface {
 	Namespace(ctx context.Context, obj *model.Repository) (*model.Namespace, error)
@@ -1834,6 +1872,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.GarbageCollectionPayload.GarbageCollection(childComplexity), true
+
+	case "InvalidateRemoteMavenMetadataPayload.invalidatedCount":
+		if e.ComplexityRoot.InvalidateRemoteMavenMetadataPayload.InvalidatedCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteMavenMetadataPayload.InvalidatedCount(childComplexity), true
+	case "InvalidateRemoteMavenMetadataPayload.repository":
+		if e.ComplexityRoot.InvalidateRemoteMavenMetadataPayload.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvalidateRemoteMavenMetadataPayload.Repository(childComplexity), true
 
 	case "InvalidateRemoteMetadataPayload.invalidatedCount":
 		if e.ComplexityRoot.InvalidateRemoteMetadataPayload.InvalidatedCount == nil {
@@ -2744,6 +2795,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Mutation.EvictRemoteImage(childComplexity, args["input"].(model.RemoteImageRefInput)), true
+	case "Mutation.invalidateRemoteMavenMetadata":
+		if e.ComplexityRoot.Mutation.InvalidateRemoteMavenMetadata == nil {
+			break
+		}
+
+		args, err := ec.field_Mutation_invalidateRemoteMavenMetadata_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Mutation.InvalidateRemoteMavenMetadata(childComplexity, args["input"].(model.RemoteMavenMetadataRefInput)), true
 	case "Mutation.invalidateRemoteMetadata":
 		if e.ComplexityRoot.Mutation.InvalidateRemoteMetadata == nil {
 			break
@@ -3889,6 +3951,106 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.RemoteCachedImageEdge.Node(childComplexity), true
 
+	case "RemoteCachedMavenPackage.artifactId":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.ArtifactID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.ArtifactID(childComplexity), true
+	case "RemoteCachedMavenPackage.cachedAt":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.CachedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.CachedAt(childComplexity), true
+	case "RemoteCachedMavenPackage.groupId":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.GroupID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.GroupID(childComplexity), true
+	case "RemoteCachedMavenPackage.id":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.ID(childComplexity), true
+	case "RemoteCachedMavenPackage.lastDownloadedAt":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.LastDownloadedAt(childComplexity), true
+	case "RemoteCachedMavenPackage.sizeBytes":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.SizeBytes(childComplexity), true
+	case "RemoteCachedMavenPackage.versions":
+		if e.ComplexityRoot.RemoteCachedMavenPackage.Versions == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackage.Versions(childComplexity), true
+
+	case "RemoteCachedMavenPackageConnection.edges":
+		if e.ComplexityRoot.RemoteCachedMavenPackageConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackageConnection.Edges(childComplexity), true
+	case "RemoteCachedMavenPackageConnection.pageInfo":
+		if e.ComplexityRoot.RemoteCachedMavenPackageConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackageConnection.PageInfo(childComplexity), true
+
+	case "RemoteCachedMavenPackageEdge.cursor":
+		if e.ComplexityRoot.RemoteCachedMavenPackageEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackageEdge.Cursor(childComplexity), true
+	case "RemoteCachedMavenPackageEdge.node":
+		if e.ComplexityRoot.RemoteCachedMavenPackageEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenPackageEdge.Node(childComplexity), true
+
+	case "RemoteCachedMavenVersion.cachedAt":
+		if e.ComplexityRoot.RemoteCachedMavenVersion.CachedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenVersion.CachedAt(childComplexity), true
+	case "RemoteCachedMavenVersion.filesCount":
+		if e.ComplexityRoot.RemoteCachedMavenVersion.FilesCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenVersion.FilesCount(childComplexity), true
+	case "RemoteCachedMavenVersion.lastDownloadedAt":
+		if e.ComplexityRoot.RemoteCachedMavenVersion.LastDownloadedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenVersion.LastDownloadedAt(childComplexity), true
+	case "RemoteCachedMavenVersion.sizeBytes":
+		if e.ComplexityRoot.RemoteCachedMavenVersion.SizeBytes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenVersion.SizeBytes(childComplexity), true
+	case "RemoteCachedMavenVersion.version":
+		if e.ComplexityRoot.RemoteCachedMavenVersion.Version == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteCachedMavenVersion.Version(childComplexity), true
+
 	case "RemoteCachedPackage.cachedVersions":
 		if e.ComplexityRoot.RemoteCachedPackage.CachedVersions == nil {
 			break
@@ -3992,6 +4154,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoteRepository.CachedImages(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "RemoteRepository.cachedMavenPackages":
+		if e.ComplexityRoot.RemoteRepository.CachedMavenPackages == nil {
+			break
+		}
+
+		args, err := ec.field_RemoteRepository_cachedMavenPackages_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.RemoteRepository.CachedMavenPackages(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "RemoteRepository.cachedPackages":
 		if e.ComplexityRoot.RemoteRepository.CachedPackages == nil {
 			break
@@ -4039,6 +4212,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RemoteRepository.MetadataCacheValidityHours(childComplexity), true
+	case "RemoteRepository.negativeCacheMinutes":
+		if e.ComplexityRoot.RemoteRepository.NegativeCacheMinutes == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RemoteRepository.NegativeCacheMinutes(childComplexity), true
 	case "RemoteRepository.url":
 		if e.ComplexityRoot.RemoteRepository.URL == nil {
 			break
@@ -4419,6 +4598,7 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("PurgeTrashInput", ec.unmarshalInputPurgeTrashInput),
 			graphql.NewInputUnmarshaler("ReconcileNamespaceCountersInput", ec.unmarshalInputReconcileNamespaceCountersInput),
 			graphql.NewInputUnmarshaler("RemoteImageRefInput", ec.unmarshalInputRemoteImageRefInput),
+			graphql.NewInputUnmarshaler("RemoteMavenMetadataRefInput", ec.unmarshalInputRemoteMavenMetadataRefInput),
 			graphql.NewInputUnmarshaler("RemotePackageRefInput", ec.unmarshalInputRemotePackageRefInput),
 			graphql.NewInputUnmarshaler("RemoteRepositoryInput", ec.unmarshalInputRemoteRepositoryInput),
 			graphql.NewInputUnmarshaler("RemoteRepositoryUpdateInput", ec.unmarshalInputRemoteRepositoryUpdateInput),
@@ -5158,7 +5338,7 @@ type MavenPackagePayload {
 }
 `, BuiltIn: false},
 	{Name: "../remote.graphqls", Input: `# Remote repositories (pull-through caches; docs/remote-repositories.md):
-# a DOCKER, OCI or NPM repository of kind REMOTE serves what its upstream
+# a DOCKER, OCI, NPM or MAVEN repository of kind REMOTE serves what its upstream
 # registry has, caching it in the namespace's blob store. Settings are
 # created with createRepository(input: {kind: REMOTE, remote: {...}}) and
 # changed with updateRepository(input: {remote: {...}}). Upstream
@@ -5177,10 +5357,12 @@ enum RemoteHealth {
 type RemoteRepository {
   "The upstream registry's base URL."
   url: String!
-  "How long a cached tag is served before the upstream is asked again (0: every request asks). npm tarballs are immutable and never expire."
+  "How long a cached tag is served before the upstream is asked again (0: every request asks). npm tarballs and Maven release files are immutable and never asked again."
   cacheValidityHours: Int!
-  "npm: how long a cached packument is served before the upstream is asked again (conditional GET; 0: every request asks). Null for container remotes."
+  "NPM and MAVEN: how long a cached packument, maven-metadata.xml or SNAPSHOT file is served before the upstream is asked again, conditionally (0: every request asks); null for container remotes."
   metadataCacheValidityHours: Int
+  "MAVEN: how long an upstream 404 is remembered, in minutes (0: never); null for other remotes."
+  negativeCacheMinutes: Int
   health: RemoteHealth!
   "When the health was last confirmed by an upstream answer or failure."
   lastCheckedAt: Time
@@ -5194,10 +5376,12 @@ type RemoteRepository {
   cacheMisses: Int64!
   "cacheHits / (cacheHits + cacheMisses); null before the first request."
   hitRatio: Float
-  "The cached images by name (container remotes; empty for npm)."
+  "The cached images by name (container remotes; empty for others)."
   cachedImages(first: Int, after: String): RemoteCachedImageConnection!
-  "npm: the cached packages by name, the first ones (at most 100); empty for container remotes."
+  "npm: the cached packages by name, the first ones (at most 100); empty for others."
   cachedPackages(first: Int): [RemoteCachedPackage!]!
+  "The cached packages by groupId and artifactId (MAVEN remotes; empty for others)."
+  cachedMavenPackages(first: Int, after: String): RemoteCachedMavenPackageConnection!
 }
 
 "A package an npm remote repository has cached."
@@ -5214,6 +5398,40 @@ type RemoteCachedPackage {
   checkedAt: Time
   "The next request of the packument asks the upstream first (metadataCacheValidityHours passed, or it was invalidated)."
   stale: Boolean!
+}
+
+"A Maven package a MAVEN remote repository has cached files of."
+type RemoteCachedMavenPackage {
+  id: ID!
+  groupId: String!
+  artifactId: String!
+  "When it was first cached."
+  cachedAt: Time!
+  "The last download of one of its version files (buffered)."
+  lastDownloadedAt: Time
+  "Bytes of its cached version files."
+  sizeBytes: Int64!
+  "Its cached versions, newest first (at most 100)."
+  versions: [RemoteCachedMavenVersion!]!
+}
+
+type RemoteCachedMavenVersion {
+  version: String!
+  cachedAt: Time!
+  "The last download of one of its files (buffered); gc:cache-evict evicts versions not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days."
+  lastDownloadedAt: Time
+  sizeBytes: Int64!
+  filesCount: Int!
+}
+
+type RemoteCachedMavenPackageConnection {
+  edges: [RemoteCachedMavenPackageEdge!]!
+  pageInfo: PageInfo!
+}
+
+type RemoteCachedMavenPackageEdge {
+  cursor: String!
+  node: RemoteCachedMavenPackage!
 }
 
 "An image the remote repository has cached (under its upstream name)."
@@ -5262,8 +5480,10 @@ input RemoteRepositoryInput {
   password: String
   "0 to 8760; default 24."
   cacheValidityHours: Int
-  "npm only: 0 to 8760; default 1."
+  "NPM and MAVEN: 0 to 8760; default 1."
   metadataCacheValidityHours: Int
+  "MAVEN: 0 to 1440; default 15."
+  negativeCacheMinutes: Int
 }
 
 "Changes to a remote repository's upstream settings; absent fields stay."
@@ -5275,12 +5495,14 @@ input RemoteRepositoryUpdateInput {
   "Remove the stored credentials."
   clearCredentials: Boolean
   cacheValidityHours: Int
-  "npm only: 0 to 8760."
+  "NPM and MAVEN: 0 to 8760."
   metadataCacheValidityHours: Int
+  "MAVEN: 0 to 1440."
+  negativeCacheMinutes: Int
 }
 
 extend type Repository {
-  "The upstream settings and cache of a DOCKER, OCI or NPM remote repository; null for other repositories."
+  "The upstream settings and cache of a remote repository; null for other repositories."
   remote: RemoteRepository
 }
 
@@ -5329,7 +5551,29 @@ type EvictRemoteImagePayload {
   gcCandidateCount: Int!
 }
 
+input RemoteMavenMetadataRefInput {
+  "Namespace slug."
+  namespace: String!
+  repository: String!
+  "Narrow the invalidation to one groupId (and artifactId); absent: every cached package."
+  groupId: String
+  artifactId: String
+}
+
+type InvalidateRemoteMavenMetadataPayload {
+  repository: Repository!
+  "Cached maven-metadata.xml and SNAPSHOT files made stale."
+  invalidatedCount: Int!
+}
+
 extend type Mutation {
+  """
+  Make a MAVEN remote's cached maven-metadata.xml and SNAPSHOT files stale
+  (their next request asks the upstream, and still gets the cached copy
+  while the upstream cannot be asked) and forget its remembered upstream
+  404s. Needs ADMIN on the repository.
+  """
+  invalidateRemoteMavenMetadata(input: RemoteMavenMetadataRefInput!): InvalidateRemoteMavenMetadataPayload!
   """
   Make a cached tag stale: its next pull asks the upstream (and still gets
   the cached manifest while the upstream cannot be asked). NOT_FOUND when
@@ -6691,6 +6935,16 @@ func (ec *executionContext) childFields_GarbageCollectionPayload(ctx context.Con
 	return nil, fmt.Errorf("no field named %q was found under type GarbageCollectionPayload", field.Name)
 }
 
+func (ec *executionContext) childFields_InvalidateRemoteMavenMetadataPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "repository":
+		return ec.fieldContext_InvalidateRemoteMavenMetadataPayload_repository(ctx, field)
+	case "invalidatedCount":
+		return ec.fieldContext_InvalidateRemoteMavenMetadataPayload_invalidatedCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InvalidateRemoteMavenMetadataPayload", field.Name)
+}
+
 func (ec *executionContext) childFields_InvalidateRemoteMetadataPayload(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "repository":
@@ -7473,6 +7727,62 @@ func (ec *executionContext) childFields_RemoteCachedImageEdge(ctx context.Contex
 	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedImageEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_RemoteCachedMavenPackage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_RemoteCachedMavenPackage_id(ctx, field)
+	case "groupId":
+		return ec.fieldContext_RemoteCachedMavenPackage_groupId(ctx, field)
+	case "artifactId":
+		return ec.fieldContext_RemoteCachedMavenPackage_artifactId(ctx, field)
+	case "cachedAt":
+		return ec.fieldContext_RemoteCachedMavenPackage_cachedAt(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_RemoteCachedMavenPackage_lastDownloadedAt(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_RemoteCachedMavenPackage_sizeBytes(ctx, field)
+	case "versions":
+		return ec.fieldContext_RemoteCachedMavenPackage_versions(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedMavenPackage", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteCachedMavenPackageConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_RemoteCachedMavenPackageConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_RemoteCachedMavenPackageConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedMavenPackageConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteCachedMavenPackageEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_RemoteCachedMavenPackageEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_RemoteCachedMavenPackageEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedMavenPackageEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_RemoteCachedMavenVersion(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "version":
+		return ec.fieldContext_RemoteCachedMavenVersion_version(ctx, field)
+	case "cachedAt":
+		return ec.fieldContext_RemoteCachedMavenVersion_cachedAt(ctx, field)
+	case "lastDownloadedAt":
+		return ec.fieldContext_RemoteCachedMavenVersion_lastDownloadedAt(ctx, field)
+	case "sizeBytes":
+		return ec.fieldContext_RemoteCachedMavenVersion_sizeBytes(ctx, field)
+	case "filesCount":
+		return ec.fieldContext_RemoteCachedMavenVersion_filesCount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type RemoteCachedMavenVersion", field.Name)
+}
+
 func (ec *executionContext) childFields_RemoteCachedPackage(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -7517,6 +7827,8 @@ func (ec *executionContext) childFields_RemoteRepository(ctx context.Context, fi
 		return ec.fieldContext_RemoteRepository_cacheValidityHours(ctx, field)
 	case "metadataCacheValidityHours":
 		return ec.fieldContext_RemoteRepository_metadataCacheValidityHours(ctx, field)
+	case "negativeCacheMinutes":
+		return ec.fieldContext_RemoteRepository_negativeCacheMinutes(ctx, field)
 	case "health":
 		return ec.fieldContext_RemoteRepository_health(ctx, field)
 	case "lastCheckedAt":
@@ -7535,6 +7847,8 @@ func (ec *executionContext) childFields_RemoteRepository(ctx context.Context, fi
 		return ec.fieldContext_RemoteRepository_cachedImages(ctx, field)
 	case "cachedPackages":
 		return ec.fieldContext_RemoteRepository_cachedPackages(ctx, field)
+	case "cachedMavenPackages":
+		return ec.fieldContext_RemoteRepository_cachedMavenPackages(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type RemoteRepository", field.Name)
 }
@@ -8191,6 +8505,20 @@ func (ec *executionContext) field_Mutation_evictRemoteImage_args(ctx context.Con
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
 		func(ctx context.Context, v any) (model.RemoteImageRefInput, error) {
 			return ec.unmarshalNRemoteImageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteImageRefInput(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["input"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Mutation_invalidateRemoteMavenMetadata_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "input",
+		func(ctx context.Context, v any) (model.RemoteMavenMetadataRefInput, error) {
+			return ec.unmarshalNRemoteMavenMetadataRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteMavenMetadataRefInput(ctx, v)
 		})
 	if err != nil {
 		return nil, err
@@ -9088,6 +9416,28 @@ func (ec *executionContext) field_Query_repository_args(ctx context.Context, raw
 }
 
 func (ec *executionContext) field_RemoteRepository_cachedImages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_RemoteRepository_cachedMavenPackages_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
 	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
@@ -12648,6 +12998,61 @@ func (ec *executionContext) fieldContext_GarbageCollectionPayload_garbageCollect
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _InvalidateRemoteMavenMetadataPayload_repository(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteMavenMetadataPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteMavenMetadataPayload_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteMavenMetadataPayload_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InvalidateRemoteMavenMetadataPayload",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InvalidateRemoteMavenMetadataPayload_invalidatedCount(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteMavenMetadataPayload) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvalidateRemoteMavenMetadataPayload_invalidatedCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.InvalidatedCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvalidateRemoteMavenMetadataPayload_invalidatedCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InvalidateRemoteMavenMetadataPayload", field, false, false, "Int")
 }
 
 func (ec *executionContext) _InvalidateRemoteMetadataPayload_repository(ctx context.Context, field graphql.CollectedField, obj *model.InvalidateRemoteMetadataPayload) (ret graphql.Marshaler) {
@@ -17381,6 +17786,50 @@ func (ec *executionContext) fieldContext_Mutation_restoreMavenPackage(ctx contex
 	return fc, nil
 }
 
+func (ec *executionContext) _Mutation_invalidateRemoteMavenMetadata(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Mutation_invalidateRemoteMavenMetadata(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Mutation().InvalidateRemoteMavenMetadata(ctx, fc.Args["input"].(model.RemoteMavenMetadataRefInput))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.InvalidateRemoteMavenMetadataPayload) graphql.Marshaler {
+			return ec.marshalNInvalidateRemoteMavenMetadataPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteMavenMetadataPayload(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Mutation_invalidateRemoteMavenMetadata(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Mutation",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InvalidateRemoteMavenMetadataPayload(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Mutation_invalidateRemoteMavenMetadata_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Mutation_invalidateRemoteTag(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21076,6 +21525,410 @@ func (ec *executionContext) fieldContext_RemoteCachedImageEdge_node(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _RemoteCachedMavenPackage_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackage", field, false, false, "ID")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackage_groupId(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_groupId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.GroupID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_groupId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackage_artifactId(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_artifactId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ArtifactID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_artifactId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackage", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackage_cachedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_cachedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CachedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_cachedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackage_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackage", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackage_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackage", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackage_versions(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackage) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackage_versions(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Versions, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RemoteCachedMavenVersion) graphql.Marshaler {
+			return ec.marshalNRemoteCachedMavenVersion2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenVersionᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackage_versions(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedMavenPackage",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedMavenVersion(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackageConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackageConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.RemoteCachedMavenPackageEdge) graphql.Marshaler {
+			return ec.marshalNRemoteCachedMavenPackageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackageEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackageConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedMavenPackageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedMavenPackageEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackageConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackageConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackageConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackageConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedMavenPackageConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackageEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackageEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackageEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenPackageEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedMavenPackageEdge_node(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenPackageEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenPackageEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoteCachedMavenPackage) graphql.Marshaler {
+			return ec.marshalNRemoteCachedMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackage(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenPackageEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteCachedMavenPackageEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedMavenPackage(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteCachedMavenVersion_version(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenVersion_version(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Version, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenVersion_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenVersion", field, false, false, "String")
+}
+
+func (ec *executionContext) _RemoteCachedMavenVersion_cachedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenVersion_cachedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CachedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v time.Time) graphql.Marshaler {
+			return ec.marshalNTime2timeᚐTime(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenVersion_cachedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedMavenVersion_lastDownloadedAt(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenVersion_lastDownloadedAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LastDownloadedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
+			return ec.marshalOTime2ᚖtimeᚐTime(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenVersion_lastDownloadedAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenVersion", field, false, false, "Time")
+}
+
+func (ec *executionContext) _RemoteCachedMavenVersion_sizeBytes(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenVersion_sizeBytes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.SizeBytes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
+			return ec.marshalNInt642int64(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenVersion_sizeBytes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenVersion", field, false, false, "Int64")
+}
+
+func (ec *executionContext) _RemoteCachedMavenVersion_filesCount(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedMavenVersion) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteCachedMavenVersion_filesCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FilesCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteCachedMavenVersion_filesCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteCachedMavenVersion", field, false, false, "Int")
+}
+
 func (ec *executionContext) _RemoteCachedPackage_id(ctx context.Context, field graphql.CollectedField, obj *model.RemoteCachedPackage) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21421,6 +22274,29 @@ func (ec *executionContext) fieldContext_RemoteRepository_metadataCacheValidityH
 	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int")
 }
 
+func (ec *executionContext) _RemoteRepository_negativeCacheMinutes(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_negativeCacheMinutes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.NegativeCacheMinutes, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_negativeCacheMinutes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RemoteRepository", field, false, false, "Int")
+}
+
 func (ec *executionContext) _RemoteRepository_health(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -21664,6 +22540,50 @@ func (ec *executionContext) fieldContext_RemoteRepository_cachedPackages(ctx con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_RemoteRepository_cachedPackages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _RemoteRepository_cachedMavenPackages(ctx context.Context, field graphql.CollectedField, obj *model.RemoteRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RemoteRepository_cachedMavenPackages(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.RemoteRepository().CachedMavenPackages(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RemoteCachedMavenPackageConnection) graphql.Marshaler {
+			return ec.marshalNRemoteCachedMavenPackageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackageConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_RemoteRepository_cachedMavenPackages(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "RemoteRepository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_RemoteCachedMavenPackageConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_RemoteRepository_cachedMavenPackages_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -25091,6 +26011,69 @@ func UnmarshalRemoteImageRefInput(ctx context.Context, raw any) (model.RemoteIma
 	return out, err
 }
 
+func (ec *executionContext) unmarshalInputRemoteMavenMetadataRefInput(ctx context.Context, obj any) (model.RemoteMavenMetadataRefInput, error) {
+	var it model.RemoteMavenMetadataRefInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"namespace", "repository", "groupId", "artifactId"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "namespace":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("namespace"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Namespace = data
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "groupId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("groupId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.GroupID = data
+		case "artifactId":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("artifactId"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ArtifactID = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalRemoteMavenMetadataRefInput unmarshals raw into the RemoteMavenMetadataRefInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalRemoteMavenMetadataRefInput(ctx context.Context, raw any) (model.RemoteMavenMetadataRefInput, error) {
+	var out model.RemoteMavenMetadataRefInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "RemoteMavenMetadataRefInput", raw, &out)
+	return out, err
+}
+
 func (ec *executionContext) unmarshalInputRemotePackageRefInput(ctx context.Context, obj any) (model.RemotePackageRefInput, error) {
 	var it model.RemotePackageRefInput
 	if obj == nil {
@@ -25158,7 +26141,7 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "username", "password", "cacheValidityHours", "metadataCacheValidityHours"}
+	fieldsInOrder := [...]string{"url", "username", "password", "cacheValidityHours", "metadataCacheValidityHours", "negativeCacheMinutes"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25200,6 +26183,13 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryInput(ctx context.Cont
 				return it, err
 			}
 			it.MetadataCacheValidityHours = data
+		case "negativeCacheMinutes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("negativeCacheMinutes"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NegativeCacheMinutes = data
 		}
 	}
 	return it, nil
@@ -25228,7 +26218,7 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryUpdateInput(ctx contex
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"url", "username", "password", "clearCredentials", "cacheValidityHours", "metadataCacheValidityHours"}
+	fieldsInOrder := [...]string{"url", "username", "password", "clearCredentials", "cacheValidityHours", "metadataCacheValidityHours", "negativeCacheMinutes"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25277,6 +26267,13 @@ func (ec *executionContext) unmarshalInputRemoteRepositoryUpdateInput(ctx contex
 				return it, err
 			}
 			it.MetadataCacheValidityHours = data
+		case "negativeCacheMinutes":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("negativeCacheMinutes"))
+			data, err := ec.unmarshalOInt2ᚖint(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.NegativeCacheMinutes = data
 		}
 	}
 	return it, nil
@@ -27494,6 +28491,44 @@ func (ec *executionContext) _GarbageCollectionPayload(ctx context.Context, sel a
 	return out
 }
 
+var invalidateRemoteMavenMetadataPayloadImplementors = []string{"InvalidateRemoteMavenMetadataPayload"}
+
+func (ec *executionContext) _InvalidateRemoteMavenMetadataPayload(ctx context.Context, sel ast.SelectionSet, obj *model.InvalidateRemoteMavenMetadataPayload) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, invalidateRemoteMavenMetadataPayloadImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InvalidateRemoteMavenMetadataPayload")
+		case "repository":
+			out.Values[i] = ec._InvalidateRemoteMavenMetadataPayload_repository(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "invalidatedCount":
+			out.Values[i] = ec._InvalidateRemoteMavenMetadataPayload_invalidatedCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var invalidateRemoteMetadataPayloadImplementors = []string{"InvalidateRemoteMetadataPayload"}
 
 func (ec *executionContext) _InvalidateRemoteMetadataPayload(ctx context.Context, sel ast.SelectionSet, obj *model.InvalidateRemoteMetadataPayload) graphql.Marshaler {
@@ -29165,6 +30200,13 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "invalidateRemoteMavenMetadata":
+			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
+				return ec._Mutation_invalidateRemoteMavenMetadata(ctx, field)
+			})
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "invalidateRemoteTag":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_invalidateRemoteTag(ctx, field)
@@ -30665,6 +31707,198 @@ func (ec *executionContext) _RemoteCachedImageEdge(ctx context.Context, sel ast.
 	return out
 }
 
+var remoteCachedMavenPackageImplementors = []string{"RemoteCachedMavenPackage"}
+
+func (ec *executionContext) _RemoteCachedMavenPackage(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedMavenPackage) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedMavenPackageImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedMavenPackage")
+		case "id":
+			out.Values[i] = ec._RemoteCachedMavenPackage_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "groupId":
+			out.Values[i] = ec._RemoteCachedMavenPackage_groupId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "artifactId":
+			out.Values[i] = ec._RemoteCachedMavenPackage_artifactId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cachedAt":
+			out.Values[i] = ec._RemoteCachedMavenPackage_cachedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastDownloadedAt":
+			out.Values[i] = ec._RemoteCachedMavenPackage_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._RemoteCachedMavenPackage_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "versions":
+			out.Values[i] = ec._RemoteCachedMavenPackage_versions(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteCachedMavenPackageConnectionImplementors = []string{"RemoteCachedMavenPackageConnection"}
+
+func (ec *executionContext) _RemoteCachedMavenPackageConnection(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedMavenPackageConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedMavenPackageConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedMavenPackageConnection")
+		case "edges":
+			out.Values[i] = ec._RemoteCachedMavenPackageConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._RemoteCachedMavenPackageConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteCachedMavenPackageEdgeImplementors = []string{"RemoteCachedMavenPackageEdge"}
+
+func (ec *executionContext) _RemoteCachedMavenPackageEdge(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedMavenPackageEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedMavenPackageEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedMavenPackageEdge")
+		case "cursor":
+			out.Values[i] = ec._RemoteCachedMavenPackageEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._RemoteCachedMavenPackageEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var remoteCachedMavenVersionImplementors = []string{"RemoteCachedMavenVersion"}
+
+func (ec *executionContext) _RemoteCachedMavenVersion(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedMavenVersion) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, remoteCachedMavenVersionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("RemoteCachedMavenVersion")
+		case "version":
+			out.Values[i] = ec._RemoteCachedMavenVersion_version(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "cachedAt":
+			out.Values[i] = ec._RemoteCachedMavenVersion_cachedAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lastDownloadedAt":
+			out.Values[i] = ec._RemoteCachedMavenVersion_lastDownloadedAt(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "sizeBytes":
+			out.Values[i] = ec._RemoteCachedMavenVersion_sizeBytes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "filesCount":
+			out.Values[i] = ec._RemoteCachedMavenVersion_filesCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var remoteCachedPackageImplementors = []string{"RemoteCachedPackage"}
 
 func (ec *executionContext) _RemoteCachedPackage(ctx context.Context, sel ast.SelectionSet, obj *model.RemoteCachedPackage) graphql.Marshaler {
@@ -30807,6 +32041,11 @@ func (ec *executionContext) _RemoteRepository(ctx context.Context, sel ast.Selec
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "negativeCacheMinutes":
+			out.Values[i] = ec._RemoteRepository_negativeCacheMinutes(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "health":
 			out.Values[i] = ec._RemoteRepository_health(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -30853,6 +32092,12 @@ func (ec *executionContext) _RemoteRepository(ctx context.Context, sel ast.Selec
 				true, true,
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._RemoteRepository_cachedPackages(ctx, field, obj)
+				})
+		case "cachedMavenPackages":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._RemoteRepository_cachedMavenPackages(ctx, field, obj)
 				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -32364,6 +33609,14 @@ func (ec *executionContext) marshalNInt642int64(ctx context.Context, sel ast.Sel
 	return res
 }
 
+func (ec *executionContext) marshalNInvalidateRemoteMavenMetadataPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteMavenMetadataPayload(ctx context.Context, sel ast.SelectionSet, v *model.InvalidateRemoteMavenMetadataPayload) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "InvalidateRemoteMavenMetadataPayload!")
+		return graphql.Null
+	}
+	return ec._InvalidateRemoteMavenMetadataPayload(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNInvalidateRemoteMetadataPayload2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐInvalidateRemoteMetadataPayload(ctx context.Context, sel ast.SelectionSet, v *model.InvalidateRemoteMetadataPayload) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "InvalidateRemoteMetadataPayload!")
@@ -33158,6 +34411,70 @@ func (ec *executionContext) marshalNRemoteCachedImageEdge2ᚖgithubᚗcomᚋarti
 	return ec._RemoteCachedImageEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNRemoteCachedMavenPackage2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackage(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedMavenPackage) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedMavenPackage!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedMavenPackage(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedMavenPackageConnection2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackageConnection(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedMavenPackageConnection) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedMavenPackageConnection!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedMavenPackageConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedMavenPackageEdge2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackageEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedMavenPackageEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRemoteCachedMavenPackageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackageEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRemoteCachedMavenPackageEdge2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenPackageEdge(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedMavenPackageEdge) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedMavenPackageEdge!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedMavenPackageEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNRemoteCachedMavenVersion2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenVersionᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedMavenVersion) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNRemoteCachedMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenVersion(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNRemoteCachedMavenVersion2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedMavenVersion(ctx context.Context, sel ast.SelectionSet, v *model.RemoteCachedMavenVersion) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "RemoteCachedMavenVersion!")
+		return graphql.Null
+	}
+	return ec._RemoteCachedMavenVersion(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNRemoteCachedPackage2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteCachedPackageᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.RemoteCachedPackage) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -33218,6 +34535,11 @@ func (ec *executionContext) marshalNRemoteHealth2githubᚗcomᚋartifactᚑregis
 
 func (ec *executionContext) unmarshalNRemoteImageRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteImageRefInput(ctx context.Context, v any) (model.RemoteImageRefInput, error) {
 	res, err := ec.unmarshalInputRemoteImageRefInput(ctx, v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNRemoteMavenMetadataRefInput2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRemoteMavenMetadataRefInput(ctx context.Context, v any) (model.RemoteMavenMetadataRefInput, error) {
+	res, err := ec.unmarshalInputRemoteMavenMetadataRefInput(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 

@@ -118,6 +118,7 @@ func NewHandler(st *store.Store, opts Options) http.Handler {
 	if opts.Keyring != nil {
 		res.container.SetKeyring(opts.Keyring)
 		res.keyring = opts.Keyring
+		res.maven.SetKeyring(opts.Keyring)
 	}
 	cfg := Config{Resolvers: res}
 	setComplexity(&cfg.Complexity)

@@ -93,6 +93,10 @@ type loaders struct {
 	remote          *loader[idKey, *model.RemoteRepository]
 	remoteImagePage *loader[pageKey, []*model.RemoteCachedImage]
 	remoteTags      *loader[idKey, []*model.RemoteCachedTag]
+	// Maven proxies (remote.go): settings by repository id, cached
+	// package pages by maven_remote_repositories id.
+	mavenRemote            *loader[idKey, *model.RemoteRepository]
+	mavenRemotePackagePage *loader[pageKey, []*model.RemoteCachedMavenPackage]
 }
 
 type loadersKey struct{}
@@ -280,6 +284,9 @@ func newRowLoaders(r *Resolver, wait time.Duration) *loaders {
 		remote:          newLoader(wait, perNamespace(remoteSettingsLoader(cs, r.npm))),
 		remoteImagePage: newLoader(wait, perPage(remoteImagePageLoader(cs))),
 		remoteTags:      newLoader(wait, perNamespace(remoteTagsLoader(cs))),
+
+		mavenRemote:            newLoader(wait, perNamespace(mavenRemoteSettingsLoader(r.maven))),
+		mavenRemotePackagePage: newLoader(wait, perPage(mavenRemotePackagePageLoader(r.maven))),
 	}
 }
 

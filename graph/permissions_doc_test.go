@@ -62,6 +62,7 @@ var mutationPermissions = map[string]struct{ perm, doc string }{
 	"resumeLegacyMigration":          {permAdminToken, `resumeLegacyMigration { paused }`},
 	"setLegacyMigrationControls":     {permAdminToken, `setLegacyMigrationControls(input: {concurrency: 2}) { concurrency }`},
 	"invalidateRemoteTag":            {permRepoAdmin, `invalidateRemoteTag(input: {namespace: "perm", repository: "img", image: "app", tag: "none"}) { tag }`},
+	"invalidateRemoteMavenMetadata":  {permRepoAdmin, `invalidateRemoteMavenMetadata(input: {namespace: "perm", repository: "img"}) { invalidatedCount }`},
 	"evictRemoteImage":               {permRepoAdmin, `evictRemoteImage(input: {namespace: "perm", repository: "img", image: "app"}) { image }`},
 	"invalidateRemoteMetadata":       {permRepoAdmin, `invalidateRemoteMetadata(input: {namespace: "perm", repository: "img", package: "none"}) { invalidatedCount }`},
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
@@ -35,7 +37,7 @@ func toNpmRemoteRepository(s *npmstore.RemoteSettings) *model.RemoteRepository {
 		URL: s.URL, CacheValidityHours: s.CacheValidityHours, HasCredentials: s.HasCredentials, HealthStatus: s.HealthStatus,
 		HealthCheckedAt: s.HealthCheckedAt, HealthError: s.HealthError, CacheHits: s.CacheHits, CacheMisses: s.CacheMisses})
 	hours := s.MetadataCacheValidityHours
-	m.MetadataCacheValidityHours, m.Npm = &hours, true
+	m.MetadataCacheValidityHours, m.Format = &hours, model.FormatNpm
 	return m
 }
 
@@ -141,6 +143,66 @@ func npmRemoteUpdate(in *model.RemoteRepositoryUpdateInput) (npmstore.RemoteUpda
 	return out, err
 }
 
+func toMavenRemoteRepository(s *maven.RemoteSettings) *model.RemoteRepository {
+	m := toRemoteRepository(&container.RemoteSettings{ID: s.ID, NamespaceID: s.NamespaceID, RepositoryID: s.RepositoryID,
+		URL: s.URL, CacheValidityHours: s.CacheValidityHours, HasCredentials: s.HasCredentials, HealthStatus: s.HealthStatus,
+		HealthCheckedAt: s.HealthCheckedAt, HealthError: s.HealthError, CacheHits: s.CacheHits, CacheMisses: s.CacheMisses})
+	meta, neg := s.MetadataCacheValidityHours, s.NegativeCacheMinutes
+	m.MetadataCacheValidityHours, m.NegativeCacheMinutes, m.Format = &meta, &neg, model.FormatMaven
+	return m
+}
+
+func mavenRemoteSettingsLoader(ms *maven.Store) func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
+	return func(ctx context.Context, ns uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*model.RemoteRepository, error) {
+		list, err := ms.RemoteSettingsByRepositories(ctx, ns, repos)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]uuid.UUID, len(list))
+		for i, s := range list {
+			ids[i] = s.ID
+		}
+		g := model.NewGroup(ids)
+		out := make(map[uuid.UUID]*model.RemoteRepository, len(list))
+		for _, s := range list {
+			m := toMavenRemoteRepository(s)
+			m.Siblings = g
+			out[s.RepositoryID] = m
+		}
+		return out, nil
+	}
+}
+
+// mavenPackageKey is the keyset of a cached Maven package page.
+type mavenPackageKey struct {
+	GroupID    string `json:"g"`
+	ArtifactID string `json:"a"`
+}
+
+func mavenRemotePackagePageLoader(ms *maven.Store) func(ctx context.Context, k pageKey, remotes []uuid.UUID) (map[uuid.UUID][]*model.RemoteCachedMavenPackage, error) {
+	return func(ctx context.Context, k pageKey, remotes []uuid.UUID) (map[uuid.UUID][]*model.RemoteCachedMavenPackage, error) {
+		group, artifact, _ := strings.Cut(k.after, ":")
+		m, err := ms.RemotePackagesOfRemotes(ctx, k.ns, remotes, group, artifact, k.limit+1)
+		if err != nil {
+			return nil, err
+		}
+		out := make(map[uuid.UUID][]*model.RemoteCachedMavenPackage, len(m))
+		for remote, pkgs := range m {
+			for _, p := range pkgs {
+				mp := &model.RemoteCachedMavenPackage{ID: p.ID.String(), GroupID: p.GroupID, ArtifactID: p.ArtifactID,
+					CachedAt: p.CreatedAt, LastDownloadedAt: p.LastDownloadedAt, SizeBytes: p.SizeBytes,
+					Versions: []*model.RemoteCachedMavenVersion{}}
+				for _, v := range p.Versions {
+					mp.Versions = append(mp.Versions, &model.RemoteCachedMavenVersion{Version: v.Version, CachedAt: v.CreatedAt,
+						LastDownloadedAt: v.LastDownloadedAt, SizeBytes: v.SizeBytes, FilesCount: v.FilesCount})
+				}
+				out[remote] = append(out[remote], mp)
+			}
+		}
+		return out, nil
+	}
+}
+
 // remoteInput converts the remote settings of createRepository.
 func remoteInput(in *model.RemoteRepositoryInput) (container.RemoteInput, error) {
 	if in.MetadataCacheValidityHours != nil {
@@ -174,6 +236,104 @@ func credentialsInput(user, password *string) (*container.Credentials, error) {
 	return &container.Credentials{Username: *user, Password: *password}, nil
 }
 
-// isNpm tells whether a repository is of format NPM (its remote settings
-// are the npm store's).
-func isNpm(repo *store.Repository) bool { return repo.Format == enum.FormatNpm }
+// newRemoteChild converts createRepository's remote settings into the
+// format's remote child row.
+func (r *Resolver) newRemoteChild(f model.Format, in *model.RemoteRepositoryInput) (store.ChildWriter, error) {
+	switch f {
+	case model.FormatNpm:
+		if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
+			return nil, err
+		}
+		rin, err := npmRemoteInput(in)
+		if err != nil {
+			return nil, err
+		}
+		return r.npm.NewRemote(r.keyring, rin)
+	case model.FormatMaven:
+		rin, err := mavenRemoteInput(in)
+		if err != nil {
+			return nil, err
+		}
+		return r.maven.NewRemote(rin)
+	}
+	if err := onlyFor("NPM and MAVEN", "metadataCacheValidityHours", in.MetadataCacheValidityHours != nil); err != nil {
+		return nil, err
+	}
+	if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
+		return nil, err
+	}
+	rin, err := remoteInput(in)
+	if err != nil {
+		return nil, err
+	}
+	return r.container.NewRemote(rin)
+}
+
+// updateRemoteChild converts updateRepository's remote settings into the
+// format's remote child update.
+func (r *Resolver) updateRemoteChild(f enum.Format, in *model.RemoteRepositoryUpdateInput) (store.ChildWriter, error) {
+	switch f {
+	case enum.FormatNpm:
+		if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
+			return nil, err
+		}
+		ru, err := npmRemoteUpdate(in)
+		if err != nil {
+			return nil, err
+		}
+		return r.npm.UpdateRemote(r.keyring, ru)
+	case enum.FormatMaven:
+		ru, err := mavenRemoteUpdate(in)
+		if err != nil {
+			return nil, err
+		}
+		return r.maven.UpdateRemote(ru)
+	}
+	if err := onlyFor("NPM and MAVEN", "metadataCacheValidityHours", in.MetadataCacheValidityHours != nil); err != nil {
+		return nil, err
+	}
+	if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
+		return nil, err
+	}
+	ru, err := remoteUpdate(in)
+	if err != nil {
+		return nil, err
+	}
+	return r.container.UpdateRemote(ru)
+}
+
+// mavenRemoteInput converts the remote settings of createRepository for a
+// MAVEN repository.
+func mavenRemoteInput(in *model.RemoteRepositoryInput) (maven.RemoteInput, error) {
+	out := maven.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes}
+	c, err := credentialsInput(in.Username, in.Password)
+	out.Credentials = c
+	return out, err
+}
+
+// mavenRemoteUpdate converts the remote settings of updateRepository for
+// a MAVEN repository.
+func mavenRemoteUpdate(in *model.RemoteRepositoryUpdateInput) (maven.RemoteUpdate, error) {
+	out := maven.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes,
+		ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
+	c, err := credentialsInput(in.Username, in.Password)
+	out.Credentials = c
+	return out, err
+}
+
+// onlyFor refuses settings the remote's format does not have.
+func onlyFor(formats string, field string, set bool) error {
+	if set {
+		return invalidInput("%s is a setting of %s remote repositories", field, formats)
+	}
+	return nil
+}
+
+func optValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

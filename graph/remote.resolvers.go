@@ -13,7 +13,43 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/maven"
 )
+
+// InvalidateRemoteMavenMetadata is the resolver for the invalidateRemoteMavenMetadata field.
+func (r *mutationResolver) InvalidateRemoteMavenMetadata(ctx context.Context, input model.RemoteMavenMetadataRefInput) (*model.InvalidateRemoteMavenMetadataPayload, error) {
+	ref := store.RepositoryRef{Namespace: input.Namespace, Name: input.Repository}
+	if err := r.repositoryFor(ctx, ref, auth.ActionAdmin); err != nil {
+		return nil, err
+	}
+	group, artifact := optValue(input.GroupID), optValue(input.ArtifactID)
+	if group != "" {
+		if err := maven.ValidateGroupID(group); err != nil {
+			return nil, err
+		}
+	}
+	if artifact != "" {
+		if group == "" {
+			return nil, invalidInput("artifactId needs its groupId")
+		}
+		if err := maven.ValidateArtifactID(artifact); err != nil {
+			return nil, err
+		}
+	}
+	ns, repo, err := r.store.RepositoryByRef(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if repo.Format != enum.FormatMaven || repo.Kind != enum.KindRemote {
+		return nil, invalidInput("repository %s is not a MAVEN remote repository", ref)
+	}
+	n, err := r.maven.InvalidateRemoteMetadata(ctx, ns.ID, repo.ID, group, artifact)
+	if err != nil {
+		return nil, err
+	}
+	return &model.InvalidateRemoteMavenMetadataPayload{Repository: toRepository(repo), InvalidatedCount: int(n)}, nil
+}
 
 // InvalidateRemoteTag is the resolver for the invalidateRemoteTag field.
 func (r *mutationResolver) InvalidateRemoteTag(ctx context.Context, input model.RemoteTagRefInput) (*model.InvalidateRemoteTagPayload, error) {
@@ -124,7 +160,7 @@ func (r *remoteRepositoryResolver) CachedImages(ctx context.Context, obj *model.
 
 // CachedPackages is the resolver for the cachedPackages field.
 func (r *remoteRepositoryResolver) CachedPackages(ctx context.Context, obj *model.RemoteRepository, first *int) ([]*model.RemoteCachedPackage, error) {
-	if !obj.Npm {
+	if obj.Format != model.FormatNpm {
 		return []*model.RemoteCachedPackage{}, nil
 	}
 	limit, err := pageSize(first)
@@ -146,12 +182,56 @@ func (r *remoteRepositoryResolver) CachedPackages(ctx context.Context, obj *mode
 	return out, nil
 }
 
+// CachedMavenPackages is the resolver for the cachedMavenPackages field.
+func (r *remoteRepositoryResolver) CachedMavenPackages(ctx context.Context, obj *model.RemoteRepository, first *int, after *string) (*model.RemoteCachedMavenPackageConnection, error) {
+	if obj.Format != model.FormatMaven {
+		return &model.RemoteCachedMavenPackageConnection{Edges: []*model.RemoteCachedMavenPackageEdge{}, PageInfo: &model.PageInfo{}}, nil
+	}
+	limit, err := pageSize(first)
+	if err != nil {
+		return nil, err
+	}
+	var key mavenPackageKey
+	if _, err := decodeCursor(after, "remoteMavenPackage", &key); err != nil {
+		return nil, err
+	}
+	after2 := ""
+	if key.GroupID != "" || key.ArtifactID != "" {
+		after2 = key.GroupID + ":" + key.ArtifactID
+	}
+	l := loadersFrom(ctx)
+	pk := pageKey{ns: obj.NamespaceID, parent: obj.RemoteID, limit: limit, after: after2}
+	prime(ctx, l.mavenRemotePackagePage, obj.Siblings, pageName("mavenRemotePackagePage", pk), pageKeys(pk))
+	rows, err := l.mavenRemotePackagePage.Load(ctx, pk)()
+	if err != nil {
+		return nil, err
+	}
+	rows, more := trim(rows, limit)
+	conn := &model.RemoteCachedMavenPackageConnection{}
+	var cursors []string
+	for _, p := range rows {
+		c := encodeCursor("remoteMavenPackage", mavenPackageKey{GroupID: p.GroupID, ArtifactID: p.ArtifactID})
+		cursors = append(cursors, c)
+		conn.Edges = append(conn.Edges, &model.RemoteCachedMavenPackageEdge{Cursor: c, Node: p})
+	}
+	conn.Edges = nonNil(conn.Edges)
+	conn.PageInfo = pageInfo(cursors, more, after)
+	return conn, nil
+}
+
 // Remote is the resolver for the remote field.
 func (r *repositoryResolver) Remote(ctx context.Context, obj *model.Repository) (*model.RemoteRepository, error) {
-	if obj.Kind != model.RepositoryKindRemote || (obj.Format != model.FormatDocker && obj.Format != model.FormatOci && obj.Format != model.FormatNpm) {
+	if obj.Kind != model.RepositoryKindRemote {
 		return nil, nil
 	}
 	l := loadersFrom(ctx)
+	if obj.Format == model.FormatMaven {
+		prime(ctx, l.mavenRemote, obj.Siblings, "mavenRemote", idKeys(obj.NamespaceID))
+		return l.mavenRemote.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
+	}
+	if obj.Format != model.FormatDocker && obj.Format != model.FormatOci && obj.Format != model.FormatNpm {
+		return nil, nil
+	}
 	prime(ctx, l.remote, obj.Siblings, "remote", idKeys(obj.NamespaceID))
 	return l.remote.Load(ctx, idKey{ns: obj.NamespaceID, id: obj.ID})()
 }

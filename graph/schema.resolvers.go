@@ -322,22 +322,12 @@ func (r *mutationResolver) CreateRepository(ctx context.Context, input model.Cre
 	if input.Visibility != nil {
 		in.Visibility = visibilitiesToEnum[*input.Visibility]
 	}
-	if input.Remote != nil && input.Format == model.FormatNpm {
-		rin, err := npmRemoteInput(input.Remote)
+	if input.Remote != nil {
+		child, err := r.newRemoteChild(input.Format, input.Remote)
 		if err != nil {
 			return nil, err
 		}
-		if in.Child, err = r.npm.NewRemote(r.keyring, rin); err != nil {
-			return nil, err
-		}
-	} else if input.Remote != nil {
-		rin, err := remoteInput(input.Remote)
-		if err != nil {
-			return nil, err
-		}
-		if in.Child, err = r.container.NewRemote(rin); err != nil {
-			return nil, err
-		}
+		in.Child = child
 	}
 	repo, err := r.store.CreateRepository(ctx, in)
 	if err != nil {
@@ -361,26 +351,12 @@ func (r *mutationResolver) UpdateRepository(ctx context.Context, input model.Upd
 		upd.Visibility = &v
 	}
 	if input.Remote != nil {
-		_, current, err := r.store.RepositoryByRef(ctx, ref)
+		_, cur, err := r.store.RepositoryByRef(ctx, ref)
 		if err != nil {
 			return nil, err
 		}
-		if isNpm(current) {
-			ru, err := npmRemoteUpdate(input.Remote)
-			if err != nil {
-				return nil, err
-			}
-			if upd.Child, err = r.npm.UpdateRemote(r.keyring, ru); err != nil {
-				return nil, err
-			}
-		} else {
-			ru, err := remoteUpdate(input.Remote)
-			if err != nil {
-				return nil, err
-			}
-			if upd.Child, err = r.container.UpdateRemote(ru); err != nil {
-				return nil, err
-			}
+		if upd.Child, err = r.updateRemoteChild(cur.Format, input.Remote); err != nil {
+			return nil, err
 		}
 	}
 	repo, err := r.store.UpdateRepository(ctx, ref, upd)

@@ -92,6 +92,10 @@ WITH cimg AS (
 	SELECT p.id, mr.repository_id FROM maven_packages p
 	JOIN maven_repositories mr ON mr.namespace_id = p.namespace_id AND mr.id = p.maven_repository_id
 	WHERE p.namespace_id = $1 AND mr.namespace_id = $1 AND mr.repository_id = ANY($2)
+), mrpkg AS (
+	SELECT p.id, mr.repository_id FROM maven_remote_packages p
+	JOIN maven_remote_repositories mr ON mr.namespace_id = p.namespace_id AND mr.id = p.maven_remote_repository_id
+	WHERE p.namespace_id = $1 AND mr.namespace_id = $1 AND mr.repository_id = ANY($2)
 ), artifacts AS (
 	SELECT c.repository_id, count(*) AS n FROM container_manifests m JOIN cimg c ON c.id = m.container_image_id
 	WHERE m.namespace_id = $1 GROUP BY 1
@@ -106,6 +110,9 @@ WITH cimg AS (
 	WHERE v.namespace_id = $1 GROUP BY 1
 	UNION ALL
 	SELECT p.repository_id, count(*) FROM maven_versions v JOIN mpkg p ON p.id = v.maven_package_id
+	WHERE v.namespace_id = $1 GROUP BY 1
+	UNION ALL
+	SELECT p.repository_id, count(*) FROM maven_remote_versions v JOIN mrpkg p ON p.id = v.maven_remote_package_id
 	WHERE v.namespace_id = $1 GROUP BY 1
 ), digests AS (
 	SELECT c.repository_id, b.blob_sha256 AS sha FROM container_blobs b JOIN cimg c ON c.id = b.container_image_id
@@ -138,6 +145,9 @@ WITH cimg AS (
 	UNION
 	SELECT p.repository_id, f.blob_sha256 FROM maven_files f JOIN mpkg p ON p.id = f.maven_package_id
 	WHERE f.namespace_id = $1
+	UNION
+	SELECT p.repository_id, f.blob_sha256 FROM maven_remote_files f JOIN mrpkg p ON p.id = f.maven_remote_package_id
+	WHERE f.namespace_id = $1
 ), sizes AS (
 	SELECT d.repository_id, sum(s.size) AS size FROM digests d
 	JOIN blob_storage_blobs_by_namespace s ON s.namespace_id = $1 AND s.sha256 = d.sha
@@ -168,7 +178,8 @@ SELECT (SELECT coalesce(sum(size), 0) FROM blob_storage_blobs_by_namespace WHERE
         + (SELECT count(*) FROM container_remote_manifests WHERE namespace_id = $1)
         + (SELECT count(*) FROM npm_versions WHERE namespace_id = $1)
         + (SELECT count(*) FROM npm_remote_versions WHERE namespace_id = $1)
-        + (SELECT count(*) FROM maven_versions WHERE namespace_id = $1))::bigint,
+        + (SELECT count(*) FROM maven_versions WHERE namespace_id = $1)
+        + (SELECT count(*) FROM maven_remote_versions WHERE namespace_id = $1))::bigint,
        s.deduplicated_size_bytes + coalesce((SELECT sum(delta) FROM counter_deltas
            WHERE namespace_id = $1 AND target = 1 AND field = 5), 0),
        s.components_count + coalesce((SELECT sum(delta) FROM counter_deltas

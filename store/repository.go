@@ -159,10 +159,10 @@ func (s *Store) CreateRepository(ctx context.Context, in NewRepository) (*Reposi
 // hostedChildTable names the format child table of a hosted repository.
 func hostedChildTable(f enum.Format, k enum.Kind) (string, error) {
 	switch {
-	case k == enum.KindRemote && (f == enum.FormatDocker || f == enum.FormatOCI || f == enum.FormatNpm):
+	case k == enum.KindRemote:
 		return "", errs.New(CodeInvalidInput, "a REMOTE repository needs its upstream settings (remote: {url, ...})")
 	case k != enum.KindHosted:
-		return "", errs.New(CodeInvalidInput, "only HOSTED repositories and DOCKER, OCI or NPM REMOTE repositories can be created so far")
+		return "", errs.New(CodeInvalidInput, "only HOSTED and REMOTE repositories can be created so far")
 	}
 	switch f {
 	case enum.FormatDocker, enum.FormatOCI:

@@ -134,6 +134,10 @@
 // Client.Close lets fills in flight finish until its context ends, then
 // cancels them.
 //
+// A conditional fill (If-None-Match or If-Modified-Since in
+// Request.Header) that the upstream answers 304 fails with an *Error of
+// Status 304: the caller's cached copy is current.
+//
 // Metrics. Metrics holds the package's Prometheus series, labelled by
 // Config.Name: requests by outcome, header latency, breaker state,
 // rate-limit gauges, token requests, fills by outcome, fill joins, bytes

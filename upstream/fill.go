@@ -281,6 +281,13 @@ func (f *fill) fetch(ctx context.Context) (outcome string, err error) {
 	if err != nil {
 		return fail("upstream_error", err)
 	}
+	if resp.StatusCode == http.StatusNotModified {
+		// A conditional fill (Request.Header with If-None-Match or
+		// If-Modified-Since) whose cached copy is still current: an
+		// *Error with Status 304, which the caller takes as confirmation.
+		resp.Body.Close()
+		return fail("not_modified", &Error{Kind: KindInvalid, Status: resp.StatusCode, msg: "answered 304: not modified"})
+	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		return fail("upstream_error", &Error{Kind: KindInvalid, Status: resp.StatusCode,

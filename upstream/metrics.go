@@ -77,7 +77,7 @@ func NewMetrics() *Metrics {
 		}, []string{"remote", "outcome"}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricFills,
-			Help: "Finished fills by outcome (committed, streamed: nothing to cache, mismatch: digest or length wrong, too_large, upstream_error, stage_failed, commit_failed).",
+			Help: "Finished fills by outcome (committed, streamed: nothing to cache, not_modified: a conditional fill whose cached copy is current, mismatch: digest or length wrong, too_large, upstream_error, stage_failed, commit_failed).",
 		}, []string{"remote", "outcome"}),
 		joins:        prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricFillJoins, Help: "Requests that joined a fill already in flight instead of fetching again."}, remote),
 		fillBytes:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricFillBytes, Help: "Bytes received from the upstream by fills."}, remote),

@@ -121,12 +121,16 @@ func runServe(ctx context.Context, args []string) error {
 	srv.Registry().MustRegister(npmCacheMetrics.Collectors()...)
 	npmOpts.Remote = npm.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: npmCacheMetrics,
 		Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}
+	mavenCacheMetrics := maven.NewCacheMetrics()
+	srv.Registry().MustRegister(mavenCacheMetrics.Collectors()...)
 	routes.Mount(srv.Router(), st, routes.Options{
 		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
 			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics,
 				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},
-		Npm:   npmOpts,
-		Maven: maven.Options{Auth: authn, Logger: log},
+		Npm: npmOpts,
+		Maven: maven.Options{Auth: authn, Logger: log,
+			Remote: maven.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: mavenCacheMetrics,
+				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},
 		Graph: graph.Options{Auth: authn, Logger: log, NpmWriteHook: npm.WriteHook(npmOpts), Keyring: keyring},
 	})
 

@@ -291,17 +291,20 @@ type RemoteRepository struct {
 	RepositoryID       uuid.UUID
 	URL                string
 	CacheValidityHours int
-	// MetadataCacheValidityHours is set for npm remotes.
+	Health             RemoteHealth
+	LastCheckedAt      *time.Time
+	LastError          *string
+	HasCredentials     bool
+	CacheHits          int64
+	CacheMisses        int64
+	HitRatio           *float64
+	// MetadataCacheValidityHours is set for npm and Maven remotes,
+	// NegativeCacheMinutes for Maven remotes.
 	MetadataCacheValidityHours *int
-	// Npm: the settings are an npm remote's (npm_remote_repositories).
-	Npm            bool
-	Health         RemoteHealth
-	LastCheckedAt  *time.Time
-	LastError      *string
-	HasCredentials bool
-	CacheHits      int64
-	CacheMisses    int64
-	HitRatio       *float64
+	NegativeCacheMinutes       *int
+	// Format is NPM or MAVEN for those remotes (whose stores hold the
+	// cache), empty for container remotes.
+	Format Format
 }
 
 // RemoteCachedImage is an image a pull-through cache holds.

@@ -217,6 +217,12 @@ type GarbageCollectionPayload struct {
 	GarbageCollection *GarbageCollection `json:"garbageCollection"`
 }
 
+type InvalidateRemoteMavenMetadataPayload struct {
+	Repository *Repository `json:"repository"`
+	// Cached maven-metadata.xml and SNAPSHOT files made stale.
+	InvalidatedCount int `json:"invalidatedCount"`
+}
+
 type InvalidateRemoteMetadataPayload struct {
 	Repository *Repository `json:"repository"`
 	// Cached packuments made stale.
@@ -560,6 +566,40 @@ type RemoteCachedImageEdge struct {
 	Node   *RemoteCachedImage `json:"node"`
 }
 
+// A Maven package a MAVEN remote repository has cached files of.
+type RemoteCachedMavenPackage struct {
+	ID         string `json:"id"`
+	GroupID    string `json:"groupId"`
+	ArtifactID string `json:"artifactId"`
+	// When it was first cached.
+	CachedAt time.Time `json:"cachedAt"`
+	// The last download of one of its version files (buffered).
+	LastDownloadedAt *time.Time `json:"lastDownloadedAt,omitempty"`
+	// Bytes of its cached version files.
+	SizeBytes int64 `json:"sizeBytes"`
+	// Its cached versions, newest first (at most 100).
+	Versions []*RemoteCachedMavenVersion `json:"versions"`
+}
+
+type RemoteCachedMavenPackageConnection struct {
+	Edges    []*RemoteCachedMavenPackageEdge `json:"edges"`
+	PageInfo *PageInfo                       `json:"pageInfo"`
+}
+
+type RemoteCachedMavenPackageEdge struct {
+	Cursor string                    `json:"cursor"`
+	Node   *RemoteCachedMavenPackage `json:"node"`
+}
+
+type RemoteCachedMavenVersion struct {
+	Version  string    `json:"version"`
+	CachedAt time.Time `json:"cachedAt"`
+	// The last download of one of its files (buffered); gc:cache-evict evicts versions not downloaded within the namespace's KEEP_DOWNLOADED_WITHIN days.
+	LastDownloadedAt *time.Time `json:"lastDownloadedAt,omitempty"`
+	SizeBytes        int64      `json:"sizeBytes"`
+	FilesCount       int        `json:"filesCount"`
+}
+
 // A package an npm remote repository has cached.
 type RemoteCachedPackage struct {
 	ID   string `json:"id"`
@@ -594,6 +634,15 @@ type RemoteImageRefInput struct {
 	Image string `json:"image"`
 }
 
+type RemoteMavenMetadataRefInput struct {
+	// Namespace slug.
+	Namespace  string `json:"namespace"`
+	Repository string `json:"repository"`
+	// Narrow the invalidation to one groupId (and artifactId); absent: every cached package.
+	GroupID    *string `json:"groupId,omitempty"`
+	ArtifactID *string `json:"artifactId,omitempty"`
+}
+
 type RemotePackageRefInput struct {
 	// Namespace slug.
 	Namespace  string `json:"namespace"`
@@ -611,8 +660,10 @@ type RemoteRepositoryInput struct {
 	Password *string `json:"password,omitempty"`
 	// 0 to 8760; default 24.
 	CacheValidityHours *int `json:"cacheValidityHours,omitempty"`
-	// npm only: 0 to 8760; default 1.
+	// NPM and MAVEN: 0 to 8760; default 1.
 	MetadataCacheValidityHours *int `json:"metadataCacheValidityHours,omitempty"`
+	// MAVEN: 0 to 1440; default 15.
+	NegativeCacheMinutes *int `json:"negativeCacheMinutes,omitempty"`
 }
 
 // Changes to a remote repository's upstream settings; absent fields stay.
@@ -624,8 +675,10 @@ type RemoteRepositoryUpdateInput struct {
 	// Remove the stored credentials.
 	ClearCredentials   *bool `json:"clearCredentials,omitempty"`
 	CacheValidityHours *int  `json:"cacheValidityHours,omitempty"`
-	// npm only: 0 to 8760.
+	// NPM and MAVEN: 0 to 8760.
 	MetadataCacheValidityHours *int `json:"metadataCacheValidityHours,omitempty"`
+	// MAVEN: 0 to 1440.
+	NegativeCacheMinutes *int `json:"negativeCacheMinutes,omitempty"`
 }
 
 type RemoteTagRefInput struct {

@@ -109,6 +109,9 @@ var fieldRules = []fieldRule{
 	{field: "Mutation.invalidateRemoteMetadata", need: nsAdmin, format: enum.FormatNpm, args: func(_ *gworld, r string) map[string]any {
 		return input("namespace", home, "repository", r, "package", "no-such-package")
 	}},
+	{field: "Mutation.invalidateRemoteMavenMetadata", need: nsAdmin, format: enum.FormatMaven, args: func(_ *gworld, r string) map[string]any {
+		return input("namespace", home, "repository", r, "groupId", "com.example")
+	}},
 
 	{field: "Mutation.setNpmDistTag", need: push, format: enum.FormatNpm, args: func(_ *gworld, r string) map[string]any {
 		return input("namespace", home, "repository", r, "package", "pkg", "tag", "stable", "version", "1.0.0")

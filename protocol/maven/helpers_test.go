@@ -228,13 +228,23 @@ func (s *testServer) checkInvariants(t testing.TB) {
 		}
 		return n
 	}
-	if c := q(`SELECT count(*) FROM maven_files f LEFT JOIN blob_storage_attachments a
+	for _, table := range []string{"maven_files", "maven_remote_files"} {
+		if c := q(`SELECT count(*) FROM ` + table + ` f LEFT JOIN blob_storage_attachments a
 		ON a.namespace_id = f.namespace_id AND a.id = f.blob_storage_attachment_id AND a.sha256 = f.blob_sha256
 		WHERE a.id IS NULL`); c != 0 {
-		t.Errorf("%d maven_files rows without their attachment", c)
+			t.Errorf("%d %s rows without their attachment", c, table)
+		}
 	}
-	if c := q(`SELECT (SELECT count(*) FROM blob_storage_attachments) - (SELECT count(*) FROM maven_files)`); c != 0 {
-		t.Errorf("%d attachments more than maven_files rows", c)
+	if c := q(`SELECT (SELECT count(*) FROM blob_storage_attachments) - (SELECT count(*) FROM maven_files)
+		- (SELECT count(*) FROM maven_remote_files)`); c != 0 {
+		t.Errorf("%d attachments more than maven_files and maven_remote_files rows", c)
+	}
+	if c := q(`SELECT count(*) FROM maven_remote_versions v WHERE v.size_bytes <> COALESCE((
+		SELECT sum(f.size) FROM maven_remote_files f
+		WHERE f.namespace_id = v.namespace_id AND f.maven_remote_version_id = v.id AND f.soft_deleted_at IS NULL), 0)
+		OR EXISTS (SELECT 1 FROM maven_remote_files f JOIN blob_storage_blobs b ON b.namespace_id = f.namespace_id AND b.sha256 = f.blob_sha256
+		WHERE f.namespace_id = v.namespace_id AND f.maven_remote_version_id = v.id AND b.size <> f.size)`); c != 0 {
+		t.Errorf("%d cached versions whose size_bytes is not the sum of their files", c)
 	}
 	if c := q(`SELECT count(*) FROM upload_sessions`); c != 0 {
 		t.Errorf("%d upload sessions left behind", c)
@@ -249,14 +259,18 @@ func (s *testServer) checkInvariants(t testing.TB) {
 	// once per repository.
 	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 0 AND field = 2), 0) -
 		COALESCE((SELECT sum(b.size) FROM (SELECT DISTINCT p.maven_repository_id, f.blob_sha256, f.namespace_id FROM maven_files f
-			JOIN maven_packages p ON p.namespace_id = f.namespace_id AND p.id = f.maven_package_id) d
+			JOIN maven_packages p ON p.namespace_id = f.namespace_id AND p.id = f.maven_package_id
+			UNION SELECT DISTINCT p.maven_remote_repository_id, f.blob_sha256, f.namespace_id FROM maven_remote_files f
+			JOIN maven_remote_packages p ON p.namespace_id = f.namespace_id AND p.id = f.maven_remote_package_id) d
 			JOIN blob_storage_blobs b ON b.namespace_id = d.namespace_id AND b.sha256 = d.blob_sha256), 0)`); c != 0 {
 		t.Errorf("repository size_bytes deltas differ from the stored files by %d bytes", c)
 	}
-	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 0 AND field = 0), 0) - (SELECT count(*) FROM maven_versions)`); c != 0 {
+	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 0 AND field = 0), 0) - (SELECT count(*) FROM maven_versions)
+		- (SELECT count(*) FROM maven_remote_versions)`); c != 0 {
 		t.Errorf("artifacts_count deltas differ from the versions by %d", c)
 	}
-	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 1 AND field = 6), 0) - (SELECT count(*) FROM maven_versions)`); c != 0 {
+	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 1 AND field = 6), 0) - (SELECT count(*) FROM maven_versions)
+		- (SELECT count(*) FROM maven_remote_versions)`); c != 0 {
 		t.Errorf("components_count deltas differ from the versions by %d", c)
 	}
 	if c := q(`SELECT COALESCE((SELECT sum(delta) FROM counter_deltas WHERE target = 1 AND field = 5), 0) -

@@ -54,6 +54,8 @@ type Options struct {
 	AllowReleaseRedeploy bool
 	// MaxMetadataSize caps an uploaded maven-metadata.xml (default 16 MiB).
 	MaxMetadataSize int64
+	// Remote configures the Maven proxies (remote.go).
+	Remote RemoteOptions
 }
 
 const (
@@ -62,11 +64,12 @@ const (
 )
 
 type handler struct {
-	st    *store.Store
-	maven *mavenstore.Store
-	log   *slog.Logger
-	authn *auth.Authenticator
-	opts  Options
+	st     *store.Store
+	maven  *mavenstore.Store
+	log    *slog.Logger
+	authn  *auth.Authenticator
+	opts   Options
+	remote *remotes
 }
 
 // Mount registers the /maven/ routes on r.
@@ -88,6 +91,10 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		panic("maven.Mount: Options.Auth is required")
 	}
 	h.authn = opts.Auth
+	if opts.Remote.Keyring != nil {
+		h.maven.SetKeyring(opts.Remote.Keyring)
+	}
+	h.remote = newRemotes(h, opts.Remote)
 	r.PathPrefix(Prefix).Handler(h)
 }
 
@@ -238,6 +245,14 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.access(r, q, action)
 	if err != nil {
 		return err
+	}
+	if t.Remote != nil {
+		if write {
+			// Refused once authorized: who may not write the proxy is
+			// told so as for any repository.
+			return remoteRefused(t)
+		}
+		return h.remoteGet(w, r, t, q)
 	}
 	if write {
 		return h.put(w, r, t, q)

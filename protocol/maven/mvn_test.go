@@ -27,7 +27,7 @@ import (
 // mvnEnv is a workspace with copies of the testdata projects and the
 // settings, pointed at a test server.
 type mvnEnv struct {
-	t           *testing.T
+	t           testing.TB
 	dir         string
 	settings    string
 	releasesURL string
@@ -36,7 +36,7 @@ type mvnEnv struct {
 
 // newMvnEnv writes settings.xml with password as the <server> password of
 // both repositories (an access token, or the admin token).
-func newMvnEnv(t *testing.T, s *testServer, password string) *mvnEnv {
+func newMvnEnv(t testing.TB, s *testServer, password string) *mvnEnv {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.CopyFS(dir, os.DirFS("testdata")); err != nil {

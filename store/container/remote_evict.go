@@ -282,7 +282,7 @@ type CacheEvictNamespace struct {
 // CacheEvictNamespaces lists, after the given namespace id, up to limit
 // namespaces whose enabled default lifecycle policy has a
 // KEEP_DOWNLOADED_WITHIN rule (the most retentive one when there are
-// several) and that have a container remote repository.
+// several) and that have a remote repository of any format.
 func (s *Store) CacheEvictNamespaces(ctx context.Context, after uuid.UUID, limit int) ([]CacheEvictNamespace, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT s.namespace_id, max((r.rule_configuration->>'days')::int)
@@ -290,7 +290,8 @@ func (s *Store) CacheEvictNamespaces(ctx context.Context, after uuid.UUID, limit
 		JOIN lifecycle_rules r ON r.namespace_id = s.namespace_id AND r.lifecycle_policy_settings_id = s.id
 		WHERE s.enabled AND r.rule_type = $1 AND s.namespace_id > $2
 		  AND (EXISTS (SELECT 1 FROM container_remote_repositories c WHERE c.namespace_id = s.namespace_id)
-		       OR EXISTS (SELECT 1 FROM npm_remote_repositories n WHERE n.namespace_id = s.namespace_id))
+		       OR EXISTS (SELECT 1 FROM npm_remote_repositories n WHERE n.namespace_id = s.namespace_id)
+		       OR EXISTS (SELECT 1 FROM maven_remote_repositories m WHERE m.namespace_id = s.namespace_id))
 		GROUP BY s.namespace_id
 		ORDER BY s.namespace_id LIMIT $3`, int16(enum.LifecycleRuleKeepLastDownloadedAt), after, limit)
 	if err != nil {

@@ -372,6 +372,9 @@ const (
 	// CounterTargetNpmRemoteRepository holds an npm pull-through cache's
 	// hit and miss counters (migration 00055).
 	CounterTargetNpmRemoteRepository CounterTarget = 14
+	// CounterTargetMavenRemoteRepository holds a Maven proxy's hit and
+	// miss counters (migration 00056).
+	CounterTargetMavenRemoteRepository CounterTarget = 15
 )
 
 // counterTargetNames are the target tables.
@@ -379,7 +382,7 @@ var counterTargetNames = names{
 	"repositories", "namespace_statistics", "container_images", "container_remote_images",
 	"maven_packages", "maven_versions", "maven_remote_packages", "maven_remote_versions",
 	"npm_packages", "npm_versions", "npm_remote_packages", "npm_remote_versions",
-	"access_tokens", "container_remote_repositories", "npm_remote_repositories",
+	"access_tokens", "container_remote_repositories", "npm_remote_repositories", "maven_remote_repositories",
 }
 
 // String returns the target table name.
@@ -415,7 +418,8 @@ func (v CounterTarget) Fields() []CounterField {
 		return []CounterField{CounterFieldVersionsCount, CounterFieldTagsCount, CounterFieldLastDownloadedAt}
 	case CounterTargetAccessToken:
 		return []CounterField{CounterFieldLastUsedAt}
-	case CounterTargetContainerRemoteRepository, CounterTargetNpmRemoteRepository:
+	case CounterTargetContainerRemoteRepository, CounterTargetNpmRemoteRepository,
+		CounterTargetMavenRemoteRepository:
 		return []CounterField{CounterFieldCacheHits, CounterFieldCacheMisses}
 	}
 	return nil

@@ -39,6 +39,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/container"
 )
 
 // Store runs the Maven operations over the core store. It is safe for
@@ -46,6 +47,9 @@ import (
 type Store struct {
 	core *store.Store
 	pool *pgxpool.Pool
+	// keyring seals and opens the upstream credentials of Maven proxies
+	// (SetKeyring); nil: none.
+	keyring container.Keyring
 }
 
 // New returns the Maven operations over the core store.

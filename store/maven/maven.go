@@ -50,6 +50,9 @@ type Target struct {
 	RepositoryName     string
 	MavenRepositoryID  uuid.UUID
 	Visibility         enum.Visibility
+	// Remote is set for a Maven proxy (kind REMOTE), whose
+	// MavenRepositoryID is uuid.Nil.
+	Remote *RemoteTarget
 }
 
 // UploadRef returns the reference of an upload session of the target's
@@ -61,7 +64,8 @@ func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
 // ResolveTarget resolves /maven/<namespace>/<repository>.
 // CodeRepositoryUnknown (wrapped with the reason) when the namespace
 // does not exist or is deleted, or the repository is missing, in the
-// trash, not Maven, or not HOSTED. Blocked, disabled and suspended
+// trash, not Maven, or neither HOSTED nor REMOTE (a REMOTE one has
+// Target.Remote set). Blocked, disabled and suspended
 // namespaces resolve, with ServesReads/ServesWrites telling what they
 // allow.
 //
@@ -107,10 +111,18 @@ func (s *Store) ResolveTarget(ctx context.Context, namespace, repository string)
 	if enum.Format(format) != enum.FormatMaven {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a Maven repository", namespace, repository)
 	}
-	if enum.Kind(kind) != enum.KindHosted || mrID == nil {
-		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a hosted Maven repository", namespace, repository)
+	remote := enum.Kind(kind) == enum.KindRemote
+	if !remote && (enum.Kind(kind) != enum.KindHosted || mrID == nil) {
+		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a hosted or remote Maven repository", namespace, repository)
 	}
-	t.NamespaceID, t.RepositoryID, t.MavenRepositoryID = nsID, repoID, *mrID
+	t.NamespaceID, t.RepositoryID = nsID, repoID
+	if remote {
+		if err := s.resolveRemote(ctx, t); err != nil {
+			return nil, err
+		}
+	} else {
+		t.MavenRepositoryID = *mrID
+	}
 	switch {
 	case blocked != nil:
 		t.NamespaceCondition = "BLOCKED"

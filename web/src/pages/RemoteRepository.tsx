@@ -1,7 +1,7 @@
 // A remote repository (pull-through cache): its upstream, health, hit
-// ratio and cache (images of a container remote, packages of an npm
-// remote), with the administrator's actions (invalidate a cached tag or
-// cached packuments, evict a cached image, change the upstream settings).
+// ratio and cache (images of a container remote, packages of an npm or
+// Maven remote), with the administrator's actions (invalidate a cached tag
+// or cached metadata, evict a cached image, change the upstream settings).
 // The upstream credentials are write-only: the API tells only whether some
 // are stored.
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
@@ -21,6 +21,7 @@ const RemoteQuery = graphql(`
         url
         cacheValidityHours
         metadataCacheValidityHours
+        negativeCacheMinutes
         health
         lastCheckedAt
         lastError
@@ -86,9 +87,49 @@ const CachedPackagesQuery = graphql(`
   }
 `);
 
+const CachedMavenPackagesQuery = graphql(`
+  query RemoteCachedMavenPackages($namespace: String!, $name: String!, $first: Int, $after: String) {
+    repository(namespace: $namespace, name: $name) {
+      id
+      remote {
+        cachedMavenPackages(first: $first, after: $after) {
+          pageInfo {
+            hasNextPage
+            endCursor
+          }
+          edges {
+            cursor
+            node {
+              id
+              groupId
+              artifactId
+              cachedAt
+              lastDownloadedAt
+              sizeBytes
+              versions {
+                version
+                sizeBytes
+                filesCount
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
 const InvalidateMetadataMutation = graphql(`
   mutation InvalidateRemoteMetadata($input: RemotePackageRefInput!) {
     invalidateRemoteMetadata(input: $input) {
+      invalidatedCount
+    }
+  }
+`);
+
+const InvalidateMavenMutation = graphql(`
+  mutation InvalidateRemoteMavenMetadata($input: RemoteMavenMetadataRefInput!) {
+    invalidateRemoteMavenMetadata(input: $input) {
       invalidatedCount
     }
   }
@@ -132,7 +173,7 @@ const UpdateRemoteMutation = graphql(`
 const IMAGE_PAGE = 50;
 // The API lists at most this many cached packages of an npm remote.
 const PACKAGE_LIMIT = 100;
-const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage", "RemoteCachedPackage"] };
+const ctx = { additionalTypenames: ["Repository", "RemoteRepository", "RemoteCachedImage", "RemoteCachedPackage", "RemoteCachedMavenPackage"] };
 
 /** Formats whose remotes cache metadata under metadataCacheValidityHours. */
 export function hasMetadataValidity(format: Format): boolean {
@@ -157,6 +198,15 @@ export function RemotePanel({ ns, repo, format, admin }: { ns: string; repo: str
   const rem = data?.repository?.remote;
   if (error && !rem) return <ErrorBox error={error} />;
   if (!rem) return fetching ? <Loading what="Loading the upstream" /> : null;
+  const maven = format === "MAVEN";
+  const validity: [string, ReactNode][] = maven
+    ? [
+        ["Metadata revalidated after", `${rem.metadataCacheValidityHours ?? 0} h (release files never: they are immutable)`],
+        ["Missing paths remembered for", `${rem.negativeCacheMinutes ?? 0} min`],
+      ]
+    : format === "NPM"
+      ? [["Metadata revalidated after", `${rem.metadataCacheValidityHours ?? 1} h`]]
+      : [["Tags revalidated after", `${rem.cacheValidityHours} h`]];
   return (
     <>
       <h2>Upstream</h2>
@@ -167,9 +217,7 @@ export function RemotePanel({ ns, repo, format, admin }: { ns: string; repo: str
           ["Last checked", formatTime(rem.lastCheckedAt)],
           ["Last error", rem.lastError ?? "–"],
           ["Credentials", rem.hasCredentials ? "stored (encrypted)" : "none (anonymous)"],
-          hasMetadataValidity(format)
-            ? ["Metadata revalidated after", `${rem.metadataCacheValidityHours ?? 1} h`]
-            : ["Tags revalidated after", `${rem.cacheValidityHours} h`],
+          ...validity,
           [
             "Hit ratio",
             `${formatRatio(rem.hitRatio)} (${formatCount(rem.cacheHits)} ${rem.cacheHits === 1 ? "hit" : "hits"}, ` +
@@ -179,10 +227,137 @@ export function RemotePanel({ ns, repo, format, admin }: { ns: string; repo: str
       />
       {format === "NPM" ? (
         <CachedPackages ns={ns} repo={repo} admin={admin} />
+      ) : maven ? (
+        <MavenCache ns={ns} repo={repo} admin={admin} />
       ) : format === "DOCKER" || format === "OCI" ? (
         <CachedImages ns={ns} repo={repo} admin={admin} />
       ) : null}
     </>
+  );
+}
+
+/** The cached packages of a Maven proxy, with the administrator's
+ * invalidation of its metadata. */
+function MavenCache({ ns, repo, admin }: { ns: string; repo: string; admin: boolean }) {
+  const [inv, doInvalidate] = useMutation(InvalidateMavenMutation);
+  const [done, setDone] = useState("");
+  const onInvalidate = async (groupId?: string, artifactId?: string) => {
+    setDone("");
+    const res = await doInvalidate({ input: { namespace: ns, repository: repo, groupId, artifactId } }, ctx);
+    if (res.data) {
+      const n = res.data.invalidateRemoteMavenMetadata.invalidatedCount;
+      const what = artifactId ? `${groupId}:${artifactId}` : "the proxy";
+      setDone(`${formatCount(n)} cached ${n === 1 ? "document" : "documents"} of ${what} will be revalidated on their next request.`);
+    }
+  };
+  return (
+    <>
+      <h2>Cached packages</h2>
+      {admin && (
+        <p>
+          <button type="button" className="btn btn-small" disabled={inv.fetching} onClick={() => void onInvalidate()}>
+            Invalidate all metadata
+          </button>{" "}
+          <span className="muted">maven-metadata.xml and SNAPSHOT files are asked for again; remembered misses are forgotten.</span>
+        </p>
+      )}
+      {done && (
+        <p role="status" className="ok-text">
+          {done}
+        </p>
+      )}
+      {inv.error && <ErrorBox error={inv.error} title="Could not invalidate the metadata" />}
+      <div className="table-wrap">
+        <table className="table">
+          <thead>
+            <tr>
+              <th scope="col">Package</th>
+              <th scope="col">Versions</th>
+              <th scope="col" className="num">
+                Size
+              </th>
+              <th scope="col">Last downloaded</th>
+              {admin && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <PagedList
+            resetKey={`${ns}/${repo}`}
+            page={(p) => (
+              <CachedMavenPackagePage key={p.index} {...p} ns={ns} repo={repo} admin={admin} busy={inv.fetching} onInvalidate={onInvalidate} />
+            )}
+          />
+        </table>
+      </div>
+    </>
+  );
+}
+
+function CachedMavenPackagePage({
+  ns,
+  repo,
+  admin,
+  busy,
+  onInvalidate,
+  after,
+  index,
+  isLast,
+  onMore,
+}: PageProps & { ns: string; repo: string; admin: boolean; busy: boolean; onInvalidate(g: string, a: string): Promise<void> }) {
+  const [{ data, fetching, error }] = useQuery({
+    query: CachedMavenPackagesQuery,
+    variables: { namespace: ns, name: repo, first: IMAGE_PAGE, after },
+    context: ctx,
+  });
+  const conn = data?.repository?.remote?.cachedMavenPackages;
+  const body = useRef<HTMLTableSectionElement>(null);
+  useEffect(() => {
+    if (index > 0 && conn) focusFirstLinkIfLost(body.current);
+  }, [index, conn]);
+  const cols = admin ? 5 : 4;
+  const note = (c: ReactNode) => (
+    <tr className="row-note">
+      <td colSpan={cols}>{c}</td>
+    </tr>
+  );
+  return (
+    <tbody ref={body}>
+      {error && note(<ErrorBox error={error} />)}
+      {!conn && fetching && note(<Loading what="Loading cached packages" />)}
+      {conn && conn.edges.length === 0 && index === 0 && note(<Empty>Nothing cached yet: resolve a build through this repository.</Empty>)}
+      {conn?.edges.map(({ node: p }) => (
+        <tr key={p.id}>
+          <th scope="row" data-label="Package">
+            {p.groupId}:{p.artifactId}
+          </th>
+          <td data-label="Versions">
+            {p.versions.length === 0 && <span className="muted">metadata only</span>}
+            {p.versions.map((v) => (
+              <span key={v.version} className="tag-cell">
+                <Badge>{v.version}</Badge>{" "}
+              </span>
+            ))}
+          </td>
+          <td data-label="Size" className="num">
+            {formatBytes(p.sizeBytes)}
+          </td>
+          <td data-label="Last downloaded">{formatTime(p.lastDownloadedAt)}</td>
+          {admin && (
+            <td data-label="Actions">
+              <button
+                type="button"
+                className="btn btn-small btn-ghost"
+                aria-label={`Invalidate the metadata of ${p.groupId}:${p.artifactId}`}
+                disabled={busy}
+                onClick={() => void onInvalidate(p.groupId, p.artifactId)}
+              >
+                Invalidate metadata
+              </button>
+            </td>
+          )}
+        </tr>
+      ))}
+      {conn && isLast && <LoadMoreRow colSpan={cols} pageInfo={conn.pageInfo} onMore={onMore} shown={index * IMAGE_PAGE + conn.edges.length} />}
+    </tbody>
   );
 }
 
@@ -433,6 +608,18 @@ export function RemoteUsage({ ns, repo, format }: { ns: string; repo: string; fo
         <CopyBlock label="Registry URL" text={url} />
         <CopyBlock label=".npmrc" text={npmrc(origin, ns, repo)} multiline />
         <CopyBlock label="Install through the cache" text={`npm install PACKAGE --registry ${url}`} />
+      </div>
+    );
+  }
+  if (format === "MAVEN") {
+    const url = `${window.location.protocol}//${host}/maven/${ns}/${repo}`;
+    return (
+      <div className="usage">
+        <CopyBlock
+          label="settings.xml: resolve everything (plugins too) through the proxy"
+          text={`<mirrors>\n  <mirror><id>${repo}</id><mirrorOf>*</mirrorOf><url>${url}</url></mirror>\n</mirrors>\n<servers>\n  <server><id>${repo}</id><username>token</username><password>YOUR_TOKEN</password></server>\n</servers>`}
+        />
+        <CopyBlock label="Build" text="mvn package" />
       </div>
     );
   }
