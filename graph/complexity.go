@@ -174,4 +174,7 @@ func setListComplexity(c *ComplexityRoot) {
 	c.LifecyclePolicy.Rules = bounded(lifecycle.MaxRules)
 	c.LifecyclePreviewItem.Tags = bounded(maxLifecycleItemTags)
 	c.RemoteCachedImage.Tags = bounded(maxRemoteImageTags)
+	c.VirtualRepository.Upstreams = bounded(maxVirtualUpstreams)
+	c.VirtualRepository.ReservedPatterns = bounded(maxVirtualReserved)
+	c.VirtualUpstream.Rules = bounded(maxVirtualRules)
 }

@@ -93,6 +93,9 @@ type loaders struct {
 	remote          *loader[idKey, *model.RemoteRepository]
 	remoteImagePage *loader[pageKey, []*model.RemoteCachedImage]
 	remoteTags      *loader[idKey, []*model.RemoteCachedTag]
+
+	// Virtual repositories (virtual.go): settings by repository id.
+	virtual *loader[idKey, *virtualSettings]
 }
 
 type loadersKey struct{}
@@ -280,6 +283,7 @@ func newRowLoaders(r *Resolver, wait time.Duration) *loaders {
 		remote:          newLoader(wait, perNamespace(remoteSettingsLoader(cs))),
 		remoteImagePage: newLoader(wait, perPage(remoteImagePageLoader(cs))),
 		remoteTags:      newLoader(wait, perNamespace(remoteTagsLoader(cs))),
+		virtual:         newLoader(wait, perNamespace(virtualSettingsLoader(r.store))),
 	}
 }
 
