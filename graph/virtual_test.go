@@ -160,9 +160,9 @@ func TestVirtualRepositories(t *testing.T) {
 	bad(CodeInvalidInput, "b1", "OCI", nil)
 	bad(CodeInvalidInput, "b2", "OCI", map[string]any{"upstreams": []map[string]any{}})
 	bad(CodeNotFound, "b3", "OCI", map[string]any{"upstreams": upstreams("nope")})
-	bad(CodeInvalidInput, "b4", "OCI", map[string]any{"upstreams": upstreams("n1")})          // another format
-	bad(CodeInvalidInput, "b5", "OCI", map[string]any{"upstreams": upstreams("d1")})          // DOCKER under OCI
-	bad(CodeInvalidInput, "b6", "OCI", map[string]any{"upstreams": upstreams("h1", "h1")})    // twice
+	bad(CodeInvalidInput, "b4", "OCI", map[string]any{"upstreams": upstreams("n1")})       // another format
+	bad(CodeInvalidInput, "b5", "OCI", map[string]any{"upstreams": upstreams("d1")})       // DOCKER under OCI
+	bad(CodeInvalidInput, "b6", "OCI", map[string]any{"upstreams": upstreams("h1", "h1")}) // twice
 	bad(CodeInvalidInput, "b7", "OCI", map[string]any{"upstreams": upstreams("h1"), "deployTo": "h2"})
 	bad(CodeInvalidInput, "b8", "OCI", map[string]any{"upstreams": upstreams("h1", "r1"), "deployTo": "r1"})
 	bad(CodeInvalidInput, "b9", "OCI", map[string]any{"upstreams": []map[string]any{{"repository": "h1",
