@@ -41,16 +41,16 @@ ALTER TABLE npm_virtual_repositories
     ADD CONSTRAINT npm_virtual_repositories_deploy_to_fkey FOREIGN KEY (deploy_to_repository_id, namespace_id)
         REFERENCES repositories (id, namespace_id) ON DELETE NO ACTION;
 
+-- Partition-wise, like every key between tables partitioned alike (00037).
+SELECT split_foreign_key('container_virtual_repositories', 'container_virtual_repositories_deploy_to_fkey');
+SELECT split_foreign_key('maven_virtual_repositories', 'maven_virtual_repositories_deploy_to_fkey');
+SELECT split_foreign_key('npm_virtual_repositories', 'npm_virtual_repositories_deploy_to_fkey');
+
 -- +goose Down
+-- Dropping the columns drops their keys (split or not) and checks.
 ALTER TABLE npm_virtual_repositories
-    DROP CONSTRAINT npm_virtual_repositories_deploy_to_fkey,
-    DROP CONSTRAINT npm_virtual_repositories_reserved_patterns_max,
     DROP COLUMN settings_changed_at, DROP COLUMN reserved_patterns, DROP COLUMN deploy_to_repository_id;
 ALTER TABLE maven_virtual_repositories
-    DROP CONSTRAINT maven_virtual_repositories_deploy_to_fkey,
-    DROP CONSTRAINT maven_virtual_repositories_reserved_patterns_max,
     DROP COLUMN settings_changed_at, DROP COLUMN reserved_patterns, DROP COLUMN deploy_to_repository_id;
 ALTER TABLE container_virtual_repositories
-    DROP CONSTRAINT container_virtual_repositories_deploy_to_fkey,
-    DROP CONSTRAINT container_virtual_repositories_reserved_patterns_max,
     DROP COLUMN settings_changed_at, DROP COLUMN reserved_patterns, DROP COLUMN deploy_to_repository_id;
