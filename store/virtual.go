@@ -547,12 +547,17 @@ func virtualSettings(ctx context.Context, q db.Queryer, namespaceID uuid.UUID, r
 // VirtualTree loads a virtual repository's settings and those of every
 // virtual repository it lists, however deep (bounded by
 // MaxVirtualDepth), keyed by repository id: what a protocol resolves a
-// name through. One round trip per nesting level (two with rules).
-func (s *Store) VirtualTree(ctx context.Context, namespaceID, repositoryID uuid.UUID) (map[uuid.UUID]*VirtualSettings, error) {
+// name through. One round trip per nesting level: the upstream list with
+// each upstream's repository and rules.
+func (s *Store) VirtualTree(ctx context.Context, format enum.Format, namespaceID, repositoryID uuid.UUID) (map[uuid.UUID]*VirtualSettings, error) {
+	vt, err := virtualTablesOf(format)
+	if err != nil {
+		return nil, err
+	}
 	out := map[uuid.UUID]*VirtualSettings{}
 	level := []uuid.UUID{repositoryID}
 	for depth := 0; len(level) > 0 && depth <= MaxVirtualDepth; depth++ {
-		m, err := virtualSettings(ctx, s.pool, namespaceID, level)
+		m, err := virtualFamilySettings(ctx, s.pool, vt, namespaceID, level)
 		if err != nil {
 			return nil, db.MapErr(err)
 		}
@@ -570,6 +575,70 @@ func (s *Store) VirtualTree(ctx context.Context, namespaceID, repositoryID uuid.
 	}
 	if out[repositoryID] == nil {
 		return nil, errs.New(CodeNotFound, "virtual repository %s has no settings", repositoryID)
+	}
+	return out, nil
+}
+
+// virtualFamilySettings loads the settings of one format family's
+// virtuals in one statement, the rules of each upstream aggregated in
+// their creation order.
+func virtualFamilySettings(ctx context.Context, q db.Queryer, vt virtualTables, namespaceID uuid.UUID, repos []uuid.UUID) (map[uuid.UUID]*VirtualSettings, error) {
+	rows, err := q.Query(ctx, `SELECT v.id, v.repository_id, v.deploy_to_repository_id, v.reserved_patterns, v.settings_changed_at, r2.format,
+			u.id, `+repositoryColumns+`, rl.types, rl.fields, rl.patterns
+		FROM `+vt.virtual+` v
+		JOIN repositories r2 ON r2.namespace_id = v.namespace_id AND r2.id = v.repository_id
+		LEFT JOIN `+vt.upstreams+` u ON u.namespace_id = v.namespace_id AND u.`+vt.virtualFK+` = v.id
+		LEFT JOIN repositories r ON r.namespace_id = u.namespace_id AND r.id = u.upstream_repository_id
+		LEFT JOIN LATERAL (
+			SELECT array_agg(x.rule_type ORDER BY x.id) AS types, array_agg(x.target_field ORDER BY x.id) AS fields,
+			       array_agg(x.pattern ORDER BY x.id) AS patterns
+			FROM `+vt.rules+` x WHERE x.namespace_id = $1 AND x.`+vt.upstreamFK+` = u.id) rl ON true
+		WHERE v.namespace_id = $1 AND v.repository_id = ANY($2)
+		ORDER BY v.repository_id, u.position`, namespaceID, repos)
+	if err != nil {
+		return nil, fmt.Errorf("load virtual settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[uuid.UUID]*VirtualSettings{}
+	for rows.Next() {
+		var (
+			vs            VirtualSettings
+			vformat       int16
+			upID          *uuid.UUID
+			r             Repository
+			rid, rns      *uuid.UUID
+			rname         *string
+			rf, rk, rv    *int16
+			ac, dc, sb    *int64
+			createdAt     *time.Time
+			types, fields []int16
+			patterns      []string
+		)
+		if err := rows.Scan(&vs.ID, &vs.RepositoryID, &vs.DeployTo, &vs.ReservedPatterns, &vs.ChangedAt, &vformat,
+			&upID, &rid, &rns, &rname, &r.Description, &rf, &rk, &rv, &ac, &dc, &sb, &r.LastUpdatedAt, &createdAt, &r.SoftDeletedAt,
+			&types, &fields, &patterns); err != nil {
+			return nil, fmt.Errorf("load virtual settings: %w", err)
+		}
+		cur := out[vs.RepositoryID]
+		if cur == nil {
+			vs.NamespaceID, vs.Format = namespaceID, enum.Format(vformat)
+			cur = &vs
+			out[vs.RepositoryID] = cur
+		}
+		if upID == nil || rid == nil {
+			continue
+		}
+		r.ID, r.NamespaceID, r.Name = *rid, *rns, *rname
+		r.Format, r.Kind, r.Visibility = enum.Format(*rf), enum.Kind(*rk), enum.Visibility(*rv)
+		r.ArtifactsCount, r.DownloadsCount, r.SizeBytes, r.CreatedAt = *ac, *dc, *sb, *createdAt
+		u := VirtualUpstream{ID: *upID, Position: len(cur.Upstreams) + 1, Repository: &r}
+		for i := range types {
+			u.Rules = append(u.Rules, VirtualRule{Type: enum.UpstreamRuleType(types[i]), Field: fields[i], Pattern: patterns[i]})
+		}
+		cur.Upstreams = append(cur.Upstreams, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load virtual settings: %w", err)
 	}
 	return out, nil
 }

@@ -108,7 +108,7 @@ type virtualCandidate struct {
 // may serve its image: hosted ones whose rules admit the name, and remote
 // ones too unless a hosted upstream has the name or it is reserved.
 func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) ([]virtualCandidate, error) {
-	tree, err := h.st.VirtualTree(ctx, vt.NamespaceID, vt.RepositoryID)
+	tree, err := h.st.VirtualTree(ctx, vt.Format, vt.NamespaceID, vt.RepositoryID)
 	if err != nil {
 		return nil, err
 	}
@@ -408,7 +408,7 @@ func (h *handler) virtualWriteTarget(ctx context.Context, vt *container.Target, 
 			"repository %s/%s is a virtual repository: delete through the upstream repository that holds the content",
 			vt.NamespaceSlug, vt.RepositoryName)
 	}
-	tree, err := h.st.VirtualTree(ctx, vt.NamespaceID, vt.RepositoryID)
+	tree, err := h.st.VirtualTree(ctx, vt.Format, vt.NamespaceID, vt.RepositoryID)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +504,7 @@ func (h *handler) virtualCatalog(ctx context.Context, filter container.CatalogFi
 		if v.NamespaceSlug == a.Namespace && v.Name == a.Repository {
 			afterImage = a.Image
 		}
-		tree, err := h.st.VirtualTree(ctx, v.NamespaceID, v.RepositoryID)
+		tree, err := h.st.VirtualTree(ctx, enum.FormatOCI, v.NamespaceID, v.RepositoryID)
 		if err != nil {
 			return nil, nil, err
 		}
