@@ -50,8 +50,12 @@ func TestMatchVirtualPattern(t *testing.T) {
 
 func TestVirtualRulesAdmit(t *testing.T) {
 	name, tag := int16(enum.ContainerTargetImage), int16(enum.ContainerTargetTag)
-	allow := func(f int16, p string) VirtualRule { return VirtualRule{Type: enum.UpstreamRuleAllow, Field: f, Pattern: p} }
-	deny := func(f int16, p string) VirtualRule { return VirtualRule{Type: enum.UpstreamRuleDeny, Field: f, Pattern: p} }
+	allow := func(f int16, p string) VirtualRule {
+		return VirtualRule{Type: enum.UpstreamRuleAllow, Field: f, Pattern: p}
+	}
+	deny := func(f int16, p string) VirtualRule {
+		return VirtualRule{Type: enum.UpstreamRuleDeny, Field: f, Pattern: p}
+	}
 	rules := []VirtualRule{allow(name, "library/**"), allow(name, "team/*"), deny(name, "team/secret"), deny(tag, "*-rc*")}
 	for _, c := range []struct {
 		field int16
