@@ -184,4 +184,7 @@ func setListComplexity(c *ComplexityRoot) {
 	c.LifecyclePreviewItem.Tags = bounded(maxLifecycleItemTags)
 	c.RemoteCachedImage.Tags = bounded(maxRemoteImageTags)
 	c.RemoteCachedMavenPackage.Versions = bounded(maven.MaxRemotePackageVersions)
+	c.VirtualRepository.Upstreams = bounded(maxVirtualUpstreams)
+	c.VirtualRepository.ReservedPatterns = bounded(maxVirtualReserved)
+	c.VirtualUpstream.Rules = bounded(maxVirtualRules)
 }

@@ -810,6 +810,7 @@ type ComplexityRoot struct {
 		Remote          func(childComplexity int) int
 		SizeBytes       func(childComplexity int) int
 		SoftDeletedAt   func(childComplexity int) int
+		Virtual         func(childComplexity int) int
 		Visibility      func(childComplexity int) int
 	}
 
@@ -873,6 +874,24 @@ type ComplexityRoot struct {
 		Name      func(childComplexity int) int
 		Namespace func(childComplexity int) int
 		Scopes    func(childComplexity int) int
+	}
+
+	VirtualRepository struct {
+		DeployTo         func(childComplexity int) int
+		ReservedPatterns func(childComplexity int) int
+		Upstreams        func(childComplexity int) int
+	}
+
+	VirtualRule struct {
+		Field   func(childComplexity int) int
+		Pattern func(childComplexity int) int
+		Type    func(childComplexity int) int
+	}
+
+	VirtualUpstream struct {
+		Position   func(childComplexity int) int
+		Repository func(childComplexity int) int
+		Rules      func(childComplexity int) int
 	}
 }
 
@@ -1054,6 +1073,7 @@ type RepositoryResolver interface {
 	MavenPackages(ctx context.Context, obj *model.Repository, first *int, after *string) (*model.MavenPackageConnection, error)
 	MavenPackage(ctx context.Context, obj *model.Repository, groupID string, artifactID string) (*model.MavenPackage, error)
 	Remote(ctx context.Context, obj *model.Repository) (*model.RemoteRepository, error)
+	Virtual(ctx context.Context, obj *model.Repository) (*model.VirtualRepository, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -4381,6 +4401,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Repository.SoftDeletedAt(childComplexity), true
+	case "Repository.virtual":
+		if e.ComplexityRoot.Repository.Virtual == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Repository.Virtual(childComplexity), true
 	case "Repository.visibility":
 		if e.ComplexityRoot.Repository.Visibility == nil {
 			break
@@ -4573,6 +4599,63 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Viewer.Scopes(childComplexity), true
 
+	case "VirtualRepository.deployTo":
+		if e.ComplexityRoot.VirtualRepository.DeployTo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualRepository.DeployTo(childComplexity), true
+	case "VirtualRepository.reservedPatterns":
+		if e.ComplexityRoot.VirtualRepository.ReservedPatterns == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualRepository.ReservedPatterns(childComplexity), true
+	case "VirtualRepository.upstreams":
+		if e.ComplexityRoot.VirtualRepository.Upstreams == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualRepository.Upstreams(childComplexity), true
+
+	case "VirtualRule.field":
+		if e.ComplexityRoot.VirtualRule.Field == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualRule.Field(childComplexity), true
+	case "VirtualRule.pattern":
+		if e.ComplexityRoot.VirtualRule.Pattern == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualRule.Pattern(childComplexity), true
+	case "VirtualRule.type":
+		if e.ComplexityRoot.VirtualRule.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualRule.Type(childComplexity), true
+
+	case "VirtualUpstream.position":
+		if e.ComplexityRoot.VirtualUpstream.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualUpstream.Position(childComplexity), true
+	case "VirtualUpstream.repository":
+		if e.ComplexityRoot.VirtualUpstream.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualUpstream.Repository(childComplexity), true
+	case "VirtualUpstream.rules":
+		if e.ComplexityRoot.VirtualUpstream.Rules == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualUpstream.Rules(childComplexity), true
+
 	}
 	return 0, false
 }
@@ -4613,6 +4696,9 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			graphql.NewInputUnmarshaler("SetLifecyclePolicyInput", ec.unmarshalInputSetLifecyclePolicyInput),
 			graphql.NewInputUnmarshaler("SetTrashRetentionInput", ec.unmarshalInputSetTrashRetentionInput),
 			graphql.NewInputUnmarshaler("UpdateRepositoryInput", ec.unmarshalInputUpdateRepositoryInput),
+			graphql.NewInputUnmarshaler("VirtualRepositoryInput", ec.unmarshalInputVirtualRepositoryInput),
+			graphql.NewInputUnmarshaler("VirtualRuleInput", ec.unmarshalInputVirtualRuleInput),
+			graphql.NewInputUnmarshaler("VirtualUpstreamInput", ec.unmarshalInputVirtualUpstreamInput),
 		)
 	}
 	first := true
@@ -6191,12 +6277,21 @@ type Mutation {
 
   """
   Create a repository: parent row, format row and default-collection link in
-  one transaction. Needs ADMIN on the namespace.
+  one transaction. Needs ADMIN on the namespace; a VIRTUAL repository also
+  needs READ on each upstream and WRITE on its deployTo.
   """
   createRepository(input: CreateRepositoryInput!): RepositoryPayload!
-  "Change a repository's description or visibility. Needs ADMIN on the repository."
+  """
+  Change a repository's description, visibility, remote or virtual
+  settings. Needs ADMIN on the repository; new virtual settings also need
+  READ on each upstream and WRITE on the deployTo.
+  """
   updateRepository(input: UpdateRepositoryInput!): RepositoryPayload!
-  "Move a repository to the trash (soft delete). Needs ADMIN on the repository."
+  """
+  Move a repository to the trash (soft delete). Needs ADMIN on the
+  repository. CONFLICT, naming them, while virtual repositories list it as
+  an upstream.
+  """
   deleteRepository(input: RepositoryRefInput!): RepositoryPayload!
   "Bring a repository back from the trash. Needs ADMIN on the repository."
   restoreRepository(input: RepositoryRefInput!): RepositoryPayload!
@@ -6274,13 +6369,15 @@ input CreateRepositoryInput {
   """
   name: String!
   format: Format!
-  "HOSTED, or REMOTE (a pull-through cache, DOCKER or OCI, with ` + "`" + `remote` + "`" + `); VIRTUAL arrives with its own input."
+  "HOSTED; REMOTE (a pull-through cache, DOCKER or OCI, with ` + "`" + `remote` + "`" + `); or VIRTUAL (with ` + "`" + `virtual` + "`" + `)."
   kind: RepositoryKind = HOSTED
   visibility: Visibility = PRIVATE
   "At most 1024 characters."
   description: String
   "The upstream of a REMOTE repository (required for it, refused for others)."
   remote: RemoteRepositoryInput
+  "The upstream list of a VIRTUAL repository (required for it, refused for others)."
+  virtual: VirtualRepositoryInput
 }
 
 """
@@ -6304,6 +6401,8 @@ input UpdateRepositoryInput {
   visibility: Visibility
   "New upstream settings of a remote repository."
   remote: RemoteRepositoryUpdateInput
+  "The new settings of a virtual repository: they replace the old ones whole (list order included)."
+  virtual: VirtualRepositoryInput
 }
 
 type RepositoryPayload {
@@ -6502,6 +6601,93 @@ extend type Mutation {
   always revoke itself.
   """
   revokeAccessToken(input: RevokeAccessTokenInput!): AccessTokenPayload!
+}
+`, BuiltIn: false},
+	{Name: "../virtual.graphqls", Input: `# Virtual repositories (docs/virtual-repositories.md): one repository name
+# over an ordered list of hosted, remote and other virtual repositories of
+# the same namespace and format. Created with createRepository(input:
+# {kind: VIRTUAL, virtual: {...}}); updateRepository(input: {virtual:
+# {...}}) replaces the whole list (reordering it) in one transaction.
+
+enum VirtualRuleType {
+  "The upstream serves only names (or versions) one of its ALLOW rules matches."
+  ALLOW
+  "The upstream never serves what a DENY rule matches (DENY wins over ALLOW)."
+  DENY
+}
+
+"""
+What a rule's pattern is matched against. NAME: the image name (DOCKER,
+OCI), the full package name with its scope (NPM), the groupId (MAVEN).
+VERSION: the tag (DOCKER, OCI) or the version (NPM, MAVEN). SCOPE: the npm
+scope (NPM only). ARTIFACT_ID: the artifactId (MAVEN only).
+"""
+enum VirtualRuleField {
+  NAME
+  VERSION
+  SCOPE
+  ARTIFACT_ID
+}
+
+"""
+An allow or deny rule. Patterns: ` + "`" + `*` + "`" + ` matches any run of characters except
+` + "`" + `/` + "`" + `, ` + "`" + `**` + "`" + ` any run including ` + "`" + `/` + "`" + `, ` + "`" + `?` + "`" + ` one character; anything else matches
+itself. 1-255 characters, no spaces.
+"""
+type VirtualRule {
+  type: VirtualRuleType!
+  field: VirtualRuleField!
+  pattern: String!
+}
+
+"One upstream of a virtual repository, in resolution order."
+type VirtualUpstream {
+  "1-based; the first upstream whose rules admit a name and that has it wins."
+  position: Int!
+  repository: Repository!
+  "At most 50."
+  rules: [VirtualRule!]!
+}
+
+"The settings of a virtual repository."
+type VirtualRepository {
+  "In resolution order (at most 50)."
+  upstreams: [VirtualUpstream!]!
+  "The HOSTED upstream that receives pushes and publishes sent to the virtual; null refuses them."
+  deployTo: Repository
+  "Name patterns never asked of REMOTE upstreams, even when no hosted upstream has the name (at most 50)."
+  reservedPatterns: [String!]!
+}
+
+input VirtualRuleInput {
+  type: VirtualRuleType!
+  field: VirtualRuleField!
+  pattern: String!
+}
+
+input VirtualUpstreamInput {
+  "A repository of the same namespace and format: needs READ on it."
+  repository: String!
+  "At most 50."
+  rules: [VirtualRuleInput!]
+}
+
+"""
+The whole settings of a virtual repository: 1 to 50 upstreams in order,
+each listed once, never the virtual itself, no cycle through nested
+virtual repositories (at most 8 deep).
+"""
+input VirtualRepositoryInput {
+  upstreams: [VirtualUpstreamInput!]!
+  "One of the upstreams, HOSTED: needs WRITE on it."
+  deployTo: String
+  "At most 50 patterns (same syntax as rules), matched against the name."
+  reservedPatterns: [String!]
+}
+
+extend type Repository {
+  "The upstreams and settings of a VIRTUAL repository; null for other kinds."
+  virtual: VirtualRepository
 }
 `, BuiltIn: false},
 }
@@ -7899,6 +8085,8 @@ func (ec *executionContext) childFields_Repository(ctx context.Context, field gr
 		return ec.fieldContext_Repository_mavenPackage(ctx, field)
 	case "remote":
 		return ec.fieldContext_Repository_remote(ctx, field)
+	case "virtual":
+		return ec.fieldContext_Repository_virtual(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Repository", field.Name)
 }
@@ -8025,6 +8213,42 @@ func (ec *executionContext) childFields_Viewer(ctx context.Context, field graphq
 		return ec.fieldContext_Viewer_scopes(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Viewer", field.Name)
+}
+
+func (ec *executionContext) childFields_VirtualRepository(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "upstreams":
+		return ec.fieldContext_VirtualRepository_upstreams(ctx, field)
+	case "deployTo":
+		return ec.fieldContext_VirtualRepository_deployTo(ctx, field)
+	case "reservedPatterns":
+		return ec.fieldContext_VirtualRepository_reservedPatterns(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VirtualRepository", field.Name)
+}
+
+func (ec *executionContext) childFields_VirtualRule(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_VirtualRule_type(ctx, field)
+	case "field":
+		return ec.fieldContext_VirtualRule_field(ctx, field)
+	case "pattern":
+		return ec.fieldContext_VirtualRule_pattern(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VirtualRule", field.Name)
+}
+
+func (ec *executionContext) childFields_VirtualUpstream(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "position":
+		return ec.fieldContext_VirtualUpstream_position(ctx, field)
+	case "repository":
+		return ec.fieldContext_VirtualUpstream_repository(ctx, field)
+	case "rules":
+		return ec.fieldContext_VirtualUpstream_rules(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VirtualUpstream", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -23258,6 +23482,38 @@ func (ec *executionContext) fieldContext_Repository_remote(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Repository_virtual(ctx context.Context, field graphql.CollectedField, obj *model.Repository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Repository_virtual(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Repository().Virtual(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VirtualRepository) graphql.Marshaler {
+			return ec.marshalOVirtualRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Repository_virtual(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Repository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VirtualRepository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _RepositoryCollection_id(ctx context.Context, field graphql.CollectedField, obj *model.RepositoryCollection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -24022,6 +24278,249 @@ func (ec *executionContext) _Viewer_scopes(ctx context.Context, field graphql.Co
 }
 func (ec *executionContext) fieldContext_Viewer_scopes(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Viewer", field, false, false, "AccessTokenScope")
+}
+
+func (ec *executionContext) _VirtualRepository_upstreams(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRepository_upstreams(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Upstreams, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.VirtualUpstream) graphql.Marshaler {
+			return ec.marshalNVirtualUpstream2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstreamᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRepository_upstreams(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualRepository",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VirtualUpstream(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualRepository_deployTo(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRepository_deployTo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeployTo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalORepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRepository_deployTo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualRepository",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualRepository_reservedPatterns(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRepository_reservedPatterns(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReservedPatterns, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRepository_reservedPatterns(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualRepository", field, false, false, "String")
+}
+
+func (ec *executionContext) _VirtualRule_type(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRule_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.VirtualRuleType) graphql.Marshaler {
+			return ec.marshalNVirtualRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleType(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRule_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualRule", field, false, false, "VirtualRuleType")
+}
+
+func (ec *executionContext) _VirtualRule_field(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRule_field(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Field, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.VirtualRuleField) graphql.Marshaler {
+			return ec.marshalNVirtualRuleField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRule_field(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualRule", field, false, false, "VirtualRuleField")
+}
+
+func (ec *executionContext) _VirtualRule_pattern(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRule) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRule_pattern(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pattern, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRule_pattern(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualRule", field, false, false, "String")
+}
+
+func (ec *executionContext) _VirtualUpstream_position(ctx context.Context, field graphql.CollectedField, obj *model.VirtualUpstream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualUpstream_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualUpstream_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualUpstream", field, false, false, "Int")
+}
+
+func (ec *executionContext) _VirtualUpstream_repository(ctx context.Context, field graphql.CollectedField, obj *model.VirtualUpstream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualUpstream_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalNRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualUpstream_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualUpstream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualUpstream_rules(ctx context.Context, field graphql.CollectedField, obj *model.VirtualUpstream) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualUpstream_rules(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Rules, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.VirtualRule) graphql.Marshaler {
+			return ec.marshalNVirtualRule2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualUpstream_rules(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualUpstream",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VirtualRule(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) ___Directive_name(ctx context.Context, field graphql.CollectedField, obj *introspection.Directive) (ret graphql.Marshaler) {
@@ -25402,7 +25901,7 @@ func (ec *executionContext) unmarshalInputCreateRepositoryInput(ctx context.Cont
 		asMap["visibility"] = "PRIVATE"
 	}
 
-	fieldsInOrder := [...]string{"namespace", "name", "format", "kind", "visibility", "description", "remote"}
+	fieldsInOrder := [...]string{"namespace", "name", "format", "kind", "visibility", "description", "remote", "virtual"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -25458,6 +25957,13 @@ func (ec *executionContext) unmarshalInputCreateRepositoryInput(ctx context.Cont
 				return it, err
 			}
 			it.Remote = data
+		case "virtual":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("virtual"))
+			data, err := ec.unmarshalOVirtualRepositoryInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRepositoryInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Virtual = data
 		}
 	}
 	return it, nil
@@ -26859,7 +27365,7 @@ func (ec *executionContext) unmarshalInputUpdateRepositoryInput(ctx context.Cont
 		asMap[k] = v
 	}
 
-	fieldsInOrder := [...]string{"namespace", "name", "id", "description", "visibility", "remote"}
+	fieldsInOrder := [...]string{"namespace", "name", "id", "description", "visibility", "remote", "virtual"}
 	for _, k := range fieldsInOrder {
 		v, ok := asMap[k]
 		if !ok {
@@ -26908,6 +27414,13 @@ func (ec *executionContext) unmarshalInputUpdateRepositoryInput(ctx context.Cont
 				return it, err
 			}
 			it.Remote = data
+		case "virtual":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("virtual"))
+			data, err := ec.unmarshalOVirtualRepositoryInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRepositoryInput(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Virtual = data
 		}
 	}
 	return it, nil
@@ -26922,6 +27435,167 @@ func (ec *executionContext) unmarshalInputUpdateRepositoryInput(ctx context.Cont
 func UnmarshalUpdateRepositoryInput(ctx context.Context, raw any) (model.UpdateRepositoryInput, error) {
 	var out model.UpdateRepositoryInput
 	err := graphql.UnmarshalNamedInputFromContext(ctx, "UpdateRepositoryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputVirtualRepositoryInput(ctx context.Context, obj any) (model.VirtualRepositoryInput, error) {
+	var it model.VirtualRepositoryInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"upstreams", "deployTo", "reservedPatterns"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "upstreams":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("upstreams"))
+			data, err := ec.unmarshalNVirtualUpstreamInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstreamInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Upstreams = data
+		case "deployTo":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("deployTo"))
+			data, err := ec.unmarshalOString2ᚖstring(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.DeployTo = data
+		case "reservedPatterns":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("reservedPatterns"))
+			data, err := ec.unmarshalOString2ᚕstringᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.ReservedPatterns = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalVirtualRepositoryInput unmarshals raw into the VirtualRepositoryInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalVirtualRepositoryInput(ctx context.Context, raw any) (model.VirtualRepositoryInput, error) {
+	var out model.VirtualRepositoryInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "VirtualRepositoryInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputVirtualRuleInput(ctx context.Context, obj any) (model.VirtualRuleInput, error) {
+	var it model.VirtualRuleInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"type", "field", "pattern"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "type":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("type"))
+			data, err := ec.unmarshalNVirtualRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleType(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Type = data
+		case "field":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("field"))
+			data, err := ec.unmarshalNVirtualRuleField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Field = data
+		case "pattern":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("pattern"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Pattern = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalVirtualRuleInput unmarshals raw into the VirtualRuleInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalVirtualRuleInput(ctx context.Context, raw any) (model.VirtualRuleInput, error) {
+	var out model.VirtualRuleInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "VirtualRuleInput", raw, &out)
+	return out, err
+}
+
+func (ec *executionContext) unmarshalInputVirtualUpstreamInput(ctx context.Context, obj any) (model.VirtualUpstreamInput, error) {
+	var it model.VirtualUpstreamInput
+	if obj == nil {
+		return it, nil
+	}
+
+	asMap := map[string]any{}
+	for k, v := range obj.(map[string]any) {
+		asMap[k] = v
+	}
+
+	fieldsInOrder := [...]string{"repository", "rules"}
+	for _, k := range fieldsInOrder {
+		v, ok := asMap[k]
+		if !ok {
+			continue
+		}
+		switch k {
+		case "repository":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("repository"))
+			data, err := ec.unmarshalNString2string(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Repository = data
+		case "rules":
+			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("rules"))
+			data, err := ec.unmarshalOVirtualRuleInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleInputᚄ(ctx, v)
+			if err != nil {
+				return it, err
+			}
+			it.Rules = data
+		}
+	}
+	return it, nil
+}
+
+// UnmarshalVirtualUpstreamInput unmarshals raw into the VirtualUpstreamInput input type, using the
+// unmarshaler bound to ctx's request. Call it from a resolver to decode an input
+// object that was not passed as a field argument.
+//
+// ctx must come from a gqlgen request; outside one there is no unmarshaler to use
+// and the returned error says so.
+func UnmarshalVirtualUpstreamInput(ctx context.Context, raw any) (model.VirtualUpstreamInput, error) {
+	var out model.VirtualUpstreamInput
+	err := graphql.UnmarshalNamedInputFromContext(ctx, "VirtualUpstreamInput", raw, &out)
 	return out, err
 }
 
@@ -32247,6 +32921,12 @@ func (ec *executionContext) _Repository(ctx context.Context, sel ast.SelectionSe
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._Repository_remote(ctx, field, obj)
 				})
+		case "virtual":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, false,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._Repository_virtual(ctx, field, obj)
+				})
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -32699,6 +33379,135 @@ func (ec *executionContext) _Viewer(ctx context.Context, sel ast.SelectionSet, o
 			}
 		case "scopes":
 			out.Values[i] = ec._Viewer_scopes(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var virtualRepositoryImplementors = []string{"VirtualRepository"}
+
+func (ec *executionContext) _VirtualRepository(ctx context.Context, sel ast.SelectionSet, obj *model.VirtualRepository) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, virtualRepositoryImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VirtualRepository")
+		case "upstreams":
+			out.Values[i] = ec._VirtualRepository_upstreams(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deployTo":
+			out.Values[i] = ec._VirtualRepository_deployTo(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reservedPatterns":
+			out.Values[i] = ec._VirtualRepository_reservedPatterns(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var virtualRuleImplementors = []string{"VirtualRule"}
+
+func (ec *executionContext) _VirtualRule(ctx context.Context, sel ast.SelectionSet, obj *model.VirtualRule) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, virtualRuleImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VirtualRule")
+		case "type":
+			out.Values[i] = ec._VirtualRule_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "field":
+			out.Values[i] = ec._VirtualRule_field(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pattern":
+			out.Values[i] = ec._VirtualRule_pattern(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var virtualUpstreamImplementors = []string{"VirtualUpstream"}
+
+func (ec *executionContext) _VirtualUpstream(ctx context.Context, sel ast.SelectionSet, obj *model.VirtualUpstream) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, virtualUpstreamImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VirtualUpstream")
+		case "position":
+			out.Values[i] = ec._VirtualUpstream_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "repository":
+			out.Values[i] = ec._VirtualUpstream_repository(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "rules":
+			out.Values[i] = ec._VirtualUpstream_rules(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -34858,6 +35667,98 @@ func (ec *executionContext) marshalNViewerKind2githubᚗcomᚋartifactᚑregistr
 	return v
 }
 
+func (ec *executionContext) marshalNVirtualRule2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.VirtualRule) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNVirtualRule2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRule(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNVirtualRule2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRule(ctx context.Context, sel ast.SelectionSet, v *model.VirtualRule) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "VirtualRule!")
+		return graphql.Null
+	}
+	return ec._VirtualRule(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNVirtualRuleField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx context.Context, v any) (model.VirtualRuleField, error) {
+	var res model.VirtualRuleField
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNVirtualRuleField2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx context.Context, sel ast.SelectionSet, v model.VirtualRuleField) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) unmarshalNVirtualRuleInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleInput(ctx context.Context, v any) (*model.VirtualRuleInput, error) {
+	res, err := ec.unmarshalInputVirtualRuleInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalNVirtualRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleType(ctx context.Context, v any) (model.VirtualRuleType, error) {
+	var res model.VirtualRuleType
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNVirtualRuleType2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleType(ctx context.Context, sel ast.SelectionSet, v model.VirtualRuleType) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNVirtualUpstream2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstreamᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.VirtualUpstream) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNVirtualUpstream2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstream(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNVirtualUpstream2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstream(ctx context.Context, sel ast.SelectionSet, v *model.VirtualUpstream) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "VirtualUpstream!")
+		return graphql.Null
+	}
+	return ec._VirtualUpstream(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNVirtualUpstreamInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstreamInputᚄ(ctx context.Context, v any) ([]*model.VirtualUpstreamInput, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.VirtualUpstreamInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNVirtualUpstreamInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstreamInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) unmarshalNVirtualUpstreamInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualUpstreamInput(ctx context.Context, v any) (*model.VirtualUpstreamInput, error) {
+	res, err := ec.unmarshalInputVirtualUpstreamInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
 func (ec *executionContext) unmarshalNVisibility2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVisibility(ctx context.Context, v any) (model.Visibility, error) {
 	var res model.Visibility
 	err := res.UnmarshalGQL(v)
@@ -35511,6 +36412,38 @@ func (ec *executionContext) marshalOTrashKind2ᚖgithubᚗcomᚋartifactᚑregis
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOVirtualRepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRepository(ctx context.Context, sel ast.SelectionSet, v *model.VirtualRepository) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._VirtualRepository(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOVirtualRepositoryInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRepositoryInput(ctx context.Context, v any) (*model.VirtualRepositoryInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := ec.unmarshalInputVirtualRepositoryInput(ctx, v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) unmarshalOVirtualRuleInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleInputᚄ(ctx context.Context, v any) ([]*model.VirtualRuleInput, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]*model.VirtualRuleInput, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNVirtualRuleInput2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleInput(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
 }
 
 func (ec *executionContext) unmarshalOVisibility2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVisibility(ctx context.Context, v any) (*model.Visibility, error) {

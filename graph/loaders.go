@@ -97,6 +97,9 @@ type loaders struct {
 	// package pages by maven_remote_repositories id.
 	mavenRemote            *loader[idKey, *model.RemoteRepository]
 	mavenRemotePackagePage *loader[pageKey, []*model.RemoteCachedMavenPackage]
+
+	// Virtual repositories (virtual.go): settings by repository id.
+	virtual *loader[idKey, *virtualSettings]
 }
 
 type loadersKey struct{}
@@ -287,6 +290,7 @@ func newRowLoaders(r *Resolver, wait time.Duration) *loaders {
 
 		mavenRemote:            newLoader(wait, perNamespace(mavenRemoteSettingsLoader(r.maven))),
 		mavenRemotePackagePage: newLoader(wait, perPage(mavenRemotePackagePageLoader(r.maven))),
+		virtual:                newLoader(wait, perNamespace(virtualSettingsLoader(r.store))),
 	}
 }
 

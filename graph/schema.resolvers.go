@@ -329,6 +329,24 @@ func (r *mutationResolver) CreateRepository(ctx context.Context, input model.Cre
 		}
 		in.Child = child
 	}
+	if input.Virtual != nil {
+		if input.Remote != nil {
+			return nil, invalidInput("give remote or virtual settings, not both")
+		}
+		if input.Kind == nil || *input.Kind != model.RepositoryKindVirtual {
+			return nil, invalidInput("virtual settings are for a VIRTUAL repository (kind: VIRTUAL)")
+		}
+		vin, err := virtualInput(input.Format, input.Virtual)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.authorizeVirtualMembers(ctx, input.Namespace, input.Virtual); err != nil {
+			return nil, err
+		}
+		if in.Child, err = store.VirtualChild(in.Format, vin); err != nil {
+			return nil, err
+		}
+	}
 	repo, err := r.store.CreateRepository(ctx, in)
 	if err != nil {
 		return nil, err
@@ -356,6 +374,25 @@ func (r *mutationResolver) UpdateRepository(ctx context.Context, input model.Upd
 			return nil, err
 		}
 		if upd.Child, err = r.updateRemoteChild(cur.Format, input.Remote); err != nil {
+			return nil, err
+		}
+	}
+	if input.Virtual != nil {
+		if input.Remote != nil {
+			return nil, invalidInput("give remote or virtual settings, not both")
+		}
+		_, cur, err := r.store.RepositoryByRef(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		vin, err := virtualInput(formatsFromEnum[cur.Format], input.Virtual)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.authorizeVirtualMembers(ctx, input.Namespace, input.Virtual); err != nil {
+			return nil, err
+		}
+		if upd.Child, err = store.VirtualChild(cur.Format, vin); err != nil {
 			return nil, err
 		}
 	}

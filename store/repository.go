@@ -161,8 +161,10 @@ func hostedChildTable(f enum.Format, k enum.Kind) (string, error) {
 	switch {
 	case k == enum.KindRemote:
 		return "", errs.New(CodeInvalidInput, "a REMOTE repository needs its upstream settings (remote: {url, ...})")
+	case k == enum.KindVirtual:
+		return "", errs.New(CodeInvalidInput, "a VIRTUAL repository needs its upstream list (virtual: {upstreams: [...]})")
 	case k != enum.KindHosted:
-		return "", errs.New(CodeInvalidInput, "only HOSTED and REMOTE repositories can be created so far")
+		return "", errs.New(CodeInvalidInput, "unknown repository kind")
 	}
 	switch f {
 	case enum.FormatDocker, enum.FormatOCI:
@@ -359,6 +361,17 @@ func (s *Store) setRepositoryTrash(ctx context.Context, ref RepositoryRef, trash
 		set := `soft_deleted_at = now()`
 		if trash && repo.SoftDeletedAt != nil {
 			return errs.New(CodeConflict, "repository %s is already in the trash", ref)
+		}
+		if trash {
+			// The upstream reference is NO ACTION: the purge would fail
+			// later; refuse now, naming what lists it.
+			virtuals, err := virtualsListing(ctx, tx, ns.ID, repo.ID)
+			if err != nil {
+				return err
+			}
+			if len(virtuals) > 0 {
+				return virtualUpstreamConflict(repo.Name, virtuals)
+			}
 		}
 		if !trash {
 			if repo.SoftDeletedAt == nil {

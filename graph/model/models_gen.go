@@ -144,13 +144,15 @@ type CreateRepositoryInput struct {
 	// ending with a letter or digit. Unique in the namespace, trash included.
 	Name   string `json:"name"`
 	Format Format `json:"format"`
-	// HOSTED, or REMOTE (a pull-through cache, DOCKER or OCI, with `remote`); VIRTUAL arrives with its own input.
+	// HOSTED; REMOTE (a pull-through cache, DOCKER or OCI, with `remote`); or VIRTUAL (with `virtual`).
 	Kind       *RepositoryKind `json:"kind,omitempty"`
 	Visibility *Visibility     `json:"visibility,omitempty"`
 	// At most 1024 characters.
 	Description *string `json:"description,omitempty"`
 	// The upstream of a REMOTE repository (required for it, refused for others).
 	Remote *RemoteRepositoryInput `json:"remote,omitempty"`
+	// The upstream list of a VIRTUAL repository (required for it, refused for others).
+	Virtual *VirtualRepositoryInput `json:"virtual,omitempty"`
 }
 
 type DeleteContainerTagPayload struct {
@@ -807,6 +809,8 @@ type UpdateRepositoryInput struct {
 	Visibility  *Visibility `json:"visibility,omitempty"`
 	// New upstream settings of a remote repository.
 	Remote *RemoteRepositoryUpdateInput `json:"remote,omitempty"`
+	// The new settings of a virtual repository: they replace the old ones whole (list order included).
+	Virtual *VirtualRepositoryInput `json:"virtual,omitempty"`
 }
 
 // The caller, as authenticated from the Authorization header.
@@ -818,6 +822,58 @@ type Viewer struct {
 	Namespace *Namespace `json:"namespace,omitempty"`
 	// The token's scopes as created (TOKEN only; empty otherwise).
 	Scopes []AccessTokenScope `json:"scopes"`
+}
+
+// The settings of a virtual repository.
+type VirtualRepository struct {
+	// In resolution order (at most 50).
+	Upstreams []*VirtualUpstream `json:"upstreams"`
+	// The HOSTED upstream that receives pushes and publishes sent to the virtual; null refuses them.
+	DeployTo *Repository `json:"deployTo,omitempty"`
+	// Name patterns never asked of REMOTE upstreams, even when no hosted upstream has the name (at most 50).
+	ReservedPatterns []string `json:"reservedPatterns"`
+}
+
+// The whole settings of a virtual repository: 1 to 50 upstreams in order,
+// each listed once, never the virtual itself, no cycle through nested
+// virtual repositories (at most 8 deep).
+type VirtualRepositoryInput struct {
+	Upstreams []*VirtualUpstreamInput `json:"upstreams"`
+	// One of the upstreams, HOSTED: needs WRITE on it.
+	DeployTo *string `json:"deployTo,omitempty"`
+	// At most 50 patterns (same syntax as rules), matched against the name.
+	ReservedPatterns []string `json:"reservedPatterns,omitempty"`
+}
+
+// An allow or deny rule. Patterns: `*` matches any run of characters except
+// `/`, `**` any run including `/`, `?` one character; anything else matches
+// itself. 1-255 characters, no spaces.
+type VirtualRule struct {
+	Type    VirtualRuleType  `json:"type"`
+	Field   VirtualRuleField `json:"field"`
+	Pattern string           `json:"pattern"`
+}
+
+type VirtualRuleInput struct {
+	Type    VirtualRuleType  `json:"type"`
+	Field   VirtualRuleField `json:"field"`
+	Pattern string           `json:"pattern"`
+}
+
+// One upstream of a virtual repository, in resolution order.
+type VirtualUpstream struct {
+	// 1-based; the first upstream whose rules admit a name and that has it wins.
+	Position   int         `json:"position"`
+	Repository *Repository `json:"repository"`
+	// At most 50.
+	Rules []*VirtualRule `json:"rules"`
+}
+
+type VirtualUpstreamInput struct {
+	// A repository of the same namespace and format: needs READ on it.
+	Repository string `json:"repository"`
+	// At most 50.
+	Rules []*VirtualRuleInput `json:"rules,omitempty"`
 }
 
 type AccessTokenScope string
@@ -1794,6 +1850,126 @@ func (e *ViewerKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ViewerKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What a rule's pattern is matched against. NAME: the image name (DOCKER,
+// OCI), the full package name with its scope (NPM), the groupId (MAVEN).
+// VERSION: the tag (DOCKER, OCI) or the version (NPM, MAVEN). SCOPE: the npm
+// scope (NPM only). ARTIFACT_ID: the artifactId (MAVEN only).
+type VirtualRuleField string
+
+const (
+	VirtualRuleFieldName       VirtualRuleField = "NAME"
+	VirtualRuleFieldVersion    VirtualRuleField = "VERSION"
+	VirtualRuleFieldScope      VirtualRuleField = "SCOPE"
+	VirtualRuleFieldArtifactID VirtualRuleField = "ARTIFACT_ID"
+)
+
+var AllVirtualRuleField = []VirtualRuleField{
+	VirtualRuleFieldName,
+	VirtualRuleFieldVersion,
+	VirtualRuleFieldScope,
+	VirtualRuleFieldArtifactID,
+}
+
+func (e VirtualRuleField) IsValid() bool {
+	switch e {
+	case VirtualRuleFieldName, VirtualRuleFieldVersion, VirtualRuleFieldScope, VirtualRuleFieldArtifactID:
+		return true
+	}
+	return false
+}
+
+func (e VirtualRuleField) String() string {
+	return string(e)
+}
+
+func (e *VirtualRuleField) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = VirtualRuleField(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid VirtualRuleField", str)
+	}
+	return nil
+}
+
+func (e VirtualRuleField) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *VirtualRuleField) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e VirtualRuleField) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+type VirtualRuleType string
+
+const (
+	// The upstream serves only names (or versions) one of its ALLOW rules matches.
+	VirtualRuleTypeAllow VirtualRuleType = "ALLOW"
+	// The upstream never serves what a DENY rule matches (DENY wins over ALLOW).
+	VirtualRuleTypeDeny VirtualRuleType = "DENY"
+)
+
+var AllVirtualRuleType = []VirtualRuleType{
+	VirtualRuleTypeAllow,
+	VirtualRuleTypeDeny,
+}
+
+func (e VirtualRuleType) IsValid() bool {
+	switch e {
+	case VirtualRuleTypeAllow, VirtualRuleTypeDeny:
+		return true
+	}
+	return false
+}
+
+func (e VirtualRuleType) String() string {
+	return string(e)
+}
+
+func (e *VirtualRuleType) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = VirtualRuleType(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid VirtualRuleType", str)
+	}
+	return nil
+}
+
+func (e VirtualRuleType) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *VirtualRuleType) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e VirtualRuleType) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

@@ -26,6 +26,9 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Virtual {
+		return h.virtualBlob(w, r, t, d)
+	}
 	if t.Remote != nil {
 		return h.remoteBlob(w, r, t, d)
 	}
@@ -207,8 +210,9 @@ func (h *handler) mountSource(r *http.Request, t *container.Target, d digest, fr
 		return nil, nil
 	}
 	src, err := h.container.ResolveTargetIn(r.Context(), t.NamespaceID, n.Namespace, n.Repository, n.Image)
-	if store.HasCode(err, container.CodeNameUnknown) || (err == nil && src.Remote != nil) {
-		// A pull-through cache is no mount source: the client uploads.
+	if store.HasCode(err, container.CodeNameUnknown) || (err == nil && (src.Remote != nil || src.Virtual)) {
+		// A pull-through cache or a virtual repository is no mount
+		// source: the client uploads.
 		return nil, nil
 	}
 	return src, err

@@ -28,18 +28,30 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Virtual {
+		return h.virtualManifest(w, r, t, ref)
+	}
 	if t.Remote != nil {
 		return h.remoteManifest(w, r, t, ref)
 	}
-	var m *container.ManifestRow
-	if ref.IsTag {
-		m, err = h.container.ManifestByTag(r.Context(), t, ref.Tag)
-	} else {
-		m, err = h.container.ManifestByDigest(r.Context(), t, ref.Digest)
-	}
+	m, err := h.hostedManifest(r, t, ref)
 	if err != nil {
 		return err
 	}
+	return h.serveManifest(w, r, t, m)
+}
+
+// hostedManifest looks a reference up in a hosted image.
+func (h *handler) hostedManifest(r *http.Request, t *container.Target, ref reference) (*container.ManifestRow, error) {
+	if ref.IsTag {
+		return h.container.ManifestByTag(r.Context(), t, ref.Tag)
+	}
+	return h.container.ManifestByDigest(r.Context(), t, ref.Digest)
+}
+
+// serveManifest answers a GET or HEAD of a manifest of a hosted image.
+func (h *handler) serveManifest(w http.ResponseWriter, r *http.Request, t *container.Target, m *container.ManifestRow) error {
+	var err error
 	dg := digest(m.Digest).String()
 	hdr := w.Header()
 	hdr.Set("Content-Type", m.MediaType)
@@ -205,6 +217,9 @@ func (h *handler) listTags(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Virtual {
+		return h.virtualTags(w, r, t)
+	}
 	if t.Remote != nil {
 		return h.remoteTags(w, r, t)
 	}
@@ -261,16 +276,29 @@ func (h *handler) catalog(w http.ResponseWriter, r *http.Request) error {
 	}
 	names := []string{}
 	if n > 0 {
-		entries, err := h.container.Catalog(r.Context(), catalogFilter(principal(r)), after, n+1)
+		filter := catalogFilter(principal(r))
+		entries, err := h.container.Catalog(r.Context(), filter, after, n+1)
 		if err != nil {
 			return err
 		}
+		var cut *container.CatalogEntry
+		if len(entries) > n {
+			cut = &entries[len(entries)-1]
+		}
+		virtuals, vcut, err := h.virtualCatalog(r.Context(), filter, after, n)
+		if err != nil {
+			return err
+		}
+		if vcut != nil && (cut == nil || catalogLess(*vcut, *cut)) {
+			cut = vcut
+		}
+		entries = mergeCatalog(entries, virtuals, cut)
 		for _, e := range entries {
 			names = append(names, e.Namespace+"/"+e.Repository+"/"+e.Image)
 		}
-		if len(names) > n {
-			names = names[:n]
-			w.Header().Set("Link", nextLink(h.location("/v2/_catalog"), n, names[n-1], nil))
+		if len(names) > n || (cut != nil && len(names) > 0) {
+			names = names[:min(n, len(names))]
+			w.Header().Set("Link", nextLink(h.location("/v2/_catalog"), n, names[len(names)-1], nil))
 		}
 	}
 	return writeJSON(w, r, http.StatusOK, "application/json", struct {

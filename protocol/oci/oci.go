@@ -234,6 +234,9 @@ func (h *handler) target(r *http.Request, action auth.Action) (*container.Target
 	if err := h.authorize(r, action, t); err != nil {
 		return nil, err
 	}
+	if t.Virtual && action != auth.ActionRead {
+		return h.virtualWriteTarget(r.Context(), t, action)
+	}
 	if t.Remote != nil && action != auth.ActionRead {
 		// Refused once authorized: who may not write the remote is told
 		// so as for any repository.

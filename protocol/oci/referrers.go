@@ -104,11 +104,21 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Virtual {
+		return h.virtualReferrers(w, r, t, subject)
+	}
+	if t.Remote != nil {
+		return h.remoteReferrers(w, r, t, subject, r.URL.Query().Get("artifactType"))
+	}
+	return h.serveReferrers(w, r, t, t, subject)
+}
+
+// serveReferrers answers with the referrers of subject in a hosted
+// image; named is the target whose name the next-page link carries (a
+// virtual's, when resolved through one).
+func (h *handler) serveReferrers(w http.ResponseWriter, r *http.Request, t, named *container.Target, subject digest) error {
 	q := r.URL.Query()
 	filter := q.Get("artifactType")
-	if t.Remote != nil {
-		return h.remoteReferrers(w, r, t, subject, filter)
-	}
 	n, aerr := pageSize(q, defaultReferrersPage, maxReferrersPage)
 	if aerr != nil {
 		return aerr
@@ -133,7 +143,7 @@ func (h *handler) listReferrers(w http.ResponseWriter, r *http.Request) error {
 		if filter != "" {
 			extra = url.Values{"artifactType": {filter}}
 		}
-		w.Header().Set("Link", nextLink(h.location(h.v2Path(t, "/referrers/"+subject.String())), n, descs[len(descs)-1].Digest, extra))
+		w.Header().Set("Link", nextLink(h.location(h.v2Path(named, "/referrers/"+subject.String())), n, descs[len(descs)-1].Digest, extra))
 	}
 	// Annotations and artifact types are the pushers' words.
 	httpsafe.Attachment(w.Header(), subject.String()+"-referrers.json")

@@ -302,7 +302,16 @@ func (rs *remotes) cache(ctx context.Context, t *container.Target, p *parsedMani
 // remoteManifest serves GET and HEAD of a manifest of a pull-through
 // cache. A GET is a pull (counted, and the image's last download).
 func (h *handler) remoteManifest(w http.ResponseWriter, r *http.Request, t *container.Target, ref reference) error {
-	ctx := r.Context()
+	res, err := h.resolveRemoteManifest(r.Context(), t, ref)
+	if err != nil {
+		return err
+	}
+	return h.serveRemoteManifest(w, r, t, res)
+}
+
+// resolveRemoteManifest resolves a reference of a pull-through cache:
+// from the cache, or from the upstream (and cached).
+func (h *handler) resolveRemoteManifest(ctx context.Context, t *container.Target, ref reference) (*remoteResult, error) {
 	var (
 		res *remoteResult
 		err error
@@ -314,9 +323,16 @@ func (h *handler) remoteManifest(w http.ResponseWriter, r *http.Request, t *cont
 	}
 	if err != nil {
 		h.remote.metrics.observe("manifest", outcomeError)
-		return err
+		return nil, err
 	}
 	h.remote.metrics.observe("manifest", res.outcome)
+	return res, nil
+}
+
+// serveRemoteManifest answers with a resolved manifest of a pull-through
+// cache.
+func (h *handler) serveRemoteManifest(w http.ResponseWriter, r *http.Request, t *container.Target, res *remoteResult) error {
+	ctx := r.Context()
 	m := res.manifest
 	dg := digest(m.Digest).String()
 	hdr := w.Header()
@@ -343,6 +359,7 @@ func (h *handler) remoteManifest(w http.ResponseWriter, r *http.Request, t *cont
 			return err
 		}
 		if r.Method != http.MethodHead {
+			var err error
 			if payload, err = h.container.ReadManifest(ctx, m, maxManifestSize); err != nil {
 				return err
 			}
@@ -560,18 +577,36 @@ func (h *handler) blobHeaders(w http.ResponseWriter, d digest) {
 // list (under this registry's name), or, when the upstream cannot be
 // asked, the cached tags with a Warning.
 func (h *handler) remoteTags(w http.ResponseWriter, r *http.Request, t *container.Target) error {
-	ctx := r.Context()
 	q := r.URL.Query()
 	n, aerr := pageSize(q, defaultTagPage, maxTagPage)
 	if aerr != nil {
 		return aerr
 	}
-	last := q.Get("last")
+	tags, more, stale, err := h.remoteTagList(r.Context(), t, n, q.Get("last"), q.Get("n") != "")
+	if err != nil {
+		return err
+	}
+	if more && len(tags) > 0 {
+		w.Header().Set("Link", nextLink(h.location(h.v2Path(t, "/tags/list")), max(n, len(tags)), tags[len(tags)-1], nil))
+	}
+	if stale {
+		w.Header().Set("Warning", staleWarning)
+	}
+	return writeJSON(w, r, http.StatusOK, "application/json", struct {
+		Name string   `json:"name"`
+		Tags []string `json:"tags"`
+	}{t.Name(), tags})
+}
+
+// remoteTagList lists up to n tags of a pull-through cache's image after
+// last: the upstream's (asked for n when sized), or the cached ones when
+// the upstream cannot be asked (stale). more: a next page follows.
+func (h *handler) remoteTagList(ctx context.Context, t *container.Target, n int, last string, sized bool) (tags []string, more, stale bool, err error) {
 	var upErr error
 	c, err := h.remote.upstreamClient(ctx, t)
 	if err == nil {
 		uq := url.Values{}
-		if q.Get("n") != "" {
+		if sized {
 			uq.Set("n", strconv.Itoa(n))
 		}
 		if last != "" {
@@ -594,7 +629,7 @@ func (h *handler) remoteTags(w http.ResponseWriter, r *http.Request, t *containe
 				upErr = err
 			case len(body) > maxUpstreamList || json.Unmarshal(body, &list) != nil:
 				h.remote.metrics.observe("tags", outcomeError)
-				return newErr(http.StatusBadGateway, codeUnavailable, "upstream sent a tag list this registry cannot read")
+				return nil, false, false, newErr(http.StatusBadGateway, codeUnavailable, "upstream sent a tag list this registry cannot read")
 			default:
 				h.remote.metrics.observe("tags", outcomeMiss)
 				tags := list.Tags
@@ -604,18 +639,12 @@ func (h *handler) remoteTags(w http.ResponseWriter, r *http.Request, t *containe
 				if len(tags) > n {
 					tags, more = tags[:n], true
 				}
-				if more && len(tags) > 0 {
-					w.Header().Set("Link", nextLink(h.location(h.v2Path(t, "/tags/list")), max(n, len(tags)), tags[len(tags)-1], nil))
-				}
-				return writeJSON(w, r, http.StatusOK, "application/json", struct {
-					Name string   `json:"name"`
-					Tags []string `json:"tags"`
-				}{t.Name(), tags})
+				return tags, more, false, nil
 			}
 		}
 		if upstream.IsKind(upErr, upstream.KindNotFound) {
 			h.remote.metrics.observe("tags", outcomeError)
-			return newErr(http.StatusNotFound, codeNameUnknown, "the upstream has no image %q", t.ImageName).
+			return nil, false, false, newErr(http.StatusNotFound, codeNameUnknown, "the upstream has no image %q", t.ImageName).
 				withDetail(map[string]string{"name": t.Name()})
 		}
 	} else {
@@ -623,25 +652,20 @@ func (h *handler) remoteTags(w http.ResponseWriter, r *http.Request, t *containe
 	}
 	if t.ImageID == uuid.Nil {
 		h.remote.metrics.observe("tags", outcomeError)
-		return h.upstreamFailure(upErr, func() *apiError { return newErr(http.StatusNotFound, codeNameUnknown, "image unknown") })
+		return nil, false, false, h.upstreamFailure(upErr, func() *apiError { return newErr(http.StatusNotFound, codeNameUnknown, "image unknown") })
 	}
-	tags, err := h.container.RemoteTags(ctx, t, last, n+1)
+	tags, err = h.container.RemoteTags(ctx, t, last, n+1)
 	if err != nil {
-		return err
+		return nil, false, false, err
 	}
 	h.remote.metrics.observe("tags", outcomeStale)
 	if len(tags) > n {
-		tags = tags[:n]
-		w.Header().Set("Link", nextLink(h.location(h.v2Path(t, "/tags/list")), n, tags[n-1], nil))
+		tags, more = tags[:n], true
 	}
 	if tags == nil {
 		tags = []string{}
 	}
-	w.Header().Set("Warning", staleWarning)
-	return writeJSON(w, r, http.StatusOK, "application/json", struct {
-		Name string   `json:"name"`
-		Tags []string `json:"tags"`
-	}{t.Name(), tags})
+	return tags, more, true, nil
 }
 
 // referrersIndex is the OCI index of a referrers answer.

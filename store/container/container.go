@@ -73,11 +73,24 @@ type Target struct {
 	// REMOTE); ContainerRepositoryID is then its
 	// container_remote_repositories row.
 	Remote *RemoteTarget
+	// Virtual is set when the repository is a virtual repository: the
+	// protocol resolves the name through its upstreams (store.VirtualTree);
+	// ContainerRepositoryID and ImageID are then unset.
+	Virtual bool
+	// Via is the name of the virtual repository a write was sent to, when
+	// this is its deploy target: the names clients see (Location headers,
+	// error details) keep the virtual's.
+	Via string
 }
 
-// Name is the OCI name <namespace>/<repository>/<image>.
+// Name is the OCI name <namespace>/<repository>/<image> (the virtual
+// repository's name for a deploy target reached through it).
 func (t *Target) Name() string {
-	return t.NamespaceSlug + "/" + t.RepositoryName + "/" + t.ImageName
+	repo := t.RepositoryName
+	if t.Via != "" {
+		repo = t.Via
+	}
+	return t.NamespaceSlug + "/" + repo + "/" + t.ImageName
 }
 
 // resolveTargetSQL resolves the namespace's state, the repository, the
@@ -127,9 +140,10 @@ func (s *Store) ResolveTarget(ctx context.Context, namespace, repository, image 
 // ResolveTargetIn resolves an OCI name in the namespace nsID (whose
 // slug is namespace). CodeNameUnknown (wrapped with the reason) when
 // the namespace does not exist or is deleted, or when the repository is
-// missing, in the trash, not a container repository, or VIRTUAL. A
-// REMOTE repository (a pull-through cache) resolves with Remote set, in
-// a second round trip; hosted names keep their one.
+// missing, in the trash, or not a container repository. A REMOTE
+// repository (a pull-through cache) resolves with Remote set, in a second
+// round trip; a VIRTUAL one with Virtual set (its upstreams are the
+// protocol's to resolve); hosted names keep their one round trip.
 // Blocked, disabled and suspended namespaces resolve, with
 // ServesReads/ServesWrites telling what they allow.
 func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string) (*Target, error) {
@@ -156,7 +170,8 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a container repository", namespace, repository)
 	}
 	remote := enum.Kind(*kind) == enum.KindRemote
-	if !remote && (enum.Kind(*kind) != enum.KindHosted || crID == nil) {
+	virtual := enum.Kind(*kind) == enum.KindVirtual
+	if !remote && !virtual && (enum.Kind(*kind) != enum.KindHosted || crID == nil) {
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a hosted or remote container repository", namespace, repository)
 	}
 	t.NamespaceID, t.RepositoryID = nsID, *repoID
@@ -176,6 +191,10 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 	t.ServesReads = blocked == nil && disabled == nil
 	t.ServesWrites = t.ServesReads && suspended == nil
 	t.Format, t.Visibility = f, enum.Visibility(*visibility)
+	if virtual {
+		t.Virtual = true
+		return t, nil
+	}
 	if remote {
 		if err := s.resolveRemote(ctx, t); err != nil {
 			return nil, err

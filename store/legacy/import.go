@@ -45,6 +45,9 @@ func (s *Store) EnsureTarget(ctx context.Context, r *Repository) (*container.Tar
 	if err != nil {
 		return nil, err
 	}
+	if t.Virtual || t.Remote != nil {
+		return nil, errs.New(container.CodeNameUnknown, "container repository unknown: %s/%s is not a hosted repository: cannot import %s", slug, r.RepositoryName, r.LegacyPath)
+	}
 	if !t.ServesWrites {
 		return nil, fmt.Errorf("store: namespace %s is %s: cannot import %s", slug, t.NamespaceState, r.LegacyPath)
 	}

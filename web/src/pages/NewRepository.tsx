@@ -6,6 +6,7 @@ import { graphql } from "../gql";
 import type { Format, RepositoryKind, Visibility } from "../gql/graphql";
 import { paths } from "../paths";
 import { FORMATS, VISIBILITIES } from "../repoQuery";
+import { VirtualEditor, draftOk, emptyVirtual, virtualInput, type VirtualDraft } from "./VirtualRepository";
 
 const CreateRepositoryMutation = graphql(`
   mutation CreateRepository($input: CreateRepositoryInput!) {
@@ -45,10 +46,13 @@ export function NewRepository() {
   const [password, setPassword] = useState("");
   const [hours, setHours] = useState("24");
   const [metaHours, setMetaHours] = useState("1");
+  const [draft, setDraft] = useState<VirtualDraft>(emptyVirtual);
   const [{ fetching, error }, create] = useMutation(CreateRepositoryMutation);
   const nameOk = NAME_RE.test(name) && name.length <= 255;
   const container = format === "DOCKER" || format === "OCI";
   const remote = kind === "REMOTE";
+  const virtual = kind === "VIRTUAL";
+  const virtualOk = !virtual || draftOk(draft);
   // npm and Maven remotes cache metadata (packuments, maven-metadata.xml)
   // under their own validity; their content is immutable.
   const metadata = format === "NPM" || format === "MAVEN";
@@ -65,7 +69,7 @@ export function NewRepository() {
           namespace: ns,
           name,
           format,
-          kind: remote ? "REMOTE" : "HOSTED",
+          kind: remote ? "REMOTE" : virtual ? "VIRTUAL" : "HOSTED",
           visibility,
           description: description.trim() || null,
           remote: remote
@@ -76,6 +80,7 @@ export function NewRepository() {
                 ...(metadata ? { metadataCacheValidityHours: hoursNum } : { cacheValidityHours: hoursNum }),
               }
             : null,
+          virtual: virtual ? virtualInput(draft) : null,
         },
       },
       { additionalTypenames: ["Repository"] },
@@ -108,7 +113,17 @@ export function NewRepository() {
           <legend>Format</legend>
           {FORMATS.map((f) => (
             <label key={f} className="radio">
-              <input type="radio" name="format" value={f} checked={format === f} onChange={() => setFormat(f)} />
+              <input
+                type="radio"
+                name="format"
+                value={f}
+                checked={format === f}
+                onChange={() => {
+                  setFormat(f);
+                  // Upstreams are of one format: a new format starts a new list.
+                  setDraft(emptyVirtual);
+                }}
+              />
               <span>
                 <strong>{f.toLowerCase()}</strong> <span className="muted">{FORMAT_HELP[f]}</span>
               </span>
@@ -119,7 +134,7 @@ export function NewRepository() {
         <fieldset>
           <legend>Kind</legend>
           <label className="radio">
-            <input type="radio" name="kind" value="HOSTED" checked={!remote} onChange={() => setKind("HOSTED")} />
+            <input type="radio" name="kind" value="HOSTED" checked={!remote && !virtual} onChange={() => setKind("HOSTED")} />
             <span>
               <strong>hosted</strong> <span className="muted">Artifacts are pushed to and stored in this registry.</span>
             </span>
@@ -140,7 +155,18 @@ export function NewRepository() {
               </span>
             </span>
           </label>
+          <label className="radio">
+            <input type="radio" name="kind" value="VIRTUAL" checked={virtual} onChange={() => setKind("VIRTUAL")} />
+            <span>
+              <strong>virtual</strong>{" "}
+              <span className="muted">
+                One URL over other repositories of this format (hosted ones, pull-through caches, other virtuals), resolved in order.
+              </span>
+            </span>
+          </label>
         </fieldset>
+
+        {virtual && <VirtualEditor ns={ns} format={format} self={name} value={draft} onChange={setDraft} />}
 
         {remote && (
           <fieldset>
@@ -233,7 +259,7 @@ export function NewRepository() {
         />
 
         <div className="form-actions">
-          <button type="submit" className="btn btn-primary" disabled={fetching || !nameOk || !remoteOk}>
+          <button type="submit" className="btn btn-primary" disabled={fetching || !nameOk || !remoteOk || !virtualOk}>
             {fetching ? "Creating…" : "Create repository"}
           </button>
           <Link className="btn btn-ghost" to={paths.repositories(ns)}>

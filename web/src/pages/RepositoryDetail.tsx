@@ -15,6 +15,7 @@ import { VISIBILITIES } from "../repoQuery";
 import { MavenPackageList } from "./MavenPackages";
 import { NpmPackageList } from "./NpmPackages";
 import { RemotePanel, RemoteSettings, RemoteUsage } from "./RemoteRepository";
+import { VirtualPanel, VirtualSettings } from "./VirtualRepository";
 
 const RepositoryQuery = graphql(`
   query Repository($namespace: String!, $name: String!) {
@@ -173,6 +174,7 @@ export function RepositoryDetail() {
   }
   const container = r.format === "DOCKER" || r.format === "OCI";
   const remote = r.kind === "REMOTE";
+  const virtual = r.kind === "VIRTUAL";
   return (
     <section>
       <nav className="crumbs" aria-label="Breadcrumb">
@@ -195,7 +197,9 @@ export function RepositoryDetail() {
         ]}
       />
 
-      {remote ? (
+      {virtual ? (
+        <VirtualPanel ns={ns} repo={r.name} />
+      ) : remote ? (
         <RemotePanel ns={ns} repo={r.name} format={r.format} admin={signedIn} />
       ) : container ? (
         <>
@@ -239,6 +243,7 @@ export function RepositoryDetail() {
           <h2>Settings</h2>
           <Settings ns={ns} r={r} />
           {remote && <RemoteSettings ns={ns} repo={r.name} format={r.format} />}
+          {virtual && <VirtualSettings ns={ns} repo={r.name} format={r.format} />}
           <CollectionLinks ns={ns} repo={r.name} linked={r.collections} />
           <DangerZone ns={ns} repo={r.name} />
         </>
