@@ -331,6 +331,7 @@ describe("NewRepository", () => {
         visibility: "PRIVATE",
         description: null,
         remote: { url: "https://npm.example.test/", username: null, password: null, metadataCacheValidityHours: 6 },
+        virtual: null,
       },
     });
   });
