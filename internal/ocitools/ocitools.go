@@ -1,9 +1,12 @@
 // Package ocitools fetches and builds the real OCI tools the tests drive:
 // the distribution-spec conformance suite, crane, oras and distribution's
-// registry (the legacy registry of the migration tests).
+// registry (the legacy registry of the migration tests); and, beside them,
+// SeaweedFS's S3 server and Verdaccio (the npm benchmark's other cache).
 //
-// They are built from the Go module proxy with the ordinary go command,
-// never linked into our binary, and cached (per version) under
+// The Go ones are built from the Go module proxy with the ordinary go
+// command, Verdaccio is installed from the npm registry by npm ci from a
+// committed lockfile; none is linked into our binary, and each is cached
+// (per version) under
 // $ARTIFACT_REGISTRY_TOOLS_DIR, default <user cache dir>/artifact-registry/tools,
 // so only the first run pays for the build.
 //
@@ -151,7 +154,7 @@ func ensure(name, version string, timeout time.Duration, build func(ctx context.
 	if runtime.GOOS == "windows" {
 		out += ".exe"
 	}
-	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Stat(out); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
 		return out, nil
 	}
 	// Serialize builds across test processes sharing the cache.
@@ -164,16 +167,17 @@ func ensure(name, version string, timeout time.Duration, build func(ctx context.
 		return "", err
 	}
 	defer syscall.Flock(int(lf.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it
-	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() {
+	if fi, err := os.Stat(out); err == nil && (fi.Mode().IsRegular() || fi.IsDir()) {
 		return out, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	// A tool is one binary or, for an npm package, one directory.
 	tmp := out + ".tmp"
-	_ = os.Remove(tmp)
+	_ = os.RemoveAll(tmp)
 	start := time.Now()
 	if err := build(ctx, tmp); err != nil {
-		_ = os.Remove(tmp)
+		_ = os.RemoveAll(tmp)
 		return "", err
 	}
 	if err := os.Rename(tmp, out); err != nil {
