@@ -9,12 +9,9 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -102,14 +99,7 @@ func (m *CacheMetrics) observe(kind, outcome string) { m.requests.WithLabelValue
 type remotes struct {
 	h       *handler
 	opts    RemoteOptions
-	mu      sync.Mutex
-	clients map[uuid.UUID]*remoteClient
-	builds  singleflight.Group
-}
-
-type remoteClient struct {
-	changedAt time.Time
-	c         *upstream.Client
+	clients upstream.Clients
 }
 
 func newRemotes(h *handler, opts RemoteOptions) *remotes {
@@ -119,7 +109,7 @@ func newRemotes(h *handler, opts RemoteOptions) *remotes {
 	if opts.CacheMetrics == nil {
 		opts.CacheMetrics = NewCacheMetrics()
 	}
-	return &remotes{h: h, opts: opts, clients: map[uuid.UUID]*remoteClient{}}
+	return &remotes{h: h, opts: opts}
 }
 
 // client returns the upstream client of the target's proxy, building it
@@ -127,48 +117,9 @@ func newRemotes(h *handler, opts RemoteOptions) *remotes {
 // with the target on every request: a change made through any instance,
 // an invalidation included, applies to the next request here).
 func (rs *remotes) client(ctx context.Context, t *mavenstore.Target) (*upstream.Client, error) {
-	id, changed := t.Remote.ID, t.Remote.SettingsChangedAt
-	rs.mu.Lock()
-	rc := rs.clients[id]
-	rs.mu.Unlock()
-	if rc != nil && rc.changedAt.Equal(changed) {
-		return rc.c, nil
-	}
-	v, err, _ := rs.builds.Do(id.String()+"/"+changed.String(), func() (any, error) {
-		rs.mu.Lock()
-		if rc := rs.clients[id]; rc != nil && rc.changedAt.Equal(changed) {
-			rs.mu.Unlock()
-			return rc.c, nil
-		}
-		rs.mu.Unlock()
-		c, err := rs.build(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		rs.mu.Lock()
-		old := rs.clients[id]
-		if old != nil && old.changedAt.After(changed) {
-			rs.mu.Unlock()
-			go closeClient(c)
-			return old.c, nil
-		}
-		rs.clients[id] = &remoteClient{changedAt: changed, c: c}
-		rs.mu.Unlock()
-		if old != nil {
-			go closeClient(old.c)
-		}
-		return c, nil
+	return rs.clients.Get(t.Remote.ID.String(), t.Remote.SettingsChangedAt, func() (*upstream.Client, error) {
+		return rs.build(ctx, t)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*upstream.Client), nil
-}
-
-func closeClient(c *upstream.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	_ = c.Close(ctx)
 }
 
 // build makes the upstream client of a proxy. Nothing is sent upstream.

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/singleflight"
 
@@ -57,18 +55,11 @@ type remotes struct {
 	opts RemoteOptions
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	clients map[uuid.UUID]*remoteClient
-	builds  singleflight.Group
+	clients upstream.Clients
 	// flights shares one manifest resolution per (remote, image,
 	// reference) among concurrent requests.
 	flights singleflight.Group
 	metrics *CacheMetrics
-}
-
-type remoteClient struct {
-	changedAt time.Time
-	c         *upstream.Client
 }
 
 func newRemotes(h *handler, opts RemoteOptions) *remotes {
@@ -78,7 +69,7 @@ func newRemotes(h *handler, opts RemoteOptions) *remotes {
 	if opts.CacheMetrics == nil {
 		opts.CacheMetrics = NewCacheMetrics()
 	}
-	return &remotes{h: h, opts: opts, log: h.log, clients: map[uuid.UUID]*remoteClient{}, metrics: opts.CacheMetrics}
+	return &remotes{h: h, opts: opts, log: h.log, metrics: opts.CacheMetrics}
 }
 
 // client returns the upstream client of the target's remote, building it
@@ -86,50 +77,9 @@ func newRemotes(h *handler, opts RemoteOptions) *remotes {
 // with the target on every request: a change made through any instance
 // applies to the next request here).
 func (rs *remotes) client(ctx context.Context, t *container.Target) (*upstream.Client, error) {
-	id, changed := t.Remote.ID, t.Remote.SettingsChangedAt
-	rs.mu.Lock()
-	rc := rs.clients[id]
-	rs.mu.Unlock()
-	if rc != nil && rc.changedAt.Equal(changed) {
-		return rc.c, nil
-	}
-	v, err, _ := rs.builds.Do(id.String()+"/"+changed.String(), func() (any, error) {
-		rs.mu.Lock()
-		if rc := rs.clients[id]; rc != nil && rc.changedAt.Equal(changed) {
-			rs.mu.Unlock()
-			return rc.c, nil
-		}
-		rs.mu.Unlock()
-		c, err := rs.build(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-		rs.mu.Lock()
-		old := rs.clients[id]
-		if old != nil && old.changedAt.After(changed) {
-			rs.mu.Unlock()
-			go closeClient(c)
-			return old.c, nil
-		}
-		rs.clients[id] = &remoteClient{changedAt: changed, c: c}
-		rs.mu.Unlock()
-		if old != nil {
-			// Fills in flight on the old client finish (bounded) before it
-			// goes.
-			go closeClient(old.c)
-		}
-		return c, nil
+	return rs.clients.Get(t.Remote.ID.String(), t.Remote.SettingsChangedAt, func() (*upstream.Client, error) {
+		return rs.build(ctx, t)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*upstream.Client), nil
-}
-
-func closeClient(c *upstream.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	_ = c.Close(ctx)
 }
 
 // build makes the upstream client of a remote: its URL, its credentials

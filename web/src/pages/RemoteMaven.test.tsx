@@ -135,4 +135,26 @@ describe("RemoteSettings of a Maven proxy", () => {
     });
     expect(await screen.findByText("Saved.")).toBeTruthy();
   });
+
+  it("changes how long missing paths are remembered, within 0 to 1440 minutes", async () => {
+    current = { ...remote };
+    const { ops } = renderRoutes(
+      "/n/acme/r/central",
+      <Route path="/n/:ns/r/:repo" element={<RemoteSettings ns="acme" repo="central" format="MAVEN" />} />,
+      respond,
+      { token: "t" },
+    );
+    const neg = await screen.findByLabelText("Remember missing paths for (minutes)");
+    const save = screen.getByRole("button", { name: "Save upstream settings" });
+    await userEvent.clear(neg);
+    await userEvent.type(neg, "1441");
+    expect((save as HTMLButtonElement).disabled).toBe(true);
+    await userEvent.clear(neg);
+    await userEvent.type(neg, "30");
+    await userEvent.click(save);
+    await waitFor(() => expect(ops("UpdateRemoteRepository")).toHaveLength(1));
+    expect(ops("UpdateRemoteRepository")[0].variables).toEqual({
+      input: { namespace: "acme", name: "central", remote: { negativeCacheMinutes: 30 } },
+    });
+  });
 });

@@ -163,6 +163,7 @@ const UpdateRemoteMutation = graphql(`
           url
           cacheValidityHours
           metadataCacheValidityHours
+          negativeCacheMinutes
           hasCredentials
         }
       }
@@ -643,10 +644,11 @@ export function RemoteSettings({ ns, repo, format }: { ns: string; repo: string;
   // from the new settings.
   return (
     <RemoteSettingsForm
-      key={`${rem.url}|${rem.cacheValidityHours}|${rem.metadataCacheValidityHours}|${rem.hasCredentials}`}
+      key={`${rem.url}|${rem.cacheValidityHours}|${rem.metadataCacheValidityHours}|${rem.negativeCacheMinutes}|${rem.hasCredentials}`}
       ns={ns}
       repo={repo}
       metadata={hasMetadataValidity(format)}
+      negativeCache={format === "MAVEN"}
       rem={rem}
       saved={saved}
       onSaved={setSaved}
@@ -656,14 +658,19 @@ export function RemoteSettings({ ns, repo, format }: { ns: string; repo: string;
 
 // validHours: the server's range of both validities.
 function validHours(s: string): boolean {
+  return validInt(s, 8760);
+}
+
+function validInt(s: string, max: number): boolean {
   const n = Number(s);
-  return s !== "" && Number.isInteger(n) && n >= 0 && n <= 8760;
+  return s !== "" && Number.isInteger(n) && n >= 0 && n <= max;
 }
 
 function RemoteSettingsForm({
   ns,
   repo,
   metadata,
+  negativeCache,
   rem,
   saved,
   onSaved,
@@ -673,27 +680,45 @@ function RemoteSettingsForm({
   // metadata: the remote's format caches metadata (npm, Maven), whose
   // validity is the setting that matters; else tags (containers).
   metadata: boolean;
-  rem: { url: string; cacheValidityHours: number; metadataCacheValidityHours?: number | null; hasCredentials: boolean };
+  // negativeCache: the remote remembers upstream 404s (Maven).
+  negativeCache: boolean;
+  rem: {
+    url: string;
+    cacheValidityHours: number;
+    metadataCacheValidityHours?: number | null;
+    negativeCacheMinutes?: number | null;
+    hasCredentials: boolean;
+  };
   saved: boolean;
   onSaved(saved: boolean): void;
 }) {
   const current = metadata ? (rem.metadataCacheValidityHours ?? 1) : rem.cacheValidityHours;
   const [url, setURL] = useState(rem.url);
   const [hours, setHours] = useState(String(current));
+  const currentNeg = rem.negativeCacheMinutes ?? 0;
+  const [neg, setNeg] = useState(String(currentNeg));
   const [username, setUsername] = useState("");
   const [password, setPassword] = useState("");
   const [clear, setClear] = useState(false);
   const [{ fetching, error }, update] = useMutation(UpdateRemoteMutation);
   const hoursNum = Number(hours);
   const hoursOk = validHours(hours);
+  const negNum = Number(neg);
+  const negOk = !negativeCache || validInt(neg, 1440);
   const credsOk = (username === "") === (password === "");
-  const dirty = url !== rem.url || (hoursOk && hoursNum !== current) || username !== "" || clear;
+  const dirty =
+    url !== rem.url ||
+    (hoursOk && hoursNum !== current) ||
+    (negativeCache && negOk && negNum !== currentNeg) ||
+    username !== "" ||
+    clear;
   const onSubmit = async (e: FormEvent) => {
     e.preventDefault();
     onSaved(false);
     const remote: Record<string, unknown> = {};
     if (url !== rem.url) remote.url = url;
     if (hoursNum !== current) remote[metadata ? "metadataCacheValidityHours" : "cacheValidityHours"] = hoursNum;
+    if (negativeCache && negNum !== currentNeg) remote.negativeCacheMinutes = negNum;
     if (username !== "") {
       remote.username = username;
       remote.password = password;
@@ -729,6 +754,24 @@ function RemoteSettingsForm({
           Package files are immutable and stay cached until evicted.
         </p>
       )}
+      {negativeCache && (
+        <>
+          <label htmlFor="remote-negative">Remember missing paths for (minutes)</label>
+          <input
+            id="remote-negative"
+            type="number"
+            min={0}
+            max={1440}
+            value={neg}
+            aria-invalid={!negOk}
+            onChange={(e) => setNeg(e.target.value)}
+          />
+          <p className="help">
+            An upstream 404 is answered from memory for this long, so Maven's probes of every repository do not reach the
+            upstream each time; 0 never remembers. Errors and timeouts are never remembered.
+          </p>
+        </>
+      )}
       <fieldset>
         <legend>Credentials</legend>
         <p className="help">
@@ -753,7 +796,7 @@ function RemoteSettingsForm({
         )}
       </fieldset>
       <div className="form-actions">
-        <button type="submit" className="btn btn-primary" disabled={!dirty || !hoursOk || !credsOk || fetching}>
+        <button type="submit" className="btn btn-primary" disabled={!dirty || !hoursOk || !negOk || !credsOk || fetching}>
           Save upstream settings
         </button>
         {saved && !dirty && (
