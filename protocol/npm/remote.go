@@ -664,8 +664,8 @@ func (h *handler) remoteTarball(req *request, name, file string) error {
 		}
 		h.remote.metrics.observe("tarball", outcome)
 		r := npmstore.RemoteRequest{NamespaceID: repo.NamespaceID, RemoteID: repo.Remote.ID, Hit: hit, At: h.remote.now()}
-		if t != nil {
-			r.PackageID, r.VersionID = t.PackageID, t.VersionID
+		if t != nil && req.r.Method == http.MethodGet {
+			r.RepositoryID, r.PackageID, r.VersionID = repo.RepositoryID, t.PackageID, t.VersionID
 		}
 		h.remote.requests.add(r)
 	}

@@ -416,15 +416,17 @@ func (s *Store) CommitRemoteTarball(ctx context.Context, repo *Repository, in Re
 }
 
 // RemoteRequest is one content request of a pull-through cache, for the
-// buffered counters: the hit ratio and, for tarballs served, the last
-// download of the version and its package.
+// buffered counters: the hit ratio and, for tarballs served, the
+// repository's downloads and the last download of the version and its
+// package.
 type RemoteRequest struct {
 	NamespaceID uuid.UUID
 	RemoteID    uuid.UUID
 	Hit         bool
-	// PackageID and VersionID are set for a cached tarball served.
-	PackageID, VersionID uuid.UUID
-	At                   time.Time
+	// RepositoryID, PackageID and VersionID are set for a cached tarball
+	// served.
+	RepositoryID, PackageID, VersionID uuid.UUID
+	At                                 time.Time
 }
 
 // RecordRemoteRequests appends buffered counter rows for content requests
@@ -453,12 +455,14 @@ func (s *Store) RecordRemoteRequests(ctx context.Context, reqs []RemoteRequest) 
 		ats = append(ats, nil)
 		if r.VersionID != uuid.Nil {
 			at := r.At
-			nss = append(nss, r.NamespaceID, r.NamespaceID)
-			targets = append(targets, int16(enum.CounterTargetNpmRemotePackage), int16(enum.CounterTargetNpmRemoteVersion))
-			tids = append(tids, r.PackageID, r.VersionID)
-			fields = append(fields, int16(enum.CounterFieldLastDownloadedAt), int16(enum.CounterFieldLastDownloadedAt))
-			deltas = append(deltas, nil, nil)
-			ats = append(ats, &at, &at)
+			nss = append(nss, r.NamespaceID, r.NamespaceID, r.NamespaceID)
+			targets = append(targets, int16(enum.CounterTargetRepository), int16(enum.CounterTargetNpmRemotePackage),
+				int16(enum.CounterTargetNpmRemoteVersion))
+			tids = append(tids, r.RepositoryID, r.PackageID, r.VersionID)
+			fields = append(fields, int16(enum.CounterFieldDownloadsCount), int16(enum.CounterFieldLastDownloadedAt),
+				int16(enum.CounterFieldLastDownloadedAt))
+			deltas = append(deltas, &one, nil, nil)
+			ats = append(ats, nil, &at, &at)
 		}
 	}
 	if len(nss) == 0 {

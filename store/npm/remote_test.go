@@ -354,13 +354,18 @@ func TestRemoteCacheAndAccounting(t *testing.T) {
 	// Requests: two hits (one a served tarball) and a miss.
 	at := f.clock.Now().Add(time.Hour)
 	if err := f.s.RecordRemoteRequests(f.ctx, []npmstore.RemoteRequest{
-		{NamespaceID: f.ns.ID, RemoteID: repo.Remote.ID, Hit: true, PackageID: tb.PackageID, VersionID: tb.VersionID, At: at},
+		{NamespaceID: f.ns.ID, RemoteID: repo.Remote.ID, Hit: true, RepositoryID: repo.RepositoryID, PackageID: tb.PackageID,
+			VersionID: tb.VersionID, At: at},
 		{NamespaceID: f.ns.ID, RemoteID: repo.Remote.ID, Hit: true},
 		{NamespaceID: f.ns.ID, RemoteID: repo.Remote.ID},
 	}); err != nil {
 		t.Fatal(err)
 	}
 	f.counters("npmjs")
+	// A served tarball is a download of the remote repository.
+	if _, r, err := f.st.RepositoryByName(f.ctx, f.ns.Slug, "npmjs"); err != nil || r.DownloadsCount != 1 {
+		t.Fatalf("downloads of the remote: %+v %v, want 1", r, err)
+	}
 	settings, _ := f.s.RemoteSettingsByRepositories(f.ctx, f.ns.ID, []uuid.UUID{repo.RepositoryID})
 	if settings[0].CacheHits != 2 || settings[0].CacheMisses != 1 {
 		t.Fatalf("hit counters %d/%d, want 2/1", settings[0].CacheHits, settings[0].CacheMisses)
