@@ -392,15 +392,25 @@ func testRepositoryLifecycle(t *testing.T, a *testAPI) {
 func testPurgeRefusedForVirtualUpstream(t *testing.T, a *testAPI) {
 	nsID := a.createNamespace("virtual")
 	up := a.createRepository("virtual", "upstream", "NPM", "PRIVATE")
-	// A virtual npm repository listing it (virtual creation arrives with its issue).
+	// A repository in the trash that a virtual lists (only possible when
+	// it was listed before the move): purging it is refused too.
+	a.admin(`mutation { deleteRepository(input: {namespace: "virtual", name: "upstream"}) { repository { id } } }`, nil, nil)
 	virt, child := newID(t), newID(t)
 	a.exec(`INSERT INTO repositories (id, namespace_id, name, format, kind, visibility) VALUES ($1, $2, 'virt', 2, 1, 1)`, virt, nsID)
 	a.exec(`INSERT INTO npm_virtual_repositories (id, namespace_id, repository_id) VALUES ($1, $2, $3)`, child, nsID, virt)
 	a.exec(`INSERT INTO npm_virtual_repository_upstreams (id, namespace_id, npm_virtual_repository_id, upstream_repository_id, position)
 		VALUES ($1, $2, $3, $4, 1)`, newID(t), nsID, child, up)
-	a.admin(`mutation { deleteRepository(input: {namespace: "virtual", name: "upstream"}) { repository { id } } }`, nil, nil)
 	r := a.expectError(adminToken, `mutation { purgeRepository(input: {namespace: "virtual", name: "upstream"}) { id } }`, nil, CodeConflict)
 	if !contains(r.Errors[0].Message, "upstream of a virtual repository") {
+		t.Fatalf("message: %s", r.Errors[0].Message)
+	}
+	// An active upstream cannot even go to the trash; the error names
+	// the virtual repositories that list it.
+	a.createRepository("virtual", "hosted", "NPM", "PRIVATE")
+	a.admin(`mutation { createRepository(input: {namespace: "virtual", name: "all", format: NPM, kind: VIRTUAL,
+		virtual: {upstreams: [{repository: "hosted"}]}}) { repository { id } } }`, nil, nil)
+	r = a.expectError(adminToken, `mutation { deleteRepository(input: {namespace: "virtual", name: "hosted"}) { repository { id } } }`, nil, CodeConflict)
+	if !contains(r.Errors[0].Message, "all") {
 		t.Fatalf("message: %s", r.Errors[0].Message)
 	}
 }

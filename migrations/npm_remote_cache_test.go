@@ -125,9 +125,10 @@ func TestNpmRemoteCacheUpgrade(t *testing.T) {
 		"field", int16(7), "observed_at", time.Now()}); sqlState(err) != codeCheck {
 		t.Fatalf("a timestamp delta for the npm remote: %v", err)
 	}
-	if err := insert(ctx, pool, "counter_deltas", row{"id", v7(t), "namespace_id", x.ns, "target", int16(15), "target_id", x.remote,
+	// One past the last target (Maven proxies', 15).
+	if err := insert(ctx, pool, "counter_deltas", row{"id", v7(t), "namespace_id", x.ns, "target", int16(16), "target_id", x.remote,
 		"field", int16(10), "delta", int64(1)}); sqlState(err) != codeCheck {
-		t.Fatalf("target 15: %v", err)
+		t.Fatalf("target 16: %v", err)
 	}
 	var indexDef string
 	if err := pool.QueryRow(ctx, `SELECT string_agg(indexdef, ';') FROM pg_indexes WHERE indexname = 'npm_remote_versions_last_downloaded_at_idx'`).Scan(&indexDef); err != nil || indexDef == "" {
