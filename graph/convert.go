@@ -117,17 +117,8 @@ func toNpmVersion(v *npmstore.Artifact) *model.NpmVersion {
 	}
 }
 
-// toCachedArtifact: a cached manifest is known by its digest, a cached
-// Maven or npm version by its version.
 func toCachedArtifact(c *catalog.CachedArtifact) *model.CachedArtifact {
-	out := &model.CachedArtifact{ID: c.ID, Name: c.Name, MediaType: c.MediaType}
-	v := c.Version
-	if c.Format == catalog.CachedFormatContainer {
-		out.Digest = &v
-	} else {
-		out.Version = &v
-	}
-	return out
+	return &model.CachedArtifact{ID: c.ID, Name: c.Name, Reference: c.Version}
 }
 
 func toTag(t *container.Tag) *model.ContainerTag {

@@ -82,11 +82,9 @@ type ComplexityRoot struct {
 	}
 
 	CachedArtifact struct {
-		Digest    func(childComplexity int) int
 		ID        func(childComplexity int) int
-		MediaType func(childComplexity int) int
 		Name      func(childComplexity int) int
-		Version   func(childComplexity int) int
+		Reference func(childComplexity int) int
 	}
 
 	ChecksumMatch struct {
@@ -1192,36 +1190,24 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AccessTokenPayload.Token(childComplexity), true
 
-	case "CachedArtifact.digest":
-		if e.ComplexityRoot.CachedArtifact.Digest == nil {
-			break
-		}
-
-		return e.ComplexityRoot.CachedArtifact.Digest(childComplexity), true
 	case "CachedArtifact.id":
 		if e.ComplexityRoot.CachedArtifact.ID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.CachedArtifact.ID(childComplexity), true
-	case "CachedArtifact.mediaType":
-		if e.ComplexityRoot.CachedArtifact.MediaType == nil {
-			break
-		}
-
-		return e.ComplexityRoot.CachedArtifact.MediaType(childComplexity), true
 	case "CachedArtifact.name":
 		if e.ComplexityRoot.CachedArtifact.Name == nil {
 			break
 		}
 
 		return e.ComplexityRoot.CachedArtifact.Name(childComplexity), true
-	case "CachedArtifact.version":
-		if e.ComplexityRoot.CachedArtifact.Version == nil {
+	case "CachedArtifact.reference":
+		if e.ComplexityRoot.CachedArtifact.Reference == nil {
 			break
 		}
 
-		return e.ComplexityRoot.CachedArtifact.Version(childComplexity), true
+		return e.ComplexityRoot.CachedArtifact.Reference(childComplexity), true
 
 	case "ChecksumMatch.artifactId":
 		if e.ComplexityRoot.ChecksumMatch.ArtifactID == nil {
@@ -6283,12 +6269,8 @@ type CachedArtifact {
   id: ID!
   "The image's upstream name, the Maven groupId:artifactId or the npm package name."
   name: String!
-  "The Maven or npm version; null for container manifests."
-  version: String
-  "The manifest's digest (sha256:<hex>); null for Maven and npm versions."
-  digest: String
-  "The manifest's media type; null for Maven and npm versions."
-  mediaType: String
+  "The Maven or npm version, or the manifest's digest (sha256:<hex>) for container remotes."
+  reference: String!
 }
 
 type PublishEvent {
@@ -10394,72 +10376,26 @@ func (ec *executionContext) fieldContext_CachedArtifact_name(_ context.Context, 
 	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "String")
 }
 
-func (ec *executionContext) _CachedArtifact_version(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
+func (ec *executionContext) _CachedArtifact_reference(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
 		field,
 		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_CachedArtifact_version(ctx, field)
+			return ec.fieldContext_CachedArtifact_reference(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.Version, nil
+			return obj.Reference, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
 		},
 		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_CachedArtifact_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "String")
-}
-
-func (ec *executionContext) _CachedArtifact_digest(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_CachedArtifact_digest(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Digest, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
 		true,
-		false,
 	)
 }
-func (ec *executionContext) fieldContext_CachedArtifact_digest(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "String")
-}
-
-func (ec *executionContext) _CachedArtifact_mediaType(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_CachedArtifact_mediaType(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.MediaType, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
-			return ec.marshalOString2ᚖstring(ctx, selections, v)
-		},
-		true,
-		false,
-	)
-}
-func (ec *executionContext) fieldContext_CachedArtifact_mediaType(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+func (ec *executionContext) fieldContext_CachedArtifact_reference(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "String")
 }
 
@@ -28161,19 +28097,9 @@ func (ec *executionContext) _CachedArtifact(ctx context.Context, sel ast.Selecti
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
-		case "version":
-			out.Values[i] = ec._CachedArtifact_version(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "digest":
-			out.Values[i] = ec._CachedArtifact_digest(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
-			}
-		case "mediaType":
-			out.Values[i] = ec._CachedArtifact_mediaType(ctx, field, obj)
-			if out.Values[i] == graphql.RequiredNull {
+		case "reference":
+			out.Values[i] = ec._CachedArtifact_reference(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:

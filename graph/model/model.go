@@ -206,9 +206,7 @@ type PublishEvent struct {
 type CachedArtifact struct {
 	ID        uuid.UUID
 	Name      string
-	Version   *string
-	Digest    *string
-	MediaType *string
+	Reference string
 }
 
 func (CachedArtifact) IsPublishedArtifact() {}

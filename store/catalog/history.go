@@ -45,21 +45,17 @@ type PublishEvent struct {
 	Cached    *CachedArtifact
 }
 
-// CachedFormatContainer is the Format of a cached manifest, whose Version
-// is its digest.
-const CachedFormatContainer = "CONTAINER"
-
 // CachedArtifact is what a remote repository cached: a manifest of an
-// image (Version is its digest), a Maven version or an npm version.
+// image, a Maven version or an npm version.
 type CachedArtifact struct {
 	ID           uuid.UUID
 	RepositoryID uuid.UUID
-	Format       string // CachedFormatContainer, "MAVEN" or "NPM"
 	// Name is the image's upstream name, groupId:artifactId or the npm
 	// package name.
-	Name      string
-	Version   string
-	MediaType *string // container manifests only
+	Name string
+	// Version is the Maven or npm version, or the manifest's digest
+	// (sha256:<hex>).
+	Version string
 }
 
 // Key is the event's keyset position.
@@ -214,17 +210,17 @@ func (s *Store) loadCached(ctx context.Context, nsID uuid.UUID, manifestIDs, mav
 		ids []uuid.UUID
 		sql string
 	}{
-		{manifestIDs, `SELECT x.id, cr.repository_id, 'CONTAINER', ci.name, 'sha256:' || encode(x.digest, 'hex'), x.media_type
+		{manifestIDs, `SELECT x.id, cr.repository_id, ci.name, 'sha256:' || encode(x.digest, 'hex')
 			FROM container_remote_manifests x
 			JOIN container_remote_images ci ON ci.namespace_id = x.namespace_id AND ci.id = x.container_remote_image_id
 			JOIN container_remote_repositories cr ON cr.namespace_id = ci.namespace_id AND cr.id = ci.container_remote_repository_id
 			WHERE x.namespace_id = $1 AND ci.namespace_id = $1 AND cr.namespace_id = $1 AND x.id = ANY($2)`},
-		{mavenIDs, `SELECT x.id, mr.repository_id, 'MAVEN', mp.group_id || ':' || mp.artifact_id, x.version, NULL::text
+		{mavenIDs, `SELECT x.id, mr.repository_id, mp.group_id || ':' || mp.artifact_id, x.version
 			FROM maven_remote_versions x
 			JOIN maven_remote_packages mp ON mp.namespace_id = x.namespace_id AND mp.id = x.maven_remote_package_id
 			JOIN maven_remote_repositories mr ON mr.namespace_id = mp.namespace_id AND mr.id = mp.maven_remote_repository_id
 			WHERE x.namespace_id = $1 AND mp.namespace_id = $1 AND mr.namespace_id = $1 AND x.id = ANY($2)`},
-		{npmIDs, `SELECT x.id, nr.repository_id, 'NPM', np.name, x.version, NULL::text
+		{npmIDs, `SELECT x.id, nr.repository_id, np.name, x.version
 			FROM npm_remote_versions x
 			JOIN npm_remote_packages np ON np.namespace_id = x.namespace_id AND np.id = x.npm_remote_package_id
 			JOIN npm_remote_repositories nr ON nr.namespace_id = np.namespace_id AND nr.id = np.npm_remote_repository_id
@@ -240,7 +236,7 @@ func (s *Store) loadCached(ctx context.Context, nsID uuid.UUID, manifestIDs, mav
 		}
 		for rows.Next() {
 			var c CachedArtifact
-			if err := rows.Scan(&c.ID, &c.RepositoryID, &c.Format, &c.Name, &c.Version, &c.MediaType); err != nil {
+			if err := rows.Scan(&c.ID, &c.RepositoryID, &c.Name, &c.Version); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("cached artifacts: %w", err)
 			}
