@@ -5,6 +5,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/maven"
@@ -114,6 +115,10 @@ func toNpmVersion(v *npmstore.Artifact) *model.NpmVersion {
 		ID: v.ID, NamespaceID: v.NamespaceID, RepositoryID: v.RepositoryID, PackageID: v.PackageID, PackageName: v.PackageName,
 		Version: v.Version, SizeBytes: v.SizeBytes, CreatedAt: v.CreatedAt, LastDownloadedAt: v.LastDownloadedAt, SoftDeletedAt: v.SoftDeletedAt,
 	}
+}
+
+func toCachedArtifact(c *catalog.CachedArtifact) *model.CachedArtifact {
+	return &model.CachedArtifact{ID: c.ID, Name: c.Name, Reference: c.Version}
 }
 
 func toTag(t *container.Tag) *model.ContainerTag {

@@ -81,8 +81,15 @@ type ComplexityRoot struct {
 		Token func(childComplexity int) int
 	}
 
+	CachedArtifact struct {
+		ID        func(childComplexity int) int
+		Name      func(childComplexity int) int
+		Reference func(childComplexity int) int
+	}
+
 	ChecksumMatch struct {
 		ArtifactID    func(childComplexity int) int
+		Cached        func(childComplexity int) int
 		Kind          func(childComplexity int) int
 		ParentID      func(childComplexity int) int
 		Repository    func(childComplexity int) int
@@ -654,6 +661,7 @@ type ComplexityRoot struct {
 
 	PublishEvent struct {
 		Artifact    func(childComplexity int) int
+		Cached      func(childComplexity int) int
 		PublishedAt func(childComplexity int) int
 		Repository  func(childComplexity int) int
 	}
@@ -1182,12 +1190,37 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AccessTokenPayload.Token(childComplexity), true
 
+	case "CachedArtifact.id":
+		if e.ComplexityRoot.CachedArtifact.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CachedArtifact.ID(childComplexity), true
+	case "CachedArtifact.name":
+		if e.ComplexityRoot.CachedArtifact.Name == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CachedArtifact.Name(childComplexity), true
+	case "CachedArtifact.reference":
+		if e.ComplexityRoot.CachedArtifact.Reference == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CachedArtifact.Reference(childComplexity), true
+
 	case "ChecksumMatch.artifactId":
 		if e.ComplexityRoot.ChecksumMatch.ArtifactID == nil {
 			break
 		}
 
 		return e.ComplexityRoot.ChecksumMatch.ArtifactID(childComplexity), true
+	case "ChecksumMatch.cached":
+		if e.ComplexityRoot.ChecksumMatch.Cached == nil {
+			break
+		}
+
+		return e.ComplexityRoot.ChecksumMatch.Cached(childComplexity), true
 	case "ChecksumMatch.kind":
 		if e.ComplexityRoot.ChecksumMatch.Kind == nil {
 			break
@@ -3690,6 +3723,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PublishEvent.Artifact(childComplexity), true
+	case "PublishEvent.cached":
+		if e.ComplexityRoot.PublishEvent.Cached == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PublishEvent.Cached(childComplexity), true
 	case "PublishEvent.publishedAt":
 		if e.ComplexityRoot.PublishEvent.PublishedAt == nil {
 			break
@@ -5867,14 +5906,16 @@ type Namespace {
   gcQueue: GCQueue!
   """
   Published artifacts (container manifests, Maven and npm versions), newest
-  first, including ones soft-deleted since (ADMIN on the namespace). ` + "`" + `from` + "`" + `
-  is inclusive, ` + "`" + `to` + "`" + ` exclusive.
+  first, including ones soft-deleted since, and the manifests and versions
+  remote repositories cached (cached: true, at the time they were first
+  cached) (ADMIN on the namespace). ` + "`" + `from` + "`" + ` is inclusive, ` + "`" + `to` + "`" + ` exclusive.
   """
   publishHistory(from: Time, to: Time, first: Int, after: String): PublishEventConnection!
   """
   Every artifact of the namespace that references the blob with this SHA-256
-  (` + "`" + `sha256:<hex>` + "`" + ` or 64 hex digits), across all formats (ADMIN on the
-  namespace). ` + "`" + `activeOnly` + "`" + ` (default true) leaves out soft-deleted rows.
+  (` + "`" + `sha256:<hex>` + "`" + ` or 64 hex digits), across all formats, hosted or cached by
+  a remote repository (ADMIN on the namespace). ` + "`" + `activeOnly` + "`" + ` (default true)
+  leaves out soft-deleted rows.
   """
   checksumSearch(sha256: String!, activeOnly: Boolean = true, first: Int): [ChecksumMatch!]!
 }
@@ -6216,13 +6257,29 @@ type GCQueue {
   lastReclaimedAt: Time
 }
 
-"A published artifact."
-union PublishedArtifact = ContainerManifest | MavenVersion | NpmVersion
+"A published artifact, or one a remote repository cached (CachedArtifact)."
+union PublishedArtifact = ContainerManifest | MavenVersion | NpmVersion | CachedArtifact
+
+"""
+An artifact a remote repository cached from its upstream: a manifest of an
+image, or a Maven or npm version. The repository says which remote and its
+format.
+"""
+type CachedArtifact {
+  id: ID!
+  "The image's upstream name, the Maven groupId:artifactId or the npm package name."
+  name: String!
+  "The Maven or npm version, or the manifest's digest (sha256:<hex>) for container remotes."
+  reference: String!
+}
 
 type PublishEvent {
+  "When it was published, or first cached (cached: true)."
   publishedAt: Time!
   repository: Repository!
   artifact: PublishedArtifact!
+  "Whether a remote repository cached the artifact from its upstream rather than a client publishing it."
+  cached: Boolean!
 }
 
 type PublishEventConnection {
@@ -6254,6 +6311,12 @@ type ChecksumMatch {
   """
   parentId: ID!
   repository: Repository!
+  """
+  Whether the row is a remote repository's cached copy of upstream content
+  (the repository is that remote; the parent is the cached image, Maven
+  version or package, npm version or package).
+  """
+  cached: Boolean!
   softDeletedAt: Time
 }
 
@@ -6759,6 +6822,8 @@ func (ec *executionContext) childFields_ChecksumMatch(ctx context.Context, field
 		return ec.fieldContext_ChecksumMatch_parentId(ctx, field)
 	case "repository":
 		return ec.fieldContext_ChecksumMatch_repository(ctx, field)
+	case "cached":
+		return ec.fieldContext_ChecksumMatch_cached(ctx, field)
 	case "softDeletedAt":
 		return ec.fieldContext_ChecksumMatch_softDeletedAt(ctx, field)
 	}
@@ -7803,6 +7868,8 @@ func (ec *executionContext) childFields_PublishEvent(ctx context.Context, field 
 		return ec.fieldContext_PublishEvent_repository(ctx, field)
 	case "artifact":
 		return ec.fieldContext_PublishEvent_artifact(ctx, field)
+	case "cached":
+		return ec.fieldContext_PublishEvent_cached(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PublishEvent", field.Name)
 }
@@ -10263,6 +10330,75 @@ func (ec *executionContext) fieldContext_AccessTokenPayload_token(_ context.Cont
 	return fc, nil
 }
 
+func (ec *executionContext) _CachedArtifact_id(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CachedArtifact_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v uuid.UUID) graphql.Marshaler {
+			return ec.marshalNID2githubᚗcomᚋgoogleᚋuuidᚐUUID(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CachedArtifact_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "ID")
+}
+
+func (ec *executionContext) _CachedArtifact_name(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CachedArtifact_name(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Name, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CachedArtifact_name(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "String")
+}
+
+func (ec *executionContext) _CachedArtifact_reference(ctx context.Context, field graphql.CollectedField, obj *model.CachedArtifact) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CachedArtifact_reference(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Reference, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CachedArtifact_reference(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CachedArtifact", field, false, false, "String")
+}
+
 func (ec *executionContext) _ChecksumMatch_kind(ctx context.Context, field graphql.CollectedField, obj *model.ChecksumMatch) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -10362,6 +10498,29 @@ func (ec *executionContext) fieldContext_ChecksumMatch_repository(_ context.Cont
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _ChecksumMatch_cached(ctx context.Context, field graphql.CollectedField, obj *model.ChecksumMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_ChecksumMatch_cached(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cached, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_ChecksumMatch_cached(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("ChecksumMatch", field, false, false, "Boolean")
 }
 
 func (ec *executionContext) _ChecksumMatch_softDeletedAt(ctx context.Context, field graphql.CollectedField, obj *model.ChecksumMatch) (ret graphql.Marshaler) {
@@ -20558,6 +20717,29 @@ func (ec *executionContext) fieldContext_PublishEvent_artifact(_ context.Context
 	return graphql.NewScalarFieldContext("PublishEvent", field, false, false, "PublishedArtifact")
 }
 
+func (ec *executionContext) _PublishEvent_cached(ctx context.Context, field graphql.CollectedField, obj *model.PublishEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PublishEvent_cached(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cached, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PublishEvent_cached(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PublishEvent", field, false, false, "Boolean")
+}
+
 func (ec *executionContext) _PublishEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *model.PublishEventConnection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -27628,6 +27810,13 @@ func (ec *executionContext) _PublishedArtifact(ctx context.Context, sel ast.Sele
 			return graphql.Null
 		}
 		return ec._ContainerManifest(ctx, sel, obj)
+	case model.CachedArtifact:
+		return ec._CachedArtifact(ctx, sel, &obj)
+	case *model.CachedArtifact:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._CachedArtifact(ctx, sel, obj)
 	default:
 		if typedObj, ok := obj.(graphql.Marshaler); ok {
 			return typedObj
@@ -27887,6 +28076,49 @@ func (ec *executionContext) _AccessTokenPayload(ctx context.Context, sel ast.Sel
 	return out
 }
 
+var cachedArtifactImplementors = []string{"CachedArtifact", "PublishedArtifact"}
+
+func (ec *executionContext) _CachedArtifact(ctx context.Context, sel ast.SelectionSet, obj *model.CachedArtifact) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, cachedArtifactImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CachedArtifact")
+		case "id":
+			out.Values[i] = ec._CachedArtifact_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "name":
+			out.Values[i] = ec._CachedArtifact_name(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "reference":
+			out.Values[i] = ec._CachedArtifact_reference(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
 var checksumMatchImplementors = []string{"ChecksumMatch"}
 
 func (ec *executionContext) _ChecksumMatch(ctx context.Context, sel ast.SelectionSet, obj *model.ChecksumMatch) graphql.Marshaler {
@@ -27919,6 +28151,11 @@ func (ec *executionContext) _ChecksumMatch(ctx context.Context, sel ast.Selectio
 				func(ctx context.Context) graphql.Marshaler {
 					return ec._ChecksumMatch_repository(ctx, field, obj)
 				})
+		case "cached":
+			out.Values[i] = ec._ChecksumMatch_cached(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "softDeletedAt":
 			out.Values[i] = ec._ChecksumMatch_softDeletedAt(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
@@ -31862,6 +32099,11 @@ func (ec *executionContext) _PublishEvent(ctx context.Context, sel ast.Selection
 				})
 		case "artifact":
 			out.Values[i] = ec._PublishEvent_artifact(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "cached":
+			out.Values[i] = ec._PublishEvent_cached(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

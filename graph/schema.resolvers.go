@@ -787,6 +787,8 @@ func (r *namespaceResolver) PublishHistory(ctx context.Context, obj *model.Names
 			ev.Artifact = toMavenVersion(e.Maven)
 		case e.Npm != nil:
 			ev.Artifact = toNpmVersion(e.Npm)
+		case e.Cached != nil:
+			ev.Artifact, ev.Cached = toCachedArtifact(e.Cached), true
 		}
 		conn.Edges = append(conn.Edges, &model.PublishEventEdge{Cursor: c, Node: ev})
 	}
@@ -820,7 +822,7 @@ func (r *namespaceResolver) ChecksumSearch(ctx context.Context, obj *model.Names
 	for _, m := range matches {
 		out = append(out, &model.ChecksumMatch{
 			Kind: model.ChecksumMatchKind(m.Kind), ArtifactID: m.ArtifactID, ParentID: m.ParentID,
-			NamespaceID: obj.ID, RepositoryID: m.RepositoryID, SoftDeletedAt: m.SoftDeletedAt,
+			NamespaceID: obj.ID, RepositoryID: m.RepositoryID, Cached: m.Cached, SoftDeletedAt: m.SoftDeletedAt,
 		})
 	}
 	return out, nil

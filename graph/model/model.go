@@ -191,6 +191,7 @@ type ChecksumMatch struct {
 	ParentID      uuid.UUID
 	NamespaceID   uuid.UUID
 	RepositoryID  uuid.UUID
+	Cached        bool
 	SoftDeletedAt *time.Time
 }
 
@@ -199,7 +200,16 @@ type PublishEvent struct {
 	NamespaceID  uuid.UUID
 	RepositoryID uuid.UUID
 	Artifact     PublishedArtifact
+	Cached       bool
 }
+
+type CachedArtifact struct {
+	ID        uuid.UUID
+	Name      string
+	Reference string
+}
+
+func (CachedArtifact) IsPublishedArtifact() {}
 
 // Counter computes a connection's totalCount when (and only when) the
 // query selects it.

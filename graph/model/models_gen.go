@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// A published artifact.
+// A published artifact, or one a remote repository cached (CachedArtifact).
 type PublishedArtifact interface {
 	IsPublishedArtifact()
 }

@@ -14,6 +14,7 @@ const ChecksumSearchQuery = graphql(`
         kind
         artifactId
         parentId
+        cached
         softDeletedAt
         repository {
           id
@@ -51,7 +52,10 @@ export function ChecksumSearch() {
   return (
     <section>
       <PageTitle>Checksum search</PageTitle>
-      <p className="muted">Find every artifact of the namespace that holds a blob, across all formats.</p>
+      <p className="muted">
+        Find every artifact of the namespace that holds a blob, across all formats, published or cached by a remote
+        repository.
+      </p>
       <form className="form" onSubmit={onSubmit} role="search">
         <label htmlFor="sha">SHA-256 digest</label>
         <input
@@ -112,7 +116,15 @@ function Results({ ns, sha, activeOnly }: { ns: string; sha: string; activeOnly:
                 <Link to={paths.repository(ns, m.repository.name)}>{m.repository.name}</Link>{" "}
                 <Badge>{m.repository.format.toLowerCase()}</Badge>
               </th>
-              <td data-label="Match">{m.kind.toLowerCase().replace("_", " ")}</td>
+              <td data-label="Match">
+                {m.kind.toLowerCase().replaceAll("_", " ")}
+                {m.cached && (
+                  <>
+                    {" "}
+                    <Badge tone="info">cached</Badge>
+                  </>
+                )}
+              </td>
               <td data-label="Artifact id" className="mono small">
                 {m.artifactId}
               </td>

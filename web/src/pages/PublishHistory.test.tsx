@@ -11,13 +11,29 @@ describe("PublishHistory", () => {
     const events = [
       {
         __typename: "PublishEvent",
+        publishedAt: "2026-11-04T10:00:00Z",
+        cached: true,
+        repository: repo("npmjs", "NPM"),
+        artifact: { __typename: "CachedArtifact", id: "cv", name: "@types/node", reference: "22.1.0" },
+      },
+      {
+        __typename: "PublishEvent",
+        publishedAt: "2026-11-03T12:00:00Z",
+        cached: true,
+        repository: repo("hub", "DOCKER"),
+        artifact: { __typename: "CachedArtifact", id: "cm", name: "library/alpine", reference: "sha256:" + "cd".repeat(32) },
+      },
+      {
+        __typename: "PublishEvent",
         publishedAt: "2026-11-03T10:00:00Z",
+        cached: false,
         repository: repo("web", "NPM"),
         artifact: { __typename: "NpmVersion", id: "nv", packageName: "left-pad", version: "1.3.0", sizeBytes: 1500, softDeletedAt: null },
       },
       {
         __typename: "PublishEvent",
         publishedAt: "2026-11-02T10:00:00Z",
+        cached: false,
         repository: repo("libs", "MAVEN"),
         artifact: {
           __typename: "MavenVersion",
@@ -32,6 +48,7 @@ describe("PublishHistory", () => {
       {
         __typename: "PublishEvent",
         publishedAt: "2026-11-01T10:00:00Z",
+        cached: false,
         repository: repo("app", "OCI"),
         artifact: {
           __typename: "ContainerManifest",
@@ -51,9 +68,18 @@ describe("PublishHistory", () => {
     const npmRow = (await screen.findByText(/left-pad@1\.3\.0/)).closest("tr")!;
     expect(within(npmRow).getByText("1.5 KiB")).toBeTruthy();
     expect(within(npmRow).queryByText("deleted")).toBeNull();
+    expect(within(npmRow).queryByText("cached")).toBeNull();
+    // Cached by remote repositories: marked, named as upstream, no size.
+    const cachedNpm = screen.getByText(/@types\/node@22\.1\.0/).closest("tr")!;
+    expect(within(cachedNpm).getByText("cached")).toBeTruthy();
+    expect(within(cachedNpm).getByText("—")).toBeTruthy();
+    const cachedImage = screen.getByText(/library\/alpine@/).closest("tr")!;
+    expect(within(cachedImage).getByText("cached")).toBeTruthy();
+    expect(within(cachedImage).getByText("docker")).toBeTruthy();
     const mavenRow = screen.getByText(/org\.acme:api:3\.1/).closest("tr")!;
     expect(within(mavenRow).getByText("10 MiB")).toBeTruthy();
     expect(within(mavenRow).getByText("deleted")).toBeTruthy();
+    expect(within(mavenRow).queryByText("cached")).toBeNull();
     const imageRow = screen.getByText("v1").closest("tr")!;
     expect(within(imageRow).getByRole("link", { name: /api@sha256:abab/ }).getAttribute("href")).toContain("/n/acme/r/app/images/api?manifest=");
     // The last page ends with its last event: no empty row after it.

@@ -21,6 +21,7 @@ const PublishHistoryQuery = graphql(`
           cursor
           node {
             publishedAt
+            cached
             repository {
               id
               name
@@ -55,6 +56,11 @@ const PublishHistoryQuery = graphql(`
                 sizeBytes
                 softDeletedAt
               }
+              ... on CachedArtifact {
+                id
+                name
+                reference
+              }
             }
           }
         }
@@ -64,7 +70,7 @@ const PublishHistoryQuery = graphql(`
 `);
 
 const PAGE = 50;
-const ctx = { additionalTypenames: ["ContainerManifest", "MavenVersion", "NpmVersion"] };
+const ctx = { additionalTypenames: ["ContainerManifest", "MavenVersion", "NpmVersion", "CachedArtifact"] };
 
 /** A date (YYYY-MM-DD) as the start of that day in UTC, or null. */
 export function dayStart(value: string | null): string | null {
@@ -164,7 +170,7 @@ function HistoryPage({
     <tbody ref={body}>
       {error && note(<ErrorBox error={error} />)}
       {!conn && fetching && note(<Loading what="Loading history" />)}
-      {conn && conn.edges.length === 0 && index === 0 && note(<Empty>Nothing was published in this period.</Empty>)}
+      {conn && conn.edges.length === 0 && index === 0 && note(<Empty>Nothing was published or cached in this period.</Empty>)}
       {conn?.edges.map(({ cursor, node: ev }) => {
         const a = ev.artifact;
         return (
@@ -174,8 +180,14 @@ function HistoryPage({
               <Link to={paths.repository(ns, ev.repository.name)}>{ev.repository.name}</Link>
             </td>
             <th scope="row" data-label="Artifact">
-              <ArtifactCell ns={ns} repo={ev.repository.name} a={a} />
-              {a.softDeletedAt && (
+              <ArtifactCell ns={ns} repo={ev.repository.name} format={ev.repository.format} a={a} />
+              {ev.cached && (
+                <>
+                  {" "}
+                  <Badge tone="info">cached</Badge>
+                </>
+              )}
+              {a.__typename !== "CachedArtifact" && a.softDeletedAt && (
                 <>
                   {" "}
                   <Badge tone="bad">deleted</Badge>
@@ -183,7 +195,7 @@ function HistoryPage({
               )}
             </th>
             <td data-label="Size" className="num">
-              {formatBytes(a.__typename === "ContainerManifest" ? a.size : a.sizeBytes)}
+              {a.__typename === "CachedArtifact" ? "—" : formatBytes(a.__typename === "ContainerManifest" ? a.size : a.sizeBytes)}
             </td>
             <td data-label="Tags">
               {a.__typename === "ContainerManifest" && a.tags.map((t) => <Badge key={t}>{t}</Badge>)}
@@ -198,9 +210,29 @@ function HistoryPage({
 
 type Artifact = NonNullable<PublishHistoryQuery["namespace"]>["publishHistory"]["edges"][number]["node"]["artifact"];
 
-/** What was published: an image manifest, an npm version or a Maven version. */
-function ArtifactCell({ ns, repo, a }: { ns: string; repo: string; a: Artifact }) {
+/**
+ * What was published (an image manifest, an npm version or a Maven version)
+ * or cached by a remote repository (named as upstream: image@digest,
+ * package@version, groupId:artifactId:version).
+ */
+function ArtifactCell({ ns, repo, format, a }: { ns: string; repo: string; format: string; a: Artifact }) {
   switch (a.__typename) {
+    case "CachedArtifact":
+      return (
+        <span>
+          {a.name}
+          {a.reference.startsWith("sha256:") ? (
+            <>
+              @<span className="mono">{shortDigest(a.reference)}</span>
+            </>
+          ) : format === "MAVEN" ? (
+            `:${a.reference}`
+          ) : (
+            `@${a.reference}`
+          )}{" "}
+          <Badge>{format.toLowerCase()}</Badge>
+        </span>
+      );
     case "ContainerManifest":
       return (
         <Link to={paths.image(ns, repo, a.image.name, a.digest)}>

@@ -1,0 +1,9 @@
+package catalog
+
+import (
+	"testing"
+
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
+)
+
+func TestMain(m *testing.M) { testdb.Main(m) }
