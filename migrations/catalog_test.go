@@ -297,6 +297,7 @@ WHERE k.conrelid = $1::regclass AND k.contype = 'c' AND cardinality(k.conkey) = 
 		"container_remote_repositories.cache_validity_hours":      true,
 		"maven_remote_repositories.cache_validity_hours":          true,
 		"maven_remote_repositories.metadata_cache_validity_hours": true,
+		"maven_remote_repositories.negative_cache_minutes":        true,
 		"npm_remote_repositories.cache_validity_hours":            true,
 		"npm_remote_repositories.metadata_cache_validity_hours":   true,
 	}
