@@ -123,26 +123,6 @@ func staleAt(checkedAt time.Time, validityHours int, now time.Time) bool {
 	return now.Sub(checkedAt) >= time.Duration(validityHours)*time.Hour
 }
 
-// npmRemoteInput converts the remote settings of createRepository for an
-// npm remote.
-func npmRemoteInput(in *model.RemoteRepositoryInput) (npmstore.RemoteInput, error) {
-	out := npmstore.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
-		MetadataCacheValidityHours: in.MetadataCacheValidityHours}
-	c, err := credentialsInput(in.Username, in.Password)
-	out.Credentials = c
-	return out, err
-}
-
-// npmRemoteUpdate converts the remote settings of updateRepository for an
-// npm remote.
-func npmRemoteUpdate(in *model.RemoteRepositoryUpdateInput) (npmstore.RemoteUpdate, error) {
-	out := npmstore.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
-		MetadataCacheValidityHours: in.MetadataCacheValidityHours, ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
-	c, err := credentialsInput(in.Username, in.Password)
-	out.Credentials = c
-	return out, err
-}
-
 func toMavenRemoteRepository(s *maven.RemoteSettings) *model.RemoteRepository {
 	m := toRemoteRepository(&container.RemoteSettings{ID: s.ID, NamespaceID: s.NamespaceID, RepositoryID: s.RepositoryID,
 		URL: s.URL, CacheValidityHours: s.CacheValidityHours, HasCredentials: s.HasCredentials, HealthStatus: s.HealthStatus,
@@ -203,29 +183,6 @@ func mavenRemotePackagePageLoader(ms *maven.Store) func(ctx context.Context, k p
 	}
 }
 
-// remoteInput converts the remote settings of createRepository.
-func remoteInput(in *model.RemoteRepositoryInput) (container.RemoteInput, error) {
-	if in.MetadataCacheValidityHours != nil {
-		return container.RemoteInput{}, invalidInput("metadataCacheValidityHours is a setting of npm and Maven remotes, not of container remotes")
-	}
-	out := container.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours}
-	c, err := credentialsInput(in.Username, in.Password)
-	out.Credentials = c
-	return out, err
-}
-
-// remoteUpdate converts the remote settings of updateRepository.
-func remoteUpdate(in *model.RemoteRepositoryUpdateInput) (container.RemoteUpdate, error) {
-	if in.MetadataCacheValidityHours != nil {
-		return container.RemoteUpdate{}, invalidInput("metadataCacheValidityHours is a setting of npm and Maven remotes, not of container remotes")
-	}
-	out := container.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
-		ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
-	c, err := credentialsInput(in.Username, in.Password)
-	out.Credentials = c
-	return out, err
-}
-
 func credentialsInput(user, password *string) (*container.Credentials, error) {
 	switch {
 	case user == nil && password == nil:
@@ -239,94 +196,57 @@ func credentialsInput(user, password *string) (*container.Credentials, error) {
 // newRemoteChild converts createRepository's remote settings into the
 // format's remote child row.
 func (r *Resolver) newRemoteChild(f model.Format, in *model.RemoteRepositoryInput) (store.ChildWriter, error) {
-	switch f {
-	case model.FormatNpm:
-		if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
-			return nil, err
-		}
-		rin, err := npmRemoteInput(in)
-		if err != nil {
-			return nil, err
-		}
-		return r.npm.NewRemote(r.keyring, rin)
-	case model.FormatMaven:
-		rin, err := mavenRemoteInput(in)
-		if err != nil {
-			return nil, err
-		}
-		return r.maven.NewRemote(rin)
-	}
-	if err := onlyFor("NPM and MAVEN", "metadataCacheValidityHours", in.MetadataCacheValidityHours != nil); err != nil {
+	if err := remoteFieldsFor(formatsToEnum[f], in.MetadataCacheValidityHours, in.NegativeCacheMinutes); err != nil {
 		return nil, err
 	}
-	if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
-		return nil, err
-	}
-	rin, err := remoteInput(in)
+	c, err := credentialsInput(in.Username, in.Password)
 	if err != nil {
 		return nil, err
 	}
-	return r.container.NewRemote(rin)
+	switch f {
+	case model.FormatNpm:
+		return r.npm.NewRemote(r.keyring, npmstore.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+			MetadataCacheValidityHours: in.MetadataCacheValidityHours, Credentials: c})
+	case model.FormatMaven:
+		return r.maven.NewRemote(maven.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+			MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes, Credentials: c})
+	}
+	return r.container.NewRemote(container.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours, Credentials: c})
 }
 
 // updateRemoteChild converts updateRepository's remote settings into the
 // format's remote child update.
 func (r *Resolver) updateRemoteChild(f enum.Format, in *model.RemoteRepositoryUpdateInput) (store.ChildWriter, error) {
-	switch f {
-	case enum.FormatNpm:
-		if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
-			return nil, err
-		}
-		ru, err := npmRemoteUpdate(in)
-		if err != nil {
-			return nil, err
-		}
-		return r.npm.UpdateRemote(r.keyring, ru)
-	case enum.FormatMaven:
-		ru, err := mavenRemoteUpdate(in)
-		if err != nil {
-			return nil, err
-		}
-		return r.maven.UpdateRemote(ru)
-	}
-	if err := onlyFor("NPM and MAVEN", "metadataCacheValidityHours", in.MetadataCacheValidityHours != nil); err != nil {
+	if err := remoteFieldsFor(f, in.MetadataCacheValidityHours, in.NegativeCacheMinutes); err != nil {
 		return nil, err
 	}
-	if err := onlyFor("MAVEN", "negativeCacheMinutes", in.NegativeCacheMinutes != nil); err != nil {
-		return nil, err
-	}
-	ru, err := remoteUpdate(in)
+	c, err := credentialsInput(in.Username, in.Password)
 	if err != nil {
 		return nil, err
 	}
-	return r.container.UpdateRemote(ru)
+	clear := in.ClearCredentials != nil && *in.ClearCredentials
+	switch f {
+	case enum.FormatNpm:
+		return r.npm.UpdateRemote(r.keyring, npmstore.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+			MetadataCacheValidityHours: in.MetadataCacheValidityHours, Credentials: c, ClearCredentials: clear})
+	case enum.FormatMaven:
+		return r.maven.UpdateRemote(maven.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+			MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes,
+			Credentials: c, ClearCredentials: clear})
+	}
+	return r.container.UpdateRemote(container.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
+		Credentials: c, ClearCredentials: clear})
 }
 
-// mavenRemoteInput converts the remote settings of createRepository for a
-// MAVEN repository.
-func mavenRemoteInput(in *model.RemoteRepositoryInput) (maven.RemoteInput, error) {
-	out := maven.RemoteInput{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
-		MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes}
-	c, err := credentialsInput(in.Username, in.Password)
-	out.Credentials = c
-	return out, err
-}
-
-// mavenRemoteUpdate converts the remote settings of updateRepository for
-// a MAVEN repository.
-func mavenRemoteUpdate(in *model.RemoteRepositoryUpdateInput) (maven.RemoteUpdate, error) {
-	out := maven.RemoteUpdate{URL: in.URL, CacheValidityHours: in.CacheValidityHours,
-		MetadataCacheValidityHours: in.MetadataCacheValidityHours, NegativeCacheMinutes: in.NegativeCacheMinutes,
-		ClearCredentials: in.ClearCredentials != nil && *in.ClearCredentials}
-	c, err := credentialsInput(in.Username, in.Password)
-	out.Credentials = c
-	return out, err
-}
-
-// onlyFor refuses settings the remote's format does not have.
-func onlyFor(formats string, field string, set bool) error {
-	if set {
-		return invalidInput("%s is a setting of %s remote repositories", field, formats)
+// remoteFieldsFor refuses settings the remote's format does not have: the
+// metadata validity belongs to npm and Maven remotes, the negative cache
+// to Maven proxies.
+func remoteFieldsFor(f enum.Format, meta, neg *int) error {
+	if meta != nil && f != enum.FormatNpm && f != enum.FormatMaven {
+		return invalidInput("metadataCacheValidityHours is a setting of NPM and MAVEN remote repositories")
+	}
+	if neg != nil && f != enum.FormatMaven {
+		return invalidInput("negativeCacheMinutes is a setting of MAVEN remote repositories")
 	}
 	return nil
 }
