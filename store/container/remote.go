@@ -33,7 +33,7 @@ const (
 	// DefaultCacheValidityHours is the column's default.
 	DefaultCacheValidityHours = 24
 	// MaxHealthError bounds last_health_error.
-	MaxHealthError = 1024
+	MaxHealthError = store.MaxRemoteHealthError
 )
 
 // CodeRemoteUnsupported: a push, a delete or an upload through a
@@ -328,20 +328,7 @@ func (s *Store) RemoteSettingsByRepositories(ctx context.Context, nsID uuid.UUID
 // recorder (on a change, otherwise at most once a minute), never on a
 // request's path. lastError is cut to MaxHealthError characters.
 func (s *Store) RecordRemoteHealth(ctx context.Context, nsID, remoteID uuid.UUID, status enum.HealthStatus, at time.Time, lastError string) error {
-	var e *string
-	if lastError != "" {
-		if utf8.RuneCountInString(lastError) > MaxHealthError {
-			lastError = string([]rune(lastError)[:MaxHealthError])
-		}
-		e = &lastError
-	}
-	if _, err := s.pool.Exec(ctx, `
-		UPDATE container_remote_repositories
-		SET last_health_status = $3, last_health_checked_at = $4, last_health_error = $5
-		WHERE namespace_id = $1 AND id = $2`, nsID, remoteID, int16(status), at, e); err != nil {
-		return db.MapErr(fmt.Errorf("store: record remote health: %w", err))
-	}
-	return nil
+	return store.RecordRemoteHealth(ctx, s.pool, "container_remote_repositories", nsID, remoteID, status, at, lastError)
 }
 
 // resolveRemoteSQL completes a target whose repository is a container

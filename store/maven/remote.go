@@ -366,20 +366,7 @@ func (s *Store) RemoteSettingsByRepositories(ctx context.Context, nsID uuid.UUID
 // never on a request's path. lastError is cut to MaxHealthError
 // characters.
 func (s *Store) RecordRemoteHealth(ctx context.Context, nsID, remoteID uuid.UUID, status enum.HealthStatus, at time.Time, lastError string) error {
-	var e *string
-	if lastError != "" {
-		if utf8.RuneCountInString(lastError) > container.MaxHealthError {
-			lastError = string([]rune(lastError)[:container.MaxHealthError])
-		}
-		e = &lastError
-	}
-	if _, err := s.pool.Exec(ctx, `
-		UPDATE maven_remote_repositories
-		SET last_health_status = $3, last_health_checked_at = $4, last_health_error = $5
-		WHERE namespace_id = $1 AND id = $2`, nsID, remoteID, int16(status), at, e); err != nil {
-		return db.MapErr(fmt.Errorf("store: record maven remote health: %w", err))
-	}
-	return nil
+	return store.RecordRemoteHealth(ctx, s.pool, "maven_remote_repositories", nsID, remoteID, status, at, lastError)
 }
 
 // resolveRemote fills t.Remote for a repository of kind REMOTE.

@@ -38,7 +38,7 @@ const (
 	// MaxRemoteValidityHours bounds both validities (a year).
 	MaxRemoteValidityHours = 8760
 	// MaxRemoteHealthError bounds last_health_error.
-	MaxRemoteHealthError = 1024
+	MaxRemoteHealthError = store.MaxRemoteHealthError
 )
 
 // CodeRemoteReadOnly: a publish, an unpublish or a dist-tag change on a
@@ -348,18 +348,5 @@ func (s *Store) RemoteSettingsByRepositories(ctx context.Context, nsID uuid.UUID
 // upstream, from the upstream client's background recorder (never on a
 // request's path). lastError is cut to MaxRemoteHealthError characters.
 func (s *Store) RecordRemoteHealth(ctx context.Context, nsID, remoteID uuid.UUID, status enum.HealthStatus, at time.Time, lastError string) error {
-	var e *string
-	if lastError != "" {
-		if utf8.RuneCountInString(lastError) > MaxRemoteHealthError {
-			lastError = string([]rune(lastError)[:MaxRemoteHealthError])
-		}
-		e = &lastError
-	}
-	if _, err := s.pool.Exec(ctx, `
-		UPDATE npm_remote_repositories
-		SET last_health_status = $3, last_health_checked_at = $4, last_health_error = $5
-		WHERE namespace_id = $1 AND id = $2`, nsID, remoteID, int16(status), at, e); err != nil {
-		return db.MapErr(fmt.Errorf("store: record npm remote health: %w", err))
-	}
-	return nil
+	return store.RecordRemoteHealth(ctx, s.pool, "npm_remote_repositories", nsID, remoteID, status, at, lastError)
 }
