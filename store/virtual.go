@@ -767,3 +767,68 @@ func VirtualRulesAdmit(rules []VirtualRule, field int16, value string) bool {
 	}
 	return !hasAllow || allowed
 }
+
+// VirtualMember is a hosted or remote upstream reached while flattening a
+// virtual repository: the rule sets on the way to it (each must admit a
+// value) and the reserved patterns of every virtual on the way.
+type VirtualMember struct {
+	Repository *Repository
+	Rules      [][]VirtualRule
+	Reserved   []string
+}
+
+// Admits tells whether every rule set on the way to the member admits
+// value for field.
+func (m *VirtualMember) Admits(field int16, value string) bool {
+	for _, rs := range m.Rules {
+		if !VirtualRulesAdmit(rs, field, value) {
+			return false
+		}
+	}
+	return true
+}
+
+// ReservedName tells whether name matches a reserved pattern that applies
+// to the member: such a name is never asked of a remote upstream.
+func (m *VirtualMember) ReservedName(name string) bool {
+	for _, p := range m.Reserved {
+		if MatchVirtualPattern(p, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// FlattenVirtual lists the hosted and remote upstreams of the virtual root
+// in resolution order: a nested virtual's upstreams take its place, each
+// repository is reached once (at its first place), trashed ones are
+// skipped, and nesting stops at MaxVirtualDepth. tree is VirtualTree's.
+func FlattenVirtual(tree map[uuid.UUID]*VirtualSettings, root uuid.UUID) []*VirtualMember {
+	var out []*VirtualMember
+	seen := map[uuid.UUID]bool{root: true}
+	var walk func(id uuid.UUID, rules [][]VirtualRule, reserved []string, depth int)
+	walk = func(id uuid.UUID, rules [][]VirtualRule, reserved []string, depth int) {
+		vs := tree[id]
+		if vs == nil || depth > MaxVirtualDepth {
+			return
+		}
+		reserved = append(slices.Clip(reserved), vs.ReservedPatterns...)
+		for _, u := range vs.Upstreams {
+			if seen[u.Repository.ID] || u.Repository.SoftDeletedAt != nil {
+				continue
+			}
+			seen[u.Repository.ID] = true
+			r := slices.Clip(rules)
+			if len(u.Rules) > 0 {
+				r = append(r, u.Rules)
+			}
+			if u.Repository.Kind == enum.KindVirtual {
+				walk(u.Repository.ID, r, reserved, depth+1)
+				continue
+			}
+			out = append(out, &VirtualMember{Repository: u.Repository, Rules: r, Reserved: reserved})
+		}
+	}
+	walk(root, nil, nil, 0)
+	return out
+}

@@ -39,68 +39,9 @@ import (
 //     upstream, with WRITE on the virtual; without a deploy target they
 //     are refused, and deletes always are (405 UNSUPPORTED).
 
-// virtualMember is an upstream of a virtual reached while flattening:
-// the rule sets on the way to it (each must admit) and the reserved
-// patterns that apply to it.
-type virtualMember struct {
-	repo     *store.Repository
-	rules    [][]store.VirtualRule
-	reserved []string
-}
-
-func (m *virtualMember) admits(field enum.ContainerTargetField, value string) bool {
-	for _, rs := range m.rules {
-		if !store.VirtualRulesAdmit(rs, int16(field), value) {
-			return false
-		}
-	}
-	return true
-}
-
-func (m *virtualMember) reservedName(name string) bool {
-	for _, p := range m.reserved {
-		if store.MatchVirtualPattern(p, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// flattenVirtual lists the hosted and remote upstreams of a virtual in
-// resolution order.
-func flattenVirtual(tree map[uuid.UUID]*store.VirtualSettings, root uuid.UUID) []*virtualMember {
-	var out []*virtualMember
-	seen := map[uuid.UUID]bool{root: true}
-	var walk func(id uuid.UUID, rules [][]store.VirtualRule, reserved []string, depth int)
-	walk = func(id uuid.UUID, rules [][]store.VirtualRule, reserved []string, depth int) {
-		vs := tree[id]
-		if vs == nil || depth > store.MaxVirtualDepth {
-			return
-		}
-		reserved = append(slices.Clip(reserved), vs.ReservedPatterns...)
-		for _, u := range vs.Upstreams {
-			if seen[u.Repository.ID] || u.Repository.SoftDeletedAt != nil {
-				continue
-			}
-			seen[u.Repository.ID] = true
-			r := slices.Clip(rules)
-			if len(u.Rules) > 0 {
-				r = append(r, u.Rules)
-			}
-			if u.Repository.Kind == enum.KindVirtual {
-				walk(u.Repository.ID, r, reserved, depth+1)
-				continue
-			}
-			out = append(out, &virtualMember{repo: u.Repository, rules: r, reserved: reserved})
-		}
-	}
-	walk(root, nil, nil, 0)
-	return out
-}
-
 // virtualCandidate is an upstream that may serve an image, resolved.
 type virtualCandidate struct {
-	m *virtualMember
+	m *store.VirtualMember
 	t *container.Target
 }
 
@@ -112,14 +53,14 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 	if err != nil {
 		return nil, err
 	}
-	members := flattenVirtual(tree, vt.RepositoryID)
+	members := store.FlattenVirtual(tree, vt.RepositoryID)
 	var (
 		hosted   []virtualCandidate
 		shadowed bool
 		out      []virtualCandidate
 	)
-	resolve := func(m *virtualMember) (*container.Target, error) {
-		t, err := h.container.ResolveTargetIn(ctx, vt.NamespaceID, vt.NamespaceSlug, m.repo.Name, vt.ImageName)
+	resolve := func(m *store.VirtualMember) (*container.Target, error) {
+		t, err := h.container.ResolveTargetIn(ctx, vt.NamespaceID, vt.NamespaceSlug, m.Repository.Name, vt.ImageName)
 		if store.HasCode(err, container.CodeNameUnknown) {
 			return nil, nil // trashed or gone since the tree was read
 		}
@@ -128,7 +69,7 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 	// Every hosted upstream is asked whether it has the name, admitting
 	// or not: the name is then internal, and no remote may serve it.
 	for _, m := range members {
-		if m.repo.Kind != enum.KindHosted {
+		if m.Repository.Kind != enum.KindHosted {
 			continue
 		}
 		t, err := resolve(m)
@@ -145,13 +86,13 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 	}
 	hi := 0
 	for _, m := range members {
-		if !m.admits(enum.ContainerTargetImage, vt.ImageName) {
-			if m.repo.Kind == enum.KindHosted && hi < len(hosted) && hosted[hi].m == m {
+		if !m.Admits(int16(enum.ContainerTargetImage), vt.ImageName) {
+			if m.Repository.Kind == enum.KindHosted && hi < len(hosted) && hosted[hi].m == m {
 				hi++
 			}
 			continue
 		}
-		switch m.repo.Kind {
+		switch m.Repository.Kind {
 		case enum.KindHosted:
 			if hi < len(hosted) && hosted[hi].m == m {
 				if hosted[hi].t.ImageID != uuid.Nil {
@@ -160,7 +101,7 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 				hi++
 			}
 		case enum.KindRemote:
-			if shadowed || m.reservedName(vt.ImageName) {
+			if shadowed || m.ReservedName(vt.ImageName) {
 				continue
 			}
 			t, err := resolve(m)
@@ -196,7 +137,7 @@ func (h *handler) virtualManifest(w http.ResponseWriter, r *http.Request, vt *co
 	}
 	var failed error
 	for _, c := range cands {
-		if ref.IsTag && !c.m.admits(enum.ContainerTargetTag, ref.Tag) {
+		if ref.IsTag && !c.m.Admits(int16(enum.ContainerTargetTag), ref.Tag) {
 			continue
 		}
 		if c.t.Remote == nil {
@@ -335,7 +276,7 @@ func (h *handler) virtualTags(w http.ResponseWriter, r *http.Request, vt *contai
 			cut, more = tags[len(tags)-1], true
 		}
 		for _, tg := range tags {
-			if tg > last && c.m.admits(enum.ContainerTargetTag, tg) {
+			if tg > last && c.m.Admits(int16(enum.ContainerTargetTag), tg) {
 				set[tg] = true
 			}
 		}
@@ -508,13 +449,13 @@ func (h *handler) virtualCatalog(ctx context.Context, filter container.CatalogFi
 		if err != nil {
 			return nil, nil, err
 		}
-		members := flattenVirtual(tree, v.RepositoryID)
+		members := store.FlattenVirtual(tree, v.RepositoryID)
 		var hosted, remote []uuid.UUID
 		for _, m := range members {
-			if m.repo.Kind == enum.KindHosted {
-				hosted = append(hosted, m.repo.ID)
+			if m.Repository.Kind == enum.KindHosted {
+				hosted = append(hosted, m.Repository.ID)
 			} else {
-				remote = append(remote, m.repo.ID)
+				remote = append(remote, m.Repository.ID)
 			}
 		}
 		names, err := h.container.ImageNamesOfRepositories(ctx, v.NamespaceID, hosted, remote, afterImage, n+1)
@@ -529,15 +470,15 @@ func (h *handler) virtualCatalog(ctx context.Context, filter container.CatalogFi
 		}
 		seen := map[string]bool{}
 		for _, m := range members {
-			list := names[m.repo.ID]
+			list := names[m.Repository.ID]
 			if len(list) > n {
 				lower(container.CatalogEntry{Namespace: v.NamespaceSlug, Repository: v.Name, Image: list[len(list)-1]})
 			}
 			for _, name := range list {
-				if seen[name] || !m.admits(enum.ContainerTargetImage, name) {
+				if seen[name] || !m.Admits(int16(enum.ContainerTargetImage), name) {
 					continue
 				}
-				if m.repo.Kind != enum.KindHosted && (internal[name] || m.reservedName(name)) {
+				if m.Repository.Kind != enum.KindHosted && (internal[name] || m.ReservedName(name)) {
 					continue
 				}
 				seen[name] = true
