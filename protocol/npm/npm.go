@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -123,6 +124,8 @@ type handler struct {
 	rebuilds  singleflight.Group
 	downloads *downloadRecorder
 	remote    *remotes
+	// virtualDocs caches merged virtual packuments by their ETag.
+	virtualDocs *lru.Cache[string, []byte]
 }
 
 func newHandler(st *store.Store, opts Options) *handler {
@@ -133,6 +136,7 @@ func newHandler(st *store.Store, opts Options) *handler {
 	h := &handler{st: st, npm: npmstore.New(st), opts: opts, log: opts.Logger, authn: opts.Auth}
 	h.downloads = newDownloadRecorder(h.npm, h.log)
 	h.remote = newRemotes(h, opts.Remote)
+	h.virtualDocs, _ = lru.New[string, []byte](256)
 	return h
 }
 
@@ -301,6 +305,10 @@ func (h *handler) route(req *request) error {
 	// way, which answers it (masked for callers who may not know).
 	if repo, err := h.resolve(req); err == nil && repo.Remote != nil {
 		if handled, err := h.routeRemote(req); handled {
+			return err
+		}
+	} else if err == nil && repo.Virtual {
+		if handled, err := h.routeVirtual(req); handled {
 			return err
 		}
 	}

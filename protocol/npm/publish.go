@@ -86,6 +86,12 @@ func (h *handler) putPackage(req *request, name, rev string, withRev bool) error
 	if err != nil {
 		return err
 	}
+	return h.putPackageIn(req, repo, name, rev, withRev)
+}
+
+// putPackageIn is putPackage once authorized, into repo (the registry's
+// own, or a virtual's deploy target).
+func (h *handler) putPackageIn(req *request, repo *npmstore.Repository, name, rev string, withRev bool) error {
 	var tgz *receivedTarball
 	defer func() { tgz.discard(req.r.Context()) }()
 	doc, err := h.readPublishBody(req, repo, name, withRev, &tgz)

@@ -653,6 +653,13 @@ func (h *handler) remoteTarball(req *request, name, file string) error {
 	if err != nil {
 		return err
 	}
+	return h.remoteTarballOf(req, repo, name, file)
+}
+
+// remoteTarballOf serves a tarball of remote repo (authorized by the
+// caller), counted on repo. Nothing is written before an error is
+// returned, so that a virtual can go on to its next upstream.
+func (h *handler) remoteTarballOf(req *request, repo *npmstore.Repository, name, file string) error {
 	if !strings.HasSuffix(file, ".tgz") || len(file) > 255 {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
 	}

@@ -20,6 +20,12 @@ func (h *handler) getTarball(req *request, name, file string) error {
 	if err != nil {
 		return err
 	}
+	return h.hostedTarball(req, repo, name, file)
+}
+
+// hostedTarball serves a tarball of hosted repository repo (authorized
+// by the caller), counted as a download of repo.
+func (h *handler) hostedTarball(req *request, repo *npmstore.Repository, name, file string) error {
 	version, ok := versionFromFileName(name, file)
 	if !plausibleName(name) || !ok {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
@@ -67,6 +73,11 @@ func (h *handler) putDistTag(req *request, name, tag string) error {
 	if err != nil {
 		return err
 	}
+	return h.putDistTagIn(req, repo, name, tag)
+}
+
+// putDistTagIn is putDistTag once authorized, in repo.
+func (h *handler) putDistTagIn(req *request, repo *npmstore.Repository, name, tag string) error {
 	if err := validateTag(tag); err != nil {
 		return errorf(http.StatusBadRequest, "%v", err)
 	}
@@ -97,6 +108,11 @@ func (h *handler) deleteDistTag(req *request, name, tag string) error {
 	if err != nil {
 		return err
 	}
+	return h.deleteDistTagIn(req, repo, name, tag)
+}
+
+// deleteDistTagIn is deleteDistTag once authorized, in repo.
+func (h *handler) deleteDistTagIn(req *request, repo *npmstore.Repository, name, tag string) error {
 	if !plausibleName(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // search is GET /-/v1/search?text=&size=&from= over the repository's
@@ -25,7 +27,13 @@ func (h *handler) search(req *request) error {
 	if err != nil {
 		return err
 	}
-	base := h.registryURL(req.r, repo)
+	writeSearch(req, h.registryURL(req.r, repo), hits, total)
+	return nil
+}
+
+// writeSearch answers a search: the hits in npm's v1 search format,
+// linked under the registry URL base.
+func writeSearch(req *request, base string, hits []npmstore.SearchHit, total int) {
 	objects := make([]map[string]any, 0, len(hits))
 	for _, hit := range hits {
 		scope := "unscoped"
@@ -59,7 +67,6 @@ func (h *handler) search(req *request) error {
 		"total":   total,
 		"time":    time.Now().UTC().Format(time.RFC1123),
 	})
-	return nil
 }
 
 func atoiBounded(s string, def, lo, hi int) int {

@@ -94,6 +94,10 @@ type Repository struct {
 	// Remote is set for a pull-through cache (kind REMOTE, resolved by
 	// ResolveRegistry only); NpmRepositoryID is then uuid.Nil.
 	Remote *RemoteTarget
+	// Virtual is set for a virtual repository (kind VIRTUAL, resolved by
+	// ResolveRegistry only; its settings come from store.VirtualTree);
+	// NpmRepositoryID is then uuid.Nil.
+	Virtual bool
 }
 
 // PackageRef names one package row.
@@ -196,6 +200,8 @@ func scanRepository(row pgx.Row, what string, allowRemote bool) (*Repository, er
 	case allowRemote && enum.Kind(*kind) == enum.KindRemote && remoteID != nil:
 		repo.Remote = &RemoteTarget{ID: *remoteID, URL: *remoteURL, MetadataValidity: time.Duration(*metaHrs) * time.Hour,
 			SettingsChangedAt: *remoteChanged, HasCredentials: *remoteCreds}
+	case allowRemote && enum.Kind(*kind) == enum.KindVirtual:
+		repo.Virtual = true
 	case enum.Kind(*kind) != enum.KindHosted || npmRepoID == nil:
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: repository %s is not a hosted npm repository", what)
 	default:
@@ -225,8 +231,8 @@ func (s *Store) ResolveRepository(ctx context.Context, namespace, repository str
 }
 
 // ResolveRegistry is ResolveRepository that also resolves an npm
-// pull-through cache (Repository.Remote set): what the registry URL
-// serves.
+// pull-through cache (Repository.Remote set) and an npm virtual
+// repository (Repository.Virtual set): what the registry URL serves.
 func (s *Store) ResolveRegistry(ctx context.Context, namespace, repository string) (*Repository, error) {
 	return s.resolve(ctx, namespace, repository, true)
 }
