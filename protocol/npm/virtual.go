@@ -530,7 +530,14 @@ type merger struct {
 // description, maintainers ...) are those of the candidate that supplies
 // latest.
 func mergePackuments(name string, inputs []mergeInput, base string, corgi bool) ([]byte, error) {
-	m := &merger{name: name, base: base, corgi: corgi, taken: map[string]int{}, times: map[string][]byte{}, tags: map[string]string{}}
+	size := 0
+	for _, in := range inputs {
+		size += len(in.body)
+	}
+	// Sized once: growing a buffer of megabytes by appends costs more
+	// than the scan.
+	m := &merger{name: name, base: base, corgi: corgi, taken: map[string]int{}, times: map[string][]byte{}, tags: map[string]string{},
+		versions: make([]byte, 0, size+size/8)}
 	for i, in := range inputs {
 		if err := m.add(i, in); err != nil {
 			return nil, err
@@ -710,7 +717,13 @@ func (m *merger) finish() ([]byte, error) {
 		return nil, err
 	}
 	nameJSON := jsonString(m.name)
-	out := bytes.NewBuffer(make([]byte, 0, len(m.versions)+4096))
+	size := len(m.versions) + 64*len(m.order) + 4096
+	for _, top := range m.top {
+		for _, kv := range top {
+			size += len(kv[0]) + len(kv[1]) + 2
+		}
+	}
+	out := bytes.NewBuffer(make([]byte, 0, size))
 	if m.corgi {
 		out.WriteString(`{"name":`)
 		out.Write(nameJSON)
