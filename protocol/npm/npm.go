@@ -9,6 +9,9 @@
 // and the legacy login. Every path is relative to the registry URL,
 // /-/ endpoints included. Handlers parse the wire format, call one store
 // operation and write the wire response; errors are npm's {"error": "..."}.
+// Remote repositories (pull-through caches, remote.go) and virtual
+// repositories (merged views over other npm repositories, virtual.go) are
+// served at the same URLs.
 package npm
 
 import (
