@@ -30,7 +30,7 @@ func (s *Store) StoredPackage(ctx context.Context, nsID uuid.UUID, repositoryIDs
 		WHERE rr.namespace_id = $1 AND rr.repository_id = ANY($2)
 		  AND ($4 = '' OR EXISTS (SELECT 1 FROM npm_remote_versions v WHERE v.namespace_id = $1 AND v.npm_remote_package_id = p.id
 		        AND v.soft_deleted_at IS NULL AND v.version = $4))`,
-		nsID, repositoryIDs, name, version)
+		execMode, nsID, repositoryIDs, name, version)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: stored npm package %s: %w", name, err))
 	}
