@@ -98,7 +98,9 @@ func (r *Resolver) mavenLookup(nsID uuid.UUID, name, version string) (*virtualLo
 	if !ok || groupID == "" || artifactID == "" || strings.Contains(artifactID, ":") {
 		return nil, invalidInput("resolve.name: a Maven name is groupId:artifactId")
 	}
-	l := &virtualLookup{name: groupID, values: []store.VirtualValue{
+	// Reserved patterns match the layout path, as the Maven protocol
+	// matches them: com/acme/** reserves groupId com.acme and below.
+	l := &virtualLookup{name: strings.ReplaceAll(groupID, ".", "/") + "/" + artifactID, values: []store.VirtualValue{
 		{Field: int16(enum.MavenTargetGroupID), Value: groupID},
 		{Field: int16(enum.MavenTargetArtifactID), Value: artifactID},
 	}}
