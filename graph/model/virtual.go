@@ -8,6 +8,6 @@ type VirtualRepository struct {
 	// The HOSTED upstream that receives pushes and publishes sent to the virtual; null refuses them.
 	DeployTo *Repository `json:"deployTo,omitempty"`
 	// Name patterns never asked of REMOTE upstreams, even when no hosted upstream has the name (at most 50).
-	ReservedPatterns []string `json:"reservedPatterns"`
+	ReservedPatterns []string    `json:"reservedPatterns"`
 	Of               *Repository `json:"-"`
 }
