@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -193,6 +194,28 @@ func TestVirtualResolveOCI(t *testing.T) {
 			t.Errorf("resolve %s %v:\n got %s\nwant %s", c.name, c.version, got, c.want)
 		}
 	}
+	// Cost: the tree (one statement per nesting level: two here), one
+	// probe of the hosted members for the name and one of the candidates'
+	// content, on top of the query without resolve.
+	count := func(q string) (int64, time.Duration) {
+		a.stmts.reset()
+		start := time.Now()
+		a.admin(q, map[string]any{"ns": "resolve", "r": "all", "name": "app", "version": "v2"}, nil)
+		return a.stmts.n.Load(), time.Since(start)
+	}
+	base, _ := count(`query($ns: String!, $r: String!) { repository(namespace: $ns, name: $r) { virtual { reservedPatterns } } }`)
+	var total time.Duration
+	var with int64
+	const runs = 20
+	for range runs {
+		n, d := count(resolveQuery)
+		with, total = n, total+d
+	}
+	if with-base > 4 {
+		t.Errorf("resolve costs %d statements over the virtual's settings (%d, %d)", with-base, with, base)
+	}
+	t.Logf("resolve through a 2-level virtual of 4 members: %d statements over the settings' %d, %v per request (mean of %d)", with-base, base, total/runs, runs)
+
 	// Through the nested virtual alone: its own reserved pattern.
 	if got := resolveAs(a, adminToken, "resolve", "inner", "acme/tool", nil).summary(t); got != "-|r2:RESERVED[acme/**]" {
 		t.Errorf("inner: %s", got)
