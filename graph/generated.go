@@ -908,6 +908,7 @@ type ComplexityRoot struct {
 		Position        func(childComplexity int) int
 		Repository      func(childComplexity int) int
 		ReservedPattern func(childComplexity int) int
+		Via             func(childComplexity int) int
 	}
 
 	VirtualRule struct {
@@ -4764,6 +4765,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.VirtualResolutionStep.ReservedPattern(childComplexity), true
+	case "VirtualResolutionStep.via":
+		if e.ComplexityRoot.VirtualResolutionStep.Via == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Via(childComplexity), true
 
 	case "VirtualRule.field":
 		if e.ComplexityRoot.VirtualRule.Field == nil {
@@ -6876,6 +6883,11 @@ type VirtualResolutionStep {
   deniedBy: VirtualRule
   "RESERVED: the reserved pattern the name matches."
   reservedPattern: String
+  """
+  The upstream of this virtual the member is reached through: the member
+  itself, or the nested virtual repository that lists it. Null when hidden.
+  """
+  via: Repository
 }
 
 "Where a virtual repository would serve an artifact from."
@@ -8500,6 +8512,8 @@ func (ec *executionContext) childFields_VirtualResolutionStep(ctx context.Contex
 		return ec.fieldContext_VirtualResolutionStep_deniedBy(ctx, field)
 	case "reservedPattern":
 		return ec.fieldContext_VirtualResolutionStep_reservedPattern(ctx, field)
+	case "via":
+		return ec.fieldContext_VirtualResolutionStep_via(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type VirtualResolutionStep", field.Name)
 }
@@ -25137,6 +25151,38 @@ func (ec *executionContext) fieldContext_VirtualResolutionStep_reservedPattern(_
 	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "String")
 }
 
+func (ec *executionContext) _VirtualResolutionStep_via(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_via(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Via, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalORepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualResolutionStep",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _VirtualRule_type(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRule) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -34374,6 +34420,11 @@ func (ec *executionContext) _VirtualResolutionStep(ctx context.Context, sel ast.
 			}
 		case "reservedPattern":
 			out.Values[i] = ec._VirtualResolutionStep_reservedPattern(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "via":
+			out.Values[i] = ec._VirtualResolutionStep_via(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}

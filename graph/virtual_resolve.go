@@ -182,14 +182,41 @@ func (r *Resolver) resolveVirtual(ctx context.Context, v *model.Repository, name
 		}
 	}
 	readable := auth.ReadableRepositories(principal(ctx), auth.Namespace{ID: v.NamespaceID})
-	return resolutionOf(v.Format, decisions, stored, l.name, readable), nil
+	return resolutionOf(v.Format, decisions, stored, viaOf(tree, v.ID), l.name, readable), nil
+}
+
+// viaOf maps each member of the flattened root to the root's upstream it
+// is reached through: itself, or the nested virtual that lists it. The
+// subtrees are flattened in the root's order, so a member reached twice
+// is assigned where FlattenVirtual places it, at its first place.
+func viaOf(tree map[uuid.UUID]*store.VirtualSettings, root uuid.UUID) map[uuid.UUID]*store.Repository {
+	out := map[uuid.UUID]*store.Repository{}
+	vs := tree[root]
+	if vs == nil {
+		return out
+	}
+	for _, u := range vs.Upstreams {
+		if u.Repository.Kind != enum.KindVirtual {
+			if out[u.Repository.ID] == nil {
+				out[u.Repository.ID] = u.Repository
+			}
+			continue
+		}
+		for _, m := range store.FlattenVirtual(tree, u.Repository.ID) {
+			if out[m.Repository.ID] == nil {
+				out[m.Repository.ID] = u.Repository
+			}
+		}
+	}
+	return out
 }
 
 // resolutionOf presents the decisions: the first candidate holding the
 // artifact serves it, the members after it are skipped, a remote
 // candidate before it without a cached copy would be asked upstream.
 // Members the caller may not read show only SERVES, SKIPPED or HIDDEN.
-func resolutionOf(format model.Format, decisions []store.VirtualDecision, stored map[uuid.UUID]bool, name string, readable auth.RepositoryFilter) *model.VirtualResolution {
+func resolutionOf(format model.Format, decisions []store.VirtualDecision, stored map[uuid.UUID]bool, via map[uuid.UUID]*store.Repository,
+	name string, readable auth.RepositoryFilter) *model.VirtualResolution {
 	out := &model.VirtualResolution{Steps: []*model.VirtualResolutionStep{}}
 	found := false
 	for i, d := range decisions {
@@ -228,6 +255,12 @@ func resolutionOf(format model.Format, decisions []store.VirtualDecision, stored
 		} else {
 			step.Repository = toRepository(repo)
 			step.Kind = &step.Repository.Kind
+			switch w := via[repo.ID]; {
+			case w == nil || w.ID == repo.ID:
+				step.Via = step.Repository
+			case readable.Allows(*auth.RepositoryOf(w)):
+				step.Via = toRepository(w)
+			}
 			if step.Outcome == model.VirtualResolutionOutcomeServes {
 				out.ResolvedFrom = step.Repository
 			}
@@ -242,7 +275,7 @@ func resolutionOf(format model.Format, decisions []store.VirtualDecision, stored
 // virtual shows anyway: whether it serves.
 func hideStep(step *model.VirtualResolutionStep) {
 	step.Hidden = true
-	step.DeniedField, step.DeniedBy, step.ReservedPattern = nil, nil, nil
+	step.DeniedField, step.DeniedBy, step.ReservedPattern, step.Via = nil, nil, nil, nil
 	if step.Outcome != model.VirtualResolutionOutcomeServes && step.Outcome != model.VirtualResolutionOutcomeSkipped {
 		step.Outcome = model.VirtualResolutionOutcomeHidden
 	}

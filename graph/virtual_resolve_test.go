@@ -19,7 +19,7 @@ import (
 const resolveQuery = `query($ns: String!, $r: String!, $name: String!, $version: String) {
 	repository(namespace: $ns, name: $r) { virtual { resolve(name: $name, version: $version) {
 		resolvedFrom { name } resolvedPosition asksUpstream
-		steps { position hidden kind outcome repository { name } deniedField deniedBy { type field pattern } reservedPattern } } } } }`
+		steps { position hidden kind outcome repository { name } deniedField deniedBy { type field pattern } reservedPattern via { name } } } } } }`
 
 type resolveOut struct {
 	Repository *struct {
@@ -37,6 +37,7 @@ type resolveOut struct {
 					DeniedField     *string
 					DeniedBy        *struct{ Type, Field, Pattern string }
 					ReservedPattern *string
+					Via             *struct{ Name string }
 				}
 			}
 		}
@@ -44,7 +45,8 @@ type resolveOut struct {
 }
 
 // summary is a resolution in one line: "from|step,step,..." where a step
-// is name:OUTCOME (a hidden one -), DENIED_BY_RULE with (FIELD) or
+// is name:OUTCOME (a hidden one -; name@via when reached through a nested
+// virtual), DENIED_BY_RULE with (FIELD) or
 // (FIELD TYPE pattern), RESERVED with [pattern], and a trailing
 // "+upstream" when a request would ask an upstream first.
 func (o resolveOut) summary(t *testing.T) string {
@@ -68,6 +70,14 @@ func (o resolveOut) summary(t *testing.T) string {
 		}
 		if s.Hidden != (s.Repository == nil) || s.Hidden != (s.Kind == nil) {
 			t.Fatalf("step %d: hidden %v, repository %v, kind %v", i, s.Hidden, s.Repository, s.Kind)
+		}
+		switch {
+		case s.Hidden && s.Via != nil:
+			t.Fatalf("step %d: hidden, reached through %s", i, s.Via.Name)
+		case !s.Hidden && s.Via == nil:
+			name += "@?" // reached through a virtual the caller may not read
+		case s.Via != nil && s.Via.Name != name:
+			name += "@" + s.Via.Name
 		}
 		st := name + ":" + s.Outcome
 		if s.DeniedField != nil {
@@ -181,14 +191,14 @@ func TestVirtualResolveOCI(t *testing.T) {
 		version any
 		want    string
 	}{
-		{"app", "v1", "h1|h1:SERVES,r1:SKIPPED,r2:SKIPPED,h2:SKIPPED"},
-		{"app", nil, "h1|h1:SERVES,r1:SKIPPED,r2:SKIPPED,h2:SKIPPED"},
-		{"app", "v2", "h2|h1:ABSENT,r1:DENIED_BY_RULE(NAME),r2:SHADOWED,h2:SERVES"},
-		{"app", "v1-rc1", "h2|h1:DENIED_BY_RULE(VERSION DENY *-rc*),r1:DENIED_BY_RULE(NAME),r2:SHADOWED,h2:SERVES"},
-		{"app", "v9", "-|h1:ABSENT,r1:DENIED_BY_RULE(NAME),r2:SHADOWED,h2:ABSENT"},
-		{"library/alpine", "3.20", "r1|h1:ABSENT,r1:SERVES,r2:SKIPPED,h2:SKIPPED"},
-		{"library/alpine", "3.19", "-|h1:ABSENT,r1:NOT_CACHED,r2:NOT_CACHED,h2:ABSENT+upstream"},
-		{"acme/tool", "1.0", "-|h1:ABSENT,r1:DENIED_BY_RULE(NAME),r2:RESERVED[acme/**],h2:ABSENT"},
+		{"app", "v1", "h1|h1:SERVES,r1:SKIPPED,r2@inner:SKIPPED,h2:SKIPPED"},
+		{"app", nil, "h1|h1:SERVES,r1:SKIPPED,r2@inner:SKIPPED,h2:SKIPPED"},
+		{"app", "v2", "h2|h1:ABSENT,r1:DENIED_BY_RULE(NAME),r2@inner:SHADOWED,h2:SERVES"},
+		{"app", "v1-rc1", "h2|h1:DENIED_BY_RULE(VERSION DENY *-rc*),r1:DENIED_BY_RULE(NAME),r2@inner:SHADOWED,h2:SERVES"},
+		{"app", "v9", "-|h1:ABSENT,r1:DENIED_BY_RULE(NAME),r2@inner:SHADOWED,h2:ABSENT"},
+		{"library/alpine", "3.20", "r1|h1:ABSENT,r1:SERVES,r2@inner:SKIPPED,h2:SKIPPED"},
+		{"library/alpine", "3.19", "-|h1:ABSENT,r1:NOT_CACHED,r2@inner:NOT_CACHED,h2:ABSENT+upstream"},
+		{"acme/tool", "1.0", "-|h1:ABSENT,r1:DENIED_BY_RULE(NAME),r2@inner:RESERVED[acme/**],h2:ABSENT"},
 	} {
 		if got := resolveAs(a, adminToken, "resolve", "all", c.name, c.version).summary(t); got != c.want {
 			t.Errorf("resolve %s %v:\n got %s\nwant %s", c.name, c.version, got, c.want)
@@ -236,6 +246,12 @@ func TestVirtualResolveOCI(t *testing.T) {
 		if got := resolveAs(a, reader.Secret, "resolve", "all", c.name, c.version).summary(t); got != c.want {
 			t.Errorf("reader resolve %s %v:\n got %s\nwant %s", c.name, c.version, got, c.want)
 		}
+	}
+	// A reader of a member of the nested virtual, not of the nested
+	// virtual itself: the member shows, not what it is reached through.
+	reader2 := a.createToken(adminToken, "resolve", "reader2", []string{"READ"}, []string{"all", "r2"})
+	if got := resolveAs(a, reader2.Secret, "resolve", "all", "acme/tool", "1.0").summary(t); got != "-|-:HIDDEN,-:HIDDEN,r2@?:RESERVED[acme/**],-:HIDDEN" {
+		t.Errorf("reader2: %s", got)
 	}
 	// Without READ on the virtual there is nothing to resolve through.
 	outsider := a.createToken(adminToken, "resolve", "outsider", []string{"READ"}, []string{"h1"})
@@ -323,14 +339,14 @@ func TestVirtualResolveNpmMaven(t *testing.T) {
 		version       any
 		want          string
 	}{
-		{"npm-all", "left-pad", "1.0.0", "js|js:SERVES,js2:SKIPPED,npmjs:SKIPPED"},
-		{"npm-all", "left-pad", "2.0.0", "-|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs:SHADOWED"},
-		{"npm-all", "@acme/ui", "1.0.0", "js2|js:ABSENT,js2:SERVES,npmjs:SKIPPED"},
-		{"npm-all", "@acme/ui", "2.0.0-beta.1", "-|js:DENIED_BY_RULE(VERSION DENY *-beta*),js2:ABSENT,npmjs:SHADOWED"},
-		{"npm-all", "lodash", "4.17.21", "npmjs|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs:SERVES"},
-		{"npm-all", "lodash", nil, "npmjs|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs:SERVES"},
-		{"npm-all", "lodash", "4.0.0", "-|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs:NOT_CACHED+upstream"},
-		{"npm-all", "@acme/new", "1.0.0", "-|js:ABSENT,js2:ABSENT,npmjs:RESERVED[@acme/*]"},
+		{"npm-all", "left-pad", "1.0.0", "js|js:SERVES,js2:SKIPPED,npmjs@npm-inner:SKIPPED"},
+		{"npm-all", "left-pad", "2.0.0", "-|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs@npm-inner:SHADOWED"},
+		{"npm-all", "@acme/ui", "1.0.0", "js2|js:ABSENT,js2:SERVES,npmjs@npm-inner:SKIPPED"},
+		{"npm-all", "@acme/ui", "2.0.0-beta.1", "-|js:DENIED_BY_RULE(VERSION DENY *-beta*),js2:ABSENT,npmjs@npm-inner:SHADOWED"},
+		{"npm-all", "lodash", "4.17.21", "npmjs|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs@npm-inner:SERVES"},
+		{"npm-all", "lodash", nil, "npmjs|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs@npm-inner:SERVES"},
+		{"npm-all", "lodash", "4.0.0", "-|js:ABSENT,js2:DENIED_BY_RULE(SCOPE),npmjs@npm-inner:NOT_CACHED+upstream"},
+		{"npm-all", "@acme/new", "1.0.0", "-|js:ABSENT,js2:ABSENT,npmjs@npm-inner:RESERVED[@acme/*]"},
 		{"mvn-all", "com.acme:core", "1.0", "jvm|jvm:SERVES,jvm2:SKIPPED,central:SKIPPED"},
 		{"mvn-all", "com.acme:internal-x", "1.0", "-|jvm:DENIED_BY_RULE(ARTIFACT_ID DENY internal-*),jvm2:ABSENT,central:DENIED_BY_RULE(NAME)"},
 		{"mvn-all", "org.example:util", "2.0", "jvm2|jvm:ABSENT,jvm2:SERVES,central:SKIPPED"},

@@ -866,6 +866,9 @@ type VirtualResolutionStep struct {
 	DeniedBy *VirtualRule `json:"deniedBy,omitempty"`
 	// RESERVED: the reserved pattern the name matches.
 	ReservedPattern *string `json:"reservedPattern,omitempty"`
+	// The upstream of this virtual the member is reached through: the member
+	// itself, or the nested virtual repository that lists it. Null when hidden.
+	Via *Repository `json:"via,omitempty"`
 }
 
 // An allow or deny rule. Patterns: `*` matches any run of characters except
