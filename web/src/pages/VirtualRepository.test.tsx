@@ -55,6 +55,7 @@ function respond(op: { query: unknown; variables?: unknown }) {
         deniedField: null,
         deniedBy: null,
         reservedPattern: null,
+        via: r,
         ...extra,
       });
       const served = v.artifact === "library/alpine";

@@ -73,6 +73,10 @@ const ResolveQuery = graphql(`
               pattern
             }
             reservedPattern
+            via {
+              id
+              name
+            }
           }
         }
       }
@@ -611,6 +615,9 @@ function ResolutionView({
                   ) : (
                     <span className="muted">hidden</span>
                   )}
+                  {s.repository && s.via && s.via.id !== s.repository.id && (
+                    <span className="muted"> via {s.via.name}</span>
+                  )}
                 </td>
                 <td>{s.kind ? s.kind.toLowerCase() : "–"}</td>
                 <td>
@@ -624,6 +631,12 @@ function ResolutionView({
       </div>
     </div>
   );
+}
+
+// servedVia is the id of the upstream the serving member is reached
+// through, when the answer has one the caller may read.
+function servedVia(r: Resolution | null): string | undefined {
+  return r?.steps.find((s) => s.outcome === "SERVES")?.via?.id;
 }
 
 // VirtualPanel shows where the virtual resolves names from: its upstreams
@@ -666,11 +679,18 @@ export function VirtualPanel({ ns, repo, format }: { ns: string; repo: string; f
                         <Badge tone="info">deploy target</Badge>
                       </>
                     )}
-                    {resolution?.resolvedFrom?.id === u.repository.id && (
+                    {resolution?.resolvedFrom?.id === u.repository.id ? (
                       <>
                         {" "}
                         <Badge tone="ok">resolved from here</Badge>
                       </>
+                    ) : (
+                      servedVia(resolution) === u.repository.id && (
+                        <>
+                          {" "}
+                          <Badge tone="ok">resolved through here</Badge>
+                        </>
+                      )
                     )}
                   </td>
                   <td>{u.repository.kind.toLowerCase()}</td>
