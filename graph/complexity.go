@@ -187,4 +187,9 @@ func setListComplexity(c *ComplexityRoot) {
 	c.VirtualRepository.Upstreams = bounded(maxVirtualUpstreams)
 	c.VirtualRepository.ReservedPatterns = bounded(maxVirtualReserved)
 	c.VirtualUpstream.Rules = bounded(maxVirtualRules)
+	// A resolution reads the virtual's tree (one statement per nesting
+	// level) and two probes of the members' content: as much as a payload
+	// read, whatever its steps cost.
+	c.VirtualRepository.Resolve = func(child int, _ string, _ *string) int { return saturatingAdd(child, payloadReadCost) }
+	c.VirtualResolution.Steps = bounded(maxResolveSteps)
 }

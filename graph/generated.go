@@ -49,6 +49,7 @@ type ResolverRoot interface {
 	RemoteCachedImage() RemoteCachedImageResolver
 	RemoteRepository() RemoteRepositoryResolver
 	Repository() RepositoryResolver
+	VirtualRepository() VirtualRepositoryResolver
 }
 
 type DirectiveRoot struct {
@@ -887,7 +888,27 @@ type ComplexityRoot struct {
 	VirtualRepository struct {
 		DeployTo         func(childComplexity int) int
 		ReservedPatterns func(childComplexity int) int
+		Resolve          func(childComplexity int, name string, version *string) int
 		Upstreams        func(childComplexity int) int
+	}
+
+	VirtualResolution struct {
+		AsksUpstream     func(childComplexity int) int
+		ResolvedFrom     func(childComplexity int) int
+		ResolvedPosition func(childComplexity int) int
+		Steps            func(childComplexity int) int
+	}
+
+	VirtualResolutionStep struct {
+		DeniedBy        func(childComplexity int) int
+		DeniedField     func(childComplexity int) int
+		Hidden          func(childComplexity int) int
+		Kind            func(childComplexity int) int
+		Outcome         func(childComplexity int) int
+		Position        func(childComplexity int) int
+		Repository      func(childComplexity int) int
+		ReservedPattern func(childComplexity int) int
+		Via             func(childComplexity int) int
 	}
 
 	VirtualRule struct {
@@ -1082,6 +1103,9 @@ type RepositoryResolver interface {
 	MavenPackage(ctx context.Context, obj *model.Repository, groupID string, artifactID string) (*model.MavenPackage, error)
 	Remote(ctx context.Context, obj *model.Repository) (*model.RemoteRepository, error)
 	Virtual(ctx context.Context, obj *model.Repository) (*model.VirtualRepository, error)
+}
+type VirtualRepositoryResolver interface {
+	Resolve(ctx context.Context, obj *model.VirtualRepository, name string, version *string) (*model.VirtualResolution, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -4650,12 +4674,103 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.VirtualRepository.ReservedPatterns(childComplexity), true
+	case "VirtualRepository.resolve":
+		if e.ComplexityRoot.VirtualRepository.Resolve == nil {
+			break
+		}
+
+		args, err := ec.field_VirtualRepository_resolve_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.VirtualRepository.Resolve(childComplexity, args["name"].(string), args["version"].(*string)), true
 	case "VirtualRepository.upstreams":
 		if e.ComplexityRoot.VirtualRepository.Upstreams == nil {
 			break
 		}
 
 		return e.ComplexityRoot.VirtualRepository.Upstreams(childComplexity), true
+
+	case "VirtualResolution.asksUpstream":
+		if e.ComplexityRoot.VirtualResolution.AsksUpstream == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolution.AsksUpstream(childComplexity), true
+	case "VirtualResolution.resolvedFrom":
+		if e.ComplexityRoot.VirtualResolution.ResolvedFrom == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolution.ResolvedFrom(childComplexity), true
+	case "VirtualResolution.resolvedPosition":
+		if e.ComplexityRoot.VirtualResolution.ResolvedPosition == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolution.ResolvedPosition(childComplexity), true
+	case "VirtualResolution.steps":
+		if e.ComplexityRoot.VirtualResolution.Steps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolution.Steps(childComplexity), true
+
+	case "VirtualResolutionStep.deniedBy":
+		if e.ComplexityRoot.VirtualResolutionStep.DeniedBy == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.DeniedBy(childComplexity), true
+	case "VirtualResolutionStep.deniedField":
+		if e.ComplexityRoot.VirtualResolutionStep.DeniedField == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.DeniedField(childComplexity), true
+	case "VirtualResolutionStep.hidden":
+		if e.ComplexityRoot.VirtualResolutionStep.Hidden == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Hidden(childComplexity), true
+	case "VirtualResolutionStep.kind":
+		if e.ComplexityRoot.VirtualResolutionStep.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Kind(childComplexity), true
+	case "VirtualResolutionStep.outcome":
+		if e.ComplexityRoot.VirtualResolutionStep.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Outcome(childComplexity), true
+	case "VirtualResolutionStep.position":
+		if e.ComplexityRoot.VirtualResolutionStep.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Position(childComplexity), true
+	case "VirtualResolutionStep.repository":
+		if e.ComplexityRoot.VirtualResolutionStep.Repository == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Repository(childComplexity), true
+	case "VirtualResolutionStep.reservedPattern":
+		if e.ComplexityRoot.VirtualResolutionStep.ReservedPattern == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.ReservedPattern(childComplexity), true
+	case "VirtualResolutionStep.via":
+		if e.ComplexityRoot.VirtualResolutionStep.Via == nil {
+			break
+		}
+
+		return e.ComplexityRoot.VirtualResolutionStep.Via(childComplexity), true
 
 	case "VirtualRule.field":
 		if e.ComplexityRoot.VirtualRule.Field == nil {
@@ -6720,6 +6835,75 @@ type VirtualRepository {
   deployTo: Repository
   "Name patterns never asked of REMOTE upstreams, even when no hosted upstream has the name (at most 50)."
   reservedPatterns: [String!]!
+  """
+  Where a request for an artifact through this virtual would be served
+  from, answered from stored data only (hosted content and the remote
+  upstreams' caches; no upstream is contacted). name: an image name
+  (DOCKER, OCI), a package name with its scope (NPM), groupId:artifactId
+  (MAVEN); version: a tag (DOCKER, OCI) or a version (NPM, MAVEN), or
+  none for the name alone. At most 512 characters each.
+  """
+  resolve(name: String!, version: String): VirtualResolution!
+}
+
+"What resolution decides for one member of a virtual repository."
+enum VirtualResolutionOutcome {
+  "The member holds it (stored, or cached by a REMOTE) and its rules admit it: it serves the request."
+  SERVES
+  "A HOSTED member whose rules admit it but that does not hold it."
+  ABSENT
+  "A rule on the way to the member refuses the name or the version."
+  DENIED_BY_RULE
+  "A REMOTE member not asked: a HOSTED member holds the name (whatever its rules), so the name is internal."
+  SHADOWED
+  "A REMOTE member not asked: the name matches a reserved pattern of the virtual or of a nested virtual on the way."
+  RESERVED
+  "A REMOTE member that admits it but has no cached copy: a request would ask its upstream."
+  NOT_CACHED
+  "A member after the one that serves it: not consulted."
+  SKIPPED
+  "A member the caller may not read, that does not serve the request (why is not shown)."
+  HIDDEN
+}
+
+"One member of a virtual repository, in the flattened resolution order."
+type VirtualResolutionStep {
+  "1-based; the members of nested virtual repositories take their virtual's place."
+  position: Int!
+  "Null when hidden."
+  repository: Repository
+  "HOSTED or REMOTE; null when hidden."
+  kind: RepositoryKind
+  "The caller may not read the member: only SERVES, SKIPPED or HIDDEN is shown."
+  hidden: Boolean!
+  outcome: VirtualResolutionOutcome!
+  "DENIED_BY_RULE: what was refused (NAME, VERSION, SCOPE or ARTIFACT_ID)."
+  deniedField: VirtualRuleField
+  "DENIED_BY_RULE: the DENY rule that refused it; null when it matched none of that field's ALLOW rules."
+  deniedBy: VirtualRule
+  "RESERVED: the reserved pattern the name matches."
+  reservedPattern: String
+  """
+  The upstream of this virtual the member is reached through: the member
+  itself, or the nested virtual repository that lists it. Null when hidden.
+  """
+  via: Repository
+}
+
+"Where a virtual repository would serve an artifact from."
+type VirtualResolution {
+  "The member that serves it; null when none does (or when the one that does is hidden)."
+  resolvedFrom: Repository
+  "The position of the step that serves it; null when none does."
+  resolvedPosition: Int
+  """
+  A NOT_CACHED member comes before the one that serves it (or none serves
+  it): a request would ask that member's upstream first, and its answer
+  decides.
+  """
+  asksUpstream: Boolean!
+  "One per member (at most 400)."
+  steps: [VirtualResolutionStep!]!
 }
 
 input VirtualRuleInput {
@@ -8290,8 +8474,48 @@ func (ec *executionContext) childFields_VirtualRepository(ctx context.Context, f
 		return ec.fieldContext_VirtualRepository_deployTo(ctx, field)
 	case "reservedPatterns":
 		return ec.fieldContext_VirtualRepository_reservedPatterns(ctx, field)
+	case "resolve":
+		return ec.fieldContext_VirtualRepository_resolve(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type VirtualRepository", field.Name)
+}
+
+func (ec *executionContext) childFields_VirtualResolution(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "resolvedFrom":
+		return ec.fieldContext_VirtualResolution_resolvedFrom(ctx, field)
+	case "resolvedPosition":
+		return ec.fieldContext_VirtualResolution_resolvedPosition(ctx, field)
+	case "asksUpstream":
+		return ec.fieldContext_VirtualResolution_asksUpstream(ctx, field)
+	case "steps":
+		return ec.fieldContext_VirtualResolution_steps(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VirtualResolution", field.Name)
+}
+
+func (ec *executionContext) childFields_VirtualResolutionStep(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "position":
+		return ec.fieldContext_VirtualResolutionStep_position(ctx, field)
+	case "repository":
+		return ec.fieldContext_VirtualResolutionStep_repository(ctx, field)
+	case "kind":
+		return ec.fieldContext_VirtualResolutionStep_kind(ctx, field)
+	case "hidden":
+		return ec.fieldContext_VirtualResolutionStep_hidden(ctx, field)
+	case "outcome":
+		return ec.fieldContext_VirtualResolutionStep_outcome(ctx, field)
+	case "deniedField":
+		return ec.fieldContext_VirtualResolutionStep_deniedField(ctx, field)
+	case "deniedBy":
+		return ec.fieldContext_VirtualResolutionStep_deniedBy(ctx, field)
+	case "reservedPattern":
+		return ec.fieldContext_VirtualResolutionStep_reservedPattern(ctx, field)
+	case "via":
+		return ec.fieldContext_VirtualResolutionStep_via(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type VirtualResolutionStep", field.Name)
 }
 
 func (ec *executionContext) childFields_VirtualRule(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -9877,6 +10101,28 @@ func (ec *executionContext) field_Repository_npmPackages_args(ctx context.Contex
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_VirtualRepository_resolve_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "name",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNString2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["name"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "version",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["version"] = arg1
 	return args, nil
 }
 
@@ -24549,6 +24795,394 @@ func (ec *executionContext) fieldContext_VirtualRepository_reservedPatterns(_ co
 	return graphql.NewScalarFieldContext("VirtualRepository", field, false, false, "String")
 }
 
+func (ec *executionContext) _VirtualRepository_resolve(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRepository) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualRepository_resolve(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.VirtualRepository().Resolve(ctx, obj, fc.Args["name"].(string), fc.Args["version"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VirtualResolution) graphql.Marshaler {
+			return ec.marshalNVirtualResolution2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolution(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualRepository_resolve(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualRepository",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VirtualResolution(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_VirtualRepository_resolve_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualResolution_resolvedFrom(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolution_resolvedFrom(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResolvedFrom, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalORepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolution_resolvedFrom(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualResolution",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualResolution_resolvedPosition(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolution_resolvedPosition(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ResolvedPosition, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolution_resolvedPosition(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolution", field, false, false, "Int")
+}
+
+func (ec *executionContext) _VirtualResolution_asksUpstream(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolution_asksUpstream(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AsksUpstream, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolution_asksUpstream(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolution", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _VirtualResolution_steps(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolution) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolution_steps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Steps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*model.VirtualResolutionStep) graphql.Marshaler {
+			return ec.marshalNVirtualResolutionStep2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionStepᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolution_steps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualResolution",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VirtualResolutionStep(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualResolutionStep_position(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "Int")
+}
+
+func (ec *executionContext) _VirtualResolutionStep_repository(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_repository(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Repository, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalORepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_repository(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualResolutionStep",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualResolutionStep_kind(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.RepositoryKind) graphql.Marshaler {
+			return ec.marshalORepositoryKind2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepositoryKind(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "RepositoryKind")
+}
+
+func (ec *executionContext) _VirtualResolutionStep_hidden(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_hidden(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Hidden, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_hidden(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _VirtualResolutionStep_outcome(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v model.VirtualResolutionOutcome) graphql.Marshaler {
+			return ec.marshalNVirtualResolutionOutcome2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "VirtualResolutionOutcome")
+}
+
+func (ec *executionContext) _VirtualResolutionStep_deniedField(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_deniedField(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeniedField, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VirtualRuleField) graphql.Marshaler {
+			return ec.marshalOVirtualRuleField2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_deniedField(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "VirtualRuleField")
+}
+
+func (ec *executionContext) _VirtualResolutionStep_deniedBy(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_deniedBy(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DeniedBy, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.VirtualRule) graphql.Marshaler {
+			return ec.marshalOVirtualRule2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRule(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_deniedBy(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualResolutionStep",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_VirtualRule(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _VirtualResolutionStep_reservedPattern(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_reservedPattern(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ReservedPattern, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_reservedPattern(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("VirtualResolutionStep", field, false, false, "String")
+}
+
+func (ec *executionContext) _VirtualResolutionStep_via(ctx context.Context, field graphql.CollectedField, obj *model.VirtualResolutionStep) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_VirtualResolutionStep_via(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Via, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *model.Repository) graphql.Marshaler {
+			return ec.marshalORepository2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐRepository(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_VirtualResolutionStep_via(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "VirtualResolutionStep",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Repository(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _VirtualRule_type(ctx context.Context, field graphql.CollectedField, obj *model.VirtualRule) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -33655,16 +34289,143 @@ func (ec *executionContext) _VirtualRepository(ctx context.Context, sel ast.Sele
 		case "upstreams":
 			out.Values[i] = ec._VirtualRepository_upstreams(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "deployTo":
 			out.Values[i] = ec._VirtualRepository_deployTo(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "reservedPatterns":
 			out.Values[i] = ec._VirtualRepository_reservedPatterns(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "resolve":
+			out.ResolveConcurrently(ec.OperationContext, &deferred, i,
+				true, true,
+				func(ctx context.Context) graphql.Marshaler {
+					return ec._VirtualRepository_resolve(ctx, field, obj)
+				})
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var virtualResolutionImplementors = []string{"VirtualResolution"}
+
+func (ec *executionContext) _VirtualResolution(ctx context.Context, sel ast.SelectionSet, obj *model.VirtualResolution) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, virtualResolutionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VirtualResolution")
+		case "resolvedFrom":
+			out.Values[i] = ec._VirtualResolution_resolvedFrom(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "resolvedPosition":
+			out.Values[i] = ec._VirtualResolution_resolvedPosition(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "asksUpstream":
+			out.Values[i] = ec._VirtualResolution_asksUpstream(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "steps":
+			out.Values[i] = ec._VirtualResolution_steps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var virtualResolutionStepImplementors = []string{"VirtualResolutionStep"}
+
+func (ec *executionContext) _VirtualResolutionStep(ctx context.Context, sel ast.SelectionSet, obj *model.VirtualResolutionStep) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, virtualResolutionStepImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("VirtualResolutionStep")
+		case "position":
+			out.Values[i] = ec._VirtualResolutionStep_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "repository":
+			out.Values[i] = ec._VirtualResolutionStep_repository(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._VirtualResolutionStep_kind(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "hidden":
+			out.Values[i] = ec._VirtualResolutionStep_hidden(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._VirtualResolutionStep_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "deniedField":
+			out.Values[i] = ec._VirtualResolutionStep_deniedField(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "deniedBy":
+			out.Values[i] = ec._VirtualResolutionStep_deniedBy(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "reservedPattern":
+			out.Values[i] = ec._VirtualResolutionStep_reservedPattern(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		case "via":
+			out.Values[i] = ec._VirtualResolutionStep_via(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -35909,6 +36670,48 @@ func (ec *executionContext) marshalNViewerKind2githubᚗcomᚋartifactᚑregistr
 	return v
 }
 
+func (ec *executionContext) marshalNVirtualResolution2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolution(ctx context.Context, sel ast.SelectionSet, v *model.VirtualResolution) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "VirtualResolution!")
+		return graphql.Null
+	}
+	return ec._VirtualResolution(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNVirtualResolutionOutcome2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionOutcome(ctx context.Context, v any) (model.VirtualResolutionOutcome, error) {
+	var res model.VirtualResolutionOutcome
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNVirtualResolutionOutcome2githubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionOutcome(ctx context.Context, sel ast.SelectionSet, v model.VirtualResolutionOutcome) graphql.Marshaler {
+	return v
+}
+
+func (ec *executionContext) marshalNVirtualResolutionStep2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionStepᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.VirtualResolutionStep) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNVirtualResolutionStep2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionStep(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNVirtualResolutionStep2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualResolutionStep(ctx context.Context, sel ast.SelectionSet, v *model.VirtualResolutionStep) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "VirtualResolutionStep!")
+		return graphql.Null
+	}
+	return ec._VirtualResolutionStep(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNVirtualRule2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleᚄ(ctx context.Context, sel ast.SelectionSet, v []*model.VirtualRule) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -36669,6 +37472,29 @@ func (ec *executionContext) unmarshalOVirtualRepositoryInput2ᚖgithubᚗcomᚋa
 	}
 	res, err := ec.unmarshalInputVirtualRepositoryInput(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOVirtualRule2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRule(ctx context.Context, sel ast.SelectionSet, v *model.VirtualRule) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._VirtualRule(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalOVirtualRuleField2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx context.Context, v any) (*model.VirtualRuleField, error) {
+	if v == nil {
+		return nil, nil
+	}
+	var res = new(model.VirtualRuleField)
+	err := res.UnmarshalGQL(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOVirtualRuleField2ᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleField(ctx context.Context, sel ast.SelectionSet, v *model.VirtualRuleField) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return v
 }
 
 func (ec *executionContext) unmarshalOVirtualRuleInput2ᚕᚖgithubᚗcomᚋartifactᚑregistryᚋartifactᚑregistryᚋgraphᚋmodelᚐVirtualRuleInputᚄ(ctx context.Context, v any) ([]*model.VirtualRuleInput, error) {

@@ -23,5 +23,22 @@ func (r *repositoryResolver) Virtual(ctx context.Context, obj *model.Repository)
 	if err != nil || s == nil {
 		return nil, err
 	}
-	return toVirtualRepository(s, auth.ReadableRepositories(principal(ctx), auth.Namespace{ID: obj.NamespaceID})), nil
+	out := toVirtualRepository(s, auth.ReadableRepositories(principal(ctx), auth.Namespace{ID: obj.NamespaceID}))
+	out.Of = obj
+	return out, nil
 }
+
+// Resolve is the resolver for the resolve field.
+func (r *virtualRepositoryResolver) Resolve(ctx context.Context, obj *model.VirtualRepository, name string, version *string) (*model.VirtualResolution, error) {
+	if obj.Of == nil {
+		return nil, invalidInput("resolve: not a virtual repository")
+	}
+	return r.resolveVirtual(ctx, obj.Of, name, version)
+}
+
+// VirtualRepository returns VirtualRepositoryResolver implementation.
+func (r *Resolver) VirtualRepository() VirtualRepositoryResolver {
+	return &virtualRepositoryResolver{r}
+}
+
+type virtualRepositoryResolver struct{ *Resolver }

@@ -832,3 +832,100 @@ func FlattenVirtual(tree map[uuid.UUID]*VirtualSettings, root uuid.UUID) []*Virt
 	walk(root, nil, nil, 0)
 	return out
 }
+
+// Refusal tells whether the rules on the way to the member refuse value
+// of field and, when a DENY rule does, which one (nil: the value matched
+// none of a rule set's ALLOW rules). It agrees with Admits.
+func (m *VirtualMember) Refusal(field int16, value string) (rule *VirtualRule, refused bool) {
+	for _, rs := range m.Rules {
+		if VirtualRulesAdmit(rs, field, value) {
+			continue
+		}
+		for i := range rs {
+			r := &rs[i]
+			if r.Field == field && r.Type == enum.UpstreamRuleDeny && MatchVirtualPattern(r.Pattern, value) {
+				return r, true
+			}
+		}
+		return nil, true
+	}
+	return nil, false
+}
+
+// VirtualValue is a value a member's rules must admit: the format's
+// target field (enum.ContainerTargetField, ...) and the value of the
+// request for it (an image name, a tag, a package name, a version ...).
+type VirtualValue struct {
+	Field int16
+	Value string
+}
+
+// VirtualOutcome is what resolution decides for one member before any
+// content is read from it.
+type VirtualOutcome int
+
+const (
+	// VirtualCandidate: the member is asked, in order: a hosted member
+	// that holds the name, or a remote member.
+	VirtualCandidate VirtualOutcome = iota
+	// VirtualAbsent: a hosted member that does not hold the name.
+	VirtualAbsent
+	// VirtualDenied: the rules on the way to the member refuse a value.
+	VirtualDenied
+	// VirtualShadowed: a remote member not asked because a hosted member
+	// holds the name (whatever that member's rules): the name is internal.
+	VirtualShadowed
+	// VirtualReserved: a remote member not asked because the name matches
+	// a reserved pattern of a virtual on the way to it.
+	VirtualReserved
+)
+
+// VirtualDecision is the outcome of one member of a flattened virtual.
+type VirtualDecision struct {
+	Member  *VirtualMember
+	Outcome VirtualOutcome
+	// Refused is the value refused when Outcome is VirtualDenied, and
+	// Rule the DENY rule that refused it (nil: it matched none of the
+	// field's ALLOW rules).
+	Refused *VirtualValue
+	Rule    *VirtualRule
+}
+
+// DecideVirtual is the decision every format's virtual resolution makes,
+// before it reads content: for each member of FlattenVirtual, in order,
+// whether it is asked for name. holding is the set of hosted members
+// that hold name (by repository id), whatever their rules; values are
+// what the rules must admit (the name's field first; a version's field
+// when the request names one). A member whose rules refuse a value is
+// denied; a hosted member is a candidate when it holds the name; a
+// remote one when no hosted member holds it and it is not reserved.
+func DecideVirtual(members []*VirtualMember, holding map[uuid.UUID]bool, name string, values ...VirtualValue) []VirtualDecision {
+	shadowed := false
+	for _, m := range members {
+		if m.Repository.Kind == enum.KindHosted && holding[m.Repository.ID] {
+			shadowed = true
+		}
+	}
+	out := make([]VirtualDecision, len(members))
+	for i, m := range members {
+		d := VirtualDecision{Member: m, Outcome: VirtualCandidate}
+		for j := range values {
+			if rule, refused := m.Refusal(values[j].Field, values[j].Value); refused {
+				d.Outcome, d.Refused, d.Rule = VirtualDenied, &values[j], rule
+				break
+			}
+		}
+		if d.Outcome == VirtualCandidate {
+			switch {
+			case m.Repository.Kind == enum.KindHosted && !holding[m.Repository.ID]:
+				d.Outcome = VirtualAbsent
+			case m.Repository.Kind != enum.KindHosted && shadowed:
+				d.Outcome = VirtualShadowed
+			case m.Repository.Kind != enum.KindHosted && m.ReservedName(name):
+				d.Outcome = VirtualReserved
+			}
+		}
+		out[i] = d
+	}
+	return out
+}

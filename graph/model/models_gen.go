@@ -824,16 +824,6 @@ type Viewer struct {
 	Scopes []AccessTokenScope `json:"scopes"`
 }
 
-// The settings of a virtual repository.
-type VirtualRepository struct {
-	// In resolution order (at most 50).
-	Upstreams []*VirtualUpstream `json:"upstreams"`
-	// The HOSTED upstream that receives pushes and publishes sent to the virtual; null refuses them.
-	DeployTo *Repository `json:"deployTo,omitempty"`
-	// Name patterns never asked of REMOTE upstreams, even when no hosted upstream has the name (at most 50).
-	ReservedPatterns []string `json:"reservedPatterns"`
-}
-
 // The whole settings of a virtual repository: 1 to 50 upstreams in order,
 // each listed once, never the virtual itself, no cycle through nested
 // virtual repositories (at most 8 deep).
@@ -843,6 +833,42 @@ type VirtualRepositoryInput struct {
 	DeployTo *string `json:"deployTo,omitempty"`
 	// At most 50 patterns (same syntax as rules), matched against the name.
 	ReservedPatterns []string `json:"reservedPatterns,omitempty"`
+}
+
+// Where a virtual repository would serve an artifact from.
+type VirtualResolution struct {
+	// The member that serves it; null when none does (or when the one that does is hidden).
+	ResolvedFrom *Repository `json:"resolvedFrom,omitempty"`
+	// The position of the step that serves it; null when none does.
+	ResolvedPosition *int `json:"resolvedPosition,omitempty"`
+	// A NOT_CACHED member comes before the one that serves it (or none serves
+	// it): a request would ask that member's upstream first, and its answer
+	// decides.
+	AsksUpstream bool `json:"asksUpstream"`
+	// One per member (at most 400).
+	Steps []*VirtualResolutionStep `json:"steps"`
+}
+
+// One member of a virtual repository, in the flattened resolution order.
+type VirtualResolutionStep struct {
+	// 1-based; the members of nested virtual repositories take their virtual's place.
+	Position int `json:"position"`
+	// Null when hidden.
+	Repository *Repository `json:"repository,omitempty"`
+	// HOSTED or REMOTE; null when hidden.
+	Kind *RepositoryKind `json:"kind,omitempty"`
+	// The caller may not read the member: only SERVES, SKIPPED or HIDDEN is shown.
+	Hidden  bool                     `json:"hidden"`
+	Outcome VirtualResolutionOutcome `json:"outcome"`
+	// DENIED_BY_RULE: what was refused (NAME, VERSION, SCOPE or ARTIFACT_ID).
+	DeniedField *VirtualRuleField `json:"deniedField,omitempty"`
+	// DENIED_BY_RULE: the DENY rule that refused it; null when it matched none of that field's ALLOW rules.
+	DeniedBy *VirtualRule `json:"deniedBy,omitempty"`
+	// RESERVED: the reserved pattern the name matches.
+	ReservedPattern *string `json:"reservedPattern,omitempty"`
+	// The upstream of this virtual the member is reached through: the member
+	// itself, or the nested virtual repository that lists it. Null when hidden.
+	Via *Repository `json:"via,omitempty"`
 }
 
 // An allow or deny rule. Patterns: `*` matches any run of characters except
@@ -1850,6 +1876,82 @@ func (e *ViewerKind) UnmarshalJSON(b []byte) error {
 }
 
 func (e ViewerKind) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	e.MarshalGQL(&buf)
+	return buf.Bytes(), nil
+}
+
+// What resolution decides for one member of a virtual repository.
+type VirtualResolutionOutcome string
+
+const (
+	// The member holds it (stored, or cached by a REMOTE) and its rules admit it: it serves the request.
+	VirtualResolutionOutcomeServes VirtualResolutionOutcome = "SERVES"
+	// A HOSTED member whose rules admit it but that does not hold it.
+	VirtualResolutionOutcomeAbsent VirtualResolutionOutcome = "ABSENT"
+	// A rule on the way to the member refuses the name or the version.
+	VirtualResolutionOutcomeDeniedByRule VirtualResolutionOutcome = "DENIED_BY_RULE"
+	// A REMOTE member not asked: a HOSTED member holds the name (whatever its rules), so the name is internal.
+	VirtualResolutionOutcomeShadowed VirtualResolutionOutcome = "SHADOWED"
+	// A REMOTE member not asked: the name matches a reserved pattern of the virtual or of a nested virtual on the way.
+	VirtualResolutionOutcomeReserved VirtualResolutionOutcome = "RESERVED"
+	// A REMOTE member that admits it but has no cached copy: a request would ask its upstream.
+	VirtualResolutionOutcomeNotCached VirtualResolutionOutcome = "NOT_CACHED"
+	// A member after the one that serves it: not consulted.
+	VirtualResolutionOutcomeSkipped VirtualResolutionOutcome = "SKIPPED"
+	// A member the caller may not read, that does not serve the request (why is not shown).
+	VirtualResolutionOutcomeHidden VirtualResolutionOutcome = "HIDDEN"
+)
+
+var AllVirtualResolutionOutcome = []VirtualResolutionOutcome{
+	VirtualResolutionOutcomeServes,
+	VirtualResolutionOutcomeAbsent,
+	VirtualResolutionOutcomeDeniedByRule,
+	VirtualResolutionOutcomeShadowed,
+	VirtualResolutionOutcomeReserved,
+	VirtualResolutionOutcomeNotCached,
+	VirtualResolutionOutcomeSkipped,
+	VirtualResolutionOutcomeHidden,
+}
+
+func (e VirtualResolutionOutcome) IsValid() bool {
+	switch e {
+	case VirtualResolutionOutcomeServes, VirtualResolutionOutcomeAbsent, VirtualResolutionOutcomeDeniedByRule, VirtualResolutionOutcomeShadowed, VirtualResolutionOutcomeReserved, VirtualResolutionOutcomeNotCached, VirtualResolutionOutcomeSkipped, VirtualResolutionOutcomeHidden:
+		return true
+	}
+	return false
+}
+
+func (e VirtualResolutionOutcome) String() string {
+	return string(e)
+}
+
+func (e *VirtualResolutionOutcome) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("enums must be strings")
+	}
+
+	*e = VirtualResolutionOutcome(str)
+	if !e.IsValid() {
+		return fmt.Errorf("%s is not a valid VirtualResolutionOutcome", str)
+	}
+	return nil
+}
+
+func (e VirtualResolutionOutcome) MarshalGQL(w io.Writer) {
+	_, _ = fmt.Fprint(w, strconv.Quote(e.String()))
+}
+
+func (e *VirtualResolutionOutcome) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return err
+	}
+	return e.UnmarshalGQL(s)
+}
+
+func (e VirtualResolutionOutcome) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	e.MarshalGQL(&buf)
 	return buf.Bytes(), nil

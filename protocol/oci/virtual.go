@@ -54,11 +54,6 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 		return nil, err
 	}
 	members := store.FlattenVirtual(tree, vt.RepositoryID)
-	var (
-		hosted   []virtualCandidate
-		shadowed bool
-		out      []virtualCandidate
-	)
 	resolve := func(m *store.VirtualMember) (*container.Target, error) {
 		t, err := h.container.ResolveTargetIn(ctx, vt.NamespaceID, vt.NamespaceSlug, m.Repository.Name, vt.ImageName)
 		if store.HasCode(err, container.CodeNameUnknown) {
@@ -68,6 +63,8 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 	}
 	// Every hosted upstream is asked whether it has the name, admitting
 	// or not: the name is then internal, and no remote may serve it.
+	hosted := map[uuid.UUID]*container.Target{}
+	holding := map[uuid.UUID]bool{}
 	for _, m := range members {
 		if m.Repository.Kind != enum.KindHosted {
 			continue
@@ -79,38 +76,25 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *container.Target) (
 		if t == nil || t.Remote != nil || t.Virtual {
 			continue
 		}
-		if t.ImageID != uuid.Nil {
-			shadowed = true
-		}
-		hosted = append(hosted, virtualCandidate{m, t})
+		hosted[m.Repository.ID] = t
+		holding[m.Repository.ID] = t.ImageID != uuid.Nil
 	}
-	hi := 0
-	for _, m := range members {
-		if !m.Admits(int16(enum.ContainerTargetImage), vt.ImageName) {
-			if m.Repository.Kind == enum.KindHosted && hi < len(hosted) && hosted[hi].m == m {
-				hi++
-			}
+	var out []virtualCandidate
+	for _, d := range store.DecideVirtual(members, holding, vt.ImageName,
+		store.VirtualValue{Field: int16(enum.ContainerTargetImage), Value: vt.ImageName}) {
+		if d.Outcome != store.VirtualCandidate {
 			continue
 		}
-		switch m.Repository.Kind {
-		case enum.KindHosted:
-			if hi < len(hosted) && hosted[hi].m == m {
-				if hosted[hi].t.ImageID != uuid.Nil {
-					out = append(out, hosted[hi])
-				}
-				hi++
-			}
-		case enum.KindRemote:
-			if shadowed || m.ReservedName(vt.ImageName) {
-				continue
-			}
-			t, err := resolve(m)
-			if err != nil {
-				return nil, err
-			}
-			if t != nil && t.Remote != nil {
-				out = append(out, virtualCandidate{m, t})
-			}
+		if d.Member.Repository.Kind == enum.KindHosted {
+			out = append(out, virtualCandidate{d.Member, hosted[d.Member.Repository.ID]})
+			continue
+		}
+		t, err := resolve(d.Member)
+		if err != nil {
+			return nil, err
+		}
+		if t != nil && t.Remote != nil {
+			out = append(out, virtualCandidate{d.Member, t})
 		}
 	}
 	return out, nil

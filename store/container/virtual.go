@@ -100,3 +100,58 @@ func (s *Store) ImageNamesOfRepositories(ctx context.Context, nsID uuid.UUID, ho
 	}
 	return out, db.MapErr(rows.Err())
 }
+
+// StoredImage tells, per repository id, whether a repository holds image
+// name in stored content (hosted: an active image with a live manifest)
+// or cached content (remote: a cached image with a cached manifest), and
+// with tag, whether the tag names such a manifest. Repositories without
+// it are left out. One probe of each repository's unique name index, for
+// all of them in one statement.
+func (s *Store) StoredImage(ctx context.Context, nsID uuid.UUID, hosted, remote []uuid.UUID, name, tag string) (map[uuid.UUID]bool, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT cr.repository_id FROM container_repositories cr
+		JOIN container_images ci ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.name = $4 AND ci.soft_deleted_at IS NULL
+		WHERE cr.namespace_id = $1 AND cr.repository_id = ANY($2)
+		  AND CASE WHEN $5 = '' THEN EXISTS (SELECT 1 FROM container_manifests cm
+		        WHERE cm.namespace_id = $1 AND cm.container_image_id = ci.id AND cm.soft_deleted_at IS NULL)
+		      ELSE EXISTS (SELECT 1 FROM container_tags ct
+		        JOIN container_manifests cm ON cm.namespace_id = $1 AND cm.id = ct.container_manifest_id AND cm.soft_deleted_at IS NULL
+		        WHERE ct.namespace_id = $1 AND ct.container_image_id = ci.id AND ct.name = $5) END
+		UNION ALL
+		SELECT rr.repository_id FROM container_remote_repositories rr
+		JOIN container_remote_images ri ON ri.namespace_id = $1 AND ri.container_remote_repository_id = rr.id AND ri.name = $4 AND ri.soft_deleted_at IS NULL
+		WHERE rr.namespace_id = $1 AND rr.repository_id = ANY($3)
+		  AND CASE WHEN $5 = '' THEN EXISTS (SELECT 1 FROM container_remote_manifests rm
+		        WHERE rm.namespace_id = $1 AND rm.container_remote_image_id = ri.id AND rm.soft_deleted_at IS NULL)
+		      ELSE EXISTS (SELECT 1 FROM container_remote_tags rt
+		        JOIN container_remote_manifests rm ON rm.namespace_id = $1 AND rm.id = rt.container_remote_manifest_id AND rm.soft_deleted_at IS NULL
+		        WHERE rt.namespace_id = $1 AND rt.container_remote_image_id = ri.id AND rt.name = $5) END`,
+		nsID, hosted, remote, name, tag)
+	if err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: stored image %s: %w", name, err))
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: stored image %s: %w", name, err))
+	}
+	out := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// HoldingImage tells which of the hosted repositories hold image name
+// (an active image, as a pull resolves it): what shadows the name from
+// remote upstreams in a virtual.
+func (s *Store) HoldingImage(ctx context.Context, nsID uuid.UUID, hosted []uuid.UUID, name string) (map[uuid.UUID]bool, error) {
+	imgs, err := s.ImageOfRepositoriesByName(ctx, nsID, hosted, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uuid.UUID]bool, len(imgs))
+	for id := range imgs {
+		out[id] = true
+	}
+	return out, nil
+}

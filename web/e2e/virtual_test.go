@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -52,7 +53,36 @@ func TestUIVirtualRepository(t *testing.T) {
 	b.see(text("allow name library/**"))
 	b.see(text("deploy target"))
 	b.see(text("Pushes and publishes go to internal."))
+
+	// The Resolve box: the hosted image resolves from internal, the
+	// remote after it is skipped, and the list marks internal.
+	b.typeInto("#resolve-name", "app")
+	b.typeInto("#resolve-version", "v1")
+	b.click(button("Resolve"))
+	b.see(text("app v1 resolves from internal (hosted, member 1)."))
+	b.see(text("Has it, and its rules admit it."))
+	b.see(text("Not consulted: an earlier upstream serves it."))
+	b.see(text("resolved from here"))
+	b.eval(`(() => { [...document.querySelectorAll("h2")].find((h) => h.textContent === "Resolution order").scrollIntoView(); return ""; })()`)
 	b.docShot("61-virtual-repository", "virtual-repository")
+
+	// A name the mirror's allow rule admits but nobody has cached: the
+	// request would go upstream. User bytes stay text.
+	clearInput(b, "#resolve-name")
+	clearInput(b, "#resolve-version")
+	b.typeInto("#resolve-name", "library/alpine")
+	b.click(button("Resolve"))
+	b.see(text("No member serves library/alpine from stored or cached content."))
+	b.see(text("Admits it but has no cached copy: a request would ask its upstream."))
+	b.see(text("asks upstream first"))
+	clearInput(b, "#resolve-name")
+	b.typeInto("#resolve-name", `<img src=x onerror="document.title='pwned'">`)
+	b.click(button("Resolve"))
+	b.see(text(`No member serves <img src=x onerror="document.title='pwned'"> from stored or cached content.`))
+	b.see(text("No allow rule on the name matches."))
+	if got := b.eval(`document.querySelectorAll(".resolve-box img").length + ":" + document.title`); strings.HasPrefix(got, "1") || strings.Contains(got, "pwned") {
+		t.Fatalf("the resolved name was rendered as HTML: %s", got)
+	}
 
 	// The hosted image pulls through the virtual.
 	resp := s.ociDo(t, http.MethodGet, "/v2/acme/all/app/manifests/v1", "", nil)
@@ -95,4 +125,12 @@ func TestUIVirtualRepository(t *testing.T) {
 	b.click(button("Move to trash"))
 	b.see(text("Could not delete the repository"))
 	b.see(text("virtual repositories all"))
+}
+
+// clearInput empties a React-controlled input as typing would.
+func clearInput(b *tab, css string) {
+	b.t.Helper()
+	b.eval(fmt.Sprintf(`(() => { const i = document.querySelector(%q);
+		Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, "value").set.call(i, "");
+		i.dispatchEvent(new Event("input", {bubbles: true})); return ""; })()`, css))
 }

@@ -198,7 +198,7 @@ export function RepositoryDetail() {
       />
 
       {virtual ? (
-        <VirtualPanel ns={ns} repo={r.name} />
+        <VirtualPanel ns={ns} repo={r.name} format={r.format} />
       ) : remote ? (
         <RemotePanel ns={ns} repo={r.name} format={r.format} admin={signedIn} />
       ) : container ? (

@@ -43,6 +43,47 @@ function respond(op: { query: unknown; variables?: unknown }) {
   switch (name) {
     case "VirtualRepository":
       return { data: { repository: { __typename: "Repository", id: "v1", format: "OCI", virtual: current } } };
+    case "VirtualResolve": {
+      const v = op.variables as { artifact: string; version: string | null };
+      const step = (position: number, r: ReturnType<typeof repo> | null, outcome: string, extra = {}) => ({
+        __typename: "VirtualResolutionStep",
+        position,
+        hidden: r === null,
+        kind: r ? r.kind : null,
+        outcome,
+        repository: r,
+        deniedField: null,
+        deniedBy: null,
+        reservedPattern: null,
+        via: r,
+        ...extra,
+      });
+      const served = v.artifact === "library/alpine";
+      return {
+        data: {
+          repository: {
+            __typename: "Repository",
+            id: "v1",
+            virtual: {
+              __typename: "VirtualRepository",
+              resolve: {
+                __typename: "VirtualResolution",
+                resolvedFrom: served ? repo("r1", "hub", "REMOTE") : null,
+                resolvedPosition: served ? 2 : null,
+                asksUpstream: false,
+                steps: served
+                  ? [step(1, repo("h1", "internal", "HOSTED"), "ABSENT"), step(2, repo("r1", "hub", "REMOTE"), "SERVES"), step(3, null, "SKIPPED")]
+                  : [
+                      step(1, repo("h1", "internal", "HOSTED"), "ABSENT"),
+                      step(2, repo("r1", "hub", "REMOTE"), "RESERVED", { reservedPattern: "acme/*" }),
+                      step(3, null, "HIDDEN"),
+                    ],
+              },
+            },
+          },
+        },
+      };
+    }
     case "VirtualCandidates":
       return { data: { namespace: { __typename: "Namespace", id: "n1", repositories: connection("Repository", candidates) } } };
     case "UpdateVirtual": {
@@ -124,6 +165,29 @@ describe("VirtualPanel", () => {
     expect(within(first).getByText("deploy target")).toBeTruthy();
     expect(within(first).getByText("everything")).toBeTruthy();
     expect(screen.getByText("acme/*")).toBeTruthy();
+  });
+});
+
+describe("Resolve box", () => {
+  it("shows where a name resolves from, why per member, and marks the upstream", async () => {
+    renderRoutes("/n/acme/r/all", <Route path="/n/:ns/r/:repo" element={<VirtualPanel ns="acme" repo="all" format="OCI" />} />, respond);
+    const user = userEvent.setup();
+    await user.type(await screen.findByLabelText("Name"), "library/alpine");
+    await user.type(screen.getByLabelText("Version (optional)"), "3.20");
+    await user.click(screen.getByRole("button", { name: "Resolve" }));
+    const answer = await screen.findByTestId("resolution-answer");
+    expect(answer.textContent).toContain("library/alpine 3.20 resolves from hub (remote, member 2)");
+    expect(screen.getByText("Has a cached copy, and its rules admit it.")).toBeTruthy();
+    expect(screen.getByText("Not consulted: an earlier upstream serves it.")).toBeTruthy();
+    expect(screen.getByText("resolved from here")).toBeTruthy();
+
+    await user.clear(screen.getByLabelText("Name"));
+    await user.type(screen.getByLabelText("Name"), "acme/<b>x</b>");
+    await user.click(screen.getByRole("button", { name: "Resolve" }));
+    await waitFor(() => expect(screen.getByTestId("resolution-answer").textContent).toContain("No member serves acme/<b>x</b> 3.20"));
+    expect(screen.getByText("Not asked: the name matches the reserved pattern “acme/*”.")).toBeTruthy();
+    expect(screen.getByText("An upstream you may not read.")).toBeTruthy();
+    expect(screen.queryByText("resolved from here")).toBeNull();
   });
 });
 

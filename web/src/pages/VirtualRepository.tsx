@@ -1,12 +1,18 @@
 // A virtual repository: its upstreams in resolution order with their
 // rules, deploy target and reserved names; the editor that creates and
 // changes them (the whole list is sent, and replaced, at once).
-import { useState, type FormEvent } from "react";
+import { useEffect, useState, type FormEvent } from "react";
 import { Link } from "react-router";
 import { useMutation, useQuery } from "urql";
 import { Badge, Empty, ErrorBox, Loading } from "../components/ui";
 import { graphql } from "../gql";
-import type { Format, VirtualRuleField, VirtualRuleType } from "../gql/graphql";
+import type {
+  Format,
+  VirtualResolutionOutcome,
+  VirtualResolveQuery,
+  VirtualRuleField,
+  VirtualRuleType,
+} from "../gql/graphql";
 import { paths } from "../paths";
 
 const VirtualQuery = graphql(`
@@ -31,6 +37,46 @@ const VirtualQuery = graphql(`
             type
             field
             pattern
+          }
+        }
+      }
+    }
+  }
+`);
+
+const ResolveQuery = graphql(`
+  query VirtualResolve($namespace: String!, $name: String!, $artifact: String!, $version: String) {
+    repository(namespace: $namespace, name: $name) {
+      id
+      virtual {
+        resolve(name: $artifact, version: $version) {
+          resolvedFrom {
+            id
+            name
+            kind
+          }
+          resolvedPosition
+          asksUpstream
+          steps {
+            position
+            hidden
+            kind
+            outcome
+            repository {
+              id
+              name
+            }
+            deniedField
+            deniedBy {
+              type
+              field
+              pattern
+            }
+            reservedPattern
+            via {
+              id
+              name
+            }
           }
         }
       }
@@ -388,10 +434,217 @@ export function draftOf(v: NonNullable<VirtualData["virtual"]>): VirtualDraft {
   };
 }
 
+export type Resolution = NonNullable<
+  NonNullable<VirtualResolveQuery["repository"]>["virtual"]
+>["resolve"];
+type ResolutionStep = Resolution["steps"][number];
+
+const OUTCOME: Record<VirtualResolutionOutcome, { label: string; tone?: string }> = {
+  SERVES: { label: "serves", tone: "ok" },
+  ABSENT: { label: "absent" },
+  DENIED_BY_RULE: { label: "denied by rule", tone: "bad" },
+  SHADOWED: { label: "shadowed", tone: "warn" },
+  RESERVED: { label: "reserved", tone: "warn" },
+  NOT_CACHED: { label: "not cached", tone: "info" },
+  SKIPPED: { label: "skipped" },
+  HIDDEN: { label: "hidden" },
+};
+
+// stepReason says in words why a member serves the artifact or not.
+export function stepReason(s: ResolutionStep): string {
+  const field = s.deniedField ? FIELD_LABEL[s.deniedField] : "name";
+  switch (s.outcome) {
+    case "SERVES":
+      return s.kind === "REMOTE"
+        ? "Has a cached copy, and its rules admit it."
+        : s.hidden
+          ? "Serves it (an upstream you may not read)."
+          : "Has it, and its rules admit it.";
+    case "ABSENT":
+      return "Does not have it.";
+    case "DENIED_BY_RULE":
+      return s.deniedBy
+        ? `Refused by the rule “deny ${field} ${s.deniedBy.pattern}”.`
+        : `No allow rule on the ${field} matches.`;
+    case "SHADOWED":
+      return "Not asked: a hosted upstream has this name, so it is never fetched from a remote.";
+    case "RESERVED":
+      return s.reservedPattern
+        ? `Not asked: the name matches the reserved pattern “${s.reservedPattern}”.`
+        : "Not asked: the name is reserved.";
+    case "NOT_CACHED":
+      return "Admits it but has no cached copy: a request would ask its upstream.";
+    case "SKIPPED":
+      return "Not consulted: an earlier upstream serves it.";
+    case "HIDDEN":
+      return "An upstream you may not read.";
+  }
+}
+
+const RESOLVE_HINT: Record<string, { name: string; version: string; help: string }> = {
+  NPM: { name: "@acme/ui", version: "1.0.0", help: "A package name (with its scope) and, optionally, a version." },
+  MAVEN: { name: "com.acme:core", version: "1.0", help: "groupId:artifactId and, optionally, a version." },
+  OCI: { name: "library/alpine", version: "3.20", help: "An image name and, optionally, a tag." },
+};
+
+// ResolveBox asks where the virtual would serve an artifact from (stored
+// and cached content only: no upstream is contacted) and shows the answer
+// member by member.
+export function ResolveBox({
+  ns,
+  repo,
+  format,
+  onResolved,
+}: {
+  ns: string;
+  repo: string;
+  format: Format;
+  onResolved(r: Resolution | null): void;
+}) {
+  const hint = RESOLVE_HINT[format] ?? RESOLVE_HINT.OCI;
+  const [name, setName] = useState("");
+  const [version, setVersion] = useState("");
+  const [asked, setAsked] = useState<{ artifact: string; version: string | null } | null>(null);
+  const [{ data, fetching, error }] = useQuery({
+    query: ResolveQuery,
+    variables: { namespace: ns, name: repo, artifact: asked?.artifact ?? "", version: asked?.version ?? null },
+    pause: !asked,
+    requestPolicy: "network-only",
+  });
+  const res = asked ? (data?.repository?.virtual?.resolve ?? null) : null;
+  // The panel marks the upstream the answer resolves from.
+  useEffect(() => onResolved(res), [res, onResolved]);
+  const onSubmit = (e: FormEvent) => {
+    e.preventDefault();
+    const n = name.trim();
+    if (n === "") return;
+    setAsked({ artifact: n, version: version.trim() === "" ? null : version.trim() });
+  };
+  return (
+    <section className="panel resolve-box" aria-labelledby="resolve-title">
+      <h3 id="resolve-title">Resolve</h3>
+      <p className="help">
+        Where would a request through this virtual be served from? {hint.help} Answered from what is stored and
+        cached: no upstream is contacted.
+      </p>
+      <form className="resolve-form" onSubmit={onSubmit} autoComplete="off">
+        <label htmlFor="resolve-name">Name</label>
+        <input
+          id="resolve-name"
+          value={name}
+          maxLength={512}
+          placeholder={hint.name}
+          spellCheck={false}
+          onChange={(e) => setName(e.target.value)}
+        />
+        <label htmlFor="resolve-version">Version (optional)</label>
+        <input
+          id="resolve-version"
+          value={version}
+          maxLength={512}
+          placeholder={hint.version}
+          spellCheck={false}
+          onChange={(e) => setVersion(e.target.value)}
+        />
+        <button type="submit" className="btn btn-primary" disabled={name.trim() === "" || fetching}>
+          {fetching ? "Resolving…" : "Resolve"}
+        </button>
+      </form>
+      {error && <ErrorBox error={error} title="Could not resolve" />}
+      {res && asked && <ResolutionView ns={ns} asked={asked} res={res} />}
+    </section>
+  );
+}
+
+function ResolutionView({
+  ns,
+  asked,
+  res,
+}: {
+  ns: string;
+  asked: { artifact: string; version: string | null };
+  res: Resolution;
+}) {
+  const what = asked.version ? `${asked.artifact} ${asked.version}` : asked.artifact;
+  return (
+    <div className="resolution" aria-live="polite">
+      <p className="resolution-answer" data-testid="resolution-answer">
+        {res.resolvedFrom ? (
+          <>
+            <strong>{what}</strong> resolves from{" "}
+            <Link to={paths.repository(ns, res.resolvedFrom.name)}>{res.resolvedFrom.name}</Link> (
+            {res.resolvedFrom.kind.toLowerCase()}, member {res.resolvedPosition}).
+          </>
+        ) : res.resolvedPosition ? (
+          <>
+            <strong>{what}</strong> resolves from member {res.resolvedPosition}, an upstream you may not read.
+          </>
+        ) : (
+          <>
+            No member serves <strong>{what}</strong> from stored or cached content.
+          </>
+        )}
+        {res.asksUpstream && (
+          <>
+            {" "}
+            <Badge tone="info">asks upstream first</Badge> A remote member without a cached copy comes first: a request
+            would ask its upstream, and its answer decides.
+          </>
+        )}
+      </p>
+      <div className="table-wrap">
+        <table className="table resolution-steps">
+          <thead>
+            <tr>
+              <th scope="col" className="num">
+                #
+              </th>
+              <th scope="col">Member</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Outcome</th>
+              <th scope="col">Why</th>
+            </tr>
+          </thead>
+          <tbody>
+            {res.steps.map((s) => (
+              <tr key={s.position} className={s.outcome === "SERVES" ? "resolution-winner" : undefined}>
+                <td className="num">{s.position}</td>
+                <td>
+                  {s.repository ? (
+                    <Link to={paths.repository(ns, s.repository.name)}>{s.repository.name}</Link>
+                  ) : (
+                    <span className="muted">hidden</span>
+                  )}
+                  {s.repository && s.via && s.via.id !== s.repository.id && (
+                    <span className="muted"> via {s.via.name}</span>
+                  )}
+                </td>
+                <td>{s.kind ? s.kind.toLowerCase() : "–"}</td>
+                <td>
+                  <Badge tone={OUTCOME[s.outcome].tone}>{OUTCOME[s.outcome].label}</Badge>
+                </td>
+                <td>{stepReason(s)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </div>
+  );
+}
+
+// servedVia is the id of the upstream the serving member is reached
+// through, when the answer has one the caller may read.
+function servedVia(r: Resolution | null): string | undefined {
+  return r?.steps.find((s) => s.outcome === "SERVES")?.via?.id;
+}
+
 // VirtualPanel shows where the virtual resolves names from: its upstreams
-// in order with their rules.
-export function VirtualPanel({ ns, repo }: { ns: string; repo: string }) {
+// in order with their rules, and the Resolve box; the upstream an answer
+// resolves from is marked in the list.
+export function VirtualPanel({ ns, repo, format }: { ns: string; repo: string; format?: Format }) {
   const [{ data, fetching, error }] = useVirtual(ns, repo);
+  const [resolution, setResolution] = useState<Resolution | null>(null);
   if (error) return <ErrorBox error={error} />;
   if (!data && fetching) return <Loading what="Loading upstreams" />;
   const v = data?.repository?.virtual;
@@ -426,6 +679,19 @@ export function VirtualPanel({ ns, repo }: { ns: string; repo: string }) {
                         <Badge tone="info">deploy target</Badge>
                       </>
                     )}
+                    {resolution?.resolvedFrom?.id === u.repository.id ? (
+                      <>
+                        {" "}
+                        <Badge tone="ok">resolved from here</Badge>
+                      </>
+                    ) : (
+                      servedVia(resolution) === u.repository.id && (
+                        <>
+                          {" "}
+                          <Badge tone="ok">resolved through here</Badge>
+                        </>
+                      )
+                    )}
                   </td>
                   <td>{u.repository.kind.toLowerCase()}</td>
                   <td>{u.rules.length === 0 ? <span className="muted">everything</span> : u.rules.map(describeRule).join("; ")}</td>
@@ -443,6 +709,7 @@ export function VirtualPanel({ ns, repo }: { ns: string; repo: string }) {
         ) : null}
         {v.deployTo ? `Pushes and publishes go to ${v.deployTo.name}.` : "Pushes and publishes to this virtual are refused."}
       </p>
+      <ResolveBox ns={ns} repo={repo} format={format ?? data?.repository?.format ?? "OCI"} onResolved={setResolution} />
     </>
   );
 }
