@@ -124,23 +124,17 @@ func (h *handler) candidates(ctx context.Context, v *virtualView, name string) (
 	if err != nil {
 		return nil, err
 	}
-	shadowed := len(holding) > 0
-	scope := scopeOf(name)
+	flat := make([]*store.VirtualMember, len(v.members))
+	for i, c := range v.members {
+		flat[i] = c.m
+	}
 	var out []vmember
-	for _, c := range v.members {
-		if !c.m.Admits(int16(enum.NpmTargetFullPackageName), name) || !c.m.Admits(int16(enum.NpmTargetScope), scope) {
-			continue
+	for i, d := range store.DecideVirtual(flat, holding, name,
+		store.VirtualValue{Field: int16(enum.NpmTargetFullPackageName), Value: name},
+		store.VirtualValue{Field: int16(enum.NpmTargetScope), Value: scopeOf(name)}) {
+		if d.Outcome == store.VirtualCandidate {
+			out = append(out, v.members[i])
 		}
-		if c.repo.Remote == nil {
-			if holding[c.repo.RepositoryID] {
-				out = append(out, c)
-			}
-			continue
-		}
-		if shadowed || c.m.ReservedName(name) {
-			continue
-		}
-		out = append(out, c)
 	}
 	return out, nil
 }
