@@ -18,7 +18,7 @@ import (
 )
 
 // s3Fixture is a blobFixture whose objects live on a real S3 server
-// (SeaweedFS), reached through a proxy that counts the bytes this process
+// (versitygw), reached through a proxy that counts the bytes this process
 // sends to it.
 type s3Fixture struct {
 	*blobFixture

@@ -15,7 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 )
 
-// s3Backend is a store on a real S3 server (SeaweedFS), reached through a
+// s3Backend is a store on a real S3 server (versitygw), reached through a
 // proxy that counts the bytes this process sends.
 type s3Backend struct {
 	*Store

@@ -1,0 +1,89 @@
+package ocitools
+
+import (
+	"bytes"
+	"net"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// serverProc is a server process a test started in its own process group.
+type serverProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// stop ends the server's process group: SIGTERM, then SIGKILL if it has
+// not exited within 15 seconds.
+func (p *serverProc) stop() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+// startOnLockedThread starts cmd, set to die with its parent thread
+// (Pdeathsig), from a goroutine locked to its thread for the rest of the
+// process: the thread never exits, so the server dies with the process.
+func startOnLockedThread(cmd *exec.Cmd) error {
+	setPdeathsig(cmd)
+	errc := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		errc <- cmd.Start()
+		select {}
+	}()
+	return <-errc
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	out := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// lockedBuffer collects a server's output for failure messages.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write keeps the last 64 KiB: a shared server runs for the whole process.
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b.Len() > 64<<10 {
+		l.b.Next(l.b.Len() - 32<<10)
+	}
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) tail() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.b.String()
+	if len(s) > 8000 {
+		s = s[len(s)-8000:]
+	}
+	return s
+}
