@@ -28,17 +28,35 @@ func (p *serverProc) stop() {
 	}
 }
 
-// startOnLockedThread starts cmd, set to die with its parent thread
-// (Pdeathsig), from a goroutine locked to its thread for the rest of the
-// process: the thread never exits, so the server dies with the process.
-func startOnLockedThread(cmd *exec.Cmd) error {
+// spawner is the goroutine, locked to its OS thread for the rest of the
+// process, that starts the servers set to die with their parent thread
+// (Pdeathsig): that thread never exits, so a server dies with the test
+// process, even one that ends without running its cleanups.
+var spawner struct {
+	once sync.Once
+	reqs chan spawnRequest
+}
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+// startWithPdeathsig starts cmd from the spawner thread, set to be killed
+// when that thread, so the process, exits.
+func startWithPdeathsig(cmd *exec.Cmd) error {
+	spawner.once.Do(func() {
+		spawner.reqs = make(chan spawnRequest)
+		go func() {
+			runtime.LockOSThread()
+			for r := range spawner.reqs {
+				r.errc <- r.cmd.Start()
+			}
+		}()
+	})
 	setPdeathsig(cmd)
-	errc := make(chan error)
-	go func() {
-		runtime.LockOSThread()
-		errc <- cmd.Start()
-		select {}
-	}()
+	errc := make(chan error, 1)
+	spawner.reqs <- spawnRequest{cmd: cmd, errc: errc}
 	return <-errc
 }
 
@@ -68,7 +86,7 @@ type lockedBuffer struct {
 	b  bytes.Buffer
 }
 
-// Write keeps the last 64 KiB: a shared server runs for the whole process.
+// Write keeps the last 64 KiB: a server may run for a long test.
 func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -8,8 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,68 +89,18 @@ func (s *S3Server) SetEnv(t testing.TB) {
 
 // StartS3 runs an S3 server on a free loopback port with its data in a
 // new temporary directory, creates bucket and returns once it serves. The
-// server is stopped when the test ends.
+// server is stopped when the test ends, and killed by the kernel if the
+// test process dies first (a timeout's panic runs no cleanup). It starts
+// in well under a second, so each test has a server of its own.
 func StartS3(t testing.TB, bucket string) *S3Server {
 	t.Helper()
 	bin := S3ServerBinary(t)
-	s, p, err := launchS3(bin, t.TempDir(), bucket, nil)
+	s, p, err := launchS3(bin, t.TempDir(), bucket, startWithPdeathsig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.stop)
 	return s
-}
-
-var shared struct {
-	once sync.Once
-	s    *S3Server
-	err  error
-}
-
-// SharedS3 returns the S3 server of this test process, started on first
-// use with one bucket ("shared"), for tests that each create their own
-// bucket (the key is the root identity) and would otherwise pay a server
-// start each. It lives until the process exits: the kernel kills it then
-// (PR_SET_PDEATHSIG, from a thread that never exits), and its data
-// directory, left behind, is removed by the next process that starts one.
-func SharedS3(t testing.TB) *S3Server {
-	t.Helper()
-	bin := S3ServerBinary(t)
-	shared.once.Do(func() {
-		removeStaleSharedDirs()
-		dir, err := os.MkdirTemp("", sharedDirPrefix)
-		if err != nil {
-			shared.err = err
-			return
-		}
-		if err := os.WriteFile(filepath.Join(dir, "owner.pid"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-			shared.err = err
-			return
-		}
-		shared.s, _, shared.err = launchS3(bin, dir, "shared", startOnLockedThread)
-	})
-	if shared.err != nil {
-		t.Fatalf("s3 server: shared server: %v", shared.err)
-	}
-	return shared.s
-}
-
-const sharedDirPrefix = "artifact-registry-s3-"
-
-// removeStaleSharedDirs deletes the data directories of shared servers
-// whose test process is gone.
-func removeStaleSharedDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), sharedDirPrefix+"*"))
-	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "owner.pid"))
-		if err != nil {
-			continue
-		}
-		pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-		if err != nil || syscall.Kill(pid, 0) == syscall.ESRCH {
-			_ = os.RemoveAll(d)
-		}
-	}
 }
 
 // s3StartAttempts: the free port is chosen before the server binds it, so
@@ -161,8 +109,8 @@ func removeStaleSharedDirs() {
 const s3StartAttempts = 3
 
 // launchS3 starts the server with its buckets under dir/data, waits until
-// it serves and creates bucket; start starts the command (nil:
-// cmd.Start). On error the process is stopped.
+// it serves and creates bucket; start starts the command. On error the
+// process is stopped.
 func launchS3(bin, dir, bucket string, start func(*exec.Cmd) error) (*S3Server, *serverProc, error) {
 	root := filepath.Join(dir, "data")
 	if err := os.MkdirAll(root, 0o755); err != nil {
@@ -219,9 +167,6 @@ func startS3Once(bin, dir, root string, start func(*exec.Cmd) error) (*S3Server,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	if start == nil {
-		start = (*exec.Cmd).Start
-	}
 	if err := start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("s3 server: start: %w", err)
 	}
