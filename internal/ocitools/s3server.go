@@ -2,6 +2,7 @@ package ocitools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -95,7 +96,7 @@ func (s *S3Server) SetEnv(t testing.TB) {
 func StartS3(t testing.TB, bucket string) *S3Server {
 	t.Helper()
 	bin := S3ServerBinary(t)
-	s, p, err := launchS3(bin, t.TempDir(), bucket, startWithPdeathsig)
+	s, p, err := launchS3(bin, t.TempDir(), bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +110,8 @@ func StartS3(t testing.TB, bucket string) *S3Server {
 const s3StartAttempts = 3
 
 // launchS3 starts the server with its buckets under dir/data, waits until
-// it serves and creates bucket; start starts the command. On error the
-// process is stopped.
-func launchS3(bin, dir, bucket string, start func(*exec.Cmd) error) (*S3Server, *serverProc, error) {
+// it serves and creates bucket. On error the process is stopped.
+func launchS3(bin, dir, bucket string) (*S3Server, *serverProc, error) {
 	root := filepath.Join(dir, "data")
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("s3 server: %w", err)
@@ -120,9 +120,12 @@ func launchS3(bin, dir, bucket string, start func(*exec.Cmd) error) (*S3Server, 
 	for range s3StartAttempts {
 		var s *S3Server
 		var p *serverProc
-		s, p, err = startS3Once(bin, dir, root, start)
-		if err != nil {
+		s, p, err = startS3Once(bin, dir, root)
+		if errors.Is(err, errExitedStarting) {
 			continue
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		err = s.createBucket(ctx, bucket)
@@ -140,7 +143,7 @@ func launchS3(bin, dir, bucket string, start func(*exec.Cmd) error) (*S3Server, 
 // startS3Once starts versitygw's posix backend over root on one free
 // loopback port, with a root key and no other listener (no admin API,
 // WebUI or metrics), and waits until its health endpoint answers.
-func startS3Once(bin, dir, root string, start func(*exec.Cmd) error) (*S3Server, *serverProc, error) {
+func startS3Once(bin, dir, root string) (*S3Server, *serverProc, error) {
 	ports, err := freePorts(1)
 	if err != nil {
 		return nil, nil, fmt.Errorf("s3 server: free port: %w", err)
@@ -167,7 +170,7 @@ func startS3Once(bin, dir, root string, start func(*exec.Cmd) error) (*S3Server,
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := start(cmd); err != nil {
+	if err := startWithPdeathsig(cmd); err != nil {
 		return nil, nil, fmt.Errorf("s3 server: start: %w", err)
 	}
 	p := &serverProc{cmd: cmd, exited: make(chan struct{})}
@@ -182,6 +185,8 @@ func startS3Once(bin, dir, root string, start func(*exec.Cmd) error) (*S3Server,
 	return s, p, nil
 }
 
+var errExitedStarting = errors.New("exited while starting")
+
 // waitHealthy polls url until it answers 200, the process exits or a
 // minute has passed.
 func waitHealthy(url string, exited <-chan struct{}) error {
@@ -190,7 +195,7 @@ func waitHealthy(url string, exited <-chan struct{}) error {
 	for {
 		select {
 		case <-exited:
-			return fmt.Errorf("exited while starting")
+			return errExitedStarting
 		default:
 		}
 		resp, err := client.Get(url)
