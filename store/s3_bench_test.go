@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkS3ChunkedCommit: the commit of a 256 MiB upload held as 16 MiB
-// chunks on a real S3 server (SeaweedFS on loopback): 15 chunks appended
+// chunks on a real S3 server (versitygw on loopback): 15 chunks appended
 // beforehand (untimed), then the timed CommitUpload that appends the last
 // chunk, composes the 16 parts into the blob object (server-side, or
 // streamed through this process) and commits the database transaction.

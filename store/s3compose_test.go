@@ -18,7 +18,7 @@ import (
 )
 
 // s3Fixture is a blobFixture whose objects live on a real S3 server
-// (SeaweedFS), reached through a proxy that counts the bytes this process
+// (versitygw), reached through a proxy that counts the bytes this process
 // sends to it.
 type s3Fixture struct {
 	*blobFixture
@@ -27,12 +27,20 @@ type s3Fixture struct {
 	bucket string
 }
 
-// newS3Bucket creates a bucket of its own on the test process's S3 server
-// and opens it, through endpoint when not "" (a proxy in front of the
-// server). It returns the store and the bucket name.
-func newS3Bucket(t testing.TB, endpoint string) (*objstore.Store, string) {
+// newS3Bucket starts an S3 server for the test, creates a bucket on it
+// and opens it.
+func newS3Bucket(t testing.TB) *objstore.Store {
 	t.Helper()
-	url, name := ocitools.SharedS3(t).NewBucket(t, endpoint)
+	objects, _ := openS3Bucket(t, ocitools.StartS3(t, "store-test"), "")
+	return objects
+}
+
+// openS3Bucket creates a bucket of its own on srv and opens it, through
+// endpoint when not "" (a proxy in front of the server). It returns the
+// store and the bucket name.
+func openS3Bucket(t testing.TB, srv *ocitools.S3Server, endpoint string) (*objstore.Store, string) {
+	t.Helper()
+	url, name := srv.NewBucket(t, endpoint)
 	objects, err := objstore.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +64,9 @@ func newGCSBucket(t testing.TB) *objstore.Store {
 
 func newS3Fixture(t *testing.T, opts Options) *s3Fixture {
 	t.Helper()
-	srv := ocitools.SharedS3(t)
+	srv := ocitools.StartS3(t, "store-test")
 	proxy := ocitools.NewCountingProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
-	objects, bucket := newS3Bucket(t, "http://"+proxy.Addr)
+	objects, bucket := openS3Bucket(t, srv, "http://"+proxy.Addr)
 	f := &blobFixture{pool: testdb.New(t), objects: objects, clock: newFakeClock(), backend: "s3"}
 	if opts.Clock == nil {
 		opts.Clock = f.clock

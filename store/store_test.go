@@ -38,8 +38,8 @@ type blobFixture struct {
 }
 
 // objectBackends are the object-storage backends the blob tests run on
-// ("s3": a bucket of its own on a real S3 server, "gcs": a GCS API server
-// of its own; s3compose_test.go).
+// ("s3": an S3 server of its own, "gcs": a GCS API server of its own;
+// s3compose_test.go).
 var objectBackends = []string{"file", "mem", "s3", "gcs"}
 
 func newBlobFixture(t testing.TB, backend string, opts Options) *blobFixture {
@@ -56,7 +56,7 @@ func newBlobFixture(t testing.TB, backend string, opts Options) *blobFixture {
 	case "mem":
 		f.objects = objstore.NewMem()
 	case "s3":
-		f.objects, _ = newS3Bucket(t, "")
+		f.objects = newS3Bucket(t)
 	case "gcs":
 		f.objects = newGCSBucket(t)
 	default:

@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"cloud.google.com/go/storage"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // NewBucket creates a bucket of its own on the server for the test (after
@@ -21,23 +19,13 @@ func (s *S3Server) NewBucket(t testing.TB, endpoint string) (url, name string) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	name = "t-" + hex.EncodeToString(b[:])
-	client := s3.New(s3.Options{
-		BaseEndpoint: aws.String(s.Endpoint),
-		Region:       "us-east-1",
-		UsePathStyle: true,
-		Credentials:  aws.CredentialsProviderFunc(s.credentials),
-	})
-	if _, err := client.CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	if err := s.createBucket(context.Background(), name); err != nil {
 		t.Fatalf("create bucket: %v", err)
 	}
 	if endpoint == "" {
 		endpoint = s.Endpoint
 	}
 	return "s3://" + name + "?endpoint=" + endpoint + "&region=us-east-1&use_path_style=true", name
-}
-
-func (s *S3Server) credentials(context.Context) (aws.Credentials, error) {
-	return aws.Credentials{AccessKeyID: s.AccessKey, SecretAccessKey: s.SecretKey}, nil
 }
 
 // NewBucket creates bucket name on the server for the test (after

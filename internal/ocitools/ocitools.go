@@ -1,7 +1,7 @@
 // Package ocitools fetches and builds the real OCI tools the tests drive:
 // the distribution-spec conformance suite, crane, oras and distribution's
 // registry (the legacy registry of the migration tests); and, beside them,
-// SeaweedFS's S3 server and Verdaccio (the npm benchmark's other cache).
+// an S3 server (versitygw) and Verdaccio (the npm benchmark's other cache).
 //
 // The Go ones are built from the Go module proxy with the ordinary go
 // command, Verdaccio is installed from the npm registry by npm ci from a
@@ -139,7 +139,7 @@ func tool(t testing.TB, name, version string, build func(ctx context.Context, ou
 	return p
 }
 
-// buildTimeout bounds one tool build; weed, far larger, has its own.
+// buildTimeout bounds one tool build.
 const buildTimeout = 15 * time.Minute
 
 func ensure(name, version string, timeout time.Duration, build func(ctx context.Context, out string) error) (string, error) {

@@ -90,7 +90,7 @@ func Verdaccio(t testing.TB) string {
 type VerdaccioServer struct {
 	URL     string // http://127.0.0.1:<port>/
 	Storage string
-	proc    *weedProc
+	proc    *serverProc
 	logs    *lockedBuffer
 }
 
@@ -164,7 +164,7 @@ func StartVerdaccio(t testing.TB, uplinkURL string, maxAge time.Duration) *Verda
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("verdaccio: start: %v", err)
 	}
-	v.proc = &weedProc{cmd: cmd, exited: make(chan struct{})}
+	v.proc = &serverProc{cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		close(v.proc.exited)

@@ -27,10 +27,7 @@ var backends = map[string]func(t *testing.T) *Store{
 		return fs
 	},
 	"mem": func(*testing.T) *Store { return NewMem() },
-	"s3": func(t *testing.T) *Store {
-		s, _ := newS3Bucket(t, "")
-		return s
-	},
+	"s3":  func(t *testing.T) *Store { return newS3Bucket(t) },
 	"gcs": newGCSBucket,
 }
 

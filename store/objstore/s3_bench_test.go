@@ -16,7 +16,7 @@ import (
 )
 
 // BenchmarkS3Promote measures the commit (Promote) of a 256 MiB upload
-// held as 16 chunks of 16 MiB on a real S3 server (SeaweedFS on
+// held as 16 chunks of 16 MiB on a real S3 server (versitygw on
 // loopback), composed by the server (UploadPartCopy) and streamed through
 // this process. The chunks are written once; each iteration composes a
 // new blob object from them. Besides the time, it reports the bytes this

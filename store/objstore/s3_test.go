@@ -15,7 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 )
 
-// s3Backend is a store on a real S3 server (SeaweedFS), reached through a
+// s3Backend is a store on a real S3 server (versitygw), reached through a
 // proxy that counts the bytes this process sends.
 type s3Backend struct {
 	*Store
@@ -24,12 +24,19 @@ type s3Backend struct {
 	bucket string
 }
 
-// newS3Bucket creates a bucket of its own on the test process's S3 server
-// and opens it, through endpoint when not "" (a proxy in front of the
-// server).
-func newS3Bucket(t testing.TB, endpoint string) (*Store, string) {
+// newS3Bucket starts an S3 server for the test, creates a bucket on it
+// and opens it.
+func newS3Bucket(t testing.TB) *Store {
 	t.Helper()
-	url, name := ocitools.SharedS3(t).NewBucket(t, endpoint)
+	st, _ := openS3Bucket(t, ocitools.StartS3(t, "objstore-test"), "")
+	return st
+}
+
+// openS3Bucket creates a bucket of its own on srv and opens it, through
+// endpoint when not "" (a proxy in front of the server).
+func openS3Bucket(t testing.TB, srv *ocitools.S3Server, endpoint string) (*Store, string) {
+	t.Helper()
+	url, name := srv.NewBucket(t, endpoint)
 	st, err := Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +47,9 @@ func newS3Bucket(t testing.TB, endpoint string) (*Store, string) {
 
 func newS3Backend(t *testing.T) *s3Backend {
 	t.Helper()
-	srv := ocitools.SharedS3(t)
+	srv := ocitools.StartS3(t, "objstore-test")
 	proxy := ocitools.NewCountingProxy(t, strings.TrimPrefix(srv.Endpoint, "http://"))
-	st, name := newS3Bucket(t, "http://"+proxy.Addr)
+	st, name := openS3Bucket(t, srv, "http://"+proxy.Addr)
 	b := &s3Backend{Store: st, proxy: proxy, bucket: name}
 	if !st.Bucket().As(&b.client) {
 		t.Fatal("s3 bucket does not expose *s3.Client")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -137,15 +138,25 @@ func (u *Upload) composeS3(ctx context.Context, parts []Part, dst string) (done 
 // recorded size (a range copy: a part object shorter than recorded fails
 // instead of composing a short blob), and returns the completed parts in
 // order.
+//
+// After a failure no further copy starts, but the copies in flight are
+// not cancelled: the server goes on with a copy whose client went away,
+// and a part it stores after the caller's abort revives the multipart
+// upload (S3 documents that a part upload in progress may succeed after
+// the abort). Waiting for them means the abort comes last.
 func (u *Upload) copyParts(ctx context.Context, client *s3.Client, parts []Part, key string, uploadID *string) ([]s3types.CompletedPart, error) {
 	t := u.s.s3
 	completed := make([]s3types.CompletedPart, len(parts))
-	g, gctx := errgroup.WithContext(ctx)
+	var g errgroup.Group
 	g.SetLimit(s3CopyConcurrency)
+	var failed atomic.Bool
 	for i, p := range parts {
 		src := t.key(partKey(u.prefix, p))
 		g.Go(func() error {
-			out, err := client.UploadPartCopy(gctx, &s3.UploadPartCopyInput{
+			if failed.Load() {
+				return nil
+			}
+			out, err := client.UploadPartCopy(ctx, &s3.UploadPartCopyInput{
 				Bucket:          aws.String(t.bucket),
 				Key:             aws.String(key),
 				UploadId:        uploadID,
@@ -154,12 +165,14 @@ func (u *Upload) copyParts(ctx context.Context, client *s3.Client, parts []Part,
 				CopySourceRange: aws.String(fmt.Sprintf("bytes=0-%d", p.Size-1)),
 			})
 			if err != nil {
+				failed.Store(true)
 				if code := apiErrorCode(err); code == "NoSuchKey" || code == "NotFound" {
 					return fmt.Errorf("objstore: compose: copy part %s: %w", src, ErrNotFound)
 				}
 				return fmt.Errorf("objstore: compose: copy part %s: %w", src, err)
 			}
 			if out.CopyPartResult == nil || out.CopyPartResult.ETag == nil {
+				failed.Store(true)
 				return fmt.Errorf("objstore: compose: copy part %s: no ETag in the answer", src)
 			}
 			completed[i] = s3types.CompletedPart{ETag: out.CopyPartResult.ETag, PartNumber: aws.Int32(int32(i + 1))}
