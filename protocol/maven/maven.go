@@ -246,6 +246,16 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if t.Virtual {
+		if write {
+			dt, err := h.virtualDeployTarget(r.Context(), t)
+			if err != nil {
+				return err
+			}
+			return h.put(w, r, dt, q)
+		}
+		return h.virtualGet(w, r, t, q)
+	}
 	if t.Remote != nil {
 		if write {
 			// Refused once authorized: who may not write the proxy is
