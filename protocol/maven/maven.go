@@ -24,6 +24,9 @@
 //   - A GET of a non-timestamped SNAPSHOT file name serves the latest
 //     timestamped build.
 //
+// Proxies (kind REMOTE) are served by remote.go, virtual repositories
+// (kind VIRTUAL) by virtual.go over the same URLs.
+//
 // Errors are plain text (Maven shows the status line only).
 package maven
 
