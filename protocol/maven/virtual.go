@@ -264,6 +264,11 @@ func (h *handler) memberMetadata(r *http.Request, c virtualCandidate, q *request
 	if err != nil {
 		return nil, err
 	}
+	if a.file == nil {
+		// Not reached: a lookup that waits returns the cached file.
+		a.fr.Close()
+		return nil, newErr(http.StatusServiceUnavailable, "the upstream's %s is not cached yet, retry", q.ref)
+	}
 	h.recordRemote(ctx, r, c.t, mavenstore.RemoteAccess{File: a.file, Miss: a.miss})
 	return h.readBlob(ctx, &a.file.Blob)
 }
@@ -324,8 +329,11 @@ func (h *handler) virtualSnapshotMetadata(w http.ResponseWriter, r *http.Request
 }
 
 // serveVirtualBytes answers with a document a virtual computed, or one
-// of its checksums. Its ETag is the SHA-1 of the bytes; its Last-Modified
-// the document's lastUpdated (zero: none).
+// of its checksums. Its ETag, the SHA-1 of the bytes, is the validator
+// (If-None-Match answers 304). Last-Modified is the document's
+// lastUpdated (zero: none) for information only: a merged document can
+// change without its lastUpdated growing (a version deleted upstream, a
+// rule changed), so If-Modified-Since is not answered with 304.
 func serveVirtualBytes(w http.ResponseWriter, r *http.Request, q *request, body []byte, modified time.Time) error {
 	hdr := w.Header()
 	hdr.Set("Cache-Control", cacheControl(q))
@@ -341,7 +349,10 @@ func serveVirtualBytes(w http.ResponseWriter, r *http.Request, q *request, body 
 	hdr.Set("X-Checksum-Sha1", sha1hex)
 	hdr.Set("X-Checksum-Md5", checksumOf(mavenstore.MD5, body))
 	hdr.Set("X-Checksum-Sha256", checksumOf(mavenstore.SHA256, body))
-	http.ServeContent(w, r, "", modified, bytes.NewReader(body))
+	if !modified.IsZero() {
+		hdr.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 	return nil
 }
 
