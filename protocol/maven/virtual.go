@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -102,15 +103,23 @@ func (h *handler) virtualCandidates(ctx context.Context, vt *mavenstore.Target, 
 			hostedIDs = append(hostedIDs, m.Repository.ID)
 		}
 	}
-	targets, err := h.maven.VirtualMemberTargets(ctx, vt, ids)
-	if err != nil {
-		return nil, err
-	}
-	// Every hosted upstream is asked whether it holds the artifact,
-	// admitting or not: the name is then internal, and no remote may
-	// serve it.
-	holding, err := h.maven.HoldingRepositories(ctx, vt.NamespaceID, hostedIDs, ref.GroupID, ref.ArtifactID)
-	if err != nil {
+	// The members' targets and, for every hosted upstream, admitting or
+	// not, whether it holds the artifact (the name is then internal, and
+	// no remote may serve it): two independent statements, sent at once.
+	var (
+		targets map[uuid.UUID]*mavenstore.Target
+		holding map[uuid.UUID]bool
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		targets, err = h.maven.VirtualMemberTargets(gctx, vt, ids)
+		return err
+	})
+	g.Go(func() (err error) {
+		holding, err = h.maven.HoldingRepositories(gctx, vt.NamespaceID, hostedIDs, ref.GroupID, ref.ArtifactID)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	shadowed := len(holding) > 0
