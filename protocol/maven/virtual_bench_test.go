@@ -16,7 +16,7 @@ import (
 // from two hosted upstreams (20 versions each). Loopback HTTP, real
 // PostgreSQL.
 //
-//	nice go test -run '^$' -bench BenchmarkVirtualMaven -benchtime 300x -count 3 ./protocol/maven/
+//	nice go test -run '^$' -bench BenchmarkVirtualMaven -benchtime 200x -count 3 ./protocol/maven/
 func BenchmarkVirtualMaven(b *testing.B) {
 	s := newTestServer(b, serverOpts{rootRouter: true})
 	for _, n := range []string{"h", "h2", "e1", "e2"} {
