@@ -22,11 +22,17 @@ import (
 // get serves GET and HEAD of a file, a metadata document or a checksum
 // sidecar.
 func (h *handler) get(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request) error {
-	ctx := r.Context()
-	f, content, err := h.find(ctx, t, q.ref)
+	f, content, err := h.find(r.Context(), t, q.ref)
 	if err != nil {
 		return err
 	}
+	return h.serveHosted(w, r, t, q, f, content)
+}
+
+// serveHosted answers with what find found: the stored file f, or the
+// rendered metadata content, or a checksum of either.
+func (h *handler) serveHosted(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request, f *mavenstore.File, content []byte) error {
+	ctx := r.Context()
 	if q.checksum != "" {
 		var sum string
 		if f != nil {

@@ -24,6 +24,9 @@
 //   - A GET of a non-timestamped SNAPSHOT file name serves the latest
 //     timestamped build.
 //
+// Proxies (kind REMOTE) are served by remote.go, virtual repositories
+// (kind VIRTUAL) by virtual.go over the same URLs.
+//
 // Errors are plain text (Maven shows the status line only).
 package maven
 
@@ -245,6 +248,16 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	t, err := h.access(r, q, action)
 	if err != nil {
 		return err
+	}
+	if t.Virtual {
+		if write {
+			dt, err := h.virtualDeployTarget(r.Context(), t)
+			if err != nil {
+				return err
+			}
+			return h.put(w, r, dt, q)
+		}
+		return h.virtualGet(w, r, t, q)
 	}
 	if t.Remote != nil {
 		if write {

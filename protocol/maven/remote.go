@@ -192,57 +192,82 @@ func requestKind(q *request) string {
 
 // remoteGet serves GET and HEAD of a proxy.
 func (h *handler) remoteGet(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request) error {
-	ctx := r.Context()
+	a, err := h.remoteLookup(r.Context(), t, q, q.checksum != "" || r.Method == http.MethodHead)
+	if err != nil {
+		return err
+	}
+	if a.file == nil {
+		defer a.fr.Close()
+		return h.stream(w, r, t, q, a.fr)
+	}
+	return h.serveCached(w, r, t, q, a.file, a.stale, a.miss)
+}
+
+// remoteAnswer is what a proxy has for a request: a cached file (stale
+// when the upstream could not be asked, miss when it was fetched now),
+// or, for a large file fetched now, the reader to stream it from.
+type remoteAnswer struct {
+	file        *mavenstore.RemoteFile
+	stale, miss bool
+	fr          *upstream.FillReader
+}
+
+// remoteLookup finds what a proxy has for a request: the cached copy
+// while it is valid, else the upstream's (conditionally when a copy is
+// cached), else the stale copy when the upstream cannot be asked. With
+// wait, a file fetched now is always waited for and cached (never
+// streamed). Errors: 404 when the upstream has no such file, the
+// upstream's failure as 502/503/504 when nothing is cached.
+func (h *handler) remoteLookup(ctx context.Context, t *mavenstore.Target, q *request, wait bool) (*remoteAnswer, error) {
 	kind := requestKind(q)
 	observe := func(outcome string) { h.remote.opts.CacheMetrics.observe(kind, outcome) }
 	ref := q.ref
 	mutable := ref.FileName == mavenstore.MetadataFile || mavenstore.IsSnapshotVersion(ref.Version)
 	cached, err := h.maven.RemoteFile(ctx, t, ref)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := time.Now()
 	if cached != nil && (!mutable || now.Sub(cached.CheckedAt) < t.Remote.MetadataValidity) {
 		observe("hit")
-		return h.serveCached(w, r, t, q, cached, false, false)
+		return &remoteAnswer{file: cached}, nil
 	}
 	c, err := h.remote.client(ctx, t)
 	if err != nil {
 		if cached != nil && (store.IsUnavailable(err) || store.HasCode(err, container.CodeNoKeyring)) {
 			observe("stale")
-			return h.serveCached(w, r, t, q, cached, true, false)
+			return &remoteAnswer{file: cached, stale: true}, nil
 		}
-		return err
+		return nil, err
 	}
 	path := upstreamPath(ref)
-	fr, res, err := h.fill(ctx, c, t, ref, path, cached, q.checksum != "" || r.Method == http.MethodHead)
+	fr, res, err := h.fill(ctx, c, t, ref, path, cached, wait)
 	var ue *upstream.Error
 	switch {
 	case err == nil:
 	case errors.As(err, &ue) && ue.Status == http.StatusNotModified && cached != nil:
 		if cerr := h.maven.ConfirmRemoteFile(context.WithoutCancel(ctx), t, cached.ID, mavenstore.RemoteFileMeta{}); cerr != nil {
-			h.log.Warn("maven: confirming a cached file failed", "path", r.URL.Path, "err", cerr)
+			h.log.Warn("maven: confirming a cached file failed", "file", ref.String(), "err", cerr)
 		}
 		observe("revalidated")
-		return h.serveCached(w, r, t, q, cached, false, false)
+		return &remoteAnswer{file: cached}, nil
 	case errors.As(err, &ue) && ue.Temporary() && cached != nil:
 		observe("stale")
-		return h.serveCached(w, r, t, q, cached, true, false)
+		return &remoteAnswer{file: cached, stale: true}, nil
 	case errors.As(err, &ue) && ue.Kind == upstream.KindNotFound:
 		observe("not_found")
-		return newErr(http.StatusNotFound, "not found in the upstream repository: %s", ref)
+		return nil, newErr(http.StatusNotFound, "not found in the upstream repository: %s", ref)
 	default:
 		observe("error")
-		return h.upstreamFailure(err, ref)
+		return nil, h.upstreamFailure(err, ref)
 	}
 	observe("miss")
 	if res != nil {
 		// Waited for the verdict: the file is cached.
 		fr.Close()
-		return h.serveCached(w, r, t, q, res, false, true)
+		return &remoteAnswer{file: res, miss: true}, nil
 	}
-	defer fr.Close()
-	return h.stream(w, r, t, q, fr)
+	return &remoteAnswer{miss: true, fr: fr}, nil
 }
 
 // fill asks the upstream for a file (conditionally when a stale copy is

@@ -53,6 +53,10 @@ type Target struct {
 	// Remote is set for a Maven proxy (kind REMOTE), whose
 	// MavenRepositoryID is uuid.Nil.
 	Remote *RemoteTarget
+	// Virtual is set for a virtual repository (kind VIRTUAL, no
+	// MavenRepositoryID either): the protocol resolves its requests
+	// through its upstreams (store.VirtualTree, VirtualMemberTargets).
+	Virtual bool
 }
 
 // UploadRef returns the reference of an upload session of the target's
@@ -64,8 +68,8 @@ func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
 // ResolveTarget resolves /maven/<namespace>/<repository>.
 // CodeRepositoryUnknown (wrapped with the reason) when the namespace
 // does not exist or is deleted, or the repository is missing, in the
-// trash, not Maven, or neither HOSTED nor REMOTE (a REMOTE one has
-// Target.Remote set). Blocked, disabled and suspended
+// trash, or not Maven (a REMOTE one has Target.Remote set, a VIRTUAL one
+// Target.Virtual). Blocked, disabled and suspended
 // namespaces resolve, with ServesReads/ServesWrites telling what they
 // allow.
 //
@@ -111,17 +115,18 @@ func (s *Store) ResolveTarget(ctx context.Context, namespace, repository string)
 	if enum.Format(format) != enum.FormatMaven {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a Maven repository", namespace, repository)
 	}
-	remote := enum.Kind(kind) == enum.KindRemote
-	if !remote && (enum.Kind(kind) != enum.KindHosted || mrID == nil) {
-		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a hosted or remote Maven repository", namespace, repository)
-	}
 	t.NamespaceID, t.RepositoryID = nsID, repoID
-	if remote {
+	switch {
+	case enum.Kind(kind) == enum.KindRemote:
 		if err := s.resolveRemote(ctx, t); err != nil {
 			return nil, err
 		}
-	} else {
+	case enum.Kind(kind) == enum.KindVirtual:
+		t.Virtual = true
+	case enum.Kind(kind) == enum.KindHosted && mrID != nil:
 		t.MavenRepositoryID = *mrID
+	default:
+		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a hosted, remote or virtual Maven repository", namespace, repository)
 	}
 	switch {
 	case blocked != nil:

@@ -3,9 +3,11 @@ package maven
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
 
@@ -46,6 +48,64 @@ func (s *Store) HoldingRepositories(ctx context.Context, namespaceID uuid.UUID, 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: maven repositories holding %s:%s: %w", groupID, artifactID, err))
+	}
+	return out, nil
+}
+
+// VirtualMemberTargets resolves the hosted and remote upstreams
+// repositoryIDs of the virtual repository v (its flattened members) to
+// their targets, keyed by repository id, in one statement: a hosted one
+// with its MavenRepositoryID, a remote one with its Remote settings. The
+// namespace fields are the virtual's (members are of its namespace).
+// Repositories gone or trashed since the virtual's settings were read,
+// and virtual ones, are left out.
+func (s *Store) VirtualMemberTargets(ctx context.Context, v *Target, repositoryIDs []uuid.UUID) (map[uuid.UUID]*Target, error) {
+	out := map[uuid.UUID]*Target{}
+	if len(repositoryIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.id, r.name, r.kind, r.visibility, mr.id,
+		       mrr.id, mrr.url, mrr.metadata_cache_validity_hours, mrr.negative_cache_minutes,
+		       mrr.settings_changed_at, mrr.wrapped_dek IS NOT NULL
+		FROM repositories r
+		LEFT JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.repository_id = r.id
+		LEFT JOIN maven_remote_repositories mrr ON mrr.namespace_id = $1 AND mrr.repository_id = r.id
+		WHERE r.namespace_id = $1 AND r.id = ANY($2::uuid[]) AND r.format = $3 AND r.soft_deleted_at IS NULL`,
+		v.NamespaceID, repositoryIDs, int16(enum.FormatMaven))
+	if err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: upstreams of maven virtual %s/%s: %w", v.NamespaceSlug, v.RepositoryName, err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			t              = *v
+			kind, vis      int16
+			mrID, remoteID *uuid.UUID
+			url            *string
+			meta, neg      *int16
+			changed        *time.Time
+			creds          *bool
+		)
+		t.Virtual, t.Remote, t.MavenRepositoryID = false, nil, uuid.Nil
+		if err := rows.Scan(&t.RepositoryID, &t.RepositoryName, &kind, &vis, &mrID,
+			&remoteID, &url, &meta, &neg, &changed, &creds); err != nil {
+			return nil, db.MapErr(fmt.Errorf("store: upstreams of maven virtual %s/%s: %w", v.NamespaceSlug, v.RepositoryName, err))
+		}
+		t.Visibility = enum.Visibility(vis)
+		switch {
+		case enum.Kind(kind) == enum.KindHosted && mrID != nil:
+			t.MavenRepositoryID = *mrID
+		case enum.Kind(kind) == enum.KindRemote && remoteID != nil:
+			t.Remote = &RemoteTarget{ID: *remoteID, URL: *url, MetadataValidity: time.Duration(*meta) * time.Hour,
+				NegativeTTL: time.Duration(*neg) * time.Minute, SettingsChangedAt: *changed, HasCredentials: *creds}
+		default:
+			continue
+		}
+		out[t.RepositoryID] = &t
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.MapErr(fmt.Errorf("store: upstreams of maven virtual %s/%s: %w", v.NamespaceSlug, v.RepositoryName, err))
 	}
 	return out, nil
 }
