@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"context"
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The Dockerfile's build command sits between these marker comments, so
@@ -48,14 +50,23 @@ func TestDockerBuild(t *testing.T) {
 	if env["CGO_ENABLED"] != "0" {
 		t.Errorf("the Dockerfile builds with CGO_ENABLED=%q, want 0", env["CGO_ENABLED"])
 	}
-	cmd := exec.Command("go", args[1:]...)
+	// The build recompiles every package with -trimpath, the standard
+	// library included, the first time on a build cache: stop it before
+	// the test binary's own deadline so the failure says what was slow.
+	ctx := t.Context()
+	if d, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, d.Add(-30*time.Second))
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, "go", args[1:]...)
 	cmd.Dir = ".."
 	cmd.Env = os.Environ()
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+os.Expand(v, func(k string) string { return vars[k] }))
 	}
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build as the Dockerfile does: %v\n%s", err, b)
+		t.Fatalf("go build as the Dockerfile does (%v): %v\n%s", ctx.Err(), err, b)
 	}
 	assertStatic(t, out)
 	assertRuns(t, out)
