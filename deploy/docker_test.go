@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,26 +129,53 @@ func shellWords(t *testing.T, s string) []string {
 	return words
 }
 
-// assertStatic fails unless the ELF file has neither a program
-// interpreter (the dynamic loader) nor a dynamic section.
+// assertStatic fails unless the binary is statically linked.
 func assertStatic(t *testing.T, path string) {
 	t.Helper()
+	for _, problem := range dynamicLinking(path) {
+		t.Error(problem)
+	}
+}
+
+// dynamicLinking lists why an ELF file is not static: a program
+// interpreter (the dynamic loader), a dynamic section, needed libraries.
+func dynamicLinking(path string) []string {
 	f, err := elf.Open(path)
 	if err != nil {
-		t.Fatalf("open the binary as ELF: %v", err)
+		return []string{fmt.Sprintf("open %s as ELF: %v", path, err)}
 	}
 	defer f.Close()
+	var problems []string
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-			t.Errorf("the binary has a %s program header: it is dynamically linked", p.Type)
+			problems = append(problems, fmt.Sprintf("%s has a %s program header: it is dynamically linked", path, p.Type))
 		}
 	}
 	if s := f.Section(".dynamic"); s != nil {
-		t.Error("the binary has a .dynamic section: it is dynamically linked")
+		problems = append(problems, fmt.Sprintf("%s has a .dynamic section: it is dynamically linked", path))
 	}
 	if libs, err := f.ImportedLibraries(); err == nil && len(libs) > 0 {
-		t.Errorf("the binary needs shared libraries %v", libs)
+		problems = append(problems, fmt.Sprintf("%s needs shared libraries %v", path, libs))
 	}
+	return problems
+}
+
+// TestDynamicLinkingDetected checks the static check on a binary that is
+// dynamically linked, so that it cannot pass by finding nothing.
+func TestDynamicLinkingDetected(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ELF check")
+	}
+	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/bin/ls"} {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if len(dynamicLinking(p)) == 0 {
+			t.Errorf("%s passed the static check; the check finds nothing", p)
+		}
+		return
+	}
+	t.Skip("no dynamically linked system binary to check against")
 }
 
 // assertRuns runs the binary without a shell or anything else around it,
