@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -209,4 +210,34 @@ func readFile(t *testing.T, path string) string {
 		t.Fatalf("read %s: %v", path, err)
 	}
 	return string(b)
+}
+
+// TestDockerfile checks the Dockerfile's promises that need no build:
+// the Go version of go.mod, a final stage with no shell that runs serve
+// as a numeric non-root user, and the exposed port being the one the
+// image listens on.
+func TestDockerfile(t *testing.T) {
+	dockerfile := readFile(t, "../Dockerfile")
+	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(readFile(t, "../go.mod"))
+	if goVersion == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	stages := regexp.MustCompile(`(?m)^FROM `).Split(dockerfile, -1)
+	final := stages[len(stages)-1]
+	for _, c := range []struct{ what, pattern string }{
+		{"the Go version of go.mod", `(?m)^ARG GO_VERSION=` + regexp.QuoteMeta(goVersion[1]) + `$`},
+		{"an empty final stage (no shell)", `(?m)^FROM scratch$`},
+		{"a numeric non-root user in the final stage", `(?m)^USER [1-9][0-9]*:[1-9][0-9]*$`},
+		{"CA certificates in the final stage", `(?m)^COPY --from=build /etc/ssl/certs/ca-certificates.crt `},
+		{"serve as the default command", `(?m)^ENTRYPOINT \["/artifact-registry"\]\nCMD \["serve"\]$`},
+		{"port 8080 exposed and listened on", `(?s)ARTIFACT_REGISTRY_LISTEN=0\.0\.0\.0:8080\b.*\nEXPOSE 8080\n`},
+	} {
+		text := dockerfile
+		if strings.Contains(c.what, "final stage") {
+			text = "FROM " + final
+		}
+		if !regexp.MustCompile(c.pattern).MatchString(text) {
+			t.Errorf("the Dockerfile lacks %s (%s)", c.what, c.pattern)
+		}
+	}
 }
