@@ -137,8 +137,8 @@ func readManifests(t *testing.T) map[string]string {
 
 // manifest is one decoded object.
 type manifest struct {
-	file, kind, name string
-	obj              any
+	file, kind string
+	obj        any
 }
 
 // newObject returns the Go type of an apiVersion and kind.
@@ -213,7 +213,7 @@ func decode(file string, doc []byte) (manifest, error) {
 	if meta.GetName() == "" {
 		return manifest{}, fmt.Errorf("%s: %s has no metadata.name", file, tm.Kind)
 	}
-	return manifest{file: file, kind: tm.Kind, name: meta.GetName(), obj: obj}, nil
+	return manifest{file: file, kind: tm.Kind, obj: obj}, nil
 }
 
 // checkSet checks what strict decoding cannot: references between the
