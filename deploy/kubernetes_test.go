@@ -35,8 +35,8 @@ import (
 // duplicate field or a value of the wrong type fails, as the API server
 // would refuse it. The JSON schemas that schema validators such as
 // kubeconform read are published outside the package registries this
-// project's machines reach (no npm or Go package ships them for the core
-// API), so the Go types, which the API server's own schema is generated
+// project's machines reach (no npm or Go package found there ships them
+// for the core API), so the Go types, which the API server's own schema is generated
 // from, are the schema here. Strict decoding does not check required
 // fields or value ranges; the checks below cover the ones that matter
 // for these manifests. On top of that the test checks what the API server cannot
