@@ -32,7 +32,7 @@ const (
 // run there (--help, version with the injected version string).
 func TestDockerBuild(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the image is linux; the ELF checks need a linux build")
+		testtools.Unavailable(t, "the image is linux; the ELF checks need a linux build")
 	}
 	env, args := dockerBuildCommand(t, readFile(t, "../Dockerfile"))
 	out := filepath.Join(t.TempDir(), "artifact-registry")
@@ -168,7 +168,7 @@ func dynamicLinking(path string) []string {
 // dynamically linked, so that it cannot pass by finding nothing.
 func TestDynamicLinkingDetected(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("ELF check")
+		testtools.Unavailable(t, "the ELF check needs linux binaries")
 	}
 	for _, p := range []string{"/bin/sh", "/usr/bin/env", "/bin/ls"} {
 		if _, err := os.Stat(p); err != nil {
