@@ -11,6 +11,8 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph/model"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	"github.com/artifact-registry/artifact-registry/store/maven"
+	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
 // VirtualRepository.resolve: where a request through a virtual would be
@@ -65,27 +67,16 @@ func (r *Resolver) containerLookup(nsID uuid.UUID, name, tag string) *virtualLoo
 	return l
 }
 
-// npmScope is the scope rules match: "@scope" of a scoped name, empty
-// for an unscoped one (which a SCOPE allow rule therefore refuses).
-func npmScope(name string) string {
-	if strings.HasPrefix(name, "@") {
-		if i := strings.IndexByte(name, '/'); i > 0 {
-			return name[:i]
-		}
-	}
-	return ""
-}
-
 func (r *Resolver) npmLookup(nsID uuid.UUID, name, version string) *virtualLookup {
 	l := &virtualLookup{name: name, values: []store.VirtualValue{
 		{Field: int16(enum.NpmTargetFullPackageName), Value: name},
-		{Field: int16(enum.NpmTargetScope), Value: npmScope(name)},
+		{Field: int16(enum.NpmTargetScope), Value: npmstore.ScopeOf(name)},
 	}}
 	if version != "" {
 		l.values = append(l.values, store.VirtualValue{Field: int16(enum.NpmTargetVersion), Value: version})
 	}
 	l.holding = func(ctx context.Context, hosted []uuid.UUID) (map[uuid.UUID]bool, error) {
-		return r.npmHolding(ctx, nsID, hosted, name)
+		return r.npm.HoldingRepositories(ctx, nsID, hosted, name)
 	}
 	l.stored = func(ctx context.Context, hosted, remote []uuid.UUID) (map[uuid.UUID]bool, error) {
 		return r.npm.StoredPackage(ctx, nsID, append(hosted, remote...), name, version)
@@ -100,7 +91,7 @@ func (r *Resolver) mavenLookup(nsID uuid.UUID, name, version string) (*virtualLo
 	}
 	// Reserved patterns match the layout path, as the Maven protocol
 	// matches them: com/acme/** reserves groupId com.acme and below.
-	l := &virtualLookup{name: strings.ReplaceAll(groupID, ".", "/") + "/" + artifactID, values: []store.VirtualValue{
+	l := &virtualLookup{name: maven.LayoutName(groupID, artifactID), values: []store.VirtualValue{
 		{Field: int16(enum.MavenTargetGroupID), Value: groupID},
 		{Field: int16(enum.MavenTargetArtifactID), Value: artifactID},
 	}}
@@ -108,7 +99,7 @@ func (r *Resolver) mavenLookup(nsID uuid.UUID, name, version string) (*virtualLo
 		l.values = append(l.values, store.VirtualValue{Field: int16(enum.MavenTargetVersion), Value: version})
 	}
 	l.holding = func(ctx context.Context, hosted []uuid.UUID) (map[uuid.UUID]bool, error) {
-		return r.mavenHolding(ctx, nsID, hosted, groupID, artifactID)
+		return r.maven.HoldingRepositories(ctx, nsID, hosted, groupID, artifactID)
 	}
 	l.stored = func(ctx context.Context, hosted, remote []uuid.UUID) (map[uuid.UUID]bool, error) {
 		return r.maven.StoredPackage(ctx, nsID, append(hosted, remote...), groupID, artifactID, version)

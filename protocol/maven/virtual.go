@@ -49,12 +49,6 @@ type virtualCandidate struct {
 	t *mavenstore.Target
 }
 
-// layoutName is the name reserved patterns are matched against:
-// <group/path>/<artifactId>.
-func layoutName(groupID, artifactID string) string {
-	return strings.ReplaceAll(groupID, ".", "/") + "/" + artifactID
-}
-
 // groupLevel reports a package-level metadata path that may be a group's
 // plugin-prefix document: <group/path>/maven-metadata.xml parses as
 // groupId <group minus its last part>, artifactId <last part>.
@@ -81,7 +75,7 @@ func admitsGroup(m *store.VirtualMember, ref mavenstore.FileRef) bool {
 // (<group/path>/maven-metadata.xml), matches a reserved pattern on the
 // way to it.
 func reserved(m *store.VirtualMember, ref mavenstore.FileRef) bool {
-	name := layoutName(ref.GroupID, ref.ArtifactID)
+	name := mavenstore.LayoutName(ref.GroupID, ref.ArtifactID)
 	return m.ReservedName(name) || (groupLevel(ref) && m.ReservedName(name+"/"+mavenstore.MetadataFile))
 }
 

@@ -103,15 +103,6 @@ func (h *handler) loadVirtual(ctx context.Context, vrepo *npmstore.Repository) (
 	return v, nil
 }
 
-// scopeOf is the value SCOPE rules match: "@scope" of a scoped name, ""
-// for an unscoped one (which ALLOW rules on SCOPE therefore never admit).
-func scopeOf(name string) string {
-	if scope, _, ok := splitName(name); ok {
-		return "@" + scope
-	}
-	return ""
-}
-
 // candidates are the upstreams that may serve name, in order.
 func (h *handler) candidates(ctx context.Context, v *virtualView, name string) ([]vmember, error) {
 	var hosted []uuid.UUID
@@ -131,7 +122,7 @@ func (h *handler) candidates(ctx context.Context, v *virtualView, name string) (
 	var out []vmember
 	for i, d := range store.DecideVirtual(flat, holding, name,
 		store.VirtualValue{Field: int16(enum.NpmTargetFullPackageName), Value: name},
-		store.VirtualValue{Field: int16(enum.NpmTargetScope), Value: scopeOf(name)}) {
+		store.VirtualValue{Field: int16(enum.NpmTargetScope), Value: npmstore.ScopeOf(name)}) {
 		if d.Outcome == store.VirtualCandidate {
 			out = append(out, v.members[i])
 		}
@@ -622,7 +613,7 @@ func (h *handler) virtualSearch(req *request) error {
 		total += n
 		for _, hit := range page {
 			if seen[hit.Name] || !c.m.Admits(int16(enum.NpmTargetFullPackageName), hit.Name) ||
-				!c.m.Admits(int16(enum.NpmTargetScope), scopeOf(hit.Name)) {
+				!c.m.Admits(int16(enum.NpmTargetScope), npmstore.ScopeOf(hit.Name)) {
 				total--
 				continue
 			}

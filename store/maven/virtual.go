@@ -3,6 +3,7 @@ package maven
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,6 +16,13 @@ import (
 // resolution"): the protocol resolves a request through the virtual's
 // flattened upstreams (store.FlattenVirtual); this file answers what it
 // needs from the database besides the hosted and cached files.
+
+// LayoutName is the name a virtual's reserved patterns are matched
+// against: <group/path>/<artifactId>, so com/acme/** reserves groupId
+// com.acme and its subgroups.
+func LayoutName(groupID, artifactID string) string {
+	return strings.ReplaceAll(groupID, ".", "/") + "/" + artifactID
+}
 
 // HoldingRepositories tells which of the hosted Maven repositories
 // repositoryIDs (repositories.id, of namespace namespaceID) hold an

@@ -171,6 +171,13 @@ func (s *Store) resolveNamespaceID(ctx context.Context, slug string) (uuid.UUID,
 	return id, nil
 }
 
+// newRemoteTarget is the pull-through settings of an npm remote
+// repository as its row holds them.
+func newRemoteTarget(id uuid.UUID, url string, metadataValidityHours int16, changed time.Time, hasCredentials bool) *RemoteTarget {
+	return &RemoteTarget{ID: id, URL: url, MetadataValidity: time.Duration(metadataValidityHours) * time.Hour,
+		SettingsChangedAt: changed, HasCredentials: hasCredentials}
+}
+
 func scanRepository(row pgx.Row, what string, allowRemote bool) (*Repository, error) {
 	var (
 		repo                               Repository
@@ -198,8 +205,7 @@ func scanRepository(row pgx.Row, what string, allowRemote bool) (*Repository, er
 	case enum.Format(*format) != enum.FormatNpm:
 		return nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: repository %s is not an npm repository", what)
 	case allowRemote && enum.Kind(*kind) == enum.KindRemote && remoteID != nil:
-		repo.Remote = &RemoteTarget{ID: *remoteID, URL: *remoteURL, MetadataValidity: time.Duration(*metaHrs) * time.Hour,
-			SettingsChangedAt: *remoteChanged, HasCredentials: *remoteCreds}
+		repo.Remote = newRemoteTarget(*remoteID, *remoteURL, *metaHrs, *remoteChanged, *remoteCreds)
 	case allowRemote && enum.Kind(*kind) == enum.KindVirtual:
 		repo.Virtual = true
 	case enum.Kind(*kind) != enum.KindHosted || npmRepoID == nil:

@@ -3,6 +3,7 @@ package npm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -14,6 +15,16 @@ import (
 // The npm side of virtual repositories (docs/virtual-repositories.md):
 // which hosted members hold a package name decides whether remote
 // members may be asked for it at all (name shadowing).
+
+// ScopeOf is the value a virtual's SCOPE rules match: "@scope" of a
+// scoped name, "" for an unscoped one (which ALLOW rules on SCOPE
+// therefore never admit).
+func ScopeOf(name string) string {
+	if scope, _, ok := strings.Cut(name, "/"); ok && strings.HasPrefix(scope, "@") {
+		return scope
+	}
+	return ""
+}
 
 const holdingRepositoriesSQL = `
 SELECT nr.repository_id
@@ -93,8 +104,7 @@ func (s *Store) VirtualMembers(ctx context.Context, virtual *Repository, reposit
 		case enum.Kind(kind) == enum.KindHosted && npmID != nil:
 			m.NpmRepositoryID = *npmID
 		case enum.Kind(kind) == enum.KindRemote && remoteID != nil:
-			m.Remote = &RemoteTarget{ID: *remoteID, URL: *remoteURL, MetadataValidity: time.Duration(*metaHrs) * time.Hour,
-				SettingsChangedAt: *remoteChanged, HasCredentials: *remoteCreds}
+			m.Remote = newRemoteTarget(*remoteID, *remoteURL, *metaHrs, *remoteChanged, *remoteCreds)
 		default:
 			continue
 		}
