@@ -12,12 +12,10 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
-	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
@@ -25,27 +23,13 @@ import (
 // returns a pool on it; both are dropped at cleanup.
 func emptyDatabase(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
-	admin := testdb.New(t) // any database of the server, to run CREATE DATABASE
+	return cloneDatabase(t, "template0")
+}
+
+func randomSuffix() string {
 	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name := "migrate_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()+" TEMPLATE template0"); err != nil {
-		t.Fatalf("create empty database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop %s: %v", name, err)
-		}
-	})
-	cfg := admin.Config().Copy()
-	cfg.ConnConfig.Database = name
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // registered last, so it runs before the drop
-	return pool
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand docs)
+	return hex.EncodeToString(b[:])
 }
 
 // snapshot describes every schema object Up creates or touches, one line per

@@ -17,15 +17,12 @@ import (
 func TestSigningKeysUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := emptyDatabase(t)
+	pool := databaseBefore(t, 39)
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 38); err != nil {
-		t.Fatalf("up to 00038: %v", err)
 	}
 	f := newFixture(t, pool)
 	ns := f.namespace()

@@ -2,12 +2,19 @@ package migrations_test
 
 import (
 	"context"
-	"database/sql"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
+
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
 
 // databaseBefore returns a fresh database migrated up to the migration
@@ -15,31 +22,119 @@ import (
 // to populate and then bring current with migrations.Up.
 func databaseBefore(t *testing.T, version int64) *pgxpool.Pool {
 	t.Helper()
-	pool := emptyDatabase(t)
-	db := stdlib.OpenDBFromPool(pool) // closing it leaves the pool open
+	return cloneDatabase(t, templateAt(t, previousVersion(t, version)))
+}
+
+// templates are databases migrated up to a version, kept for the whole
+// test process: an upgrade test clones the template of the version it
+// needs. A template is built from the one at the checkpoint below it (every
+// templateStep versions, itself built the same way), so the early
+// migrations, which create most of the partitions and took most of this
+// package's time when every test re-ran them, run once whatever order the
+// tests ask in, and no test waits for more than templateStep migrations.
+var templates struct {
+	sync.Mutex
+	byVersion map[int64]string
+}
+
+const templateStep = 8
+
+// templateAt returns the name of a template database migrated to version.
+// Building one holds the lock, so tests needing the same version wait and
+// then clone it instead of repeating the work.
+func templateAt(t *testing.T, version int64) string {
+	t.Helper()
+	templates.Lock()
+	defer templates.Unlock()
+	return buildTemplate(t, version)
+}
+
+// buildTemplate is templateAt with the lock held.
+func buildTemplate(t *testing.T, version int64) string {
+	t.Helper()
+	if name, ok := templates.byVersion[version]; ok {
+		return name
+	}
+	base, from := "template0", (version-1)/templateStep*templateStep
+	if from > 0 {
+		base = buildTemplate(t, from)
+	}
+	name := fmt.Sprintf("migrate_template_%05d", version)
+	admin := testdb.New(t) // any database of the server, to run CREATE DATABASE
+	createFrom(t, admin, name, base)
+	pool := openDatabase(t, admin, name)
+	defer pool.Close() // a template may have no connections when it is cloned
+	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	prev := previousVersion(t, db, version)
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.UpTo(context.Background(), prev); err != nil {
-		t.Fatalf("up to %d: %v", prev, err)
+	if _, err := p.UpTo(context.Background(), version); err != nil {
+		t.Fatalf("template: up from %d to %d: %v", from, version, err)
+	}
+	if templates.byVersion == nil {
+		templates.byVersion = map[int64]string{}
+	}
+	templates.byVersion[version] = name
+	return name
+}
+
+// cloneDatabase creates a database from template and returns a pool on it;
+// both are dropped at cleanup.
+func cloneDatabase(t *testing.T, template string) *pgxpool.Pool {
+	t.Helper()
+	admin := testdb.New(t)
+	name := "migrate_" + randomSuffix()
+	createFrom(t, admin, name, template)
+	t.Cleanup(func() {
+		if _, err := admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop %s: %v", name, err)
+		}
+	})
+	pool := openDatabase(t, admin, name)
+	t.Cleanup(pool.Close) // registered last, so it runs before the drop
+	return pool
+}
+
+// createFrom copies template's files (FILE_COPY), much faster than
+// WAL-logging every block of a schema with thousands of partitions.
+func createFrom(t *testing.T, admin *pgxpool.Pool, name, template string) {
+	t.Helper()
+	sql := fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY",
+		pgx.Identifier{name}.Sanitize(), pgx.Identifier{template}.Sanitize())
+	if _, err := admin.Exec(context.Background(), sql); err != nil {
+		t.Fatalf("create database %s from %s: %v", name, template, err)
+	}
+}
+
+func openDatabase(t *testing.T, admin *pgxpool.Pool, name string) *pgxpool.Pool {
+	t.Helper()
+	cfg := admin.Config().Copy()
+	cfg.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
 	}
 	return pool
 }
 
 // previousVersion is the highest migration below v: the release before it.
-func previousVersion(t *testing.T, db *sql.DB, v int64) int64 {
+func previousVersion(t *testing.T, v int64) int64 {
 	t.Helper()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
+	names, err := filepath.Glob("*.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var prev int64
-	for _, s := range p.ListSources() {
-		if s.Version < v && s.Version > prev {
-			prev = s.Version
+	for _, n := range names {
+		num, _, _ := strings.Cut(n, "_")
+		s, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			t.Fatalf("migration file %s: %v", n, err)
+		}
+		if s < v && s > prev {
+			prev = s
 		}
 	}
 	if prev == 0 {
