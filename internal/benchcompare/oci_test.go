@@ -38,7 +38,7 @@ type ociBench struct {
 	// large is one layer of cfg.largeSize; small are cfg.smallLayers
 	// layers of cfg.smallSize. Each push rewrites their first bytes so
 	// nothing deduplicates against an earlier push.
-	large string
+	large  string
 	small  []string
 	rows   map[string]*Row
 	seeded map[string]bool // columns whose tags are pushed
@@ -164,11 +164,11 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 		}
 		ref := repo("oras-" + c.kind)
 		d := runTool(t, filepath.Dir(c.files[0]), env, b.oras, append(append([]string{"push"}, orasArgs...), append([]string{ref}, names...)...)...)
-		b.row("oras push " + c.kind).Add(target.col, c.mb/d.Seconds())
+		b.row("oras push "+c.kind).Add(target.col, c.mb/d.Seconds())
 		out := t.TempDir()
 		d = runTool(t, out, env, b.oras, append([]string{"pull"}, append(orasArgs, ref, "-o", out)...)...)
 		checkFiles(t, out, c.files)
-		b.row("oras pull " + c.kind).Add(target.col, c.mb/d.Seconds())
+		b.row("oras pull "+c.kind).Add(target.col, c.mb/d.Seconds())
 	}
 
 	// crane: an OCI image layout of the layers.
@@ -181,11 +181,11 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 		layout := writeLayout(t, t.TempDir(), c.files)
 		ref := repo("crane-" + c.kind)
 		d := runTool(t, layout, env, b.crane, "push", "--insecure", layout, ref)
-		b.row("crane push " + c.kind).Add(target.col, c.mb/d.Seconds())
+		b.row("crane push "+c.kind).Add(target.col, c.mb/d.Seconds())
 		out := filepath.Join(t.TempDir(), "pulled")
 		d = runTool(t, filepath.Dir(out), env, b.crane, "pull", "--insecure", "--format", "oci", ref, out)
 		checkLayout(t, out, c.files)
-		b.row("crane pull " + c.kind).Add(target.col, c.mb/d.Seconds())
+		b.row("crane pull "+c.kind).Add(target.col, c.mb/d.Seconds())
 	}
 
 	d := concurrentPulls(t, target, "bench/oci/crane-large-"+fmt.Sprint(run), "v1", b.cfg.pullers, b.cfg.largeSize)
