@@ -168,6 +168,7 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 		out := t.TempDir()
 		d = runTool(t, out, env, b.oras, append([]string{"pull"}, append(orasArgs, ref, "-o", out)...)...)
 		checkFiles(t, out, c.files)
+		_ = os.RemoveAll(out)
 		b.row("oras pull "+c.kind).Add(target.col, c.mb/d.Seconds())
 	}
 
@@ -185,6 +186,8 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 		out := filepath.Join(t.TempDir(), "pulled")
 		d = runTool(t, filepath.Dir(out), env, b.crane, "pull", "--insecure", "--format", "oci", ref, out)
 		checkLayout(t, out, c.files)
+		_ = os.RemoveAll(filepath.Dir(out))
+		_ = os.RemoveAll(layout)
 		b.row("crane pull "+c.kind).Add(target.col, c.mb/d.Seconds())
 	}
 

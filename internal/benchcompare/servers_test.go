@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -192,12 +193,14 @@ func (o *ours) maven() mavenTarget {
 	return mavenTarget{col: Ours, url: base, put: func(t testing.TB, path string, body []byte) {
 		req, _ := http.NewRequest(http.MethodPut, base+"/"+path, bytes.NewReader(body))
 		req.SetBasicAuth("bench", o.token)
-		doExpect(t, req, http.StatusCreated)
+		// A checksum sidecar is verified against the stored file: 200.
+		doExpect(t, req, http.StatusCreated, http.StatusOK)
 	}}
 }
 
-// doExpect sends req and fails t unless the answer has status want.
-func doExpect(t testing.TB, req *http.Request, want int) {
+// doExpect sends req and fails t unless the answer has one of the
+// statuses want.
+func doExpect(t testing.TB, req *http.Request, want ...int) {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -205,8 +208,8 @@ func doExpect(t testing.TB, req *http.Request, want int) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d, want %d: %s", req.Method, req.URL, resp.StatusCode, want, body)
+	if !slices.Contains(want, resp.StatusCode) {
+		t.Fatalf("%s %s: %d, want %v: %s", req.Method, req.URL, resp.StatusCode, want, body)
 	}
 }
 
