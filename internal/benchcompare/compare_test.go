@@ -112,50 +112,68 @@ func TestBenchCompare(t *testing.T) {
 		ociTargets = append(ociTargets, zot)
 	}
 
-	oci := newOCIBench(t, cfg, work, rows)
-	for run := range cfg.runs {
-		for _, target := range ociTargets {
-			t.Logf("run %d/%d: OCI against %s", run+1, cfg.runs, target.col)
-			oci.runOnce(t, run, target)
-			oci.tags(t, target)
+	// Each family runs in its own subtest: a failure fails the
+	// comparison but still leaves the others' figures in the table.
+	section := func(name string, cols, prefixes []string, fn func(t *testing.T)) {
+		if !t.Run(name, fn) {
+			noteFailed(rows, prefixes, cols, "failed: see the "+name+" log")
 		}
 	}
-
-	npmTargets := []npmTarget{o.npm()}
-	// Installed in a subtest (a missing Node.js or npm registry leaves
-	// the column empty), started on t so it outlives the subtest.
-	if _, why := optional(t, "verdaccio", func(t *testing.T) string { return ocitools.Verdaccio(t) }); why == "" {
-		npmTargets = append(npmTargets, startVerdaccio(t))
-	} else {
-		noteAll(rows, "npm", Peer, why)
-	}
-	npm := newNPMBench(cfg, rows)
-	for run := range cfg.runs {
-		for _, target := range npmTargets {
-			t.Logf("run %d/%d: npm against %s", run+1, cfg.runs, target.col)
-			npm.runOnce(t, run, target)
-		}
-	}
-
-	if _, why := optional(t, "maven", func(t *testing.T) bool { testtools.RequireMaven(t); return true }); why == "" {
-		mvn := newMavenBench(t, cfg, filepath.Join(work, "maven"), rows)
-		mvnTargets := []mavenTarget{o.maven(), startStaticMaven(t, filepath.Join(work, "static-maven"))}
+	ociCols := []string{Ours, Distribution, Zot}
+	section("oci", ociCols, []string{"oras", "crane", "concurrent", "manifest"}, func(t *testing.T) {
+		oci := newOCIBench(t, cfg, work, rows)
 		for run := range cfg.runs {
-			mvn.baseline(t)
-			for _, target := range mvnTargets {
-				t.Logf("run %d/%d: mvn against %s", run+1, cfg.runs, target.col)
-				mvn.runOnce(t, target)
+			for _, target := range ociTargets {
+				t.Logf("run %d/%d: OCI against %s", run+1, cfg.runs, target.col)
+				oci.runOnce(t, run, target)
+				oci.tags(t, target)
 			}
 		}
-	} else {
+	})
+
+	// Verdaccio is installed in a subtest of its own: a missing Node.js
+	// or npm registry leaves its column empty, with the reason.
+	_, noVerdaccio := optional(t, "verdaccio", func(t *testing.T) string { return ocitools.Verdaccio(t) })
+	if noVerdaccio != "" {
+		noteAll(rows, "npm", Peer, noVerdaccio)
+	}
+	section("npm", []string{Ours, Peer}, []string{"npm"}, func(t *testing.T) {
+		npmTargets := []npmTarget{o.npm()}
+		if noVerdaccio == "" {
+			npmTargets = append(npmTargets, startVerdaccio(t))
+		}
+		npm := newNPMBench(cfg, rows)
+		for run := range cfg.runs {
+			for _, target := range npmTargets {
+				t.Logf("run %d/%d: npm against %s", run+1, cfg.runs, target.col)
+				npm.runOnce(t, run, target)
+			}
+		}
+	})
+
+	if _, why := optional(t, "mvn", func(t *testing.T) bool { testtools.RequireMaven(t); return true }); why != "" {
 		noteAll(rows, "mvn", Ours, why)
 		noteAll(rows, "mvn", Peer, why)
+	} else {
+		section("maven", []string{Ours, Peer}, []string{"mvn"}, func(t *testing.T) {
+			mvn := newMavenBench(t, cfg, filepath.Join(work, "maven"), rows)
+			mvnTargets := []mavenTarget{o.maven(), startStaticMaven(t, filepath.Join(work, "static-maven"))}
+			for run := range cfg.runs {
+				mvn.baseline(t)
+				for _, target := range mvnTargets {
+					t.Logf("run %d/%d: mvn against %s", run+1, cfg.runs, target.col)
+					mvn.runOnce(t, target)
+				}
+			}
+		})
 	}
 
-	t.Logf("GC drain of %d candidates, %d runs", cfg.gcCandidates, cfg.runs)
-	for _, v := range gcDrain(t, work, cfg.gcCandidates, cfg.runs) {
-		rows["gc drain"].Add(Ours, v)
-	}
+	section("gc", []string{Ours}, []string{"gc"}, func(t *testing.T) {
+		t.Logf("GC drain of %d candidates, %d runs", cfg.gcCandidates, cfg.runs)
+		for _, v := range gcDrain(t, work, cfg.gcCandidates, cfg.runs) {
+			rows["gc drain"].Add(Ours, v)
+		}
+	})
 
 	var table bytes.Buffer
 	writeReport(&table, cfg, limits, rows, order, time.Since(started))
@@ -181,6 +199,23 @@ func optional[T any](t *testing.T, name string, start func(t *testing.T) T) (T, 
 		return v, "unavailable: " + name + " could not be installed or started (see the log above)"
 	}
 	return v, ""
+}
+
+// noteFailed notes why on the cols without figures of every row whose
+// key starts with one of prefixes.
+func noteFailed(rows map[string]*Row, prefixes, cols []string, why string) {
+	for k, r := range rows {
+		for _, p := range prefixes {
+			if !strings.HasPrefix(k, p) {
+				continue
+			}
+			for _, c := range cols {
+				if cell := r.Cells[c]; cell == nil || len(cell.Samples) == 0 {
+					r.Note(c, why)
+				}
+			}
+		}
+	}
 }
 
 // noteAll notes why on col of every row whose key starts with prefix.

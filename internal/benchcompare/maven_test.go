@@ -27,6 +27,9 @@ type mavenBench struct {
 
 func newMavenBench(t *testing.T, cfg config, dir string, rows map[string]*Row) *mavenBench {
 	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "protocol", "maven", "testdata", "settings.xml"))
 	if err != nil {
 		t.Fatal(err)
