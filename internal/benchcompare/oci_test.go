@@ -20,13 +20,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/artifact-registry/artifact-registry/internal/ocibench"
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
-)
-
-const (
-	mtManifest = "application/vnd.oci.image.manifest.v1+json"
-	mtLayer    = "application/vnd.oci.image.layer.v1.tar"
-	mtConfig   = "application/vnd.oci.image.config.v1+json"
 )
 
 // ociBench holds the OCI workloads' content and rows.
@@ -160,7 +155,7 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 		stamp(t, fmt.Sprintf("oras-%s-%s-%d", target.col, c.kind, run), c.files...)
 		names := make([]string, len(c.files))
 		for i, f := range c.files {
-			names[i] = filepath.Base(f) + ":" + mtLayer
+			names[i] = filepath.Base(f) + ":" + ocibench.MediaLayer
 		}
 		ref := repo("oras-" + c.kind)
 		d := runTool(t, filepath.Dir(c.files[0]), env, b.oras, append(append([]string{"push"}, orasArgs...), append([]string{ref}, names...)...)...)
@@ -236,12 +231,6 @@ func fileDigest(t testing.TB, path string) string {
 	return fmt.Sprintf("%x", h.Sum(nil))
 }
 
-type descriptor struct {
-	MediaType string `json:"mediaType"`
-	Digest    string `json:"digest"`
-	Size      int64  `json:"size"`
-}
-
 // writeLayout writes an OCI image layout under dir whose one image has
 // files as its layers (hard links, not copies) and returns dir.
 func writeLayout(t testing.TB, dir string, files []string) string {
@@ -250,14 +239,14 @@ func writeLayout(t testing.TB, dir string, files []string) string {
 	if err := os.MkdirAll(blobs, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	put := func(b []byte) descriptor {
+	put := func(b []byte) ocibench.Descriptor {
 		dg := fmt.Sprintf("%x", sha256.Sum256(b))
 		if err := os.WriteFile(filepath.Join(blobs, dg), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		return descriptor{Digest: "sha256:" + dg, Size: int64(len(b))}
+		return ocibench.Descriptor{Digest: "sha256:" + dg, Size: int64(len(b))}
 	}
-	var layers []descriptor
+	var layers []ocibench.Descriptor
 	var diffIDs []string
 	for _, f := range files {
 		dg := fileDigest(t, f)
@@ -268,17 +257,17 @@ func writeLayout(t testing.TB, dir string, files []string) string {
 		if err := os.Link(f, filepath.Join(blobs, dg)); err != nil {
 			t.Fatal(err)
 		}
-		layers = append(layers, descriptor{MediaType: mtLayer, Digest: "sha256:" + dg, Size: fi.Size()})
+		layers = append(layers, ocibench.Descriptor{MediaType: ocibench.MediaLayer, Digest: "sha256:" + dg, Size: fi.Size()})
 		diffIDs = append(diffIDs, "sha256:"+dg)
 	}
 	cfg, _ := json.Marshal(map[string]any{"architecture": "amd64", "os": "linux",
 		"rootfs": map[string]any{"type": "layers", "diff_ids": diffIDs}})
 	cd := put(cfg)
-	cd.MediaType = mtConfig
-	man, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mtManifest, "config": cd, "layers": layers})
+	cd.MediaType = ocibench.MediaConfig
+	man, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": ocibench.MediaManifest, "config": cd, "layers": layers})
 	md := put(man)
-	md.MediaType = mtManifest
-	idx, _ := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": []descriptor{md}})
+	md.MediaType = ocibench.MediaManifest
+	idx, _ := json.Marshal(map[string]any{"schemaVersion": 2, "manifests": []ocibench.Descriptor{md}})
 	if err := os.WriteFile(filepath.Join(dir, "index.json"), idx, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -288,103 +277,24 @@ func writeLayout(t testing.TB, dir string, files []string) string {
 	return dir
 }
 
-// ociClient is a keep-alive HTTP client speaking the OCI API the way
-// crane and docker do (the protocol package's benchmarks' client).
-type ociClient struct {
-	target ociTarget
-	hc     *http.Client
-}
-
-func newOCIClient(target ociTarget) *ociClient {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = 64
-	tr.DisableCompression = true
-	return &ociClient{target: target, hc: &http.Client{Transport: tr}}
-}
-
-func (c *ociClient) do(method, pathOrURL string, body []byte, want int, hdr ...string) (*http.Response, error) {
-	u := pathOrURL
-	if strings.HasPrefix(u, "/") {
-		u = "http://" + c.target.host + u
-	}
-	req, err := http.NewRequest(method, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.ContentLength = int64(len(body))
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	if c.target.user != "" {
-		req.SetBasicAuth(c.target.user, c.target.pass)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != want {
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return nil, fmt.Errorf("%s %s: %d, want %d: %s", method, req.URL.Path, resp.StatusCode, want, b)
-	}
-	return resp, nil
-}
-
-func drain(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-}
-
-// pushBlob uploads in two requests (POST, PUT ?digest= with the body),
-// which every registry supports.
-func (c *ociClient) pushBlob(name string, data []byte) (descriptor, error) {
-	dg := fmt.Sprintf("sha256:%x", sha256.Sum256(data))
-	resp, err := c.do(http.MethodPost, "/v2/"+name+"/blobs/uploads/", nil, http.StatusAccepted)
-	if err != nil {
-		return descriptor{}, err
-	}
-	drain(resp)
-	loc := resp.Header.Get("Location")
-	sep := "?"
-	if strings.Contains(loc, "?") {
-		sep = "&"
-	}
-	resp, err = c.do(http.MethodPut, loc+sep+"digest="+dg, data, http.StatusCreated, "Content-Type", "application/octet-stream")
-	if err != nil {
-		return descriptor{}, err
-	}
-	drain(resp)
-	return descriptor{Digest: dg, Size: int64(len(data))}, nil
-}
-
-func (c *ociClient) pushManifest(name, ref string, config, layer descriptor) error {
-	config.MediaType, layer.MediaType = mtConfig, mtLayer
-	body, _ := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mtManifest, "config": config, "layers": []descriptor{layer}})
-	resp, err := c.do(http.MethodPut, "/v2/"+name+"/manifests/"+ref, body, http.StatusCreated, "Content-Type", mtManifest)
-	if err != nil {
-		return err
-	}
-	drain(resp)
-	return nil
-}
-
 // concurrentPulls pulls name:ref (manifest, config, layers) with n
 // clients at once and returns the wall time; each client checks it got
 // every layer's bytes (the tools' pulls verify the digests).
 func concurrentPulls(t testing.TB, target ociTarget, name, ref string, n int, minBytes int64) time.Duration {
 	t.Helper()
-	c := newOCIClient(target)
+	c := target.client()
+	ctx := context.Background()
 	start := time.Now()
 	var g errgroup.Group
 	for range n {
 		g.Go(func() error {
-			resp, err := c.do(http.MethodGet, "/v2/"+name+"/manifests/"+ref, nil, http.StatusOK, "Accept", mtManifest)
+			resp, err := c.Do(ctx, http.MethodGet, "/v2/"+name+"/manifests/"+ref, nil, http.StatusOK, "Accept", ocibench.MediaManifest)
 			if err != nil {
 				return err
 			}
 			var m struct {
-				Config descriptor
-				Layers []descriptor
+				Config ocibench.Descriptor
+				Layers []ocibench.Descriptor
 			}
 			err = json.NewDecoder(resp.Body).Decode(&m)
 			resp.Body.Close()
@@ -392,8 +302,8 @@ func concurrentPulls(t testing.TB, target ociTarget, name, ref string, n int, mi
 				return err
 			}
 			var total int64
-			for _, d := range append([]descriptor{m.Config}, m.Layers...) {
-				resp, err := c.do(http.MethodGet, "/v2/"+name+"/blobs/"+d.Digest, nil, http.StatusOK)
+			for _, d := range append([]ocibench.Descriptor{m.Config}, m.Layers...) {
+				resp, err := c.Do(ctx, http.MethodGet, "/v2/"+name+"/blobs/"+d.Digest, nil, http.StatusOK)
 				if err != nil {
 					return err
 				}
@@ -416,62 +326,32 @@ func concurrentPulls(t testing.TB, target ociTarget, name, ref string, n int, mi
 	return time.Since(start)
 }
 
-// seedTags pushes n tagged manifests into name, each with its own config
-// and one shared layer, with 8 clients (as the protocol benchmark does).
-func seedTags(t testing.TB, target ociTarget, name string, n int) {
-	t.Helper()
-	c := newOCIClient(target)
-	layer, err := c.pushBlob(name, []byte("shared layer"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	var g errgroup.Group
-	g.SetLimit(8)
-	for i := range n {
-		g.Go(func() error {
-			cfg, err := c.pushBlob(name, fmt.Appendf(nil, `{"architecture":"amd64","os":"linux","created":"%d"}`, i))
-			if err != nil {
-				return err
-			}
-			return c.pushManifest(name, tagName(i), cfg, layer)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatalf("seeding %d tags into %s: %v", n, target.col, err)
-	}
-	t.Logf("%s: %d tagged manifests pushed in %s", target.col, n, time.Since(start).Round(time.Millisecond))
-}
-
-func tagName(i int) string { return fmt.Sprintf("v%05d", i) }
-
-// tagGets GETs manifests by tag, one at a time in a scattered order, and
-// returns the latencies' p50 and p99 in µs.
+// tagGets GETs manifests by tag one at a time and returns the
+// latencies' p50 and p99 in µs.
 func tagGets(t testing.TB, target ociTarget, name string, tags, gets int) (p50, p99 float64) {
 	t.Helper()
-	c := newOCIClient(target)
+	c := target.client()
 	lat := make([]time.Duration, 0, gets)
 	for i := range gets {
-		t0 := time.Now()
-		resp, err := c.do(http.MethodGet, "/v2/"+name+"/manifests/"+tagName((i*7919)%tags), nil, http.StatusOK, "Accept", mtManifest)
+		d, err := ocibench.GetByTag(context.Background(), c, name, i, tags)
 		if err != nil {
 			t.Fatal(err)
 		}
-		drain(resp)
-		lat = append(lat, time.Since(t0))
+		lat = append(lat, d)
 	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Nanoseconds()) / 1e3
-	}
-	return pct(0.50), pct(0.99)
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	return us(ocibench.Percentile(lat, 0.50)), us(ocibench.Percentile(lat, 0.99))
 }
 
 // tags seeds target's tags on its first run and measures GETs.
 func (b *ociBench) tags(t *testing.T, target ociTarget) {
 	name := "bench/oci/tags"
 	if !b.seeded[target.col] {
-		seedTags(t, target, name, b.cfg.tags)
+		start := time.Now()
+		if err := ocibench.SeedTags(context.Background(), target.client(), name, b.cfg.tags); err != nil {
+			t.Fatalf("%s: %v", target.col, err)
+		}
+		t.Logf("%s: %d tagged manifests pushed in %s", target.col, b.cfg.tags, time.Since(start).Round(time.Millisecond))
 		b.seeded[target.col] = true
 	}
 	p50, p99 := tagGets(t, target, name, b.cfg.tags, b.cfg.tagGets)

@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/ocibench"
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 )
@@ -32,6 +33,10 @@ type ociTarget struct {
 	col        string
 	host       string
 	user, pass string
+}
+
+func (o ociTarget) client() *ocibench.Client {
+	return ocibench.New("http://"+o.host, o.user, o.pass)
 }
 
 type npmTarget struct {
