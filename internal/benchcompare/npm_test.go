@@ -131,10 +131,21 @@ func (b *npmBench) publish(t testing.TB, target npmTarget, name, version string)
 func (b *npmBench) runOnce(t *testing.T, run int, target npmTarget) {
 	name := fmt.Sprintf("bench-pub-%d", run)
 	var lat []float64
+	var sum0, n0 float64
+	if target.metrics != "" {
+		sum0, n0 = requestSeconds(t, target.metrics, http.MethodPut, "npm")
+	}
 	for v := range b.cfg.npmVersions {
 		lat = append(lat, float64(b.publish(t, target, name, fmt.Sprintf("1.0.%d", v)).Microseconds())/1000)
 	}
 	b.rows["npm publish"].Add(target.col, Summarize(lat).Median)
+	if target.metrics != "" {
+		sum1, n1 := requestSeconds(t, target.metrics, http.MethodPut, "npm")
+		if n1-n0 != float64(b.cfg.npmVersions) {
+			t.Fatalf("%s: the request-duration metric counted %v npm PUTs, want %d", target.col, n1-n0, b.cfg.npmVersions)
+		}
+		b.rows["npm publish server"].Add(target.col, 1000*(sum1-sum0)/(n1-n0))
+	}
 
 	if !b.published[target.col] {
 		for dep := range b.deps {

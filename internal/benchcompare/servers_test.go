@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,6 +44,7 @@ type npmTarget struct {
 	col      string
 	registry string // ends with '/'
 	auth     string // Authorization header value for publishing
+	metrics  string // Prometheus endpoint (ours only), for the server's own time
 }
 
 type mavenTarget struct {
@@ -190,7 +192,8 @@ func (o *ours) oci() ociTarget {
 }
 
 func (o *ours) npm() npmTarget {
-	return npmTarget{col: Ours, registry: "http://" + o.addr + "/npm/bench/npm/", auth: "Bearer " + o.token}
+	return npmTarget{col: Ours, registry: "http://" + o.addr + "/npm/bench/npm/", auth: "Bearer " + o.token,
+		metrics: "http://" + o.addr + "/metrics"}
 }
 
 func (o *ours) maven() mavenTarget {
@@ -201,6 +204,39 @@ func (o *ours) maven() mavenTarget {
 		// A checksum sidecar is verified against the stored file: 200.
 		doExpect(t, req, http.StatusCreated, http.StatusOK)
 	}}
+}
+
+// requestSeconds sums the request-duration histogram of ours over the
+// series of method whose route contains route: total seconds and count.
+func requestSeconds(t testing.TB, metrics, method, route string) (sum float64, count float64) {
+	t.Helper()
+	resp, err := http.Get(metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, rest, ok := strings.Cut(line, "{")
+		if !ok || !strings.Contains(rest, `method="`+method+`"`) || !strings.Contains(rest, route) {
+			continue
+		}
+		i := strings.LastIndexByte(rest, ' ')
+		v, err := strconv.ParseFloat(rest[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "artifact_registry_http_request_duration_seconds_sum":
+			sum += v
+		case "artifact_registry_http_request_duration_seconds_count":
+			count += v
+		}
+	}
+	return sum, count
 }
 
 // doExpect sends req and fails t unless the answer has one of the
