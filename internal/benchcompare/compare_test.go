@@ -251,7 +251,7 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 			add(tool+" "+op+" small", NewRow(fmt.Sprintf("%s %s, %s", tool, op, small), "MB/s", true, Distribution))
 		}
 	}
-	add(fmt.Sprintf("%d concurrent pulls large", cfg.pullers),
+	add("concurrent pulls large",
 		NewRow(fmt.Sprintf("%d concurrent pulls of the %s image", cfg.pullers, sizeName(cfg.largeSize)), "MB/s", true, Distribution))
 	for _, p := range []string{"p50", "p99"} {
 		add(fmt.Sprintf("manifest GET by tag, %d tags, %s", cfg.tags, p),

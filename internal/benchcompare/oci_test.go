@@ -187,7 +187,7 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 	}
 
 	d := concurrentPulls(t, target, "bench/oci/crane-large-"+fmt.Sprint(run), "v1", b.cfg.pullers, b.cfg.largeSize)
-	b.row(fmt.Sprintf("%d concurrent pulls large", b.cfg.pullers)).Add(target.col, float64(b.cfg.pullers)*largeMB/d.Seconds())
+	b.row("concurrent pulls large").Add(target.col, float64(b.cfg.pullers)*largeMB/d.Seconds())
 }
 
 // checkFiles checks oras pulled every file with its size.
