@@ -100,13 +100,15 @@ func TestBenchCompare(t *testing.T) {
 
 	o := startOurs(t, filepath.Join(work, "ours"))
 	ociTargets := []ociTarget{o.oci(), startDistribution(t, filepath.Join(work, "distribution"))}
+	var notes []string
 	zot, reason := startZot(t, filepath.Join(work, "zot"))
 	if reason != "" {
 		for _, r := range rows {
 			if r.Versus == Distribution {
-				r.Note(Zot, "unavailable: "+reason)
+				r.Note(Zot, "unavailable (see the notes)")
 			}
 		}
+		notes = append(notes, "zot unavailable: "+reason)
 		t.Logf("zot unavailable: %s", reason)
 	} else {
 		ociTargets = append(ociTargets, zot)
@@ -176,7 +178,7 @@ func TestBenchCompare(t *testing.T) {
 	})
 
 	var table bytes.Buffer
-	writeReport(&table, cfg, limits, rows, order, time.Since(started))
+	writeReport(&table, cfg, limits, rows, order, notes, time.Since(started))
 	fmt.Print("\n" + table.String())
 	out := filepath.Join(results, "bench-compare.md")
 	if err := os.WriteFile(out, table.Bytes(), 0o644); err != nil {
@@ -257,14 +259,17 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 		add(fmt.Sprintf("manifest GET by tag, %d tags, %s", cfg.tags, p),
 			NewRow(fmt.Sprintf("manifest GET by tag among %d tags, %s", cfg.tags, p), "µs", false, Distribution))
 	}
-	add("npm publish", NewRow(fmt.Sprintf("npm publish, median per version (%d versions)", cfg.npmVersions), "ms", false, Peer))
+	verdaccio := func(r *Row) *Row { r.VersusName = "Verdaccio"; return r }
+	add("npm publish", verdaccio(NewRow(fmt.Sprintf("npm publish, median per version (%d versions)", cfg.npmVersions), "ms", false, Peer)))
 	add("npm publish server", NewRow("npm publish, mean server time per version (ours' request-duration metric)", "ms", false, ""))
 	for _, c := range []string{"install", "ci"} {
 		for _, w := range []string{"cold", "warm"} {
-			add("npm "+c+" "+w, NewRow(fmt.Sprintf("npm %s, %d dependencies, %s client cache", c, cfg.npmDeps, w), "s", false, Peer))
+			add("npm "+c+" "+w, verdaccio(NewRow(fmt.Sprintf("npm %s, %d dependencies, %s client cache", c, cfg.npmDeps, w), "s", false, Peer)))
 		}
 	}
-	add("mvn resolve", NewRow(fmt.Sprintf("mvn resolve of %d artifacts, empty local repository", cfg.mvnArtifacts), "s", false, Peer))
+	resolve := NewRow(fmt.Sprintf("mvn resolve of %d artifacts, empty local repository", cfg.mvnArtifacts), "s", false, Peer)
+	resolve.VersusName = "static"
+	add("mvn resolve", resolve)
 	add("mvn baseline", NewRow("mvn with no dependencies (JVM and plugins, no registry)", "s", false, ""))
 	add("gc drain", NewRow(fmt.Sprintf("GC drain of %d candidates (ours only)", cfg.gcCandidates), "objects/s", true, ""))
 	return rows, order
@@ -295,7 +300,7 @@ func attachLimits(rows map[string]*Row, l Limits) {
 	}
 }
 
-func writeReport(w *bytes.Buffer, cfg config, l Limits, rows map[string]*Row, order []string, took time.Duration) {
+func writeReport(w *bytes.Buffer, cfg config, l Limits, rows map[string]*Row, order, notes []string, took time.Duration) {
 	mode := "full"
 	if cfg.quick {
 		mode = "quick (small sizes: plumbing check, not figures to quote)"
@@ -308,8 +313,12 @@ func writeReport(w *bytes.Buffer, cfg config, l Limits, rows map[string]*Row, or
 	fmt.Fprintf(w, "- ours: %s; distribution %s; zot %s; Verdaccio %s; crane %s; oras %s\n",
 		strings.TrimSpace(string(rev)), ocitools.RegistryVersion, ZotVersion, ocitools.VerdaccioVersion, ocitools.CraneVersion, ocitools.OrasVersion)
 	fmt.Fprintf(w, "- machine: %d CPUs (%s/%s); load average at the end: %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, strings.TrimSpace(string(load)))
-	fmt.Fprintf(w, "- limits (MB/s): sha256 one core %s; disk write+fsync %s; disk read (cache dropped) %s; loopback TCP %s\n\n",
+	fmt.Fprintf(w, "- limits (MB/s): sha256 one core %s; disk write+fsync %s; disk read (cache dropped) %s; loopback TCP %s\n",
 		FormatNumber(l.SHA256PerCore), FormatNumber(l.DiskWrite), FormatNumber(l.DiskRead), FormatNumber(l.Loopback))
+	for _, n := range notes {
+		fmt.Fprintf(w, "- note: %s\n", n)
+	}
+	fmt.Fprintln(w)
 	ordered := make([]*Row, 0, len(order))
 	for _, k := range order {
 		ordered = append(ordered, rows[k])

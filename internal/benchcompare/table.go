@@ -8,6 +8,7 @@
 package benchcompare
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -69,8 +70,9 @@ type Row struct {
 	// HigherIsBetter is true for rates (MB/s, objects/s), false for
 	// times.
 	HigherIsBetter bool
-	// Versus is the column ours is compared with (empty: no ratio).
-	Versus string
+	// Versus is the column ours is compared with (empty: no ratio), and
+	// VersusName what the ratio calls it (the column's name if empty).
+	Versus, VersusName string
 	Cells  map[string]*Cell
 	Limit  *Limit
 }
@@ -195,7 +197,7 @@ func WriteMarkdown(w io.Writer, rows []*Row) error {
 		}
 		ratio, limit, frac := "—", "—", "—"
 		if x, ok := r.Speedup(); ok {
-			ratio = FormatNumber(x) + "× vs " + r.Versus
+			ratio = FormatNumber(x) + "× vs " + cmp.Or(r.VersusName, r.Versus)
 		}
 		if r.Limit != nil {
 			limit = FormatNumber(r.Limit.Value) + " (" + r.Limit.Name + ")"
