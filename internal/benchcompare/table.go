@@ -73,8 +73,8 @@ type Row struct {
 	// Versus is the column ours is compared with (empty: no ratio), and
 	// VersusName what the ratio calls it (the column's name if empty).
 	Versus, VersusName string
-	Cells  map[string]*Cell
-	Limit  *Limit
+	Cells              map[string]*Cell
+	Limit              *Limit
 }
 
 // NewRow returns a row with no figures yet.
