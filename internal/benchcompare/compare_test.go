@@ -57,7 +57,8 @@ func loadConfig(t *testing.T) config {
 // Verdaccio and a static file server started on this machine with their
 // storage on one disk, the same workloads against each, interleaved run
 // by run, and one table. It runs only with BENCH_COMPARE set: it takes
-// minutes (quick mode) to an hour, far outside make test's budget.
+// minutes in quick mode and far longer at full size, outside make
+// test's budget.
 func TestBenchCompare(t *testing.T) {
 	if os.Getenv("BENCH_COMPARE") == "" {
 		t.Skip("set BENCH_COMPARE=1 (make bench-compare) to run the comparison")
