@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test generate lint bench clean deps test-deps web-test web-build web-screenshots fuzz-smoke
+.PHONY: build run test generate lint bench bench-compare clean deps test-deps web-test web-build web-screenshots fuzz-smoke
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
@@ -68,6 +68,16 @@ lint:
 
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
+
+# Ours, distribution, zot, Verdaccio and a static Maven server side by
+# side on this machine and disk: one table in $(BENCH_RESULTS)/bench-compare.md
+# (docs/benchmarks.md). BENCH_QUICK=1 is the few-minute plumbing check;
+# BENCH_RUNS sets the runs per figure (3; quick: 1); BENCH_DIR the disk
+# the registries store on (default: under BENCH_RESULTS).
+BENCH_RESULTS ?= $(CURDIR)/bench-results
+bench-compare: test-deps
+	BENCH_COMPARE=1 BENCH_RESULTS=$(BENCH_RESULTS) BENCH_QUICK=$(BENCH_QUICK) BENCH_RUNS=$(BENCH_RUNS) BENCH_DIR=$(BENCH_DIR) \
+		$(GO) test -count=1 -timeout 0 -v -run '^TestBenchCompare$$' ./internal/benchcompare
 
 clean:
 	rm -rf bin

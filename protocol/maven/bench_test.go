@@ -2,19 +2,19 @@ package maven
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/mvnbench"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -169,7 +169,8 @@ func seedVersions(b *testing.B, s *testServer, n int) {
 // BenchmarkMavenResolve50 runs a real mvn that resolves 50 artifacts (pom,
 // jar and their .sha1 each) from the registry into an empty local
 // repository, and a baseline run with no dependencies (JVM and plugin
-// start-up); it reports both and their difference. Set
+// start-up); it reports both and their difference. The workload is
+// mvnbench's, which make bench-compare runs against the serve binary. Set
 // MAVEN_BENCH_RESOLVE=1 to run it.
 func BenchmarkMavenResolve50(b *testing.B) {
 	if os.Getenv("MAVEN_BENCH_RESOLVE") == "" {
@@ -178,22 +179,35 @@ func BenchmarkMavenResolve50(b *testing.B) {
 	stats := &reqStats{}
 	s := benchServer(b, stats)
 	const artifacts = 50
-	var deps strings.Builder
 	client := &http.Client{}
 	for i := range artifacts {
-		a := fmt.Sprintf("dep-%02d", i)
-		base := fmt.Sprintf("%s/maven/acme/releases/com/example/bench/%s/1.0.0/%s-1.0.0", s.URL, a, a)
-		p := []byte(fmt.Sprintf(`<project><modelVersion>4.0.0</modelVersion><groupId>com.example.bench</groupId>`+
-			`<artifactId>%s</artifactId><version>1.0.0</version></project>`, a))
-		jar := bytes.Repeat([]byte(a), 4096)
-		benchPut(b, client, base+".pom", p)
-		benchPut(b, client, base+".jar", jar)
-		fmt.Fprintf(&deps, "<dependency><groupId>com.example.bench</groupId><artifactId>%s</artifactId><version>1.0.0</version></dependency>\n", a)
+		base, p, jar := mvnbench.Artifact(i)
+		benchPut(b, client, s.URL+"/maven/acme/releases/"+base+".pom", p)
+		benchPut(b, client, s.URL+"/maven/acme/releases/"+base+".jar", jar)
 	}
-	e := newBenchMvnEnv(b, s)
-	withDeps := e.pom(deps.String())
-	without := e.pom("")
-	goal := "org.apache.maven.plugins:maven-dependency-plugin:3.5.0:resolve"
+	settings, err := os.ReadFile("testdata/settings.xml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := mvnbench.NewEnv(b.TempDir(), settings, testToken)
+	if err != nil {
+		b.Fatal(err)
+	}
+	project := func(deps string) string {
+		d, err := e.Project(s.URL+"/maven/acme/releases", deps)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	withDeps, without := project(mvnbench.Dependencies(artifacts)), project("")
+	run := func(dir string) (time.Duration, string) {
+		d, out, err := e.Run(context.Background(), dir, mvnbench.Goal)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d, out
+	}
 	var (
 		base, full []time.Duration
 		requests   int
@@ -201,17 +215,15 @@ func BenchmarkMavenResolve50(b *testing.B) {
 	)
 	b.ResetTimer()
 	for b.Loop() {
-		start := time.Now()
-		e.run(without, goal)
-		base = append(base, time.Since(start))
+		d, _ := run(without)
+		base = append(base, d)
 		stats.reset()
-		start = time.Now()
-		out := e.run(withDeps, goal)
-		full = append(full, time.Since(start))
-		n, d := stats.reset()
+		d, out := run(withDeps)
+		full = append(full, d)
+		n, st := stats.reset()
 		requests += n
-		serverTime += d
-		if got := strings.Count(out, ":jar:1.0.0:compile"); got < artifacts {
+		serverTime += st
+		if got := mvnbench.Resolved(out); got < artifacts {
 			b.Fatalf("resolved %d artifacts:\n%s", got, tail(out, 30))
 		}
 	}
@@ -222,54 +234,4 @@ func BenchmarkMavenResolve50(b *testing.B) {
 	b.ReportMetric(med(full)-med(base), "resolve50-s")
 	b.ReportMetric(float64(requests)/float64(len(full)), "requests/op")
 	b.ReportMetric(serverTime.Seconds()/float64(len(full)), "server-s/op")
-}
-
-type benchMvnEnv struct {
-	b        *testing.B
-	dir      string
-	settings string
-	url      string
-}
-
-func newBenchMvnEnv(b *testing.B, s *testServer) *benchMvnEnv {
-	dir := b.TempDir()
-	settings, err := os.ReadFile("testdata/settings.xml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	sp := filepath.Join(dir, "settings.xml")
-	if err := os.WriteFile(sp, bytes.ReplaceAll(settings, []byte("@TOKEN@"), []byte(testToken)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return &benchMvnEnv{b: b, dir: dir, settings: sp, url: s.URL + "/maven/acme/releases"}
-}
-
-func (e *benchMvnEnv) pom(deps string) string {
-	d, err := os.MkdirTemp(e.dir, "proj-")
-	if err != nil {
-		e.b.Fatal(err)
-	}
-	p := `<project><modelVersion>4.0.0</modelVersion><groupId>com.example</groupId><artifactId>bench</artifactId>` +
-		`<version>1</version><packaging>pom</packaging><repositories><repository><id>anchor</id><url>` + e.url +
-		`</url></repository></repositories><dependencies>` + deps + `</dependencies></project>`
-	if err := os.WriteFile(filepath.Join(d, "pom.xml"), []byte(p), 0o644); err != nil {
-		e.b.Fatal(err)
-	}
-	return d
-}
-
-// run runs mvn with a fresh, empty local repository.
-func (e *benchMvnEnv) run(dir string, args ...string) string {
-	repo, err := os.MkdirTemp(e.dir, "m2-")
-	if err != nil {
-		e.b.Fatal(err)
-	}
-	all := append([]string{"-s", e.settings, "-B", "--no-transfer-progress", "-Dmaven.repo.local=" + repo}, args...)
-	cmd := exec.Command("mvn", all...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "BUILD SUCCESS") {
-		e.b.Fatalf("mvn %v: %v\n%s", args, err, tail(string(out), 40))
-	}
-	return string(out)
 }

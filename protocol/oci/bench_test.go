@@ -2,6 +2,7 @@ package oci
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
@@ -10,11 +11,11 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/ocibench"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -163,27 +164,11 @@ func BenchmarkTags10k(b *testing.B) {
 	s := newTestServer(b)
 	s.repo(b, "bench", "tags", enum.FormatOCI, enum.VisibilityPrivate)
 	c := newBenchClient(b, s, "bench/tags/many")
-	layer := []byte("shared layer")
-	layerDigest := c.pushBlob(layer)
 	start := time.Now()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				cfg := []byte(fmt.Sprintf(`{"architecture":"amd64","os":"linux","created":"%d"}`, i))
-				cfgDigest := c.putBlob(cfg)
-				c.pushManifest(tagName(i), imageManifest(cfgDigest, layerDigest, int64(len(cfg)), int64(len(layer))))
-			}
-		}()
+	// The seeding is make bench-compare's, so both measure the same image.
+	if err := ocibench.SeedTags(context.Background(), ocibench.New(s.URL, "bench", testToken), c.name, tags); err != nil {
+		b.Fatal(err)
 	}
-	for i := range tags {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
 	b.Logf("setup: %d tagged manifests pushed in %s", tags, time.Since(start).Round(time.Millisecond))
 
 	measure := func(b *testing.B, path func(i int) string) {
@@ -205,14 +190,12 @@ func BenchmarkTags10k(b *testing.B) {
 	}
 	b.Run("manifest-get-by-tag", func(b *testing.B) {
 		measure(b, func(i int) string {
-			return "/v2/" + c.name + "/manifests/" + tagName((i*7919)%tags)
+			return "/v2/" + c.name + "/manifests/" + ocibench.TagName((i*7919)%tags)
 		})
 	})
 	b.Run("tag-list-page-100", func(b *testing.B) {
 		measure(b, func(i int) string {
-			return "/v2/" + c.name + "/tags/list?n=100&last=" + tagName((i*7919)%(tags-100))
+			return "/v2/" + c.name + "/tags/list?n=100&last=" + ocibench.TagName((i*7919)%(tags-100))
 		})
 	})
 }
-
-func tagName(i int) string { return fmt.Sprintf("v%05d", i) }

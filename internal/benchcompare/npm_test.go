@@ -1,0 +1,216 @@
+package benchcompare
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha1"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// npmBench holds the npm workloads' state.
+type npmBench struct {
+	cfg  config
+	rows map[string]*Row
+	hc   *http.Client
+	// deps is the consumer project's dependencies (published once per
+	// registry, on its first run).
+	deps      map[string]string
+	published map[string]bool
+}
+
+func newNPMBench(cfg config, rows map[string]*Row) *npmBench {
+	deps := map[string]string{}
+	for i := range cfg.npmDeps {
+		deps[fmt.Sprintf("bench-dep-%02d", i)] = "^1.0.0"
+	}
+	return &npmBench{cfg: cfg, rows: rows, deps: deps, published: map[string]bool{},
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
+}
+
+// tarball is a package's .tgz: package/package.json and an index.js.
+func tarball(t testing.TB, name, version string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	pj, _ := json.Marshal(map[string]any{"name": name, "version": version, "main": "index.js", "license": "MIT"})
+	files := []struct {
+		name string
+		body []byte
+	}{{"package/package.json", pj}, {"package/index.js", fmt.Appendf(nil, "module.exports = %q;\n", name+"@"+version)}}
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), ModTime: time.Unix(499162500, 0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// publishBody is the document npm publish PUTs: one version, its
+// metadata and its tarball as an attachment.
+func publishBody(t testing.TB, registry, name, version string) []byte {
+	t.Helper()
+	tgz := tarball(t, name, version)
+	s1 := sha1.Sum(tgz)
+	s512 := sha512.Sum512(tgz)
+	file := name + "-" + version + ".tgz"
+	body, err := json.Marshal(map[string]any{
+		"_id":  name,
+		"name": name,
+		"versions": map[string]any{version: map[string]any{
+			"name": name, "version": version, "main": "index.js", "license": "MIT",
+			"_id": name + "@" + version,
+			"dist": map[string]any{
+				"shasum":    hex.EncodeToString(s1[:]),
+				"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
+				"tarball":   registry + name + "/-/" + file,
+			},
+		}},
+		"dist-tags": map[string]string{"latest": version},
+		"_attachments": map[string]any{file: map[string]any{
+			"content_type": "application/octet-stream",
+			"data":         base64.StdEncoding.EncodeToString(tgz),
+			"length":       len(tgz),
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+// publish PUTs one version and returns the request's wall time.
+func (b *npmBench) publish(t testing.TB, target npmTarget, name, version string) time.Duration {
+	t.Helper()
+	body := publishBody(t, target.registry, name, version)
+	req, _ := http.NewRequest(http.MethodPut, target.registry+name, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", target.auth)
+	start := time.Now()
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: publish %s@%s: %d %s", target.col, name, version, resp.StatusCode, raw)
+	}
+	return d
+}
+
+// runOnce publishes cfg.npmVersions versions of a new package one after
+// another (the median time per version is the figure), then installs the
+// consumer project four ways: npm install and npm ci, each with an empty
+// client cache (cold) and with the cache the cold run filled (warm).
+func (b *npmBench) runOnce(t *testing.T, run int, target npmTarget) {
+	name := fmt.Sprintf("bench-pub-%d", run)
+	var lat []float64
+	var sum0, n0 float64
+	if target.metrics != "" {
+		sum0, n0 = requestSeconds(t, target.metrics, http.MethodPut, "npm")
+	}
+	for v := range b.cfg.npmVersions {
+		lat = append(lat, float64(b.publish(t, target, name, fmt.Sprintf("1.0.%d", v)).Microseconds())/1000)
+	}
+	b.rows["npm publish"].Add(target.col, Summarize(lat).Median)
+	if target.metrics != "" {
+		sum1, n1 := requestSeconds(t, target.metrics, http.MethodPut, "npm")
+		if n1-n0 != float64(b.cfg.npmVersions) {
+			t.Fatalf("%s: the request-duration metric counted %v npm PUTs, want %d", target.col, n1-n0, b.cfg.npmVersions)
+		}
+		b.rows["npm publish server"].Add(target.col, 1000*(sum1-sum0)/(n1-n0))
+	}
+
+	if !b.published[target.col] {
+		for dep := range b.deps {
+			b.publish(t, target, dep, "1.0.0")
+		}
+		b.published[target.col] = true
+	}
+	work := t.TempDir()
+	project := func(name string, lock []byte) string {
+		dir := filepath.Join(work, name)
+		pj, _ := json.Marshal(map[string]any{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": b.deps})
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if lock != nil {
+			if err := os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	installCache, ciCache := filepath.Join(work, "cache-install"), filepath.Join(work, "cache-ci")
+	cold := project("install-cold", nil)
+	b.rows["npm install cold"].Add(target.col, b.npm(t, target, cold, installCache, "install").Seconds())
+	lock, err := os.ReadFile(filepath.Join(cold, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.rows["npm install warm"].Add(target.col, b.npm(t, target, project("install-warm", nil), installCache, "install").Seconds())
+	b.rows["npm ci cold"].Add(target.col, b.npm(t, target, project("ci-cold", lock), ciCache, "ci").Seconds())
+	b.rows["npm ci warm"].Add(target.col, b.npm(t, target, project("ci-warm", lock), ciCache, "ci").Seconds())
+}
+
+// npm runs the npm CLI in dir against target with cache as its cache,
+// checks every dependency landed in node_modules and returns the wall
+// time. --prefer-online makes a warm cache revalidate metadata with the
+// registry, as a CI job's install does.
+func (b *npmBench) npm(t testing.TB, target npmTarget, dir, cache, command string) time.Duration {
+	t.Helper()
+	home := filepath.Join(filepath.Dir(cache), "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	npmrc := filepath.Join(home, ".npmrc")
+	if err := os.WriteFile(npmrc, []byte("registry="+target.registry+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("npm", command, "--prefer-online", "--no-audit", "--no-fund", "--no-update-notifier")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home, "NPM_CONFIG_USERCONFIG="+npmrc, "NPM_CONFIG_CACHE="+cache,
+		"NPM_CONFIG_REGISTRY="+target.registry)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	d := time.Since(start)
+	if err != nil {
+		t.Fatalf("%s: npm %s: %v\n%s", target.col, command, err, tail(string(out), 4000))
+	}
+	for _, dep := range slices.Sorted(maps.Keys(b.deps)) {
+		raw, err := os.ReadFile(filepath.Join(dir, "node_modules", dep, "package.json"))
+		if err != nil || !strings.Contains(string(raw), `"version":"1.0.0"`) {
+			t.Fatalf("%s: npm %s did not install %s@1.0.0: %v %s", target.col, command, dep, err, raw)
+		}
+	}
+	return d
+}
