@@ -18,7 +18,8 @@ const UnavailableRetryAfter = 5 * time.Second
 
 // IsUnavailable reports whether err means the database is down or not
 // taking work: it refused or dropped the connection, is shutting down,
-// starting up or out of connections. Every surface answers these 503 with
+// starting up or out of connections, or is a standby not yet promoted
+// (read-only). Every surface answers these 503 with
 // Retry-After (UnavailableRetryAfter) in its own format instead of 500; a
 // request cancelled by its client or its own deadline is not one of them.
 func IsUnavailable(err error) bool {
@@ -29,6 +30,11 @@ func IsUnavailable(err error) bool {
 	if errors.As(err, &pe) {
 		switch pe.Code {
 		case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow, pgerrcode.TooManyConnections:
+			return true
+		case pgerrcode.ReadOnlySQLTransaction:
+			// No statement of ours writes in a read-only transaction, so
+			// this comes from a server in recovery: a connection that
+			// reached a standby during a failover, before its promotion.
 			return true
 		}
 		return pgerrcode.IsConnectionException(pe.Code)
