@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 )
 
@@ -76,9 +75,9 @@ func StartStandby(ctx context.Context, primary *Cluster, opts Options) (*Cluster
 // includes the primary's pgcluster.conf and the include line for it;
 // writeConfig rewrites the file for this cluster before it starts.
 func (c *Cluster) baseBackup(ctx context.Context, dataDir string) error {
-	bin := filepath.Join(filepath.Dir(c.bins.pgctl), "pg_basebackup")
-	if !isExecutable(bin) {
-		return fmt.Errorf("pg_basebackup not found next to %s", c.bins.pgctl)
+	bin, err := c.bins.sibling("pg_basebackup")
+	if err != nil {
+		return err
 	}
 	args := []string{"-D", dataDir, "-h", c.standbyOf.socketDir, "-p", port, "-U", Superuser,
 		"-R", "--wal-method=stream", "--checkpoint=fast"}
