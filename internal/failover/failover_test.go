@@ -87,6 +87,9 @@ func TestFailoverToStandby(t *testing.T) {
 		writeAt.Sub(stopAt).Round(time.Millisecond), writeAt.Sub(promoteAt).Round(time.Millisecond),
 		readyAt.Sub(stopAt).Round(time.Millisecond), readyAt.Sub(promoteAt).Round(time.Millisecond))
 	tr.check(t, stopAt)
+	if t.Failed() {
+		t.Logf("serve's errors:\n%s", errorLines(srv.logs.String()))
+	}
 	srv.readBack(t, tr.acked)
 	waitRiverLeader(t, standby, promoteAt.Add(leaderTTL))
 	if srv.exited() {
@@ -363,4 +366,14 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+func errorLines(logs string) string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, "ERROR") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
