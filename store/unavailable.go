@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/artifact-registry/artifact-registry/internal/pgpool"
 )
 
 // UnavailableRetryAfter is what every surface puts in Retry-After when the
@@ -18,7 +20,8 @@ const UnavailableRetryAfter = 5 * time.Second
 
 // IsUnavailable reports whether err means the database is down or not
 // taking work: it refused or dropped the connection, is shutting down,
-// starting up or out of connections. Every surface answers these 503 with
+// starting up or out of connections, or is a standby not yet promoted
+// (read-only). Every surface answers these 503 with
 // Retry-After (UnavailableRetryAfter) in its own format instead of 500; a
 // request cancelled by its client or its own deadline is not one of them.
 func IsUnavailable(err error) bool {
@@ -30,6 +33,11 @@ func IsUnavailable(err error) bool {
 		switch pe.Code {
 		case pgerrcode.AdminShutdown, pgerrcode.CrashShutdown, pgerrcode.CannotConnectNow, pgerrcode.TooManyConnections:
 			return true
+		case pgerrcode.ReadOnlySQLTransaction:
+			// No statement of ours writes in a read-only transaction, so
+			// this comes from a server in recovery: a connection that
+			// reached a standby during a failover, before its promotion.
+			return true
 		}
 		return pgerrcode.IsConnectionException(pe.Code)
 	}
@@ -40,13 +48,16 @@ func IsUnavailable(err error) bool {
 	return lostConnection(err)
 }
 
-// lostConnection: a connection that broke in the middle of a query. pgconn
-// wraps those network failures in its own errors, which all say whether a
-// retry is safe; requiring that wrapper keeps a client's own broken upload
-// body (also an EOF or a network error) out of this class.
+// lostConnection: a connection that broke in the middle of a query. Either
+// the socket reported it (pgpool.ConnError, on pools set up by
+// pgpool.Configure: pgx returns a read cut short by a dying server as a
+// bare EOF) or pgconn wrapped it in one of its errors, which all say
+// whether a retry is safe. Requiring one of the two keeps a client's own
+// broken upload body (also an EOF or a network error) out of this class.
 func lostConnection(err error) bool {
+	var lost *pgpool.ConnError
 	var fromPg interface{ SafeToRetry() bool }
-	if !errors.As(err, &fromPg) {
+	if !errors.As(err, &lost) && !errors.As(err, &fromPg) {
 		return false
 	}
 	var ne net.Error

@@ -72,6 +72,18 @@ func TestIsUnavailable(t *testing.T) {
 		t.Errorf("closed connection (%v) not classified unavailable", closed)
 	}
 
+	// A standby before its promotion refuses writes as a read-only
+	// transaction does.
+	tx, err := live.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, readOnly := tx.Exec(ctx, "CREATE TABLE read_only_probe (v int)")
+	_ = tx.Rollback(ctx)
+	if !IsUnavailable(fmt.Errorf("store: publish: %w", readOnly)) {
+		t.Errorf("read-only transaction (%v) not classified unavailable", readOnly)
+	}
+
 	// What is not the database being down.
 	var syntax error
 	_, syntax = live.Exec(ctx, "SELEC 1")

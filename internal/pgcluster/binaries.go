@@ -72,6 +72,18 @@ func versionOf(binDir string) int {
 	return int(v * 100)
 }
 
+// sibling finds another program of the same installation as pg_ctl. The
+// pg_ctl found on PATH may be a symlink into the installation's bin
+// directory, where the others live.
+func (b binaries) sibling(name string) (string, error) {
+	for _, p := range []string{b.pgctl, resolve(b.pgctl)} {
+		if bin := filepath.Join(filepath.Dir(p), name); isExecutable(bin) {
+			return bin, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found next to %s or in the directory it links to", name, b.pgctl)
+}
+
 var versionRE = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
 
 // majorVersion reports the major version of the binaries, compared with the

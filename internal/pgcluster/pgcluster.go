@@ -16,6 +16,10 @@
 // (our process was killed without calling Stop), it adopts it instead of
 // restarting it, so in-flight work is not interrupted; Stop then stops it.
 // A postmaster.pid naming a dead or unrelated process is removed first.
+//
+// Replication: with Options.Replication a cluster streams WAL to standbys
+// that StartStandby builds from a base backup; Promote turns a standby
+// into a primary. Tests use this to fail the registry over.
 package pgcluster
 
 import (
@@ -58,6 +62,9 @@ type Options struct {
 	// StartTimeout bounds Start as a whole (initdb, startup, crash
 	// recovery); zero means 2 minutes.
 	StartTimeout time.Duration
+	// Replication, when set, makes the cluster a replication primary or,
+	// through StartStandby, a standby (see Replication).
+	Replication *Replication
 
 	// searchPath replaces $PATH when looking for binaries (tests).
 	searchPath *string
@@ -74,6 +81,9 @@ type Cluster struct {
 	log     *slog.Logger
 	fast    bool
 	timeout time.Duration
+
+	replication *Replication
+	standbyOf   *Cluster // set by StartStandby: initialize from a base backup
 
 	created, adopted bool
 
@@ -125,15 +135,16 @@ func newCluster(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{
-		dir:       dir,
-		dataDir:   filepath.Join(dir, "data"),
-		logFile:   filepath.Join(dir, "log", "postgres.log"),
-		socketDir: socketDirFor(dir),
-		bins:      bins,
-		user:      u,
-		log:       cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
-		fast:      opts.Fast,
-		timeout:   cmp.Or(opts.StartTimeout, defaultStartTimeout),
+		dir:         dir,
+		dataDir:     filepath.Join(dir, "data"),
+		logFile:     filepath.Join(dir, "log", "postgres.log"),
+		socketDir:   socketDirFor(dir),
+		bins:        bins,
+		user:        u,
+		log:         cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		fast:        opts.Fast,
+		timeout:     cmp.Or(opts.StartTimeout, defaultStartTimeout),
+		replication: opts.Replication,
 	}, nil
 }
 

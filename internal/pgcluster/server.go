@@ -105,17 +105,28 @@ func (c *Cluster) initIfNeeded(ctx context.Context) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("remove leftover %s: %w", tmp, err)
 	}
-	start := time.Now()
-	if err := c.run(ctx, c.bins.initdb, c.initdbArgs(tmp)...); err != nil {
-		return err
-	}
-	if err := appendInclude(filepath.Join(tmp, "postgresql.conf")); err != nil {
+	if c.standbyOf != nil {
+		if err := c.baseBackup(ctx, tmp); err != nil {
+			return err
+		}
+	} else if err := c.initdb(ctx, tmp); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, c.dataDir); err != nil {
 		return fmt.Errorf("move initialized cluster into place: %w", err)
 	}
 	c.created = true
+	return nil
+}
+
+func (c *Cluster) initdb(ctx context.Context, dataDir string) error {
+	start := time.Now()
+	if err := c.run(ctx, c.bins.initdb, c.initdbArgs(dataDir)...); err != nil {
+		return err
+	}
+	if err := appendInclude(filepath.Join(dataDir, "postgresql.conf")); err != nil {
+		return err
+	}
 	c.log.Info("initialized postgres cluster", "dir", c.dataDir, "took", time.Since(start))
 	return nil
 }
@@ -180,6 +191,11 @@ func (c *Cluster) writeConfig() error {
 		setting("fsync", "off")
 		setting("synchronous_commit", "off")
 		setting("full_page_writes", "off")
+	}
+	if c.replication != nil {
+		// Later lines win: the replication settings replace the
+		// single-node ones above.
+		c.replication.settings(setting)
 	}
 	return c.user.writeFile(filepath.Join(c.dataDir, "pgcluster.conf"), []byte(b.String()))
 }
@@ -335,7 +351,14 @@ func (c *Cluster) ping(ctx context.Context) error {
 }
 
 func (c *Cluster) ensureDatabase(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	cfg, err := pgx.ParseConfig(c.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("parse cluster url: %w", err)
+	}
+	// A new replication primary has no standby yet: with
+	// synchronous_standby_names set, a commit waiting for one would hang.
+	cfg.RuntimeParams["synchronous_commit"] = "local"
+	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect to postgres: %w", err)
 	}

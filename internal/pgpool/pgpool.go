@@ -26,10 +26,11 @@ var Settings = map[string]string{
 	"constraint_exclusion": "off",
 }
 
-// Configure sets up cfg: the binary uuid.UUID codec on every connection
-// and Settings.
+// Configure sets up cfg: the binary uuid.UUID codec on every connection,
+// Settings, and lost connections reported as ConnError.
 func Configure(cfg *pgxpool.Config) {
 	cfg.AfterConnect = pgxuuid.AfterConnect
+	markConnErrors(&cfg.ConnConfig.Config)
 	params := cfg.ConnConfig.RuntimeParams
 	for k, v := range Settings {
 		if _, set := params[k]; !set {
