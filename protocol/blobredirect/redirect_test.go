@@ -246,3 +246,24 @@ func TestRedirectedDownloads(t *testing.T) {
 		t.Errorf("the server logged a signed URL:\n%s", logs)
 	}
 }
+
+// A pull-through cache streams a blob it is filling from its upstream and
+// redirects the GETs of the cached blob after that.
+func TestRedirectedRemoteCache(t *testing.T) {
+	e := newEnv(t)
+	up := testserver.New(t, testserver.Options{})
+	up.Repo("up", enum.FormatOCI, enum.VisibilityPublic)
+	admin := testserver.Basic(testserver.AdminToken)
+	d := testserver.SHA(page)
+	if r := up.Do(http.MethodPost, "/v2/acme/up/img/blobs/uploads/?digest="+d, admin, page); r.Status != http.StatusCreated {
+		t.Fatalf("push upstream: %d %s", r.Status, r.Body)
+	}
+	e.Remote("cache", up.URL, enum.VisibilityPrivate)
+	path := "/v2/acme/cache/acme/up/img/blobs/" + d
+	fill := send(t, noFollow, http.MethodGet, e.URL+path, admin)
+	if fill.status != http.StatusOK || !bytes.Equal(fill.body, page) {
+		t.Fatalf("GET during the fill: %d %q, want the bytes streamed", fill.status, fill.body)
+	}
+	e.redirected(t, path, admin, page, "application/octet-stream", d)
+	e.refused(t, path, map[string]string{"anonymous": ""})
+}
