@@ -3,6 +3,7 @@ package blobredirect_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"io"
 	"log/slog"
 	"net/http"
@@ -263,6 +264,16 @@ func TestRedirectedRemoteCache(t *testing.T) {
 	fill := send(t, noFollow, http.MethodGet, e.URL+path, admin)
 	if fill.status != http.StatusOK || !bytes.Equal(fill.body, page) {
 		t.Fatalf("GET during the fill: %d %q, want the bytes streamed", fill.status, fill.body)
+	}
+	// The fill commits the cached blob once its digest is verified, which
+	// may be just after the client has the last byte.
+	sum := sha256.Sum256(page)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := e.Store.StatBlob(e.Ctx, e.NS[testserver.Home].ID, sum); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the fill cached nothing: %v", err)
+		}
 	}
 	e.redirected(t, path, admin, page, "application/octet-stream", d)
 	e.refused(t, path, map[string]string{"anonymous": ""})
