@@ -278,3 +278,39 @@ func TestRedirectedRemoteCache(t *testing.T) {
 	e.redirected(t, path, admin, page, "application/octet-stream", d)
 	e.refused(t, path, map[string]string{"anonymous": ""})
 }
+
+// An npm pull-through cache streams the tarball it is filling and
+// redirects the GETs of the cached tarball after that.
+func TestRedirectedNpmRemoteCache(t *testing.T) {
+	e := newEnv(t)
+	up := testserver.New(t, testserver.Options{})
+	up.Repo("js", enum.FormatNpm, enum.VisibilityPublic)
+	up.NpmPublish("js", "pkg", "1.0.0")
+	want := up.Do(http.MethodGet, "/npm/acme/js/pkg/-/pkg-1.0.0.tgz", "", nil)
+	if want.Status != http.StatusOK {
+		t.Fatalf("upstream tarball: %d", want.Status)
+	}
+	e.NpmRemote("cache", up.URL+"/npm/acme/js/", enum.VisibilityPrivate)
+	admin := testserver.Bearer(testserver.AdminToken)
+	if r := send(t, noFollow, http.MethodGet, e.URL+"/npm/acme/cache/pkg", admin); r.status != http.StatusOK {
+		t.Fatalf("packument through the cache: %d %s", r.status, r.body)
+	}
+	path := "/npm/acme/cache/pkg/-/pkg-1.0.0.tgz"
+	fill := send(t, noFollow, http.MethodGet, e.URL+path, admin)
+	if fill.status != http.StatusOK || string(fill.body) != want.Body {
+		t.Fatalf("GET during the fill: %d, want the bytes streamed", fill.status)
+	}
+	// The fill commits once the bytes are verified, which may be just
+	// after the client has the last one: until then GETs stream.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		r := send(t, noFollow, http.MethodGet, e.URL+path, admin)
+		if r.status == http.StatusTemporaryRedirect {
+			break
+		}
+		if r.status != http.StatusOK || time.Now().After(deadline) {
+			t.Fatalf("GET of the cached tarball: %d, want 307 once cached", r.status)
+		}
+	}
+	e.redirected(t, path, admin, []byte(want.Body), "application/octet-stream", "pkg-1.0.0.tgz")
+	e.refused(t, path, map[string]string{"anonymous": ""})
+}
