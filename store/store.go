@@ -65,6 +65,10 @@ type Options struct {
 	// temporary storage until they expire; the cap bounds what one writer
 	// can hold that way.
 	MaxUploadSessionsPerRepository int
+	// RedirectDownloads sends blob downloads to signed URLs of the object
+	// store (DownloadURL) instead of through this process; the object
+	// store must be able to sign them (objstore.Store.CanSign).
+	RedirectDownloads bool
 }
 
 func (o Options) withDefaults() Options {

@@ -66,7 +66,13 @@ func runServe(ctx context.Context, args []string) error {
 		return fmt.Errorf("open object storage: %w", err)
 	}
 	defer objects.Close()
-	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay, MaxUploadSessionsPerRepository: cfg.MaxUploadSessionsPerRepository})
+	if cfg.StorageRedirect {
+		if err := objects.CanSign(ctx); err != nil {
+			return fmt.Errorf("--storage-redirect: %w", err)
+		}
+	}
+	st := store.New(db.Pool, objects, store.Options{ReviewDelay: cfg.GCReviewDelay, MaxUploadSessionsPerRepository: cfg.MaxUploadSessionsPerRepository,
+		RedirectDownloads: cfg.StorageRedirect})
 	keyring, closeKeys, err := openKeyring(ctx, &cfg, st, log)
 	if err != nil {
 		return err
@@ -135,7 +141,7 @@ func runServe(ctx context.Context, args []string) error {
 	})
 
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
-		"storage", cfg.StorageURL, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "", "root_key", keyring.RootURI(),
+		"storage", cfg.StorageURL, "storage_redirect", cfg.StorageRedirect, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "", "root_key", keyring.RootURI(),
 		"startup", time.Since(start).Round(time.Millisecond))
 	return srv.Serve(ctx, cfg.Listen, cfg.ShutdownTimeout)
 }

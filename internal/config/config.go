@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -77,6 +78,9 @@ type Config struct {
 	// RemoteSpoolDir holds the spool files of pull-through cache fills
 	// (each unlinked at creation); empty: the system temporary directory.
 	RemoteSpoolDir string
+	// StorageRedirect answers blob downloads with signed URLs of the
+	// object store (S3 or GCS) instead of streaming them (blobredirect).
+	StorageRedirect bool
 }
 
 // MinAdminTokenLength is the shortest admin token accepted: the admin
@@ -189,6 +193,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 		"comma-separated older root keys, still read until a root-key rotation has rewrapped every namespace key")
 	envString(fs, &c.RemoteSpoolDir, "remote-spool-dir", "ARTIFACT_REGISTRY_REMOTE_SPOOL_DIR", "",
 		"directory of the spool files of remote repositories' upstream fills (tmpfs is fastest); default the system temporary directory")
+	envBool(fs, &c.StorageRedirect, "storage-redirect", "ARTIFACT_REGISTRY_STORAGE_REDIRECT",
+		"answer blob downloads (OCI blobs, npm tarballs, Maven files) with a short-lived signed URL of the object store (s3:// or gs:// storage only)")
 	c.Legacy.Register(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", 20*time.Second, "how long graceful shutdown waits for requests in flight")
 }
@@ -241,6 +247,9 @@ func (c *Config) Finish() error {
 		return fmt.Errorf("--db-max-conns %d is too small: the job workers hold up to %d connections (%d of them garbage collection cleanups) and requests need at least %d more; use at least %d or 0 to derive it",
 			c.DBMaxConns, c.JobConns(), c.GCCleanupWorkers, minForegroundConns, need)
 	}
+	if err := c.finishStorage(); err != nil {
+		return err
+	}
 	if err := c.finishAuth(); err != nil {
 		return err
 	}
@@ -254,6 +263,23 @@ func (c *Config) Finish() error {
 		return err
 	}
 	return c.Legacy.Finish()
+}
+
+// finishStorage refuses --storage-redirect on storage that has no signed
+// URLs a client could follow (file://, mem://) or whose signed URLs cannot
+// force the response headers (azblob://).
+func (c *Config) finishStorage() error {
+	if !c.StorageRedirect {
+		return nil
+	}
+	u, err := url.Parse(c.StorageURL)
+	if err != nil {
+		return fmt.Errorf("--storage-url: %w", err)
+	}
+	if u.Scheme != "s3" && u.Scheme != "gs" {
+		return fmt.Errorf("--storage-redirect (ARTIFACT_REGISTRY_STORAGE_REDIRECT) needs s3:// or gs:// storage: clients cannot be redirected to %s:// storage", u.Scheme)
+	}
+	return nil
 }
 
 // finishAuth checks the admin token's length (never echoing it) and

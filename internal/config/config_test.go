@@ -175,3 +175,31 @@ func TestRootKeySettings(t *testing.T) {
 		t.Fatalf("from the environment: %q %v %v", c.RootKeyURL, c.PreviousRootKeyURLs, err)
 	}
 }
+
+// --storage-redirect is off by default, taken from the environment, and
+// refused at start on storage whose objects no client could be sent to.
+func TestStorageRedirect(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.StorageRedirect {
+		t.Fatalf("default: %v %v", c.StorageRedirect, err)
+	}
+	if _, err := parse(t, "--storage-redirect", "--storage-url", "s3://bucket?region=us-east-1"); err != nil {
+		t.Fatalf("s3: %v", err)
+	}
+	if _, err := parse(t, "--storage-redirect", "--storage-url", "gs://bucket"); err != nil {
+		t.Fatalf("gs: %v", err)
+	}
+	for _, u := range []string{"", "file:///srv/blobs", "mem://", "azblob://container"} {
+		args := []string{"--storage-redirect"}
+		if u != "" {
+			args = append(args, "--storage-url", u)
+		}
+		if _, err := parse(t, args...); err == nil || !strings.Contains(err.Error(), "--storage-redirect") || !strings.Contains(err.Error(), "s3:// or gs://") {
+			t.Errorf("%q: %v, want a refusal naming the flag and what it needs", u, err)
+		}
+	}
+	t.Setenv("ARTIFACT_REGISTRY_STORAGE_REDIRECT", "true")
+	if _, err := parse(t); err == nil {
+		t.Fatal("redirect from the environment on the default file storage was accepted")
+	}
+}

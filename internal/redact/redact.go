@@ -58,9 +58,9 @@ var (
 	accessToken = regexp.MustCompile(`arp_[0-9A-Za-z]+`)
 	// jwt is a compact JWS (the bearer tokens of /v2/token).
 	jwt = regexp.MustCompile(`eyJ[0-9A-Za-z_-]*\.[0-9A-Za-z_-]+\.[0-9A-Za-z_-]*`)
-	// keyValue is a credential given as key=value (.npmrc, queries) or
-	// as a JSON member in text.
-	keyValue = regexp.MustCompile(`(?i)((?:_auth|_authToken|authToken|auth_token|access_token|token|password|passwd|secret|client_secret)(?:\s*=\s*|"\s*:\s*"))([^\s&;,"'/]+)`)
+	// keyValue is a credential given as key=value (.npmrc, queries, the
+	// signature of a signed object-store URL) or as a JSON member in text.
+	keyValue = regexp.MustCompile(`(?i)((?:_auth|_authToken|authToken|auth_token|access_token|token|password|passwd|secret|client_secret|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)(?:\s*=\s*|"\s*:\s*"))([^\s&;,"'/]+)`)
 	// authHeader is an Authorization header value quoted in text: a
 	// Bearer credential (16 characters at least, not a word), or any
 	// scheme after "Authorization:".
@@ -116,7 +116,7 @@ func Path(p string) string {
 
 // sensitiveParams are query parameters whose values are credentials.
 var sensitiveParams = []string{"token", "_authtoken", "authtoken", "auth_token", "access_token", "refresh_token",
-	"password", "passwd", "secret", "client_secret", "signature", "x-amz-signature", "x-amz-credential", "sig", "key", "code"}
+	"password", "passwd", "secret", "client_secret", "signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential", "sig", "key", "code"}
 
 // Query masks the values of credential parameters of a raw query, and
 // Text in the rest.

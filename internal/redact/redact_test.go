@@ -58,9 +58,11 @@ func TestText(t *testing.T) {
 		`{"password":"hunter2"}`,
 		"GET https://user:hunter2@legacy.example/v2/",
 		"Authorization: Basic dXNlcjpodW50ZXIy",
+		"redirect to http://s3.internal/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=5d672d79c15b13162d9279b0855cfba6",
+		"get https://gcs.internal/b/k?X-Goog-Credential=signer%40p.iam&X-Goog-Signature=5d672d79c15b13162d9279b0855cfba6 failed",
 	} {
 		got := Text(in)
-		for _, secret := range []string{jwt, testAccessToken, "npm_abcdef", "hunter2", "dXNlcjpodW50ZXIy"} {
+		for _, secret := range []string{jwt, testAccessToken, "npm_abcdef", "hunter2", "dXNlcjpodW50ZXIy", "5d672d79c15b13162d9279b0855cfba6", "AKIDEXAMPLE", "signer%40p.iam"} {
 			if strings.Contains(got, secret) {
 				t.Errorf("Text(%q) = %q keeps a secret", in, got)
 			}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -30,6 +31,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 // AdminToken is the super-user token of every test server.
@@ -48,6 +50,12 @@ type Options struct {
 	Pool *pgxpool.Pool
 	// FailureLimit is the authenticator's (auth.Options.FailureLimit).
 	FailureLimit int
+	// Objects replaces the file bucket; RedirectDownloads is the store's
+	// (store.Options.RedirectDownloads).
+	Objects           *objstore.Store
+	RedirectDownloads bool
+	// Logger replaces the discarding logger of every surface.
+	Logger *slog.Logger
 }
 
 // Env is one running server.
@@ -67,8 +75,12 @@ func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	ctx := context.Background()
 	c := fakeclock.New(time.Now().UTC())
-	st := testsupport.Store(t, testsupport.StoreOptions{Pool: opts.Pool, Store: store.Options{Clock: c}})
-	log := testsupport.Discard()
+	st := testsupport.Store(t, testsupport.StoreOptions{Pool: opts.Pool, Objects: opts.Objects,
+		Store: store.Options{Clock: c, RedirectDownloads: opts.RedirectDownloads}})
+	log := opts.Logger
+	if log == nil {
+		log = testsupport.Discard()
+	}
 	authn := auth.New(st, auth.Options{AdminToken: AdminToken, Clock: c, Logger: log, FailureLimit: opts.FailureLimit})
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	srv := httptest.NewUnstartedServer(nil)

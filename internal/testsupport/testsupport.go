@@ -67,6 +67,8 @@ type StoreOptions struct {
 	Pool *pgxpool.Pool
 	// Mem selects an in-memory bucket instead of a file:// one.
 	Mem bool
+	// Objects replaces the bucket (an S3 one, say).
+	Objects *objstore.Store
 	// Store is passed to store.New (the clock, the review delay).
 	Store store.Options
 }
@@ -77,6 +79,9 @@ func Store(t testing.TB, o StoreOptions) *store.Store {
 	pool := o.Pool
 	if pool == nil {
 		pool = testdb.New(t)
+	}
+	if o.Objects != nil {
+		return store.New(pool, o.Objects, o.Store)
 	}
 	objs := FileObjects
 	if o.Mem {

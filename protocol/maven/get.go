@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
@@ -68,6 +69,22 @@ func (h *handler) serveHosted(w http.ResponseWriter, r *http.Request, t *mavenst
 	}
 	sha256hex, _ := f.Checksums.Hex(mavenstore.SHA256)
 	hdr.Set("X-Checksum-Sha256", sha256hex)
+	// A download of a version file (not a range, a revalidation, a
+	// checksum or metadata) is counted: buffered counters.
+	count := func() {
+		if f.VersionID == nil {
+			return
+		}
+		if err := h.maven.RecordDownload(context.WithoutCancel(ctx), t, f); err != nil {
+			h.log.Warn("maven: recording a download failed", "path", r.URL.Path, "err", err)
+		}
+	}
+	if h.redirect(w, r, q, &f.Blob) {
+		if blobredirect.Whole(r) {
+			count()
+		}
+		return nil
+	}
 	br := &blobReader{ctx: ctx, st: h.st, blob: &f.Blob}
 	defer br.Close()
 	if r.Method != http.MethodGet {
@@ -81,14 +98,16 @@ func (h *handler) serveHosted(w http.ResponseWriter, r *http.Request, t *mavenst
 	}
 	sw := &statusWriter{ResponseWriter: w}
 	http.ServeContent(sw, r, "", time.Time{}, br)
-	if sw.status == http.StatusOK && f.VersionID != nil {
-		// A download of a version file (not a range, a revalidation, a
-		// checksum or metadata): buffered counters.
-		if err := h.maven.RecordDownload(context.WithoutCancel(ctx), t, f); err != nil {
-			h.log.Warn("maven: recording a download failed", "path", r.URL.Path, "err", err)
-		}
+	if sw.status == http.StatusOK {
+		count()
 	}
 	return nil
+}
+
+// redirect sends a GET of a stored file to a signed URL of its object
+// (blobredirect), reporting whether it did.
+func (h *handler) redirect(w http.ResponseWriter, r *http.Request, q *request, b *store.Blob) bool {
+	return blobredirect.Redirect(w, r, h.st, h.log, b, contentType(q.ref.FileName), q.name)
 }
 
 // statusWriter remembers the status code written.

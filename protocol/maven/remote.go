@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
@@ -418,6 +419,12 @@ func (h *handler) serveCached(w http.ResponseWriter, r *http.Request, t *mavenst
 	}
 	sha256hex, _ := f.Checksums.Hex(mavenstore.SHA256)
 	hdr.Set("X-Checksum-Sha256", sha256hex)
+	if h.redirect(w, r, q, &f.Blob) {
+		if blobredirect.Whole(r) {
+			h.recordRemote(ctx, r, t, mavenstore.RemoteAccess{File: f, Miss: miss})
+		}
+		return nil
+	}
 	br := &blobReader{ctx: ctx, st: h.st, blob: &f.Blob}
 	defer br.Close()
 	if r.Method == http.MethodGet {

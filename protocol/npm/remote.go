@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -769,6 +770,10 @@ func (h *handler) serveCachedTarball(req *request, t *npmstore.RemoteTarball, fi
 	w.Header().Set("Content-Length", strconv.FormatInt(t.Blob.Size, 10))
 	if req.r.Method == http.MethodHead {
 		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	// The request was recorded by the caller.
+	if blobredirect.Redirect(w, req.r, h.st, h.log, &t.Blob, "application/octet-stream", file) {
 		return nil
 	}
 	rc, err := h.st.OpenBlobObject(req.r.Context(), &t.Blob, 0, -1)

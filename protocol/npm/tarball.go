@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
@@ -49,6 +50,16 @@ func (h *handler) hostedTarball(req *request, repo *npmstore.Repository, name, f
 		w.WriteHeader(http.StatusOK)
 		return nil
 	}
+	counted := func() {
+		h.downloads.add(npmstore.Download{
+			NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
+			PackageID: t.Package.PackageID, VersionID: t.VersionID, At: time.Now(),
+		})
+	}
+	if blobredirect.Redirect(w, req.r, h.st, h.log, &t.Blob, "application/octet-stream", file) {
+		counted()
+		return nil
+	}
 	rc, err := h.st.OpenBlobObject(req.r.Context(), &t.Blob, 0, -1)
 	if err != nil {
 		w.Header().Del("Content-Length")
@@ -59,10 +70,7 @@ func (h *handler) hostedTarball(req *request, repo *npmstore.Repository, name, f
 	if _, err := io.Copy(w, rc); err != nil {
 		return nil // the client went away; the status is already sent
 	}
-	h.downloads.add(npmstore.Download{
-		NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
-		PackageID: t.Package.PackageID, VersionID: t.VersionID, At: time.Now(),
-	})
+	counted()
 	return nil
 }
 

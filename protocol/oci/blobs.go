@@ -11,6 +11,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 )
@@ -61,6 +62,10 @@ func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, d digest, b 
 	if br != nil {
 		offset, length, status = br.Start, br.Length, http.StatusPartialContent
 		hdr.Set("Content-Range", br.contentRange(b.Size))
+	}
+	// The pull was counted by the caller.
+	if blobredirect.Redirect(w, r, h.st, h.log, b, mtOctetStream, d.String()) {
+		return nil
 	}
 	rc, err := h.st.OpenBlobObject(r.Context(), b, offset, length)
 	if err != nil {
