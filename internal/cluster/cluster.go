@@ -107,7 +107,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	s3 := ocitools.StartS3(t, bucket)
 	dir := t.TempDir()
 	c := &Cluster{S3: s3, Bucket: bucket, logDir: o.LogDir,
-		AdminToken: randomToken(), RootKeyURL: "base64key://" + randomToken()}
+		AdminToken: randomToken(), RootKeyURL: rootKeyURL()}
 	if c.logDir == "" {
 		c.logDir = filepath.Join(dir, "logs")
 	}
@@ -255,6 +255,14 @@ func (c *Cluster) migrate(ctx context.Context, bin string, env []string) error {
 		return fmt.Errorf("artifact-registry migrate up: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// rootKeyURL is a fresh key in the padded URL-safe base64 that
+// base64key:// reads.
+func rootKeyURL() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return "base64key://" + base64.URLEncoding.EncodeToString(b)
 }
 
 func randomToken() string {
