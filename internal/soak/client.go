@@ -41,12 +41,26 @@ type response struct {
 type failure struct {
 	label  string
 	detail string
+	// retryAfter is the answer's Retry-After (0 if none).
+	retryAfter time.Duration
 }
 
 func (f *failure) Error() string { return f.label + ": " + f.detail }
 
 func fail(label, format string, args ...any) error {
 	return &failure{label: label, detail: fmt.Sprintf(format, args...)}
+}
+
+// pause is how long a client waits after the error before its next
+// request: the answer's Retry-After, at most maxPause, or a second after
+// any other failure, as clients back off instead of spinning.
+func pause(err error) time.Duration {
+	const maxPause = 5 * time.Second
+	var f *failure
+	if errors.As(err, &f) && f.retryAfter > 0 {
+		return min(f.retryAfter, maxPause)
+	}
+	return time.Second
 }
 
 // labelOf is the report label of an operation's error.
@@ -103,7 +117,11 @@ func (c *client) do(ctx context.Context, method, ref string, body []byte, want [
 	}
 	r := response{status: resp.StatusCode, header: resp.Header, body: b}
 	if !slices.Contains(want, r.status) {
-		return r, fail(strconv.Itoa(r.status), "%s %s: %s", method, req.URL.Path, snippet(b))
+		f := &failure{label: strconv.Itoa(r.status), detail: fmt.Sprintf("%s %s: %s", method, req.URL.Path, snippet(b))}
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+			f.retryAfter = time.Duration(secs) * time.Second
+		}
+		return r, f
 	}
 	return r, nil
 }

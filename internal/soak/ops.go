@@ -209,7 +209,7 @@ func (w *worker) mavenDeploy(ctx context.Context) error {
 var listings = []string{
 	`query($ns: String!) { namespace(slug: $ns) { repositories(first: 20) { totalCount edges { node { name format artifactsCount } } } } }`,
 	`query($ns: String!, $r: String!) { repository(namespace: $ns, name: $r) { images(first: 20) { edges { node { name tags(first: 5) { edges { node { name } } } } } } } }`,
-	`query($ns: String!, $r: String!) { repository(namespace: $ns, name: $r) { npmPackages(first: 20) { edges { node { name distTags { tag } } } } } }`,
+	`query($ns: String!, $r: String!) { repository(namespace: $ns, name: $r) { npmPackages(first: 20) { edges { node { name distTags { name } } } } } }`,
 	`query($ns: String!, $r: String!) { repository(namespace: $ns, name: $r) { mavenPackages(first: 20) { edges { node { groupId artifactId } } } } }`,
 }
 

@@ -40,13 +40,14 @@ func (r *recorder) window(w Window) {
 	r.windows = append(r.windows, w)
 }
 
-// inWindow says whether a request that ran from start to end overlaps a
-// window stretched by grace after its end.
-func inWindow(windows []Window, grace time.Duration, start, end time.Time) bool {
+// windowOf is the kind of the first fault window, stretched by grace after
+// its end, that an operation running from start to end overlaps; "" if
+// none.
+func windowOf(windows []Window, grace time.Duration, start, end time.Time) string {
 	for _, w := range windows {
-		if !start.After(w.End.Add(grace)) && !end.Before(w.Start) {
-			return true
+		if !w.Start.IsZero() && !start.After(w.End.Add(grace)) && !end.Before(w.Start) {
+			return w.Kind
 		}
 	}
-	return false
+	return ""
 }

@@ -38,17 +38,19 @@ type OpStats struct {
 	Max      time.Duration
 }
 
-// ErrorCount counts one operation's failures with one label, inside and
-// outside the fault windows.
+// ErrorCount counts one operation's failures with one label, in the
+// window of each fault kind and outside every window.
 type ErrorCount struct {
-	Op, Label         string
-	InWindow, Outside int
+	Op, Label string
+	ByWindow  map[string]int
+	Outside   int
 }
 
 const maxExamples = 20
 
 func newReport(cfg Config, elapsed time.Duration, rec *recorder, acked map[string]int, lost []LostWrite) *Report {
 	r := &Report{Duration: elapsed, Workers: cfg.Workers, Grace: cfg.Grace, Windows: rec.windows, Acked: acked, Lost: lost}
+	sort.Slice(r.Windows, func(i, j int) bool { return r.Windows[i].Start.Before(r.Windows[j].Start) })
 	byOp := map[string][]sample{}
 	errs := map[[2]string]*ErrorCount{}
 	for _, s := range rec.samples {
@@ -58,12 +60,12 @@ func newReport(cfg Config, elapsed time.Duration, rec *recorder, acked map[strin
 		}
 		k := [2]string{s.op, s.label}
 		if errs[k] == nil {
-			errs[k] = &ErrorCount{Op: s.op, Label: s.label}
+			errs[k] = &ErrorCount{Op: s.op, Label: s.label, ByWindow: map[string]int{}}
 		}
-		if inWindow(rec.windows, cfg.Grace, s.start, s.end) {
-			errs[k].InWindow++
+		if kind := windowOf(rec.windows, cfg.Grace, s.start, s.end); kind != "" {
+			errs[k].ByWindow[kind]++
 			if s.label == "500" {
-				r.example("in window", s)
+				r.example("in "+kind, s)
 			}
 		} else {
 			errs[k].Outside++
@@ -84,8 +86,15 @@ func newReport(cfg Config, elapsed time.Duration, rec *recorder, acked map[strin
 }
 
 func (r *Report) example(where string, s sample) {
-	if len(r.Examples) < maxExamples {
-		r.Examples = append(r.Examples, fmt.Sprintf("%s %s %s: %s", s.start.UTC().Format("15:04:05.000"), where, s.op, s.detail))
+	prefix := where + " " + s.op + " " + s.label
+	same := 0
+	for _, e := range r.Examples {
+		if strings.Contains(e, prefix) {
+			same++
+		}
+	}
+	if len(r.Examples) < maxExamples && same < 3 {
+		r.Examples = append(r.Examples, fmt.Sprintf("%s %s: %s", s.start.UTC().Format("15:04:05.000"), prefix, s.detail))
 	}
 }
 
@@ -126,7 +135,10 @@ func (r *Report) StatusCount(label string) int {
 	n := 0
 	for _, e := range r.Errors {
 		if e.Label == label {
-			n += e.InWindow + e.Outside
+			n += e.Outside
+			for _, c := range e.ByWindow {
+				n += c
+			}
 		}
 	}
 	return n
@@ -171,21 +183,26 @@ func (r *Report) Table() string {
 	_ = tw.Flush()
 	b.WriteString("\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "operation\tstatus\tin window\toutside\t")
+	kinds := r.windowKinds()
+	fmt.Fprintf(tw, "operation\tstatus\t%s\toutside\t\n", strings.Join(kinds, "\t"))
 	for _, e := range r.Errors {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t\n", e.Op, e.Label, e.InWindow, e.Outside)
+		fmt.Fprintf(tw, "%s\t%s\t", e.Op, e.Label)
+		for _, k := range kinds {
+			fmt.Fprintf(tw, "%d\t", e.ByWindow[k])
+		}
+		fmt.Fprintf(tw, "%d\t\n", e.Outside)
 	}
 	if len(r.Errors) == 0 {
-		fmt.Fprintln(tw, "(no errors)\t\t\t\t")
+		fmt.Fprintln(tw, "(no errors)\t")
 	}
 	_ = tw.Flush()
-	kinds := make([]string, 0, len(r.Acked))
+	acked := make([]string, 0, len(r.Acked))
 	for k := range r.Acked {
-		kinds = append(kinds, k)
+		acked = append(acked, k)
 	}
-	sort.Strings(kinds)
+	sort.Strings(acked)
 	fmt.Fprintf(&b, "\nacknowledged writes: %d (", r.AckedTotal())
-	for i, k := range kinds {
+	for i, k := range acked {
 		if i > 0 {
 			b.WriteString(", ")
 		}
@@ -200,12 +217,23 @@ func (r *Report) Table() string {
 		fmt.Fprintf(&b, "  lost %s %s: %s\n", l.Kind, l.Name, l.Reason)
 	}
 	if len(r.Examples) > 0 {
-		b.WriteString("\nfirst failures outside the windows, and 500s:\n")
+		b.WriteString("\nfirst failures outside the windows, and 500s in them:\n")
 		for _, e := range r.Examples {
 			b.WriteString("  " + e + "\n")
 		}
 	}
 	return b.String()
+}
+
+// windowKinds are the fault kinds in the order they happened.
+func (r *Report) windowKinds() []string {
+	var out []string
+	for _, w := range r.Windows {
+		if !slices.Contains(out, w.Kind) {
+			out = append(out, w.Kind)
+		}
+	}
+	return out
 }
 
 func ms(d time.Duration) string {

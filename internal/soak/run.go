@@ -82,6 +82,12 @@ func work(ctx context.Context, w *worker, ops []string, rec *recorder) {
 			s.label, s.detail = labelOf(err), err.Error()
 		}
 		rec.record(s)
+		if err != nil {
+			select {
+			case <-time.After(pause(err)):
+			case <-ctx.Done():
+			}
+		}
 	}
 }
 
