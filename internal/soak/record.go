@@ -40,14 +40,15 @@ func (r *recorder) window(w Window) {
 	r.windows = append(r.windows, w)
 }
 
-// windowOf is the kind of the first fault window, stretched by grace after
-// its end, that an operation running from start to end overlaps; "" if
-// none.
+// windowOf is the kind of the fault window, stretched by grace after its
+// end, that an operation running from start to end overlaps; "" if none.
+// Where stretched windows overlap, the fault that began last is blamed.
 func windowOf(windows []Window, grace time.Duration, start, end time.Time) string {
+	kind, began := "", time.Time{}
 	for _, w := range windows {
-		if !w.Start.IsZero() && !start.After(w.End.Add(grace)) && !end.Before(w.Start) {
-			return w.Kind
+		if !w.Start.IsZero() && !start.After(w.End.Add(grace)) && !end.Before(w.Start) && w.Start.After(began) {
+			kind, began = w.Kind, w.Start
 		}
 	}
-	return ""
+	return kind
 }
