@@ -4,7 +4,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: build run test generate lint bench bench-compare clean deps test-deps web-test web-build web-screenshots fuzz-smoke
+.PHONY: build run test generate lint bench bench-compare clean deps test-deps web-test web-build web-screenshots fuzz-smoke soak
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/artifact-registry
@@ -57,6 +57,15 @@ web-build:
 # PostgreSQL server binaries, like make test).
 web-screenshots: test-deps
 	E2E_DOCS_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -timeout 15m -run '^TestUI' ./web/e2e
+
+# The mixed-workload soak (internal/soak, docs/soak.md): three instances
+# under load for SOAK_DURATION while one is killed, PostgreSQL restarts and
+# object storage fails for 30 s. make test runs its one-minute version.
+SOAK_DURATION ?= 10m
+SOAK_REPORT   ?= $(CURDIR)/soak-report.txt
+
+soak: test-deps
+	SOAK_DURATION=$(SOAK_DURATION) SOAK_REPORT=$(SOAK_REPORT) $(GO) test -count=1 -timeout 60m -v -run '^TestSoak$$' ./internal/soak
 
 generate:
 	$(GO) generate ./...
