@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -34,6 +38,7 @@ func TestHarness(t *testing.T) {
 			t.Errorf("instance %d got %d of the requests", i, c.Requests(i))
 		}
 	}
+	checkStorageFault(t, c)
 	if err := c.Kill(1); err != nil {
 		t.Fatal(err)
 	}
@@ -64,4 +69,53 @@ func TestHarness(t *testing.T) {
 			t.Errorf("instance %d: namespace = %+v, %v", i, out, err)
 		}
 	}
+}
+
+// checkStorageFault stores a blob, breaks object storage, reads the blob
+// (the instances must answer, and not with its bytes), heals it and reads
+// the blob again.
+func checkStorageFault(t *testing.T, c *Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, c.CreateRepository(ctx, "harness", "oci", "OCI", "PRIVATE"))
+	token, err := c.CreateToken(ctx, "harness", "ci", "WRITE")
+	must(t, err)
+	data := bytes.Repeat([]byte("stored before the outage "), 4096)
+	sum := sha256.Sum256(data)
+	digest := "sha256:" + hex.EncodeToString(sum[:])
+	blob := "/v2/harness/oci/app/blobs/" + digest
+	if code, _ := send(t, http.MethodPost, c.URL+"/v2/harness/oci/app/blobs/uploads/?digest="+digest, token, data); code != http.StatusCreated {
+		t.Fatalf("monolithic upload = %d", code)
+	}
+	c.BreakStorage()
+	start := time.Now()
+	code, body := send(t, http.MethodGet, c.URL+blob, token, nil)
+	t.Logf("GET of a blob with object storage broken: %d in %s: %.200s", code, time.Since(start).Round(time.Millisecond), body)
+	if code == http.StatusOK {
+		t.Errorf("GET of a blob with object storage broken answered 200")
+	}
+	c.HealStorage()
+	if code, body := send(t, http.MethodGet, c.URL+blob, token, nil); code != http.StatusOK || !bytes.Equal(body, data) {
+		t.Errorf("GET after HealStorage = %d, %d bytes", code, len(body))
+	}
+}
+
+func send(t *testing.T, method, url, token string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	must(t, err)
+	req.SetBasicAuth("ci", token)
+	req.Header.Set("Content-Type", "application/octet-stream")
+	client := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Logf("%s %s: %v", method, url, err)
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Logf("%s %s: reading the body: %v", method, url, err)
+	}
+	return resp.StatusCode, b
 }

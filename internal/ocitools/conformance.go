@@ -2,6 +2,7 @@ package ocitools
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/xml"
 	"fmt"
 	"os"
@@ -21,9 +22,11 @@ type ConformanceRun struct {
 	Password string // a namespace ADMIN access token (the suite deletes)
 	Version  string // OCI_VERSION: "1.1" or "dev"
 	// Out, when set, receives the reports and the result block under
-	// Out/<Version>/ (CI keeps them: go test prints a passing test's log
+	// Out/<Name>/ (CI keeps them: go test prints a passing test's log
 	// only with -v).
 	Out string
+	// Name is the run's directory under Out; empty means Version.
+	Name string
 }
 
 // RunConformance runs the suite at bin (Conformance) with every API and
@@ -43,7 +46,7 @@ func RunConformance(t testing.TB, bin string, r ConformanceRun) {
 	block := resultBlock(out.String())
 	t.Logf("conformance suite, OCI_VERSION=%s, %s:\n%s", r.Version, time.Since(start).Round(time.Millisecond), block)
 	if r.Out != "" {
-		keepResults(t, results, filepath.Join(r.Out, r.Version), block)
+		keepResults(t, results, filepath.Join(r.Out, cmp.Or(r.Name, r.Version)), block)
 	}
 	counts, err := junitCounts(filepath.Join(results, "junit.xml"))
 	if err != nil {

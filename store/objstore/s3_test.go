@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -301,5 +302,32 @@ func TestServerComposable(t *testing.T) {
 func TestCopySource(t *testing.T) {
 	if got, want := copySource("bkt", "a b/c+d/e"), "bkt/a%20b/c+d/e"; got != want {
 		t.Fatalf("copySource = %q, want %q", got, want)
+	}
+}
+
+// An empty object reads as empty through a zero-length range on every
+// backend (S3 refuses any byte range of an empty object), and a missing
+// one is ErrNotFound.
+func TestEmptyObjectRange(t *testing.T) {
+	ctx := context.Background()
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			st := open(t)
+			if err := st.WriteAll(ctx, "empty", nil); err != nil {
+				t.Fatal(err)
+			}
+			r, err := st.NewRangeReader(ctx, "empty", 0, 0)
+			if err != nil {
+				t.Fatalf("zero-length range of an empty object: %v", err)
+			}
+			b, err := io.ReadAll(r)
+			r.Close()
+			if err != nil || len(b) != 0 {
+				t.Fatalf("read %d bytes, %v", len(b), err)
+			}
+			if _, err := st.NewRangeReader(ctx, "missing", 0, 0); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("zero-length range of a missing object: %v", err)
+			}
+		})
 	}
 }
