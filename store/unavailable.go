@@ -11,22 +11,28 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/artifact-registry/artifact-registry/internal/pgpool"
+	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
 // UnavailableRetryAfter is what every surface puts in Retry-After when the
-// database cannot be reached: long enough for a restart or a failover to
-// make progress, short enough that clients do not give up.
+// database or the object store cannot be reached: long enough for a
+// restart or a failover to make progress, short enough that clients do not
+// give up.
 const UnavailableRetryAfter = 5 * time.Second
 
-// IsUnavailable reports whether err means the database is down or not
-// taking work: it refused or dropped the connection, is shutting down,
-// starting up or out of connections, or is a standby not yet promoted
-// (read-only). Every surface answers these 503 with
-// Retry-After (UnavailableRetryAfter) in its own format instead of 500; a
-// request cancelled by its client or its own deadline is not one of them.
+// IsUnavailable reports whether err means a backing service is out: the
+// object store could not be reached (objstore.ErrUnavailable), or the
+// database refused or dropped the connection, is shutting down, starting up
+// or out of connections, or is a standby not yet promoted (read-only).
+// Every surface answers these 503 with Retry-After (UnavailableRetryAfter)
+// in its own format instead of 500; a request cancelled by its client or
+// its own deadline is not one of them.
 func IsUnavailable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
+	}
+	if errors.Is(err, objstore.ErrUnavailable) {
+		return true
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {

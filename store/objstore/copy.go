@@ -92,7 +92,7 @@ func CopyHash(dst io.Writer, src io.Reader, h hash.Hash, limit int64) (int64, er
 		if b == nil {
 			break
 		}
-		n, err := io.ReadFull(src, *b.p)
+		n, err := fill(src, *b.p)
 		if n > 0 {
 			total += int64(n)
 			b.n = n
@@ -103,7 +103,7 @@ func CopyHash(dst io.Writer, src io.Reader, h hash.Hash, limit int64) (int64, er
 			free <- b
 		}
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == io.EOF:
 			rerr = io.EOF
 		case err != nil:
 			rerr = err
@@ -126,4 +126,19 @@ func CopyHash(dst io.Writer, src io.Reader, h hash.Hash, limit int64) (int64, er
 		return total, ErrTooLarge
 	}
 	return total, nil
+}
+
+// fill reads into p until it is full or src ends. Unlike io.ReadFull it
+// passes src's own io.ErrUnexpectedEOF on (what a request body cut short
+// returns) instead of taking it for a clean end of the data.
+func fill(src io.Reader, p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := src.Read(p[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

@@ -181,7 +181,7 @@ func (s *Store) path(key string) string {
 func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	ok, err := s.bucket.Exists(ctx, key)
 	if err != nil {
-		return false, fmt.Errorf("objstore: stat %s: %w", key, err)
+		return false, fmt.Errorf("objstore: stat %s: %w", key, bucketErr(err))
 	}
 	return ok, nil
 }
@@ -240,7 +240,7 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 func (s *Store) Delete(ctx context.Context, key string) error {
 	err := s.bucket.Delete(ctx, key)
 	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
-		return fmt.Errorf("objstore: delete %s: %w", key, err)
+		return fmt.Errorf("objstore: delete %s: %w", key, bucketErr(err))
 	}
 	return nil
 }
@@ -248,7 +248,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // WriteAll writes an object in one go (tests and small objects).
 func (s *Store) WriteAll(ctx context.Context, key string, p []byte) error {
 	if err := s.bucket.WriteAll(ctx, key, p, &blob.WriterOptions{ContentType: contentType}); err != nil {
-		return fmt.Errorf("objstore: write %s: %w", key, err)
+		return fmt.Errorf("objstore: write %s: %w", key, bucketErr(err))
 	}
 	return nil
 }
@@ -259,5 +259,5 @@ func wrapErr(op, key string, err error) error {
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return fmt.Errorf("objstore: %s %s: %w", op, key, ErrNotFound)
 	}
-	return fmt.Errorf("objstore: %s %s: %w", op, key, err)
+	return fmt.Errorf("objstore: %s %s: %w", op, key, bucketErr(err))
 }

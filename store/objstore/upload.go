@@ -207,9 +207,9 @@ func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Ha
 	defer cancel()
 	w, err := u.s.bucket.NewWriter(wctx, key, u.writerOptions())
 	if err != nil {
-		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
+		return Part{}, fmt.Errorf("objstore: write %s: %w", key, bucketErr(err))
 	}
-	n, err := CopyHash(w, r, h, limit)
+	n, err := CopyHash(partWriter{w}, r, h, limit)
 	if err != nil {
 		cancel() // abort the object
 		_ = w.Close()
@@ -217,7 +217,7 @@ func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Ha
 		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
 	}
 	if err := w.Close(); err != nil {
-		return Part{}, fmt.Errorf("objstore: write %s: %w", key, err)
+		return Part{}, fmt.Errorf("objstore: write %s: %w", key, bucketErr(err))
 	}
 	p.Size = n
 	return p, nil
@@ -258,13 +258,14 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 	case len(parts) == 1 && size <= maxServerCopy:
 		return u.copyPart(ctx, parts[0], dst)
 	}
+	// Composing reads only the parts, so every transport failure is the store's.
 	if done, err := u.composeS3(ctx, parts, dst); done {
-		return err
+		return bucketErr(err)
 	}
 	if done, err := u.composeGCS(ctx, parts, size, dst); done {
-		return err
+		return bucketErr(err)
 	}
-	return u.compose(ctx, parts, dst)
+	return bucketErr(u.compose(ctx, parts, dst))
 }
 
 // promoteFile renames the upload file, cut to size, to the blob path to,
@@ -458,7 +459,7 @@ func (s *Store) deleteUpload(ctx context.Context, prefix string) error {
 		}
 		if err != nil {
 			_ = g.Wait()
-			return fmt.Errorf("objstore: list upload parts: %w", err)
+			return fmt.Errorf("objstore: list upload parts: %w", bucketErr(err))
 		}
 		key := obj.Key
 		g.Go(func() error { return s.Delete(gctx, key) })
