@@ -91,6 +91,17 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 			t.Fatalf("write: %+v %v, %d repositories", got, err, count())
 		}
 	}
+	// Deleted since (on any instance): the next write creates it again,
+	// on this instance as on one that never saw it.
+	if _, err := st.SoftDeleteRepository(ctx, store.RepositoryRef{Namespace: "acme", Name: "legacy"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Route(ctx, "team/fresh", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.RepositoryByName(ctx, "acme", "legacy"); err != nil {
+		t.Fatalf("a write after the repository was deleted: %v", err)
+	}
 	rules, err := mapping.Parse([]byte("prefixes:\n  - prefix: ghost/\n    namespace: nowhere\n    repository: r\n"))
 	if err != nil {
 		t.Fatal(err)
