@@ -72,9 +72,9 @@ func TestRevokedTokenRefusedByOtherInstance(t *testing.T) {
 	a := testserver.New(t, testserver.Options{Listen: true})
 	b, c := a.Instance(), noListener(t, a)
 	a.Repo("private", enum.FormatOCI, enum.VisibilityPrivate)
-	a.PushImage(testserver.Home+"/private", "v1")
+	a.PushImage(testserver.Home+"/private/app", "v1")
 	secret, tok := a.Mint(testserver.Home, "reader", auth.TokenSpec{Scopes: []enum.TokenScope{enum.TokenScopeRead}})
-	path := "/v2/" + testserver.Home + "/private/manifests/v1"
+	path := "/v2/" + testserver.Home + "/private/app/manifests/v1"
 	for _, e := range []*testserver.Env{b, c} {
 		mustStatus(t, e, http.MethodGet, path, testserver.Basic(secret), http.StatusOK)
 	}
@@ -95,9 +95,9 @@ func TestBlockedNamespaceRefusedByOtherInstance(t *testing.T) {
 	a := testserver.New(t, testserver.Options{Listen: true})
 	b, c := a.Instance(), noListener(t, a)
 	a.Repo("internal", enum.FormatOCI, enum.VisibilityInternal)
-	a.PushImage(testserver.Home+"/internal", "v1")
+	a.PushImage(testserver.Home+"/internal/app", "v1")
 	secret, _ := a.Mint(testserver.Other, "stranger", auth.TokenSpec{Scopes: []enum.TokenScope{enum.TokenScopeRead}})
-	path := "/v2/" + testserver.Home + "/internal/manifests/v1"
+	path := "/v2/" + testserver.Home + "/internal/app/manifests/v1"
 	for _, e := range []*testserver.Env{b, c} {
 		mustStatus(t, e, http.MethodGet, path, testserver.Basic(secret), http.StatusOK)
 	}
@@ -119,7 +119,7 @@ func TestSuspendedNamespaceRefusedByOtherInstance(t *testing.T) {
 	b := a.Instance()
 	a.Repo("app", enum.FormatOCI, enum.VisibilityPrivate)
 	secret, _ := a.Mint(testserver.Home, "writer", auth.TokenSpec{Scopes: []enum.TokenScope{enum.TokenScopeWrite}})
-	upload := "/v2/" + testserver.Home + "/app/blobs/uploads/"
+	upload := "/v2/" + testserver.Home + "/app/img/blobs/uploads/"
 	mustStatus(t, b, http.MethodPost, upload, testserver.Basic(secret), http.StatusAccepted)
 
 	suspended := time.Now()
@@ -129,7 +129,7 @@ func TestSuspendedNamespaceRefusedByOtherInstance(t *testing.T) {
 	untilBound(t, "namespace suspended", suspended, func() bool {
 		return status(b, http.MethodPost, upload, testserver.Basic(secret)) != http.StatusAccepted
 	})
-	mustStatus(t, b, http.MethodGet, "/v2/"+testserver.Home+"/app/tags/list", testserver.Basic(secret), http.StatusOK)
+	mustStatus(t, b, http.MethodGet, "/v2/"+testserver.Home+"/app/img/tags/list", testserver.Basic(secret), http.StatusOK)
 }
 
 // Visibility is read with the repository on every request.
@@ -137,8 +137,8 @@ func TestPrivateRepositoryRefusedByOtherInstance(t *testing.T) {
 	a := testserver.New(t, testserver.Options{Listen: true})
 	b, c := a.Instance(), noListener(t, a)
 	a.Repo("shared", enum.FormatOCI, enum.VisibilityPublic)
-	a.PushImage(testserver.Home+"/shared", "v1")
-	path := "/v2/" + testserver.Home + "/shared/manifests/v1"
+	a.PushImage(testserver.Home+"/shared/app", "v1")
+	path := "/v2/" + testserver.Home + "/shared/app/manifests/v1"
 	for _, e := range []*testserver.Env{b, c} {
 		mustStatus(t, e, http.MethodGet, path, "", http.StatusOK)
 	}
@@ -163,8 +163,8 @@ func TestListenerConnectionLost(t *testing.T) {
 	a := testserver.New(t, testserver.Options{Listen: true})
 	b := a.Instance()
 	a.Repo("private", enum.FormatOCI, enum.VisibilityPrivate)
-	a.PushImage(testserver.Home+"/private", "v1")
-	path := "/v2/" + testserver.Home + "/private/manifests/v1"
+	a.PushImage(testserver.Home+"/private/app", "v1")
+	path := "/v2/" + testserver.Home + "/private/app/manifests/v1"
 	ns := auth.NamespaceOf(a.NS[testserver.Home])
 
 	for _, wait := range []bool{false, true} {
@@ -206,10 +206,10 @@ func TestSigningKeyRotationAcrossInstances(t *testing.T) {
 	a := testserver.New(t, testserver.Options{Listen: true})
 	b, c := a.Instance(), noListener(t, a)
 	a.Repo("private", enum.FormatOCI, enum.VisibilityPrivate)
-	a.PushImage(testserver.Home+"/private", "v1")
+	a.PushImage(testserver.Home+"/private/app", "v1")
 	secret, _ := a.Mint(testserver.Home, "reader", auth.TokenSpec{Scopes: []enum.TokenScope{enum.TokenScopeRead}})
-	path := "/v2/" + testserver.Home + "/private/manifests/v1"
-	scope := "repository:" + testserver.Home + "/private:pull"
+	path := "/v2/" + testserver.Home + "/private/app/manifests/v1"
+	scope := "repository:" + testserver.Home + "/private/app:pull"
 	for _, e := range []*testserver.Env{b, c} { // both read the keys now
 		mustStatus(t, e, http.MethodGet, path, testserver.Bearer(bearerToken(t, e, secret, scope)), http.StatusOK)
 	}

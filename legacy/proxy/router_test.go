@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/proxy"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
@@ -93,7 +94,11 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 	}
 	// Deleted since (on any instance): the next write creates it again,
 	// on this instance as on one that never saw it.
-	if _, err := st.SoftDeleteRepository(ctx, store.RepositoryRef{Namespace: "acme", Name: "legacy"}); err != nil {
+	ref := store.RepositoryRef{Namespace: "acme", Name: "legacy"}
+	if _, err := st.SoftDeleteRepository(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := catalog.New(st).PurgeRepository(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Route(ctx, "team/fresh", true); err != nil {
