@@ -11,16 +11,19 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/internal/invalidate"
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // Defaults of Options.
 const (
 	DefaultAdminUser = "admin"
-	// DefaultCacheTTL is how long a token lookup is reused: the bound on how
-	// late a revocation (or expiry moved, namespace condition imposed) made
-	// on another replica takes effect here. Revocations made through this
-	// Authenticator take effect at once on this replica.
+	// DefaultCacheTTL is how long a token lookup is reused. With a
+	// Listener it is only a backstop: a revocation (or expiry moved,
+	// namespace condition imposed) made on another replica takes effect
+	// here within invalidate.Bound. Without one it is that bound.
+	// Revocations made through this Authenticator take effect at once on
+	// this replica.
 	DefaultCacheTTL = 5 * time.Second
 	// DefaultCacheSize bounds the lookup cache (entries, positive and
 	// negative).
@@ -49,6 +52,10 @@ type Options struct {
 	// CacheTTL, CacheSize: the token lookup cache.
 	CacheTTL  time.Duration
 	CacheSize int
+	// Listener, when set, tells the caches (token lookups, signing keys)
+	// what other replicas changed, and the caches are bypassed while it is
+	// not Fresh. Nil: the caches rely on their TTLs (one replica, tests).
+	Listener *invalidate.Listener
 	// FlushInterval is the period of Run's last_used_at flush.
 	FlushInterval time.Duration
 	// Clock decides expiry and cache age; tests inject a fake one.
@@ -151,20 +158,47 @@ type tokenKey struct{ ns, id uuid.UUID }
 func New(st *store.Store, opts Options) *Authenticator {
 	a := newAuthenticator(st, opts)
 	a.st = st
-	a.keys = newKeyring(st, a.opts.Clock, a.opts.BearerTTL+KeyRefresh+clockSkew, func(err error) {
+	var trusted func() bool
+	if l := a.opts.Listener; l != nil {
+		trusted = l.Fresh
+	}
+	a.keys = newKeyring(st, a.opts.Clock, a.opts.BearerTTL+KeyRefresh+clockSkew, trusted, func(err error) {
 		a.opts.Logger.Warn("auth: token signing keys", "err", err)
 	})
+	if l := a.opts.Listener; l != nil {
+		l.Subscribe(a.invalidate)
+	}
 	return a
+}
+
+// invalidate applies a change made on some replica to the caches.
+func (a *Authenticator) invalidate(ev invalidate.Event) {
+	switch ev.Kind {
+	case invalidate.Token:
+		a.Forget(ev.Namespace, ev.Token)
+	case invalidate.Namespace:
+		a.forgetNamespace(ev.Namespace)
+	case invalidate.SigningKeys:
+		a.keys.expire()
+	default:
+		a.byID.clear()
+		a.byHash.clear()
+		a.keys.expire()
+	}
 }
 
 func newAuthenticator(tokens tokenStore, opts Options) *Authenticator {
 	opts = opts.withDefaults()
+	var trusted func() bool
+	if opts.Listener != nil {
+		trusted = opts.Listener.Fresh
+	}
 	a := &Authenticator{
 		tokens: tokens,
 		opts:   opts,
 		admin:  AdminPrincipal(opts.AdminUser),
-		byHash: newTTLCache[[32]byte](opts.CacheTTL, opts.CacheSize, opts.Clock),
-		byID:   newTTLCache[tokenKey](opts.CacheTTL, opts.CacheSize, opts.Clock),
+		byHash: newTTLCache[[32]byte](opts.CacheTTL, opts.CacheSize, opts.Clock, trusted),
+		byID:   newTTLCache[tokenKey](opts.CacheTTL, opts.CacheSize, opts.Clock, trusted),
 		usage:  usageBuffer{m: map[tokenKey]time.Time{}},
 	}
 	a.limiter = newFailureLimiter(opts)
@@ -272,6 +306,13 @@ func (a *Authenticator) Forget(namespaceID, tokenID uuid.UUID) {
 	a.byHash.deleteFunc(func(e *cacheEntry) bool {
 		return e.cred != nil && e.cred.ID == tokenID && e.cred.NamespaceID == namespaceID
 	})
+}
+
+// forgetNamespace drops the tokens of a namespace whose state changed.
+func (a *Authenticator) forgetNamespace(namespaceID uuid.UUID) {
+	match := func(e *cacheEntry) bool { return e.cred != nil && e.cred.NamespaceID == namespaceID }
+	a.byID.deleteFunc(match)
+	a.byHash.deleteFunc(match)
 }
 
 // tokenByID is the cached lookup of the OCI bearer tokens' re-validation.

@@ -25,10 +25,15 @@ const loadTimeout = 10 * time.Second
 
 // ttlCache keeps token lookups for ttl, at most max entries. Concurrent
 // misses of one key share a single lookup. Store errors are not cached.
+//
+// trusted (nil: always) says whether entries may be used: while it is
+// false every lookup goes to the store and nothing is cached, because
+// changes made elsewhere may not have been heard of (invalidate.Listener).
 type ttlCache[K comparable] struct {
-	ttl   time.Duration
-	max   int
-	clock store.Clock
+	ttl     time.Duration
+	max     int
+	clock   store.Clock
+	trusted func() bool
 
 	mu       sync.RWMutex
 	entries  map[K]*cacheEntry
@@ -46,12 +51,19 @@ type cacheCall struct {
 	err   error
 }
 
-func newTTLCache[K comparable](ttl time.Duration, max int, clock store.Clock) *ttlCache[K] {
-	return &ttlCache[K]{ttl: ttl, max: max, clock: clock, entries: map[K]*cacheEntry{}, inflight: map[K]*cacheCall{}}
+func newTTLCache[K comparable](ttl time.Duration, max int, clock store.Clock, trusted func() bool) *ttlCache[K] {
+	if trusted == nil {
+		trusted = func() bool { return true }
+	}
+	return &ttlCache[K]{ttl: ttl, max: max, clock: clock, trusted: trusted,
+		entries: map[K]*cacheEntry{}, inflight: map[K]*cacheCall{}}
 }
 
 // peek returns the live cached entry of k, if any.
 func (c *ttlCache[K]) peek(k K) (*cacheEntry, bool) {
+	if !c.trusted() {
+		return nil, false
+	}
 	c.mu.RLock()
 	e, ok := c.entries[k]
 	c.mu.RUnlock()
@@ -63,15 +75,12 @@ func (c *ttlCache[K]) peek(k K) (*cacheEntry, bool) {
 
 // get returns the cached entry of k or loads it.
 func (c *ttlCache[K]) get(ctx context.Context, k K, load func(context.Context) (*store.AccessTokenCredential, error)) (*cacheEntry, error) {
-	now := c.clock.Now()
-	c.mu.RLock()
-	e, ok := c.entries[k]
-	c.mu.RUnlock()
-	if ok && now.Before(e.expires) {
+	if e, ok := c.peek(k); ok {
 		return e, nil
 	}
+	now := c.clock.Now()
 	c.mu.Lock()
-	if e, ok := c.entries[k]; ok && now.Before(e.expires) {
+	if e, ok := c.entries[k]; ok && now.Before(e.expires) && c.trusted() {
 		c.mu.Unlock()
 		return e, nil
 	}
@@ -106,7 +115,9 @@ func (c *ttlCache[K]) run(ctx context.Context, k K, call *cacheCall, load func(c
 		if cred != nil {
 			call.entry.principal = principalFromToken(cred)
 		}
-		if call.gen == c.gen {
+		// Trusted now and no deletion since the lookup began: every
+		// change committed before it started has been heard of.
+		if call.gen == c.gen && c.trusted() {
 			c.put(k, call.entry)
 		}
 	}
@@ -151,6 +162,10 @@ func (c *ttlCache[K]) deleteFunc(match func(*cacheEntry) bool) {
 	}
 	c.gen++
 	c.mu.Unlock()
+}
+
+func (c *ttlCache[K]) clear() {
+	c.deleteFunc(func(*cacheEntry) bool { return true })
 }
 
 func (c *ttlCache[K]) len() int {

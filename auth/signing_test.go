@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -174,5 +175,43 @@ func TestSigningKeyRotation(t *testing.T) {
 	}
 	if _, err := a.Authenticate(request(bearer(before))); err == nil {
 		t.Fatal("a token of the deleted key was accepted")
+	}
+}
+
+// A token signed elsewhere with a key created after this instance last
+// read the keys, even under minKeyReloadGap ago, verifies at once; a
+// forged kid newer than every key is refused.
+func TestSigningKeyNewKidWithinReloadGap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	f.repo("acme", "pubimages", enum.FormatOCI, enum.VisibilityPublic)
+	scope := "repository:acme/pubimages/app:pull"
+	issue := func(a *Authenticator) string {
+		t.Helper()
+		tok, _, err := a.issue(ctx, anonymous, []string{scope}, ContainerResolver(f.st))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	b := New(f.st, Options{AdminToken: testAdminToken, Clock: f.clock})
+	old := issue(f.authn)
+	if _, err := b.Authenticate(request(bearer(old))); err != nil { // b reads the keys now
+		t.Fatal(err)
+	}
+	if _, err := RotateSigningKey(ctx, f.st); err != nil {
+		t.Fatal(err)
+	}
+	c := New(f.st, Options{AdminToken: testAdminToken, Clock: f.clock})
+	if _, err := b.Authenticate(request(bearer(issue(c)))); err != nil {
+		t.Fatalf("a token of the new key, no time after b read the keys: %v", err)
+	}
+	n, _ := strconv.ParseInt(headerOf(t, issue(c)).Kid, 10, 64)
+	if key, err := b.keys.verifying(ctx, kid(n+100)); key != nil || err != nil {
+		t.Fatalf("a forged newer kid: %v %v, want no key", key, err)
+	}
+	if key, err := b.keys.verifying(ctx, headerOf(t, old).Kid); key == nil || err != nil {
+		t.Fatalf("the retired key: %v %v, want it", key, err)
 	}
 }

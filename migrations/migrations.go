@@ -9,6 +9,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -39,8 +40,39 @@ func provider(pool *pgxpool.Pool) (*goose.Provider, *sql.DB, error) {
 	return p, db, nil
 }
 
-// Up applies every pending goose migration and River's migrations.
+// lockKey names the session advisory lock that Up holds: instances
+// starting together on one database then migrate one after the other, and
+// the later ones find nothing left to do. Neither goose's nor River's
+// migrator serializes both of them.
+const lockKey int64 = 0x61725f6d69677274 // "ar_migrt"
+
+// Up applies every pending goose migration and River's migrations, under
+// an advisory lock shared by every process migrating the same database.
 func Up(ctx context.Context, pool *pgxpool.Pool) error {
+	unlock, err := lock(ctx, pool)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return up(ctx, pool)
+}
+
+// lock takes the migration lock on a connection of its own, outside the
+// pool: closing that connection releases the lock whatever happened, and
+// a pool of one connection is left for the migrations.
+func lock(ctx context.Context, pool *pgxpool.Pool) (func(), error) {
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connect for the migration lock: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("take the migration lock: %w", err)
+	}
+	return func() { _ = conn.Close(context.WithoutCancel(ctx)) }, nil
+}
+
+func up(ctx context.Context, pool *pgxpool.Pool) error {
 	if err := riverUp(ctx, pool); err != nil {
 		return err
 	}

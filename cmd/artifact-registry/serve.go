@@ -22,6 +22,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/config"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/invalidate"
 	"github.com/artifact-registry/artifact-registry/internal/routes"
 	"github.com/artifact-registry/artifact-registry/keyrotation"
 	"github.com/artifact-registry/artifact-registry/lifecycle"
@@ -82,7 +83,14 @@ func runServe(ctx context.Context, args []string) error {
 	// One authenticator for every surface: its token cache and buffered
 	// last_used_at are per process. Run flushes last_used_at until the
 	// server stops, then once more before the database closes.
-	authOpts := auth.Options{Logger: log,
+	// The caches of other instances' changes: one listening connection,
+	// outside the pool, for the life of the process.
+	listener := invalidate.New(db.Pool.Config().ConnConfig, invalidate.Options{Logger: log})
+	listenCtx, stopListening := context.WithCancel(ctx)
+	listening := make(chan struct{})
+	go func() { defer close(listening); listener.Run(listenCtx) }()
+	defer func() { stopListening(); <-listening }()
+	authOpts := auth.Options{Logger: log, Listener: listener,
 		SecureCookies: strings.HasPrefix(cfg.PublicURL, "https://"),
 		FailureLimit:  cfg.AuthFailureLimit, TrustedProxies: cfg.TrustedProxies}
 	if err := adminTokenOptions(&cfg, log, &authOpts); err != nil {

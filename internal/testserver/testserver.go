@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
+	"github.com/artifact-registry/artifact-registry/internal/invalidate"
 	"github.com/artifact-registry/artifact-registry/internal/routes"
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/internal/testsupport/fakeclock"
@@ -50,24 +52,28 @@ type Options struct {
 	Pool *pgxpool.Pool
 	// FailureLimit is the authenticator's (auth.Options.FailureLimit).
 	FailureLimit int
-	// Objects replaces the file bucket; RedirectDownloads is the store's
-	// (store.Options.RedirectDownloads).
+	// Objects replaces the file bucket (Instance shares it); RedirectDownloads
+	// is the store's (store.Options.RedirectDownloads).
 	Objects           *objstore.Store
 	RedirectDownloads bool
 	// Logger replaces the discarding logger of every surface.
 	Logger *slog.Logger
+	// Listen gives the authenticator an invalidate.Listener, run until the
+	// test ends, as serve does; New returns once it is fresh.
+	Listen bool
 }
 
 // Env is one running server.
 type Env struct {
-	T      testing.TB
-	Ctx    context.Context
-	Store  *store.Store
-	Auth   *auth.Authenticator
-	Clock  *fakeclock.Clock // shared by the store and the authenticator
-	URL    string
-	Server *httpserver.Server
-	NS     map[string]*store.Namespace
+	T        testing.TB
+	Ctx      context.Context
+	Store    *store.Store
+	Auth     *auth.Authenticator
+	Listener *invalidate.Listener // with Options.Listen
+	Clock    *fakeclock.Clock     // shared by the store and the authenticator
+	URL      string
+	Server   *httpserver.Server
+	NS       map[string]*store.Namespace
 }
 
 // New starts a server for the test and stops it when the test ends.
@@ -81,7 +87,11 @@ func New(t testing.TB, opts Options) *Env {
 	if log == nil {
 		log = testsupport.Discard()
 	}
-	authn := auth.New(st, auth.Options{AdminToken: AdminToken, Clock: c, Logger: log, FailureLimit: opts.FailureLimit})
+	var listener *invalidate.Listener
+	if opts.Listen {
+		listener = listen(t, st.Pool())
+	}
+	authn := auth.New(st, auth.Options{AdminToken: AdminToken, Clock: c, Logger: log, FailureLimit: opts.FailureLimit, Listener: listener})
 	hs := httpserver.New(httpserver.Options{Logger: log})
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
@@ -95,13 +105,45 @@ func New(t testing.TB, opts Options) *Env {
 	srv.Config.Handler = hs.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
-	e := &Env{T: t, Ctx: ctx, Store: st, Auth: authn, Clock: c, URL: base, Server: hs, NS: map[string]*store.Namespace{}}
+	e := &Env{T: t, Ctx: ctx, Store: st, Auth: authn, Listener: listener, Clock: c, URL: base, Server: hs, NS: map[string]*store.Namespace{}}
 	if opts.Pool == nil {
 		for _, slug := range []string{Home, Other} {
 			e.NS[slug] = testsupport.Namespace(t, st, slug)
 		}
 	}
 	return e
+}
+
+// Instance starts another server on e's database, with a pool of its own,
+// e's bucket and a Listener: a second serve process of one deployment. Its
+// NS are e's.
+func (e *Env) Instance() *Env {
+	e.T.Helper()
+	pool, err := pgxpool.NewWithConfig(e.Ctx, e.Store.Pool().Config().Copy())
+	if err != nil {
+		e.T.Fatalf("pool of a second instance: %v", err)
+	}
+	e.T.Cleanup(pool.Close)
+	o := New(e.T, Options{Pool: pool, Objects: e.Store.Objects(), Listen: true})
+	maps.Copy(o.NS, e.NS)
+	return o
+}
+
+// listen runs a Listener on pool's database until the test ends and
+// waits until it is fresh.
+func listen(t testing.TB, pool *pgxpool.Pool) *invalidate.Listener {
+	t.Helper()
+	l := invalidate.New(pool.Config().ConnConfig, invalidate.Options{Logger: testsupport.Discard()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(30 * time.Second); !l.Fresh(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the invalidation listener did not connect within 30s")
+		}
+	}
+	return l
 }
 
 // Repo creates a hosted repository of the home namespace.

@@ -28,9 +28,6 @@ type Router struct {
 	// migrated caches routes of migrated repositories: migrated is final,
 	// so the hottest names skip the database.
 	migrated sync.Map // legacy path -> target
-	// ensured remembers the targets of new names whose hosted repository
-	// exists here.
-	ensured sync.Map // "<namespace>/<repository>" -> struct{}
 	// migratedTargets caches target names whose repository is migrated
 	// (final): the hottest local names skip the database.
 	migratedTargets sync.Map // target -> struct{}
@@ -65,12 +62,20 @@ func (r *Router) Route(ctx context.Context, path string, write bool) (oci.Legacy
 	return route, nil
 }
 
+// ensure creates the hosted repository of a new name unless it is active.
+// It asks the database every time rather than remembering what it
+// created: the repository may since have been deleted, here or on another
+// instance, and then every instance must create it again alike.
 func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
 	key := t.Namespace + "/" + t.Repository
-	if _, ok := r.ensured.Load(key); ok {
+	_, _, err := r.st.RepositoryByName(ctx, t.Namespace, t.Repository)
+	if err == nil {
 		return nil
 	}
-	_, err := r.st.CreateRepository(ctx, store.NewRepository{Namespace: t.Namespace, Name: t.Repository,
+	if !store.HasCode(err, store.CodeNotFound) {
+		return fmt.Errorf("look up repository %s for a new legacy name: %w", key, err)
+	}
+	_, err = r.st.CreateRepository(ctx, store.NewRepository{Namespace: t.Namespace, Name: t.Repository,
 		Format: enum.FormatDocker, Kind: enum.KindHosted, Visibility: enum.VisibilityPrivate})
 	switch store.CodeOf(err) {
 	case store.CodeAlreadyExists:
@@ -81,7 +86,6 @@ func (r *Router) ensure(ctx context.Context, t mapping.Target) error {
 	if err != nil {
 		return fmt.Errorf("create repository %s for a new legacy name: %w", key, err)
 	}
-	r.ensured.Store(key, struct{}{})
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/legacy/proxy"
 	"github.com/artifact-registry/artifact-registry/protocol/oci"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/catalog"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/legacy"
@@ -90,6 +91,21 @@ func TestRouteCreatesNewRepository(t *testing.T) {
 		if got, err := r.Route(ctx, "team/fresh", true); err != nil || got.Decision != oci.LegacyLocal || count() != 1 {
 			t.Fatalf("write: %+v %v, %d repositories", got, err, count())
 		}
+	}
+	// Deleted since (on any instance): the next write creates it again,
+	// on this instance as on one that never saw it.
+	ref := store.RepositoryRef{Namespace: "acme", Name: "legacy"}
+	if _, err := st.SoftDeleteRepository(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := catalog.New(st).PurgeRepository(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Route(ctx, "team/fresh", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.RepositoryByName(ctx, "acme", "legacy"); err != nil {
+		t.Fatalf("a write after the repository was deleted: %v", err)
 	}
 	rules, err := mapping.Parse([]byte("prefixes:\n  - prefix: ghost/\n    namespace: nowhere\n    repository: r\n"))
 	if err != nil {
