@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,8 +92,8 @@ func checkStorageFault(t *testing.T, c *Cluster) {
 	start := time.Now()
 	code, body := send(t, http.MethodGet, c.URL+blob, token, nil)
 	t.Logf("GET of a blob with object storage broken: %d in %s: %.200s", code, time.Since(start).Round(time.Millisecond), body)
-	if code == http.StatusOK {
-		t.Errorf("GET of a blob with object storage broken answered 200")
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "UNAVAILABLE") {
+		t.Errorf("GET of a blob with object storage broken = %d %.200s, want 503 in OCI's format", code, body)
 	}
 	c.HealStorage()
 	if code, body := send(t, http.MethodGet, c.URL+blob, token, nil); code != http.StatusOK || !bytes.Equal(body, data) {
