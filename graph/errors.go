@@ -69,7 +69,7 @@ func errorPresenter(log *slog.Logger) graphql.ErrorPresenterFunc {
 		switch {
 		case store.IsUnavailable(err):
 			markUnavailable(ctx)
-			gqlErr.Message = "the registry database is unavailable; retry"
+			gqlErr.Message = store.UnavailableMessage(err)
 			setCode(gqlErr, CodeUnavailable)
 		case errors.As(err, &ae):
 			gqlErr.Message = ae.msg

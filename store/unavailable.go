@@ -72,3 +72,12 @@ func lostConnection(err error) bool {
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
+
+// UnavailableMessage is what a surface tells a client of an error
+// IsUnavailable holds for: which service is out, and to retry.
+func UnavailableMessage(err error) string {
+	if errors.Is(err, objstore.ErrUnavailable) {
+		return "the registry's object storage is unavailable; retry"
+	}
+	return "the registry database is unavailable; retry"
+}

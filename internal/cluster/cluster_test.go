@@ -23,7 +23,8 @@ import (
 // round-robin proxy on one database and one S3 bucket: the OCI
 // conformance suite, crane, oras, npm and mvn, an OCI upload whose
 // requests are each sent to a chosen instance, and a check that the
-// leader-only periodic jobs were inserted once, not once per instance.
+// leader-only periodic jobs were inserted once, not once per instance, and
+// a token revoked on one instance is refused by the others within 1 s.
 // Every request through the proxy goes to the next instance, so each
 // client's session (token, upload, publish then install) crosses
 // instances.
@@ -60,6 +61,7 @@ func TestCluster(t *testing.T) {
 	t.Run("oras", func(t *testing.T) { testOras(t, c, host, admin) })
 	t.Run("npm", func(t *testing.T) { testNpm(t, c, admin) })
 	t.Run("mvn", func(t *testing.T) { testMvn(t, c, admin) })
+	t.Run("revocation", func(t *testing.T) { testRevocation(t, c) })
 	t.Run("leader-only-jobs", func(t *testing.T) { leaders.check(t) })
 	for i := range c.Instances() {
 		t.Logf("instance %d served %d requests through the proxy", i, c.Requests(i))

@@ -92,7 +92,7 @@ func checkStorageFault(t *testing.T, c *Cluster) {
 	start := time.Now()
 	code, body := send(t, http.MethodGet, c.URL+blob, token, nil)
 	t.Logf("GET of a blob with object storage broken: %d in %s: %.200s", code, time.Since(start).Round(time.Millisecond), body)
-	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "UNAVAILABLE") {
+	if code != http.StatusServiceUnavailable || !strings.Contains(string(body), "object storage is unavailable") {
 		t.Errorf("GET of a blob with object storage broken = %d %.200s, want 503 in OCI's format", code, body)
 	}
 	c.HealStorage()

@@ -175,7 +175,7 @@ func toHTTP(err error) *httpError {
 	case errors.Is(err, errBodyRead):
 		return &httpError{status: http.StatusBadRequest, msg: "upload interrupted: " + err.Error(), err: err}
 	case store.IsUnavailable(err):
-		return &httpError{status: http.StatusServiceUnavailable, msg: "the registry database is unavailable, retry",
+		return &httpError{status: http.StatusServiceUnavailable, msg: store.UnavailableMessage(err),
 			header: map[string]string{"Retry-After": strconv.Itoa(int(store.UnavailableRetryAfter.Seconds()))}, err: err}
 	case store.HasCode(err, store.CodeRetryable), store.HasCode(err, store.CodeBlobMustReupload):
 		return &httpError{status: http.StatusServiceUnavailable, msg: "temporarily unavailable, retry",

@@ -197,7 +197,7 @@ func storeError(err error) error {
 	case store.HasCode(err, store.CodeTooManyUploads):
 		return errorf(http.StatusTooManyRequests, "%s", trimStore(err))
 	case store.IsUnavailable(err):
-		e := errorf(http.StatusServiceUnavailable, "the registry database is unavailable, retry")
+		e := errorf(http.StatusServiceUnavailable, "%s", store.UnavailableMessage(err))
 		e.header = map[string]string{"Retry-After": strconv.Itoa(int(store.UnavailableRetryAfter / time.Second))}
 		return e
 	case store.HasCode(err, store.CodeRetryable):

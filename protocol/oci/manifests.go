@@ -324,7 +324,7 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 	}
 	switch {
 	case store.IsUnavailable(err):
-		e := newErr(http.StatusServiceUnavailable, codeUnavailable, "the registry database is unavailable; retry")
+		e := newErr(http.StatusServiceUnavailable, codeUnavailable, "%s", store.UnavailableMessage(err))
 		e.RetryAfter = int(store.UnavailableRetryAfter.Seconds())
 		return e
 	case store.HasCode(err, store.CodeRetryable):
