@@ -115,7 +115,7 @@ func TestRemoteSettingsAndCredentials(t *testing.T) {
 	f.remote("other", "http://127.0.0.1:5999", nil)
 
 	if n := f.count(`SELECT count(*) FROM container_remote_repositories WHERE namespace_id = $1
-		AND (position('s3cret-pass' in convert_from(encrypted_password, 'LATIN1')) > 0 OR position('robot-user' in convert_from(encrypted_username, 'LATIN1')) > 0)`,
+		AND (position(convert_to('s3cret-pass', 'UTF8') in encrypted_password) > 0 OR position(convert_to('robot-user', 'UTF8') in encrypted_username) > 0)`,
 		f.ns.ID); n != 0 {
 		t.Fatalf("plaintext credentials in the row")
 	}

@@ -156,9 +156,9 @@ func TestRemoteSettingsAndCredentials(t *testing.T) {
 	plain := f.remote("plain", npmstore.RemoteInput{URL: "http://127.0.0.1:5999"})
 
 	if n := f.count(`SELECT count(*) FROM npm_remote_repositories WHERE namespace_id = $1 AND encrypted_auth_token IS NOT NULL
-		AND (position('s3cret-pass' in convert_from(encrypted_auth_token, 'LATIN1')) > 0
-		  OR position('robot-user' in convert_from(encrypted_auth_token, 'LATIN1')) > 0
-		  OR position($2 in convert_from(encrypted_auth_token, 'LATIN1')) > 0)`, f.ns.ID, "cm9ib3QtdXNlcjpzM2NyZXQtcGFzcw=="); n != 0 {
+		AND (position(convert_to('s3cret-pass', 'UTF8') in encrypted_auth_token) > 0
+		  OR position(convert_to('robot-user', 'UTF8') in encrypted_auth_token) > 0
+		  OR position(convert_to($2, 'UTF8') in encrypted_auth_token) > 0)`, f.ns.ID, "cm9ib3QtdXNlcjpzM2NyZXQtcGFzcw=="); n != 0 {
 		t.Fatalf("plaintext credentials in the row")
 	}
 	if n := f.count(`SELECT count(*) FROM npm_remote_repositories WHERE namespace_id = $1 AND encrypted_auth_token IS NOT NULL`, f.ns.ID); n != 1 {

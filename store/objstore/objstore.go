@@ -40,6 +40,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/google/uuid"
@@ -72,6 +73,9 @@ type Store struct {
 	gcs *gcsTarget
 	// streamCompose forces the streamed compose (SetStreamCompose).
 	streamCompose atomic.Bool
+	// uploadMarks are the namespaces whose uploads marker this process
+	// tried to write (markUploads).
+	uploadMarks sync.Map
 }
 
 // SetStreamCompose forces (true) or allows again (false) the streamed

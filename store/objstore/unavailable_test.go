@@ -48,7 +48,7 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 	_, errOpen := down.NewRangeReader(ctx, key, 0, -1)
 	upload, err := down.CreateOpenUpload(ctx, ns, id, nil)
 	if err != nil {
-		t.Fatalf("create upload (no request to the store): %v", err)
+		t.Fatalf("create upload (its marker is best effort): %v", err)
 	}
 	_, errWrite := upload.Write(ctx, 0, bytes.NewReader([]byte("data")), sha256.New(), -1)
 	for name, err := range map[string]error{

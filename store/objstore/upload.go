@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -94,6 +95,9 @@ func (u *Upload) writerOptions() *blob.WriterOptions {
 func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID, meta map[string]string) (*Upload, error) {
 	u := &Upload{s: s, prefix: UploadKey(namespaceID, uploadID), meta: meta}
 	if !s.IsFile() {
+		if s.s3 != nil {
+			s.markUploads(ctx, namespaceID)
+		}
 		return u, nil
 	}
 	p := s.path(u.prefix)
@@ -477,3 +481,25 @@ func nonce() uint64 {
 func (p Part) String() string {
 	return strconv.FormatInt(p.Offset, 10) + "+" + strconv.FormatInt(p.Size, 10)
 }
+
+// markUploads writes, once per namespace and process, an empty directory
+// marker object at the namespace's uploads prefix. S3 gateways over a POSIX
+// file system (versitygw's posix backend, which the tests run) remove the
+// directories a delete leaves empty, and a part written under the same
+// prefix at that moment fails (409 ExistingObjectIsDirectory); they keep a
+// directory that was written as an object. Elsewhere the marker is an
+// ordinary empty object that nothing lists (upload parts are listed under
+// their upload's own prefix). It is written on S3 only, the protocol such
+// gateways speak, and is best effort: one attempt, bounded by
+// uploadMarkTimeout, whose failure (an outage) only leaves the race open,
+// so that starting an upload never waits on storage for long.
+func (s *Store) markUploads(ctx context.Context, namespaceID uuid.UUID) {
+	if _, tried := s.uploadMarks.LoadOrStore(namespaceID, struct{}{}); tried {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uploadMarkTimeout)
+	defer cancel()
+	_ = s.bucket.WriteAll(ctx, namespaceID.String()+"/uploads/", nil, nil)
+}
+
+const uploadMarkTimeout = 2 * time.Second
