@@ -73,7 +73,9 @@ generate:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags benchcompare ./internal/benchcompare
 	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(STATICCHECK) -tags benchcompare ./internal/benchcompare
 
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
@@ -85,8 +87,8 @@ bench: test-deps
 # the registries store on (default: under BENCH_RESULTS).
 BENCH_RESULTS ?= $(CURDIR)/bench-results
 bench-compare: test-deps
-	BENCH_COMPARE=1 BENCH_RESULTS=$(BENCH_RESULTS) BENCH_QUICK=$(BENCH_QUICK) BENCH_RUNS=$(BENCH_RUNS) BENCH_DIR=$(BENCH_DIR) \
-		$(GO) test -count=1 -timeout 0 -v -run '^TestBenchCompare$$' ./internal/benchcompare
+	BENCH_RESULTS=$(BENCH_RESULTS) BENCH_QUICK=$(BENCH_QUICK) BENCH_RUNS=$(BENCH_RUNS) BENCH_DIR=$(BENCH_DIR) \
+		$(GO) test -tags benchcompare -count=1 -timeout 0 -v -run '^TestBenchCompare$$' ./internal/benchcompare
 
 clean:
 	rm -rf bin

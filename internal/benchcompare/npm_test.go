@@ -1,3 +1,5 @@
+//go:build benchcompare
+
 package benchcompare
 
 import (
