@@ -158,17 +158,22 @@ type tokenKey struct{ ns, id uuid.UUID }
 func New(st *store.Store, opts Options) *Authenticator {
 	a := newAuthenticator(st, opts)
 	a.st = st
-	var trusted func() bool
-	if l := a.opts.Listener; l != nil {
-		trusted = l.Fresh
-	}
-	a.keys = newKeyring(st, a.opts.Clock, a.opts.BearerTTL+KeyRefresh+clockSkew, trusted, func(err error) {
+	a.keys = newKeyring(st, a.opts.Clock, a.opts.BearerTTL+KeyRefresh+clockSkew, a.opts.trusted(), func(err error) {
 		a.opts.Logger.Warn("auth: token signing keys", "err", err)
 	})
 	if l := a.opts.Listener; l != nil {
 		l.Subscribe(a.invalidate)
 	}
 	return a
+}
+
+// trusted says whether the caches may be used (nil: always, for lack of
+// a Listener).
+func (o Options) trusted() func() bool {
+	if o.Listener == nil {
+		return nil
+	}
+	return o.Listener.Fresh
 }
 
 // invalidate applies a change made on some replica to the caches.
@@ -189,10 +194,7 @@ func (a *Authenticator) invalidate(ev invalidate.Event) {
 
 func newAuthenticator(tokens tokenStore, opts Options) *Authenticator {
 	opts = opts.withDefaults()
-	var trusted func() bool
-	if opts.Listener != nil {
-		trusted = opts.Listener.Fresh
-	}
+	trusted := opts.trusted()
 	a := &Authenticator{
 		tokens: tokens,
 		opts:   opts,
