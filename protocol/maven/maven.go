@@ -199,6 +199,8 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	he := toHTTP(err)
 	level := slog.LevelDebug
 	switch {
+	case he.status == http.StatusServiceUnavailable:
+		level = slog.LevelWarn
 	case he.status >= 500:
 		level = slog.LevelError
 	case he.status == http.StatusConflict || he.status == http.StatusBadRequest:

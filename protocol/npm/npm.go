@@ -223,8 +223,14 @@ func trimStore(err error) string {
 }
 
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	err = storeError(err)
+	mapped := storeError(err)
 	var ae *apiError
+	if errors.As(mapped, &ae) && ae.status == http.StatusServiceUnavailable {
+		// An operator who sees 503s needs the cause: which service is
+		// out, or which lock or deadlock made the write give up.
+		h.log.Warn("npm request unavailable", "method", r.Method, "path", redact.URL(r.URL), "err", redact.Text(err.Error()))
+	}
+	err = mapped
 	if !errors.As(err, &ae) {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away

@@ -322,6 +322,11 @@ func (h *handler) fromStoreError(r *http.Request, err error) *apiError {
 		}
 		return e
 	}
+	if store.IsUnavailable(err) || store.HasCode(err, store.CodeRetryable) {
+		// An operator who sees 503s needs the cause: which service is
+		// out, or which lock or deadlock made the write give up.
+		h.log.Warn("oci: request unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
 	switch {
 	case store.IsUnavailable(err):
 		e := newErr(http.StatusServiceUnavailable, codeUnavailable, "%s", store.UnavailableMessage(err))

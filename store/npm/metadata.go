@@ -333,6 +333,9 @@ func (s *Store) RebuildMetadata(ctx context.Context, repo *Repository, pkg Packa
 			}
 			if _, err := s.core.PutBlob(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
 				bytes.NewReader(f.Data), store.Expected{SHA256: f.SHA256, Size: int64(len(f.Data))}); err != nil {
+				if store.HasCode(err, store.CodeRetryable) {
+					return res, nil // see below
+				}
 				return nil, fmt.Errorf("store: npm store %s of %s: %w", k, pkg.Name, err)
 			}
 		}
@@ -343,6 +346,12 @@ func (s *Store) RebuildMetadata(ctx context.Context, repo *Repository, pkg Packa
 			return res, nil
 		case errors.Is(err, db.ErrRace):
 			continue
+		case store.HasCode(err, store.CodeRetryable):
+			// A writer holds the package (a publish waiting on its own
+			// locks) or the swap lost a deadlock. The documents were built
+			// from one snapshot and are right to serve; caching them is
+			// only an optimisation, so a reader never fails for it.
+			return res, nil
 		default:
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,9 +30,14 @@ type npmFixture struct {
 
 func newNpmFixture(t *testing.T) *npmFixture {
 	t.Helper()
+	return newNpmFixtureWith(t, store.Options{})
+}
+
+func newNpmFixtureWith(t *testing.T, opts store.Options) *npmFixture {
+	t.Helper()
 	ctx := context.Background()
 	pool := testdb.New(t)
-	f := &npmFixture{ctx: ctx, pool: pool, s: New(store.New(pool, objstore.NewMem(), store.Options{}))}
+	f := &npmFixture{ctx: ctx, pool: pool, s: New(store.New(pool, objstore.NewMem(), opts))}
 	nsID, repoID, npmRepoID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	for _, q := range []struct {
 		sql  string
@@ -146,6 +152,37 @@ func TestNpmRebuildRacesWrites(t *testing.T) {
 	})
 	if err != nil || res.Rebuilt || res.Files[enum.NpmMetadataFull].Blob == nil {
 		t.Errorf("fresh read: %v %+v", err, res)
+	}
+}
+
+// TestNpmRebuildWhilePackageLocked: a writer holding the package row
+// past the lock timeout does not fail a reader: the rebuild serves the
+// documents it built, uncached, and a later rebuild stores them.
+func TestNpmRebuildWhilePackageLocked(t *testing.T) {
+	t.Parallel()
+	f := newNpmFixtureWith(t, store.Options{LockTimeout: 150 * time.Millisecond})
+	pkg := f.publish(t, "held", "1.0.0")
+
+	tx, err := f.pool.Begin(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(f.ctx) }()
+	if _, err := tx.Exec(f.ctx, `SELECT 1 FROM npm_packages WHERE id = $1 FOR UPDATE`, pkg.PackageID); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.s.RebuildMetadata(f.ctx, f.repo, pkg, MetadataOptions{}, countingBuild)
+	if err != nil {
+		t.Fatalf("rebuild under a held package lock: %v", err)
+	}
+	if res.Stored || string(res.Files[enum.NpmMetadataFull].Data) != `{"versions":1,"rev":"`+res.Rev+`"}` {
+		t.Errorf("stored %v, full document %q", res.Stored, res.Files[enum.NpmMetadataFull].Data)
+	}
+	if err := tx.Rollback(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err = f.s.RebuildMetadata(f.ctx, f.repo, pkg, MetadataOptions{}, countingBuild); err != nil || !res.Stored {
+		t.Fatalf("rebuild after the lock: stored %v, %v", res != nil && res.Stored, err)
 	}
 }
 
