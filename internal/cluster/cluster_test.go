@@ -24,7 +24,8 @@ import (
 // conformance suite, crane, oras, npm and mvn, an OCI upload whose
 // requests are each sent to a chosen instance, and a check that the
 // leader-only periodic jobs were inserted once, not once per instance, and
-// a token revoked on one instance is refused by the others within 1 s.
+// a token revoked, the namespace suspended or a repository made private on
+// one instance is enforced by the others within 1 s.
 // Every request through the proxy goes to the next instance, so each
 // client's session (token, upload, publish then install) crosses
 // instances.
@@ -61,7 +62,7 @@ func TestCluster(t *testing.T) {
 	t.Run("oras", func(t *testing.T) { testOras(t, c, host, admin) })
 	t.Run("npm", func(t *testing.T) { testNpm(t, c, admin) })
 	t.Run("mvn", func(t *testing.T) { testMvn(t, c, admin) })
-	t.Run("revocation", func(t *testing.T) { testRevocation(t, c) })
+	t.Run("invalidation", func(t *testing.T) { testInvalidation(t, c, admin) })
 	t.Run("leader-only-jobs", func(t *testing.T) { leaders.check(t) })
 	for i := range c.Instances() {
 		t.Logf("instance %d served %d requests through the proxy", i, c.Requests(i))

@@ -157,6 +157,36 @@ func BenchmarkLargeImage(b *testing.B) {
 	})
 }
 
+// BenchmarkSmallBlobPush pushes 4 KiB blobs the way oras does (HEAD to
+// check for the blob, POST for a session, PUT ?digest= with the whole
+// body), each with new content: the per-request cost of the push path,
+// which dominates images of many small layers.
+func BenchmarkSmallBlobPush(b *testing.B) {
+	s := newTestServer(b)
+	s.repo(b, "bench", "images", enum.FormatOCI, enum.VisibilityPrivate)
+	c := newBenchClient(b, s, "bench/images/small")
+	blob := make([]byte, 4<<10)
+	if _, err := rand.Read(blob); err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Uint64
+	b.SetBytes(int64(len(blob)))
+	for b.Loop() {
+		binary.LittleEndian.PutUint64(blob, seq.Add(1))
+		dg := fmt.Sprintf("sha256:%x", sha256.Sum256(blob))
+		drain(c.expect(c.req(http.MethodHead, "/v2/"+c.name+"/blobs/"+dg, nil, -1), http.StatusNotFound))
+		resp := c.expect(c.req(http.MethodPost, "/v2/"+c.name+"/blobs/uploads/", nil, 0), http.StatusAccepted)
+		drain(resp)
+		loc := resp.Header.Get("Location")
+		sep := "?"
+		if bytes.Contains([]byte(loc), []byte("?")) {
+			sep = "&"
+		}
+		drain(c.expect(c.req(http.MethodPut, loc+sep+"digest="+dg, bytes.NewReader(blob), int64(len(blob)),
+			"Content-Type", "application/octet-stream"), http.StatusCreated))
+	}
+}
+
 // BenchmarkTags10k measures manifest GET by tag (p50/p99) and a 100-tag page
 // of the tag list in one image holding 10,000 tags, each on its own manifest.
 func BenchmarkTags10k(b *testing.B) {
