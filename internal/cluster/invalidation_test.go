@@ -34,7 +34,9 @@ func testInvalidation(t *testing.T, c *Cluster, writeToken string) {
 			map[string]any{"id": out.CreateAccessToken.Token.ID}, nil))
 	}, http.StatusUnauthorized)
 
-	write := func(i int) int { return c.status(t, i, http.MethodPost, "/v2/cl/oci/suspended/blobs/uploads/", writeToken) }
+	write := func(i int) int {
+		return c.status(t, i, http.MethodPost, "/v2/cl/oci/suspended/blobs/uploads/", writeToken)
+	}
 	enforced(t, c, "suspending the namespace", http.StatusAccepted, write, func() {
 		must(t, c.GraphQL(ctx, c.Instance(0).URL, c.AdminToken,
 			`mutation { setNamespaceCondition(slug: "cl", condition: SUSPENDED, active: true) { namespace { slug } } }`, nil, nil))
