@@ -1,0 +1,165 @@
+package migrations_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/artifact-registry/artifact-registry/migrations"
+)
+
+const accountingOwnerLookupVersion = 60
+
+// hosted drives one hosted repository of each format through the inserts
+// and deletes the accounting triggers see: blobs linked to images and
+// manifests, npm versions, tarballs and packuments, Maven versions and
+// files; first and second references to a digest, two in one statement,
+// deletes of one reference and of the last.
+func (r *accountingRun) hosted() {
+	f, ns := r.f, r.ns
+	crepo := r.id("hosted oci repo")
+	f.must("repositories", row{"id", crepo, "namespace_id", ns, "name", "h-oci-" + crepo.String(), "format", int16(3), "kind", int16(0), "visibility", int16(1)})
+	cr := r.id("hosted oci")
+	f.must("container_repositories", row{"id", cr, "namespace_id", ns, "repository_id", crepo})
+	img, img2 := r.id("hosted image"), r.id("hosted image2")
+	r.ins("hosted image", "", "container_images", row{"id", img, "namespace_id", ns, "container_repository_id", cr, "name", "app"})
+	r.ins("hosted image 2", "", "container_images", row{"id", img2, "namespace_id", ns, "container_repository_id", cr, "name", "other"})
+	layer := digest("hosted layer")
+	b1 := r.id("hosted b1")
+	r.ins("hosted blob", "hosted blob insert", "container_blobs", row{"id", b1, "namespace_id", ns, "container_image_id", img,
+		"digest", layer, "media_type", "x", "blob_storage_attachment_id", f.blob(ns, layer, 5000), "blob_sha256", layer})
+	r.ins("hosted blob in another image", "hosted blob insert", "container_blobs", row{"id", r.id("hosted b2"), "namespace_id", ns,
+		"container_image_id", img2, "digest", layer, "media_type", "x", "blob_storage_attachment_id", f.attach(ns, layer), "blob_sha256", layer})
+	mf := digest("hosted manifest")
+	m1 := r.id("hosted m1")
+	r.ins("hosted manifest", "hosted manifest insert", "container_manifests", row{"id", m1, "namespace_id", ns, "container_image_id", img,
+		"digest", mf, "media_type", "x", "blob_storage_attachment_id", f.blob(ns, mf, 40), "blob_sha256", mf, "size", int64(5040)})
+	for i := range 12 {
+		sha := digest(fmt.Sprintf("hosted timed %d", i))
+		id := r.id(fmt.Sprintf("hosted timed %d", i))
+		r.ins(fmt.Sprintf("hosted timed blob %d", i), "hosted blob insert", "container_blobs", row{"id", id, "namespace_id", ns,
+			"container_image_id", img, "digest", sha, "media_type", "x", "blob_storage_attachment_id", f.blob(ns, sha, int64(2000+i)), "blob_sha256", sha})
+		r.step(fmt.Sprintf("hosted timed delete %d", i), "hosted blob delete", `DELETE FROM container_blobs WHERE namespace_id = $1 AND id = $2`, ns, id)
+	}
+	r.step("hosted delete one of two references", "", `DELETE FROM container_blobs WHERE namespace_id = $1 AND id = $2`, ns, b1)
+	r.step("hosted delete the manifest", "", `DELETE FROM container_manifests WHERE namespace_id = $1 AND id = $2`, ns, m1)
+	r.step("hosted delete every blob", "", `DELETE FROM container_blobs WHERE namespace_id = $1`, ns)
+
+	nrepo := r.id("hosted npm repo")
+	f.must("repositories", row{"id", nrepo, "namespace_id", ns, "name", "h-npm-" + nrepo.String(), "format", int16(2), "kind", int16(0), "visibility", int16(1)})
+	nr := r.id("hosted npm")
+	f.must("npm_repositories", row{"id", nr, "namespace_id", ns, "repository_id", nrepo})
+	pkg := r.id("hosted pkg")
+	r.ins("hosted npm package", "", "npm_packages", row{"id", pkg, "namespace_id", ns, "npm_repository_id", nr, "name", "lib"})
+	v1, v2 := r.id("hosted v1"), r.id("hosted v2")
+	r.ins("hosted npm version", "", "npm_versions", row{"id", v1, "namespace_id", ns, "npm_package_id", pkg, "version", "1.0.0", "package_json", `{}`})
+	r.ins("hosted npm version 2", "", "npm_versions", row{"id", v2, "namespace_id", ns, "npm_package_id", pkg, "version", "2.0.0", "package_json", `{}`})
+	tgz := digest("hosted tgz")
+	r.ins("hosted tarball", "hosted tarball insert", "npm_files", row{"id", r.id("hosted t1"), "namespace_id", ns, "npm_version_id", v1,
+		"file_name", "lib-1.0.0.tgz", "blob_storage_attachment_id", f.blob(ns, tgz, 300), "blob_sha256", tgz})
+	both := digest("hosted both")
+	f.blob(ns, both, 33)
+	r.step("hosted two tarballs in one statement", "", `INSERT INTO npm_files (id, namespace_id, npm_version_id, file_name,
+			blob_storage_attachment_id, blob_sha256)
+		VALUES ($1, $3, $4, 'a.tgz', $5, $7), ($2, $3, $4, 'b.tgz', $6, $7)`,
+		r.id("hosted ta"), r.id("hosted tb"), ns, v2, f.attach(ns, both), f.attach(ns, both), both)
+	doc := digest("hosted packument")
+	r.ins("hosted packument", "", "npm_metadata_files", row{"id", r.id("hosted doc"), "namespace_id", ns, "npm_package_id", pkg, "kind", int16(0),
+		"blob_storage_attachment_id", f.blob(ns, doc, 90), "blob_sha256", doc, "expires_at", "2030-01-01T00:00:00Z"})
+	r.step("hosted delete the packument", "", `DELETE FROM npm_metadata_files WHERE namespace_id = $1`, ns)
+	r.step("hosted delete the tarballs", "", `DELETE FROM npm_files WHERE namespace_id = $1`, ns)
+	r.step("hosted delete the npm versions", "", `DELETE FROM npm_versions WHERE namespace_id = $1`, ns)
+
+	mrepo := r.id("hosted maven repo")
+	f.must("repositories", row{"id", mrepo, "namespace_id", ns, "name", "h-mvn-" + mrepo.String(), "format", int16(1), "kind", int16(0), "visibility", int16(1)})
+	mr := r.id("hosted maven")
+	f.must("maven_repositories", row{"id", mr, "namespace_id", ns, "repository_id", mrepo})
+	mpkg := r.id("hosted maven pkg")
+	r.ins("hosted maven package", "", "maven_packages", row{"id", mpkg, "namespace_id", ns, "maven_repository_id", mr, "group_id", "g", "artifact_id", "a"})
+	mv := r.id("hosted maven v1")
+	r.ins("hosted maven version", "", "maven_versions", row{"id", mv, "namespace_id", ns, "maven_package_id", mpkg, "version", "1.0"})
+	r.ins("hosted maven jar repeating the layer", "hosted maven file insert", "maven_files", row{"id", r.id("hosted jar"), "namespace_id", ns,
+		"maven_package_id", mpkg, "maven_version_id", mv, "file_name", "a-1.0.jar", "blob_storage_attachment_id", f.attach(ns, layer),
+		"blob_sha256", layer, "sha1", make([]byte, 20), "md5", make([]byte, 16), "sha512", make([]byte, 64)})
+	r.step("hosted delete the maven files", "", `DELETE FROM maven_files WHERE namespace_id = $1`, ns)
+	r.step("hosted delete the maven version", "", `DELETE FROM maven_versions WHERE namespace_id = $1`, ns)
+}
+
+func runAllAccounting(t *testing.T, pool *pgxpool.Pool) *accountingRun {
+	t.Helper()
+	r := runAccounting(t, pool)
+	r.hosted()
+	return r
+}
+
+// TestAccountingOwnerLookupUpgrade: the same inserts and deletes of hosted
+// and cached content of every format, run at 00059 (owners found by a join
+// over every partition), after the upgrade to 00060 (accounting_owner) and
+// after its Down, record the same counter_deltas after every statement;
+// the medians of the timed statements are logged with -v.
+func TestAccountingOwnerLookupUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := databaseBefore(t, accountingOwnerLookupVersion)
+	hasOwner := func() bool {
+		return len(queryStrings(ctx, t, pool, `SELECT proname::text FROM pg_proc WHERE proname = 'accounting_owner'`)) == 1
+	}
+	if hasOwner() {
+		t.Fatal("accounting_owner exists before the upgrade")
+	}
+	before := runAllAccounting(t, pool)
+	joined := strings.Join(before.trace, "\n")
+	if len(before.trace) < 80 || !strings.Contains(joined, "=5000,") || !strings.Contains(joined, "=300,") {
+		t.Fatalf("the workload recorded no hosted size deltas:\n%s", joined)
+	}
+
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if !hasOwner() {
+		t.Fatal("no accounting_owner after the upgrade")
+	}
+	after := runAllAccounting(t, pool)
+	if !slices.Equal(before.trace, after.trace) {
+		t.Fatalf("accounting differs after the upgrade:\n%s", traceDiff(before.trace, after.trace))
+	}
+	for _, k := range sortedKeys(before.timed) {
+		t.Logf("%-26s median of %2d: %6.2f ms at 00059, %6.2f ms at 00060", k, len(before.timed[k]),
+			median(before.timed[k]), median(after.timed[k]))
+	}
+
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(ctx, accountingOwnerLookupVersion-1); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if hasOwner() {
+		t.Fatal("accounting_owner left after the Down")
+	}
+	down := runAllAccounting(t, pool)
+	if !slices.Equal(before.trace, down.trace) {
+		t.Fatalf("accounting differs after the Down:\n%s", traceDiff(before.trace, down.trace))
+	}
+	if err := migrations.Up(ctx, pool); err != nil {
+		t.Fatalf("Up after the Down: %v", err)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
