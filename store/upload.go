@@ -12,6 +12,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -181,17 +182,23 @@ func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Uplo
 	return err
 }
 
+// loadUploadSQL reads a session from its namespace's partition: every
+// PATCH and PUT of an upload runs it (see partition.Statements).
+var loadUploadSQL = partition.Statements(`
+	SELECT id, repository_id, size_bytes, hash_state, dirty, created_at, expires_at, updated_at
+	FROM {upload_sessions}
+	WHERE namespace_id = $1 AND upload_id = $2`, "upload_sessions")
+
 // loadUpload reads a session. Unknown, foreign-repository and expired
 // sessions are all CodeUploadUnknown.
 func (s *Store) loadUpload(ctx context.Context, ref UploadRef) (*Upload, []byte, error) {
 	u := &Upload{NamespaceID: ref.NamespaceID, UploadID: ref.UploadID}
 	var state []byte
-	err := s.pool.QueryRow(ctx, `
-		SELECT id, repository_id, size_bytes, hash_state, dirty, created_at, expires_at, updated_at
-		FROM upload_sessions
-		WHERE namespace_id = $1 AND upload_id = $2`,
-		ref.NamespaceID, ref.UploadID,
-	).Scan(&u.ID, &u.RepositoryID, &u.Size, &state, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
+	part, err := partition.Of(ctx, s.pool, ref.NamespaceID)
+	if err != nil {
+		return nil, nil, err
+	}
+	err = s.pool.QueryRow(ctx, loadUploadSQL[part], pgx.QueryExecModeCacheStatement, ref.NamespaceID, ref.UploadID).Scan(&u.ID, &u.RepositoryID, &u.Size, &state, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, errs.New(CodeUploadUnknown, "upload unknown")
 	}

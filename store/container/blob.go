@@ -13,6 +13,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // defaultBlobMediaType is container_blobs.media_type of a blob
@@ -88,6 +89,19 @@ func (s *Store) linkCommitted(ctx context.Context, t *Target, sha [32]byte) erro
 	return err
 }
 
+// The statements of linkBlob, which every blob push runs, name the
+// namespace's partition (see resolveTargetSQL).
+var (
+	blobLinkedSQL = partition.Statements(`
+		SELECT EXISTS (SELECT 1 FROM {container_blobs}
+		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`, "container_blobs")
+	linkBlobSQL = partition.Statements(`
+		INSERT INTO {container_blobs} (id, namespace_id, container_image_id, digest, media_type,
+		                               blob_storage_attachment_id, blob_sha256, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $4, $7)
+		ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`, "container_blobs")
+)
+
 // linkBlob gives the image a container_blobs row for the digest,
 // with its own attachment, unless it already has an active one. The blob
 // row must exist (store.CodeBlobUnknown otherwise).
@@ -97,10 +111,12 @@ func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType
 		if err != nil {
 			return err
 		}
+		part, err := partition.Of(ctx, tx, t.NamespaceID)
+		if err != nil {
+			return err
+		}
 		var exists bool
-		if err := tx.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM container_blobs
-			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`,
+		if err := tx.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement,
 			t.NamespaceID, imageID, sha[:]).Scan(&exists); err != nil {
 			return fmt.Errorf("store: container blob exists: %w", err)
 		}
@@ -112,11 +128,7 @@ func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType
 			return err
 		}
 		id := db.NewID()
-		tag, err := tx.Exec(ctx, `
-			INSERT INTO container_blobs (id, namespace_id, container_image_id, digest, media_type,
-			                             blob_storage_attachment_id, blob_sha256, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $4, $7)
-			ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
+		tag, err := tx.Exec(ctx, linkBlobSQL[part], pgx.QueryExecModeCacheStatement,
 			id, t.NamespaceID, imageID, sha[:], mediaType, att[0].ID, s.core.Options().Clock.Now())
 		if err != nil {
 			return fmt.Errorf("store: insert container blob: %w", err)
