@@ -134,15 +134,7 @@ func TestAccountingOwnerLookupUpgrade(t *testing.T) {
 			median(before.timed[k]), median(after.timed[k]))
 	}
 
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, accountingOwnerLookupVersion-1); err != nil {
-		t.Fatalf("down: %v", err)
-	}
+	downTo(t, pool, accountingOwnerLookupVersion-1)
 	if hasOwner() {
 		t.Fatal("accounting_owner left after the Down")
 	}
@@ -162,4 +154,18 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// downTo runs the Down migrations of pool's database to version.
+func downTo(t *testing.T, pool *pgxpool.Pool, version int64) {
+	t.Helper()
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.DownTo(context.Background(), version); err != nil {
+		t.Fatalf("down to %d: %v", version, err)
+	}
 }

@@ -10,8 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
@@ -329,15 +327,7 @@ func TestAccountingPlpgsqlRefsUpgrade(t *testing.T) {
 		t.Errorf("statements calling a reference count: medians sum %.1f ms at 00058 against %.1f ms at 00057", sumAfter, sumBefore)
 	}
 
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, accountingPlpgsqlRefsVersion-1); err != nil {
-		t.Fatalf("down: %v", err)
-	}
+	downTo(t, pool, accountingPlpgsqlRefsVersion-1)
 	want = refsLanguagesWant("sql")
 	if got := refsLanguages(ctx, t, pool); !slices.Equal(got, want) {
 		t.Fatalf("functions after the Down: %v", got)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/migrations"
@@ -219,15 +217,7 @@ func TestNpmRemoteCacheDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.DownTo(ctx, npmRemoteCacheVersion-1); err != nil {
-		t.Fatalf("down to %d: %v", npmRemoteCacheVersion-1, err)
-	}
+	downTo(t, pool, npmRemoteCacheVersion-1)
 	if n := f.count("counter_deltas", "namespace_id = $1 AND target = 14", x.ns); n != 0 {
 		t.Fatalf("%d deltas of target 14 left", n)
 	}
