@@ -28,11 +28,12 @@ func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob,
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
+	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
+	if err != nil {
+		return nil, err
+	}
 	var exists bool
-	err := s.pool.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM container_blobs
-		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`,
-		t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
+	err = s.pool.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement, t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
 	}
@@ -89,8 +90,8 @@ func (s *Store) linkCommitted(ctx context.Context, t *Target, sha [32]byte) erro
 	return err
 }
 
-// The statements of linkBlob, which every blob push runs, name the
-// namespace's partition (see resolveTargetSQL).
+// The statements of Blob and linkBlob, which every blob pull and push
+// runs, name the namespace's partition (see resolveTargetSQL).
 var (
 	blobLinkedSQL = partition.Statements(`
 		SELECT EXISTS (SELECT 1 FROM {container_blobs}

@@ -11,6 +11,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -75,17 +76,32 @@ func (s *Store) withPayloads(ctx context.Context, nsID uuid.UUID, ms []*Manifest
 	return nil
 }
 
+// The manifest lookups of every pull name the namespace's partitions
+// (see resolveTargetSQL).
+var (
+	manifestByTagSQL = partition.Statements(`
+		SELECT `+manifestRowColumns+`
+		FROM {container_tags} ct
+		JOIN {container_manifests} cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_manifest_id
+		WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = $2 AND ct.name = $3
+		  AND cm.soft_deleted_at IS NULL`, "container_tags", "container_manifests")
+	manifestByDigestSQL = partition.Statements(`
+		SELECT `+manifestRowColumns+`
+		FROM {container_manifests} cm
+		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
+		"container_manifests")
+)
+
 // ManifestByTag returns the active manifest a tag points at.
 func (s *Store) ManifestByTag(ctx context.Context, t *Target, tag string) (*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
 		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
 	}
-	m, err := scanManifestRow(s.pool.QueryRow(ctx, `
-		SELECT `+manifestRowColumns+`
-		FROM container_tags ct
-		JOIN container_manifests cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_manifest_id
-		WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = $2 AND ct.name = $3
-		  AND cm.soft_deleted_at IS NULL`, t.NamespaceID, t.ImageID, tag))
+	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
+	if err != nil {
+		return nil, err
+	}
+	m, err := scanManifestRow(s.pool.QueryRow(ctx, manifestByTagSQL[part], pgx.QueryExecModeCacheStatement, t.NamespaceID, t.ImageID, tag))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
 	}
@@ -100,11 +116,11 @@ func (s *Store) ManifestByDigest(ctx context.Context, t *Target, sha [32]byte) (
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
-	m, err := scanManifestRow(s.pool.QueryRow(ctx, `
-		SELECT `+manifestRowColumns+`
-		FROM container_manifests cm
-		WHERE cm.namespace_id = $1 AND cm.container_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
-		t.NamespaceID, t.ImageID, sha[:]))
+	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
+	if err != nil {
+		return nil, err
+	}
+	m, err := scanManifestRow(s.pool.QueryRow(ctx, manifestByDigestSQL[part], pgx.QueryExecModeCacheStatement, t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
