@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -23,10 +24,7 @@ const accountingOwnerLookupVersion = 60
 // deletes of one reference and of the last.
 func (r *accountingRun) hosted() {
 	f, ns := r.f, r.ns
-	crepo := r.id("hosted oci repo")
-	f.must("repositories", row{"id", crepo, "namespace_id", ns, "name", "h-oci-" + crepo.String(), "format", int16(3), "kind", int16(0), "visibility", int16(1)})
-	cr := r.id("hosted oci")
-	f.must("container_repositories", row{"id", cr, "namespace_id", ns, "repository_id", crepo})
+	cr := r.hostedRepository("hosted oci", 3, "container_repositories")
 	img, img2 := r.id("hosted image"), r.id("hosted image2")
 	r.ins("hosted image", "", "container_images", row{"id", img, "namespace_id", ns, "container_repository_id", cr, "name", "app"})
 	r.ins("hosted image 2", "", "container_images", row{"id", img2, "namespace_id", ns, "container_repository_id", cr, "name", "other"})
@@ -51,10 +49,7 @@ func (r *accountingRun) hosted() {
 	r.step("hosted delete the manifest", "", `DELETE FROM container_manifests WHERE namespace_id = $1 AND id = $2`, ns, m1)
 	r.step("hosted delete every blob", "", `DELETE FROM container_blobs WHERE namespace_id = $1`, ns)
 
-	nrepo := r.id("hosted npm repo")
-	f.must("repositories", row{"id", nrepo, "namespace_id", ns, "name", "h-npm-" + nrepo.String(), "format", int16(2), "kind", int16(0), "visibility", int16(1)})
-	nr := r.id("hosted npm")
-	f.must("npm_repositories", row{"id", nr, "namespace_id", ns, "repository_id", nrepo})
+	nr := r.hostedRepository("hosted npm", 2, "npm_repositories")
 	pkg := r.id("hosted pkg")
 	r.ins("hosted npm package", "", "npm_packages", row{"id", pkg, "namespace_id", ns, "npm_repository_id", nr, "name", "lib"})
 	v1, v2 := r.id("hosted v1"), r.id("hosted v2")
@@ -76,10 +71,7 @@ func (r *accountingRun) hosted() {
 	r.step("hosted delete the tarballs", "", `DELETE FROM npm_files WHERE namespace_id = $1`, ns)
 	r.step("hosted delete the npm versions", "", `DELETE FROM npm_versions WHERE namespace_id = $1`, ns)
 
-	mrepo := r.id("hosted maven repo")
-	f.must("repositories", row{"id", mrepo, "namespace_id", ns, "name", "h-mvn-" + mrepo.String(), "format", int16(1), "kind", int16(0), "visibility", int16(1)})
-	mr := r.id("hosted maven")
-	f.must("maven_repositories", row{"id", mr, "namespace_id", ns, "repository_id", mrepo})
+	mr := r.hostedRepository("hosted maven", 1, "maven_repositories")
 	mpkg := r.id("hosted maven pkg")
 	r.ins("hosted maven package", "", "maven_packages", row{"id", mpkg, "namespace_id", ns, "maven_repository_id", mr, "group_id", "g", "artifact_id", "a"})
 	mv := r.id("hosted maven v1")
@@ -89,6 +81,18 @@ func (r *accountingRun) hosted() {
 		"blob_sha256", layer, "sha1", make([]byte, 20), "md5", make([]byte, 16), "sha512", make([]byte, 64)})
 	r.step("hosted delete the maven files", "", `DELETE FROM maven_files WHERE namespace_id = $1`, ns)
 	r.step("hosted delete the maven version", "", `DELETE FROM maven_versions WHERE namespace_id = $1`, ns)
+}
+
+// hostedRepository inserts a hosted repository of format with its format
+// row in table, labelled "<label> repo" and label; it returns the format
+// row's id.
+func (r *accountingRun) hostedRepository(label string, format int16, table string) uuid.UUID {
+	repo := r.id(label + " repo")
+	r.f.must("repositories", row{"id", repo, "namespace_id", r.ns, "name", "h-" + repo.String(),
+		"format", format, "kind", int16(0), "visibility", int16(1)})
+	id := r.id(label)
+	r.f.must(table, row{"id", id, "namespace_id", r.ns, "repository_id", repo})
+	return id
 }
 
 func runAllAccounting(t *testing.T, pool *pgxpool.Pool) *accountingRun {

@@ -194,11 +194,7 @@ var loadUploadSQL = partition.Statements(`
 func (s *Store) loadUpload(ctx context.Context, ref UploadRef) (*Upload, []byte, error) {
 	u := &Upload{NamespaceID: ref.NamespaceID, UploadID: ref.UploadID}
 	var state []byte
-	part, err := partition.Of(ctx, s.pool, ref.NamespaceID)
-	if err != nil {
-		return nil, nil, err
-	}
-	err = s.pool.QueryRow(ctx, loadUploadSQL[part], pgx.QueryExecModeCacheStatement, ref.NamespaceID, ref.UploadID).Scan(&u.ID, &u.RepositoryID, &u.Size, &state, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
+	err := partition.QueryRow(ctx, s.pool, &loadUploadSQL, ref.NamespaceID, ref.UploadID).Scan(&u.ID, &u.RepositoryID, &u.Size, &state, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil, errs.New(CodeUploadUnknown, "upload unknown")
 	}

@@ -223,20 +223,18 @@ func trimStore(err error) string {
 }
 
 func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	mapped := storeError(err)
 	var ae *apiError
-	if errors.As(mapped, &ae) && ae.status == http.StatusServiceUnavailable {
-		// An operator who sees 503s needs the cause: which service is
-		// out, or which lock or deadlock made the write give up.
-		h.log.Warn("npm request unavailable", "method", r.Method, "path", redact.URL(r.URL), "err", redact.Text(err.Error()))
-	}
-	err = mapped
-	if !errors.As(err, &ae) {
+	switch {
+	case !errors.As(storeError(err), &ae):
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the client went away
 		}
 		h.log.Error("npm request failed", "method", r.Method, "path", redact.URL(r.URL), "err", redact.Text(err.Error()))
 		ae = errorf(http.StatusInternalServerError, "internal error")
+	case ae.status == http.StatusServiceUnavailable:
+		// An operator who sees 503s needs the cause: which service is
+		// out, or which lock or deadlock made the write give up.
+		h.log.Warn("npm request unavailable", "method", r.Method, "path", redact.URL(r.URL), "err", redact.Text(err.Error()))
 	}
 	for k, v := range ae.header {
 		w.Header().Set(k, v)

@@ -28,12 +28,8 @@ func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob,
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
-	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
-	if err != nil {
-		return nil, err
-	}
 	var exists bool
-	err = s.pool.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement, t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
+	err := partition.QueryRow(ctx, s.pool, &blobLinkedSQL, t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
 	}

@@ -159,11 +159,7 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 		repoID, crID, imageID                         *uuid.UUID
 		format, kind, visibility                      *int16
 	)
-	part, err := partition.Of(ctx, s.pool, nsID)
-	if err != nil {
-		return nil, err
-	}
-	err = s.pool.QueryRow(ctx, resolveTargetSQL[part], pgx.QueryExecModeCacheStatement, nsID, repository, image).Scan(
+	err := partition.QueryRow(ctx, s.pool, &resolveTargetSQL, nsID, repository, image).Scan(
 		&deleted, &purged, &blocked, &disabled, &suspended,
 		&repoID, &format, &kind, &visibility, &crID, &imageID)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (deleted != nil || purged != nil)) {

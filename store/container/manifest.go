@@ -97,11 +97,7 @@ func (s *Store) ManifestByTag(ctx context.Context, t *Target, tag string) (*Mani
 	if t.ImageID == uuid.Nil {
 		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
 	}
-	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
-	if err != nil {
-		return nil, err
-	}
-	m, err := scanManifestRow(s.pool.QueryRow(ctx, manifestByTagSQL[part], pgx.QueryExecModeCacheStatement, t.NamespaceID, t.ImageID, tag))
+	m, err := scanManifestRow(partition.QueryRow(ctx, s.pool, &manifestByTagSQL, t.NamespaceID, t.ImageID, tag))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
 	}
@@ -116,11 +112,7 @@ func (s *Store) ManifestByDigest(ctx context.Context, t *Target, sha [32]byte) (
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
-	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
-	if err != nil {
-		return nil, err
-	}
-	m, err := scanManifestRow(s.pool.QueryRow(ctx, manifestByDigestSQL[part], pgx.QueryExecModeCacheStatement, t.NamespaceID, t.ImageID, sha[:]))
+	m, err := scanManifestRow(partition.QueryRow(ctx, s.pool, &manifestByDigestSQL, t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}

@@ -251,11 +251,7 @@ func (s *Store) resolve(ctx context.Context, namespace, repository string, allow
 	if err != nil {
 		return nil, err
 	}
-	part, err := partition.Of(ctx, s.pool, nsID)
-	if err != nil {
-		return nil, err
-	}
-	repo, err := scanRepository(s.pool.QueryRow(ctx, resolvePartitionSQL[part], pgx.QueryExecModeCacheStatement, nsID, repository),
+	repo, err := scanRepository(partition.QueryRow(ctx, s.pool, &resolvePartitionSQL, nsID, repository),
 		namespace+"/"+repository, allowRemote)
 	if err != nil && store.HasCode(err, CodeRepositoryUnknown) {
 		var gone bool

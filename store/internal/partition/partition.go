@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
@@ -66,3 +67,19 @@ func Statements(sql string, tables ...string) [Count]string {
 	}
 	return out
 }
+
+// QueryRow runs the namespace's statement of stmts (from Statements, with
+// the namespace id as $1) on q as a statement cached per connection; args
+// are $2 onwards. An error finding the partition comes back from Scan.
+func QueryRow(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID uuid.UUID, args ...any) pgx.Row {
+	p, err := Of(ctx, q, namespaceID)
+	if err != nil {
+		return errRow{err}
+	}
+	return q.QueryRow(ctx, stmts[p], append([]any{pgx.QueryExecModeCacheStatement, namespaceID}, args...)...)
+}
+
+// errRow is a pgx.Row that only fails.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
