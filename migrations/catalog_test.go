@@ -527,7 +527,7 @@ func checkIndexes(t *testing.T, pool *pgxpool.Pool) {
 		"blob_storage_blobs_namespace_id_size_idx":              "INDEX blob_storage_blobs_namespace_id_size_idx ON ONLY public.blob_storage_blobs USING btree (namespace_id) INCLUDE (size)",
 		"blob_storage_blobs_by_namespace_pkey":                  "UNIQUE INDEX blob_storage_blobs_by_namespace_pkey ON ONLY public.blob_storage_blobs_by_namespace USING btree (namespace_id, sha256) INCLUDE (size)",
 		"blob_storage_blobs_by_namespace_namespace_id_size_idx": "INDEX blob_storage_blobs_by_namespace_namespace_id_size_idx ON ONLY public.blob_storage_blobs_by_namespace USING btree (namespace_id) INCLUDE (size)",
-		"blob_storage_attachments_namespace_id_sha256_idx":      "INDEX blob_storage_attachments_namespace_id_sha256_idx ON ONLY public.blob_storage_attachments USING btree (namespace_id, sha256)",
+		"blob_storage_attachments_namespace_id_sha256_id_idx":   "INDEX blob_storage_attachments_namespace_id_sha256_id_idx ON ONLY public.blob_storage_attachments USING btree (namespace_id, sha256, id)",
 		"upload_sessions_expires_at_idx":                        "INDEX upload_sessions_expires_at_idx ON ONLY public.upload_sessions USING btree (expires_at)",
 		"gc_blob_review_queue_due_idx":                          "INDEX gc_blob_review_queue_due_idx ON ONLY public.gc_blob_review_queue USING btree (review_after) WHERE (excluded_at IS NULL)",
 		"container_images_last_downloaded_at_idx":               "INDEX container_images_last_downloaded_at_idx ON ONLY public.container_images USING btree (namespace_id, container_repository_id, last_downloaded_at NULLS FIRST) WHERE (soft_deleted_at IS NULL)",
