@@ -123,13 +123,16 @@ func TestBenchCompare(t *testing.T) {
 		}
 	}
 	ociCols := []string{Ours, Distribution, Zot}
-	section("oci", ociCols, []string{"oras", "crane", "concurrent", "manifest"}, func(t *testing.T) {
+	section("oci", ociCols, []string{"oras", "crane", "concurrent", "manifest", "peak rss"}, func(t *testing.T) {
 		oci := newOCIBench(t, cfg, work, rows)
 		for run := range cfg.runs {
 			for _, target := range ociTargets {
 				t.Logf("run %d/%d: OCI against %s", run+1, cfg.runs, target.col)
 				oci.runOnce(t, run, target)
 				oci.tags(t, target)
+				if run == 0 {
+					oci.peakRSS(t, target)
+				}
 			}
 		}
 	})
@@ -231,6 +234,9 @@ func noteAll(rows map[string]*Row, prefix, col, why string) {
 }
 
 func sizeName(n int64) string {
+	if n >= 1<<30 && n%(1<<30) == 0 {
+		return fmt.Sprintf("%d GiB", n>>30)
+	}
 	if n >= 1<<20 {
 		return fmt.Sprintf("%d MiB", n>>20)
 	}
@@ -259,6 +265,10 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 	for _, p := range []string{"p50", "p99"} {
 		add(fmt.Sprintf("manifest GET by tag, %d tags, %s", cfg.tags, p),
 			NewRow(fmt.Sprintf("manifest GET by tag among %d tags, %s", cfg.tags, p), "µs", false, Distribution))
+	}
+	for _, op := range []string{"push", "pull"} {
+		add("peak rss "+op, NewRow(fmt.Sprintf("peak RSS of the registry process, oras %s of 1 layer of %s (one run)", op, sizeName(cfg.limitBytes)),
+			"MiB", false, Distribution))
 	}
 	verdaccio := func(r *Row) *Row { r.VersusName = "Verdaccio"; return r }
 	add("npm publish", verdaccio(NewRow(fmt.Sprintf("npm publish, median per version (%d versions)", cfg.npmVersions), "ms", false, Peer)))

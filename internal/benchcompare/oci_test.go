@@ -35,8 +35,11 @@ type ociBench struct {
 	// large is one layer of cfg.largeSize; small are cfg.smallLayers
 	// layers of cfg.smallSize. Each push rewrites their first bytes so
 	// nothing deduplicates against an earlier push.
-	large  string
-	small  []string
+	large string
+	small []string
+	// huge is the cfg.limitBytes layer of the peak-RSS rows, written on
+	// first use.
+	huge   string
 	rows   map[string]*Row
 	seeded map[string]bool // columns whose tags are pushed
 }
@@ -190,6 +193,42 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 
 	d := concurrentPulls(t, target, "bench/oci/crane-large-"+fmt.Sprint(run), "v1", b.cfg.pullers, b.cfg.largeSize)
 	b.row("concurrent pulls large").Add(target.col, float64(b.cfg.pullers)*largeMB/d.Seconds())
+}
+
+// peakRSS pushes and pulls one layer of cfg.limitBytes with oras and
+// records the registry process's peak resident memory during each.
+// Ours' figure is the serve process alone: its embedded PostgreSQL runs
+// in processes of its own.
+func (b *ociBench) peakRSS(t *testing.T, target ociTarget) {
+	pid, err := ListenerPID(target.host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.huge == "" {
+		b.huge = filepath.Join(b.work, "content", "huge.bin")
+		writeRandom(t, b.huge, b.cfg.limitBytes)
+	}
+	stamp(t, "rss-"+target.col, b.huge)
+	dockerCfg := registryConfig(t, b.work, target)
+	env := []string{"DOCKER_CONFIG=" + dockerCfg, "HOME=" + dockerCfg}
+	args := []string{"--plain-http", "--registry-config", filepath.Join(dockerCfg, "config.json")}
+	ref := target.host + "/bench/oci/rss:v1"
+	measure := func(row string, dir string, toolArgs ...string) {
+		if err := ResetPeakRSS(pid); err != nil {
+			t.Fatal(err)
+		}
+		runTool(t, dir, env, b.oras, append(toolArgs[:1:1], append(args, toolArgs[1:]...)...)...)
+		peak, err := PeakRSS(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.row(row).Add(target.col, float64(peak)/(1<<20))
+	}
+	measure("peak rss push", filepath.Dir(b.huge), "push", ref, filepath.Base(b.huge)+":"+ocibench.MediaLayer)
+	out := t.TempDir()
+	measure("peak rss pull", out, "pull", ref, "-o", out)
+	checkFiles(t, out, []string{b.huge})
+	_ = os.RemoveAll(out)
 }
 
 // checkFiles checks oras pulled every file with its size.
