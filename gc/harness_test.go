@@ -43,8 +43,9 @@ type env struct {
 	repo  uuid.UUID
 	g     *GC
 	delay time.Duration
-	// waitTimeout bounds waitJobs (default 2 min).
-	waitTimeout time.Duration
+	// waitTimeout bounds waitJobs (default 2 min); waitPoll is how often
+	// it looks (default 10 ms).
+	waitTimeout, waitPoll time.Duration
 }
 
 const testReviewDelay = time.Hour
@@ -350,7 +351,7 @@ func (e *env) waitJobs(c *river.Client[pgx.Tx]) {
 		if time.Now().After(deadline) {
 			e.t.Fatalf("GC jobs still in flight: %+v", res.Jobs[0])
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(cmp.Or(e.waitPoll, 10*time.Millisecond))
 	}
 }
 

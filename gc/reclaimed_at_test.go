@@ -65,7 +65,7 @@ func TestLastReclaimedAtFollowsDeletes(t *testing.T) {
 		t.Fatalf("lastReclaimedAt = %v, want %v", got, t1)
 	}
 
-	// A worker whose clock is behind commits later: GREATEST keeps t1.
+	// A worker whose clock is behind commits later: t1 stays.
 	e.clock.Advance(-time.Minute)
 	if out, err := e.g.Cleanup(e.ctx, e.key(b)); err != nil || out.Outcome != store.GCReclaimed {
 		t.Fatalf("second cleanup: %v %v", out, err)
@@ -75,4 +75,32 @@ func TestLastReclaimedAtFollowsDeletes(t *testing.T) {
 	}
 	e.assertGone(a)
 	e.assertGone(b)
+
+	// The time is kept to the second: a reclaim within a second of it
+	// leaves it, one later moves it.
+	c := blobData("reclaimed-third", 3000)
+	d := blobData("reclaimed-fourth", 3000)
+	atts = e.mustPush(c, d)
+	e.clock.Advance(store.GCGracePeriod)
+	e.mustDetach(atts...)
+	e.clock.Advance(testReviewDelay + 10*time.Minute)
+	if _, err := e.pool.Exec(e.ctx, `UPDATE namespace_statistics SET gc_last_reclaimed_at = $2 WHERE namespace_id = $1`,
+		e.ns, e.clock.Now().Add(-500*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	kept := e.lastReclaimedAt()
+	if out, err := e.g.Cleanup(e.ctx, e.key(c)); err != nil || out.Outcome != store.GCReclaimed {
+		t.Fatalf("third cleanup: %v %v", out, err)
+	}
+	if got := e.lastReclaimedAt(); got == nil || !got.Equal(*kept) {
+		t.Fatalf("lastReclaimedAt = %v after a reclaim within a second of it, want %v", got, kept)
+	}
+	e.clock.Advance(time.Second)
+	t2 := e.clock.Now()
+	if out, err := e.g.Cleanup(e.ctx, e.key(d)); err != nil || out.Outcome != store.GCReclaimed {
+		t.Fatalf("fourth cleanup: %v %v", out, err)
+	}
+	if got := e.lastReclaimedAt(); got == nil || !got.Equal(t2.Truncate(time.Microsecond)) {
+		t.Fatalf("lastReclaimedAt = %v after a reclaim 1.5 s after it, want %v", got, t2)
+	}
 }

@@ -6366,8 +6366,9 @@ type GCQueue {
   "Candidates excluded after repeated failures, left for an operator."
   excluded: Int!
   """
-  When the garbage collector last deleted a blob of the namespace (set in
-  the transaction that deletes it); null if it never has.
+  When the garbage collector last deleted a blob of the namespace, to the
+  second (set in the transaction that deletes it; a deletion within a
+  second of the stored time leaves it); null if it never has.
   """
   lastReclaimedAt: Time
 }

@@ -197,8 +197,9 @@ type GCQueue struct {
 	OldestDueAgeSeconds int64 `json:"oldestDueAgeSeconds"`
 	// Candidates excluded after repeated failures, left for an operator.
 	Excluded int `json:"excluded"`
-	// When the garbage collector last deleted a blob of the namespace (set in
-	// the transaction that deletes it); null if it never has.
+	// When the garbage collector last deleted a blob of the namespace, to the
+	// second (set in the transaction that deletes it; a deletion within a
+	// second of the stored time leaves it); null if it never has.
 	LastReclaimedAt *time.Time `json:"lastReclaimedAt,omitempty"`
 	// The instance-wide kill switch (admin token only; null for namespace tokens).
 	Reclaim *GarbageCollection `json:"reclaim,omitempty"`
