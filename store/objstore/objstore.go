@@ -237,7 +237,23 @@ func (s *Store) NewRangeReader(ctx context.Context, key string, offset, length i
 	if err != nil {
 		return nil, wrapErr("open", key, err)
 	}
-	return r, nil
+	return pooledReader{r}, nil
+}
+
+// pooledReader copies an object out with a pooled buffer. io.Copy hands
+// the copy to the bucket reader's WriteTo, which allocates and zeroes a
+// fresh 1 MiB buffer each time unless the writer is an io.ReaderFrom (a
+// response writer behind middleware is not): for a small npm tarball that
+// was a seventh of the server's CPU per download.
+type pooledReader struct{ *blob.Reader }
+
+// WriteTo implements io.WriterTo.
+func (r pooledReader) WriteTo(w io.Writer) (int64, error) {
+	bp := bufPool.Get().(*[]byte)
+	defer bufPool.Put(bp)
+	// Only Read is visible to CopyBuffer, so it cannot recurse into the
+	// bucket reader's WriteTo.
+	return io.CopyBuffer(w, struct{ io.Reader }{r.Reader}, *bp)
 }
 
 // Delete deletes an object; a missing object counts as deleted.
