@@ -239,7 +239,15 @@ func (b *tab) gone(sel string) {
 
 func (b *tab) typeInto(css, s string) {
 	b.t.Helper()
-	b.do("type into "+css, chromedp.WaitVisible(chromedp.CSS(css)), chromedp.SendKeys(chromedp.CSS(css), s))
+	b.do("type into "+css, chromedp.WaitVisible(chromedp.CSS(css)), sendKeys(css, s))
+}
+
+// sendKeys focuses the element and types keys into it: chromedp.SendKeys
+// without its look at the node's type attribute, which it reads while
+// chromedp's event loop may be rewriting the attributes (a data race the
+// race detector reported) and which only matters for file inputs.
+func sendKeys(css, keys string) chromedp.Action[chromedp.Void] {
+	return chromedp.Steps(chromedp.Focus(chromedp.CSS(css), chromedp.NodeVisible), chromedp.KeyEvent(keys))
 }
 
 // choose selects an option of a <select> as a user would, firing change.

@@ -224,5 +224,5 @@ func (b *tab) clear(css string) {
 	b.t.Helper()
 	b.do("wait for "+css, chromedp.WaitVisible(chromedp.CSS(css)))
 	n := run(b, "length of "+css, chromedp.Evaluate[int](`document.querySelector(`+strconv.Quote(css)+`).value.length`))
-	b.do("clear "+css, chromedp.SendKeys(chromedp.CSS(css), kb.End+strings.Repeat(kb.Backspace, n)))
+	b.do("clear "+css, sendKeys(css, kb.End+strings.Repeat(kb.Backspace, n)))
 }
