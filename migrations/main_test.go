@@ -191,3 +191,18 @@ func queryStrings(ctx context.Context, t testing.TB, q db, sql string, args ...a
 	sort.Strings(out)
 	return out
 }
+
+// planOf returns the lines EXPLAIN prints for sql (which starts with
+// EXPLAIN and its options), in order.
+func planOf(ctx context.Context, t testing.TB, q db, sql string, args ...any) string {
+	t.Helper()
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, sql)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, sql)
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

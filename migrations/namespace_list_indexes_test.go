@@ -38,20 +38,9 @@ func TestNamespaceListIndexesUpgrade(t *testing.T) {
 		{`SELECT slug FROM namespaces WHERE (slug COLLATE "C") >= 'ns-' AND (slug COLLATE "C") < 'ns-` + "\uffff" + `' ORDER BY (slug COLLATE "C") LIMIT 3`, "namespaces_slug_c_idx"},
 		{`SELECT slug FROM namespaces ORDER BY created_at DESC, id DESC LIMIT 3`, "namespaces_created_at_idx"},
 	} {
-		var plan strings.Builder
-		rows, err := tx.Query(ctx, "EXPLAIN "+c.sql)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan.WriteString(line + "\n")
-		}
-		if !strings.Contains(plan.String(), c.index) || strings.Contains(plan.String(), "Sort") {
-			t.Errorf("%s: want a scan of %s in order:\n%s", c.sql, c.index, plan.String())
+		plan := planOf(ctx, t, tx, "EXPLAIN "+c.sql)
+		if !strings.Contains(plan, c.index) || strings.Contains(plan, "Sort") {
+			t.Errorf("%s: want a scan of %s in order:\n%s", c.sql, c.index, plan)
 		}
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT count(*) FROM (`+c.sql+`) x`).Scan(&n); err != nil || n != 3 {
