@@ -180,14 +180,7 @@ func (f *fixture) count(table, where string, args ...any) int {
 // queryStrings returns the single text column of every row, sorted.
 func queryStrings(ctx context.Context, t testing.TB, q db, sql string, args ...any) []string {
 	t.Helper()
-	rows, err := q.Query(ctx, sql, args...)
-	if err != nil {
-		t.Fatalf("query: %v\n%s", err, sql)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatalf("query: %v\n%s", err, sql)
-	}
+	out := queryLines(ctx, t, q, sql, args...)
 	sort.Strings(out)
 	return out
 }
@@ -196,13 +189,19 @@ func queryStrings(ctx context.Context, t testing.TB, q db, sql string, args ...a
 // EXPLAIN and its options), in order.
 func planOf(ctx context.Context, t testing.TB, q db, sql string, args ...any) string {
 	t.Helper()
+	return strings.Join(queryLines(ctx, t, q, sql, args...), "\n") + "\n"
+}
+
+// queryLines returns the single text column of every row, in order.
+func queryLines(ctx context.Context, t testing.TB, q db, sql string, args ...any) []string {
+	t.Helper()
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
-		t.Fatalf("explain: %v\n%s", err, sql)
+		t.Fatalf("query: %v\n%s", err, sql)
 	}
-	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		t.Fatalf("explain: %v\n%s", err, sql)
+		t.Fatalf("query: %v\n%s", err, sql)
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return out
 }

@@ -141,8 +141,7 @@ func tail(s string, n int) string {
 // runOnce pushes and pulls the large and the small image with oras and
 // with crane, then pulls the large image with 16 clients at once.
 func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
-	dockerCfg := registryConfig(t, b.work, target)
-	env := []string{"DOCKER_CONFIG=" + dockerCfg, "HOME=" + dockerCfg}
+	env, orasArgs := orasSetup(t, b.work, target)
 	largeMB := float64(b.cfg.largeSize) / 1e6
 	smallFiles := slices.Clone(b.small)
 	smallTotal := float64(int64(b.cfg.smallSize)*int64(len(smallFiles))) / 1e6
@@ -151,7 +150,6 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 	}
 
 	// oras: the files are the layers.
-	orasArgs := []string{"--plain-http", "--registry-config", filepath.Join(dockerCfg, "config.json")}
 	for _, c := range []struct {
 		kind  string
 		files []string
@@ -209,15 +207,13 @@ func (b *ociBench) peakRSS(t *testing.T, target ociTarget) {
 		writeRandom(t, b.huge, b.cfg.limitBytes)
 	}
 	stamp(t, "rss-"+target.col, b.huge)
-	dockerCfg := registryConfig(t, b.work, target)
-	env := []string{"DOCKER_CONFIG=" + dockerCfg, "HOME=" + dockerCfg}
-	args := []string{"--plain-http", "--registry-config", filepath.Join(dockerCfg, "config.json")}
+	env, orasArgs := orasSetup(t, b.work, target)
 	ref := target.host + "/bench/oci/rss:v1"
-	measure := func(row string, dir string, toolArgs ...string) {
+	measure := func(row, dir, verb string, rest ...string) {
 		if err := ResetPeakRSS(pid); err != nil {
 			t.Fatal(err)
 		}
-		runTool(t, dir, env, b.oras, append(toolArgs[:1:1], append(args, toolArgs[1:]...)...)...)
+		runTool(t, dir, env, b.oras, append(append([]string{verb}, orasArgs...), rest...)...)
 		peak, err := PeakRSS(pid)
 		if err != nil {
 			t.Fatal(err)
@@ -229,6 +225,15 @@ func (b *ociBench) peakRSS(t *testing.T, target ociTarget) {
 	measure("peak rss pull", out, "pull", ref, "-o", out)
 	checkFiles(t, out, []string{b.huge})
 	_ = os.RemoveAll(out)
+}
+
+// orasSetup returns the environment and the flags an oras command
+// against target runs with: plain HTTP and target's credentials.
+func orasSetup(t testing.TB, work string, target ociTarget) (env, flags []string) {
+	t.Helper()
+	dockerCfg := registryConfig(t, work, target)
+	return []string{"DOCKER_CONFIG=" + dockerCfg, "HOME=" + dockerCfg},
+		[]string{"--plain-http", "--registry-config", filepath.Join(dockerCfg, "config.json")}
 }
 
 // checkFiles checks oras pulled every file with its size.
