@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/artifact-registry/artifact-registry/store"
@@ -21,9 +22,15 @@ import (
 
 // BenchmarkDrainDueCandidates: the drain rate of 100,000 due candidates
 // (GC_BENCH_CANDIDATES to change) on the file backend, through a real
-// River client with the default cleanup worker count. Setup (not timed)
+// River client with the default cleanup worker count (GC_BENCH_WORKERS to
+// change). Setup (not timed)
 // bulk-loads blob rows, their objects and their candidates; the timed part
 // is sweep + cleanups until the queue is empty. Reports objects/s.
+//
+// A prober pushes an image into the drained namespace every 10 ms (four
+// shared layers, a new config) for 5 s before the drain and throughout it,
+// and the benchmark reports the median push latency of both phases: what
+// the drain costs the foreground.
 //
 //	go test -run '^$' -bench DrainDueCandidates -benchtime 1x ./gc/
 func BenchmarkDrainDueCandidates(b *testing.B) {
@@ -31,23 +38,34 @@ func BenchmarkDrainDueCandidates(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("GC_BENCH_CANDIDATES")); err == nil && v > 0 {
 		n = v
 	}
+	workers := DefaultCleanupWorkers
+	if v, err := strconv.Atoi(os.Getenv("GC_BENCH_WORKERS")); err == nil && v > 0 {
+		workers = v
+	}
 	for range b.N {
 		b.StopTimer()
 		dir := b.TempDir()
-		e := newEnvWith(b, envOptions{maxConns: DefaultCleanupWorkers + 6})
+		e := newEnvWith(b, envOptions{maxConns: int32(workers) + 6})
 		objs, err := objstore.Open(e.ctx, "file://"+dir)
 		if err != nil {
 			b.Fatal(err)
 		}
 		e.st = store.New(e.pool, objs, store.Options{Clock: e.clock, ReviewDelay: testReviewDelay})
-		e.g = e.newGC(Config{SweepBatch: n})
+		e.g = e.newGC(Config{SweepBatch: n, CleanupWorkers: workers})
 		loadDueCandidates(b, e, dir, n)
 		e.waitTimeout = 30 * time.Minute
 		// Listing in-flight jobs scans river_job, which holds every
 		// finished cleanup: polled every 10 ms it took about a tenth of the
 		// database's CPU away from the drain it measures.
 		e.waitPoll = 250 * time.Millisecond
-		c := e.riverClient(e.g)
+		c := e.riverClientWith(e.g, &river.Config{}) // fetch settings as serve runs them
+		probe := newPushProbe(b, e)
+		idleStop := make(chan struct{})
+		time.AfterFunc(5*time.Second, func() { close(idleStop) })
+		idle := probe.run(b, idleStop)
+		stop := make(chan struct{})
+		during := make(chan []time.Duration, 1)
+		go func() { during <- probe.run(b, stop) }()
 		b.StartTimer()
 
 		start := time.Now()
@@ -69,13 +87,69 @@ func BenchmarkDrainDueCandidates(b *testing.B) {
 		}
 		took := time.Since(start)
 		b.StopTimer()
+		close(stop)
+		idleP50, drainP50 := quantileMs(idle, 0.5), quantileMs(<-during, 0.5)
+		b.ReportMetric(idleP50, "push-p50-ms-idle")
+		b.ReportMetric(drainP50, "push-p50-ms-drain")
+		b.Logf("push p50 %.2f ms idle, %.2f ms during the drain (%+.0f%%)", idleP50, drainP50, 100*(drainP50/idleP50-1))
 		if got := gatherGauge(b, e.g, MetricReclaimedObjects); got != float64(n) {
 			b.Fatalf("reclaimed %v objects, want %d", got, n)
 		}
 		b.ReportMetric(float64(n)/took.Seconds(), "objects/s")
-		b.Logf("drained %d due candidates in %v with %d cleanup workers: %.0f objects/s", n, took.Round(time.Millisecond), DefaultCleanupWorkers, float64(n)/took.Seconds())
+		b.Logf("drained %d due candidates in %v with %d cleanup workers: %.0f objects/s", n, took.Round(time.Millisecond), workers, float64(n)/took.Seconds())
 		b.StartTimer()
 	}
+}
+
+// pushProbe pushes images the way a client would while something else
+// loads the database: four 16 KiB layers every push shares (deduplicated
+// after the first) and a config of its own.
+type pushProbe struct {
+	e      *env
+	layers [][]byte
+	seq    int
+}
+
+func newPushProbe(b *testing.B, e *env) *pushProbe {
+	p := &pushProbe{e: e}
+	for l := range 4 {
+		p.layers = append(p.layers, blobData(fmt.Sprintf("probe-layer-%d", l), 16<<10))
+	}
+	if _, err := e.push(p.layers...); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// run pushes every 10 ms until stop is closed and returns each push's
+// latency.
+func (p *pushProbe) run(b *testing.B, stop <-chan struct{}) []time.Duration {
+	var lat []time.Duration
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return lat
+		case <-tick.C:
+		}
+		p.seq++
+		t0 := time.Now()
+		if _, err := p.e.push(append(slices.Clone(p.layers), blobData(fmt.Sprintf("probe-config-%d", p.seq), 1024))...); err != nil {
+			b.Error(err)
+			return lat
+		}
+		lat = append(lat, time.Since(t0))
+	}
+}
+
+// quantileMs returns the f-quantile of lat in milliseconds (sorting lat).
+func quantileMs(lat []time.Duration, f float64) float64 {
+	if len(lat) == 0 {
+		return 0
+	}
+	slices.Sort(lat)
+	return float64(lat[min(len(lat)-1, int(f*float64(len(lat))))].Microseconds()) / 1000
 }
 
 // loadDueCandidates bulk-creates n blob rows older than the grace window,
@@ -198,14 +272,10 @@ func BenchmarkConcurrentPushes(b *testing.B) {
 			if len(lat) == 0 {
 				return
 			}
-			slices.Sort(lat)
-			q := func(f float64) float64 {
-				return float64(lat[min(len(lat)-1, int(f*float64(len(lat))))].Microseconds()) / 1000
-			}
 			b.ReportMetric(float64(len(lat))/took.Seconds(), "pushes/s")
-			b.ReportMetric(q(0.50), "p50-ms")
-			b.ReportMetric(q(0.99), "p99-ms")
-			b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+			b.ReportMetric(quantileMs(lat, 0.50), "p50-ms")
+			b.ReportMetric(quantileMs(lat, 0.99), "p99-ms")
+			b.ReportMetric(quantileMs(lat, 1), "max-ms")
 		})
 	}
 }

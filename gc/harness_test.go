@@ -307,6 +307,13 @@ func (e *env) pastDelayAndGrace() {
 // they want one; the periodic jobs are checked separately).
 func (e *env) riverClient(g *GC) *river.Client[pgx.Tx] {
 	e.t.Helper()
+	return e.riverClientWith(g, &river.Config{FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 20 * time.Millisecond})
+}
+
+// riverClientWith starts a River client running g's queues and workers
+// with cfg's fetch settings (zero: River's defaults, as serve runs it).
+func (e *env) riverClientWith(g *GC, cfg *river.Config) *river.Client[pgx.Tx] {
+	e.t.Helper()
 	workers := river.NewWorkers()
 	g.Register(workers)
 	g.inserter = nil // use the client from the job context
@@ -314,8 +321,8 @@ func (e *env) riverClient(g *GC) *river.Client[pgx.Tx] {
 		Queues:            g.Queues(),
 		Workers:           workers,
 		Logger:            testLogger(),
-		FetchCooldown:     5 * time.Millisecond,
-		FetchPollInterval: 20 * time.Millisecond,
+		FetchCooldown:     cfg.FetchCooldown,
+		FetchPollInterval: cfg.FetchPollInterval,
 		TestOnly:          true,
 	})
 	if err != nil {

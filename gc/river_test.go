@@ -181,3 +181,20 @@ func dumpJobs(t *testing.T, e *env, c *river.Client[pgx.Tx]) {
 		t.Logf("job %s %s attempt %d errors %v", j.Kind, j.State, j.Attempt, j.Errors)
 	}
 }
+
+// River fetches a queue's jobs at most once per fetch cooldown, at most as
+// many as it has free workers, so the cleanup queue's workers and cooldown
+// bound the drain rate whatever the database can do. With River's default
+// cooldown (100 ms) ten workers drained 98 objects/s; the bound must leave
+// the 500 objects/s goal room (BenchmarkDrainDueCandidates measures the
+// rate itself).
+func TestCleanupQueueFetchBoundsTheDrain(t *testing.T) {
+	q := (&GC{cfg: Config{CleanupWorkers: DefaultCleanupWorkers}}).Queues()[QueueCleanup]
+	cooldown := q.FetchCooldown
+	if cooldown == 0 {
+		cooldown = river.FetchCooldownDefault
+	}
+	if bound := float64(q.MaxWorkers) / cooldown.Seconds(); bound < 1000 {
+		t.Errorf("the cleanup queue fetches %d jobs every %v at most: %.0f jobs/s, want at least 1000", q.MaxWorkers, cooldown, bound)
+	}
+}
