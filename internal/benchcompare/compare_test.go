@@ -176,8 +176,10 @@ func TestBenchCompare(t *testing.T) {
 
 	section("gc", []string{Ours}, []string{"gc"}, func(t *testing.T) {
 		t.Logf("GC drain of %d candidates, %d runs", cfg.gcCandidates, cfg.runs)
-		for _, v := range gcDrain(t, work, cfg.gcCandidates, cfg.runs) {
-			rows["gc drain"].Add(Ours, v)
+		for _, r := range gcDrain(t, work, cfg.gcCandidates, cfg.runs) {
+			rows["gc drain"].Add(Ours, r.rate)
+			rows["gc latency idle"].Add(Ours, r.pushIdleMs)
+			rows["gc latency during drain"].Add(Ours, r.pushDrainMs)
 		}
 	})
 
@@ -283,6 +285,8 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 	add("mvn resolve", resolve)
 	add("mvn baseline", NewRow("mvn with no dependencies (JVM and plugins, no registry)", "s", false, ""))
 	add("gc drain", NewRow(fmt.Sprintf("GC drain of %d candidates (ours only)", cfg.gcCandidates), "objects/s", true, ""))
+	add("gc latency idle", NewRow("image push p50 with no drain running (ours only)", "ms", false, ""))
+	add("gc latency during drain", NewRow("image push p50 while the drain runs (ours only)", "ms", false, ""))
 	return rows, order
 }
 
