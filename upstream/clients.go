@@ -17,6 +17,9 @@ type Clients struct {
 	mu      sync.Mutex
 	clients map[string]*keptClient
 	builds  singleflight.Group
+	// replaced counts the replaced clients still closing in the
+	// background, which Close waits for too.
+	replaced sync.WaitGroup
 }
 
 type keptClient struct {
@@ -52,13 +55,13 @@ func (cs *Clients) Get(id string, changedAt time.Time, build func() (*Client, er
 		old := cs.clients[id]
 		if old != nil && old.changedAt.After(changedAt) {
 			cs.mu.Unlock()
-			go closeBounded(c)
+			cs.replaced.Go(func() { closeBounded(c) })
 			return old.c, nil
 		}
 		cs.clients[id] = &keptClient{changedAt: changedAt, c: c}
 		cs.mu.Unlock()
 		if old != nil {
-			go closeBounded(old.c)
+			cs.replaced.Go(func() { closeBounded(old.c) })
 		}
 		return c, nil
 	})
@@ -68,8 +71,8 @@ func (cs *Clients) Get(id string, changedAt time.Time, build func() (*Client, er
 	return v.(*Client), nil
 }
 
-// Close closes every client (at shutdown), waiting for fills in flight
-// until ctx ends.
+// Close closes every client (at shutdown), waiting for fills in flight,
+// those of replaced clients included, until ctx ends.
 func (cs *Clients) Close(ctx context.Context) {
 	cs.mu.Lock()
 	all := cs.clients
@@ -77,6 +80,12 @@ func (cs *Clients) Close(ctx context.Context) {
 	cs.mu.Unlock()
 	for _, kc := range all {
 		_ = kc.c.Close(ctx)
+	}
+	done := make(chan struct{})
+	go func() { cs.replaced.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 
