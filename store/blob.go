@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -147,12 +148,16 @@ func scanBlob(row pgx.Row) (*Blob, error) {
 	return &b, finish()
 }
 
+// statBlobSQL reads a blob row on its digest's partition: on the
+// partitioned parent, planning the lookup took 0.1-0.3 ms at every
+// download.
+var statBlobSQL = partition.Statements(`SELECT `+BlobColumns+` FROM {blob_storage_blobs} b WHERE b.namespace_id = $1 AND b.sha256 = $2`,
+	"blob_storage_blobs")
+
 // StatBlob returns the blob row of (namespace, sha256) from the database
 // only; storage is not touched. CodeBlobUnknown when there is none.
 func (s *Store) StatBlob(ctx context.Context, namespaceID uuid.UUID, sha256 [32]byte) (*Blob, error) {
-	b, err := scanBlob(s.pool.QueryRow(ctx,
-		`SELECT `+BlobColumns+` FROM blob_storage_blobs b WHERE b.namespace_id = $1 AND b.sha256 = $2`,
-		namespaceID, sha256[:]))
+	b, err := scanBlob(partition.QueryRowDigest(ctx, s.pool, &statBlobSQL, sha256, namespaceID, sha256[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.WithDigest(CodeBlobUnknown, sha256, "blob unknown")
 	}

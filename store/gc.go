@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/google/uuid"
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -231,28 +232,56 @@ type GCCleanupResult struct {
 
 // gcBeginSQL opens the cleanup transaction. The blob row is taken with
 // NOWAIT; the lock timeout only bounds the short wait on a candidate row
-// that a failure record or an operator requeue may hold. Custom plans:
-// every statement names one digest, so plan-time pruning touches one
-// partition of each 64-partition table, where a cached generic plan would
-// lock and initialize all of them on every execution (PostgreSQL 15),
-// including inside the blob table's triggers and foreign-key checks; the
-// blob-row delete measured about twice as fast this way.
+// that a failure record or an operator requeue may hold. The main
+// statements name the digest's partitions themselves (partition.Digest).
+// Custom plans for the rest, the triggers' statements included: each names
+// one digest or namespace, so plan-time pruning touches one partition of
+// each 64-partition table, where a cached generic plan would lock and
+// initialize all of them on every execution (PostgreSQL 15); the blob-row
+// delete measured about twice as fast this way.
 const gcBeginSQL = "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '2s'; SET LOCAL plan_cache_mode = force_custom_plan"
 
 // gcLockBlobSQL takes the blob row without waiting: a held row means a
 // foreground caller (or another worker) is using it, and GC gives way.
-const gcLockBlobSQL = `SELECT ` + BlobColumns + ` FROM blob_storage_blobs b
-WHERE b.namespace_id = $1 AND b.sha256 = $2 FOR UPDATE OF b NOWAIT`
+var gcLockBlobSQL = partition.Statements(`SELECT `+BlobColumns+` FROM {blob_storage_blobs} b
+WHERE b.namespace_id = $1 AND b.sha256 = $2 FOR UPDATE OF b NOWAIT`, "blob_storage_blobs")
 
 // gcRecheckSQL runs as its own statement after the lock, so its snapshot
 // includes everything committed by the transactions that held the row
 // before us; nobody can attach or detach while we hold it.
-const gcRecheckSQL = `
+var gcRecheckSQL = partition.Statements(`
 SELECT q.review_after, q.backoff_until, q.excluded_at,
-       EXISTS (SELECT 1 FROM blob_storage_attachments a WHERE a.namespace_id = $1 AND a.sha256 = $2)
-FROM gc_blob_review_queue q
+       EXISTS (SELECT 1 FROM {blob_storage_attachments} a WHERE a.namespace_id = $1 AND a.sha256 = $2)
+FROM {gc_blob_review_queue} q
 WHERE q.namespace_id = $1 AND q.sha256 = $2
-FOR UPDATE OF q`
+FOR UPDATE OF q`, "blob_storage_attachments", "gc_blob_review_queue")
+
+// gcDeleteRowsSQL deletes the blob row and its candidate once the object
+// is gone, and moves the namespace's last reclaim time.
+var gcDeleteRowsSQL = partition.Statements(`
+		WITH blob AS (
+			DELETE FROM {blob_storage_blobs} b
+			WHERE b.namespace_id = $1 AND b.sha256 = $2 AND b.id = $3
+			RETURNING 1
+		), cand AS (
+			DELETE FROM {gc_blob_review_queue} q
+			WHERE q.namespace_id = $1 AND q.sha256 = $2
+			RETURNING 1
+		), stat AS (
+			-- gcQueue.lastReclaimedAt, to the second: only a reclaim more
+			-- than a second after the stored time moves it (so never
+			-- backward, whatever order workers commit in). The one row per
+			-- namespace would otherwise be locked by every cleanup from
+			-- here to its commit, through the deletes' foreign key and
+			-- accounting triggers, and a namespace's drain would run one
+			-- cleanup at a time (a drain of one namespace with ten workers:
+			-- 240 objects/s, 410 with the lock taken once a second). A
+			-- data-modifying WITH runs whether or not it is read.
+			UPDATE namespace_statistics s SET gc_last_reclaimed_at = $4
+			WHERE s.namespace_id = $1
+			  AND (s.gc_last_reclaimed_at IS NULL OR s.gc_last_reclaimed_at < $4::timestamptz - interval '1 second')
+		)
+		SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM cand)`, "blob_storage_blobs", "gc_blob_review_queue")
 
 // CleanupGCCandidate is the transaction of gc:cleanup
 // (docs/garbage-collection.md, rule 4): lock the
@@ -293,7 +322,7 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 		return res, nil
 	}
 
-	b, err := scanBlob(tx.QueryRow(ctx, gcLockBlobSQL, key.NamespaceID, key.SHA256[:]))
+	b, err := scanBlob(partition.QueryRowDigest(ctx, tx, &gcLockBlobSQL, key.SHA256, key.NamespaceID, key.SHA256[:]))
 	switch {
 	case gcIsPgCode(err, pgerrcode.LockNotAvailable):
 		return giveUp(&GCCleanupResult{Outcome: GCBlobLocked})
@@ -323,7 +352,8 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 		backoffUntil, exclAt *time.Time
 		referenced           bool
 	)
-	err = tx.QueryRow(ctx, gcRecheckSQL, key.NamespaceID, key.SHA256[:]).Scan(&reviewAfter, &backoffUntil, &exclAt, &referenced)
+	err = partition.QueryRowDigest(ctx, tx, &gcRecheckSQL, key.SHA256, key.NamespaceID, key.SHA256[:]).
+		Scan(&reviewAfter, &backoffUntil, &exclAt, &referenced)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		res.Outcome = GCCandidateGone
@@ -389,31 +419,7 @@ func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GC
 		}
 	}
 	var blobs, cands int64
-	err = tx.QueryRow(ctx, `
-		WITH blob AS (
-			DELETE FROM blob_storage_blobs b
-			WHERE b.namespace_id = $1 AND b.sha256 = $2 AND b.id = $3
-			RETURNING 1
-		), cand AS (
-			DELETE FROM gc_blob_review_queue q
-			WHERE q.namespace_id = $1 AND q.sha256 = $2
-			RETURNING 1
-		), stat AS (
-			-- gcQueue.lastReclaimedAt, to the second: only a reclaim more
-			-- than a second after the stored time moves it (so never
-			-- backward, whatever order workers commit in). The one row per
-			-- namespace would otherwise be locked by every cleanup from
-			-- here to its commit, through the deletes' foreign key and
-			-- accounting triggers, and a namespace's drain would run one
-			-- cleanup at a time (a drain of one namespace with ten workers:
-			-- 240 objects/s, 410 with the lock taken once a second). A
-			-- data-modifying WITH runs whether or not it is read.
-			UPDATE namespace_statistics s SET gc_last_reclaimed_at = $4
-			WHERE s.namespace_id = $1
-			  AND (s.gc_last_reclaimed_at IS NULL OR s.gc_last_reclaimed_at < $4::timestamptz - interval '1 second')
-		)
-		SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM cand)`,
-		key.NamespaceID, key.SHA256[:], b.ID, p.Now).Scan(&blobs, &cands)
+	err = partition.QueryRowDigest(ctx, tx, &gcDeleteRowsSQL, key.SHA256, key.NamespaceID, key.SHA256[:], b.ID, p.Now).Scan(&blobs, &cands)
 	if err != nil {
 		return nil, fmt.Errorf("store: gc cleanup: delete rows: %w", err)
 	}

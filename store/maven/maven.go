@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // Typed errors of the Maven data path.
@@ -65,6 +66,15 @@ func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
 	return store.UploadRef{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, UploadID: uploadID}
 }
 
+// resolveRepositorySQL reads a repository and its Maven row on the
+// namespace's partitions: on the partitioned parents, planning it took
+// about 1 ms, at every Maven request.
+var resolveRepositorySQL = partition.Statements(`
+		SELECT r.id, r.format, r.kind, r.visibility, mr.id
+		FROM {repositories} r
+		LEFT JOIN {maven_repositories} mr ON mr.namespace_id = $1 AND mr.repository_id = r.id
+		WHERE r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL`, "repositories", "maven_repositories")
+
 // ResolveTarget resolves /maven/<namespace>/<repository>.
 // CodeRepositoryUnknown (wrapped with the reason) when the namespace
 // does not exist or is deleted, or the repository is missing, in the
@@ -73,11 +83,11 @@ func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
 // namespaces resolve, with ServesReads/ServesWrites telling what they
 // allow.
 //
-// Two statements rather than one join: with namespace_id a bound value
-// the partitioned tables prune to one partition when planned, which
-// measured several times cheaper than run-time pruning under a join from
-// namespaces (PostgreSQL 15 plans or locks all 64 partitions of each
-// joined table otherwise).
+// Two statements rather than one join: the namespace id, read first,
+// names the partitions of the second (resolveRepositorySQL), where a
+// join from namespaces would leave the partitioned tables to run-time
+// pruning (PostgreSQL 15 plans or locks all 64 partitions of each joined
+// table then).
 func (s *Store) ResolveTarget(ctx context.Context, namespace, repository string) (*Target, error) {
 	t := &Target{NamespaceSlug: namespace, RepositoryName: repository}
 	var (
@@ -100,11 +110,7 @@ func (s *Store) ResolveTarget(ctx context.Context, namespace, repository string)
 	if deleted != nil || purged != nil {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
 	}
-	err = s.pool.QueryRow(ctx, `
-		SELECT r.id, r.format, r.kind, r.visibility, mr.id
-		FROM repositories r
-		LEFT JOIN maven_repositories mr ON mr.namespace_id = $1 AND mr.repository_id = r.id
-		WHERE r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL`, nsID, repository).Scan(
+	err = partition.QueryRow(ctx, s.pool, &resolveRepositorySQL, nsID, repository).Scan(
 		&repoID, &format, &kind, &visibility, &mrID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %q not found in namespace %q", repository, namespace)
@@ -215,31 +221,32 @@ func (r FileRef) Validate() error {
 	return ValidateFileName(r.ArtifactID, r.Version, r.FileName)
 }
 
-// versionFileSQL finds an active version file. The blob row is read
-// by a second statement that names both partition keys (namespace_id,
-// sha256): joining blob_storage_blobs on f.blob_sha256 leaves its 64
-// partitions to run-time pruning, which costs more to plan than the extra
-// round trip (docs/schema.md, Per-partition statements, on the planning
-// cost of opening every partition).
-const versionFileSQL = `
+// versionFileSQL finds an active version file, on the namespace's
+// partitions (on the parents, planning it cost more than running it, at
+// every download). The blob row is read by a second statement on the
+// digest's partition: joining blob_storage_blobs on f.blob_sha256 leaves
+// its 64 partitions to run-time pruning, which costs more to plan than the
+// extra round trip (docs/schema.md, Per-partition statements, on the
+// planning cost of opening every partition).
+var versionFileSQL = partition.Statements(`
 SELECT f.id, f.maven_package_id, f.maven_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512
-FROM maven_packages p
-JOIN maven_versions v
+FROM {maven_packages} p
+JOIN {maven_versions} v
   ON v.namespace_id = $1 AND v.maven_package_id = p.id AND v.version = $5 AND v.soft_deleted_at IS NULL
-JOIN maven_files f
+JOIN {maven_files} f
   ON f.namespace_id = $1 AND f.maven_version_id = v.id AND f.file_name = $6 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.maven_repository_id = $2 AND p.group_id = $3 AND p.artifact_id = $4
-  AND p.soft_deleted_at IS NULL`
+  AND p.soft_deleted_at IS NULL`, "maven_packages", "maven_versions", "maven_files")
 
 // packageFileSQL finds an active package-level file.
-const packageFileSQL = `
+var packageFileSQL = partition.Statements(`
 SELECT f.id, f.maven_package_id, f.maven_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512
-FROM maven_packages p
-JOIN maven_files f
+FROM {maven_packages} p
+JOIN {maven_files} f
   ON f.namespace_id = $1 AND f.maven_package_id = p.id AND f.maven_version_id IS NULL
  AND f.file_name = $5 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.maven_repository_id = $2 AND p.group_id = $3 AND p.artifact_id = $4
-  AND p.soft_deleted_at IS NULL`
+  AND p.soft_deleted_at IS NULL`, "maven_packages", "maven_files")
 
 func scanFile(row pgx.Row) (*File, error) {
 	var (
@@ -266,9 +273,9 @@ func scanFile(row pgx.Row) (*File, error) {
 func (s *Store) File(ctx context.Context, t *Target, ref FileRef) (*File, error) {
 	var row pgx.Row
 	if ref.Version == "" {
-		row = s.pool.QueryRow(ctx, packageFileSQL, t.NamespaceID, t.MavenRepositoryID, ref.GroupID, ref.ArtifactID, ref.FileName)
+		row = partition.QueryRow(ctx, s.pool, &packageFileSQL, t.NamespaceID, t.MavenRepositoryID, ref.GroupID, ref.ArtifactID, ref.FileName)
 	} else {
-		row = s.pool.QueryRow(ctx, versionFileSQL, t.NamespaceID, t.MavenRepositoryID, ref.GroupID, ref.ArtifactID, ref.Version, ref.FileName)
+		row = partition.QueryRow(ctx, s.pool, &versionFileSQL, t.NamespaceID, t.MavenRepositoryID, ref.GroupID, ref.ArtifactID, ref.Version, ref.FileName)
 	}
 	f, err := scanFile(row)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -16,6 +16,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // Precomputed packuments (npm_metadata_files; docs/schema.md, Format
@@ -33,23 +34,25 @@ type CachedMetadata struct {
 	Blob *store.Blob
 }
 
-const cachedMetadataSQL = `
+var cachedMetadataSQL = partition.Statements(`
 SELECT p.id, m.blob_sha256
-FROM npm_packages p
-LEFT JOIN npm_metadata_files m
+FROM {npm_packages} p
+LEFT JOIN {npm_metadata_files} m
        ON m.namespace_id = $1 AND m.npm_package_id = p.id AND m.kind = $4 AND m.expires_at > now()
-WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`,
+	"npm_packages", "npm_metadata_files")
 
 // CachedMetadata finds the active package of a name and its fresh
 // metadata file of a kind. CodePackageUnknown when there is no active
-// package. Two index lookups, each planned on one partition: the package
-// and metadata row, then the blob row by digest (blob_storage_blobs is
-// partitioned by sha256; joined instead of looked up by a parameter, the
-// planner would consider all its partitions).
+// package. Two index lookups: the package and metadata row on the
+// namespace's partitions (a cached plan; on the parents, 0.22 ms of
+// planning per packument), then the blob row by digest (blob_storage_blobs
+// is partitioned by sha256; joined instead of looked up by a parameter,
+// the planner would consider all its partitions).
 func (s *Store) CachedMetadata(ctx context.Context, repo *Repository, name string, kind enum.NpmMetadataKind) (*CachedMetadata, error) {
 	out := &CachedMetadata{Package: PackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
 	var sha []byte
-	err := s.pool.QueryRow(ctx, cachedMetadataSQL, execMode, repo.NamespaceID, repo.NpmRepositoryID, name, int16(kind)).
+	err := partition.QueryRow(ctx, s.pool, &cachedMetadataSQL, repo.NamespaceID, repo.NpmRepositoryID, name, int16(kind)).
 		Scan(&out.Package.PackageID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodePackageUnknown, "npm package unknown: %s", name)

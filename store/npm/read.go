@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // Tarball is a tarball of an active version with its blob row.
@@ -25,23 +26,25 @@ type Tarball struct {
 }
 
 // tarballSQL finds an active file of an active version of an active
-// package (every table pruned to the namespace's partition at plan time);
-// its blob row is then read by digest (StatBlob).
-const tarballSQL = `
+// package, on the namespace's partitions: on the partitioned parents its
+// plan took 0.38 ms to make, at every download. Its blob row is then read
+// by digest (StatBlob).
+var tarballSQL = partition.Statements(`
 SELECT p.id, v.id, f.blob_sha256
-FROM npm_packages p
-JOIN npm_versions v
+FROM {npm_packages} p
+JOIN {npm_versions} v
   ON v.namespace_id = $1 AND v.npm_package_id = p.id AND v.version = $4 AND v.soft_deleted_at IS NULL
-JOIN npm_files f
+JOIN {npm_files} f
   ON f.namespace_id = $1 AND f.npm_version_id = v.id AND f.file_name = $5 AND f.soft_deleted_at IS NULL
-WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`
+WHERE p.namespace_id = $1 AND p.npm_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`,
+	"npm_packages", "npm_versions", "npm_files")
 
 // Tarball finds the tarball fileName of name@version. CodeFileUnknown
 // when the package, the version or the file is not active.
 func (s *Store) Tarball(ctx context.Context, repo *Repository, name, version, fileName string) (*Tarball, error) {
 	t := &Tarball{Package: PackageRef{NamespaceID: repo.NamespaceID, NpmRepositoryID: repo.NpmRepositoryID, Name: name}}
 	var sha []byte
-	err := s.pool.QueryRow(ctx, tarballSQL, execMode, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
+	err := partition.QueryRow(ctx, s.pool, &tarballSQL, repo.NamespaceID, repo.NpmRepositoryID, name, version, fileName).
 		Scan(&t.Package.PackageID, &t.VersionID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodeFileUnknown, "npm tarball unknown: %s", fileName)
