@@ -59,7 +59,7 @@ func hashBytesExtended(k []byte, seed uint64) uint64 {
 	case len(k) > 0:
 		a += binary.LittleEndian.Uint32(tail[:])
 	}
-	a, b, c = final(a, b, c)
+	_, b, c = final(a, b, c)
 	return uint64(b)<<32 | uint64(c)
 }
 
