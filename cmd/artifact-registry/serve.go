@@ -137,7 +137,7 @@ func runServe(ctx context.Context, args []string) error {
 		Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}
 	mavenCacheMetrics := maven.NewCacheMetrics()
 	srv.Registry().MustRegister(mavenCacheMetrics.Collectors()...)
-	routes.Mount(srv.Router(), st, routes.Options{
+	closeUpstreams := routes.Mount(srv.Router(), st, routes.Options{
 		OCI: oci.Options{Auth: authn, Logger: log, Legacy: legacy.oci,
 			Remote: oci.RemoteOptions{Keyring: keyring, Metrics: upstreamMetrics, CacheMetrics: cacheMetrics,
 				Upstream: upstream.Config{SpoolDir: cfg.RemoteSpoolDir}}},
@@ -151,6 +151,13 @@ func runServe(ctx context.Context, args []string) error {
 	log.Info("artifact registry starting", "version", versionString(), "listen", cfg.Listen, "db_max_conns", db.Pool.Config().MaxConns,
 		"storage", cfg.StorageURL, "storage_redirect", cfg.StorageRedirect, "public_url", cfg.PublicURL, "embedded_db", cfg.DatabaseURL == "", "root_key", keyring.RootURI(),
 		"startup", time.Since(start).Round(time.Millisecond))
+	// After Serve (deferred calls run last first): requests are drained,
+	// the jobs and the pool still run while fills finish.
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		closeUpstreams(cctx)
+	}()
 	return srv.Serve(ctx, cfg.Listen, cfg.ShutdownTimeout)
 }
 

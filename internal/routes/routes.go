@@ -4,6 +4,7 @@
 package routes
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gorilla/mux"
@@ -27,11 +28,12 @@ type Options struct {
 
 // Mount registers the protocols, the API and the UI on r (the ops routes
 // come with httpserver.New). The UI goes last: its catch-all prefix must
-// lose to every other route.
-func Mount(r *mux.Router, st *store.Store, o Options) {
-	oci.Mount(r, st, o.OCI)
-	npm.Mount(r, st, o.Npm)
-	maven.Mount(r, st, o.Maven)
+// lose to every other route. The function it returns closes the
+// protocols' upstream clients once the server has stopped taking
+// requests: a pull-through fill a client started finishes (or ends with
+// ctx) rather than being cut off by the exit.
+func Mount(r *mux.Router, st *store.Store, o Options) (closeUpstreams func(context.Context)) {
+	closers := []func(context.Context){oci.Mount(r, st, o.OCI), npm.Mount(r, st, o.Npm), maven.Mount(r, st, o.Maven)}
 	graph.Mount(r, st, o.Graph)
 	// GraphiQL, served from the binary like the UI: it loads nothing from
 	// elsewhere, so it works where the server has no way out.
@@ -40,4 +42,9 @@ func Mount(r *mux.Router, st *store.Store, o Options) {
 	// the session cookie that /graphql accepts.
 	r.Handle(auth.SessionPath, o.Graph.Auth.SessionHandler())
 	r.PathPrefix("/").Handler(web.Handler())
+	return func(ctx context.Context) {
+		for _, c := range closers {
+			c(ctx)
+		}
+	}
 }

@@ -96,7 +96,7 @@ func New(t testing.TB, opts Options) *Env {
 	srv := httptest.NewUnstartedServer(nil)
 	base := "http://" + srv.Listener.Addr().String()
 	npmOpts := npm.Options{Auth: authn, PublicURL: base, Logger: log}
-	routes.Mount(hs.Router(), st, routes.Options{
+	closeUpstreams := routes.Mount(hs.Router(), st, routes.Options{
 		OCI:   oci.Options{Auth: authn, Logger: log},
 		Npm:   npmOpts,
 		Maven: maven.Options{Auth: authn, Logger: log},
@@ -104,6 +104,13 @@ func New(t testing.TB, opts Options) *Env {
 	})
 	srv.Config.Handler = hs.Handler()
 	srv.Start()
+	// After the server (cleanups run last first), before the store's
+	// directory goes: a fill a request started may still be writing.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		closeUpstreams(ctx)
+	})
 	t.Cleanup(srv.Close)
 	e := &Env{T: t, Ctx: ctx, Store: st, Auth: authn, Listener: listener, Clock: c, URL: base, Server: hs, NS: map[string]*store.Namespace{}}
 	if opts.Pool == nil {

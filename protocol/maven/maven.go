@@ -31,6 +31,7 @@
 package maven
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -82,7 +83,7 @@ type handler struct {
 // holding "." or ".." segments (also percent-encoded ones, which it
 // decodes first) or doubled slashes with a 301 to the cleaned path before
 // a route is matched. Use SkipClean(true) on the router to get the 400.
-func Mount(r *mux.Router, st *store.Store, opts Options) {
+func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
 	h := &handler{st: st, maven: mavenstore.New(st), log: opts.Logger, opts: opts}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -99,6 +100,7 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 	}
 	h.remote = newRemotes(h, opts.Remote)
 	r.PathPrefix(Prefix).Handler(h)
+	return h.remote.clients.Close
 }
 
 // Handler returns the Maven surface as a standalone http.Handler on a

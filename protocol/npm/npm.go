@@ -143,9 +143,13 @@ func newHandler(st *store.Store, opts Options) *handler {
 	return h
 }
 
-// Mount registers the npm registries under /npm/ on r.
-func Mount(r *mux.Router, st *store.Store, opts Options) {
-	r.PathPrefix(PathPrefix).Handler(newHandler(st, opts))
+// Mount registers the npm registries under /npm/ on r. The function it
+// returns closes the remotes' upstream clients at shutdown, waiting for the
+// fills in flight until its context ends.
+func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
+	h := newHandler(st, opts)
+	r.PathPrefix(PathPrefix).Handler(h)
+	return h.remote.clients.Close
 }
 
 // Handler returns the npm surface as a standalone http.Handler (tests).

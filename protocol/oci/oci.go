@@ -101,8 +101,10 @@ const (
 	payloadCacheMax   = 1 << 20
 )
 
-// Mount registers the /v2/ routes on r.
-func Mount(r *mux.Router, st *store.Store, opts Options) {
+// Mount registers the /v2/ routes on r. The function it returns closes
+// the pull-through caches' upstream clients at shutdown, waiting for the
+// fills in flight until its context ends.
+func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
 	h := &handler{st: st, container: container.New(st), log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries),
 		payloads: newLRU[digest, []byte](payloadCacheBytes, func(b []byte) int64 { return int64(len(b)) })}
 	if h.log == nil {
@@ -130,6 +132,7 @@ func Mount(r *mux.Router, st *store.Store, opts Options) {
 		r.Use(h.legacyFront)
 	}
 	h.routes(r)
+	return h.remote.clients.Close
 }
 
 // Handler returns the OCI surface as a standalone http.Handler (tests).
