@@ -346,12 +346,16 @@ func TestRangeReaderCopyReusesBuffer(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	const copies = 50
+	// Under the race detector sync.Pool drops a quarter of what it is
+	// given, so a copy allocates a fresh buffer one time in four: about
+	// 256 KiB per copy on average (0.25 +/- 0.04 MiB over 200 copies),
+	// against more than 1 MiB each without the pool.
+	const copies = 200
 	for range copies {
 		copyOnce()
 	}
 	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / copies; per > 256<<10 {
+	if per := (after.TotalAlloc - before.TotalAlloc) / copies; per > 512<<10 {
 		t.Fatalf("each copy allocated %d bytes; the 1 MiB copy buffer is not reused", per)
 	}
 }
