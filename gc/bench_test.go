@@ -23,9 +23,9 @@ import (
 // BenchmarkDrainDueCandidates: the drain rate of 100,000 due candidates
 // (GC_BENCH_CANDIDATES to change) on the file backend, through a real
 // River client with the default cleanup worker count (GC_BENCH_WORKERS to
-// change). Setup (not timed)
-// bulk-loads blob rows, their objects and their candidates; the timed part
-// is sweep + cleanups until the queue is empty. Reports objects/s.
+// change). Setup (not timed) bulk-loads blob rows, their objects and their
+// candidates; the timed part is sweep + cleanups until the queue is empty.
+// Reports objects/s.
 //
 // A prober pushes an image into the drained namespace every 10 ms (four
 // shared layers, a new config) for 5 s before the drain and throughout it,

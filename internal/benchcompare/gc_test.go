@@ -4,12 +4,12 @@ package benchcompare
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,13 +24,17 @@ type gcRun struct {
 	rate, pushIdleMs, pushDrainMs float64
 }
 
-// benchMetric returns the value a benchmark result line reports in unit.
-func benchMetric(line, unit string) (float64, error) {
-	m := regexp.MustCompile(`\s([0-9.e+]+) ` + regexp.QuoteMeta(unit) + `(\s|$)`).FindStringSubmatch(line)
-	if m == nil {
-		return 0, fmt.Errorf("no %s in %q", unit, line)
+// benchMetrics returns the values of a benchmark result line by unit
+// ("name iterations value unit value unit ...").
+func benchMetrics(line string) map[string]float64 {
+	f := strings.Fields(line)
+	out := map[string]float64{}
+	for k := 2; k+1 < len(f); k += 2 {
+		if v, err := strconv.ParseFloat(f[k], 64); err == nil {
+			out[f[k+1]] = v
+		}
 	}
-	return strconv.ParseFloat(m[1], 64)
+	return out
 }
 
 // gcDrain runs gc's own drain benchmark (ours only: the peers have no
@@ -54,12 +58,10 @@ func gcDrain(t *testing.T, dir string, candidates, runs int) []gcRun {
 	}
 	var runsSeen []gcRun
 	for _, line := range drainResult.FindAllString(string(out), -1) {
-		var r gcRun
-		for unit, v := range map[string]*float64{"objects/s": &r.rate, "push-p50-ms-idle": &r.pushIdleMs, "push-p50-ms-drain": &r.pushDrainMs} {
-			var err error
-			if *v, err = benchMetric(line, unit); err != nil {
-				t.Fatal(err)
-			}
+		m := benchMetrics(line)
+		r := gcRun{rate: m["objects/s"], pushIdleMs: m["push-p50-ms-idle"], pushDrainMs: m["push-p50-ms-drain"]}
+		if r.rate == 0 || r.pushIdleMs == 0 || r.pushDrainMs == 0 {
+			t.Fatalf("gc drain benchmark: a figure is missing from %q", line)
 		}
 		runsSeen = append(runsSeen, r)
 	}

@@ -104,13 +104,7 @@ func New(t testing.TB, opts Options) *Env {
 	})
 	srv.Config.Handler = hs.Handler()
 	srv.Start()
-	// After the server (cleanups run last first), before the store's
-	// directory goes: a fill a request started may still be writing.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		closeUpstreams(ctx)
-	})
+	testsupport.CloseAtCleanup(t, closeUpstreams)
 	t.Cleanup(srv.Close)
 	e := &Env{T: t, Ctx: ctx, Store: st, Auth: authn, Listener: listener, Clock: c, URL: base, Server: hs, NS: map[string]*store.Namespace{}}
 	if opts.Pool == nil {

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -128,4 +129,17 @@ func Logger(env string) *slog.Logger {
 // handlers only log internal errors) and drops the rest.
 func Errors() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+}
+
+// CloseAtCleanup runs close when the test ends, with 30 s to finish: a
+// shutdown function that waits, such as the one closing a protocol's
+// upstream clients (fills in flight write into the store's directory).
+// Cleanups run last first, so register it after what must outlive it (the
+// store) and before what must stop first (the server).
+func CloseAtCleanup(t testing.TB, close func(context.Context)) {
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		close(ctx)
+	})
 }

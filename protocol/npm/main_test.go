@@ -150,13 +150,7 @@ func newEnv(t testing.TB, eo envOptions) *env {
 		e.mu.Unlock()
 	})
 	e.server.Start()
-	// After the server (cleanups run last first), before the store's
-	// directory goes: a fill a request started may still be writing.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		e.handler.remote.clients.Close(ctx)
-	})
+	testsupport.CloseAtCleanup(t, e.handler.remote.clients.Close)
 	t.Cleanup(e.server.Close)
 	t.Cleanup(e.handler.downloads.flush)
 	return e

@@ -107,5 +107,5 @@ func final(a, b, c uint32) (uint32, uint32, uint32) {
 // partitioned by HASH (sha256)) for the partition of sha on q, as a
 // statement cached per connection.
 func QueryRowDigest(ctx context.Context, q db.Queryer, stmts *[Count]string, sha [32]byte, args ...any) pgx.Row {
-	return q.QueryRow(ctx, stmts[Digest(sha)], append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	return cached(ctx, q, stmts[Digest(sha)], args...)
 }

@@ -76,7 +76,12 @@ func QueryRow(ctx context.Context, q db.Queryer, stmts *[Count]string, namespace
 	if err != nil {
 		return errRow{err}
 	}
-	return q.QueryRow(ctx, stmts[p], append([]any{pgx.QueryExecModeCacheStatement, namespaceID}, args...)...)
+	return cached(ctx, q, stmts[p], append([]any{namespaceID}, args...)...)
+}
+
+// cached runs stmt on q as a statement prepared once per connection.
+func cached(ctx context.Context, q db.Queryer, stmt string, args ...any) pgx.Row {
+	return q.QueryRow(ctx, stmt, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
 }
 
 // errRow is a pgx.Row that only fails.
