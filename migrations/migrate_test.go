@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -105,20 +106,20 @@ func diff(a, b []string) (onlyA, onlyB []string) {
 
 func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 
-// TestMigrateEmptyDatabase applies migrations.Up to an empty database, checks
-// that everything exists and Check reports nothing pending, that a second Up
-// changes nothing, and (unless -short) that every Down runs and a new Up
-// rebuilds the identical schema.
+// TestMigrateEmptyDatabase applies migrations.Up to an empty database from
+// several instances starting together, checks that everything exists and
+// Check reports nothing pending, that a second Up changes nothing, and
+// (unless -short) that every Down runs and a new Up rebuilds the identical
+// schema. Up from nothing is the slowest thing this package does, so the
+// concurrent start and the plain one share it.
 func TestMigrateEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptyDatabase(t)
 
 	start := time.Now()
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatalf("Up on an empty database: %v", err)
-	}
-	t.Logf("migrations.Up on an empty database took %v", time.Since(start).Round(time.Millisecond))
+	upConcurrently(ctx, t, pool, 3)
+	t.Logf("3 concurrent migrations.Up calls on an empty database took %v", time.Since(start).Round(time.Millisecond))
 
 	st, err := migrations.Check(ctx, pool)
 	if err != nil {
@@ -181,5 +182,47 @@ SELECT 'schema ' || nspname FROM pg_namespace WHERE nspname = 'partitions'`)
 	again := snapshot(ctx, t, pool)
 	if onlyBefore, onlyAgain := diff(before, again); len(onlyBefore)+len(onlyAgain) > 0 {
 		t.Errorf("Up after Down differs: missing %v, extra %v", first(onlyBefore, 10), first(onlyAgain, 10))
+	}
+}
+
+// upConcurrently runs migrations.Up from instances pools on the database
+// of pool at once, as replicas starting together on a fresh database do:
+// the advisory lock makes them take turns, so all succeed, and none may
+// leave the lock held. Other tests migrate other databases of the server
+// meanwhile, so only this database's advisory locks count.
+func upConcurrently(ctx context.Context, t *testing.T, pool *pgxpool.Pool, instances int) {
+	t.Helper()
+	pools := []*pgxpool.Pool{pool}
+	for range instances - 1 {
+		p, err := pgxpool.NewWithConfig(ctx, pool.Config().Copy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		pools = append(pools, p)
+	}
+	start := make(chan struct{})
+	errs := make([]error, instances)
+	var wg sync.WaitGroup
+	for i, p := range pools {
+		wg.Go(func() {
+			<-start
+			errs[i] = migrations.Up(ctx, p)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("instance %d: Up on an empty database: %v", i, err)
+		}
+	}
+	var locks int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+		WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&locks); err != nil {
+		t.Fatal(err)
+	}
+	if locks != 0 {
+		t.Fatalf("%d advisory locks still held after Up returned", locks)
 	}
 }
