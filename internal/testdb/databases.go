@@ -12,9 +12,10 @@ import (
 
 // database is a fresh clone of the template.
 type database struct {
-	name  string
-	took  time.Duration // CREATE DATABASE time
-	spare bool          // cloned ahead of time, in the background
+	name     string
+	took     time.Duration // CREATE DATABASE time
+	spare    bool          // cloned ahead of time, in the background
+	recycled bool          // used by an earlier test and reset
 }
 
 type spare struct {
@@ -27,6 +28,7 @@ type spare struct {
 func (s *server) startBackground() {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.spares = make(chan spare, 1)
+	s.recycled = make(chan database, recycledKept)
 	s.drops = make(chan string, 64)
 	s.dropDone = make(chan struct{})
 	go s.dropLoop()
@@ -36,6 +38,11 @@ func (s *server) startBackground() {
 // clones one now; either way it starts cloning the next one, so a test
 // that runs longer than a clone never waits for its successor's database.
 func (s *server) take(ctx context.Context) (database, error) {
+	select {
+	case db := <-s.recycled:
+		return db, nil
+	default:
+	}
 	select {
 	case sp, ok := <-s.spares:
 		s.refill()
@@ -81,9 +88,7 @@ func (s *server) refill() {
 // template's files instead of WAL-logging every block (PG15's default),
 // which is much faster for a schema with thousands of partitions.
 func (s *server) clone(ctx context.Context) (database, error) {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand docs)
-	name := "test_" + hex.EncodeToString(b[:])
+	name := randomName()
 	start := time.Now()
 	sql := fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", ident(name), ident(s.template))
 	if _, err := s.admin.Exec(ctx, sql); err != nil {
@@ -92,7 +97,13 @@ func (s *server) clone(ctx context.Context) (database, error) {
 	return database{name: name, took: time.Since(start)}, nil
 }
 
-// release queues a database for dropping.
+func randomName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand docs)
+	return "test_" + hex.EncodeToString(b[:])
+}
+
+// release queues a database for recycling or dropping.
 func (s *server) release(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -101,13 +112,24 @@ func (s *server) release(name string) {
 	}
 }
 
-// dropLoop drops released databases one at a time. Errors are reported
-// when the test binary ends (the test that owned the database is over).
+// dropLoop recycles (recycle.go) or drops released databases one at a
+// time. Errors are reported when the test binary ends (the test that
+// owned the database is over).
 func (s *server) dropLoop() {
 	defer close(s.dropDone)
 	for name := range s.drops {
 		if s.cluster != nil && s.ctx.Err() != nil {
 			continue // shutting down: the whole cluster is about to be removed
+		}
+		if s.base != nil && s.ctx.Err() == nil {
+			var err error
+			if name, err = s.recycle(name); err == nil {
+				select {
+				case s.recycled <- database{name: name, recycled: true}:
+					continue
+				default: // enough are waiting
+				}
+			}
 		}
 		if err := s.drop(name); err != nil {
 			s.errMu.Lock()
@@ -143,10 +165,16 @@ func (s *server) stopBackground() []error {
 	close(s.spares)
 	close(s.drops)
 	<-s.dropDone
+	close(s.recycled)
 	errs := s.dropErrs
 	for sp := range s.spares {
 		if sp.err == nil && s.cluster == nil {
 			errs = append(errs, s.drop(sp.db.name))
+		}
+	}
+	for db := range s.recycled {
+		if s.cluster == nil {
+			errs = append(errs, s.drop(db.name))
 		}
 	}
 	return errs

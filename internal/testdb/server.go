@@ -50,7 +50,17 @@ type server struct {
 	dropDone  chan struct{}
 	errMu     sync.Mutex
 	dropErrs  []error
+
+	// Recycling (recycle.go): nil base means every database is dropped.
+	base     *baseline
+	recycled chan database
 }
+
+// recycledKept bounds the reset databases waiting for a test, each a full
+// copy of the schema's files.
+const recycledKept = 3
+
+const recycleOverride = "TESTDB_RECYCLE"
 
 func setup() (*server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -69,7 +79,31 @@ func setup() (*server, error) {
 		return nil, errors.Join(err, s.close())
 	}
 	s.startBackground()
+	s.startRecycling(ctx)
 	return s, nil
+}
+
+// startRecycling reads the baseline of recycle.go from a fresh clone, which
+// then waits for the first test. Recycling stays off when that fails, and
+// with TESTDB_RECYCLE=0 (to rule it out when a test misbehaves).
+func (s *server) startRecycling(ctx context.Context) {
+	if os.Getenv(recycleOverride) == "0" {
+		s.cacheNote += "; databases are not recycled (" + recycleOverride + "=0)"
+		return
+	}
+	db, err := s.clone(ctx)
+	if err != nil {
+		s.cacheNote += fmt.Sprintf("; databases are not recycled: %v", err)
+		return
+	}
+	s.base, err = s.captureBaseline(ctx, db.name)
+	switch {
+	case err != nil:
+		s.cacheNote += fmt.Sprintf("; databases are not recycled: %v", err)
+	case s.base == nil:
+		s.cacheNote += "; databases are not recycled: the role is not a superuser, or track_counts is off"
+	}
+	s.recycled <- db
 }
 
 func (s *server) prepare(ctx context.Context) error {

@@ -17,9 +17,11 @@
 // next to it (see cache.go), so only the first test binary after a schema
 // change pays for initdb and the migrations.
 //
-// Cost per test: a clone of the template (CREATE DATABASE ... STRATEGY
-// FILE_COPY, see BenchmarkClone), mostly hidden by cloning the next
-// database in the background; the drop at cleanup runs in the background.
+// Cost per test: a database an earlier test of the binary used, reset to
+// the template's state in the background (recycle.go), or else a clone of
+// the template (CREATE DATABASE ... STRATEGY FILE_COPY, see BenchmarkClone),
+// mostly hidden by cloning the next database in the background. A database
+// that cannot be reset is dropped in the background.
 // Nothing is printed unless a test fails or -v is given; the log lines
 // carry cluster start and clone times.
 package testdb
@@ -167,8 +169,14 @@ func NewURL(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
 	}
-	t.Logf("testdb: %s ready in %v (clone took %v%s)", db.name, since(start), db.took.Round(time.Millisecond),
-		map[bool]string{true: ", ahead of time"}[db.spare])
+	how := fmt.Sprintf("clone took %v", db.took.Round(time.Millisecond))
+	switch {
+	case db.recycled:
+		how = "reset after an earlier test"
+	case db.spare:
+		how += ", ahead of time"
+	}
+	t.Logf("testdb: %s ready in %v (%s)", db.name, since(start), how)
 	t.Cleanup(func() { s.release(db.name) })
 	url, err := withDatabase(s.baseURL, db.name)
 	if err != nil {

@@ -2,9 +2,12 @@ package testdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -228,4 +231,163 @@ func BenchmarkNew(b *testing.B) {
 			b.ReportMetric(float64(waited.Nanoseconds())/float64(b.N), "wait-ns/op")
 		})
 	}
+}
+
+// A database a test wrote to, analyzed and drew sequence values from is,
+// once recycled, what a fresh clone is: same schema, the same relation
+// sizes (so no rows), planner statistics, sequences and template rows.
+func TestRecycledDatabaseIsLikeFresh(t *testing.T) {
+	ctx := context.Background()
+	NewURL(t) // start the server
+	s, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.base == nil {
+		t.Fatalf("recycling is off: %s", s.summary())
+	}
+	used, err := s.clone(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.connect(ctx, used.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		`INSERT INTO namespaces (id, slug, platform, entity_type, entity_id, billing_entity_type, billing_entity_id)
+		 VALUES (gen_uuidv7(), 'acme', 'p', 't', 'e', 'b', 'b')`,
+		`INSERT INTO blob_storage_blobs (namespace_id, sha256, object_storage_key, size)
+		 SELECT n.id, sha256(g::text::bytea), 'k' || g, g FROM namespaces n, generate_series(1, 500) g`,
+		`DELETE FROM blob_storage_blobs WHERE size > 400`,
+		`ANALYZE blob_storage_blobs, namespaces`,
+		`SELECT nextval('upload_sessions_id_seq')`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	// Left open, as a leaked pool would be: recycling disconnects it.
+	start := time.Now()
+	renamed, err := s.recycle(used.name)
+	if err != nil {
+		t.Fatalf("recycle: %v", err)
+	}
+	t.Logf("recycled in %v", since(start))
+	t.Cleanup(func() { s.release(renamed) })
+	if err := conn.Ping(ctx); err == nil {
+		t.Error("the finished test's connection still works after recycling")
+	}
+	_ = conn.Close(ctx)
+
+	fresh, err := s.clone(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.release(fresh.name) })
+	if got, want := describe(ctx, t, s, renamed), describe(ctx, t, s, fresh.name); got != want {
+		t.Errorf("recycled database differs from a fresh clone:\n%s", lineDiff(got, want))
+	}
+}
+
+// Recycling refuses a database whose schema or template rows a test
+// changed: it is dropped instead.
+func TestRecycleRefusesChangedDatabase(t *testing.T) {
+	ctx := context.Background()
+	NewURL(t)
+	s, _ := get()
+	if s.base == nil {
+		t.Fatalf("recycling is off: %s", s.summary())
+	}
+	for _, change := range []string{
+		"CREATE TABLE scratch (v int)",
+		"ALTER TABLE repositories RENAME COLUMN description TO gone",
+		"CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
+		"ALTER TABLE blob_storage_attachments DISABLE TRIGGER ALL",
+		"UPDATE gc_controls SET reason = 'changed'",
+		"DROP TABLE gc_controls",
+	} {
+		db, err := s.clone(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := s.connect(ctx, db.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, change); err != nil {
+			t.Fatalf("%s: %v", change, err)
+		}
+		_ = conn.Close(ctx)
+		name, err := s.recycle(db.name)
+		t.Cleanup(func() { s.release(name) })
+		if !errors.Is(err, errNotReusable) {
+			t.Errorf("after %q: recycle returned %v, want a refusal", change, err)
+		}
+	}
+}
+
+// describe prints what a test could observe of a database's state.
+func describe(ctx context.Context, t *testing.T, s *server, name string) string {
+	t.Helper()
+	conn, err := s.connect(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var b strings.Builder
+	var schema string
+	if err := conn.QueryRow(ctx, schemaFingerprintSQL).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "schema %s\n", schema)
+	for _, q := range []string{
+		`SELECT format('%s size %s pages %s tuples %s allvisible %s', c.oid::regclass, pg_relation_size(c.oid),
+			c.relpages, c.reltuples, c.relallvisible)
+		 FROM pg_class c WHERE ` + ourTables,
+		`SELECT format('sequence %s %s %s', sequencename, last_value, start_value) FROM pg_sequences`,
+	} {
+		rows, err := conn.Query(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(strings.Join(lines, "\n") + "\n")
+	}
+	var stats, counted int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM pg_statistic),
+		(SELECT coalesce(sum(n_tup_ins + n_tup_del), 0) FROM pg_stat_user_tables)`).Scan(&stats, &counted); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "statistics rows %d, counted changes %d\n", stats, counted)
+
+	for table := range s.base.seeded {
+		sum, err := tableDigest(ctx, conn, table)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "rows of %s %s\n", table, sum)
+	}
+	lines := strings.Split(b.String(), "\n")
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	var out []string
+	for _, l := range g {
+		if !slices.Contains(w, l) {
+			out = append(out, "recycled: "+l)
+		}
+	}
+	for _, l := range w {
+		if !slices.Contains(g, l) {
+			out = append(out, "fresh:    "+l)
+		}
+	}
+	return strings.Join(out[:min(len(out), 20)], "\n")
 }
