@@ -34,27 +34,60 @@ func (s *server) startBackground() {
 	go s.dropLoop()
 }
 
-// take returns the database cloned ahead of time if there is one, else
-// clones one now; either way it starts cloning the next one, so a test
-// that runs longer than a clone never waits for its successor's database.
+// take returns a recycled database if one is waiting or being reset (a
+// reset costs the machine less than a clone and a drop), else the database
+// cloned ahead of time if there is one, else clones one now. Unless resets
+// are under way it then starts cloning the next one, so a test that runs
+// longer than a clone never waits for its successor's database.
 func (s *server) take(ctx context.Context) (database, error) {
-	select {
-	case db := <-s.recycled:
+	if db, ok := s.takeRecycled(ctx); ok {
 		return db, nil
-	default:
 	}
 	select {
 	case sp, ok := <-s.spares:
-		s.refill()
+		s.refillUnlessRecycling()
 		if ok && sp.err == nil {
 			return sp.db, nil
 		}
 		// The background clone failed (perhaps transiently): retry here,
 		// where the error reaches a test.
 	default:
-		s.refill()
+		s.refillUnlessRecycling()
 	}
 	return s.clone(ctx)
+}
+
+// recycleWait bounds how long a test waits for a reset under way before it
+// takes a clone instead.
+const recycleWait = 5 * time.Second
+
+func (s *server) takeRecycled(ctx context.Context) (database, bool) {
+	deadline := time.After(recycleWait)
+	for {
+		select {
+		case db := <-s.recycled:
+			return db, true
+		default:
+		}
+		if s.recycling.Load() == 0 {
+			return database{}, false
+		}
+		select {
+		case db := <-s.recycled:
+			return db, true
+		case <-time.After(20 * time.Millisecond): // the reset may end in a drop
+		case <-deadline:
+			return database{}, false
+		case <-ctx.Done():
+			return database{}, false
+		}
+	}
+}
+
+func (s *server) refillUnlessRecycling() {
+	if s.recycling.Load() == 0 {
+		s.refill()
+	}
 }
 
 // refill clones one spare database in the background unless one is
@@ -108,6 +141,9 @@ func (s *server) release(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closing {
+		if s.base != nil {
+			s.recycling.Add(1)
+		}
 		s.drops <- name // blocks when 64 drops are pending: back-pressure
 	}
 }
@@ -118,24 +154,31 @@ func (s *server) release(name string) {
 func (s *server) dropLoop() {
 	defer close(s.dropDone)
 	for name := range s.drops {
-		if s.cluster != nil && s.ctx.Err() != nil {
-			continue // shutting down: the whole cluster is about to be removed
+		s.recycleOrDrop(name)
+		if s.base != nil {
+			s.recycling.Add(-1)
 		}
-		if s.base != nil && s.ctx.Err() == nil {
-			var err error
-			if name, err = s.recycle(name); err == nil {
-				select {
-				case s.recycled <- database{name: name, recycled: true}:
-					continue
-				default: // enough are waiting
-				}
+	}
+}
+
+func (s *server) recycleOrDrop(name string) {
+	if s.cluster != nil && s.ctx.Err() != nil {
+		return // shutting down: the whole cluster is about to be removed
+	}
+	if s.base != nil && s.ctx.Err() == nil {
+		var err error
+		if name, err = s.recycle(name); err == nil {
+			select {
+			case s.recycled <- database{name: name, recycled: true}:
+				return
+			default: // enough are waiting
 			}
 		}
-		if err := s.drop(name); err != nil {
-			s.errMu.Lock()
-			s.dropErrs = append(s.dropErrs, err)
-			s.errMu.Unlock()
-		}
+	}
+	if err := s.drop(name); err != nil {
+		s.errMu.Lock()
+		s.dropErrs = append(s.dropErrs, err)
+		s.errMu.Unlock()
 	}
 }
 

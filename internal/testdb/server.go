@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,8 +53,9 @@ type server struct {
 	dropErrs  []error
 
 	// Recycling (recycle.go): nil base means every database is dropped.
-	base     *baseline
-	recycled chan database
+	base      *baseline
+	recycled  chan database
+	recycling atomic.Int32 // released databases the drop loop has not finished with
 }
 
 // recycledKept bounds the reset databases waiting for a test, each a full
