@@ -54,7 +54,17 @@ type FillRequest struct {
 	// Stage receives the body for the cache; nil streams it to the
 	// readers without caching anything.
 	Stage StageFunc
+	// Recheck, when set, is asked by the call that would start a new
+	// upstream request, before it does: true means the content is cached
+	// after all, and every call sharing the fill gets ErrCached. A caller
+	// looks in its cache and then calls Fill; a fill of the same key that
+	// committed and ended in between would otherwise be fetched again.
+	Recheck func(ctx context.Context) (bool, error)
 }
+
+// ErrCached is Fill's answer when FillRequest.Recheck found the content
+// cached: read it from the cache.
+var ErrCached = errors.New("upstream: cached meanwhile")
 
 // FillResult describes a body that was received completely and matched
 // what was expected.
@@ -130,12 +140,14 @@ func (c *Client) Fill(ctx context.Context, fr FillRequest) (*FillReader, error) 
 		f = &fill{c: c, key: fr.Key, req: fr, ready: make(chan struct{}), done: make(chan struct{})}
 		c.fills[fr.Key] = f
 		c.fillWG.Add(1)
-		go f.run()
 	} else {
 		c.metrics.joins.Inc()
 	}
 	f.refs++
 	c.fillMu.Unlock()
+	if !shared {
+		f.start(ctx)
+	}
 
 	select {
 	case <-f.ready:
@@ -240,6 +252,35 @@ func (f *fill) drop() {
 		f.sp.close()
 		f.sp = nil
 	}
+}
+
+// start runs the fill, unless Recheck finds the content cached or cannot
+// tell; then the fill fails with ErrCached or that error, without an
+// upstream request, and is not joined any more.
+func (f *fill) start(ctx context.Context) {
+	if f.req.Recheck == nil {
+		go f.run()
+		return
+	}
+	cached, err := f.req.Recheck(ctx)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("upstream: fill %s: recheck the cache: %w", f.key, err)
+	case cached:
+		err = ErrCached
+	default:
+		go f.run()
+		return
+	}
+	f.err, f.resErr = err, err
+	close(f.ready)
+	close(f.done)
+	c := f.c
+	c.fillMu.Lock()
+	f.finished = true
+	f.drop()
+	c.fillMu.Unlock()
+	c.fillWG.Done()
 }
 
 // fillBuffer is the size of one upstream read.

@@ -566,3 +566,41 @@ func TestFillCloseWaits(t *testing.T) {
 		t.Fatalf("fill after close: %v", err)
 	}
 }
+
+// TestFillRecheck: a caller that looked in its cache, missed, and calls
+// Fill after another fill of the key committed and ended, gets ErrCached
+// from Recheck without an upstream request; a recheck that misses fetches
+// as before, and a recheck that fails is the fill's error.
+func TestFillRecheck(t *testing.T) {
+	body := randomBytes(4096, 3)
+	srv := newBlobServer(body)
+	up := serve(t, srv)
+	c := newTestClient(t, Config{URL: up.URL, Name: "recheck"})
+	key, req := blobRequest(body)
+	fill := func(recheck func(context.Context) (bool, error)) error {
+		r, err := c.Fill(context.Background(), FillRequest{Key: key, Request: req,
+			Expect: Expect{Size: int64(len(body)), Digests: []Digest{sha256Digest(body)}}, Recheck: recheck})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		_, err = io.Copy(io.Discard, r)
+		return err
+	}
+	if err := fill(func(context.Context) (bool, error) { return true, nil }); !errors.Is(err, ErrCached) {
+		t.Fatalf("recheck found it cached: %v, want ErrCached", err)
+	}
+	if n := srv.count.total(); n != 0 {
+		t.Fatalf("upstream requests after a cached recheck: %d, want 0", n)
+	}
+	broken := errors.New("cache unreadable")
+	if err := fill(func(context.Context) (bool, error) { return false, broken }); !errors.Is(err, broken) {
+		t.Fatalf("recheck failed: %v, want its error", err)
+	}
+	if err := fill(func(context.Context) (bool, error) { return false, nil }); err != nil {
+		t.Fatalf("recheck missed: %v", err)
+	}
+	if n := srv.count.total(); n != 1 {
+		t.Fatalf("upstream requests: %d, want 1", n)
+	}
+}

@@ -677,12 +677,18 @@ func (h *handler) remoteTarballOf(req *request, repo *npmstore.Repository, name,
 		}
 		h.remote.requests.add(r)
 	}
-	t, err := h.npm.RemoteTarball(ctx, repo, name, file)
-	if err == nil {
-		record(true, t)
-		return h.serveCachedTarball(req, t, file)
+	cached := func() (bool, error) {
+		t, err := h.npm.RemoteTarball(ctx, repo, name, file)
+		switch {
+		case err == nil:
+			record(true, t)
+			return true, h.serveCachedTarball(req, t, file)
+		case store.HasCode(err, npmstore.CodeFileUnknown):
+			return false, nil
+		}
+		return false, err
 	}
-	if !store.HasCode(err, npmstore.CodeFileUnknown) {
+	if served, err := cached(); served || err != nil {
 		return err
 	}
 	fail := func(err error) error {
@@ -725,7 +731,21 @@ func (h *handler) remoteTarballOf(req *request, repo *npmstore.Repository, name,
 	fr, err := c.Fill(ctx, upstream.FillRequest{Key: "tgz:" + name + "/" + file,
 		Request: upstream.Request{Path: src, Header: http.Header{"Accept": {"application/octet-stream"}}},
 		Expect:  upstream.Expect{Size: -1, Digests: []upstream.Digest{want}},
-		Stage:   stage})
+		Stage:   stage,
+		Recheck: func(ctx context.Context) (bool, error) {
+			_, err := h.npm.RemoteTarball(ctx, repo, name, file)
+			if store.HasCode(err, npmstore.CodeFileUnknown) {
+				return false, nil
+			}
+			return err == nil, err
+		}})
+	if errors.Is(err, upstream.ErrCached) {
+		// Another fill committed it after our lookup.
+		if served, err := cached(); served || err != nil {
+			return err
+		}
+		return fail(err)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
