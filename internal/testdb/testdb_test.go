@@ -15,7 +15,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-func TestMain(m *testing.M) { Main(m) }
+// This package's tests run with recycling on: they test it.
+func TestMain(m *testing.M) {
+	_ = os.Setenv(recycleOverride, "1") // cannot fail for a valid name
+	Main(m)
+}
 
 func TestIsolation(t *testing.T) {
 	ctx := context.Background()
