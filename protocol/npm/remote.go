@@ -677,16 +677,21 @@ func (h *handler) remoteTarballOf(req *request, repo *npmstore.Repository, name,
 		}
 		h.remote.requests.add(r)
 	}
-	cached := func() (bool, error) {
+	// find is the cache lookup: nil, nil when the tarball is not cached.
+	find := func(ctx context.Context) (*npmstore.RemoteTarball, error) {
 		t, err := h.npm.RemoteTarball(ctx, repo, name, file)
-		switch {
-		case err == nil:
-			record(true, t)
-			return true, h.serveCachedTarball(req, t, file)
-		case store.HasCode(err, npmstore.CodeFileUnknown):
-			return false, nil
+		if store.HasCode(err, npmstore.CodeFileUnknown) {
+			return nil, nil
 		}
-		return false, err
+		return t, err
+	}
+	cached := func() (bool, error) {
+		t, err := find(ctx)
+		if t == nil || err != nil {
+			return false, err
+		}
+		record(true, t)
+		return true, h.serveCachedTarball(req, t, file)
 	}
 	if served, err := cached(); served || err != nil {
 		return err
@@ -733,11 +738,8 @@ func (h *handler) remoteTarballOf(req *request, repo *npmstore.Repository, name,
 		Expect:  upstream.Expect{Size: -1, Digests: []upstream.Digest{want}},
 		Stage:   stage,
 		Recheck: func(ctx context.Context) (bool, error) {
-			_, err := h.npm.RemoteTarball(ctx, repo, name, file)
-			if store.HasCode(err, npmstore.CodeFileUnknown) {
-				return false, nil
-			}
-			return err == nil, err
+			t, err := find(ctx)
+			return t != nil, err
 		}})
 	if errors.Is(err, upstream.ErrCached) {
 		// Another fill committed it after our lookup.
