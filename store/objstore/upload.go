@@ -40,14 +40,15 @@ func partKey(prefix string, p Part) string {
 }
 
 // Upload is a handle on the temporary data of one upload. On the file
-// backend it holds an exclusive lock on the upload file for its lifetime, so
-// a second concurrent writer of the same upload fails fast with ErrBusy
-// instead of writing over bytes the first one is accounting for; callers
+// backend it holds an exclusive lock on the upload file for its lifetime
+// (lock.go), so a second concurrent writer of the same upload fails with
+// ErrBusy instead of writing over bytes the first one is accounting for; callers
 // read the upload session only after OpenUpload succeeded. Close releases it.
 type Upload struct {
 	s      *Store
 	prefix string
-	f      *os.File // file backend only
+	f      *os.File // file backend only, locked (lockUpload)
+	path   string   // the file f was opened at
 	// meta is the user metadata of the objects written from now on and of
 	// the promoted blob (SetMetadata).
 	meta map[string]string
@@ -112,14 +113,14 @@ func (s *Store) CreateOpenUpload(ctx context.Context, namespaceID, uploadID uuid
 	}
 	// Nobody else knows the upload yet, so the lock is free; taking it
 	// makes the handle what OpenUpload returns.
-	if err := tryLock(f); err != nil {
+	if err := lockUpload(ctx, f, p); err != nil {
 		f.Close()
 		_ = os.Remove(p)
 		return nil, fmt.Errorf("objstore: lock upload: %w", err)
 	}
-	u.f = f
+	u.f, u.path = f, p
 	if err := u.stageMetadata(p); err != nil {
-		u.f.Close()
+		u.Close()
 		_ = os.Remove(p + attrsSuffix)
 		_ = os.Remove(p)
 		return nil, err
@@ -163,7 +164,7 @@ func (s *Store) OpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID)
 	if err != nil {
 		return nil, fmt.Errorf("objstore: open upload: %w", err)
 	}
-	if err := tryLock(f); err != nil {
+	if err := lockUpload(ctx, f, p); err != nil {
 		f.Close()
 		if errors.Is(err, ErrBusy) {
 			return nil, fmt.Errorf("objstore: upload %s: %w", uploadID, ErrBusy)
@@ -176,10 +177,10 @@ func (s *Store) OpenUpload(ctx context.Context, namespaceID, uploadID uuid.UUID)
 	fi, err1 := f.Stat()
 	pi, err2 := os.Stat(p)
 	if err1 != nil || err2 != nil || !os.SameFile(fi, pi) {
-		f.Close()
+		_ = unlockUpload(f, p)
 		return nil, fmt.Errorf("objstore: upload %s: %w", uploadID, ErrNotFound)
 	}
-	u.f = f
+	u.f, u.path = f, p
 	return u, nil
 }
 
@@ -188,7 +189,7 @@ func (u *Upload) Close() error {
 	if u.f == nil {
 		return nil
 	}
-	err := u.f.Close()
+	err := unlockUpload(u.f, u.path)
 	u.f = nil
 	return err
 }
