@@ -15,11 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// This package's tests run with recycling on: they test it.
-func TestMain(m *testing.M) {
-	_ = os.Setenv(recycleOverride, "1") // cannot fail for a valid name
-	Main(m)
-}
+func TestMain(m *testing.M) { Main(m) }
 
 func TestIsolation(t *testing.T) {
 	ctx := context.Background()
