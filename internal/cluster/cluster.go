@@ -51,6 +51,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
+	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
 
 // Options configures Start.
@@ -134,6 +135,12 @@ func Start(t testing.TB, o Options) *Cluster {
 func (c *Cluster) startDatabase(t testing.TB, ctx context.Context, dir string, o Options) {
 	t.Helper()
 	c.pgOpts = pgcluster.Options{Dir: dir, Fast: !o.DurablePostgres}
+	// The migrated schema comes from the test cluster cache: the
+	// migrations from empty have tests of their own.
+	template, err := testdb.SeedCluster(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pg, err := startPostgres(ctx, c.pgOpts, o.Instances)
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +155,9 @@ func (c *Cluster) startDatabase(t testing.TB, ctx context.Context, dir string, o
 			_ = pgcluster.Kill(dir)
 		}
 	})
+	if err := testdb.AdoptTemplate(ctx, pg, template); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func (c *Cluster) startStorageProxy(t testing.TB) {

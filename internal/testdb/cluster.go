@@ -84,12 +84,7 @@ const cacheFormat = "v1"
 // the entry once the template is built, and releases the lock. A broken
 // cache only costs time: we fall back to initdb.
 func (s *server) seed(base string) error {
-	version, err := pgcluster.MajorVersion()
-	if err != nil {
-		return err
-	}
-	key := cacheFormat + "-pg" + version + "-" + strings.TrimPrefix(s.template, "testdb_tpl_")
-	c, err := openCache(base, key)
+	c, err := cacheOf(base, s.template)
 	if err == nil {
 		start := time.Now()
 		err = s.seedFrom(c)
@@ -101,6 +96,15 @@ func (s *server) seed(base string) error {
 		return os.RemoveAll(filepath.Join(s.clusterDir, "data"))
 	}
 	return nil
+}
+
+// cacheOf opens the cache entry of template under base.
+func cacheOf(base, template string) (*cache, error) {
+	version, err := pgcluster.MajorVersion()
+	if err != nil {
+		return nil, err
+	}
+	return openCache(base, cacheFormat+"-pg"+version+"-"+strings.TrimPrefix(template, templatePrefix))
 }
 
 func (s *server) seedFrom(c *cache) error {

@@ -67,11 +67,11 @@ const recycleOverride = "TESTDB_RECYCLE"
 func setup() (*server, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	fp, err := migrations.Fingerprint()
+	tpl, err := templateName()
 	if err != nil {
 		return nil, err
 	}
-	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: "testdb_tpl_" + fp[:16]}
+	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: tpl}
 	if s.baseURL == "" {
 		if err := s.startCluster(ctx); err != nil {
 			return nil, errors.Join(err, s.close())
@@ -84,6 +84,17 @@ func setup() (*server, error) {
 	s.startRecycling(ctx)
 	return s, nil
 }
+
+// templateName names the template after the migrations' fingerprint.
+func templateName() (string, error) {
+	fp, err := migrations.Fingerprint()
+	if err != nil {
+		return "", err
+	}
+	return templatePrefix + fp[:16], nil
+}
+
+const templatePrefix = "testdb_tpl_"
 
 // startRecycling reads the baseline of recycle.go from a fresh clone, which
 // then waits for the first test. Recycling stays off when that fails, and
