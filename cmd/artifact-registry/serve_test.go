@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/internal/servebuild"
 )
 
 // These tests run the real binary the way `make run` does: embedded
@@ -24,9 +26,8 @@ import (
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "artifact-registry")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := servebuild.Build(bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/internal/ocibench"
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
+	"github.com/artifact-registry/artifact-registry/internal/servebuild"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 )
 
@@ -114,10 +115,8 @@ type ours struct {
 func startOurs(t *testing.T, dir string) *ours {
 	t.Helper()
 	bin := filepath.Join(dir, "bin", "artifact-registry")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/artifact-registry")
-	build.Dir = repoRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := servebuild.Build(bin); err != nil {
+		t.Fatal(err)
 	}
 	tok := make([]byte, 32)
 	if _, err := rand.Read(tok); err != nil {

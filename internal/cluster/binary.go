@@ -1,17 +1,13 @@
 package cluster
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
-)
 
-// servePackage is built once per test binary and shared by every cluster
-// it starts.
-const servePackage = "github.com/artifact-registry/artifact-registry/cmd/artifact-registry"
+	"github.com/artifact-registry/artifact-registry/internal/servebuild"
+)
 
 var build struct {
 	once sync.Once
@@ -31,9 +27,8 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// binary returns the serve binary, building it on first use. The test
-// must run inside the module (go test does), since the package is built
-// from the working tree under test.
+// binary returns the serve binary, built once per test binary and shared
+// by every cluster it starts.
 func binary() (string, error) {
 	build.once.Do(func() {
 		build.dir, build.err = os.MkdirTemp("", "artifact-registry-cluster-")
@@ -41,23 +36,9 @@ func binary() (string, error) {
 			return
 		}
 		bin := filepath.Join(build.dir, "artifact-registry")
-		out, err := exec.Command(goBinary(), "build", "-o", bin, servePackage).CombinedOutput()
-		if err != nil {
-			build.err = fmt.Errorf("go build %s: %w\n%s", servePackage, err, out)
-			return
+		if build.err = servebuild.Build(bin); build.err == nil {
+			build.bin = bin
 		}
-		build.bin = bin
 	})
 	return build.bin, build.err
-}
-
-// goBinary is $GOROOT/bin/go when go test set GOROOT, else go on PATH.
-func goBinary() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		p := filepath.Join(root, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return "go"
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
+	"github.com/artifact-registry/artifact-registry/internal/servebuild"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/internal/testserver"
 	"github.com/artifact-registry/artifact-registry/internal/testtools"
@@ -105,9 +106,8 @@ func TestFailoverToStandby(t *testing.T) {
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "artifact-registry")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/artifact-registry/artifact-registry/cmd/artifact-registry").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := servebuild.Build(bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

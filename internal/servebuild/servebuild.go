@@ -1,0 +1,39 @@
+// Package servebuild builds the artifact-registry binary for tests that
+// run it as a process (several instances, a failover, the first start),
+// the way the Dockerfile builds the release image: CGO_ENABLED=0 and
+// -trimpath. So those tests run the binary users deploy, and all of them
+// and the Dockerfile's own check (deploy) share one compilation of the
+// tree in the Go build cache instead of one per set of flags.
+package servebuild
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+// Package is the import path of the binary.
+const Package = "github.com/artifact-registry/artifact-registry/cmd/artifact-registry"
+
+// Build writes the binary to out. It must run inside the module (go test
+// does): the binary is built from the working tree under test.
+func Build(out string) error {
+	cmd := exec.Command(goBinary(), "build", "-trimpath", "-o", out, Package)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %w\n%s", Package, err, b)
+	}
+	return nil
+}
+
+// goBinary is $GOROOT/bin/go when go test set GOROOT, else go on PATH.
+func goBinary() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "go"
+}
