@@ -13,8 +13,10 @@
 //
 // Start builds the serve binary once per test binary (call Main from
 // TestMain so it is removed afterwards), starts PostgreSQL under
-// t.TempDir() (pgcluster; fsync off unless Options.DurablePostgres), runs
-// `artifact-registry migrate up` once and starts the instances with
+// t.TempDir() (pgcluster; fsync off unless Options.DurablePostgres) from
+// a copy of the test cluster cache that already holds the migrated schema
+// (testdb.SeedCluster), runs `artifact-registry migrate up` once (it finds
+// nothing to do) and starts the instances with
 // ARTIFACT_REGISTRY_NO_MIGRATE, the same admin token, root key, bucket and
 // public URL, as docs/scaling.md tells operators to. Everything stops when
 // the test ends; on failure the tail of every instance's log is logged.
