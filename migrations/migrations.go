@@ -69,7 +69,14 @@ func lock(ctx context.Context, pool *pgxpool.Pool) (func(), error) {
 		_ = conn.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("take the migration lock: %w", err)
 	}
-	return func() { _ = conn.Close(context.WithoutCancel(ctx)) }, nil
+	return func() {
+		ctx := context.WithoutCancel(ctx)
+		// Released now rather than when the server notices the closed
+		// connection: the next instance waiting starts at once, and
+		// nothing sees the lock held after Up returned.
+		_, _ = conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey)
+		_ = conn.Close(ctx)
+	}, nil
 }
 
 func up(ctx context.Context, pool *pgxpool.Pool) error {
