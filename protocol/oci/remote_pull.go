@@ -116,16 +116,29 @@ func (rs *remotes) upstreamClient(ctx context.Context, t *container.Target) (*up
 }
 
 // resolveTag resolves a tag of a pull-through cache (see the file comment).
+// The flight looks in the cache again: a flight of the same tag that ended
+// between this caller's look and its own would otherwise be repeated
+// upstream.
 func (rs *remotes) resolveTag(ctx context.Context, t *container.Target, tag string) (*remoteResult, error) {
-	cached, err := rs.h.container.RemoteTagByName(ctx, t, tag)
-	if err != nil {
-		return nil, err
+	look := func(ctx context.Context) (*remoteResult, *container.RemoteTag, error) {
+		cached, err := rs.h.container.RemoteTagByName(ctx, t, tag)
+		if err != nil {
+			return nil, nil, err
+		}
+		if cached != nil && rs.h.st.Options().Clock.Now().Sub(cached.CheckedAt) < t.Remote.CacheValidity {
+			return &remoteResult{manifest: cached.Manifest, imageID: t.ImageID, outcome: outcomeHit}, cached, nil
+		}
+		return nil, cached, nil
 	}
-	if cached != nil && rs.h.st.Options().Clock.Now().Sub(cached.CheckedAt) < t.Remote.CacheValidity {
-		return &remoteResult{manifest: cached.Manifest, imageID: t.ImageID, outcome: outcomeHit}, nil
+	if hit, _, err := look(ctx); hit != nil || err != nil {
+		return hit, err
 	}
 	key := t.Remote.ID.String() + "\x00" + t.Remote.UpstreamImage + "\x00tag\x00" + tag
 	return rs.flight(ctx, key, func(ctx context.Context) (*remoteResult, error) {
+		hit, cached, err := look(ctx)
+		if hit != nil || err != nil {
+			return hit, err
+		}
 		return rs.revalidateTag(ctx, t, tag, cached)
 	})
 }
@@ -219,15 +232,25 @@ func (rs *remotes) revalidateTag(ctx context.Context, t *container.Target, tag s
 // resolveDigest resolves a manifest by digest: from the cache, else one
 // upstream GET (shared by concurrent callers), verified against the digest.
 func (rs *remotes) resolveDigest(ctx context.Context, t *container.Target, d digest) (*remoteResult, error) {
-	m, err := rs.h.container.RemoteManifestByDigest(ctx, t, d)
-	if err == nil {
-		return &remoteResult{manifest: m, imageID: t.ImageID, outcome: outcomeHit}, nil
-	}
-	if !store.HasCode(err, container.CodeManifestUnknown) {
+	// Looked up again in the flight, as in resolveTag.
+	look := func(ctx context.Context) (*remoteResult, error) {
+		m, err := rs.h.container.RemoteManifestByDigest(ctx, t, d)
+		switch {
+		case err == nil:
+			return &remoteResult{manifest: m, imageID: t.ImageID, outcome: outcomeHit}, nil
+		case store.HasCode(err, container.CodeManifestUnknown):
+			return nil, nil
+		}
 		return nil, err
+	}
+	if hit, err := look(ctx); hit != nil || err != nil {
+		return hit, err
 	}
 	key := t.Remote.ID.String() + "\x00" + t.Remote.UpstreamImage + "\x00digest\x00" + d.String()
 	return rs.flight(ctx, key, func(ctx context.Context) (*remoteResult, error) {
+		if hit, err := look(ctx); hit != nil || err != nil {
+			return hit, err
+		}
 		c, err := rs.upstreamClient(ctx, t)
 		if err != nil {
 			return nil, err
