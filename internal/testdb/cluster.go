@@ -76,7 +76,7 @@ func (s *server) makeTempDir(base string) error {
 
 // cacheFormat is part of every cache key: bump it when what a cached
 // cluster contains changes other than through the migrations.
-const cacheFormat = "v1"
+const cacheFormat = "v2" // v2: the template is vacuumed and analyzed (settleTemplate)
 
 // seed copies the cached data directory for the current migrations into
 // the cluster dir. Without one, it takes the entry's build lock (other

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
@@ -197,12 +198,53 @@ func (s *server) buildTemplate(ctx context.Context, leftover bool) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
+	if err := s.settleTemplate(ctx); err != nil {
+		return err
+	}
 	// No connections allowed: CREATE DATABASE ... TEMPLATE fails while
 	// anyone is connected to the template.
 	for _, opt := range []string{"IS_TEMPLATE true", "ALLOW_CONNECTIONS false"} {
 		if _, err := s.admin.Exec(ctx, "ALTER DATABASE "+ident(s.template)+" WITH "+opt); err != nil {
 			return fmt.Errorf("mark %s %s: %w", s.template, opt, err)
 		}
+	}
+	return nil
+}
+
+// settleTemplate vacuums and analyzes the template's tables that the
+// migrations wrote to. Autovacuum would otherwise do it on its own, a
+// minute or so into some test binary's run (it ignores ALLOW_CONNECTIONS
+// false): databases cloned before and after would differ in planner
+// statistics, and a recycled database would be reset to statistics that
+// fresh clones no longer have.
+func (s *server) settleTemplate(ctx context.Context) error {
+	url, err := withDatabase(s.baseURL, s.template)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("connect to template %s: %w", s.template, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// The migrations' sessions count their writes when they end.
+	if err := alone(ctx, conn); err != nil {
+		return err
+	}
+	var written []string
+	rows, err := conn.Query(ctx, `SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables
+		WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY 1`)
+	if err == nil {
+		written, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	}
+	if err != nil {
+		return fmt.Errorf("list written template tables: %w", err)
+	}
+	if len(written) == 0 {
+		return nil
+	}
+	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) "+strings.Join(written, ", ")); err != nil {
+		return fmt.Errorf("vacuum template %s: %w", s.template, err)
 	}
 	return nil
 }
