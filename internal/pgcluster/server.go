@@ -350,17 +350,27 @@ func (c *Cluster) ping(ctx context.Context) error {
 	return conn.Ping(ctx)
 }
 
-func (c *Cluster) ensureDatabase(ctx context.Context) error {
+// ConnectMaintenance connects to the maintenance database "postgres" as
+// the superuser, with commits that do not wait for a standby: a new
+// replication primary has none yet, and with synchronous_standby_names
+// set, a commit waiting for one would hang.
+func (c *Cluster) ConnectMaintenance(ctx context.Context) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig(c.URL("postgres"))
 	if err != nil {
-		return fmt.Errorf("parse cluster url: %w", err)
+		return nil, fmt.Errorf("parse cluster url: %w", err)
 	}
-	// A new replication primary has no standby yet: with
-	// synchronous_standby_names set, a commit waiting for one would hang.
 	cfg.RuntimeParams["synchronous_commit"] = "local"
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("connect to postgres: %w", err)
+		return nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	return conn, nil
+}
+
+func (c *Cluster) ensureDatabase(ctx context.Context) error {
+	conn, err := c.ConnectMaintenance(ctx)
+	if err != nil {
+		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	var exists bool

@@ -8,8 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
 )
 
@@ -78,15 +76,9 @@ func buildCache(template string) error {
 // directory its pgcluster.Database, in place of the empty one Start made:
 // a rename, nothing is copied.
 func AdoptTemplate(ctx context.Context, pg *pgcluster.Cluster, template string) error {
-	cfg, err := pgx.ParseConfig(pg.URL("postgres"))
+	conn, err := pg.ConnectMaintenance(ctx)
 	if err != nil {
-		return fmt.Errorf("testdb: parse cluster url: %w", err)
-	}
-	// A replication primary has no standby yet to acknowledge a commit.
-	cfg.RuntimeParams["synchronous_commit"] = "local"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return fmt.Errorf("testdb: connect to the seeded cluster: %w", err)
+		return fmt.Errorf("testdb: adopt the template: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	db, tpl := ident(pgcluster.Database), ident(template)
