@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,15 +10,55 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Cleanup is the body of gc:cleanup for one candidate
-// (docs/garbage-collection.md, rule 4): the store
-// transaction (NOWAIT blob-row lock, recheck, kill switch, storage delete,
-// row deletes, commit), then the failure bookkeeping in its own
-// transaction, holding no lock. The returned error is for River (retry,
-// bounded by MaxAttempts): only failures that could not be classified.
+// Cleanup is CleanupBatch of one candidate: the body of a gc:cleanup job
+// (enqueued by earlier releases, one per candidate).
 func (g *GC) Cleanup(ctx context.Context, key store.GCCandidateKey) (*store.GCCleanupResult, error) {
+	res, err := g.CleanupBatch(ctx, []store.GCCandidateKey{key})
+	if len(res) == 0 {
+		return nil, err
+	}
+	return res[0], err
+}
+
+// CleanupPartition is the body of gc:cleanup-partition: one batch of the
+// partition's due candidates, oldest first, and their outcomes. more
+// reports that the partition may hold further due candidates and the
+// batch made progress, so the job should run again at once.
+func (g *GC) CleanupPartition(ctx context.Context, part int) (res []*store.GCCleanupResult, more bool, err error) {
+	keys, err := g.st.GCDueCandidatesIn(ctx, part, g.now(), g.cfg.CleanupBatch)
+	if err != nil || len(keys) == 0 {
+		return nil, false, err
+	}
+	if err := g.pace.WaitN(ctx, len(keys)); err != nil {
+		return nil, false, fmt.Errorf("gc: pace cleanups: %w", err)
+	}
+	res, err = g.CleanupBatch(ctx, keys)
+	if err != nil {
+		return res, false, err
+	}
+	progress := 0
+	for _, r := range res {
+		switch r.Outcome {
+		case store.GCDeleteStopped:
+			return res, false, nil // the next sweep asks the kill switch again
+		case store.GCCandidateGone:
+		default:
+			progress++
+		}
+	}
+	return res, len(keys) == g.cfg.CleanupBatch && progress > 0, nil
+}
+
+// CleanupBatch cleans up candidates of one partition in one store
+// transaction (docs/garbage-collection.md, rule 4): blob-row
+// locks, recheck, the kill switch before each storage delete, the deletes,
+// the row deletes, commit. Then, holding no lock, it does each
+// candidate's failure bookkeeping in its own transaction. The returned
+// error is for River (retry, bounded by MaxAttempts): only failures that
+// could not be classified.
+func (g *GC) CleanupBatch(ctx context.Context, keys []store.GCCandidateKey) ([]*store.GCCleanupResult, error) {
 	if g.cfg.Phase < PhaseDiscard {
-		return &store.GCCleanupResult{Outcome: store.GCCandidateGone}, nil
+		return gone(keys), nil
 	}
 	now := g.now()
 	if g.cfg.Phase >= PhaseDelete {
@@ -28,11 +69,34 @@ func (g *GC) Cleanup(ctx context.Context, key store.GCCandidateKey) (*store.GCCl
 			return nil, err
 		}
 		if paused {
-			g.metrics.outcome("paused")
-			return &store.GCCleanupResult{Outcome: store.GCCandidateGone}, nil
+			for range keys {
+				g.metrics.outcome("paused")
+			}
+			return gone(keys), nil
 		}
 	}
-	policy := store.GCCleanupPolicy{
+	res, err := g.st.CleanupGCCandidates(ctx, keys, g.policy(now))
+	if err != nil {
+		g.metrics.outcome("error")
+		return nil, err
+	}
+	var errs []error
+	for _, r := range res {
+		errs = append(errs, g.settle(ctx, r, now))
+	}
+	return res, errors.Join(errs...)
+}
+
+func gone(keys []store.GCCandidateKey) []*store.GCCleanupResult {
+	out := make([]*store.GCCleanupResult, len(keys))
+	for i, k := range keys {
+		out[i] = &store.GCCleanupResult{Key: k, Outcome: store.GCCandidateGone}
+	}
+	return out
+}
+
+func (g *GC) policy(now time.Time) store.GCCleanupPolicy {
+	return store.GCCleanupPolicy{
 		Now:          now,
 		Delete:       g.cfg.Phase >= PhaseDelete,
 		Holdback:     g.cfg.Holdback,
@@ -53,12 +117,14 @@ func (g *GC) Cleanup(ctx context.Context, key store.GCCandidateKey) (*store.GCCl
 			return nil
 		},
 	}
-	res, err := g.st.CleanupGCCandidate(ctx, key, policy)
-	if err != nil {
-		g.metrics.outcome("error")
-		return nil, err
-	}
+}
+
+// settle records one candidate's outcome: metrics, the failure window,
+// and the backoff or strike of a failed attempt.
+func (g *GC) settle(ctx context.Context, res *store.GCCleanupResult, now time.Time) error {
+	key := res.Key
 	g.metrics.outcome(res.Outcome.String())
+	var err error
 	switch res.Outcome {
 	case store.GCReclaimed:
 		g.window.record(true)
@@ -83,7 +149,7 @@ func (g *GC) Cleanup(ctx context.Context, key store.GCCandidateKey) (*store.GCCl
 	if store.HasCode(err, store.CodeGCCandidateUnknown) {
 		err = nil // went away meanwhile: nothing to record
 	}
-	return res, err
+	return err
 }
 
 func (g *GC) failure(now time.Time, msg string, strike bool) store.GCFailure {

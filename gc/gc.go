@@ -1,7 +1,9 @@
 // Package gc is the online garbage collector (docs/garbage-collection.md)
 // on River: the
-// periodic gc:sweep promotes due review candidates to gc:cleanup jobs, the
-// only job that destroys bytes; gc:reconcile-scan repairs missed candidate
+// periodic gc:sweep enqueues a gc:cleanup-partition job per partition
+// holding due review candidates, which reclaims them in paced batches (it
+// and gc:cleanup of one candidate, left from earlier releases, are the
+// only jobs that destroy bytes); gc:reconcile-scan repairs missed candidate
 // records; gc:staging-sweep purges expired upload sessions; gc:expiry-sweep
 // purges soft-deleted rows past their namespace's trash retention
 // (through store/catalog), which only detaches blobs. Candidates are
@@ -33,6 +35,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"golang.org/x/time/rate"
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/catalog"
@@ -84,7 +87,8 @@ const CleanupFetchCooldown = 5 * time.Millisecond
 const (
 	DefaultPhase             = PhaseDelete
 	DefaultSweepInterval     = time.Minute
-	DefaultSweepBatch        = 50_000
+	DefaultCleanupBatch      = 100
+	DefaultCleanupRate       = 600
 	DefaultCleanupWorkers    = 10
 	DefaultCleanupAttempts   = 5
 	DefaultReconcileInterval = 6 * time.Hour
@@ -109,14 +113,21 @@ type Config struct {
 	Phase Phase
 	// SweepInterval: how often gc:sweep runs (on the elected leader).
 	SweepInterval time.Duration
-	// SweepBatch: at most this many cleanup jobs enqueued per sweep.
-	SweepBatch int
+	// CleanupBatch: candidates per cleanup transaction. A batch shares
+	// one job, one transaction and one statement per step among its
+	// candidates; the kill switch is still read before each delete.
+	CleanupBatch int
+	// CleanupRate: candidates per second this process's cleanups take on
+	// at most, all workers together; negative: no limit. A drain left
+	// unpaced takes every core the database has, and pushes wait behind
+	// it.
+	CleanupRate float64
 	// CleanupWorkers: MaxWorkers of QueueCleanup (see Queues). Each
 	// running cleanup holds one pool connection for its transaction, so
 	// the pool (pgxpool's default MaxConns is max(4, NumCPU)) must leave
 	// room for the foreground paths: size it above this count.
 	CleanupWorkers int
-	// CleanupAttempts: River MaxAttempts of a gc:cleanup job (bounds a job
+	// CleanupAttempts: River MaxAttempts of a cleanup job (bounds a job
 	// that keeps failing with an unclassified error; the candidate
 	// survives it and is enqueued again by a later sweep).
 	CleanupAttempts int
@@ -193,7 +204,10 @@ func (c Config) withDefaults(st *store.Store) (Config, error) {
 		}
 	}
 	def(&c.SweepInterval, DefaultSweepInterval)
-	defInt(&c.SweepBatch, DefaultSweepBatch)
+	defInt(&c.CleanupBatch, DefaultCleanupBatch)
+	if c.CleanupRate == 0 {
+		c.CleanupRate = DefaultCleanupRate
+	}
 	defInt(&c.CleanupWorkers, DefaultCleanupWorkers)
 	defInt(&c.CleanupAttempts, DefaultCleanupAttempts)
 	def(&c.ReconcileInterval, DefaultReconcileInterval)
@@ -242,6 +256,9 @@ type GC struct {
 	log     *slog.Logger
 	metrics *metrics
 	window  *failureWindow
+	// pace holds the cleanups to CleanupRate; a batch waits for its
+	// candidates' tokens before its transaction starts.
+	pace *rate.Limiter
 
 	// pause caches gc_sweep_state for the cleanup path (one read per
 	// second at most; this process's own pauses update it at once).
@@ -269,6 +286,10 @@ func New(st *store.Store, cfg Config) (*GC, error) {
 		log:     cfg.Logger.With("component", "gc"),
 		metrics: newMetrics(),
 		window:  newFailureWindow(cfg.FailureWindow, cfg.FailureMinSamples, cfg.FailureRatio),
+		pace:    rate.NewLimiter(rate.Inf, 0),
+	}
+	if cfg.CleanupRate > 0 {
+		g.pace = rate.NewLimiter(rate.Limit(cfg.CleanupRate), cfg.CleanupBatch)
 	}
 	g.metrics.queue = &queueCollector{g: g}
 	st.SetPushObserver(g.metrics.push)
@@ -294,6 +315,7 @@ func (g *GC) Config() Config { return g.cfg }
 func (g *GC) Register(workers *river.Workers) []*river.PeriodicJob {
 	river.AddWorker(workers, &sweepWorker{g: g})
 	river.AddWorker(workers, &cleanupWorker{g: g})
+	river.AddWorker(workers, &cleanupPartitionWorker{g: g})
 	river.AddWorker(workers, &reconcileWorker{g: g})
 	river.AddWorker(workers, &stagingWorker{g: g})
 	river.AddWorker(workers, &expiryWorker{g: g})

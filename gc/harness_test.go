@@ -107,38 +107,35 @@ func testLogger() *slog.Logger {
 }
 
 // collectInserter stands in for the River client in direct tests: it
-// records the cleanup jobs a sweep enqueues, with the in-flight
-// uniqueness of River (a key stays "in flight" until drained).
+// records the partitions a sweep enqueues cleanups of, with the in-flight
+// uniqueness of River (a partition stays "in flight" until drained).
 type collectInserter struct {
 	mu       sync.Mutex
-	inFlight map[store.GCCandidateKey]bool
-	queue    []store.GCCandidateKey
+	inFlight map[int]bool
+	queue    []int
 }
 
 func (c *collectInserter) insertMany(_ context.Context, params []river.InsertManyParams) (int, int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inFlight == nil {
-		c.inFlight = map[store.GCCandidateKey]bool{}
+		c.inFlight = map[int]bool{}
 	}
 	ins, dup := 0, 0
 	for _, p := range params {
-		k, err := p.Args.(CleanupArgs).key()
-		if err != nil {
-			return 0, 0, err
-		}
-		if c.inFlight[k] {
+		part := p.Args.(CleanupPartitionArgs).Partition
+		if c.inFlight[part] {
 			dup++
 			continue
 		}
-		c.inFlight[k] = true
-		c.queue = append(c.queue, k)
+		c.inFlight[part] = true
+		c.queue = append(c.queue, part)
 		ins++
 	}
 	return ins, dup, nil
 }
 
-func (c *collectInserter) drain() []store.GCCandidateKey {
+func (c *collectInserter) drain() []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.queue
@@ -147,26 +144,45 @@ func (c *collectInserter) drain() []store.GCCandidateKey {
 	return q
 }
 
-// runGC runs one sweep and then every enqueued cleanup, directly (no
-// River), and returns the outcomes by kind.
+// runGC runs one sweep and then every enqueued partition cleanup until
+// it has nothing more to do, directly (no River), and returns the
+// outcomes by kind.
 func (e *env) runGC() map[store.GCCleanupOutcome]int {
 	e.t.Helper()
 	if _, err := e.g.Sweep(e.ctx); err != nil {
 		e.t.Fatalf("sweep: %v", err)
 	}
 	out := map[store.GCCleanupOutcome]int{}
-	for _, k := range e.drain() {
-		res, err := e.g.Cleanup(e.ctx, k)
-		if err != nil {
-			e.t.Fatalf("cleanup %s: %v", k, err)
+	for _, p := range e.g.inserter.(*collectInserter).drain() {
+		for more := true; more; {
+			var res []*store.GCCleanupResult
+			var err error
+			res, more, err = e.g.CleanupPartition(e.ctx, p)
+			if err != nil {
+				e.t.Fatalf("cleanup of partition %d: %v", p, err)
+			}
+			for _, r := range res {
+				out[r.Outcome]++
+			}
 		}
-		out[res.Outcome]++
 	}
 	return out
 }
 
-// drain returns the cleanup jobs the last sweeps of e.g enqueued.
-func (e *env) drain() []store.GCCandidateKey { return e.g.inserter.(*collectInserter).drain() }
+// drain returns the due candidates of the partitions the last sweeps of
+// e.g enqueued cleanups of, for a test to clean up one by one.
+func (e *env) drain() []store.GCCandidateKey {
+	e.t.Helper()
+	var keys []store.GCCandidateKey
+	for _, p := range e.g.inserter.(*collectInserter).drain() {
+		due, err := e.st.GCDueCandidatesIn(e.ctx, p, e.clock.Now(), 1<<20)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		keys = append(keys, due...)
+	}
+	return keys
+}
 
 // blobData returns deterministic content for a name.
 func blobData(name string, size int) []byte {
@@ -346,7 +362,7 @@ func (e *env) waitJobs(c *river.Client[pgx.Tx]) {
 	deadline := time.Now().Add(cmp.Or(e.waitTimeout, 2*time.Minute))
 	for {
 		res, err := c.JobList(e.ctx, river.NewJobListParams().
-			Kinds(KindSweep, KindCleanup, KindReconcileScan, KindStagingSweep).
+			Kinds(KindSweep, KindCleanup, KindCleanupBatch, KindReconcileScan, KindStagingSweep).
 			States(rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStatePending, rivertype.JobStateRetryable).
 			First(1))
 		if err != nil {

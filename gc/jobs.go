@@ -19,6 +19,7 @@ import (
 const (
 	KindSweep         = "gc:sweep"
 	KindCleanup       = "gc:cleanup"
+	KindCleanupBatch  = "gc:cleanup-partition"
 	KindReconcileScan = "gc:reconcile-scan"
 	KindStagingSweep  = "gc:staging-sweep"
 )
@@ -34,7 +35,22 @@ func (SweepArgs) InsertOpts() river.InsertOpts {
 	return maintenanceOpts(1)
 }
 
-// CleanupArgs is gc:cleanup of one candidate.
+// CleanupPartitionArgs is gc:cleanup-partition: batches of one partition's
+// due candidates (store.GCPartition), until none is left. One in flight
+// per partition, so one per candidate: two cleanups never race for a
+// candidate, as the review queue's design asks.
+type CleanupPartitionArgs struct {
+	Partition int `json:"partition" river:"unique"`
+}
+
+// Kind implements river.JobArgs.
+func (CleanupPartitionArgs) Kind() string { return KindCleanupBatch }
+
+// InsertOpts: unique per partition among in-flight jobs only.
+func (CleanupPartitionArgs) InsertOpts() river.InsertOpts { return CleanupArgs{}.InsertOpts() }
+
+// CleanupArgs is gc:cleanup of one candidate, as earlier releases
+// enqueued it; jobs left over from them still run.
 type CleanupArgs struct {
 	NamespaceID uuid.UUID `json:"namespace_id" river:"unique"`
 	// SHA256 is the hex digest (64 characters).
@@ -113,6 +129,33 @@ func (w *cleanupWorker) Work(ctx context.Context, job *river.Job[CleanupArgs]) e
 	}
 	_, err = w.g.Cleanup(ctx, key)
 	return err
+}
+
+type cleanupPartitionWorker struct {
+	river.WorkerDefaults[CleanupPartitionArgs]
+	g *GC
+}
+
+// Timeout: one batch, whose deletes stop after store.GCBatchLockBudget.
+func (w *cleanupPartitionWorker) Timeout(*river.Job[CleanupPartitionArgs]) time.Duration {
+	return 30 * time.Second
+}
+
+// Work runs one batch; while the partition has more due candidates the
+// job snoozes for no time: it runs again at once, and other partitions'
+// jobs get their turn.
+func (w *cleanupPartitionWorker) Work(ctx context.Context, job *river.Job[CleanupPartitionArgs]) error {
+	if p := job.Args.Partition; p < 0 || p >= store.GCPartitions {
+		return river.JobCancel(fmt.Errorf("gc: cleanup of partition %d, of %d", p, store.GCPartitions))
+	}
+	_, more, err := w.g.CleanupPartition(ctx, job.Args.Partition)
+	if err != nil {
+		return err
+	}
+	if more {
+		return river.JobSnooze(0)
+	}
+	return nil
 }
 
 type reconcileWorker struct {

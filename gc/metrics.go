@@ -65,13 +65,13 @@ func newMetrics() *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	return &metrics{
-		reclaimedObjects: counter(MetricReclaimedObjects, "Blob objects deleted by gc:cleanup (committed)."),
-		reclaimedBytes:   counter(MetricReclaimedBytes, "Bytes of the blob objects deleted by gc:cleanup (committed)."),
+		reclaimedObjects: counter(MetricReclaimedObjects, "Blob objects deleted by the cleanups (committed)."),
+		reclaimedBytes:   counter(MetricReclaimedBytes, "Bytes of the blob objects deleted by the cleanups (committed)."),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricCleanupOutcomes,
-			Help: "gc:cleanup attempts by outcome (reclaimed, referenced, locked, delete_failed, stopped, too_young, would_delete, orphan, gone, paused, error).",
+			Help: "Cleanup attempts by candidate and outcome (reclaimed, referenced, locked, delete_failed, stopped, too_young, would_delete, orphan, gone, deferred, paused, error).",
 		}, []string{"outcome"}),
-		sweepEnqueued:     counter(MetricSweepEnqueued, "gc:cleanup jobs enqueued by gc:sweep."),
+		sweepEnqueued:     counter(MetricSweepEnqueued, "gc:cleanup-partition jobs enqueued by gc:sweep."),
 		sweepPauses:       counter(MetricSweepPauses, "Sweep pauses started because storage deletes failed broadly."),
 		strikes:           counter(MetricStrikes, "Strikes given to candidates for candidate-specific delete failures."),
 		excluded:          counter(MetricExclusions, "Candidates excluded after reaching the strike limit."),

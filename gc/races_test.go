@@ -647,7 +647,7 @@ func TestBadCandidateStruckOutAndExcluded(t *testing.T) {
 		t.Fatalf("one bad candidate paused the sweep: %+v", st)
 	}
 	// Out of the dequeue and the drain signals.
-	if res, err := e.g.Sweep(e.ctx); err != nil || res.Due != 0 {
+	if res, err := e.g.Sweep(e.ctx); err != nil || res.Partitions != 0 {
 		t.Fatalf("sweep after the exclusion: %+v %v", res, err)
 	}
 	if v := gatherGauge(t, e.g, MetricCandidatesExcluded); v != 1 {

@@ -12,10 +12,10 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
-// Through a real River client: gc:sweep enqueues gc:cleanup jobs, they
-// run and reclaim; cleanup uniqueness covers in-flight jobs only, so a
-// blob dereferenced a second time within one review delay is cleaned the
-// second time too.
+// Through a real River client: gc:sweep enqueues a gc:cleanup-partition
+// job per partition with due candidates, they run and reclaim; cleanup
+// uniqueness covers in-flight jobs only, so a blob dereferenced a second
+// time within one review delay is cleaned the second time too.
 func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
@@ -42,9 +42,9 @@ func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
 		e.assertGone(b)
 	}
 	e.assertIntact(keep)
-	done := e.jobsOf(c, KindCleanup, rivertype.JobStateCompleted)
-	if len(done) != len(blobs) {
-		t.Fatalf("%d cleanup jobs completed, want %d", len(done), len(blobs))
+	done := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateCompleted)
+	if want := e.partitionsOf(blobs...); len(done) != want {
+		t.Fatalf("%d cleanup jobs completed, want %d (one per partition)", len(done), want)
 	}
 	if sweeps := e.jobsOf(c, KindSweep, rivertype.JobStateCompleted); len(sweeps) != 1 {
 		t.Fatalf("%d sweeps completed", len(sweeps))
@@ -60,21 +60,25 @@ func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
 	}
 	e.waitJobs(c)
 	e.assertGone(again)
-	if done := e.jobsOf(c, KindCleanup, rivertype.JobStateCompleted); len(done) != len(blobs)+1 {
-		t.Fatalf("%d cleanup jobs completed, want %d", len(done), len(blobs)+1)
+	if done2 := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateCompleted); len(done2) != len(done)+1 {
+		t.Fatalf("%d cleanup jobs completed, want %d", len(done2), len(done)+1)
 	}
 	if v := gatherGauge(t, e.g, MetricReclaimedObjects); v != float64(len(blobs)+1) {
 		t.Fatalf("reclaimed objects %v", v)
 	}
 }
 
-// A candidate with a cleanup in flight is not enqueued twice: the second
-// sweep's inserts are skipped as duplicates while the first job waits.
+// A partition with a cleanup in flight is not enqueued twice (so neither
+// is any candidate): the second sweep's inserts are skipped as duplicates
+// while the first jobs wait.
 func TestCleanupUniqueWhileInFlight(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
+	var blobs [][]byte
 	for i := range 3 {
-		e.mustDetach(e.mustPush(blobData("uniq-"+string(rune('a'+i)), 900))...)
+		b := blobData("uniq-"+string(rune('a'+i)), 900)
+		blobs = append(blobs, b)
+		e.mustDetach(e.mustPush(b)...)
 	}
 	e.pastDelayAndGrace()
 	// An insert-only client (not started): the jobs stay available.
@@ -85,16 +89,17 @@ func TestCleanupUniqueWhileInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.g.inserter = riverInserter{c}
+	parts := e.partitionsOf(blobs...)
 	first, err := e.g.Sweep(e.ctx)
-	if err != nil || first.Enqueued != 3 {
-		t.Fatalf("first sweep: %+v %v", first, err)
+	if err != nil || first.Enqueued != parts || first.Partitions != parts {
+		t.Fatalf("first sweep: %+v %v, want %d partitions", first, err, parts)
 	}
 	second, err := e.g.Sweep(e.ctx)
-	if err != nil || second.Enqueued != 0 || second.Duplicates != 3 {
+	if err != nil || second.Enqueued != 0 || second.Duplicates != parts {
 		t.Fatalf("second sweep: %+v %v", second, err)
 	}
-	jobs := e.jobsOf(c, KindCleanup, rivertype.JobStateAvailable)
-	if len(jobs) != 3 || jobs[0].Queue != QueueCleanup || jobs[0].MaxAttempts != DefaultCleanupAttempts {
+	jobs := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateAvailable)
+	if len(jobs) != parts || jobs[0].Queue != QueueCleanup || jobs[0].MaxAttempts != DefaultCleanupAttempts {
 		t.Fatalf("jobs: %d, first %+v", len(jobs), jobs[0])
 	}
 }
@@ -167,7 +172,7 @@ func TestRegisterByPhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range []river.JobArgs{SweepArgs{}, CleanupArgs{SHA256: "00"}, ReconcileScanArgs{}, StagingSweepArgs{}, ExpirySweepArgs{}, CacheEvictArgs{}} {
+	for _, args := range []river.JobArgs{SweepArgs{}, CleanupArgs{SHA256: "00"}, CleanupPartitionArgs{}, ReconcileScanArgs{}, StagingSweepArgs{}, ExpirySweepArgs{}, CacheEvictArgs{}} {
 		if _, err := c.Insert(e.ctx, args, nil); err != nil {
 			t.Errorf("insert %s: %v", args.Kind(), err)
 		}
@@ -197,4 +202,32 @@ func TestCleanupQueueFetchBoundsTheDrain(t *testing.T) {
 	if bound := float64(q.MaxWorkers) / cooldown.Seconds(); bound < 1000 {
 		t.Errorf("the cleanup queue fetches %d jobs every %v at most: %.0f jobs/s, want at least 1000", q.MaxWorkers, cooldown, bound)
 	}
+}
+
+// A gc:cleanup job of one candidate, as earlier releases enqueued, still
+// reclaims its candidate after an upgrade.
+func TestLeftoverSingleCleanupJob(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{})
+	b := blobData("leftover", 700)
+	e.mustDetach(e.mustPush(b)...)
+	e.pastDelayAndGrace()
+	c := e.riverClient(e.g)
+	if _, err := c.Insert(e.ctx, cleanupArgs(e.key(b)), nil); err != nil {
+		t.Fatal(err)
+	}
+	e.waitJobs(c)
+	e.assertGone(b)
+	if done := e.jobsOf(c, KindCleanup, rivertype.JobStateCompleted); len(done) != 1 {
+		t.Fatalf("%d single cleanups completed", len(done))
+	}
+}
+
+// partitionsOf counts the partitions holding the candidates of blobs.
+func (e *env) partitionsOf(blobs ...[]byte) int {
+	seen := map[int]bool{}
+	for _, b := range blobs {
+		seen[store.GCPartition(e.key(b))] = true
+	}
+	return len(seen)
 }

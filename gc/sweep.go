@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/riverqueue/river"
-
-	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // SweepResult describes one gc:sweep run.
@@ -14,20 +12,19 @@ type SweepResult struct {
 	// Skipped names why nothing was enqueued ("" when the sweep ran):
 	// "phase", "paused" or "stopped" (kill switch off or unreadable).
 	Skipped string
-	// Due: candidates read (due, not excluded, not backing off).
-	Due int
-	// Enqueued: new cleanup jobs; Duplicates: candidates that already had
-	// an in-flight job.
+	// Partitions: partitions holding due candidates (due, not excluded,
+	// not backing off).
+	Partitions int
+	// Enqueued: new gc:cleanup-partition jobs; Duplicates: partitions that
+	// already had one in flight.
 	Enqueued, Duplicates int
 }
 
-// sweepPage: candidates read and enqueued per round trip.
-const sweepPage = 1000
-
 // Sweep is the body of gc:sweep: unless the phase, a sweep pause or the
-// kill switch forbids it, it reads up to SweepBatch due candidates, oldest
-// review time first, in keyset pages, and enqueues a gc:cleanup job for each (unique among
-// in-flight jobs).
+// kill switch forbids it, it enqueues a gc:cleanup-partition job (unique
+// among in-flight jobs) for each partition holding due candidates; each
+// job then works through its partition's due candidates, oldest review
+// time first, in batches.
 func (g *GC) Sweep(ctx context.Context) (*SweepResult, error) {
 	res := &SweepResult{}
 	if g.cfg.Phase < PhaseDiscard {
@@ -51,39 +48,26 @@ func (g *GC) Sweep(ctx context.Context) (*SweepResult, error) {
 			return res, nil
 		}
 	}
+	parts, err := g.st.GCDuePartitions(ctx, now)
+	if err != nil || len(parts) == 0 {
+		return res, err
+	}
 	insert, err := g.jobInserter(ctx)
 	if err != nil {
 		return nil, err
 	}
-	opts := CleanupArgs{}.InsertOpts()
+	opts := CleanupPartitionArgs{}.InsertOpts()
 	opts.MaxAttempts = g.cfg.CleanupAttempts
-	var cursor *store.GCDueCursor
-	for res.Due < g.cfg.SweepBatch {
-		var keys []store.GCCandidateKey
-		keys, cursor, err = g.st.GCDueCandidates(ctx, now, cursor, min(sweepPage, g.cfg.SweepBatch-res.Due))
-		if err != nil {
-			return nil, err
-		}
-		res.Due += len(keys)
-		if len(keys) > 0 {
-			params := make([]river.InsertManyParams, len(keys))
-			for i, k := range keys {
-				params[i] = river.InsertManyParams{Args: cleanupArgs(k), InsertOpts: &opts}
-			}
-			ins, dup, err := insert.insertMany(ctx, params)
-			if err != nil {
-				return nil, fmt.Errorf("gc: sweep: enqueue cleanups: %w", err)
-			}
-			res.Enqueued += ins
-			res.Duplicates += dup
-		}
-		if cursor == nil {
-			break
-		}
+	params := make([]river.InsertManyParams, len(parts))
+	for i, p := range parts {
+		params[i] = river.InsertManyParams{Args: CleanupPartitionArgs{Partition: p}, InsertOpts: &opts}
+	}
+	res.Partitions = len(parts)
+	res.Enqueued, res.Duplicates, err = insert.insertMany(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("gc: sweep: enqueue cleanups: %w", err)
 	}
 	g.metrics.sweepEnqueued.Add(float64(res.Enqueued))
-	if res.Due > 0 {
-		g.log.InfoContext(ctx, "gc: sweep", "due", res.Due, "enqueued", res.Enqueued, "in_flight", res.Duplicates)
-	}
+	g.log.InfoContext(ctx, "gc: sweep", "partitions", res.Partitions, "enqueued", res.Enqueued, "in_flight", res.Duplicates)
 	return res, nil
 }

@@ -12,11 +12,8 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
-	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/google/uuid"
-	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // GCGracePeriod is the grace window (docs/garbage-collection.md "Grace
@@ -144,14 +141,15 @@ func (s *Store) GCDueCandidates(ctx context.Context, now time.Time, after *GCDue
 // GCCleanupOutcome is what one gc:cleanup attempt did.
 type GCCleanupOutcome int
 
-// Outcomes of CleanupGCCandidate.
+// Outcomes of CleanupGCCandidates, one per candidate.
 const (
 	// GCCandidateGone: no live candidate to act on (cleared by a re-push,
 	// already cleaned, excluded, backing off, or re-recorded with a later
 	// review time). Nothing changed.
 	GCCandidateGone GCCleanupOutcome = iota + 1
-	// GCBlobLocked: the blob row was held by someone else (FOR UPDATE
-	// NOWAIT failed). Nothing changed; no lock is held on return.
+	// GCBlobLocked: the blob row was held by someone else (the cleanup
+	// gives way without waiting). Nothing changed; no lock is held on
+	// return.
 	GCBlobLocked
 	// GCOrphanCandidate: the candidate had no blob row; it was deleted.
 	GCOrphanCandidate
@@ -172,6 +170,9 @@ const (
 	GCDeleteFailed
 	// GCReclaimed: object, blob row and candidate are gone.
 	GCReclaimed
+	// GCDeferred: the batch used up its time under the blob-row locks
+	// before reaching this candidate. Nothing changed; it stays due.
+	GCDeferred
 )
 
 var gcOutcomeNames = map[GCCleanupOutcome]string{
@@ -184,6 +185,7 @@ var gcOutcomeNames = map[GCCleanupOutcome]string{
 	GCDeleteStopped:   "stopped",
 	GCDeleteFailed:    "delete_failed",
 	GCReclaimed:       "reclaimed",
+	GCDeferred:        "deferred",
 }
 
 func (o GCCleanupOutcome) String() string {
@@ -223,225 +225,12 @@ type GCCleanupPolicy struct {
 
 // GCCleanupResult describes one cleanup attempt.
 type GCCleanupResult struct {
+	Key     GCCandidateKey
 	Outcome GCCleanupOutcome
 	// Blob is the blob row, when one was locked.
 	Blob *Blob
 	// Err is the reason of GCDeleteStopped and GCDeleteFailed.
 	Err error
-}
-
-// gcBeginSQL opens the cleanup transaction. The blob row is taken with
-// NOWAIT; the lock timeout only bounds the short wait on a candidate row
-// that a failure record or an operator requeue may hold. The main
-// statements name the digest's partitions themselves (partition.Digest).
-// Custom plans for the rest, the triggers' statements included: each names
-// one digest or namespace, so plan-time pruning touches one partition of
-// each 64-partition table, where a cached generic plan would lock and
-// initialize all of them on every execution (PostgreSQL 15); the blob-row
-// delete measured about twice as fast this way.
-const gcBeginSQL = "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '2s'; SET LOCAL plan_cache_mode = force_custom_plan"
-
-// gcLockBlobSQL takes the blob row without waiting: a held row means a
-// foreground caller (or another worker) is using it, and GC gives way.
-var gcLockBlobSQL = partition.Statements(`SELECT `+BlobColumns+` FROM {blob_storage_blobs} b
-WHERE b.namespace_id = $1 AND b.sha256 = $2 FOR UPDATE OF b NOWAIT`, "blob_storage_blobs")
-
-// gcRecheckSQL runs as its own statement after the lock, so its snapshot
-// includes everything committed by the transactions that held the row
-// before us; nobody can attach or detach while we hold it.
-var gcRecheckSQL = partition.Statements(`
-SELECT q.review_after, q.backoff_until, q.excluded_at,
-       EXISTS (SELECT 1 FROM {blob_storage_attachments} a WHERE a.namespace_id = $1 AND a.sha256 = $2)
-FROM {gc_blob_review_queue} q
-WHERE q.namespace_id = $1 AND q.sha256 = $2
-FOR UPDATE OF q`, "blob_storage_attachments", "gc_blob_review_queue")
-
-// gcDeleteRowsSQL deletes the blob row and its candidate once the object
-// is gone, and moves the namespace's last reclaim time.
-var gcDeleteRowsSQL = partition.Statements(`
-		WITH blob AS (
-			DELETE FROM {blob_storage_blobs} b
-			WHERE b.namespace_id = $1 AND b.sha256 = $2 AND b.id = $3
-			RETURNING 1
-		), cand AS (
-			DELETE FROM {gc_blob_review_queue} q
-			WHERE q.namespace_id = $1 AND q.sha256 = $2
-			RETURNING 1
-		), stat AS (
-			-- gcQueue.lastReclaimedAt, to the second: only a reclaim more
-			-- than a second after the stored time moves it (so never
-			-- backward, whatever order workers commit in). The one row per
-			-- namespace would otherwise be locked by every cleanup from
-			-- here to its commit, through the deletes' foreign key and
-			-- accounting triggers, and a namespace's drain would run one
-			-- cleanup at a time (a drain of one namespace with ten workers:
-			-- 240 objects/s, 410 with the lock taken once a second). A
-			-- data-modifying WITH runs whether or not it is read.
-			UPDATE namespace_statistics s SET gc_last_reclaimed_at = $4
-			WHERE s.namespace_id = $1
-			  AND (s.gc_last_reclaimed_at IS NULL OR s.gc_last_reclaimed_at < $4::timestamptz - interval '1 second')
-		)
-		SELECT (SELECT count(*) FROM blob), (SELECT count(*) FROM cand)`, "blob_storage_blobs", "gc_blob_review_queue")
-
-// CleanupGCCandidate is the transaction of gc:cleanup
-// (docs/garbage-collection.md, rule 4): lock the
-// blob row FOR UPDATE NOWAIT; recheck that the candidate is live and due,
-// that the blob has zero attachments and is past the grace window; run
-// MayDelete (the kill switch); delete the object (bounded, a missing object
-// counts as deleted); delete the blob row and the candidate; commit.
-//
-// A crash (or any failure) after the storage delete and before the commit
-// leaves the blob row and the candidate: the live candidate makes the next
-// dedup skip check storage and re-upload, and the next cleanup finds the
-// object missing and succeeds.
-//
-// Only errors the caller cannot classify are returned as error (database
-// failures, a failed commit, AfterObjectDelete); storage failures come back
-// as GCDeleteFailed.
-func (s *Store) CleanupGCCandidate(ctx context.Context, key GCCandidateKey, p GCCleanupPolicy) (*GCCleanupResult, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: gcBeginSQL})
-	if err != nil {
-		return nil, fmt.Errorf("store: gc cleanup: begin: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	finish := func(res *GCCleanupResult) (*GCCleanupResult, error) {
-		if err := tx.Commit(ctx); err != nil {
-			return nil, fmt.Errorf("store: gc cleanup: commit: %w", err)
-		}
-		done = true
-		return res, nil
-	}
-	giveUp := func(res *GCCleanupResult) (*GCCleanupResult, error) {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
-		done = true
-		return res, nil
-	}
-
-	b, err := scanBlob(partition.QueryRowDigest(ctx, tx, &gcLockBlobSQL, key.SHA256, key.NamespaceID, key.SHA256[:]))
-	switch {
-	case gcIsPgCode(err, pgerrcode.LockNotAvailable):
-		return giveUp(&GCCleanupResult{Outcome: GCBlobLocked})
-	case errors.Is(err, pgx.ErrNoRows):
-		// No blob row (never existed, or reclaimed by an earlier episode
-		// whose candidate was re-recorded by the reconcile scan): nothing
-		// to reclaim. Drop the candidate unless a row appeared meanwhile.
-		tag, err := tx.Exec(ctx, `
-			DELETE FROM gc_blob_review_queue q
-			WHERE q.namespace_id = $1 AND q.sha256 = $2 AND q.excluded_at IS NULL
-			  AND NOT EXISTS (SELECT 1 FROM blob_storage_blobs b WHERE b.namespace_id = $1 AND b.sha256 = $2)`,
-			key.NamespaceID, key.SHA256[:])
-		if err != nil {
-			return nil, fmt.Errorf("store: gc cleanup: drop orphan candidate: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			return giveUp(&GCCleanupResult{Outcome: GCCandidateGone})
-		}
-		return finish(&GCCleanupResult{Outcome: GCOrphanCandidate})
-	case err != nil:
-		return nil, fmt.Errorf("store: gc cleanup: lock blob: %w", err)
-	}
-	res := &GCCleanupResult{Blob: b}
-
-	var (
-		reviewAfter          time.Time
-		backoffUntil, exclAt *time.Time
-		referenced           bool
-	)
-	err = partition.QueryRowDigest(ctx, tx, &gcRecheckSQL, key.SHA256, key.NamespaceID, key.SHA256[:]).
-		Scan(&reviewAfter, &backoffUntil, &exclAt, &referenced)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		res.Outcome = GCCandidateGone
-		return giveUp(res)
-	case err != nil:
-		return nil, fmt.Errorf("store: gc cleanup: recheck: %w", err)
-	}
-	if exclAt != nil || reviewAfter.After(p.Now) || (backoffUntil != nil && backoffUntil.After(p.Now)) {
-		res.Outcome = GCCandidateGone
-		return giveUp(res)
-	}
-	if referenced {
-		if _, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue q WHERE q.namespace_id = $1 AND q.sha256 = $2`,
-			key.NamespaceID, key.SHA256[:]); err != nil {
-			return nil, fmt.Errorf("store: gc cleanup: discard candidate: %w", err)
-		}
-		res.Outcome = GCReferenced
-		return finish(res)
-	}
-	if graceEnd := b.CreatedAt.Add(GCGracePeriod); graceEnd.After(p.Now) {
-		if err := setGCBackoff(ctx, tx, key, graceEnd); err != nil {
-			return nil, err
-		}
-		res.Outcome = GCTooYoung
-		return finish(res)
-	}
-	if !p.Delete {
-		if err := setGCBackoff(ctx, tx, key, p.Now.Add(p.Holdback)); err != nil {
-			return nil, err
-		}
-		res.Outcome = GCWouldDelete
-		return finish(res)
-	}
-	// Kill switch, evaluated before this delete (not once per batch);
-	// no switch at all is a refusal.
-	if p.MayDelete == nil {
-		res.Outcome, res.Err = GCDeleteStopped, errors.New("store: gc cleanup: no kill switch, deleting nothing")
-		return giveUp(res)
-	}
-	if err := p.MayDelete(ctx, tx); err != nil {
-		res.Outcome, res.Err = GCDeleteStopped, err
-		return giveUp(res)
-	}
-	del := p.DeleteObject
-	if del == nil {
-		del = s.objects.Delete
-	}
-	dctx, cancel := context.WithTimeout(ctx, GCObjectDeleteTimeout)
-	err = del(dctx, b.ObjectStorageKey)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		res.Outcome, res.Err = GCDeleteFailed, err
-		return giveUp(res)
-	}
-	// The object is gone: from here on a rollback leaves a blob row whose
-	// object is missing, marked by its live candidate.
-	if p.AfterObjectDelete != nil {
-		if err := p.AfterObjectDelete(ctx, b); err != nil {
-			return nil, err
-		}
-	}
-	var blobs, cands int64
-	err = partition.QueryRowDigest(ctx, tx, &gcDeleteRowsSQL, key.SHA256, key.NamespaceID, key.SHA256[:], b.ID, p.Now).Scan(&blobs, &cands)
-	if err != nil {
-		return nil, fmt.Errorf("store: gc cleanup: delete rows: %w", err)
-	}
-	if blobs != 1 || cands != 1 {
-		return nil, fmt.Errorf("store: gc cleanup: deleted %d blob rows and %d candidates under the lock, want 1 and 1", blobs, cands)
-	}
-	res.Outcome = GCReclaimed
-	return finish(res)
-}
-
-func setGCBackoff(ctx context.Context, tx pgx.Tx, key GCCandidateKey, until time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE gc_blob_review_queue q SET backoff_until = $3 WHERE q.namespace_id = $1 AND q.sha256 = $2`,
-		key.NamespaceID, key.SHA256[:], until)
-	if err != nil {
-		return fmt.Errorf("store: gc cleanup: back off: %w", err)
-	}
-	return nil
-}
-
-func gcIsPgCode(err error, code string) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == code
 }
 
 // GCFailure describes a failed cleanup attempt, recorded on the candidate

@@ -12,7 +12,7 @@ import (
 // GCReclaimSwitch is the operator kill switch (docs/garbage-collection.md
 // "Operational controls"; the gc_controls
 // singleton row): when Enabled is false the garbage collector deletes no
-// object. gc:cleanup reads it before every delete and fails closed.
+// object. A cleanup reads it before every delete and fails closed.
 //
 // A missing table or row fails (migrations/00030_gc_controls.sql creates
 // both), and so GC deletes nothing.
@@ -34,24 +34,56 @@ func (s *Store) GCReclaimSwitch(ctx context.Context) (*GCReclaimSwitch, error) {
 
 // GCReclaimSwitchTx reads the kill switch on the connection of tx (the
 // cleanup transaction reads it there, so that a busy pool can never make
-// the read wait behind the very workers that need it). An error aborts tx.
+// the read wait behind the very workers that need it). The read runs in a
+// savepoint, sent with it as one simple-protocol query (one round trip,
+// nothing prepared beforehand that could fail outside the savepoint): a
+// failed read (fail-closed: no delete) leaves tx usable for what the
+// cleanup already did.
 func (s *Store) GCReclaimSwitchTx(ctx context.Context, tx pgx.Tx) (*GCReclaimSwitch, error) {
-	return readGCReclaimSwitch(ctx, tx)
+	res, err := tx.Conn().PgConn().Exec(ctx,
+		"SAVEPOINT gc_kill_switch; "+gcReclaimSwitchSQL+"; RELEASE SAVEPOINT gc_kill_switch").ReadAll()
+	if err != nil {
+		if _, rerr := tx.Exec(context.WithoutCancel(ctx), `ROLLBACK TO SAVEPOINT gc_kill_switch`); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("roll back the read: %w", rerr))
+		}
+		return nil, fmt.Errorf("store: read gc kill switch: %w", err)
+	}
+	if len(res) != 3 || len(res[1].Rows) == 0 {
+		return nil, ErrGCControlsMissing
+	}
+	row, fields := res[1].Rows[0], res[1].FieldDescriptions
+	var sw GCReclaimSwitch
+	dst := []any{&sw.Enabled, &sw.ChangedBy, &sw.Reason, &sw.UpdatedAt}
+	if len(row) != len(dst) {
+		return nil, fmt.Errorf("store: read gc kill switch: %d columns", len(row))
+	}
+	m := tx.Conn().TypeMap()
+	for i, d := range dst {
+		if err := m.Scan(fields[i].DataTypeOID, fields[i].Format, row[i], d); err != nil {
+			return nil, fmt.Errorf("store: read gc kill switch: column %s: %w", fields[i].Name, err)
+		}
+	}
+	return &sw, nil
 }
+
+const gcReclaimSwitchSQL = `SELECT reclaim_enabled, changed_by, reason, updated_at FROM gc_controls`
 
 func readGCReclaimSwitch(ctx context.Context, q interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }) (*GCReclaimSwitch, error) {
 	var sw GCReclaimSwitch
-	err := q.QueryRow(ctx, `SELECT reclaim_enabled, changed_by, reason, updated_at FROM gc_controls`).
-		Scan(&sw.Enabled, &sw.ChangedBy, &sw.Reason, &sw.UpdatedAt)
+	err := q.QueryRow(ctx, gcReclaimSwitchSQL).Scan(&sw.Enabled, &sw.ChangedBy, &sw.Reason, &sw.UpdatedAt)
+	return gcReclaimSwitch(&sw, err)
+}
+
+func gcReclaimSwitch(sw *GCReclaimSwitch, err error) (*GCReclaimSwitch, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrGCControlsMissing
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: read gc kill switch: %w", err)
 	}
-	return &sw, nil
+	return sw, nil
 }
 
 // SetGCReclaim turns object deletion by the garbage collector on or off

@@ -168,7 +168,11 @@ func runServe(ctx context.Context, args []string) error {
 // and, when enabled, the registry:2 migration service.
 func newJobClient(pool *pgxpool.Pool, st *store.Store, authn *auth.Authenticator, cfg *config.Config, npmOpts npm.Options, legacy *legacySetup, reconciler *counters.Reconciler, keyring *credentials.Keyring, log *slog.Logger) (*river.Client[pgx.Tx], *gc.GC, *lifecycle.Applier, error) {
 	workers := river.NewWorkers()
-	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers,
+	cleanupRate := float64(cfg.GCCleanupRate)
+	if cleanupRate == 0 {
+		cleanupRate = -1 // no limit
+	}
+	collector, err := gc.New(st, gc.Config{Phase: gc.Phase(cfg.GCPhase), CleanupWorkers: cfg.GCCleanupWorkers, CleanupRate: cleanupRate,
 		ExpiryInterval: cfg.GCExpiryInterval, ManifestParser: oci.BlobReferences, SubjectParser: oci.ManifestSubject, Logger: log})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("configure garbage collection: %w", err)

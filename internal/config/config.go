@@ -47,6 +47,9 @@ type Config struct {
 	// GCCleanupWorkers is how many gc:cleanup jobs run at once; each holds
 	// a pool connection for its transaction.
 	GCCleanupWorkers int
+	// GCCleanupRate is how many GC candidates per second this instance's
+	// cleanups take on at most (0: no limit).
+	GCCleanupRate int
 	// DBMaxConns is the database pool size; 0 derives it from the job
 	// workers (PoolMaxConns).
 	DBMaxConns int
@@ -177,6 +180,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	envBool(fs, &c.NoMigrate, "no-migrate", "ARTIFACT_REGISTRY_NO_MIGRATE", "do not apply pending migrations at start")
 	envInt(fs, &c.GCPhase, "gc-phase", "ARTIFACT_REGISTRY_GC_PHASE", 3, "garbage collection rollout phase: 1 record only, 2 recheck without deleting, 3 delete")
 	envInt(fs, &c.GCCleanupWorkers, "gc-cleanup-workers", "ARTIFACT_REGISTRY_GC_CLEANUP_WORKERS", 10, "garbage collection cleanup jobs run at once (each holds a database connection)")
+	envInt(fs, &c.GCCleanupRate, "gc-cleanup-rate", "ARTIFACT_REGISTRY_GC_CLEANUP_RATE", 600, "garbage collection candidates per second this instance cleans up at most, so that a drain leaves the database to requests (0: no limit)")
 	envInt(fs, &c.DBMaxConns, "db-max-conns", "ARTIFACT_REGISTRY_DB_MAX_CONNS", 0, "database pool size; 0 derives it from the job workers plus 16 for requests")
 	envInt(fs, &c.MaxUploadSessionsPerRepository, "max-upload-sessions-per-repository", "ARTIFACT_REGISTRY_MAX_UPLOAD_SESSIONS_PER_REPOSITORY", 1000,
 		"open (unexpired) upload sessions one repository may hold, across instances and protocols; 0 = unlimited")
@@ -227,6 +231,9 @@ func (c *Config) Finish() error {
 	}
 	if c.GCCleanupWorkers < 1 || c.GCCleanupWorkers > 1000 {
 		return fmt.Errorf("--gc-cleanup-workers must be between 1 and 1000, not %d", c.GCCleanupWorkers)
+	}
+	if c.GCCleanupRate < 0 {
+		return fmt.Errorf("--gc-cleanup-rate must not be negative (0 = no limit), not %d", c.GCCleanupRate)
 	}
 	if c.MaxUploadSessionsPerRepository < 0 {
 		return fmt.Errorf("--max-upload-sessions-per-repository must not be negative (0 = unlimited), not %d", c.MaxUploadSessionsPerRepository)

@@ -83,6 +83,23 @@ func TestMaxUploadSessionsPerRepository(t *testing.T) {
 	}
 }
 
+func TestGCCleanupRate(t *testing.T) {
+	c, err := parse(t)
+	if err != nil || c.GCCleanupRate != 600 {
+		t.Fatalf("default: %d %v, want 600", c.GCCleanupRate, err)
+	}
+	if c, err = parse(t, "--gc-cleanup-rate", "0"); err != nil || c.GCCleanupRate != 0 {
+		t.Fatalf("0 (no limit): %d %v", c.GCCleanupRate, err)
+	}
+	t.Setenv("ARTIFACT_REGISTRY_GC_CLEANUP_RATE", "2500")
+	if c, err = parse(t); err != nil || c.GCCleanupRate != 2500 {
+		t.Fatalf("from the environment: %d %v", c.GCCleanupRate, err)
+	}
+	if _, err = parse(t, "--gc-cleanup-rate", "-1"); err == nil {
+		t.Fatal("a negative rate was accepted")
+	}
+}
+
 // A short admin token is refused at start with a message that says what
 // is needed and does not repeat the token; no admin token is fine.
 func TestAdminTokenLength(t *testing.T) {
