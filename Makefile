@@ -18,9 +18,16 @@ test-deps:
 run: deps build
 	./$(BIN) serve
 
+# The slowest test packages, longest first: go test starts packages in
+# the order it is given them, and two cores finish soonest when the long
+# ones do not start last (web/e2e, last in ./..., used to run alone for
+# its last minute).
+SLOW_TEST_PKGS := ./migrations ./protocol/maven ./cmd/artifact-registry ./web/e2e ./internal/soak \
+	./protocol/npm ./internal/cluster ./protocol/oci ./store ./graph
+
 test: test-deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m $(SLOW_TEST_PKGS) ./...
 	$(MAKE) fuzz-smoke
 	$(MAKE) web-test
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
@@ -220,5 +221,44 @@ func TestPartitionCleanupRunsUntilDrained(t *testing.T) {
 	}
 	if snoozes != 2 { // batches of 2, 2 and 1
 		t.Errorf("job snoozed %d times, want 2", snoozes)
+	}
+}
+
+// Under a low --gc-cleanup-rate a batch is one second's worth of the rate,
+// and a batch that would wait beyond paceMaxWait is not held: the job
+// snoozes (errPaced) and nothing is taken from the rate.
+func TestCleanupPace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Config{CleanupRate: 2})
+	if n := e.g.batchSize(); n != 2 {
+		t.Fatalf("batch size %d at 2 per second, want 2", n)
+	}
+	blobs := e.samePartition("paced", 3)
+	for _, b := range blobs {
+		e.mustDetach(e.mustPush(b)...)
+	}
+	e.pastDelayAndGrace()
+	part := store.GCPartition(e.key(blobs[0]))
+	res, more, err := e.g.CleanupPartition(e.ctx, part)
+	if err != nil || len(res) != 2 || !more {
+		t.Fatalf("first batch: %d results, more %v, %v", len(res), more, err)
+	}
+	for range 6 { // 6 s of the rate spoken for
+		e.g.pace.ReserveN(time.Now(), 2)
+	}
+	if _, _, err := e.g.CleanupPartition(e.ctx, part); !errors.Is(err, errPaced) {
+		t.Fatalf("batch behind 6 s of reservations: %v, want errPaced", err)
+	}
+	left := 0
+	for _, b := range blobs {
+		if _, ok := e.readBlob(b); ok {
+			left++
+		}
+	}
+	if left != 1 {
+		t.Fatalf("%d blobs left, want 1", left)
+	}
+	if e.g.pace.Burst() != 2 {
+		t.Fatalf("burst %d", e.g.pace.Burst())
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -25,12 +27,13 @@ func (g *GC) Cleanup(ctx context.Context, key store.GCCandidateKey) (*store.GCCl
 // reports that the partition may hold further due candidates and the
 // batch made progress, so the job should run again at once.
 func (g *GC) CleanupPartition(ctx context.Context, part int) (res []*store.GCCleanupResult, more bool, err error) {
-	keys, err := g.st.GCDueCandidatesIn(ctx, part, g.now(), g.cfg.CleanupBatch)
+	batch := g.batchSize()
+	keys, err := g.st.GCDueCandidatesIn(ctx, part, g.now(), batch)
 	if err != nil || len(keys) == 0 {
 		return nil, false, err
 	}
-	if err := g.pace.WaitN(ctx, len(keys)); err != nil {
-		return nil, false, fmt.Errorf("gc: pace cleanups: %w", err)
+	if err := g.waitPace(ctx, len(keys)); err != nil {
+		return nil, false, err
 	}
 	res, err = g.CleanupBatch(ctx, keys)
 	if err != nil {
@@ -46,7 +49,37 @@ func (g *GC) CleanupPartition(ctx context.Context, part int) (res []*store.GCCle
 			progress++
 		}
 	}
-	return res, len(keys) == g.cfg.CleanupBatch && progress > 0, nil
+	return res, len(keys) == batch && progress > 0, nil
+}
+
+// errPaced: the pace would have held the batch longer than paceMaxWait;
+// the job runs again later instead of holding its worker.
+var errPaced = errors.New("gc: cleanup paced")
+
+// paceMaxWait bounds a batch's wait for its share of CleanupRate.
+const paceMaxWait = 5 * time.Second
+
+// batchSize is CleanupBatch, or under a rate below it one second's worth,
+// so that a batch's share of the rate accrues within a second.
+func (g *GC) batchSize() int {
+	if r := g.pace.Limit(); r != rate.Inf && float64(g.cfg.CleanupBatch) > float64(r) {
+		return max(1, int(r))
+	}
+	return g.cfg.CleanupBatch
+}
+
+// waitPace waits for n candidates' share of CleanupRate, at most
+// paceMaxWait (errPaced beyond it: the tokens are not taken).
+func (g *GC) waitPace(ctx context.Context, n int) error {
+	wctx, cancel := context.WithTimeout(ctx, paceMaxWait)
+	defer cancel()
+	if err := g.pace.WaitN(wctx, n); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return errPaced
+	}
+	return nil
 }
 
 // CleanupBatch cleans up candidates of one partition in one store

@@ -289,7 +289,8 @@ func New(st *store.Store, cfg Config) (*GC, error) {
 		pace:    rate.NewLimiter(rate.Inf, 0),
 	}
 	if cfg.CleanupRate > 0 {
-		g.pace = rate.NewLimiter(rate.Limit(cfg.CleanupRate), cfg.CleanupBatch)
+		g.pace = rate.NewLimiter(rate.Limit(cfg.CleanupRate), 1)
+		g.pace.SetBurst(g.batchSize()) // a second's worth at most
 	}
 	g.metrics.queue = &queueCollector{g: g}
 	st.SetPushObserver(g.metrics.push)

@@ -3,6 +3,7 @@ package gc
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -149,6 +150,9 @@ func (w *cleanupPartitionWorker) Work(ctx context.Context, job *river.Job[Cleanu
 		return river.JobCancel(fmt.Errorf("gc: cleanup of partition %d, of %d", p, store.GCPartitions))
 	}
 	_, more, err := w.g.CleanupPartition(ctx, job.Args.Partition)
+	if errors.Is(err, errPaced) {
+		return river.JobSnooze(time.Second)
+	}
 	if err != nil {
 		return err
 	}
