@@ -210,7 +210,7 @@ func TestPartitionCleanupRunsUntilDrained(t *testing.T) {
 	for _, b := range blobs {
 		e.assertGone(b)
 	}
-	done := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateCompleted)
+	done := e.jobsOf(c, KindCleanupPartition, rivertype.JobStateCompleted)
 	if len(done) != 1 {
 		t.Fatalf("%d partition cleanups completed, want 1", len(done))
 	}

@@ -362,7 +362,7 @@ func (e *env) waitJobs(c *river.Client[pgx.Tx]) {
 	deadline := time.Now().Add(cmp.Or(e.waitTimeout, 2*time.Minute))
 	for {
 		res, err := c.JobList(e.ctx, river.NewJobListParams().
-			Kinds(KindSweep, KindCleanup, KindCleanupBatch, KindReconcileScan, KindStagingSweep).
+			Kinds(KindSweep, KindCleanup, KindCleanupPartition, KindReconcileScan, KindStagingSweep).
 			States(rivertype.JobStateAvailable, rivertype.JobStateRunning, rivertype.JobStatePending, rivertype.JobStateRetryable).
 			First(1))
 		if err != nil {

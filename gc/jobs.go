@@ -18,11 +18,11 @@ import (
 // implemented here (gc:expiry-sweep in expiry.go, gc:cache-evict in
 // cacheevict.go).
 const (
-	KindSweep         = "gc:sweep"
-	KindCleanup       = "gc:cleanup"
-	KindCleanupBatch  = "gc:cleanup-partition"
-	KindReconcileScan = "gc:reconcile-scan"
-	KindStagingSweep  = "gc:staging-sweep"
+	KindSweep            = "gc:sweep"
+	KindCleanup          = "gc:cleanup"
+	KindCleanupPartition = "gc:cleanup-partition"
+	KindReconcileScan    = "gc:reconcile-scan"
+	KindStagingSweep     = "gc:staging-sweep"
 )
 
 // SweepArgs is gc:sweep: promote due candidates to cleanup jobs.
@@ -45,7 +45,7 @@ type CleanupPartitionArgs struct {
 }
 
 // Kind implements river.JobArgs.
-func (CleanupPartitionArgs) Kind() string { return KindCleanupBatch }
+func (CleanupPartitionArgs) Kind() string { return KindCleanupPartition }
 
 // InsertOpts: unique per partition among in-flight jobs only.
 func (CleanupPartitionArgs) InsertOpts() river.InsertOpts { return CleanupArgs{}.InsertOpts() }

@@ -42,7 +42,7 @@ func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
 		e.assertGone(b)
 	}
 	e.assertIntact(keep)
-	done := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateCompleted)
+	done := e.jobsOf(c, KindCleanupPartition, rivertype.JobStateCompleted)
 	if want := e.partitionsOf(blobs...); len(done) != want {
 		t.Fatalf("%d cleanup jobs completed, want %d (one per partition)", len(done), want)
 	}
@@ -60,7 +60,7 @@ func TestSweepEnqueuesCleanupsThroughRiver(t *testing.T) {
 	}
 	e.waitJobs(c)
 	e.assertGone(again)
-	if done2 := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateCompleted); len(done2) != len(done)+1 {
+	if done2 := e.jobsOf(c, KindCleanupPartition, rivertype.JobStateCompleted); len(done2) != len(done)+1 {
 		t.Fatalf("%d cleanup jobs completed, want %d", len(done2), len(done)+1)
 	}
 	if v := gatherGauge(t, e.g, MetricReclaimedObjects); v != float64(len(blobs)+1) {
@@ -98,7 +98,7 @@ func TestCleanupUniqueWhileInFlight(t *testing.T) {
 	if err != nil || second.Enqueued != 0 || second.Duplicates != parts {
 		t.Fatalf("second sweep: %+v %v", second, err)
 	}
-	jobs := e.jobsOf(c, KindCleanupBatch, rivertype.JobStateAvailable)
+	jobs := e.jobsOf(c, KindCleanupPartition, rivertype.JobStateAvailable)
 	if len(jobs) != parts || jobs[0].Queue != QueueCleanup || jobs[0].MaxAttempts != DefaultCleanupAttempts {
 		t.Fatalf("jobs: %d, first %+v", len(jobs), jobs[0])
 	}
