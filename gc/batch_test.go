@@ -28,6 +28,42 @@ func (e *env) samePartition(label string, n int) [][]byte {
 	}
 }
 
+// dueInOnePartition pushes and detaches n blobs of one partition and
+// moves the clock until their candidates are due.
+func (e *env) dueInOnePartition(label string, n int) [][]byte {
+	e.t.Helper()
+	blobs := e.samePartition(label, n)
+	for _, b := range blobs {
+		e.mustDetach(e.mustPush(b)...)
+	}
+	e.pastDelayAndGrace()
+	return blobs
+}
+
+// readable counts the blobs that can still be read back.
+func (e *env) readable(blobs [][]byte) int {
+	e.t.Helper()
+	n := 0
+	for _, b := range blobs {
+		if _, ok := e.readBlob(b); ok {
+			n++
+		}
+	}
+	return n
+}
+
+func expectOutcomes(t *testing.T, res []*store.GCCleanupResult, want ...store.GCCleanupOutcome) {
+	t.Helper()
+	if len(res) != len(want) {
+		t.Fatalf("%d results, want %d", len(res), len(want))
+	}
+	for i, r := range res {
+		if r.Outcome != want[i] {
+			t.Errorf("candidate %d (%s): %v, want %v", i, r.Key, r.Outcome, want[i])
+		}
+	}
+}
+
 func (e *env) keys(blobs [][]byte) []store.GCCandidateKey {
 	out := make([]store.GCCandidateKey, len(blobs))
 	for i, b := range blobs {
@@ -44,11 +80,7 @@ func (e *env) keys(blobs [][]byte) []store.GCCandidateKey {
 func TestCleanupBatchOutcomes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
-	blobs := e.samePartition("mixed", 5)
-	for _, b := range blobs {
-		e.mustDetach(e.mustPush(b)...)
-	}
-	e.pastDelayAndGrace()
+	blobs := e.dueInOnePartition("mixed", 5)
 	reclaim1, reclaim2, held, orphan, referenced := blobs[0], blobs[1], blobs[2], blobs[3], blobs[4]
 
 	if _, err := e.pool.Exec(e.ctx, `DELETE FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2`,
@@ -73,12 +105,12 @@ func TestCleanupBatchOutcomes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.GCCleanupOutcome{store.GCReclaimed, store.GCReclaimed, store.GCBlobLocked, store.GCOrphanCandidate, store.GCReferenced}
 	for i, r := range res {
-		if r.Key != e.key(blobs[i]) || r.Outcome != want[i] {
-			t.Errorf("candidate %d: %s %v, want %v", i, r.Key, r.Outcome, want[i])
+		if r.Key != e.key(blobs[i]) {
+			t.Errorf("result %d is of %s, want %s", i, r.Key, e.key(blobs[i]))
 		}
 	}
+	expectOutcomes(t, res, store.GCReclaimed, store.GCReclaimed, store.GCBlobLocked, store.GCOrphanCandidate, store.GCReferenced)
 	_ = tx.Rollback(e.ctx)
 	e.assertGone(reclaim1)
 	e.assertGone(reclaim2)
@@ -102,11 +134,7 @@ func TestCleanupBatchOutcomes(t *testing.T) {
 func TestCleanupBatchStopsAtFailedDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
-	blobs := e.samePartition("fail", 3)
-	for _, b := range blobs {
-		e.mustDetach(e.mustPush(b)...)
-	}
-	e.pastDelayAndGrace()
+	blobs := e.dueInOnePartition("fail", 3)
 	deletes := 0
 	e.g.deleteObject = func(ctx context.Context, key string) error {
 		deletes++
@@ -119,12 +147,7 @@ func TestCleanupBatchStopsAtFailedDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.GCCleanupOutcome{store.GCReclaimed, store.GCDeleteFailed, store.GCDeferred}
-	for i, r := range res {
-		if r.Outcome != want[i] {
-			t.Errorf("candidate %d: %v, want %v", i, r.Outcome, want[i])
-		}
-	}
+	expectOutcomes(t, res, store.GCReclaimed, store.GCDeleteFailed, store.GCDeferred)
 	if deletes != 2 {
 		t.Errorf("%d deletes, want 2", deletes)
 	}
@@ -145,11 +168,7 @@ func TestCleanupBatchStopsAtFailedDelete(t *testing.T) {
 func TestCleanupBatchKillSwitchPerDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
-	blobs := e.samePartition("switch", 3)
-	for _, b := range blobs {
-		e.mustDetach(e.mustPush(b)...)
-	}
-	e.pastDelayAndGrace()
+	blobs := e.dueInOnePartition("switch", 3)
 	e.g.afterObjectDelete = func(ctx context.Context, _ *store.Blob) error {
 		_, err := e.st.SetGCReclaim(ctx, false, "carol", "mid-batch")
 		return err
@@ -158,12 +177,7 @@ func TestCleanupBatchKillSwitchPerDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []store.GCCleanupOutcome{store.GCReclaimed, store.GCDeleteStopped, store.GCDeleteStopped}
-	for i, r := range res {
-		if r.Outcome != want[i] {
-			t.Errorf("candidate %d: %v, want %v", i, r.Outcome, want[i])
-		}
-	}
+	expectOutcomes(t, res, store.GCReclaimed, store.GCDeleteStopped, store.GCDeleteStopped)
 	e.assertGone(blobs[0])
 	e.assertIntact(blobs[1])
 	e.assertIntact(blobs[2])
@@ -197,11 +211,7 @@ func TestCleanupBatchRefusesMixedPartitions(t *testing.T) {
 func TestPartitionCleanupRunsUntilDrained(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{CleanupBatch: 2})
-	blobs := e.samePartition("drain", 5)
-	for _, b := range blobs {
-		e.mustDetach(e.mustPush(b)...)
-	}
-	e.pastDelayAndGrace()
+	blobs := e.dueInOnePartition("drain", 5)
 	c := e.riverClient(e.g)
 	if _, err := c.Insert(e.ctx, SweepArgs{}, nil); err != nil {
 		t.Fatal(err)
@@ -233,11 +243,7 @@ func TestCleanupPace(t *testing.T) {
 	if n := e.g.batchSize(); n != 2 {
 		t.Fatalf("batch size %d at 2 per second, want 2", n)
 	}
-	blobs := e.samePartition("paced", 3)
-	for _, b := range blobs {
-		e.mustDetach(e.mustPush(b)...)
-	}
-	e.pastDelayAndGrace()
+	blobs := e.dueInOnePartition("paced", 3)
 	part := store.GCPartition(e.key(blobs[0]))
 	res, more, err := e.g.CleanupPartition(e.ctx, part)
 	if err != nil || len(res) != 2 || !more {
@@ -249,13 +255,7 @@ func TestCleanupPace(t *testing.T) {
 	if _, _, err := e.g.CleanupPartition(e.ctx, part); !errors.Is(err, errPaced) {
 		t.Fatalf("batch behind 6 s of reservations: %v, want errPaced", err)
 	}
-	left := 0
-	for _, b := range blobs {
-		if _, ok := e.readBlob(b); ok {
-			left++
-		}
-	}
-	if left != 1 {
+	if left := e.readable(blobs); left != 1 {
 		t.Fatalf("%d blobs left, want 1", left)
 	}
 	if e.g.pace.Burst() != 2 {

@@ -464,13 +464,7 @@ func TestKillSwitchOffOrUnreadableDeletesNothing(t *testing.T) {
 				t.Fatalf("cleanup after the switch went off mid-batch: %v %v", out, err)
 			}
 		}
-		left := 0
-		for _, b := range blobs {
-			if _, ok := e.readBlob(b); ok {
-				left++
-			}
-		}
-		if left != 2 {
+		if left := e.readable(blobs); left != 2 {
 			t.Fatalf("%d blobs left, want 2", left)
 		}
 	})
