@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -62,7 +60,7 @@ const paceMaxWait = 5 * time.Second
 // batchSize is CleanupBatch, or under a rate below it one second's worth,
 // so that a batch's share of the rate accrues within a second.
 func (g *GC) batchSize() int {
-	if r := g.pace.Limit(); r != rate.Inf && float64(g.cfg.CleanupBatch) > float64(r) {
+	if r := g.cfg.CleanupRate; r > 0 && float64(g.cfg.CleanupBatch) > r {
 		return max(1, int(r))
 	}
 	return g.cfg.CleanupBatch

@@ -289,8 +289,7 @@ func New(st *store.Store, cfg Config) (*GC, error) {
 		pace:    rate.NewLimiter(rate.Inf, 0),
 	}
 	if cfg.CleanupRate > 0 {
-		g.pace = rate.NewLimiter(rate.Limit(cfg.CleanupRate), 1)
-		g.pace.SetBurst(g.batchSize()) // a second's worth at most
+		g.pace = rate.NewLimiter(rate.Limit(cfg.CleanupRate), g.batchSize()) // a second's worth at most
 	}
 	g.metrics.queue = &queueCollector{g: g}
 	st.SetPushObserver(g.metrics.push)

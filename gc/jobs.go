@@ -67,10 +67,6 @@ func (CleanupArgs) InsertOpts() river.InsertOpts {
 		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: jobstates.InFlight()}}
 }
 
-func cleanupArgs(k store.GCCandidateKey) CleanupArgs {
-	return CleanupArgs{NamespaceID: k.NamespaceID, SHA256: hex.EncodeToString(k.SHA256[:])}
-}
-
 func (a CleanupArgs) key() (store.GCCandidateKey, error) {
 	k := store.GCCandidateKey{NamespaceID: a.NamespaceID}
 	b, err := hex.DecodeString(a.SHA256)

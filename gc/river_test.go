@@ -1,6 +1,7 @@
 package gc
 
 import (
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -213,7 +214,7 @@ func TestLeftoverSingleCleanupJob(t *testing.T) {
 	e.mustDetach(e.mustPush(b)...)
 	e.pastDelayAndGrace()
 	c := e.riverClient(e.g)
-	if _, err := c.Insert(e.ctx, cleanupArgs(e.key(b)), nil); err != nil {
+	if _, err := c.Insert(e.ctx, CleanupArgs{NamespaceID: e.ns, SHA256: hex.EncodeToString(digestOf(b))}, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.waitJobs(c)

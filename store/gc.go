@@ -85,59 +85,6 @@ func (s *Store) GCCandidate(ctx context.Context, key GCCandidateKey) (*GCCandida
 	return c, nil
 }
 
-// GCDueCursor is the keyset position of the sweep's dequeue.
-type GCDueCursor struct {
-	ReviewAfter time.Time
-	Key         GCCandidateKey
-}
-
-// GCDueCandidates is the dequeue of gc:sweep: candidates past their review
-// time, not excluded and not backing off at now, oldest review time first
-// (ties by namespace and digest), at most limit after the cursor (nil: from
-// the start). It reads the partial index gc_blob_review_queue_due_idx
-// (excluded candidates are not in it) across the 64 partitions. The
-// returned cursor is that of the last row, nil when fewer than limit came
-// back.
-func (s *Store) GCDueCandidates(ctx context.Context, now time.Time, after *GCDueCursor, limit int) ([]GCCandidateKey, *GCDueCursor, error) {
-	args := []any{now, limit}
-	cond := ""
-	if after != nil {
-		cond = "AND (q.review_after, q.namespace_id, q.sha256) > ($3::timestamptz, $4::uuid, $5::bytea)"
-		args = append(args, after.ReviewAfter, after.Key.NamespaceID, after.Key.SHA256[:])
-	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT q.namespace_id, q.sha256, q.review_after
-		FROM gc_blob_review_queue q
-		WHERE q.excluded_at IS NULL AND q.review_after <= $1
-		  AND (q.backoff_until IS NULL OR q.backoff_until <= $1) `+cond+`
-		ORDER BY q.review_after, q.namespace_id, q.sha256
-		LIMIT $2`, args...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: due gc candidates: %w", err)
-	}
-	var last GCDueCursor
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (GCCandidateKey, error) {
-		var k GCCandidateKey
-		var sha []byte
-		if err := r.Scan(&k.NamespaceID, &sha, &last.ReviewAfter); err != nil {
-			return k, err
-		}
-		if len(sha) != 32 {
-			return k, fmt.Errorf("store: gc candidate with a %d-byte sha256", len(sha))
-		}
-		k.SHA256 = [32]byte(sha)
-		last.Key = k
-		return k, nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: due gc candidates: %w", err)
-	}
-	if len(out) < limit {
-		return out, nil, nil
-	}
-	return out, &last, nil
-}
-
 // GCCleanupOutcome is what one gc:cleanup attempt did.
 type GCCleanupOutcome int
 
@@ -170,8 +117,9 @@ const (
 	GCDeleteFailed
 	// GCReclaimed: object, blob row and candidate are gone.
 	GCReclaimed
-	// GCDeferred: the batch used up its time under the blob-row locks
-	// before reaching this candidate. Nothing changed; it stays due.
+	// GCDeferred: the batch stopped deleting before this candidate (a
+	// failed delete, or its time under the blob-row locks used up).
+	// Nothing changed; it stays due.
 	GCDeferred
 )
 

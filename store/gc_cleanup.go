@@ -427,16 +427,20 @@ func (b *gcBatch) deleteRows(ctx context.Context, tx pgx.Tx, deleted []*Blob, no
 	return nil
 }
 
+// gcDueWhere selects the candidates due at $1: past their review time,
+// not excluded (the partial index gc_blob_review_queue_due_idx holds no
+// excluded one), not backing off.
+const gcDueWhere = `WHERE q.excluded_at IS NULL AND q.review_after <= $1 AND (q.backoff_until IS NULL OR q.backoff_until <= $1)`
+
 // gcDueInSQL reads a partition's due candidates, oldest review time first
 // (gc_blob_review_queue_due_idx).
 var gcDueInSQL = partition.Statements(`SELECT q.namespace_id, q.sha256 FROM {gc_blob_review_queue} q
-WHERE q.excluded_at IS NULL AND q.review_after <= $1 AND (q.backoff_until IS NULL OR q.backoff_until <= $1)
+`+gcDueWhere+`
 ORDER BY q.review_after, q.namespace_id, q.sha256
 LIMIT $2`, "gc_blob_review_queue")
 
 // GCDueCandidatesIn returns up to limit candidates of one partition that
-// are due at now (past their review time, not excluded, not backing off),
-// oldest review time first: the next batch of that partition's cleanup.
+// are due at now (gcDueWhere), oldest review time first: the next batch of that partition's cleanup.
 func (s *Store) GCDueCandidatesIn(ctx context.Context, part int, now time.Time, limit int) ([]GCCandidateKey, error) {
 	if part < 0 || part >= partition.Count {
 		return nil, fmt.Errorf("store: due gc candidates: no partition %d", part)
@@ -453,7 +457,7 @@ func (s *Store) GCDueCandidatesIn(ctx context.Context, part int, now time.Time, 
 // would scan all of them.
 var gcDuePartitionsSQL = func() string {
 	stmts := partition.Statements(`(SELECT %d FROM {gc_blob_review_queue} q
-WHERE q.excluded_at IS NULL AND q.review_after <= $1 AND (q.backoff_until IS NULL OR q.backoff_until <= $1)
+`+gcDueWhere+`
 LIMIT 1)`, "gc_blob_review_queue")
 	parts := make([]string, len(stmts))
 	for p, s := range stmts {
