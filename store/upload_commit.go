@@ -54,11 +54,17 @@ type CommitResult struct {
 // commit with the body) into ref's namespace and repository; ref.UploadID
 // is ignored (a new session is made). On failure the session is cancelled.
 func (s *Store) PutBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*CommitResult, error) {
+	return s.PutBlobLinked(ctx, ref, r, want, UploadLink{})
+}
+
+// PutBlobLinked is PutBlob whose commit also records the blob's use (see
+// CommitUploadLinked).
+func (s *Store) PutBlobLinked(ctx context.Context, ref UploadRef, r io.Reader, want Expected, link UploadLink) (*CommitResult, error) {
 	u, err := s.StartUpload(ctx, ref.NamespaceID, ref.RepositoryID, UploadMonolithic)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.CommitUpload(ctx, u.Ref(), r, want)
+	res, err := s.CommitUploadLinked(ctx, u.Ref(), r, want, link)
 	if err != nil {
 		if cerr := s.CancelUpload(context.WithoutCancel(ctx), u.Ref()); cerr != nil && !HasCode(cerr, CodeUploadUnknown) {
 			return nil, errors.Join(err, cerr)
@@ -81,6 +87,29 @@ func (s *Store) PutBlob(ctx context.Context, ref UploadRef, r io.Reader, want Ex
 // from this upload's bytes when it is gone (docs/garbage-collection.md
 // "Crash recovery").
 func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader, want Expected) (*CommitResult, error) {
+	return s.CommitUploadLinked(ctx, ref, final, want, UploadLink{})
+}
+
+// UploadLink is what a format records about a blob in the transaction
+// that commits it, so that a push pays for one transaction instead of
+// two and a failed link leaves nothing committed. Either function may be
+// nil; the transaction may run more than once (db.Retry), so they keep no
+// state across attempts but what they set afresh.
+type UploadLink struct {
+	// Before runs first in the transaction: the caller's rows that come
+	// ahead of the blob row in the lock order (the image a blob is linked
+	// to).
+	Before func(tx pgx.Tx) error
+	// Use runs once the blob row is inserted or locked, before the bytes
+	// move to the blob key: it attaches the blob (AttachStaged) with the
+	// caller's own statements.
+	Use func(tx pgx.Tx, u StagedUse) error
+}
+
+// CommitUploadLinked is CommitUpload whose transaction also runs link. A
+// failure leaves the session and the bytes it held before this call, so
+// the client may send the last request again.
+func (s *Store) CommitUploadLinked(ctx context.Context, ref UploadRef, final io.Reader, want Expected, link UploadLink) (*CommitResult, error) {
 	h, err := s.openUpload(ctx, ref)
 	missingData := errors.Is(err, objstore.ErrNotFound)
 	if err != nil && !missingData {
@@ -130,7 +159,7 @@ func (s *Store) CommitUpload(ctx context.Context, ref UploadRef, final io.Reader
 		s.abandonUpload(ctx, ref)
 		return nil, err
 	}
-	res, err := s.commitBlob(ctx, ref, u.Size, h, st.parts, size, sum, want.SHA1)
+	res, err := s.commitBlob(ctx, ref, u.Size, h, st.parts, size, sum, want.SHA1, link)
 	if err != nil {
 		discard()
 		return nil, err
@@ -284,35 +313,35 @@ func scanCommitRow(row pgx.Row) (*commitRow, error) {
 // size the compare-and-swap expects; size and sum describe the bytes held by
 // h (parts on backends without append). h is nil when the upload data is
 // already gone (file backend: renamed into place by an earlier attempt whose
-// database commit failed).
-func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h *objstore.Upload, parts []objstore.Part, size int64, sum [32]byte, sha1 *[20]byte) (*CommitResult, error) {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+// database commit failed). The bytes move last, once every statement has
+// run: an attempt that fails before (a deadlock retried, a refused link)
+// leaves them in the upload.
+func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h *objstore.Upload, parts []objstore.Part, size int64, sum [32]byte, sha1 *[20]byte, link UploadLink) (*CommitResult, error) {
+	var res *CommitResult
+	err := db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
+		if link.Before != nil {
+			if err := link.Before(tx); err != nil {
+				return err
+			}
 		}
-	}()
-	c, err := s.commitBlobTx(ctx, tx, ref, casSize, size, sum, sha1)
+		c, err := s.commitBlobTx(ctx, tx, ref, casSize, size, sum, sha1)
+		if err != nil {
+			return err
+		}
+		if link.Use != nil {
+			if err := link.Use(tx, StagedUse{Blob: &c.blob, Candidate: *c.candidate}); err != nil {
+				return err
+			}
+		}
+		res, err = s.placeCommitted(ctx, c, h, parts, size, sum)
+		return err
+	})
 	if errors.Is(err, errSessionChanged) {
-		_ = tx.Rollback(ctx)
-		committed = true // nothing left to roll back
 		return nil, s.whyNotCommitted(ctx, ref, casSize)
 	}
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.placeCommitted(ctx, c, h, parts, size, sum)
-	if err != nil {
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: commit upload: %w", err))
-	}
-	committed = true
 	return res, nil
 }
 

@@ -49,41 +49,56 @@ func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
 // PutBlob stores a whole blob (monolithic upload) and links it to
 // the target's image, creating the image on first push.
 func (s *Store) PutBlob(ctx context.Context, t *Target, r io.Reader, want store.Expected) (*store.Blob, error) {
-	res, err := s.core.PutBlob(ctx, t.UploadRef(uuid.Nil), r, want)
+	res, err := s.core.PutBlobLinked(ctx, t.UploadRef(uuid.Nil), r, want, s.blobLink(ctx, t))
 	if err != nil {
-		return nil, err
-	}
-	if err := s.linkCommitted(ctx, t, want.SHA256); err != nil {
 		return nil, err
 	}
 	return res.Blob, nil
 }
 
 // CommitUpload finishes a resumable upload of the target's
-// repository (appending final when not nil), then links the blob to the
-// target's image.
+// repository (appending final when not nil) and links the blob to the
+// target's image in the same transaction.
 func (s *Store) CommitUpload(ctx context.Context, t *Target, uploadID uuid.UUID, final io.Reader, want store.Expected) (*store.Blob, error) {
-	res, err := s.core.CommitUpload(ctx, t.UploadRef(uploadID), final, want)
+	res, err := s.core.CommitUploadLinked(ctx, t.UploadRef(uploadID), final, want, s.blobLink(ctx, t))
 	if err != nil {
-		return nil, err
-	}
-	if err := s.linkCommitted(ctx, t, want.SHA256); err != nil {
 		return nil, err
 	}
 	return res.Blob, nil
 }
 
-// linkCommitted links a blob an upload just committed to the target's
-// image; when that fails, the blob is handed to the GC unless something
-// else attaches it, so the uploaded bytes cannot leak.
-func (s *Store) linkCommitted(ctx context.Context, t *Target, sha [32]byte) error {
-	err := s.linkBlob(ctx, t, sha, defaultBlobMediaType)
-	if err != nil {
-		if rerr := s.core.ReleaseUnattached(ctx, t.NamespaceID, sha); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
+// blobLink links the blob an upload commits to the target's image, inside
+// the commit's transaction: the image first (created on first push), then,
+// under the blob-row lock the commit holds, a container_blobs row with
+// its own attachment unless the image already has an active one.
+func (s *Store) blobLink(ctx context.Context, t *Target) store.UploadLink {
+	var imageID uuid.UUID
+	return store.UploadLink{
+		Before: func(tx pgx.Tx) (err error) {
+			imageID, err = EnsureImage(ctx, tx, t)
+			return err
+		},
+		Use: func(tx pgx.Tx, u store.StagedUse) error {
+			part, err := partition.Of(ctx, tx, t.NamespaceID)
+			if err != nil {
+				return err
+			}
+			sha := u.Blob.SHA256
+			var exists bool
+			if err := tx.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement,
+				t.NamespaceID, imageID, sha[:]).Scan(&exists); err != nil {
+				return fmt.Errorf("store: container blob exists: %w", err)
+			}
+			if exists {
+				return nil
+			}
+			att, err := s.core.AttachStaged(ctx, tx, u)
+			if err != nil {
+				return err
+			}
+			return s.insertBlobLink(ctx, tx, part, t, imageID, sha, defaultBlobMediaType, att.ID)
+		},
 	}
-	return err
 }
 
 // The statements of Blob and linkBlob, which every blob pull and push
@@ -124,18 +139,23 @@ func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType
 		if err != nil {
 			return err
 		}
-		id := db.NewID()
-		tag, err := tx.Exec(ctx, linkBlobSQL[part], pgx.QueryExecModeCacheStatement,
-			id, t.NamespaceID, imageID, sha[:], mediaType, att[0].ID, s.core.Options().Clock.Now())
-		if err != nil {
-			return fmt.Errorf("store: insert container blob: %w", err)
-		}
-		if tag.RowsAffected() == 0 {
-			// A concurrent push linked it first: drop our attachment.
-			return db.ErrRace
-		}
-		return nil
+		return s.insertBlobLink(ctx, tx, part, t, imageID, sha, mediaType, att[0].ID)
 	})
+}
+
+// insertBlobLink inserts the image's container_blobs row for a blob with
+// its attachment; db.ErrRace when a concurrent push linked it first (the
+// retry drops this attempt's attachment with its transaction).
+func (s *Store) insertBlobLink(ctx context.Context, tx pgx.Tx, part int, t *Target, imageID uuid.UUID, sha [32]byte, mediaType string, attachmentID int64) error {
+	tag, err := tx.Exec(ctx, linkBlobSQL[part], pgx.QueryExecModeCacheStatement,
+		db.NewID(), t.NamespaceID, imageID, sha[:], mediaType, attachmentID, s.core.Options().Clock.Now())
+	if err != nil {
+		return fmt.Errorf("store: insert container blob: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return db.ErrRace
+	}
+	return nil
 }
 
 // blobSourceSQL finds an active image of the namespace holding an

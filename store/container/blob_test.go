@@ -1,0 +1,106 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// TestCommitUploadLinksInOneTransaction: the commit of a resumable upload
+// and the blob's link to the image are one transaction. A link that fails
+// (here: the image cannot be created) commits nothing, neither the blob row
+// nor the end of the session, and leaves the bytes received before the
+// last request, so that the client can send it again; a commit of the same
+// bytes into an image that has them adds no second link.
+func TestCommitUploadLinksInOneTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testsupport.Store(t, testsupport.StoreOptions{})
+	testsupport.Namespace(t, st, "acme")
+	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
+	cs := New(st)
+	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := bytes.Repeat([]byte("layer "), 1000)
+	head, last := blob[:4000], blob[4000:]
+	want := store.Expected{SHA256: sha256.Sum256(blob), Size: -1}
+	u, err := st.StartUpload(ctx, tg.NamespaceID, tg.RepositoryID, store.UploadResumable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AppendUpload(ctx, tg.UploadRef(u.UploadID), 0, bytes.NewReader(head)); err != nil {
+		t.Fatal(err)
+	}
+	count := func(sql string) int {
+		t.Helper()
+		var n int
+		if err := st.Pool().QueryRow(ctx, sql, tg.NamespaceID, want.SHA256[:]).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	counts := func() [3]int {
+		t.Helper()
+		return [3]int{
+			count(`SELECT count(*) FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2`),
+			count(`SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2`),
+			count(`SELECT count(*) FROM container_blobs WHERE namespace_id = $1 AND digest = $2`),
+		}
+	}
+
+	broken := *tg
+	broken.ContainerRepositoryID = uuid.New() // no such repository: the image insert fails
+	if _, err := cs.CommitUpload(ctx, &broken, u.UploadID, bytes.NewReader(last), want); err == nil {
+		t.Fatal("commit with a failing link succeeded")
+	}
+	if got := counts(); got != [3]int{} {
+		t.Fatalf("after a failed link: blob rows, attachments, links = %v, want none", got)
+	}
+	left, err := st.UploadStatus(ctx, tg.UploadRef(u.UploadID))
+	if err != nil || left.Size != int64(len(head)) {
+		t.Fatalf("session after a failed link: %+v, %v; want it open with %d bytes", left, err, len(head))
+	}
+
+	if _, err := cs.CommitUpload(ctx, tg, u.UploadID, bytes.NewReader(last), want); err != nil {
+		t.Fatalf("the same request again: %v", err)
+	}
+	if got := counts(); got != [3]int{1, 1, 1} {
+		t.Fatalf("after the commit: blob rows, attachments, links = %v, want 1 each", got)
+	}
+	if _, err := st.UploadStatus(ctx, tg.UploadRef(u.UploadID)); !store.HasCode(err, store.CodeUploadUnknown) {
+		t.Fatalf("session after its commit: %v, want it gone", err)
+	}
+	tg, err = cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cs.Blob(ctx, tg, want.SHA256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := st.OpenBlobObject(ctx, b, 0, b.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var got bytes.Buffer
+	if _, err := got.ReadFrom(rc); err != nil || !bytes.Equal(got.Bytes(), blob) {
+		t.Fatalf("stored bytes: %d bytes, %v; want the upload's %d", got.Len(), err, len(blob))
+	}
+
+	if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(blob), store.Expected{SHA256: want.SHA256, Size: int64(len(blob))}); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != [3]int{1, 1, 1} {
+		t.Fatalf("after a second push of the same bytes: blob rows, attachments, links = %v, want 1 each", got)
+	}
+}
