@@ -1,6 +1,7 @@
 package oci
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,7 +25,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, auth.ActionRead)
+	t, m, err := h.targetTag(r, auth.ActionRead, ref.Tag)
 	if err != nil {
 		return err
 	}
@@ -34,9 +35,12 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if t.Remote != nil {
 		return h.remoteManifest(w, r, t, ref)
 	}
-	m, err := h.hostedManifest(r, t, ref)
-	if err != nil {
-		return err
+	if !ref.IsTag {
+		if m, err = h.container.ManifestByDigest(r.Context(), t, ref.Digest); err != nil {
+			return err
+		}
+	} else if m == nil {
+		return container.ManifestUnknown()
 	}
 	return h.serveManifest(w, r, t, m)
 }
@@ -168,6 +172,12 @@ func (h *handler) putManifest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	h.referrers.put(p.Digest, referrerInfoOf(p))
+	// Bytes that hash to their digest: the first GET after the push (a
+	// pull of what was just pushed, the common case) is served from
+	// memory too. A copy, as the request's buffer is not ours to keep.
+	if len(p.Payload) <= payloadCacheMax {
+		h.payloads.put(p.Digest, bytes.Clone(p.Payload))
+	}
 	hdr := w.Header()
 	hdr.Set("Location", h.location(h.v2Path(t, "/manifests/"+p.Digest.String())))
 	hdr.Set("Docker-Content-Digest", p.Digest.String())

@@ -84,9 +84,10 @@ type handler struct {
 	tokenURL  string
 	publicURL string
 	referrers *referrerCache
-	// payloads caches manifest payloads by digest: served only after the
-	// database said the manifest is live in the image (so its attachment
-	// keeps the bytes), it saves a storage read on hot tags.
+	// payloads caches manifest payloads by digest, filled by pushes and
+	// by reads: served only after the database said the manifest is live
+	// in the image (so its attachment keeps the bytes), it saves a lookup
+	// of the payload's blob row and a storage read.
 	payloads *lru[digest, []byte]
 	pulls    *pullRecorder
 	nsIDs    sync.Map // namespace slug -> uuid.UUID
@@ -223,46 +224,66 @@ func (h *handler) base(w http.ResponseWriter, r *http.Request) error {
 
 // target resolves the {name} of the route and authorizes the action.
 func (h *handler) target(r *http.Request, action auth.Action) (*container.Target, error) {
+	t, _, err := h.targetTag(r, action, "")
+	return t, err
+}
+
+// targetTag is target that, given a tag, also looks it up in a hosted
+// target's image in the same round trip: the manifest is nil when the tag
+// names none there. "" looks nothing up.
+func (h *handler) targetTag(r *http.Request, action auth.Action, tag string) (*container.Target, *container.ManifestRow, error) {
 	n, aerr := parseName(mux.Vars(r)["name"])
 	if aerr != nil {
-		return nil, aerr
+		return nil, nil, aerr
 	}
-	t, err := h.resolve(r.Context(), n)
+	t, m, err := h.resolveTag(r.Context(), n, tag)
 	if store.HasCode(err, container.CodeNameUnknown) {
-		return nil, h.unknownName(r, n, action, err)
+		return nil, nil, h.unknownName(r, n, action, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := h.authorize(r, action, t); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if t.Virtual && action != auth.ActionRead {
-		return h.virtualWriteTarget(r.Context(), t, action)
+		t, err := h.virtualWriteTarget(r.Context(), t, action)
+		return t, nil, err
 	}
 	if t.Remote != nil && action != auth.ActionRead {
 		// Refused once authorized: who may not write the remote is told
 		// so as for any repository.
-		return nil, remoteRefused(t)
+		return nil, nil, remoteRefused(t)
 	}
-	return t, nil
+	return t, m, nil
 }
 
-// resolve resolves a name in one round trip: namespace slugs are immutable
-// and never reused, so their ids are cached for the life of the process.
+// resolve resolves a name in one round trip.
 func (h *handler) resolve(ctx context.Context, n imageName) (*container.Target, error) {
+	t, _, err := h.resolveTag(ctx, n, "")
+	return t, err
+}
+
+// resolveTag resolves a name, and a tag of a hosted image when not "", in
+// one round trip: namespace slugs are immutable and never reused, so their
+// ids are cached for the life of the process.
+func (h *handler) resolveTag(ctx context.Context, n imageName, tag string) (*container.Target, *container.ManifestRow, error) {
 	var nsID uuid.UUID
 	if v, ok := h.nsIDs.Load(n.Namespace); ok {
 		nsID = v.(uuid.UUID)
 	} else {
 		id, err := h.container.NamespaceID(ctx, n.Namespace)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		h.nsIDs.Store(n.Namespace, id)
 		nsID = id
 	}
-	return h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
+	if tag == "" {
+		t, err := h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
+		return t, nil, err
+	}
+	return h.container.ResolveTargetTagIn(ctx, nsID, n.Namespace, n.Repository, n.Image, tag)
 }
 
 // location makes a Location header value for a /v2/ path.

@@ -106,16 +106,47 @@ func (t *Target) Name() string {
 // again at each call to prune three tables (about 0.45 ms); on single
 // partitions it runs on a plan cached per connection.
 var resolveTargetSQL = partition.Statements(`
-SELECT n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
-       r.id, r.format, r.kind, r.visibility, cr.id, ci.id
-FROM namespaces n
+SELECT `+resolveColumns+`
+FROM namespaces n `+resolveJoins+`
+WHERE n.id = $1`, "repositories", "container_repositories", "container_images")
+
+const (
+	resolveColumns = `n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
+       r.id, r.format, r.kind, r.visibility, cr.id, ci.id`
+	resolveJoins = `
 LEFT JOIN {repositories} r
        ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
 LEFT JOIN {container_repositories} cr
        ON cr.namespace_id = $1 AND cr.repository_id = r.id
 LEFT JOIN {container_images} ci
-       ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL
-WHERE n.id = $1`, "repositories", "container_repositories", "container_images")
+       ON ci.namespace_id = $1 AND ci.container_repository_id = cr.id AND ci.name = $3 AND ci.soft_deleted_at IS NULL`
+)
+
+// resolveTargetTagSQL is resolveTargetSQL that also reads the active
+// manifest tag $4 of the image points at (manifestByTagSQL): a manifest
+// GET by tag, the commonest pull request, in one round trip instead of
+// two.
+var resolveTargetTagSQL = partition.Statements(`
+SELECT `+resolveColumns+`, `+manifestRowColumns+`
+FROM namespaces n `+resolveJoins+`
+LEFT JOIN LATERAL (
+	SELECT `+manifestRowColumns+` FROM {container_tags} ct
+	JOIN {container_manifests} cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_manifest_id
+	WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_image_id = ci.id AND ct.name = $4
+	  AND cm.soft_deleted_at IS NULL) cm ON true
+WHERE n.id = $1`, "repositories", "container_repositories", "container_images", "container_tags", "container_manifests")
+
+// resolvedRow is what the resolve statements read about a name.
+type resolvedRow struct {
+	deleted, purged, blocked, disabled, suspended *time.Time
+	repoID, crID, imageID                         *uuid.UUID
+	format, kind, visibility                      *int16
+}
+
+func (r *resolvedRow) dest() []any {
+	return []any{&r.deleted, &r.purged, &r.blocked, &r.disabled, &r.suspended,
+		&r.repoID, &r.format, &r.kind, &r.visibility, &r.crID, &r.imageID}
+}
 
 // NamespaceID returns the id of a namespace by slug (deleted ones
 // included). Slugs are immutable and never reused (namespaces_slug_key
@@ -153,50 +184,76 @@ func (s *Store) ResolveTarget(ctx context.Context, namespace, repository, image 
 // Blocked, disabled and suspended namespaces resolve, with
 // ServesReads/ServesWrites telling what they allow.
 func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string) (*Target, error) {
-	t := &Target{NamespaceSlug: namespace, RepositoryName: repository, ImageName: image}
+	var r resolvedRow
+	err := partition.QueryRow(ctx, s.pool, &resolveTargetSQL, nsID, repository, image).Scan(r.dest()...)
+	return s.target(ctx, nsID, namespace, repository, image, &r, err)
+}
+
+// ResolveTargetTagIn is ResolveTargetIn that also looks tag up in a
+// hosted target's image, in the same round trip: the manifest is nil
+// when the tag names no active manifest there (or the target is not
+// hosted). The caller authorizes the target before it uses the manifest.
+func (s *Store) ResolveTargetTagIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image, tag string) (*Target, *ManifestRow, error) {
 	var (
-		deleted, purged, blocked, disabled, suspended *time.Time
-		repoID, crID, imageID                         *uuid.UUID
-		format, kind, visibility                      *int16
+		r   resolvedRow
+		m   ManifestRow
+		id  *uuid.UUID
+		dig []byte
+		mt  *string
+		sz  *int64
 	)
-	err := partition.QueryRow(ctx, s.pool, &resolveTargetSQL, nsID, repository, image).Scan(
-		&deleted, &purged, &blocked, &disabled, &suspended,
-		&repoID, &format, &kind, &visibility, &crID, &imageID)
-	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (deleted != nil || purged != nil)) {
+	err := partition.QueryRow(ctx, s.pool, &resolveTargetTagSQL, nsID, repository, image, tag).
+		Scan(append(r.dest(), &id, &dig, &mt, &sz)...)
+	t, err := s.target(ctx, nsID, namespace, repository, image, &r, err)
+	if err != nil || id == nil || t.Remote != nil || t.Virtual {
+		return t, nil, err
+	}
+	if len(dig) != 32 || mt == nil || sz == nil {
+		return nil, nil, fmt.Errorf("store: manifest row of tag %q with a %d-byte digest", tag, len(dig))
+	}
+	m.ID, m.Digest, m.MediaType, m.Size = *id, [32]byte(dig), *mt, *sz
+	return t, &m, nil
+}
+
+// target turns what a resolve statement read (r, or its error) into the
+// target: CodeNameUnknown with the reason when the name does not resolve.
+func (s *Store) target(ctx context.Context, nsID uuid.UUID, namespace, repository, image string, r *resolvedRow, err error) (*Target, error) {
+	t := &Target{NamespaceSlug: namespace, RepositoryName: repository, ImageName: image}
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (r.deleted != nil || r.purged != nil)) {
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: namespace %q not found", namespace)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
 	}
-	if repoID == nil {
+	if r.repoID == nil {
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %q not found in namespace %q", repository, namespace)
 	}
-	f := enum.Format(*format)
+	f := enum.Format(*r.format)
 	if f != enum.FormatDocker && f != enum.FormatOCI {
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a container repository", namespace, repository)
 	}
-	remote := enum.Kind(*kind) == enum.KindRemote
-	virtual := enum.Kind(*kind) == enum.KindVirtual
-	if !remote && !virtual && (enum.Kind(*kind) != enum.KindHosted || crID == nil) {
+	remote := enum.Kind(*r.kind) == enum.KindRemote
+	virtual := enum.Kind(*r.kind) == enum.KindVirtual
+	if !remote && !virtual && (enum.Kind(*r.kind) != enum.KindHosted || r.crID == nil) {
 		return nil, errs.New(CodeNameUnknown, "container repository unknown: repository %s/%s is not a hosted or remote container repository", namespace, repository)
 	}
-	t.NamespaceID, t.RepositoryID = nsID, *repoID
-	if crID != nil {
-		t.ContainerRepositoryID = *crID
+	t.NamespaceID, t.RepositoryID = nsID, *r.repoID
+	if r.crID != nil {
+		t.ContainerRepositoryID = *r.crID
 	}
 	// Serving predicate (docs/schema.md, "Status columns and serving"): reads need the namespace neither blocked
 	// nor disabled; writes also need it not suspended.
 	switch {
-	case blocked != nil:
+	case r.blocked != nil:
 		t.NamespaceState = "blocked"
-	case disabled != nil:
+	case r.disabled != nil:
 		t.NamespaceState = "disabled"
-	case suspended != nil:
+	case r.suspended != nil:
 		t.NamespaceState = "suspended"
 	}
-	t.ServesReads = blocked == nil && disabled == nil
-	t.ServesWrites = t.ServesReads && suspended == nil
-	t.Format, t.Visibility = f, enum.Visibility(*visibility)
+	t.ServesReads = r.blocked == nil && r.disabled == nil
+	t.ServesWrites = t.ServesReads && r.suspended == nil
+	t.Format, t.Visibility = f, enum.Visibility(*r.visibility)
 	if virtual {
 		t.Virtual = true
 		return t, nil
@@ -207,8 +264,8 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 		}
 		return t, nil
 	}
-	if imageID != nil {
-		t.ImageID = *imageID
+	if r.imageID != nil {
+		t.ImageID = *r.imageID
 	}
 	return t, nil
 }

@@ -92,14 +92,17 @@ var (
 		"container_manifests")
 )
 
+// ManifestUnknown is the error of a tag that names no active manifest.
+func ManifestUnknown() error { return errs.New(CodeManifestUnknown, "manifest unknown") }
+
 // ManifestByTag returns the active manifest a tag points at.
 func (s *Store) ManifestByTag(ctx context.Context, t *Target, tag string) (*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
+		return nil, ManifestUnknown()
 	}
 	m, err := scanManifestRow(partition.QueryRow(ctx, s.pool, &manifestByTagSQL, t.NamespaceID, t.ImageID, tag))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeManifestUnknown, "manifest unknown")
+		return nil, ManifestUnknown()
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: manifest by tag: %w", err))

@@ -1,0 +1,81 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"testing"
+
+	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
+)
+
+// TestResolveTargetTag: the resolve that also reads a tag finds the
+// manifest the tag of this image points at, and nothing for a tag of
+// another image, an unknown tag, an image that does not exist yet or a
+// deleted manifest; the target is the one ResolveTargetIn returns.
+func TestResolveTargetTag(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testsupport.Store(t, testsupport.StoreOptions{})
+	testsupport.Namespace(t, st, "acme")
+	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
+	cs := New(st)
+	config := []byte(`{}`)
+	push := func(image, tag string, n int) [32]byte {
+		t.Helper()
+		tg, err := cs.ResolveTarget(ctx, "acme", "images", image)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(config), store.Expected{SHA256: sha256.Sum256(config), Size: int64(len(config))}); err != nil {
+			t.Fatal(err)
+		}
+		payload, _ := json.Marshal(map[string]any{"schemaVersion": 2, "n": n})
+		in := ManifestPut{Digest: sha256.Sum256(payload), MediaType: MediaTypeOCIManifest, Payload: payload,
+			Blobs: []BlobRef{{SHA256: sha256.Sum256(config), Size: int64(len(config))}}, Tags: []string{tag}}
+		if _, err := cs.PutManifest(ctx, tg, in); err != nil {
+			t.Fatal(err)
+		}
+		return in.Digest
+	}
+	app := push("app", "v1", 1)
+	push("other", "v2", 2)
+	nsID, err := cs.NamespaceID(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolve := func(image, tag string) (*Target, *ManifestRow) {
+		t.Helper()
+		tg, m, err := cs.ResolveTargetTagIn(ctx, nsID, "acme", "images", image, tag)
+		if err != nil {
+			t.Fatalf("%s:%s: %v", image, tag, err)
+		}
+		plain, err := cs.ResolveTargetIn(ctx, nsID, "acme", "images", image)
+		if err != nil || *plain != *tg {
+			t.Fatalf("%s:%s: target %+v, ResolveTargetIn %+v (%v)", image, tag, tg, plain, err)
+		}
+		return tg, m
+	}
+
+	tg, m := resolve("app", "v1")
+	if m == nil || m.Digest != app || m.MediaType != MediaTypeOCIManifest {
+		t.Fatalf("app:v1: manifest %+v, want %x", m, app)
+	}
+	for _, c := range []struct{ image, tag string }{{"app", "v2"}, {"app", "nope"}, {"new", "v1"}} {
+		if _, m := resolve(c.image, c.tag); m != nil {
+			t.Errorf("%s:%s: manifest %x, want none", c.image, c.tag, m.Digest)
+		}
+	}
+	if err := cs.DeleteManifestByDigest(ctx, tg, app); err != nil {
+		t.Fatal(err)
+	}
+	if _, m := resolve("app", "v1"); m != nil {
+		t.Errorf("app:v1 after its manifest's delete: manifest %x, want none", m.Digest)
+	}
+	if _, _, err := cs.ResolveTargetTagIn(ctx, nsID, "acme", "missing", "app", "v1"); !store.HasCode(err, CodeNameUnknown) {
+		t.Errorf("unknown repository: %v, want %s", err, CodeNameUnknown.Name)
+	}
+}
