@@ -108,7 +108,7 @@ func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 
 // TestMigrateEmptyDatabase applies migrations.Up to an empty database from
 // several instances starting together, checks that everything exists and
-// Check reports nothing pending, that a second Up changes nothing, and
+// Check reports nothing pending, that a second Up applies nothing, and
 // (unless -short) that every Down runs and a new Up rebuilds the identical
 // schema. Up from nothing is the slowest thing this package does, so the
 // concurrent start and the plain one share it.
@@ -140,14 +140,29 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	}
 	before := snapshot(ctx, t, pool)
 
+	// A second Up applies nothing: neither goose nor River records a
+	// migration. (Comparing whole snapshots instead cost a snapshot, about
+	// ten seconds of the server's CPU on this schema of some 25,000
+	// relations, to learn the same: Up changes the schema only through
+	// the migrations it records.)
+	applied := func() string {
+		t.Helper()
+		var s string
+		if err := pool.QueryRow(ctx, `SELECT format('goose %s/%s river %s/%s',
+			(SELECT count(*) FROM goose_db_version), (SELECT max(id) FROM goose_db_version),
+			(SELECT count(*) FROM river_migration), (SELECT max(created_at) FROM river_migration))`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	was := applied()
 	start = time.Now()
 	if err := migrations.Up(ctx, pool); err != nil {
 		t.Fatalf("second Up: %v", err)
 	}
 	t.Logf("second migrations.Up took %v", time.Since(start).Round(time.Millisecond))
-	after := snapshot(ctx, t, pool)
-	if onlyBefore, onlyAfter := diff(before, after); len(onlyBefore)+len(onlyAfter) > 0 {
-		t.Errorf("second Up changed the schema: removed %v, added %v", first(onlyBefore, 10), first(onlyAfter, 10))
+	if now := applied(); now != was {
+		t.Errorf("second Up applied migrations: %s before, %s after", was, now)
 	}
 
 	if testing.Short() && os.Getenv("CI") == "" {
