@@ -84,13 +84,8 @@ func (s *Store) blobLink(ctx context.Context, t *Target) store.UploadLink {
 				return err
 			}
 			sha := u.Blob.SHA256
-			var exists bool
-			if err := tx.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement,
-				t.NamespaceID, imageID, sha[:]).Scan(&exists); err != nil {
-				return fmt.Errorf("store: container blob exists: %w", err)
-			}
-			if exists {
-				return nil
+			if exists, err := blobLinked(ctx, tx, part, t.NamespaceID, imageID, sha); err != nil || exists {
+				return err
 			}
 			att, err := s.core.AttachStaged(ctx, tx, u)
 			if err != nil {
@@ -127,13 +122,8 @@ func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType
 		if err != nil {
 			return err
 		}
-		var exists bool
-		if err := tx.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement,
-			t.NamespaceID, imageID, sha[:]).Scan(&exists); err != nil {
-			return fmt.Errorf("store: container blob exists: %w", err)
-		}
-		if exists {
-			return nil
+		if exists, err := blobLinked(ctx, tx, part, t.NamespaceID, imageID, sha); err != nil || exists {
+			return err
 		}
 		att, err := s.core.Attach(ctx, tx, t.NamespaceID, [][32]byte{sha})
 		if err != nil {
@@ -141,6 +131,17 @@ func (s *Store) linkBlob(ctx context.Context, t *Target, sha [32]byte, mediaType
 		}
 		return s.insertBlobLink(ctx, tx, part, t, imageID, sha, mediaType, att[0].ID)
 	})
+}
+
+// blobLinked reports whether the image has an active container_blobs row
+// for the digest.
+func blobLinked(ctx context.Context, tx pgx.Tx, part int, nsID, imageID uuid.UUID, sha [32]byte) (bool, error) {
+	var exists bool
+	if err := tx.QueryRow(ctx, blobLinkedSQL[part], pgx.QueryExecModeCacheStatement,
+		nsID, imageID, sha[:]).Scan(&exists); err != nil {
+		return false, fmt.Errorf("store: container blob exists: %w", err)
+	}
+	return exists, nil
 }
 
 // insertBlobLink inserts the image's container_blobs row for a blob with

@@ -8,9 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 // TestCommitUploadLinksInOneTransaction: the commit of a resumable upload
@@ -22,10 +20,7 @@ import (
 func TestCommitUploadLinksInOneTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := testsupport.Store(t, testsupport.StoreOptions{})
-	testsupport.Namespace(t, st, "acme")
-	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
-	cs := New(st)
+	st, cs := acmeImages(t)
 	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
 	if err != nil {
 		t.Fatal(err)

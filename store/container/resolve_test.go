@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
-	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+
+	"github.com/artifact-registry/artifact-registry/store"
 )
 
 // TestResolveTargetTag: the resolve that also reads a tag finds the
@@ -19,10 +20,7 @@ import (
 func TestResolveTargetTag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := testsupport.Store(t, testsupport.StoreOptions{})
-	testsupport.Namespace(t, st, "acme")
-	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
-	cs := New(st)
+	_, cs := acmeImages(t)
 	config := []byte(`{}`)
 	push := func(image, tag string, n int) [32]byte {
 		t.Helper()
@@ -78,4 +76,14 @@ func TestResolveTargetTag(t *testing.T) {
 	if _, _, err := cs.ResolveTargetTagIn(ctx, nsID, "acme", "missing", "app", "v1"); !store.HasCode(err, CodeNameUnknown) {
 		t.Errorf("unknown repository: %v, want %s", err, CodeNameUnknown.Name)
 	}
+}
+
+// acmeImages is a store holding the namespace acme with its private OCI
+// repository images, and the container store on it.
+func acmeImages(t *testing.T) (*store.Store, *Store) {
+	t.Helper()
+	st := testsupport.Store(t, testsupport.StoreOptions{})
+	testsupport.Namespace(t, st, "acme")
+	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
+	return st, New(st)
 }

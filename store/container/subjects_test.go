@@ -11,9 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
-	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
 type planNode struct {
@@ -37,10 +35,7 @@ func (n planNode) walk(f func(planNode)) {
 func TestReferrersAreAnIndexLookup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := testsupport.Store(t, testsupport.StoreOptions{})
-	testsupport.Namespace(t, st, "acme")
-	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
-	cs := New(st)
+	st, cs := acmeImages(t)
 	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
 	if err != nil {
 		t.Fatal(err)
