@@ -99,3 +99,55 @@ func TestCommitUploadLinksInOneTransaction(t *testing.T) {
 		t.Fatalf("after a second push of the same bytes: blob rows, attachments, links = %v, want 1 each", got)
 	}
 }
+
+// TestConcurrentPushesOfOneBlob: pushes of the same bytes into a new image
+// at once all succeed and leave one blob row, one attachment and one link
+// (the image is created once, the commits wait on the blob row, and each
+// later one finds the link made).
+func TestConcurrentPushesOfOneBlob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, cs := acmeImages(t)
+	tg, err := cs.ResolveTarget(ctx, "acme", "images", "fresh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := bytes.Repeat([]byte("same "), 2000)
+	want := store.Expected{SHA256: sha256.Sum256(blob), Size: int64(len(blob))}
+	const pushers = 8
+	errs := make(chan error, pushers)
+	start := make(chan struct{})
+	for i := range pushers {
+		go func() {
+			<-start
+			mine := *tg
+			if i%2 == 0 {
+				_, err := cs.PutBlob(ctx, &mine, bytes.NewReader(blob), want)
+				errs <- err
+				return
+			}
+			u, err := st.StartUpload(ctx, mine.NamespaceID, mine.RepositoryID, store.UploadResumable)
+			if err == nil {
+				_, err = cs.CommitUpload(ctx, &mine, u.UploadID, bytes.NewReader(blob), store.Expected{SHA256: want.SHA256, Size: -1})
+			}
+			errs <- err
+		}()
+	}
+	close(start)
+	for range pushers {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	var n [3]int
+	if err := st.Pool().QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2),
+		(SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2),
+		(SELECT count(*) FROM container_blobs WHERE namespace_id = $1 AND digest = $2)`,
+		tg.NamespaceID, want.SHA256[:]).Scan(&n[0], &n[1], &n[2]); err != nil {
+		t.Fatal(err)
+	}
+	if n != [3]int{1, 1, 1} {
+		t.Fatalf("blob rows, attachments, links = %v, want 1 each", n)
+	}
+}
