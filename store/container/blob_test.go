@@ -20,11 +20,7 @@ import (
 func TestCommitUploadLinksInOneTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, cs := acmeImages(t)
-	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cs, tg := acmeTarget(t, "app")
 	blob := bytes.Repeat([]byte("layer "), 1000)
 	head, last := blob[:4000], blob[4000:]
 	want := store.Expected{SHA256: sha256.Sum256(blob), Size: -1}
@@ -35,22 +31,7 @@ func TestCommitUploadLinksInOneTransaction(t *testing.T) {
 	if _, err := st.AppendUpload(ctx, tg.UploadRef(u.UploadID), 0, bytes.NewReader(head)); err != nil {
 		t.Fatal(err)
 	}
-	count := func(sql string) int {
-		t.Helper()
-		var n int
-		if err := st.Pool().QueryRow(ctx, sql, tg.NamespaceID, want.SHA256[:]).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	counts := func() [3]int {
-		t.Helper()
-		return [3]int{
-			count(`SELECT count(*) FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2`),
-			count(`SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2`),
-			count(`SELECT count(*) FROM container_blobs WHERE namespace_id = $1 AND digest = $2`),
-		}
-	}
+	counts := func() [3]int { return blobRows(t, st, tg.NamespaceID, want.SHA256) }
 
 	broken := *tg
 	broken.ContainerRepositoryID = uuid.New() // no such repository: the image insert fails
@@ -107,11 +88,7 @@ func TestCommitUploadLinksInOneTransaction(t *testing.T) {
 func TestConcurrentPushesOfOneBlob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, cs := acmeImages(t)
-	tg, err := cs.ResolveTarget(ctx, "acme", "images", "fresh")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cs, tg := acmeTarget(t, "fresh")
 	blob := bytes.Repeat([]byte("same "), 2000)
 	want := store.Expected{SHA256: sha256.Sum256(blob), Size: int64(len(blob))}
 	const pushers = 8
@@ -139,15 +116,22 @@ func TestConcurrentPushesOfOneBlob(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	if n := blobRows(t, st, tg.NamespaceID, want.SHA256); n != [3]int{1, 1, 1} {
+		t.Fatalf("blob rows, attachments, links = %v, want 1 each", n)
+	}
+}
+
+// blobRows counts the blob rows, attachments and container_blobs links of
+// a digest in a namespace.
+func blobRows(t *testing.T, st *store.Store, nsID uuid.UUID, sha [32]byte) [3]int {
+	t.Helper()
 	var n [3]int
-	if err := st.Pool().QueryRow(ctx, `SELECT
+	if err := st.Pool().QueryRow(context.Background(), `SELECT
 		(SELECT count(*) FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2),
 		(SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2),
 		(SELECT count(*) FROM container_blobs WHERE namespace_id = $1 AND digest = $2)`,
-		tg.NamespaceID, want.SHA256[:]).Scan(&n[0], &n[1], &n[2]); err != nil {
+		nsID, sha[:]).Scan(&n[0], &n[1], &n[2]); err != nil {
 		t.Fatal(err)
 	}
-	if n != [3]int{1, 1, 1} {
-		t.Fatalf("blob rows, attachments, links = %v, want 1 each", n)
-	}
+	return n
 }

@@ -87,3 +87,14 @@ func acmeImages(t *testing.T) (*store.Store, *Store) {
 	testsupport.Repository(t, st, "acme", "images", enum.FormatOCI, enum.VisibilityPrivate)
 	return st, New(st)
 }
+
+// acmeTarget is acmeImages with the target of an image of images.
+func acmeTarget(t *testing.T, image string) (*store.Store, *Store, *Target) {
+	t.Helper()
+	st, cs := acmeImages(t)
+	tg, err := cs.ResolveTarget(context.Background(), "acme", "images", image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, cs, tg
+}

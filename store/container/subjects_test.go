@@ -35,16 +35,13 @@ func (n planNode) walk(f func(planNode)) {
 func TestReferrersAreAnIndexLookup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, cs := acmeImages(t)
-	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, cs, tg := acmeTarget(t, "app")
 	config := []byte(`{}`)
 	if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(config), store.Expected{SHA256: sha256.Sum256(config), Size: int64(len(config))}); err != nil {
 		t.Fatal(err)
 	}
-	if tg, err = cs.ResolveTarget(ctx, "acme", "images", "app"); err != nil || tg.ImageID == uuid.Nil {
+	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil || tg.ImageID == uuid.Nil {
 		t.Fatalf("image after the config push: %+v %v", tg, err)
 	}
 	push := func(i int, subject *[32]byte, artifactType string) [32]byte {
