@@ -63,7 +63,7 @@ func Conformance(t testing.TB) string {
 		if jerr := json.Unmarshal(o, &info); jerr != nil || info.Dir == "" {
 			return fmt.Errorf("go mod download %s@%s: %v %s %s", ConformanceModule, ConformanceVersion, err, info.Error, o)
 		}
-		if _, err := goCmd(ctx, info.Dir, "build", "-o", out, "."); err != nil {
+		if _, err := goCmd(ctx, info.Dir, "build", toolLDFlags, "-o", out, "."); err != nil {
 			return err
 		}
 		return nil
@@ -104,12 +104,17 @@ func installer(pkg, version string) func(ctx context.Context, out string) error 
 			return err
 		}
 		defer os.RemoveAll(gobin)
-		if _, err := goCmdEnv(ctx, "", []string{"GOBIN=" + gobin}, "install", pkg+"@"+version); err != nil {
+		if _, err := goCmdEnv(ctx, "", []string{"GOBIN=" + gobin}, "install", toolLDFlags, pkg+"@"+version); err != nil {
 			return err
 		}
 		return os.Rename(filepath.Join(gobin, filepath.Base(pkg)), out)
 	}
 }
+
+// toolLDFlags links the tools without symbol table and DWARF: nothing
+// debugs them, and the link of the larger ones is a good part of their
+// build on a fresh machine.
+const toolLDFlags = "-ldflags=-s -w"
 
 // Dir is where built tools are cached.
 func Dir() (string, error) {
