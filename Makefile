@@ -51,9 +51,12 @@ test: test-deps
 # corpora, fuzz-smoke fuzzes each for FUZZTIME with FUZZPARALLEL workers,
 # FUZZJOBS targets at a time. docs/security/fuzz.md says how to run them
 # longer. Ordered so that targets of one package do not start together
-# (the second then links the instrumented binary the first compiled).
-FUZZ_TARGETS := protocol/oci:FuzzParseManifest protocol/maven:FuzzParsePath protocol/oci:FuzzParseRange \
-	protocol/npm:FuzzParsePublish protocol/oci:FuzzChunkOffset protocol/npm:FuzzSplitPublish
+# (the second then links the instrumented binary the first compiled). The
+# first runs alone and needs the most of the standard library (net/http),
+# so it compiles nearly everything the others need.
+FUZZ_TARGETS := protocol/oci/ocirange:FuzzParseRange protocol/oci/ocimanifest:FuzzParseManifest \
+	protocol/npm/npmpublish:FuzzParsePublish protocol/maven/mavenpath:FuzzParsePath \
+	protocol/oci/ocirange:FuzzChunkOffset protocol/npm/npmpublish:FuzzSplitPublish
 # A count of inputs, not a duration: a duration also bounds the replay of
 # the committed corpus, and a slow machine that has not replayed it all
 # when the time is up fails the run ("context deadline exceeded").

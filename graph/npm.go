@@ -5,6 +5,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/graph/model"
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
 	"github.com/artifact-registry/artifact-registry/store"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
@@ -23,7 +24,7 @@ func (r *mutationResolver) npmTagMutation(ctx context.Context, in model.NpmDistT
 	if err := r.repositoryFor(ctx, store.RepositoryRef{Namespace: in.Namespace, Name: in.Repository}, auth.ActionWrite); err != nil {
 		return nil, err
 	}
-	if err := npmstore.ValidateDistTag(in.Tag); err != nil {
+	if err := npmsemver.ValidateDistTag(in.Tag); err != nil {
 		return nil, invalidInput("%s", err.Error())
 	}
 	repo, err := r.npm.ResolveRepository(ctx, in.Namespace, in.Repository)

@@ -43,7 +43,9 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
+	"github.com/artifact-registry/artifact-registry/protocol/maven/mavenpath"
 	"github.com/artifact-registry/artifact-registry/store"
 	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
@@ -156,11 +158,11 @@ func toHTTP(err error) *httpError {
 	}
 	var tooBig *http.MaxBytesError
 	switch {
-	case errors.Is(err, errBadPath):
+	case errors.Is(err, mavenpath.ErrBadPath), errors.Is(err, mavenlayout.ErrInvalid):
 		return &httpError{status: http.StatusBadRequest, msg: err.Error(), err: err}
 	case store.HasCode(err, mavenstore.CodeInvalid):
 		return &httpError{status: http.StatusBadRequest, msg: clientMessage(err), err: err}
-	case errors.Is(err, errDirectory):
+	case errors.Is(err, mavenpath.ErrDirectory):
 		return &httpError{status: http.StatusNotFound, msg: err.Error(), err: err}
 	case store.HasCode(err, mavenstore.CodeRepositoryUnknown), store.HasCode(err, mavenstore.CodeNotFound):
 		return &httpError{status: http.StatusNotFound, msg: clientMessage(err), err: err}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 )
 
 // TestPublishAndRead covers the basic cycle over raw HTTP: publish,
@@ -230,8 +232,8 @@ func TestBadPublishes(t *testing.T) {
 	if status < 300 || status >= 500 {
 		t.Errorf("PUT ../x: %d %s", status, body)
 	}
-	if err := validateName("../x"); err == nil {
-		t.Errorf("validateName(../x) passed")
+	if err := npmname.Validate("../x"); err == nil {
+		t.Errorf("npmname.Validate(../x) passed")
 	}
 	e.nothingWritten("../x")
 

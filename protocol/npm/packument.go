@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -69,7 +70,7 @@ func (h *handler) serveMetadata(req *request, name string, kind enum.NpmMetadata
 	if err != nil {
 		return err
 	}
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
 	ctx := req.r.Context()
@@ -317,7 +318,7 @@ func buildDocuments(st *npmstore.PackageState, tarballPrefix string) (npmstore.D
 	corgiVersions := bytes.NewBuffer(make([]byte, 0, size*3/4))
 	latestFields := map[string]json.RawMessage{}
 	r := &versionRenderer{full: versions, corgi: corgiVersions}
-	fileBase := tarballPrefix + baseName(name) + "-"
+	fileBase := tarballPrefix + npmname.Base(name) + "-"
 	for i := range st.Versions {
 		v := &st.Versions[i]
 		if i > 0 {
@@ -403,7 +404,7 @@ func (h *handler) getVersion(req *request, name, spec string) error {
 	if err != nil {
 		return err
 	}
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
 	ctx := req.r.Context()

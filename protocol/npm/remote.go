@@ -25,6 +25,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/auth"
 	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 	"github.com/artifact-registry/artifact-registry/store"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 	"github.com/artifact-registry/artifact-registry/upstream"
@@ -260,7 +261,7 @@ func (h *handler) remoteRead(req *request, name string) (*npmstore.Repository, e
 	if err != nil {
 		return nil, err
 	}
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return nil, errorf(http.StatusNotFound, "no such package available")
 	}
 	return repo, nil
@@ -327,7 +328,7 @@ type remoteDoc struct {
 // upstreamName is a package name as the registry path has it: a scoped
 // name's slash escaped (@scope%2fname).
 func upstreamName(name string) string {
-	if scope, pkg, scoped := splitName(name); scoped {
+	if scope, pkg, scoped := npmname.Split(name); scoped {
 		return "@" + url.PathEscape(scope) + "%2f" + url.PathEscape(pkg)
 	}
 	return url.PathEscape(name)
@@ -835,7 +836,7 @@ func (rs *remotes) tarballSource(repo *npmstore.Repository, name, file, listed s
 // upstreamTarballPath is the registry's own tarball path of a file, under
 // the upstream URL.
 func upstreamTarballPath(name, file string) string {
-	if scope, pkg, scoped := splitName(name); scoped {
+	if scope, pkg, scoped := npmname.Split(name); scoped {
 		return "@" + url.PathEscape(scope) + "/" + url.PathEscape(pkg) + "/-/" + url.PathEscape(file)
 	}
 	return url.PathEscape(name) + "/-/" + url.PathEscape(file)

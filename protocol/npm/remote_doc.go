@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"strings"
 
-	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 	"github.com/artifact-registry/artifact-registry/upstream"
 )
 
@@ -72,12 +73,12 @@ func (p *remotePackument) sanitizedTags(keep map[string]bool) map[string]string 
 		}
 	}
 	if _, ok := out["latest"]; !ok {
-		var best, bestPre *npmstore.Version
+		var best, bestPre *npmsemver.Version
 		for v := range p.versions {
 			if !served(v) {
 				continue
 			}
-			pv, ok := npmstore.ParseVersion(v)
+			pv, ok := npmsemver.ParseVersion(v)
 			if !ok {
 				continue
 			}
@@ -143,7 +144,7 @@ func versionDist(raw json.RawMessage) (remoteDist, bool) {
 // not a plausible tarball name.
 func servedFile(name, version string, d remoteDist) string {
 	f := fileOfURL(d.Tarball)
-	if f == "" || f == "." || f == "/" || !strings.HasSuffix(f, ".tgz") || !urlSafe(f) || len(f) > 255 {
+	if f == "" || f == "." || f == "/" || !strings.HasSuffix(f, ".tgz") || !npmname.URLSafe(f) || len(f) > 255 {
 		return tarballFileName(name, version)
 	}
 	return f

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
 	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
@@ -28,7 +30,7 @@ func (h *handler) getTarball(req *request, name, file string) error {
 // by the caller), counted as a download of repo.
 func (h *handler) hostedTarball(req *request, repo *npmstore.Repository, name, file string) error {
 	version, ok := versionFromFileName(name, file)
-	if !plausibleName(name) || !ok {
+	if !npmname.Plausible(name) || !ok {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
 	}
 	t, err := h.npm.Tarball(req.r.Context(), repo, name, version, file)
@@ -97,10 +99,10 @@ func (h *handler) putDistTagIn(req *request, repo *npmstore.Repository, name, ta
 		}
 		return err
 	}
-	if !npmstore.ValidVersion(version) {
+	if !npmsemver.ValidVersion(version) {
 		return errorf(http.StatusBadRequest, "invalid version %q", version)
 	}
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
 	if _, err := h.npm.SetTag(req.r.Context(), repo, name, tag, version, h.writeHook(repo)); err != nil {
@@ -121,7 +123,7 @@ func (h *handler) deleteDistTag(req *request, name, tag string) error {
 
 // deleteDistTagIn is deleteDistTag once authorized, in repo.
 func (h *handler) deleteDistTagIn(req *request, repo *npmstore.Repository, name, tag string) error {
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return errorf(http.StatusNotFound, "no such package available")
 	}
 	if err := h.npm.RemoveTag(req.r.Context(), repo, name, tag, h.writeHook(repo)); err != nil {

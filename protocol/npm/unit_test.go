@@ -7,23 +7,6 @@ import (
 	"testing"
 )
 
-func TestValidateName(t *testing.T) {
-	t.Parallel()
-	good := []string{"a", "left-pad", "lodash.merge", "@scope/pkg", "@s/a.b-c_d", "x1", "a_b"}
-	bad := []string{"", ".hidden", "-x", "_x", "Upper", "@Scope/x", "a b", " a", "../x", "a/b", "@s/.x", "@/x", "@s/",
-		"node_modules", "favicon.ico", "http", "fs", "a~b", "a'b", "a(b)", "a*b", "a!b", "@s/a~b", strings.Repeat("a", 215), "é", "a%2fb"}
-	for _, n := range good {
-		if err := validateName(n); err != nil {
-			t.Errorf("validateName(%q) = %v", n, err)
-		}
-	}
-	for _, n := range bad {
-		if err := validateName(n); err == nil {
-			t.Errorf("validateName(%q) passed", n)
-		}
-	}
-}
-
 func TestValidateTag(t *testing.T) {
 	t.Parallel()
 	for _, tag := range []string{"latest", "beta", "next", "legacy", "v2-beta", "canary-1", "rc"} {
@@ -55,22 +38,6 @@ func TestFileNames(t *testing.T) {
 		if v != c.version || ok != (c.version != "") {
 			t.Errorf("versionFromFileName(%q, %q) = %q %v", c.name, c.file, v, ok)
 		}
-	}
-}
-
-func TestInspectTarball(t *testing.T) {
-	t.Parallel()
-	pj := map[string]any{"name": "x", "version": "1.0.0"}
-	sw, gyp, err := inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"npm-shrinkwrap.json": "{}", "binding.gyp": "{}"})), DefaultMaxUnpackedSize)
-	if err != nil || !sw || !gyp {
-		t.Errorf("with both: %v %v %v", sw, gyp, err)
-	}
-	sw, gyp, err = inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"lib/npm-shrinkwrap.json": "{}"})), DefaultMaxUnpackedSize)
-	if err != nil || sw || gyp {
-		t.Errorf("nested file: %v %v %v", sw, gyp, err)
-	}
-	if _, _, err := inspectTarball(strings.NewReader("not gzip"), DefaultMaxUnpackedSize); err == nil {
-		t.Errorf("garbage accepted")
 	}
 }
 

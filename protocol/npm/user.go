@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
@@ -37,7 +38,7 @@ func writeSearch(req *request, base string, hits []npmstore.SearchHit, total int
 	objects := make([]map[string]any, 0, len(hits))
 	for _, hit := range hits {
 		scope := "unscoped"
-		if s, _, ok := splitName(hit.Name); ok {
+		if s, _, ok := npmname.Split(hit.Name); ok {
 			scope = s
 		}
 		kw := hit.Keywords

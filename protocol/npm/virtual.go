@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -354,7 +355,7 @@ func (h *handler) virtualDocument(req *request, name string, corgi, conditional 
 	if err != nil {
 		return nil, err
 	}
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return nil, errorf(http.StatusNotFound, "no such package available")
 	}
 	ctx := req.r.Context()
@@ -496,7 +497,7 @@ func (h *handler) virtualTarball(req *request, name, file string) error {
 	if err != nil {
 		return err
 	}
-	if !plausibleName(name) {
+	if !npmname.Plausible(name) {
 		return errorf(http.StatusNotFound, "no such tarball: %s", file)
 	}
 	ctx := req.r.Context()

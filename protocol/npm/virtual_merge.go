@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
 )
 
 // The merge of a virtual repository's packuments (virtual.go).
@@ -326,9 +326,9 @@ func latestTime(cur time.Time, raw json.RawMessage) time.Time {
 // highestRelease is the highest version without a prerelease, or without
 // one, the highest version ("" when none parses).
 func highestRelease[V any](versions map[string]V) string {
-	var best, bestPre *npmstore.Version
+	var best, bestPre *npmsemver.Version
 	for v := range versions {
-		pv, ok := npmstore.ParseVersion(v)
+		pv, ok := npmsemver.ParseVersion(v)
 		if !ok {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/protocol/oci/ocimanifest"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -180,7 +181,7 @@ func TestClientErrors(t *testing.T) {
 		{"POST", "/v2/acme/images/app/blobs/uploads/?digest=" + good, []byte("other bytes"), nil, 400, codeDigestInvalid},
 		{"PUT", "/v2/acme/images/app/manifests/v2", []byte("{not json"), map[string]string{"Content-Type": mtOCIManifest}, 400, codeManifestInvalid},
 		{"PUT", "/v2/acme/images/app/manifests/" + good, body, map[string]string{"Content-Type": mtOCIManifest}, 400, codeDigestInvalid},
-		{"PUT", "/v2/acme/images/app/manifests/v2", []byte(`{"schemaVersion":1}`), map[string]string{"Content-Type": mtDockerSchema1}, 400, codeManifestInvalid},
+		{"PUT", "/v2/acme/images/app/manifests/v2", []byte(`{"schemaVersion":1}`), map[string]string{"Content-Type": ocimanifest.MediaTypeDockerSchema1}, 400, codeManifestInvalid},
 		{"PUT", "/v2/acme/images/app/manifests/v2?tag=" + strings.Repeat("x", 200), body, map[string]string{"Content-Type": mtOCIManifest}, 400, codeManifestInvalid},
 		{"POST", "/v2/acme/images/app/manifests/v1", nil, nil, 405, codeUnsupported},
 		{"PUT", "/v2/acme/images/app/tags/list", nil, nil, 405, codeUnsupported},

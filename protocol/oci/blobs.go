@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -61,7 +60,7 @@ func (h *handler) serveBlob(w http.ResponseWriter, r *http.Request, d digest, b 
 	offset, length, status := int64(0), b.Size, http.StatusOK
 	if br != nil {
 		offset, length, status = br.Start, br.Length, http.StatusPartialContent
-		hdr.Set("Content-Range", br.contentRange(b.Size))
+		hdr.Set("Content-Range", br.ContentRange(b.Size))
 	}
 	// The pull was counted by the caller.
 	if blobredirect.Redirect(w, r, h.st, h.log, b, mtOctetStream, d.String()) {
@@ -230,31 +229,6 @@ func uploadID(r *http.Request) (uuid.UUID, *apiError) {
 		return uuid.Nil, newErr(http.StatusNotFound, codeBlobUploadUnknown, "upload unknown")
 	}
 	return id, nil
-}
-
-// chunkOffset reads Content-Range ("<start>-<end>", optionally "bytes "
-// prefixed and "/<length>" or "/*" suffixed) of a chunk: -1 when absent (append at the end). The range must
-// agree with Content-Length when both are given.
-func chunkOffset(r *http.Request, current func() (int64, error)) (int64, error) {
-	cr := trimOWS(r.Header.Get("Content-Range"))
-	if cr == "" {
-		return current()
-	}
-	cr = strings.TrimPrefix(strings.TrimPrefix(cr, "bytes="), "bytes ")
-	cr, total, hasTotal := strings.Cut(cr, "/")
-	_, totalOK := parsePosition(total)
-	totalOK = totalOK || total == "*" || !hasTotal
-	a, b, ok := strings.Cut(cr, "-")
-	start, ok1 := parsePosition(a)
-	end, ok2 := parsePosition(b)
-	if !ok || !ok1 || !ok2 || !totalOK || end < start-1 {
-		return 0, newErr(http.StatusRequestedRangeNotSatisfiable, codeBlobUploadInvalid, "invalid Content-Range %q", r.Header.Get("Content-Range"))
-	}
-	if r.ContentLength >= 0 && r.ContentLength != end-start+1 {
-		return 0, newErr(http.StatusBadRequest, codeSizeInvalid,
-			"Content-Range %q does not match Content-Length %d", r.Header.Get("Content-Range"), r.ContentLength)
-	}
-	return start, nil
 }
 
 // patchUpload serves PATCH /v2/<name>/blobs/uploads/<id>: a chunk (with

@@ -1,10 +1,11 @@
 package oci
 
 import (
-	"encoding/hex"
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/artifact-registry/artifact-registry/protocol/oci/ocidigest"
 )
 
 var (
@@ -13,8 +14,6 @@ var (
 	pathComponent = regexp.MustCompile(`^[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*$`)
 	// tagPattern is the spec's <reference> as a tag.
 	tagPattern = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}$`)
-	// digestPattern is the general digest grammar (algorithm ":" encoded).
-	digestPattern = regexp.MustCompile(`^[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+$`)
 )
 
 const (
@@ -59,35 +58,27 @@ func parseName(name string) (imageName, *apiError) {
 	return n, nil
 }
 
-// digest is a sha256 digest, the only algorithm this registry stores
-// (raw 32-byte columns, docs/schema.md "Digests, hashes and enums").
-type digest [32]byte
-
-func (d digest) String() string { return "sha256:" + hex.EncodeToString(d[:]) }
-
-// Bytes returns the raw 32 bytes as a new slice.
-func (d digest) Bytes() []byte { b := d; return b[:] }
+// digest is a sha256 digest, the only algorithm this registry stores.
+type digest = ocidigest.Digest
 
 // parseDigest parses "sha256:<64 lowercase hex>". Other well-formed
 // algorithms (sha512, blake3, ...) are UNSUPPORTED; anything else is
 // DIGEST_INVALID. Both errors are decided here, before any database access.
 func parseDigest(s string) (digest, *apiError) {
-	var d digest
-	if !digestPattern.MatchString(s) {
-		return d, newErr(http.StatusBadRequest, codeDigestInvalid, "invalid digest %q", s).withDetail(map[string]string{"digest": s})
-	}
-	algo, enc, _ := strings.Cut(s, ":")
-	if algo != "sha256" {
-		return d, newErr(http.StatusBadRequest, codeUnsupported,
-			"digest algorithm %q is not supported: this registry stores sha256 digests only", algo).withDetail(map[string]string{"digest": s})
-	}
-	if len(enc) != 64 || strings.ToLower(enc) != enc {
-		return d, newErr(http.StatusBadRequest, codeDigestInvalid, "invalid sha256 digest %q: expected 64 lowercase hex characters", s).withDetail(map[string]string{"digest": s})
-	}
-	if _, err := hex.Decode(d[:], []byte(enc)); err != nil {
-		return d, newErr(http.StatusBadRequest, codeDigestInvalid, "invalid sha256 digest %q", s).withDetail(map[string]string{"digest": s})
+	d, err := ocidigest.Parse(s)
+	if err != nil {
+		return d, digestError(err.(*ocidigest.Error))
 	}
 	return d, nil
+}
+
+// digestError is the spec's error for a refused digest.
+func digestError(e *ocidigest.Error) *apiError {
+	code := codeDigestInvalid
+	if e.Unsupported {
+		code = codeUnsupported
+	}
+	return newErr(http.StatusBadRequest, code, "%s", e.Error()).withDetail(map[string]string{"digest": e.Input})
 }
 
 // reference is a manifest reference: a tag or a digest.

@@ -1,10 +1,9 @@
 package oci
 
 import (
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -74,115 +73,57 @@ func TestParseDigestAndReference(t *testing.T) {
 	}
 }
 
-func TestParseRange(t *testing.T) {
+// TestRefusalsAsSpecErrors pins the spec's errors for what the leaf
+// parsers refuse: status, code, message, detail and headers.
+func TestRefusalsAsSpecErrors(t *testing.T) {
 	t.Parallel()
-	const size = 2048
+	img := `{"schemaVersion":2,"config":{"digest":"sha512:` + strings.Repeat("ab", 64) + `","size":1}}`
 	for _, tc := range []struct {
-		h          string
-		start, len int64
-		full       bool
-		status     int
+		name string
+		got  *apiError
+		want apiError
 	}{
-		{h: "", full: true},
-		{h: "bytes=500-1499", start: 500, len: 1000},
-		{h: "bytes=500-", start: 500, len: 1548},
-		{h: "bytes=-500", start: 1548, len: 500},
-		{h: "bytes=-5000", start: 0, len: 2048},
-		{h: "bytes=2000-5000", start: 2000, len: 48},
-		{h: "bytes=500-0", status: 416},
-		{h: "bytes=5000-10000", status: 416},
-		{h: "bytes=2048-", status: 416},
-		{h: "bytes=-0", status: 416},
-		{h: "bytes=0-1,5-6", full: true},
-		{h: "items=0-1", full: true},
+		{"range", second(parseRange("bytes=10-", 10)), apiError{Status: http.StatusRequestedRangeNotSatisfiable, Code: codeBlobUnknown,
+			Message: `range "bytes=10-" cannot be satisfied for a blob of 10 bytes`, Header: http.Header{"Content-Range": {"bytes */10"}}}},
+		{"manifest too large", second(parseManifest(mtOCIManifest, make([]byte, maxManifestSize+1))), apiError{Status: http.StatusRequestEntityTooLarge,
+			Code: codeSizeInvalid, Message: "manifest is 4194305 bytes; the limit is 4194304 bytes (4 MiB)"}},
+		{"manifest type", second(parseManifest("application/x-nope", []byte(`{"schemaVersion":2,"mediaType":"application/x-nope"}`))), apiError{Status: http.StatusUnsupportedMediaType,
+			Code: codeManifestInvalid, Message: `unsupported manifest media type "application/x-nope"`}},
+		{"manifest", second(parseManifest(mtOCIManifest, []byte("{}"))), apiError{Status: http.StatusBadRequest,
+			Code: codeManifestInvalid, Message: "schemaVersion must be 2"}},
+		{"manifest digest", second(parseManifest(mtOCIManifest, []byte(img))), apiError{Status: http.StatusBadRequest, Code: codeUnsupported,
+			Message: `digest algorithm "sha512" is not supported: this registry stores sha256 digests only`,
+			Detail:  map[string]string{"digest": "sha512:" + strings.Repeat("ab", 64)}}},
+		{"digest", second(parseDigest("sha256:x")), apiError{Status: http.StatusBadRequest, Code: codeDigestInvalid,
+			Message: `invalid sha256 digest "sha256:x": expected 64 lowercase hex characters`, Detail: map[string]string{"digest": "sha256:x"}}},
 	} {
-		br, err := parseRange(tc.h, size)
-		switch {
-		case tc.status != 0:
-			if err == nil || err.Status != tc.status || err.Header.Get("Content-Range") != "bytes */2048" {
-				t.Errorf("%q: got %v %v, want %d", tc.h, br, err, tc.status)
-			}
-		case tc.full:
-			if br != nil || err != nil {
-				t.Errorf("%q: got %v %v, want full", tc.h, br, err)
-			}
-		default:
-			if err != nil || br == nil || br.Start != tc.start || br.Length != tc.len {
-				t.Errorf("%q: got %+v %v, want %d+%d", tc.h, br, err, tc.start, tc.len)
-			}
+		if tc.got == nil || fmt.Sprintf("%#v", *tc.got) != fmt.Sprintf("%#v", tc.want) {
+			t.Errorf("%s: got %#v\nwant %#v", tc.name, tc.got, tc.want)
 		}
 	}
-}
-
-func testDesc(mt string, content string) descriptor {
-	return descriptor{MediaType: mt, Digest: fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(content))), Size: int64(len(content))}
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func TestParseManifest(t *testing.T) {
-	t.Parallel()
-	cfg := testDesc("application/vnd.oci.image.config.v1+json", "{}")
-	layer := testDesc("application/vnd.oci.image.layer.v1.tar+gzip", "layer")
-	foreign := testDesc("application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", "foreign")
-	foreign.URLs = []string{"https://example.com/x"}
-	subj := testDesc(mtOCIManifest, "subject")
-	img := map[string]any{"schemaVersion": 2, "mediaType": mtOCIManifest, "config": cfg,
-		"layers": []descriptor{layer, foreign}, "subject": subj, "annotations": map[string]string{"a": "b"}}
-	p, err := parseManifest(mtOCIManifest, mustJSON(t, img))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.Blobs) != 2 || p.Subject == nil || p.ArtifactType != cfg.MediaType || p.Annotations["a"] != "b" {
-		t.Fatalf("parsed: %+v", p)
-	}
-
-	docker := map[string]any{"schemaVersion": 2, "mediaType": mtDockerManifest,
-		"config": testDesc("application/vnd.docker.container.image.v1+json", "{}"), "layers": []descriptor{layer}}
-	if p, err := parseManifest(mtDockerManifest, mustJSON(t, docker)); err != nil || p.MediaType != mtDockerManifest {
-		t.Fatalf("docker manifest: %v %v", p, err)
-	}
-	idx := map[string]any{"schemaVersion": 2, "manifests": []descriptor{subj, subj}, "artifactType": "x/y"}
-	if p, err := parseManifest(mtOCIIndex, mustJSON(t, idx)); err != nil || len(p.Children) != 1 || p.ArtifactType != "x/y" {
-		t.Fatalf("index: %+v %v", p, err)
-	}
-
-	sha512 := cfg
-	sha512.Digest = "sha512:" + strings.Repeat("ab", 64)
-	tooMany := make([]descriptor, 200)
-	for i := range tooMany {
-		tooMany[i] = layer
-	}
-	withData := layer
-	withData.Data = []byte("not the layer")
-	for name, tc := range map[string]struct {
-		ct   string
-		body []byte
-		code string
+	for _, tc := range []struct {
+		contentRange  string
+		contentLength int64
+		want          apiError
 	}{
-		"not json":       {mtOCIManifest, []byte("{"), codeManifestInvalid},
-		"schema1":        {mtDockerSchema1, []byte("{}"), codeManifestInvalid},
-		"no schema":      {mtOCIManifest, mustJSON(t, map[string]any{"mediaType": mtOCIManifest, "config": cfg}), codeManifestInvalid},
-		"type mismatch":  {mtOCIIndex, mustJSON(t, img), codeManifestInvalid},
-		"no config":      {mtOCIManifest, mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtOCIManifest}), codeManifestInvalid},
-		"sha512":         {mtOCIManifest, mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtOCIManifest, "config": sha512}), codeUnsupported},
-		"too many refs":  {mtOCIManifest, mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtOCIManifest, "config": cfg, "layers": tooMany}), codeManifestInvalid},
-		"bad data field": {mtOCIManifest, mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": mtOCIManifest, "config": cfg, "layers": []descriptor{withData}}), codeManifestInvalid},
-		"too big":        {mtOCIManifest, make([]byte, maxManifestSize+1), codeSizeInvalid},
-		"unknown type":   {"application/x-nope", mustJSON(t, map[string]any{"schemaVersion": 2, "mediaType": "application/x-nope"}), codeManifestInvalid},
+		{"0-9/x", 10, apiError{Status: http.StatusRequestedRangeNotSatisfiable, Code: codeBlobUploadInvalid, Message: `invalid Content-Range "0-9/x"`}},
+		{"0-9", 5, apiError{Status: http.StatusBadRequest, Code: codeSizeInvalid, Message: `Content-Range "0-9" does not match Content-Length 5`}},
 	} {
-		if _, err := parseManifest(tc.ct, tc.body); err == nil || err.Code != tc.code {
-			t.Errorf("%s: got %v, want %s", name, err, tc.code)
+		r := httptest.NewRequest(http.MethodPatch, "/upload", nil)
+		r.Header.Set("Content-Range", tc.contentRange)
+		r.ContentLength = tc.contentLength
+		_, err := chunkOffset(r, nil)
+		if ae, ok := err.(*apiError); !ok || fmt.Sprintf("%#v", *ae) != fmt.Sprintf("%#v", tc.want) {
+			t.Errorf("Content-Range %q: got %#v\nwant %#v", tc.contentRange, err, tc.want)
 		}
 	}
+	r := httptest.NewRequest(http.MethodPatch, "/upload", nil)
+	if start, err := chunkOffset(r, func() (int64, error) { return 7, nil }); start != 7 || err != nil {
+		t.Errorf("no Content-Range: %d %v, want the current size 7", start, err)
+	}
 }
+
+func second[T any](_ T, e *apiError) *apiError { return e }
 
 func TestLRU(t *testing.T) {
 	t.Parallel()

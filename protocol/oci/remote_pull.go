@@ -531,7 +531,7 @@ func (h *handler) fillBlob(w http.ResponseWriter, r *http.Request, t *container.
 		}
 		if br != nil {
 			offset, length, status = br.Start, br.Length, http.StatusPartialContent
-			hdr.Set("Content-Range", br.contentRange(size))
+			hdr.Set("Content-Range", br.ContentRange(size))
 		}
 		hdr.Set("Content-Length", strconv.FormatInt(length, 10))
 	} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
@@ -203,22 +204,7 @@ func (r FileRef) String() string {
 
 // Validate checks the coordinates and the file name.
 func (r FileRef) Validate() error {
-	if err := ValidateGroupID(r.GroupID); err != nil {
-		return err
-	}
-	if err := ValidateArtifactID(r.ArtifactID); err != nil {
-		return err
-	}
-	if r.Version == "" {
-		if r.FileName != MetadataFile {
-			return errs.New(CodeInvalid, "invalid Maven coordinates: only %s lives next to the versions of %s:%s", MetadataFile, r.GroupID, r.ArtifactID)
-		}
-		return nil
-	}
-	if err := ValidateVersion(r.Version); err != nil {
-		return err
-	}
-	return ValidateFileName(r.ArtifactID, r.Version, r.FileName)
+	return invalid(mavenlayout.ValidateFile(r.GroupID, r.ArtifactID, r.Version, r.FileName))
 }
 
 // versionFileSQL finds an active version file, on the namespace's
@@ -390,7 +376,7 @@ func (s *Store) ResolveSnapshotFile(ctx context.Context, t *Target, ref FileRef)
 	)
 	for _, n := range names {
 		f, ok := ParseSnapshotFile(ref.ArtifactID, ref.Version, n)
-		if ok && f.Classifier == classifier && f.Extension == ext && (bestName == "" || f.after(best)) {
+		if ok && f.Classifier == classifier && f.Extension == ext && (bestName == "" || f.After(best)) {
 			best, bestName = f, n
 		}
 	}

@@ -235,12 +235,6 @@ func CompareVersions(a, b string) int {
 	return mvParse(a).compare(mvParse(b))
 }
 
-// IsSnapshotVersion reports whether a version is a SNAPSHOT base
-// version ("1.0-SNAPSHOT"; Maven compares the suffix case-sensitively).
-func IsSnapshotVersion(v string) bool {
-	return strings.HasSuffix(v, "-SNAPSHOT") && len(v) > len("-SNAPSHOT")
-}
-
 // sortVersions returns the versions in Maven order (ties keep their
 // input order), parsing each version once.
 func sortVersions(versions []string) []string {

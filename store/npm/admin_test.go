@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
 
@@ -45,10 +46,10 @@ func TestNpmSemverKeyOrder(t *testing.T) {
 		}
 		versions = append(versions, v)
 	}
-	parsed := map[string]Version{}
+	parsed := map[string]npmsemver.Version{}
 	var uniq []string
 	for _, v := range versions {
-		p, ok := ParseVersion(v)
+		p, ok := npmsemver.ParseVersion(v)
 		if !ok {
 			t.Fatalf("test version %q is not valid", v)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
@@ -394,10 +395,10 @@ func (s *Store) unpublishVersions(ctx context.Context, tx pgx.Tx, pkg PackageRef
 // when there is no release (SemVer precedence; unparsable versions last).
 func pickLatest(vs []activeVersion) activeVersion {
 	var best activeVersion
-	var bestV Version
+	var bestV npmsemver.Version
 	found := false
 	for _, a := range vs {
-		v, ok := ParseVersion(a.version)
+		v, ok := npmsemver.ParseVersion(a.version)
 		if !ok {
 			continue
 		}

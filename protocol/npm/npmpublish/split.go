@@ -1,4 +1,4 @@
-package npm
+package npmpublish
 
 import (
 	"bufio"
@@ -7,21 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"unicode/utf8"
 )
 
 // A publish body is a JSON document of a few kilobytes around one huge
 // string: the tarball in base64 (_attachments.<file>.data). Decoding it
 // whole held the body, the decoded document and the decoded tarball at
-// once (three copies of the tarball). splitPublish reads the body once:
+// once (three copies of the tarball). Split reads the body once:
 // the document goes to a bounded buffer with the data string replaced by
 // "", and the data string streams to a reader of its own while it is read,
 // which the caller decodes from base64 into the blob upload.
 
-// maxJSONDepth is encoding/json's own nesting limit, enforced here too so
+// MaxJSONDepth is encoding/json's own nesting limit, enforced here too so
 // that the recursive copy cannot be driven arbitrarily deep.
-const maxJSONDepth = 10000
+const MaxJSONDepth = 10000
 
 // splitter copies a JSON document from br into out, except the one data
 // string it hands to onData.
@@ -44,14 +43,14 @@ const (
 	kindAttachment             // _attachments.<file>
 )
 
-// splitPublish reads the publish document r and returns it without the
+// Split reads the publish document r and returns it without the
 // tarball: each "data" string member of an "_attachments" member object
 // of the top-level object is replaced by "" and given to onData as the
 // reader of its unescaped contents, to read to the end before returning.
 // At most one data string is allowed. The rest may take metaLimit bytes
-// (413 past it). Syntax errors are npm 400s; onData's and r's errors are
-// returned as they are.
-func splitPublish(r io.Reader, metaLimit int, onData func(file string, data io.Reader) error) ([]byte, error) {
+// (an *Error TooLarge past it). Syntax errors are *Errors; onData's and
+// r's errors are returned as they are.
+func Split(r io.Reader, metaLimit int, onData func(file string, data io.Reader) error) ([]byte, error) {
 	s := &splitter{br: bufio.NewReaderSize(r, 64<<10), limit: metaLimit, onData: onData}
 	c, err := s.next()
 	if err != nil {
@@ -72,15 +71,9 @@ func splitPublish(r io.Reader, metaLimit int, onData func(file string, data io.R
 	return s.out, nil
 }
 
-// malformed is the 400 of a body that is not JSON.
-func malformed(msg string) *apiError {
-	return errorf(http.StatusBadRequest, "malformed JSON body: %s", msg)
-}
-
 func (s *splitter) emit(b ...byte) error {
 	if len(s.out)+len(b) > s.limit {
-		return errorf(http.StatusRequestEntityTooLarge,
-			"the publish document without its tarball is larger than this registry's limit of %d bytes", s.limit)
+		return tooLarge("the publish document without its tarball is larger than this registry's limit of %d bytes", s.limit)
 	}
 	s.out = append(s.out, b...)
 	return nil
@@ -134,7 +127,7 @@ func stringSpecial(b []byte) int {
 
 // object copies the members of an object whose '{' was read.
 func (s *splitter) object(kind objectKind, file string) error {
-	if s.depth++; s.depth > maxJSONDepth {
+	if s.depth++; s.depth > MaxJSONDepth {
 		return malformed("nested too deeply")
 	}
 	defer func() { s.depth-- }()
@@ -268,7 +261,7 @@ func (s *splitter) value(c byte) error {
 }
 
 func (s *splitter) array() error {
-	if s.depth++; s.depth > maxJSONDepth {
+	if s.depth++; s.depth > MaxJSONDepth {
 		return malformed("nested too deeply")
 	}
 	defer func() { s.depth-- }()
@@ -348,7 +341,7 @@ func (s *splitter) copyString() error {
 // and writes "" in its place.
 func (s *splitter) data(file string) error {
 	if s.streamed {
-		return errorf(http.StatusBadRequest, "a publish carries exactly one attachment")
+		return refuse("a publish carries exactly one attachment")
 	}
 	s.streamed = true
 	if err := s.emit('"', '"'); err != nil {
@@ -369,6 +362,8 @@ func (s *splitter) data(file string) error {
 // errNotBase64 is a data string with an escaped character that no
 // base64 text has.
 var errNotBase64 = errors.New("npm: escaped non-ASCII character in the attachment's data")
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // stringReader reads the unescaped contents of the string being split,
 // up to its closing quote (io.EOF).

@@ -1,4 +1,4 @@
-package npm
+package npmpublish
 
 import (
 	"archive/tar"
@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -21,7 +20,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
+	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
 )
 
 // fuzzMaxTarball and fuzzMaxUnpacked are the tarball limits of
@@ -32,15 +31,15 @@ const (
 )
 
 // FuzzParsePublish checks what PUT /<name> does with a body before it
-// writes anything: splitPublish, the tarball's decoding and inspection
-// (tarballDecoder, into memory here instead of the blob upload),
-// parsePublishBody and validatePublication. A document it accepts carries
+// writes anything: Split, the tarball's decoding and inspection (Decoder,
+// into memory here instead of the blob upload), ParseDocument, CheckName
+// and Validate. A document it accepts carries
 // exactly one attachment whose data decodes as base64 to the stored
 // tarball, a gzip-compressed tar archive within the limit whose digests
 // are the ones the document declares and the ones stored; the stored
 // package.json is a JSON object naming the package and the version, text
 // PostgreSQL can store; every dist-tag points at that version. A refusal
-// is an npm error with a 4xx status.
+// is an *Error (npm's 400 or 413).
 func FuzzParsePublish(f *testing.F) {
 	for _, s := range publishSeeds(f) {
 		f.Add(s.name, s.body)
@@ -48,8 +47,8 @@ func FuzzParsePublish(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string, body []byte) {
 		pub, tgz, err := parsePublish(name, body)
 		if err != nil {
-			var ae *apiError
-			if !errors.As(err, &ae) || ae.status < 400 || ae.status >= 500 {
+			var pe *Error
+			if !errors.As(err, &pe) {
 				t.Fatalf("refused with %v: a bad document is a client error", err)
 			}
 			return
@@ -61,12 +60,12 @@ func FuzzParsePublish(f *testing.F) {
 	})
 }
 
-// parsePublish runs what putPackage and publish do with a body before the
+// parsePublish runs what the npm protocol does with a body before the
 // store, the tarball received into memory.
-func parsePublish(name string, body []byte) (*publication, []byte, error) {
+func parsePublish(name string, body []byte) (*Publication, []byte, error) {
 	var tgz []byte
-	var facts *tarballFacts
-	meta, err := splitPublish(bytes.NewReader(body), metadataAllowance, func(_ string, data io.Reader) error {
+	var facts *Facts
+	meta, err := Split(bytes.NewReader(body), MetadataAllowance, func(_ string, data io.Reader) error {
 		var err error
 		tgz, facts, err = receiveInMemory(data, fuzzMaxTarball, fuzzMaxUnpacked)
 		return err
@@ -77,37 +76,37 @@ func parsePublish(name string, body []byte) (*publication, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	doc, err := parsePublishBody(meta)
+	doc, err := ParseDocument(meta)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := checkDocumentName(name, doc); err != nil {
+	if err := CheckName(name, doc); err != nil {
 		return nil, nil, err
 	}
 	if len(doc.Attachments) == 0 {
 		return nil, nil, nil
 	}
 	if facts == nil {
-		return nil, nil, errorf(http.StatusBadRequest, "the attachment is empty")
+		return nil, nil, refuse("the attachment is empty")
 	}
-	pub, err := validatePublication(name, doc, *facts, "fuzz")
+	pub, err := Validate(name, doc, *facts, "fuzz")
 	return pub, tgz, err
 }
 
-// receiveInMemory is receiveTarball with a buffer in place of the blob
-// upload.
-func receiveInMemory(data io.Reader, maxTarball, maxUnpacked int64) ([]byte, *tarballFacts, error) {
-	d := newTarballDecoder(data, maxTarball, maxUnpacked)
+// receiveInMemory is the protocol's receipt of a tarball with a buffer in
+// place of the blob upload.
+func receiveInMemory(data io.Reader, maxTarball, maxUnpacked int64) ([]byte, *Facts, error) {
+	d := NewDecoder(data, maxTarball, maxUnpacked)
 	var buf bytes.Buffer
 	_, err := io.Copy(&buf, d)
-	facts, err := d.finish(err, int64(buf.Len()))
+	facts, err := d.Finish(err, int64(buf.Len()), nil)
 	if err != nil {
 		return nil, nil, err
 	}
 	return buf.Bytes(), &facts, nil
 }
 
-func checkPublication(t *testing.T, name string, body []byte, pub *publication, tgz []byte) {
+func checkPublication(t *testing.T, name string, body []byte, pub *Publication, tgz []byte) {
 	t.Helper()
 	doc := decodeExactly(t, body)
 	if len(doc.Attachments) != 1 || len(doc.Versions) != 1 {
@@ -136,9 +135,9 @@ func checkPublication(t *testing.T, name string, body []byte, pub *publication, 
 			Shasum    string `json:"shasum"`
 		} `json:"dist"`
 	}
-	raw, ok := doc.Versions[pub.version]
-	if !ok || !npmstore.ValidVersion(pub.version) || json.Unmarshal(raw, &dist) != nil {
-		t.Fatalf("accepted version %q", pub.version)
+	raw, ok := doc.Versions[pub.Version]
+	if !ok || !npmsemver.ValidVersion(pub.Version) || json.Unmarshal(raw, &dist) != nil {
+		t.Fatalf("accepted version %q", pub.Version)
 	}
 	if dist.Dist.Shasum != "" && !strings.EqualFold(dist.Dist.Shasum, shasum) {
 		t.Fatalf("accepted dist.shasum %q for a tarball of SHA-1 %s", dist.Dist.Shasum, shasum)
@@ -149,8 +148,8 @@ func checkPublication(t *testing.T, name string, body []byte, pub *publication, 
 		}
 	}
 	for tag, v := range doc.DistTags {
-		if v != pub.version || !slices.Contains(pub.tags, tag) {
-			t.Fatalf("dist-tags[%q] = %q, the stored tags are %q for %s", tag, v, pub.tags, pub.version)
+		if v != pub.Version || !slices.Contains(pub.Tags, tag) {
+			t.Fatalf("dist-tags[%q] = %q, the stored tags are %q for %s", tag, v, pub.Tags, pub.Version)
 		}
 	}
 	checkStoredPackageJSON(t, name, pub, integrity, shasum)
@@ -181,9 +180,9 @@ func decodeExactly(t *testing.T, body []byte) exactDocument {
 	return doc
 }
 
-func checkStoredPackageJSON(t *testing.T, name string, pub *publication, integrity, shasum string) {
+func checkStoredPackageJSON(t *testing.T, name string, pub *Publication, integrity, shasum string) {
 	t.Helper()
-	if err := storableText(pub.packageJSON); err != nil {
+	if err := storableText(pub.PackageJSON); err != nil {
 		t.Fatalf("stored package.json is not text PostgreSQL stores: %v", err)
 	}
 	var pj struct {
@@ -196,11 +195,11 @@ func checkStoredPackageJSON(t *testing.T, name string, pub *publication, integri
 		} `json:"dist"`
 		Attachments json.RawMessage `json:"_attachments"`
 	}
-	if err := json.Unmarshal(pub.packageJSON, &pj); err != nil {
+	if err := json.Unmarshal(pub.PackageJSON, &pj); err != nil {
 		t.Fatalf("stored package.json does not decode: %v", err)
 	}
-	if pj.Name != name || pj.Version != pub.version || pj.ID != name+"@"+pub.version {
-		t.Fatalf("stored package.json names %q %q %q for %s@%s", pj.ID, pj.Name, pj.Version, name, pub.version)
+	if pj.Name != name || pj.Version != pub.Version || pj.ID != name+"@"+pub.Version {
+		t.Fatalf("stored package.json names %q %q %q for %s@%s", pj.ID, pj.Name, pj.Version, name, pub.Version)
 	}
 	if pj.Dist.Integrity != integrity || pj.Dist.Shasum != shasum {
 		t.Fatalf("stored dist %+v, the tarball is %s %s", pj.Dist, integrity, shasum)
@@ -346,16 +345,16 @@ func TestParsePublishOversizeAttachment(t *testing.T) {
 	body := io.MultiReader(bytes.NewReader(head), streamedTarball(t, 48<<20), bytes.NewReader(tail))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := splitPublish(body, metadataAllowance, func(_ string, data io.Reader) error {
-		d := newTarballDecoder(data, 1<<20, 1<<30)
+	_, err := Split(body, MetadataAllowance, func(_ string, data io.Reader) error {
+		d := NewDecoder(data, 1<<20, 1<<30)
 		_, err := io.Copy(io.Discard, d)
-		_, err = d.finish(err, 0)
+		_, err = d.Finish(err, 0, nil)
 		return err
 	})
 	runtime.ReadMemStats(&after)
-	var ae *apiError
-	if !errors.As(err, &ae) || ae.status != http.StatusRequestEntityTooLarge {
-		t.Fatalf("a 48 MiB attachment over a 1 MiB limit: %v, want 413", err)
+	var pe *Error
+	if !errors.As(err, &pe) || !pe.TooLarge {
+		t.Fatalf("a 48 MiB attachment over a 1 MiB limit: %v, want TooLarge", err)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 4<<20 {
 		t.Fatalf("refusing a 48 MiB attachment allocated %d bytes", grew)

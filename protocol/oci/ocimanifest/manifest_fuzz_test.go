@@ -1,16 +1,18 @@
-package oci
+package ocimanifest
 
 import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/artifact-registry/artifact-registry/protocol/oci/ocidigest"
 )
 
 // FuzzParseManifest checks the manifest parser on arbitrary bodies and
@@ -30,21 +32,18 @@ func FuzzParseManifest(f *testing.F) {
 		f.Add(s.ct, []byte(s.body))
 	}
 	f.Fuzz(func(t *testing.T, contentType string, payload []byte) {
-		p, aerr := parseManifest(contentType, payload)
-		if aerr != nil {
+		p, err := Parse(contentType, payload)
+		if err != nil {
 			if p != nil {
-				t.Fatalf("parseManifest returned a manifest and an error %v", aerr)
+				t.Fatalf("Parse returned a manifest and an error %v", err)
 			}
-			if aerr.Status != http.StatusBadRequest && aerr.Status != http.StatusUnsupportedMediaType &&
-				aerr.Status != http.StatusRequestEntityTooLarge {
-				t.Fatalf("refused with status %d (%v): a bad manifest is a client error", aerr.Status, aerr)
-			}
+			checkRefusal(t, err)
 			return
 		}
 		checkParsedManifest(t, payload, p)
-		again, aerr := parseManifest(p.MediaType, payload)
-		if aerr != nil {
-			t.Fatalf("accepted with Content-Type %q, refused when read back as %s: %v", contentType, p.MediaType, aerr)
+		again, err := Parse(p.MediaType, payload)
+		if err != nil {
+			t.Fatalf("accepted with Content-Type %q, refused when read back as %s: %v", contentType, p.MediaType, err)
 		}
 		if !reflect.DeepEqual(p, again) {
 			t.Fatalf("read back as %s, the manifest parses differently:\n%+v\n%+v", p.MediaType, p, again)
@@ -53,26 +52,47 @@ func FuzzParseManifest(f *testing.F) {
 	})
 }
 
-func checkParsedManifest(t *testing.T, payload []byte, p *parsedManifest) {
+// checkRefusal fails unless err is one of the refusals the protocol
+// answers as a client error: an *Error of a known kind, or a digest of an
+// unsupported algorithm.
+func checkRefusal(t *testing.T, err error) {
 	t.Helper()
-	if p.Digest != digest(sha256.Sum256(payload)) || !bytes.Equal(p.Payload, payload) {
+	var me *Error
+	var de *ocidigest.Error
+	switch {
+	case errors.As(err, &me):
+		if me.Kind != Invalid && me.Kind != TooLarge && me.Kind != UnsupportedMediaType {
+			t.Fatalf("refused with kind %d (%v)", me.Kind, err)
+		}
+	case errors.As(err, &de):
+		if !de.Unsupported {
+			t.Fatalf("refused with an invalid digest error %v: a descriptor's bad digest is an invalid manifest", err)
+		}
+	default:
+		t.Fatalf("refused with %T %v: a bad manifest is a client error", err, err)
+	}
+}
+
+func checkParsedManifest(t *testing.T, payload []byte, p *Manifest) {
+	t.Helper()
+	if p.Digest != ocidigest.Digest(sha256.Sum256(payload)) || !bytes.Equal(p.Payload, payload) {
 		t.Fatalf("the parsed manifest's digest or payload is not that of the body")
 	}
 	if !isManifestMediaType(p.MediaType) {
 		t.Fatalf("accepted media type %q", p.MediaType)
 	}
-	if len(p.Blobs)+len(p.Children) > maxManifestReferences {
+	if len(p.Blobs)+len(p.Children) > maxReferences {
 		t.Fatalf("accepted %d blobs and %d children", len(p.Blobs), len(p.Children))
 	}
 	for _, b := range p.Blobs {
 		if b.Size < 0 {
 			t.Fatalf("blob %s has size %d", b.Digest, b.Size)
 		}
-		if d, err := parseDigest(b.Digest.String()); err != nil || d != b.Digest {
+		if d, err := ocidigest.Parse(b.Digest.String()); err != nil || d != b.Digest {
 			t.Fatalf("blob digest %s does not round-trip: %v", b.Digest, err)
 		}
 	}
-	seen := map[digest]bool{}
+	seen := map[ocidigest.Digest]bool{}
 	for _, c := range p.Children {
 		if seen[c] {
 			t.Fatalf("child %s listed twice", c)
@@ -84,12 +104,12 @@ func checkParsedManifest(t *testing.T, payload []byte, p *parsedManifest) {
 // strictRefs is what a case-sensitive, first-key-wins reader sees as the
 // references of a manifest.
 type strictRefs struct {
-	Blobs    []blobRef
-	Children []digest
-	Subject  *digest
+	Blobs    []BlobRef
+	Children []ocidigest.Digest
+	Subject  *ocidigest.Digest
 }
 
-func checkStrictView(t *testing.T, payload []byte, p *parsedManifest) {
+func checkStrictView(t *testing.T, payload []byte, p *Manifest) {
 	t.Helper()
 	top, ok := firstKeyWins(payload)
 	if !ok {
@@ -101,23 +121,23 @@ func checkStrictView(t *testing.T, payload []byte, p *parsedManifest) {
 		want.Subject = &d.Digest
 	}
 	switch p.MediaType {
-	case mtOCIManifest, mtDockerManifest:
-		want.Blobs = append(want.Blobs, strictDescriptor(t, top["config"]).blobRef)
+	case MediaTypeOCIManifest, MediaTypeDockerManifest:
+		want.Blobs = append(want.Blobs, strictDescriptor(t, top["config"]).BlobRef)
 		for _, raw := range strictArray(t, top["layers"]) {
 			if d := strictDescriptor(t, raw); !d.foreign {
-				want.Blobs = append(want.Blobs, d.blobRef)
+				want.Blobs = append(want.Blobs, d.BlobRef)
 			}
 		}
-	case mtOCIIndex, mtDockerList:
+	case MediaTypeOCIIndex, MediaTypeDockerList:
 		for _, raw := range strictArray(t, top["manifests"]) {
 			if d := strictDescriptor(t, raw).Digest; !slices.Contains(want.Children, d) {
 				want.Children = append(want.Children, d)
 			}
 		}
-	case mtOCIArtifact:
+	case MediaTypeOCIArtifact:
 		for _, raw := range strictArray(t, top["blobs"]) {
 			if d := strictDescriptor(t, raw); !d.foreign {
-				want.Blobs = append(want.Blobs, d.blobRef)
+				want.Blobs = append(want.Blobs, d.BlobRef)
 			}
 		}
 	}
@@ -128,7 +148,7 @@ func checkStrictView(t *testing.T, payload []byte, p *parsedManifest) {
 }
 
 type strictDesc struct {
-	blobRef
+	BlobRef
 	foreign bool
 }
 
@@ -148,7 +168,7 @@ func strictDescriptor(t *testing.T, raw json.RawMessage) strictDesc {
 			}
 		}
 	}
-	pd, err := parseDigest(dg)
+	pd, err := ocidigest.Parse(dg)
 	if err != nil {
 		t.Fatalf("accepted descriptor %s has digest %q: %v", raw, dg, err)
 	}
@@ -193,54 +213,54 @@ func firstKeyWins(raw []byte) (map[string]json.RawMessage, bool) {
 
 type manifestSeed struct{ ct, body string }
 
-func seedDigest(s string) string { return digest(sha256.Sum256([]byte(s))).String() }
+func seedDigest(s string) string { return ocidigest.Digest(sha256.Sum256([]byte(s))).String() }
 
 func manifestSeeds() []manifestSeed {
 	cfg, l1, l2 := seedDigest("config"), seedDigest("layer1"), seedDigest("layer2")
 	desc := func(mt, d string, size int) string {
 		return fmt.Sprintf(`{"mediaType":%q,"digest":%q,"size":%d}`, mt, d, size)
 	}
-	img := fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"config":%s,"layers":[%s,%s]}`, mtOCIManifest,
+	img := fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"config":%s,"layers":[%s,%s]}`, MediaTypeOCIManifest,
 		desc("application/vnd.oci.image.config.v1+json", cfg, 6),
 		desc("application/vnd.oci.image.layer.v1.tar+gzip", l1, 6),
 		desc("application/vnd.oci.image.layer.v1.tar+gzip", l2, 6))
-	many := make([]string, maxManifestReferences+1)
+	many := make([]string, maxReferences+1)
 	for i := range many {
-		many[i] = desc(mtOCIManifest, seedDigest(fmt.Sprint(i)), i)
+		many[i] = desc(MediaTypeOCIManifest, seedDigest(fmt.Sprint(i)), i)
 	}
 	return []manifestSeed{
-		{mtOCIManifest, img},
+		{MediaTypeOCIManifest, img},
 		{"", img},
-		{mtOCIManifest + "; charset=utf-8", img},
+		{MediaTypeOCIManifest + "; charset=utf-8", img},
 		{mtOctetStream, img},
-		{mtOCIIndex, img},
-		{mtDockerManifest, strings.Replace(img, mtOCIManifest, mtDockerManifest, 1)},
+		{MediaTypeOCIIndex, img},
+		{MediaTypeDockerManifest, strings.Replace(img, MediaTypeOCIManifest, MediaTypeDockerManifest, 1)},
 		{"", fmt.Sprintf(`{"schemaVersion":2,"config":%s}`, desc("x/y", cfg, 6))},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"mediaType":"application/vnd.oci.image.layer.nondistributable.v1.tar","digest":%q,"size":1,"urls":["https://example.com/l"]}]}`,
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"mediaType":"application/vnd.oci.image.layer.nondistributable.v1.tar","digest":%q,"size":1,"urls":["https://example.com/l"]}]}`,
 			desc("x/y", cfg, 6), l1)},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"mediaType":"x/y","digest":%q,"size":6,"data":"Y29uZmln"},"subject":%s}`,
-			cfg, desc(mtOCIManifest, l2, 10))},
-		{mtOCIIndex, fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"artifactType":"a/b","manifests":[%s,%s,%s]}`, mtOCIIndex,
-			desc(mtOCIManifest, l1, 1), desc(mtOCIManifest, l2, 2), desc(mtOCIManifest, l1, 1))},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"mediaType":"x/y","digest":%q,"size":6,"data":"Y29uZmln"},"subject":%s}`,
+			cfg, desc(MediaTypeOCIManifest, l2, 10))},
+		{MediaTypeOCIIndex, fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"artifactType":"a/b","manifests":[%s,%s,%s]}`, MediaTypeOCIIndex,
+			desc(MediaTypeOCIManifest, l1, 1), desc(MediaTypeOCIManifest, l2, 2), desc(MediaTypeOCIManifest, l1, 1))},
 		{"", `{"schemaVersion":2,"manifests":[]}`},
-		{mtDockerList, fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"manifests":[%s]}`, mtDockerList, desc(mtDockerManifest, l1, 1))},
-		{mtOCIArtifact, fmt.Sprintf(`{"mediaType":%q,"artifactType":"a/b","blobs":[%s],"subject":%s}`, mtOCIArtifact,
-			desc("a/b", l1, 6), desc(mtOCIManifest, l2, 1))},
-		{mtOCIIndex, fmt.Sprintf(`{"schemaVersion":2,"manifests":[%s]}`, strings.Join(many, ","))},
-		{mtDockerSchema1, `{"schemaVersion":1,"name":"a","tag":"b","fsLayers":[]}`},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"digest":"sha512:%s","size":1}]}`, desc("x/y", cfg, 6), strings.Repeat("ab", 64))},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"digest":%q,"size":-1}]}`, desc("x/y", cfg, 6), l1)},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"digest":%q,"size":1,"mediaType":"not a type"}]}`, desc("x/y", cfg, 6), l1)},
+		{MediaTypeDockerList, fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"manifests":[%s]}`, MediaTypeDockerList, desc(MediaTypeDockerManifest, l1, 1))},
+		{MediaTypeOCIArtifact, fmt.Sprintf(`{"mediaType":%q,"artifactType":"a/b","blobs":[%s],"subject":%s}`, MediaTypeOCIArtifact,
+			desc("a/b", l1, 6), desc(MediaTypeOCIManifest, l2, 1))},
+		{MediaTypeOCIIndex, fmt.Sprintf(`{"schemaVersion":2,"manifests":[%s]}`, strings.Join(many, ","))},
+		{MediaTypeDockerSchema1, `{"schemaVersion":1,"name":"a","tag":"b","fsLayers":[]}`},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"digest":"sha512:%s","size":1}]}`, desc("x/y", cfg, 6), strings.Repeat("ab", 64))},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"digest":%q,"size":-1}]}`, desc("x/y", cfg, 6), l1)},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[{"digest":%q,"size":1,"mediaType":"not a type"}]}`, desc("x/y", cfg, 6), l1)},
 		// Ambiguous documents: duplicate keys, keys that only match
 		// case-insensitively.
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[%s],"layers":[%s]}`, desc("x/y", cfg, 6), desc("a/b", l1, 6), desc("a/b", l2, 6))},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"Layers":[%s]}`, desc("x/y", cfg, 6), desc("a/b", l1, 6))},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"digest":%q,"size":6,"digest":%q}}`, cfg, l1)},
-		{"", fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"mediaType":%q,"config":%s,"manifests":[%s]}`, mtOCIIndex, mtOCIManifest, desc("x/y", cfg, 6), desc("a/b", l1, 6))},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"digest":%q,"size":6,"ſize":7}}`, cfg)},
-		{mtOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"annotations":{"a":"1","A":"2"}}`, desc("x/y", cfg, 6))},
-		{mtOCIManifest, img + " {}"},
-		{mtOCIManifest, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"layers":[%s],"layers":[%s]}`, desc("x/y", cfg, 6), desc("a/b", l1, 6), desc("a/b", l2, 6))},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"Layers":[%s]}`, desc("x/y", cfg, 6), desc("a/b", l1, 6))},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"digest":%q,"size":6,"digest":%q}}`, cfg, l1)},
+		{"", fmt.Sprintf(`{"schemaVersion":2,"mediaType":%q,"mediaType":%q,"config":%s,"manifests":[%s]}`, MediaTypeOCIIndex, MediaTypeOCIManifest, desc("x/y", cfg, 6), desc("a/b", l1, 6))},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":{"digest":%q,"size":6,"ſize":7}}`, cfg)},
+		{MediaTypeOCIManifest, fmt.Sprintf(`{"schemaVersion":2,"config":%s,"annotations":{"a":"1","A":"2"}}`, desc("x/y", cfg, 6))},
+		{MediaTypeOCIManifest, img + " {}"},
+		{MediaTypeOCIManifest, "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"},
 	}
 }
 
@@ -252,10 +272,10 @@ func TestParseManifestHugeBodyIsNotDecoded(t *testing.T) {
 	huge := bytes.Repeat([]byte("["), 64<<20)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, aerr := parseManifest(mtOCIManifest, huge)
+	_, err := Parse(MediaTypeOCIManifest, huge)
 	runtime.ReadMemStats(&after)
-	if aerr == nil || aerr.Status != http.StatusRequestEntityTooLarge {
-		t.Fatalf("a 64 MiB manifest: %v, want 413", aerr)
+	if me := (*Error)(nil); !errors.As(err, &me) || me.Kind != TooLarge {
+		t.Fatalf("a 64 MiB manifest: %v, want TooLarge", err)
 	}
 	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
 		t.Fatalf("refusing a 64 MiB manifest allocated %d bytes", grew)
@@ -269,13 +289,13 @@ func TestManifestSeedsAccepted(t *testing.T) {
 	t.Parallel()
 	seeds := manifestSeeds()
 	for _, i := range []int{0, 5, 9, 11, 12} {
-		if _, aerr := parseManifest(seeds[i].ct, []byte(seeds[i].body)); aerr != nil {
-			t.Errorf("seed %d refused: %v", i, aerr)
+		if _, err := Parse(seeds[i].ct, []byte(seeds[i].body)); err != nil {
+			t.Errorf("seed %d refused: %v", i, err)
 		}
 	}
 	for _, s := range seeds[18:23] {
-		if _, aerr := parseManifest(s.ct, []byte(s.body)); aerr == nil || aerr.Code != codeManifestInvalid {
-			t.Errorf("ambiguous manifest %s: %v, want MANIFEST_INVALID", s.body, aerr)
+		if _, err := Parse(s.ct, []byte(s.body)); !isKind(err, Invalid) {
+			t.Errorf("ambiguous manifest %s: %v, want Invalid", s.body, err)
 		}
 	}
 }

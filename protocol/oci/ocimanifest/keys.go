@@ -1,4 +1,4 @@
-package oci
+package ocimanifest
 
 import (
 	"bytes"
@@ -39,10 +39,10 @@ var manifestShape = &keyShape{fields: map[string]*keyShape{
 // and keys that match a field the parser reads only case-insensitively.
 // The payload must already be known to be valid JSON (which bounds its
 // nesting depth, and so this recursion).
-func checkManifestKeys(payload []byte) *apiError {
+func checkManifestKeys(payload []byte) *Error {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := checkKeys(dec, manifestShape); err != nil {
-		return manifestInvalid("ambiguous manifest: %v", err)
+		return invalid("ambiguous manifest: %v", err)
 	}
 	return nil
 }

@@ -1,4 +1,8 @@
-package npm
+// Package npmsemver holds npm's version and dist-tag rules, shared by the
+// store, the npm protocol and the management API. It depends on the
+// standard library alone, so that fuzzing the npm publish parser compiles
+// nothing of the store.
+package npmsemver
 
 import (
 	"regexp"

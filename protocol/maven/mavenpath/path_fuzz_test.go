@@ -1,4 +1,4 @@
-package maven
+package mavenpath
 
 import (
 	"errors"
@@ -6,8 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/artifact-registry/artifact-registry/store"
-	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 )
 
 // FuzzParsePath checks the Maven request path parser. A path it accepts
@@ -50,79 +49,79 @@ func FuzzParsePath(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, escaped string) {
-		q, err := parsePath(escaped)
+		q, err := Parse(escaped)
 		if err != nil {
 			if q != nil {
-				t.Fatalf("parsePath(%q) returned a request and an error", escaped)
+				t.Fatalf("Parse(%q) returned a request and an error", escaped)
 			}
-			if !errors.Is(err, errBadPath) && !errors.Is(err, errDirectory) && !store.HasCode(err, mavenstore.CodeInvalid) {
-				t.Fatalf("parsePath(%q): %v is neither a bad path nor a directory", escaped, err)
+			if !errors.Is(err, ErrBadPath) && !errors.Is(err, ErrDirectory) && !errors.Is(err, mavenlayout.ErrInvalid) {
+				t.Fatalf("Parse(%q): %v is neither a bad path nor a directory", escaped, err)
 			}
 			return
 		}
 		checkRequest(t, escaped, q)
 		unescaped, err := url.PathUnescape(escaped)
 		if err != nil {
-			t.Fatalf("parsePath(%q) accepted a path that does not unescape: %v", escaped, err)
+			t.Fatalf("Parse(%q) accepted a path that does not unescape: %v", escaped, err)
 		}
 		if got := formatPath(q, false); got != unescaped {
-			t.Fatalf("parsePath(%q) = %+v, which formats as %q", escaped, q, got)
+			t.Fatalf("Parse(%q) = %+v, which formats as %q", escaped, q, got)
 		}
-		again, err := parsePath(formatPath(q, true))
+		again, err := Parse(formatPath(q, true))
 		if err != nil {
-			t.Fatalf("parsePath(%q) = %+v; its formatted path %q is refused: %v", escaped, q, formatPath(q, true), err)
+			t.Fatalf("Parse(%q) = %+v; its formatted path %q is refused: %v", escaped, q, formatPath(q, true), err)
 		}
 		if *again != *q {
-			t.Fatalf("parsePath(%q) = %+v; its formatted path parses as %+v", escaped, q, again)
+			t.Fatalf("Parse(%q) = %+v; its formatted path parses as %+v", escaped, q, again)
 		}
 	})
 }
 
 // formatPath is the request path of a parsed request, escaped or not.
-func formatPath(q *request, escape bool) string {
+func formatPath(q *Request, escape bool) string {
 	esc := func(s string) string {
 		if escape {
 			return url.PathEscape(s)
 		}
 		return s
 	}
-	parts := []string{esc(q.namespace), esc(q.repository)}
-	if q.ref.GroupID != "" {
-		for g := range strings.SplitSeq(q.ref.GroupID, ".") {
+	parts := []string{esc(q.Namespace), esc(q.Repository)}
+	if q.GroupID != "" {
+		for g := range strings.SplitSeq(q.GroupID, ".") {
 			parts = append(parts, esc(g))
 		}
 	}
-	parts = append(parts, esc(q.ref.ArtifactID))
-	if q.ref.Version != "" {
-		parts = append(parts, esc(q.ref.Version))
+	parts = append(parts, esc(q.ArtifactID))
+	if q.Version != "" {
+		parts = append(parts, esc(q.Version))
 	}
-	return Prefix + strings.Join(append(parts, esc(q.name)), "/")
+	return Prefix + strings.Join(append(parts, esc(q.Name)), "/")
 }
 
-func checkRequest(t *testing.T, escaped string, q *request) {
+func checkRequest(t *testing.T, escaped string, q *Request) {
 	t.Helper()
-	for _, s := range []string{q.namespace, q.repository, q.name} {
+	for _, s := range []string{q.Namespace, q.Repository, q.Name} {
 		if s == "" || s == "." || s == ".." || len(s) > 255 || strings.ContainsAny(s, "/\\") {
-			t.Fatalf("parsePath(%q) accepted the segment %q", escaped, s)
+			t.Fatalf("Parse(%q) accepted the segment %q", escaped, s)
 		}
 		for i := 0; i < len(s); i++ {
 			if s[i] < 0x20 || s[i] == 0x7f {
-				t.Fatalf("parsePath(%q) accepted a control character in %q", escaped, s)
+				t.Fatalf("Parse(%q) accepted a control character in %q", escaped, s)
 			}
 		}
 	}
-	if err := q.ref.Validate(); err != nil {
-		t.Fatalf("parsePath(%q) accepted invalid coordinates %+v: %v", escaped, q.ref, err)
+	if err := mavenlayout.ValidateFile(q.GroupID, q.ArtifactID, q.Version, q.FileName); err != nil {
+		t.Fatalf("Parse(%q) accepted invalid coordinates %+v: %v", escaped, q, err)
 	}
-	want := q.ref.FileName
-	if q.checksum != "" {
-		want += "." + string(q.checksum)
+	want := q.FileName
+	if q.Checksum != "" {
+		want += "." + string(q.Checksum)
 	}
-	if q.name != want {
-		t.Fatalf("parsePath(%q): requested name %q, file %q with checksum %q", escaped, q.name, q.ref.FileName, q.checksum)
+	if q.Name != want {
+		t.Fatalf("Parse(%q): requested name %q, file %q with checksum %q", escaped, q.Name, q.FileName, q.Checksum)
 	}
-	if q.ref.Version == "" && !q.isMetadata() {
-		t.Fatalf("parsePath(%q): a package-level file other than %s", escaped, mavenstore.MetadataFile)
+	if q.Version == "" && q.FileName != mavenlayout.MetadataFile {
+		t.Fatalf("Parse(%q): a package-level file other than %s", escaped, mavenlayout.MetadataFile)
 	}
 }
 
@@ -136,8 +135,8 @@ func TestPathSeedsAccepted(t *testing.T) {
 		"/maven/acme/libs/com/example/app/1.0-SNAPSHOT/maven-metadata.xml",
 		"/maven/ac%20me/li%2Bbs/com/app/1.0/app-1.0.jar",
 	} {
-		if _, err := parsePath(p); err != nil {
-			t.Errorf("parsePath(%q): %v", p, err)
+		if _, err := Parse(p); err != nil {
+			t.Errorf("Parse(%q): %v", p, err)
 		}
 	}
 }

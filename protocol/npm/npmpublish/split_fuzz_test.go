@@ -1,4 +1,4 @@
-package npm
+package npmpublish
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ func FuzzSplitPublish(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		var got *string
-		meta, err := splitPublish(strings.NewReader(in), 1<<20, func(_ string, r io.Reader) error {
+		meta, err := Split(strings.NewReader(in), 1<<20, func(_ string, r io.Reader) error {
 			b, err := io.ReadAll(r)
 			s := string(b)
 			got = &s
@@ -40,9 +40,9 @@ func FuzzSplitPublish(f *testing.F) {
 			return // not an object: any refusal will do, as long as nothing panicked
 		}
 		if err != nil {
-			var ae *apiError
-			if errors.As(err, &ae) && (strings.Contains(ae.message, "exactly one attachment") ||
-				strings.Contains(ae.message, "two _attachments") || strings.Contains(ae.message, "named twice") || strings.Contains(ae.message, "nested too deeply")) {
+			var pe *Error
+			if errors.As(err, &pe) && (strings.Contains(pe.Message, "exactly one attachment") ||
+				strings.Contains(pe.Message, "two _attachments") || strings.Contains(pe.Message, "named twice") || strings.Contains(pe.Message, "nested too deeply")) {
 				return
 			}
 			if errors.Is(err, errNotBase64) {
