@@ -75,6 +75,18 @@ func (rs *remotes) scopes(t *container.Target) []string {
 	return []string{"repository:" + t.Remote.UpstreamImage + ":pull"}
 }
 
+// refreshed is a copy of t with the image a concurrent flight cached
+// since t was resolved: a target resolved before the image's first pull
+// has none, and would look for the flight's result in vain. A copy, since
+// the caller may return (its context ended) while the flight goes on.
+func (rs *remotes) refreshed(ctx context.Context, t *container.Target) (*container.Target, error) {
+	tc := *t
+	if err := rs.h.container.RefreshRemoteImage(ctx, &tc); err != nil {
+		return nil, err
+	}
+	return &tc, nil
+}
+
 // flight runs fn once for every concurrent caller of key, on a context of
 // its own (a caller that leaves does not cancel it for the others), and
 // returns to each caller when it is done or the caller's context ends.
@@ -120,7 +132,7 @@ func (rs *remotes) upstreamClient(ctx context.Context, t *container.Target) (*up
 // between this caller's look and its own would otherwise be repeated
 // upstream.
 func (rs *remotes) resolveTag(ctx context.Context, t *container.Target, tag string) (*remoteResult, error) {
-	look := func(ctx context.Context) (*remoteResult, *container.RemoteTag, error) {
+	look := func(ctx context.Context, t *container.Target) (*remoteResult, *container.RemoteTag, error) {
 		cached, err := rs.h.container.RemoteTagByName(ctx, t, tag)
 		if err != nil {
 			return nil, nil, err
@@ -130,12 +142,16 @@ func (rs *remotes) resolveTag(ctx context.Context, t *container.Target, tag stri
 		}
 		return nil, cached, nil
 	}
-	if hit, _, err := look(ctx); hit != nil || err != nil {
+	if hit, _, err := look(ctx, t); hit != nil || err != nil {
 		return hit, err
 	}
 	key := t.Remote.ID.String() + "\x00" + t.Remote.UpstreamImage + "\x00tag\x00" + tag
 	return rs.flight(ctx, key, func(ctx context.Context) (*remoteResult, error) {
-		hit, cached, err := look(ctx)
+		t, err := rs.refreshed(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		hit, cached, err := look(ctx, t)
 		if hit != nil || err != nil {
 			return hit, err
 		}
@@ -233,7 +249,7 @@ func (rs *remotes) revalidateTag(ctx context.Context, t *container.Target, tag s
 // upstream GET (shared by concurrent callers), verified against the digest.
 func (rs *remotes) resolveDigest(ctx context.Context, t *container.Target, d digest) (*remoteResult, error) {
 	// Looked up again in the flight, as in resolveTag.
-	look := func(ctx context.Context) (*remoteResult, error) {
+	look := func(ctx context.Context, t *container.Target) (*remoteResult, error) {
 		m, err := rs.h.container.RemoteManifestByDigest(ctx, t, d)
 		switch {
 		case err == nil:
@@ -243,12 +259,16 @@ func (rs *remotes) resolveDigest(ctx context.Context, t *container.Target, d dig
 		}
 		return nil, err
 	}
-	if hit, err := look(ctx); hit != nil || err != nil {
+	if hit, err := look(ctx, t); hit != nil || err != nil {
 		return hit, err
 	}
 	key := t.Remote.ID.String() + "\x00" + t.Remote.UpstreamImage + "\x00digest\x00" + d.String()
 	return rs.flight(ctx, key, func(ctx context.Context) (*remoteResult, error) {
-		if hit, err := look(ctx); hit != nil || err != nil {
+		t, err := rs.refreshed(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if hit, err := look(ctx, t); hit != nil || err != nil {
 			return hit, err
 		}
 		c, err := rs.upstreamClient(ctx, t)

@@ -168,6 +168,26 @@ func (s *Store) RemoteReferrerCandidates(ctx context.Context, t *Target, mediaTy
 	return out, nil
 }
 
+// RefreshRemoteImage sets t.ImageID when t was resolved before the first
+// pull of its image cached it: a pull that waited for another's upstream
+// fetch then finds what that fetch cached instead of fetching again.
+func (s *Store) RefreshRemoteImage(ctx context.Context, t *Target) error {
+	if t.ImageID != uuid.Nil || t.Remote == nil {
+		return nil
+	}
+	err := s.pool.QueryRow(ctx, `
+		SELECT id FROM container_remote_images
+		WHERE namespace_id = $1 AND container_remote_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL`,
+		t.NamespaceID, t.Remote.ID, t.Remote.UpstreamImage).Scan(&t.ImageID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return db.MapErr(fmt.Errorf("store: cached image %q: %w", t.Remote.UpstreamImage, err))
+	}
+	return nil
+}
+
 // ensureRemoteImage returns the id of the target's cached image, creating
 // it (a first pull: last_downloaded_at is set) inside tx, and holds it
 // FOR KEY SHARE so that an eviction of the image waits for tx. It does

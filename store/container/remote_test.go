@@ -176,6 +176,35 @@ func TestRemoteSettingsAndCredentials(t *testing.T) {
 	}
 }
 
+// TestRefreshRemoteImage: a target resolved before its image's first pull
+// has no image; once another pull cached it, RefreshRemoteImage finds the
+// image and the cached tag shows through the refreshed target.
+func TestRefreshRemoteImage(t *testing.T) {
+	t.Parallel()
+	f := newRemoteFixture(t)
+	f.remote("mirror", "http://127.0.0.1:5999", nil)
+	stale := f.target("mirror", "team/app")
+	if err := f.cs.RefreshRemoteImage(f.ctx, stale); err != nil || stale.ImageID != uuid.Nil {
+		t.Fatalf("before any pull: image %v, %v", stale.ImageID, err)
+	}
+	stale = f.target("mirror", "team/app")
+	p := manifestJSON("amd64", sha256.Sum256([]byte("config")))
+	_, imageID, err := f.cs.CacheRemoteManifest(f.ctx, f.target("mirror", "team/app"), container.RemoteManifestPut{
+		Digest: sha256.Sum256(p), MediaType: "application/vnd.oci.image.manifest.v1+json", Payload: p, Tag: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt, err := f.cs.RemoteTagByName(f.ctx, stale, "v1"); err != nil || rt != nil {
+		t.Fatalf("the stale target sees %+v, %v", rt, err)
+	}
+	if err := f.cs.RefreshRemoteImage(f.ctx, stale); err != nil || stale.ImageID != imageID {
+		t.Fatalf("refreshed image %v, want %v: %v", stale.ImageID, imageID, err)
+	}
+	if rt, err := f.cs.RemoteTagByName(f.ctx, stale, "v1"); err != nil || rt == nil || rt.Manifest.Digest != sha256.Sum256(p) {
+		t.Fatalf("the refreshed target sees %+v, %v", rt, err)
+	}
+}
+
 // TestRemoteCacheIndexLazyChildren: an index is cached verbatim with its
 // children recorded; a child that arrives later is linked to it and its
 // size added; tags move, are confirmed and dropped; accounting counts the
