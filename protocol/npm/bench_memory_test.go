@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 )
 
 // BenchmarkPublishLarge publishes a 64 MiB tarball that does not compress
@@ -36,10 +38,10 @@ import (
 func BenchmarkPublishLarge(b *testing.B) {
 	e := newEnv(b, envOptions{})
 	reg := e.registry("js")
-	p := newPublish(b, "large", "1.0.0", nil)
-	p.tarball = makeTarball(b, p.pkgJSON, map[string]string{"blob.bin": string(randomText(64 << 20))})
-	data := []byte(base64.StdEncoding.EncodeToString(p.tarball))
-	s512, s1 := sha512.Sum512(p.tarball), sha1.Sum(p.tarball)
+	p := npmpack.NewPublish(b, "large", "1.0.0", nil)
+	p.Tarball = npmpack.Tarball(b, p.PkgJSON, map[string]string{"blob.bin": string(randomText(64 << 20))})
+	data := []byte(base64.StdEncoding.EncodeToString(p.Tarball))
+	s512, s1 := sha512.Sum512(p.Tarball), sha1.Sum(p.Tarball)
 	integrity, shasum := "sha512-"+base64.StdEncoding.EncodeToString(s512[:]), hex.EncodeToString(s1[:])
 
 	var peakHeap, rssGrowth float64
@@ -48,7 +50,7 @@ func BenchmarkPublishLarge(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		version := fmt.Sprintf("1.0.%d", i)
 		prefix := fmt.Sprintf(`{"_id":"large","name":"large","dist-tags":{"latest":%q},"versions":{%q:{"name":"large","version":%q,"dist":{"integrity":%q,"shasum":%q}}},"_attachments":{"large-%s.tgz":{"content_type":"application/octet-stream","length":%d,"data":"`,
-			version, version, version, integrity, shasum, version, len(p.tarball))
+			version, version, version, integrity, shasum, version, len(p.Tarball))
 		suffix := `"}}}`
 		body := io.MultiReader(strings.NewReader(prefix), bytes.NewReader(data), strings.NewReader(suffix))
 

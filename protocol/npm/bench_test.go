@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
 )
 
@@ -151,9 +152,9 @@ func BenchmarkPublish200(b *testing.B) {
 				name := fmt.Sprintf("bench-%d", i)
 				bodies := make([][]byte, 200)
 				for v := range bodies {
-					bodies[v] = newPublish(b, name, fmt.Sprintf("1.0.%d", v), map[string]any{
+					bodies[v] = npmpack.NewPublish(b, name, fmt.Sprintf("1.0.%d", v), map[string]any{
 						"dependencies": map[string]string{"left-pad": "^1.3.0", "lodash": "^4.17.21"},
-					}).body(reg)
+					}).Body(reg)
 				}
 				b.StartTimer()
 				for _, body := range bodies {
@@ -196,7 +197,7 @@ func BenchmarkPackument1000(b *testing.B) {
 			"main": "index.js", "license": "MIT", "dependencies": deps, "keywords": []string{"a", "b"},
 			"repository": map[string]string{"type": "git", "url": "git+https://example.com/big.git"},
 			"engines":    map[string]string{"node": ">=18"}}
-		tgz := makeTarball(b, pj, nil)
+		tgz := npmpack.Tarball(b, pj, nil)
 		pj["_id"] = "big@" + version
 		pj["readme"] = "# big\n\nSome readme text that every version carries.\n"
 		pj["_npmUser"] = map[string]string{"name": "admin", "email": ""}
@@ -258,7 +259,7 @@ func BenchmarkNpmInstall50(b *testing.B) {
 	deps := map[string]string{}
 	for i := range 50 {
 		name := fmt.Sprintf("dep-%02d", i)
-		e.publish("js", newPublish(b, name, "1.0.0", nil))
+		e.publish("js", npmpack.NewPublish(b, name, "1.0.0", nil))
 		deps[name] = "^1.0.0"
 	}
 	work := b.TempDir()
@@ -323,7 +324,7 @@ func BenchmarkBuildDocuments(b *testing.B) {
 // count during install).
 func BenchmarkTarball(b *testing.B) {
 	e := newEnv(b, envOptions{})
-	e.publish("js", newPublish(b, "dep", "1.0.0", nil))
+	e.publish("js", npmpack.NewPublish(b, "dep", "1.0.0", nil))
 	url := e.registry("js") + "dep/-/" + tarballFileName("dep", "1.0.0")
 	for _, parallel := range []int{1, 16} {
 		b.Run(fmt.Sprintf("parallel=%d", parallel), func(b *testing.B) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
 
@@ -434,8 +435,8 @@ func (c *npmClient) on(t testing.TB) *npmClient {
 // list/create/revoke and logout.
 func TestNpmCLIAccess(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	e.publish("js", newPublish(t, "pub-pkg", "1.0.0", nil))
-	e.publish("private", newPublish(t, "priv-pkg", "1.0.0", nil))
+	e.publish("js", npmpack.NewPublish(t, "pub-pkg", "1.0.0", nil))
+	e.publish("private", npmpack.NewPublish(t, "priv-pkg", "1.0.0", nil))
 
 	anon := e.newNPM(t, "js", false)
 	work := t.TempDir()

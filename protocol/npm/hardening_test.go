@@ -1,10 +1,8 @@
 package npm
 
 import (
-	"archive/tar"
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha1"
 	"crypto/sha512"
 	"encoding/base64"
@@ -18,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/protocol/npm/npmpublish"
 )
 
@@ -42,7 +41,7 @@ func TestBadJSONText(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
-	good := newPublish(t, "txt", "1.0.0", nil)
+	good := npmpack.NewPublish(t, "txt", "1.0.0", nil)
 	bad := map[string]string{
 		"NUL escape":          `"a \u0000 b"`,
 		"lone high surrogate": `"a \ud800 b"`,
@@ -52,15 +51,15 @@ func TestBadJSONText(t *testing.T) {
 		"invalid UTF-8":       "\"a \xff\xfe b\"",
 	}
 	for name, text := range bad {
-		body := bytes.ReplaceAll(good.body(reg), []byte(`"test package txt"`), []byte(text))
+		body := bytes.ReplaceAll(good.Body(reg), []byte(`"test package txt"`), []byte(text))
 		status, resp, hdr := e.do(http.MethodPut, reg+"txt", "token", body, nil)
 		wantError(t, "publish, "+name, status, resp, hdr, 400, "malformed JSON body")
 		e.nothingWritten("publish, " + name)
 	}
 
 	// A surrogate pair is fine, and so are escapes of other characters.
-	ok := newPublish(t, "txt", "1.0.0", nil)
-	okBody := bytes.ReplaceAll(ok.body(reg), []byte(`"test package txt"`), []byte(`"smile \ud83d\ude00 \u00e9 \\u0000 \n"`))
+	ok := npmpack.NewPublish(t, "txt", "1.0.0", nil)
+	okBody := bytes.ReplaceAll(ok.Body(reg), []byte(`"test package txt"`), []byte(`"smile \ud83d\ude00 \u00e9 \\u0000 \n"`))
 	if status, resp, _ := e.do(http.MethodPut, reg+"txt", "token", okBody, nil); status != http.StatusCreated {
 		t.Fatalf("publish with a surrogate pair: %d %s", status, resp)
 	}
@@ -132,9 +131,9 @@ func TestBodyLimits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{Options: Options{MaxPublishSize: 64 << 10}})
 	reg := e.registry("js")
-	big := newPublish(t, "big", "1.0.0", nil)
-	big.tarball = makeTarball(t, big.pkgJSON, map[string]string{"noise.bin": string(randomText(80 << 10))})
-	body := big.body(reg)
+	big := npmpack.NewPublish(t, "big", "1.0.0", nil)
+	big.Tarball = npmpack.Tarball(t, big.PkgJSON, map[string]string{"noise.bin": string(randomText(80 << 10))})
+	body := big.Body(reg)
 
 	status, resp, hdr := e.do(http.MethodPut, reg+"big", "token", body, nil)
 	wantError(t, "publish with Content-Length", status, resp, hdr, 413, "limit of 65536 bytes")
@@ -145,8 +144,8 @@ func TestBodyLimits(t *testing.T) {
 	// The document besides its tarball: 16 MiB at most.
 	e2 := newEnv(t, envOptions{})
 	reg2 := e2.registry("js")
-	p := newPublish(t, "doc", "1.0.0", map[string]any{"notes": strings.Repeat("r", npmpublish.MetadataAllowance)})
-	status, resp, hdr = e2.doStream(http.MethodPut, reg2+"doc", bytes.NewReader(p.body(reg2)))
+	p := npmpack.NewPublish(t, "doc", "1.0.0", map[string]any{"notes": strings.Repeat("r", npmpublish.MetadataAllowance)})
+	status, resp, hdr = e2.doStream(http.MethodPut, reg2+"doc", bytes.NewReader(p.Body(reg2)))
 	wantError(t, "huge document", status, resp, hdr, 413, "without its tarball")
 	e2.nothingWritten("huge document")
 
@@ -176,34 +175,6 @@ func randomText(n int) []byte {
 	return b
 }
 
-// gzipBomb is a package tarball of a few megabytes whose one file expands
-// to expanded bytes of zeros: a tar header, then the same gzip member of
-// zeros again and again (gzip readers read concatenated members as one
-// stream).
-func gzipBomb(t testing.TB, pkgJSON map[string]any, expanded int64) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	pj, _ := json.Marshal(pkgJSON)
-	writeTarFile(t, tw, "package/package.json", string(pj))
-	if err := tw.WriteHeader(&tar.Header{Name: "package/zeros", Mode: 0o644, Size: expanded, ModTime: time.Unix(499162500, 0), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil { // the tar writer stays open: its entry is never finished
-		t.Fatal(err)
-	}
-	const chunk = 8 << 20
-	var member bytes.Buffer
-	mw, _ := gzip.NewWriterLevel(&member, gzip.BestCompression)
-	_, _ = mw.Write(make([]byte, chunk))
-	_ = mw.Close()
-	for range expanded / chunk {
-		buf.Write(member.Bytes())
-	}
-	return buf.Bytes()
-}
-
 // TestGzipBomb: a tarball that expands to 8 GiB is refused with a 400 once
 // the inspection has decompressed MaxUnpackedSize bytes (the default),
 // and writes nothing.
@@ -211,49 +182,36 @@ func TestGzipBomb(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
-	p := newPublish(t, "bomb", "1.0.0", nil)
-	p.tarball = gzipBomb(t, p.pkgJSON, 8<<30)
-	t.Logf("bomb: %d bytes compressed, 8 GiB expanded", len(p.tarball))
+	p := npmpack.NewPublish(t, "bomb", "1.0.0", nil)
+	p.Tarball = npmpack.GzipBomb(t, p.PkgJSON, 8<<30)
+	t.Logf("bomb: %d bytes compressed, 8 GiB expanded", len(p.Tarball))
 	start := time.Now()
-	status, resp, hdr := e.do(http.MethodPut, reg+"bomb", "token", p.body(reg), nil)
+	status, resp, hdr := e.do(http.MethodPut, reg+"bomb", "token", p.Body(reg), nil)
 	t.Logf("refused in %v", time.Since(start))
 	wantError(t, "gzip bomb", status, resp, hdr, 400, "expands past this registry's limit of 1073741824 bytes")
 	e.nothingWritten("gzip bomb")
 
 	// Under the limit, the same construction publishes.
 	small := newEnv(t, envOptions{})
-	q := newPublish(t, "zeros", "1.0.0", nil)
-	q.tarball = append(gzipBomb(t, q.pkgJSON, 16<<20), gzipTrailer(t)...)
-	if status, resp, _ := small.do(http.MethodPut, small.registry("js")+"zeros", "token", q.body(small.registry("js")), nil); status != http.StatusCreated {
+	q := npmpack.NewPublish(t, "zeros", "1.0.0", nil)
+	q.Tarball = append(npmpack.GzipBomb(t, q.PkgJSON, 16<<20), npmpack.GzipTrailer(t)...)
+	if status, resp, _ := small.do(http.MethodPut, small.registry("js")+"zeros", "token", q.Body(small.registry("js")), nil); status != http.StatusCreated {
 		t.Fatalf("16 MiB of zeros: %d %s", status, resp)
 	}
-}
-
-// gzipTrailer is a gzip member with the tar end-of-archive marker (two
-// zero blocks), which finishes the file of gzipBomb when its size is a
-// multiple of 512.
-func gzipTrailer(t testing.TB) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(make([]byte, 1024)); err != nil {
-		t.Fatal(err)
-	}
-	_ = zw.Close()
-	return buf.Bytes()
 }
 
 // cliOrderBody is a publish body as npm writes it: versions before
 // _attachments, with the base64 broken into lines by \n escapes and its
 // slashes escaped (both valid JSON that a streaming reader must unescape).
-func cliOrderBody(p *publishDoc, reg string) []byte {
-	s512, s1 := sha512.Sum512(p.tarball), sha1.Sum(p.tarball)
+func cliOrderBody(p *npmpack.Publish, reg string) []byte {
+	s512, s1 := sha512.Sum512(p.Tarball), sha1.Sum(p.Tarball)
 	manifest := map[string]any{}
-	for k, v := range p.pkgJSON {
+	for k, v := range p.PkgJSON {
 		manifest[k] = v
 	}
 	manifest["dist"] = map[string]any{"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]), "shasum": hex.EncodeToString(s1[:])}
-	versions, _ := json.Marshal(map[string]any{p.version: manifest})
-	b64 := base64.StdEncoding.EncodeToString(p.tarball)
+	versions, _ := json.Marshal(map[string]any{p.Version: manifest})
+	b64 := base64.StdEncoding.EncodeToString(p.Tarball)
 	var data strings.Builder
 	for i := 0; i < len(b64); i += 76 {
 		data.WriteString(strings.ReplaceAll(b64[i:min(i+76, len(b64))], "/", `\/`))
@@ -261,7 +219,7 @@ func cliOrderBody(p *publishDoc, reg string) []byte {
 	}
 	return fmt.Appendf(nil, `{ "_id": %q, "name": %q, "dist-tags": {"latest": %q}, "versions": %s,
   "_attachments": { %q: { "content_type": "application/octet-stream", "data": "%s", "length": %d } } }`,
-		p.name, p.name, p.version, versions, p.name+"-"+p.version+".tgz", data.String(), len(p.tarball))
+		p.Name, p.Name, p.Version, versions, p.Name+"-"+p.Version+".tgz", data.String(), len(p.Tarball))
 }
 
 // TestPublishBodyShapes: the streaming reader takes the attachment before
@@ -272,8 +230,8 @@ func TestPublishBodyShapes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
-	p := newPublish(t, "shapes", "1.0.0", map[string]any{"description": "x"})
-	p.tarball = makeTarball(t, p.pkgJSON, map[string]string{"noise.bin": string(randomText(50 << 10))})
+	p := npmpack.NewPublish(t, "shapes", "1.0.0", map[string]any{"description": "x"})
+	p.Tarball = npmpack.Tarball(t, p.PkgJSON, map[string]string{"noise.bin": string(randomText(50 << 10))})
 	body := cliOrderBody(p, reg)
 
 	bad := []struct {
@@ -304,14 +262,14 @@ func TestPublishBodyShapes(t *testing.T) {
 		t.Fatalf("publish in npm's order: %d %s", status, resp)
 	}
 	status, tgz, _ := e.do(http.MethodGet, reg+"shapes/-/shapes-1.0.0.tgz", "", nil, nil)
-	if status != http.StatusOK || !bytes.Equal(tgz, p.tarball) {
-		t.Fatalf("tarball back: %d, %d bytes, equal %v", status, len(tgz), bytes.Equal(tgz, p.tarball))
+	if status != http.StatusOK || !bytes.Equal(tgz, p.Tarball) {
+		t.Fatalf("tarball back: %d, %d bytes, equal %v", status, len(tgz), bytes.Equal(tgz, p.Tarball))
 	}
 	var sha1Meta []byte
 	if err := e.pool.QueryRow(e.ctx, `SELECT metadata_sha1 FROM blob_storage_blobs`).Scan(&sha1Meta); err != nil {
 		t.Fatal(err)
 	}
-	if s1 := sha1.Sum(p.tarball); !bytes.Equal(sha1Meta, s1[:]) {
+	if s1 := sha1.Sum(p.Tarball); !bytes.Equal(sha1Meta, s1[:]) {
 		t.Errorf("blob SHA-1 %x, want %x", sha1Meta, s1)
 	}
 }
@@ -324,8 +282,8 @@ func TestPublishClientGoesAway(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
-	p := newPublish(t, "gone", "1.0.0", nil)
-	p.tarball = makeTarball(t, p.pkgJSON, map[string]string{"noise.bin": string(randomText(1 << 20))})
+	p := npmpack.NewPublish(t, "gone", "1.0.0", nil)
+	p.Tarball = npmpack.Tarball(t, p.PkgJSON, map[string]string{"noise.bin": string(randomText(1 << 20))})
 	body := cliOrderBody(p, reg)
 	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
 	if err != nil {

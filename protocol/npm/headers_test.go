@@ -3,6 +3,8 @@ package npm
 import (
 	"net/http"
 	"testing"
+
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 )
 
 // checkSafe asserts the headers that keep served bytes from rendering on
@@ -28,15 +30,15 @@ func TestServedBytesNeverRender(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	planted := `<script>document.title = "planted"</script>`
-	p := newPublish(t, "@anchor/page", "1.0.0", map[string]any{"description": planted})
-	p.tarball = makeTarball(t, p.pkgJSON, map[string]string{"package/index.html": "<html>" + planted + "</html>"})
+	p := npmpack.NewPublish(t, "@anchor/page", "1.0.0", map[string]any{"description": planted})
+	p.Tarball = npmpack.Tarball(t, p.PkgJSON, map[string]string{"package/index.html": "<html>" + planted + "</html>"})
 	e.publish("js", p)
 	reg := e.registry("js")
 	tgz := reg + "@anchor/page/-/page-1.0.0.tgz"
 
 	for _, auth := range []string{"token", ""} {
 		status, body, hdr := e.do(http.MethodGet, tgz, auth, nil, nil)
-		if status != http.StatusOK || string(body) != string(p.tarball) || hdr.Get("Content-Type") != "application/octet-stream" {
+		if status != http.StatusOK || string(body) != string(p.Tarball) || hdr.Get("Content-Type") != "application/octet-stream" {
 			t.Fatalf("GET tarball (auth %q): %d %q", auth, status, hdr.Get("Content-Type"))
 		}
 		checkSafe(t, "GET tarball", hdr, "attachment; filename=page-1.0.0.tgz")

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
 )
 
@@ -26,9 +27,9 @@ func TestPublishAndRead(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 
-	e.publish("js", newPublish(t, "demo", "1.0.0", map[string]any{"dependencies": map[string]string{"left-pad": "^1.0.0"}}))
-	e.publish("js", newPublish(t, "demo", "1.1.0", nil))
-	scoped := newPublish(t, "@anchor/lib", "1.0.0", map[string]any{"scripts": map[string]string{"postinstall": "node x.js"}})
+	e.publish("js", npmpack.NewPublish(t, "demo", "1.0.0", map[string]any{"dependencies": map[string]string{"left-pad": "^1.0.0"}}))
+	e.publish("js", npmpack.NewPublish(t, "demo", "1.1.0", nil))
+	scoped := npmpack.NewPublish(t, "@anchor/lib", "1.0.0", map[string]any{"scripts": map[string]string{"postinstall": "node x.js"}})
 	e.publish("js", scoped)
 
 	full := e.packument("js", "demo", false)
@@ -100,7 +101,7 @@ func TestPublishAndRead(t *testing.T) {
 
 	// Tarballs.
 	status, body, hdr = e.do(http.MethodGet, reg+"@anchor/lib/-/lib-1.0.0.tgz", "", nil, nil)
-	if status != http.StatusOK || !slices.Equal(body, scoped.tarball) || hdr.Get("Content-Type") != "application/octet-stream" {
+	if status != http.StatusOK || !slices.Equal(body, scoped.Tarball) || hdr.Get("Content-Type") != "application/octet-stream" {
 		t.Errorf("tarball GET: %d %d bytes %q", status, len(body), hdr.Get("Content-Type"))
 	}
 	status, body, hdr = e.do(http.MethodHead, reg+"demo/-/demo-1.0.0.tgz", "", nil, nil)
@@ -139,11 +140,11 @@ func TestBadPublishes(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{Options: Options{MaxTarballSize: 4096}})
 	reg := e.registry("js")
-	good := newPublish(t, "good", "1.0.0", nil)
+	good := npmpack.NewPublish(t, "good", "1.0.0", nil)
 
-	mutate := func(p *publishDoc, f func(doc map[string]any)) []byte {
+	mutate := func(p *npmpack.Publish, f func(doc map[string]any)) []byte {
 		var doc map[string]any
-		_ = json.Unmarshal(p.body(reg), &doc)
+		_ = json.Unmarshal(p.Body(reg), &doc)
 		f(doc)
 		b, _ := json.Marshal(doc)
 		return b
@@ -151,9 +152,9 @@ func TestBadPublishes(t *testing.T) {
 	version := func(doc map[string]any) map[string]any {
 		return doc["versions"].(map[string]any)["1.0.0"].(map[string]any)
 	}
-	big := newPublish(t, "big", "1.0.0", nil)
-	big.tarball = makeTarball(t, big.pkgJSON, map[string]string{"blob.bin": strings.Repeat("x", 1<<20)}) // compresses well
-	big.tarball = append(big.tarball, make([]byte, 8192)...)                                             // but not this
+	big := npmpack.NewPublish(t, "big", "1.0.0", nil)
+	big.Tarball = npmpack.Tarball(t, big.PkgJSON, map[string]string{"blob.bin": strings.Repeat("x", 1<<20)}) // compresses well
+	big.Tarball = append(big.Tarball, make([]byte, 8192)...)                                                 // but not this
 
 	cases := []struct {
 		name   string
@@ -185,32 +186,32 @@ func TestBadPublishes(t *testing.T) {
 			d["_attachments"].(map[string]any)["good-1.0.0.tgz"].(map[string]any)["data"] = "!!!"
 		}), 400, "base64"},
 		{"not a tarball", "good", func() []byte {
-			p := newPublish(t, "good", "1.0.0", nil)
-			p.tarball = []byte("this is not gzip")
-			return p.body(reg)
+			p := npmpack.NewPublish(t, "good", "1.0.0", nil)
+			p.Tarball = []byte("this is not gzip")
+			return p.Body(reg)
 		}(), 400, "gzip"},
 		{"wrong length", "good", mutate(good, func(d map[string]any) {
 			d["_attachments"].(map[string]any)["good-1.0.0.tgz"].(map[string]any)["length"] = 1
 		}), 400, "length"},
-		{"oversized tarball", "big", big.body(reg), 413, "limit"},
+		{"oversized tarball", "big", big.Body(reg), 413, "limit"},
 		{"invalid version", "good", mutate(good, func(d map[string]any) {
 			v := d["versions"].(map[string]any)
 			v["1.0"] = v["1.0.0"]
 			delete(v, "1.0.0")
 		}), 400, "invalid version"},
 		{"version mismatch", "good", mutate(good, func(d map[string]any) { version(d)["version"] = "1.0.1" }), 400, "version must be"},
-		{"name mismatch", "other", good.body(reg), 400, "does not match"},
+		{"name mismatch", "other", good.Body(reg), 400, "does not match"},
 		{"tag is a range", "good", mutate(good, func(d map[string]any) { d["dist-tags"] = map[string]any{"v1": "1.0.0"} }), 400, "SemVer range"},
 		{"tag points elsewhere", "good", mutate(good, func(d map[string]any) { d["dist-tags"] = map[string]any{"latest": "0.9.0"} }), 400, "can only tag"},
 		{"schema: dependencies not strings", "good", mutate(good, func(d map[string]any) {
 			version(d)["dependencies"] = map[string]any{"x": 1}
 		}), 400, "package.json"},
-		{"uppercase name", "Upper", newPublish(t, "Upper", "1.0.0", nil).body(reg), 400, "capital letters"},
-		{"leading dot", ".dot", newPublish(t, ".dot", "1.0.0", nil).body(reg), 400, "period"},
-		{"leading dot in scope name", "@s%2f.dot", newPublish(t, "@s/.dot", "1.0.0", nil).body(reg), 400, "period"},
-		{"core module", "http", newPublish(t, "http", "1.0.0", nil).body(reg), 400, "core module"},
-		{"special characters", "a~b", newPublish(t, "a~b", "1.0.0", nil).body(reg), 400, "special characters"},
-		{"non URL-safe", "a%20b", newPublish(t, "a b", "1.0.0", nil).body(reg), 400, "URL-friendly"},
+		{"uppercase name", "Upper", npmpack.NewPublish(t, "Upper", "1.0.0", nil).Body(reg), 400, "capital letters"},
+		{"leading dot", ".dot", npmpack.NewPublish(t, ".dot", "1.0.0", nil).Body(reg), 400, "period"},
+		{"leading dot in scope name", "@s%2f.dot", npmpack.NewPublish(t, "@s/.dot", "1.0.0", nil).Body(reg), 400, "period"},
+		{"core module", "http", npmpack.NewPublish(t, "http", "1.0.0", nil).Body(reg), 400, "core module"},
+		{"special characters", "a~b", npmpack.NewPublish(t, "a~b", "1.0.0", nil).Body(reg), 400, "special characters"},
+		{"non URL-safe", "a%20b", npmpack.NewPublish(t, "a b", "1.0.0", nil).Body(reg), 400, "URL-friendly"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -228,7 +229,7 @@ func TestBadPublishes(t *testing.T) {
 
 	// "../x": the root router cleans dot segments before any handler runs
 	// (gorilla/mux redirects), so the request never reaches a publish.
-	status, body, _ := e.do(http.MethodPut, reg+"..%2fx", "token", newPublish(t, "../x", "1.0.0", nil).body(reg), nil)
+	status, body, _ := e.do(http.MethodPut, reg+"..%2fx", "token", npmpack.NewPublish(t, "../x", "1.0.0", nil).Body(reg), nil)
 	if status < 300 || status >= 500 {
 		t.Errorf("PUT ../x: %d %s", status, body)
 	}
@@ -238,10 +239,10 @@ func TestBadPublishes(t *testing.T) {
 	e.nothingWritten("../x")
 
 	// Unauthenticated and wrong-token writes.
-	if status, _, hdr := e.do(http.MethodPut, reg+"good", "", good.body(reg), nil); status != 401 || hdr.Get("WWW-Authenticate") == "" {
+	if status, _, hdr := e.do(http.MethodPut, reg+"good", "", good.Body(reg), nil); status != 401 || hdr.Get("WWW-Authenticate") == "" {
 		t.Errorf("anonymous publish: %d", status)
 	}
-	if status, _, _ := e.do(http.MethodPut, reg+"good", "wrong", good.body(reg), nil); status != 401 {
+	if status, _, _ := e.do(http.MethodPut, reg+"good", "wrong", good.Body(reg), nil); status != 401 {
 		t.Errorf("wrong token publish: %d", status)
 	}
 	e.nothingWritten("unauthenticated")
@@ -287,7 +288,7 @@ func TestConcurrentPublishes(t *testing.T) {
 	// Different versions, the package does not exist yet.
 	var bodies [][]byte
 	for i := range n {
-		bodies = append(bodies, newPublish(t, "race", fmt.Sprintf("1.0.%d", i), nil).body(reg))
+		bodies = append(bodies, npmpack.NewPublish(t, "race", fmt.Sprintf("1.0.%d", i), nil).Body(reg))
 	}
 	for i, s := range run(bodies) {
 		if s != http.StatusCreated {
@@ -306,8 +307,8 @@ func TestConcurrentPublishes(t *testing.T) {
 	// two machines packing the same version would produce).
 	bodies = nil
 	for i := range n {
-		p := newPublish(t, "race", "2.0.0", map[string]any{"description": fmt.Sprintf("attempt %d", i)})
-		bodies = append(bodies, p.body(reg))
+		p := npmpack.NewPublish(t, "race", "2.0.0", map[string]any{"description": fmt.Sprintf("attempt %d", i)})
+		bodies = append(bodies, p.Body(reg))
 	}
 	created, conflicts := 0, 0
 	for _, s := range run(bodies) {
@@ -344,7 +345,7 @@ func TestRevisionsAndUnpublish(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
 	for _, v := range []string{"1.0.0", "1.1.0", "1.2.0-rc.1"} {
-		e.publish("js", newPublish(t, "rev", v, nil))
+		e.publish("js", npmpack.NewPublish(t, "rev", v, nil))
 	}
 	doc := e.packument("js", "rev", false)
 	rev1 := doc["_rev"].(string)
@@ -424,7 +425,7 @@ func TestMetadataCache(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{queueJobs: true, Options: Options{RebuildDelay: -1}})
 	reg := e.registry("js")
-	e.publish("js", newPublish(t, "cache", "1.0.0", nil))
+	e.publish("js", npmpack.NewPublish(t, "cache", "1.0.0", nil))
 	fresh := func() int {
 		return e.count(`SELECT count(*) FROM npm_metadata_files WHERE expires_at > now()`)
 	}
@@ -478,7 +479,7 @@ func TestEndpoints(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envOptions{})
 	reg := e.registry("js")
-	e.publish("js", newPublish(t, "ep", "1.0.0", nil))
+	e.publish("js", npmpack.NewPublish(t, "ep", "1.0.0", nil))
 
 	check := func(method, path, auth string, body []byte, want int, contains string) {
 		t.Helper()
@@ -537,7 +538,7 @@ func TestEndpoints(t *testing.T) {
 	if _, err := e.pool.Exec(e.ctx, `UPDATE npm_packages SET versions_count = 25000 WHERE name = 'ep'`); err != nil {
 		t.Fatal(err)
 	}
-	status, body, _ := e.do(http.MethodPut, reg+"ep", "token", newPublish(t, "ep", "1.0.1", nil).body(reg), nil)
+	status, body, _ := e.do(http.MethodPut, reg+"ep", "token", npmpack.NewPublish(t, "ep", "1.0.1", nil).Body(reg), nil)
 	if status != http.StatusUnprocessableEntity || !strings.Contains(string(body), "25000") {
 		t.Errorf("versions limit: %d %s", status, body)
 	}
@@ -566,9 +567,9 @@ func TestEndpoints(t *testing.T) {
 	check("PUT", "-/package/ep/dist-tags/one-more", "token", []byte(`"1.0.0"`), 422, "1000")
 	check("PUT", "-/package/ep/dist-tags/tag5", "token", []byte(`"1.0.0"`), 201, "tagged") // moving a tag is fine
 	status, body, _ = e.do(http.MethodPut, reg+"ep", "token", func() []byte {
-		p := newPublish(t, "ep", "1.0.2", nil)
-		p.tags = []string{"another"}
-		return p.body(reg)
+		p := npmpack.NewPublish(t, "ep", "1.0.2", nil)
+		p.Tags = []string{"another"}
+		return p.Body(reg)
 	}(), nil)
 	if status != http.StatusUnprocessableEntity {
 		t.Errorf("tags limit on publish: %d %s", status, body)
@@ -584,7 +585,7 @@ func TestRebuildJobsCoalesce(t *testing.T) {
 	e := newEnv(t, envOptions{withJobs: true, Options: Options{RebuildDelay: 2 * time.Second}})
 	const n = 12
 	for i := range n {
-		e.publish("js", newPublish(t, "burst", fmt.Sprintf("1.0.%d", i), nil))
+		e.publish("js", npmpack.NewPublish(t, "burst", fmt.Sprintf("1.0.%d", i), nil))
 	}
 	outcomes := func() map[string]int {
 		rows, err := e.pool.Query(e.ctx, `

@@ -1,9 +1,7 @@
 package npm
 
 import (
-	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha1"
 	"crypto/sha512"
@@ -33,6 +31,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -238,111 +237,15 @@ func (e *env) count(sql string, args ...any) int {
 	return n
 }
 
-// makeTarball builds a package tarball as npm pack does ("package/..."),
-// with the given package.json and extra files.
-func makeTarball(t testing.TB, pkgJSON map[string]any, extra map[string]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
-	files := map[string]string{}
-	pj, _ := json.MarshalIndent(pkgJSON, "", "  ")
-	files["package/package.json"] = string(pj)
-	files["package/index.js"] = fmt.Sprintf("module.exports = %q;\n", pkgJSON["name"].(string)+"@"+pkgJSON["version"].(string))
-	for k, v := range extra {
-		files["package/"+k] = v
-	}
-	for _, name := range []string{"package/package.json", "package/index.js"} {
-		writeTarFile(t, tw, name, files[name])
-		delete(files, name)
-	}
-	for name, content := range files {
-		writeTarFile(t, tw, name, content)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func writeTarFile(t testing.TB, tw *tar.Writer, name, content string) {
-	t.Helper()
-	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), ModTime: time.Unix(499162500, 0), Typeflag: tar.TypeReg}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write([]byte(content)); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// publishDoc builds the body npm 11 PUTs for one version.
-type publishDoc struct {
-	name, version string
-	tags          []string
-	pkgJSON       map[string]any
-	tarball       []byte
-}
-
-func newPublish(t testing.TB, name, version string, extra map[string]any) *publishDoc {
-	pj := map[string]any{"name": name, "version": version, "description": "test package " + name, "main": "index.js", "license": "MIT"}
-	for k, v := range extra {
-		pj[k] = v
-	}
-	return &publishDoc{name: name, version: version, tags: []string{"latest"}, pkgJSON: pj, tarball: makeTarball(t, pj, nil)}
-}
-
-func (p *publishDoc) body(registry string) []byte {
-	s512 := sha512.Sum512(p.tarball)
-	s1 := sha1.Sum(p.tarball)
-	manifest := map[string]any{}
-	for k, v := range p.pkgJSON {
-		manifest[k] = v
-	}
-	manifest["_id"] = p.name + "@" + p.version
-	manifest["_nodeVersion"] = "20.20.2"
-	manifest["_npmVersion"] = "11.19.1"
-	manifest["readme"] = "# " + p.name
-	manifest["readmeFilename"] = "README.md"
-	manifest["dist"] = map[string]any{
-		"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
-		"shasum":    hex.EncodeToString(s1[:]),
-		"tarball":   registry + p.name + "/-/" + p.name + "-" + p.version + ".tgz",
-	}
-	tags := map[string]string{}
-	for _, t := range p.tags {
-		tags[t] = p.version
-	}
-	doc := map[string]any{
-		"_id":         p.name,
-		"name":        p.name,
-		"description": p.pkgJSON["description"],
-		"dist-tags":   tags,
-		"versions":    map[string]any{p.version: manifest},
-		"access":      nil,
-		"_attachments": map[string]any{
-			p.name + "-" + p.version + ".tgz": map[string]any{
-				"content_type": "application/octet-stream",
-				"data":         base64.StdEncoding.EncodeToString(p.tarball),
-				"length":       len(p.tarball),
-			},
-		},
-	}
-	b, _ := json.Marshal(doc)
-	return b
-}
-
 // escapeName is how npm puts a name in a URL path (@scope%2fname).
 func escapeName(name string) string { return strings.Replace(name, "/", "%2f", 1) }
 
 // publish PUTs a version and fails the test unless it is created.
-func (e *env) publish(repo string, p *publishDoc) {
+func (e *env) publish(repo string, p *npmpack.Publish) {
 	e.t.Helper()
-	status, body, _ := e.do(http.MethodPut, e.registry(repo)+escapeName(p.name), "token", p.body(e.registry(repo)), nil)
+	status, body, _ := e.do(http.MethodPut, e.registry(repo)+escapeName(p.Name), "token", p.Body(e.registry(repo)), nil)
 	if status != http.StatusCreated {
-		e.t.Fatalf("publish %s@%s: %d %s", p.name, p.version, status, body)
+		e.t.Fatalf("publish %s@%s: %d %s", p.Name, p.Version, status, body)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -66,7 +67,7 @@ func (f *fakeRegistry) publish(name, version string, deps map[string]string, ext
 	for k, v := range extra {
 		pj[k] = v
 	}
-	tgz := makeTarball(f.t, pj, nil)
+	tgz := npmpack.Tarball(f.t, pj, nil)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := f.pkgs[name]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	npmstore "github.com/artifact-registry/artifact-registry/store/npm"
@@ -30,7 +31,7 @@ func (e *env) seedVersions(b *testing.B, repo, name string, major, n int) {
 		pj := map[string]any{"name": name, "version": version, "description": "a package with many versions",
 			"main": "index.js", "license": "MIT", "dependencies": deps, "keywords": []string{"a", "b"},
 			"repository": map[string]string{"type": "git", "url": "git+https://example.com/big.git"}}
-		tgz := makeTarball(b, pj, nil)
+		tgz := npmpack.Tarball(b, pj, nil)
 		pj["_id"] = name + "@" + version
 		pj["_npmUser"] = map[string]string{"name": "admin", "email": ""}
 		pj["_hasShrinkwrap"] = false

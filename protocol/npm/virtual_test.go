@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 )
@@ -45,11 +46,11 @@ func (e *env) setVirtual(t testing.TB, name string, in store.VirtualInput) {
 }
 
 // publishTagged publishes name@version into repo under the given tags.
-func (e *env) publishTagged(repo, name, version string, extra map[string]any, tags ...string) *publishDoc {
+func (e *env) publishTagged(repo, name, version string, extra map[string]any, tags ...string) *npmpack.Publish {
 	e.t.Helper()
-	p := newPublish(e.t, name, version, extra)
+	p := npmpack.NewPublish(e.t, name, version, extra)
 	if len(tags) > 0 {
-		p.tags = tags
+		p.Tags = tags
 	}
 	e.publish(repo, p)
 	return p
@@ -206,8 +207,8 @@ func TestNpmVirtualMerge(t *testing.T) {
 
 	// Writes go to the deploy target with WRITE on the virtual.
 	write := e.token(t, "writer", enum.TokenScopeWrite)
-	p := newPublish(t, "made-here", "1.0.0", nil)
-	if st, body, _ := e.do("PUT", reg+"made-here", write, p.body(reg), nil); st != http.StatusCreated {
+	p := npmpack.NewPublish(t, "made-here", "1.0.0", nil)
+	if st, body, _ := e.do("PUT", reg+"made-here", write, p.Body(reg), nil); st != http.StatusCreated {
 		t.Fatalf("publish through the virtual: %d %s", st, body)
 	}
 	if doc := e.packument("js", "made-here", false); doc["name"] != "made-here" {
@@ -219,9 +220,9 @@ func TestNpmVirtualMerge(t *testing.T) {
 	if doc := e.packument("js", "made-here", false); doc["dist-tags"].(map[string]any)["stable"] != "1.0.0" {
 		t.Fatalf("dist-tag not in the deploy target: %v", doc["dist-tags"])
 	}
-	st, body, _ = e.do("PUT", reg+"other", "", newPublish(t, "other", "1.0.0", nil).body(reg), nil)
+	st, body, _ = e.do("PUT", reg+"other", "", npmpack.NewPublish(t, "other", "1.0.0", nil).Body(reg), nil)
 	wantNpmError(t, "anonymous publish", st, body, http.StatusUnauthorized, "")
-	st, body, _ = e.do("PUT", reg+"other", e.token(t, "reader", enum.TokenScopeRead), newPublish(t, "other", "1.0.0", nil).body(reg), nil)
+	st, body, _ = e.do("PUT", reg+"other", e.token(t, "reader", enum.TokenScopeRead), npmpack.NewPublish(t, "other", "1.0.0", nil).Body(reg), nil)
 	wantNpmError(t, "publish with READ", st, body, http.StatusForbidden, "")
 	for _, w := range []struct{ method, path string }{{"DELETE", "made-here/-rev/1-a"}, {"PUT", "made-here/-rev/1-a"}, {"DELETE", "made-here/-/made-here-1.0.0.tgz/-rev/1"}} {
 		st, body, _ := e.do(w.method, reg+w.path, "token", []byte(`{}`), nil)
@@ -229,7 +230,7 @@ func TestNpmVirtualMerge(t *testing.T) {
 	}
 	// Without a deploy target, writes are refused.
 	e.setVirtual(t, "all", store.VirtualInput{Upstreams: virtualUpstreams("js", "h2")})
-	st, body, _ = e.do("PUT", reg+"other", "token", newPublish(t, "other", "1.0.0", nil).body(reg), nil)
+	st, body, _ = e.do("PUT", reg+"other", "token", npmpack.NewPublish(t, "other", "1.0.0", nil).Body(reg), nil)
 	wantNpmError(t, "publish without deployTo", st, body, http.StatusMethodNotAllowed, "deploy target")
 
 	// Search: the hosted upstreams, each name once.

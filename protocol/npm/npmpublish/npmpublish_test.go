@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 )
 
 // TestSplitPublish checks the splitter on its own: the document comes back
@@ -94,11 +96,11 @@ func TestCheckJSONText(t *testing.T) {
 func TestInspectTarball(t *testing.T) {
 	t.Parallel()
 	pj := map[string]any{"name": "x", "version": "1.0.0"}
-	sw, gyp, err := inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"npm-shrinkwrap.json": "{}", "binding.gyp": "{}"})), 1<<30)
+	sw, gyp, err := inspectTarball(bytes.NewReader(npmpack.Tarball(t, pj, map[string]string{"npm-shrinkwrap.json": "{}", "binding.gyp": "{}"})), 1<<30)
 	if err != nil || !sw || !gyp {
 		t.Errorf("with both: %v %v %v", sw, gyp, err)
 	}
-	sw, gyp, err = inspectTarball(bytes.NewReader(makeTarball(t, pj, map[string]string{"lib/npm-shrinkwrap.json": "{}"})), 1<<30)
+	sw, gyp, err = inspectTarball(bytes.NewReader(npmpack.Tarball(t, pj, map[string]string{"lib/npm-shrinkwrap.json": "{}"})), 1<<30)
 	if err != nil || sw || gyp {
 		t.Errorf("nested file: %v %v %v", sw, gyp, err)
 	}
@@ -112,12 +114,12 @@ func TestInspectTarball(t *testing.T) {
 func TestInspectTarballLimit(t *testing.T) {
 	t.Parallel()
 	pj := map[string]any{"name": "x", "version": "1.0.0"}
-	bomb := gzipBomb(t, pj, 64<<20)
+	bomb := npmpack.GzipBomb(t, pj, 64<<20)
 	_, _, err := inspectTarball(bytes.NewReader(bomb), 1<<20)
 	if err == nil || !strings.Contains(err.Error(), "expands past") {
 		t.Fatalf("64 MiB under a 1 MiB limit: %v", err)
 	}
-	tgz := append(gzipBomb(t, pj, 8<<20), gzipTrailer(t)...)
+	tgz := append(npmpack.GzipBomb(t, pj, 8<<20), npmpack.GzipTrailer(t)...)
 	if _, _, err := inspectTarball(bytes.NewReader(tgz), 16<<20); err != nil {
 		t.Fatalf("8 MiB under a 16 MiB limit: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/artifact-registry/artifact-registry/internal/npmsemver"
+	"github.com/artifact-registry/artifact-registry/internal/testsupport/npmpack"
 )
 
 // fuzzMaxTarball and fuzzMaxUnpacked are the tarball limits of
@@ -290,20 +291,20 @@ type publishSeed struct {
 }
 
 func publishSeeds(t testing.TB) []publishSeed {
-	valid := newPublish(t, "fuzz-pkg", "1.0.0", nil)
-	scoped := newPublish(t, "@scope/pkg", "2.0.0-rc.1", map[string]any{"scripts": map[string]string{"install": "x"}})
-	scoped.tags = []string{"latest", "next"}
-	withNUL := newPublish(t, "nul", "1.0.0", map[string]any{"description": "a\u0000b"})
-	body := valid.body("http://registry/")
+	valid := npmpack.NewPublish(t, "fuzz-pkg", "1.0.0", nil)
+	scoped := npmpack.NewPublish(t, "@scope/pkg", "2.0.0-rc.1", map[string]any{"scripts": map[string]string{"install": "x"}})
+	scoped.Tags = []string{"latest", "next"}
+	withNUL := npmpack.NewPublish(t, "nul", "1.0.0", map[string]any{"description": "a\u0000b"})
+	body := valid.Body("http://registry/")
 	seeds := []publishSeed{
-		{valid.name, body},
-		{scoped.name, scoped.body("http://registry/")},
-		{withNUL.name, withNUL.body("http://registry/")},
+		{valid.Name, body},
+		{scoped.Name, scoped.Body("http://registry/")},
+		{withNUL.Name, withNUL.Body("http://registry/")},
 		{"other", body},
-		{valid.name, []byte(`{"name":"fuzz-pkg","versions":{"1.0.0":{"deprecated":"no"}}}`)},
-		{valid.name, []byte(`{"_attachments":{"a.tgz":{"data":"!!!"}},"name":"fuzz-pkg","versions":{"1.0.0":{"name":"fuzz-pkg","version":"1.0.0","dist":{"shasum":"x"}}}}`)},
-		{valid.name, []byte(`{"_attachments":{"a.tgz":{"data":"","length":-1}},"name":"fuzz-pkg","versions":{"1.0.0":{"name":"fuzz-pkg","version":"1.0.0","dist":{}}}}`)},
-		{valid.name, []byte(`{"_attachments":{"a.tgz":{"data":"H4sIAAAAAAAAAwMAAAAAAAAAAAA=","length":20}},"name":"fuzz-pkg","versions":{"1.0.0":{"name":"fuzz-pkg","version":"1.0.0","dist":{"shasum":"x"}}}}`)},
+		{valid.Name, []byte(`{"name":"fuzz-pkg","versions":{"1.0.0":{"deprecated":"no"}}}`)},
+		{valid.Name, []byte(`{"_attachments":{"a.tgz":{"data":"!!!"}},"name":"fuzz-pkg","versions":{"1.0.0":{"name":"fuzz-pkg","version":"1.0.0","dist":{"shasum":"x"}}}}`)},
+		{valid.Name, []byte(`{"_attachments":{"a.tgz":{"data":"","length":-1}},"name":"fuzz-pkg","versions":{"1.0.0":{"name":"fuzz-pkg","version":"1.0.0","dist":{}}}}`)},
+		{valid.Name, []byte(`{"_attachments":{"a.tgz":{"data":"H4sIAAAAAAAAAwMAAAAAAAAAAAA=","length":20}},"name":"fuzz-pkg","versions":{"1.0.0":{"name":"fuzz-pkg","version":"1.0.0","dist":{"shasum":"x"}}}}`)},
 	}
 	// The same document with its data wrapped (base64 with newlines), with
 	// the integrity in uppercase, with a wrong tag, with text PostgreSQL
@@ -327,7 +328,7 @@ func publishSeeds(t testing.TB) []publishSeed {
 			return strings.Replace(s, `}},"_id":`, `},"fuzz-pkg-1.0.0.tgz":null},"_id":`, 1)
 		},
 	} {
-		seeds = append(seeds, publishSeed{valid.name, []byte(edit(string(body)))})
+		seeds = append(seeds, publishSeed{valid.Name, []byte(edit(string(body)))})
 	}
 	return seeds
 }
@@ -337,8 +338,8 @@ func publishSeeds(t testing.TB) []publishSeed {
 // size.
 func TestParsePublishOversizeAttachment(t *testing.T) {
 	// Not parallel: it measures the process's allocations.
-	p := newPublish(t, "big", "1.0.0", nil)
-	head, tail, ok := bytes.Cut(p.body("http://registry/"), []byte(base64.StdEncoding.EncodeToString(p.tarball)))
+	p := npmpack.NewPublish(t, "big", "1.0.0", nil)
+	head, tail, ok := bytes.Cut(p.Body("http://registry/"), []byte(base64.StdEncoding.EncodeToString(p.Tarball)))
 	if !ok {
 		t.Fatal("the body has no data string")
 	}

@@ -1,4 +1,8 @@
-package npmpublish
+// Package npmpack builds what the npm CLI sends, for tests: package
+// tarballs as npm pack writes them and the body npm 11 PUTs to publish one
+// version. It depends on the standard library alone, so the fuzzed
+// parsers' tests can use it without compiling the registry.
+package npmpack
 
 import (
 	"archive/tar"
@@ -14,10 +18,9 @@ import (
 	"time"
 )
 
-// The tarballs and publish bodies of these tests are built as in the
-// tests of package npm, which publish them to a server.
-
-func makeTarball(t testing.TB, pkgJSON map[string]any, extra map[string]string) []byte {
+// Tarball builds a package tarball as npm pack does ("package/..."), with
+// the given package.json and extra files.
+func Tarball(t testing.TB, pkgJSON map[string]any, extra map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -30,11 +33,11 @@ func makeTarball(t testing.TB, pkgJSON map[string]any, extra map[string]string) 
 		files["package/"+k] = v
 	}
 	for _, name := range []string{"package/package.json", "package/index.js"} {
-		writeTarFile(t, tw, name, files[name])
+		WriteTarFile(t, tw, name, files[name])
 		delete(files, name)
 	}
 	for name, content := range files {
-		writeTarFile(t, tw, name, content)
+		WriteTarFile(t, tw, name, content)
 	}
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
@@ -45,7 +48,8 @@ func makeTarball(t testing.TB, pkgJSON map[string]any, extra map[string]string) 
 	return buf.Bytes()
 }
 
-func writeTarFile(t testing.TB, tw *tar.Writer, name, content string) {
+// WriteTarFile writes one regular file with npm pack's fixed timestamp.
+func WriteTarFile(t testing.TB, tw *tar.Writer, name, content string) {
 	t.Helper()
 	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(content)), ModTime: time.Unix(499162500, 0), Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
@@ -55,55 +59,64 @@ func writeTarFile(t testing.TB, tw *tar.Writer, name, content string) {
 	}
 }
 
-// publishDoc builds the body npm 11 PUTs for one version.
-type publishDoc struct {
-	name, version string
-	tags          []string
-	pkgJSON       map[string]any
-	tarball       []byte
+// Publish is one version to publish; Body is what npm 11 PUTs for it.
+type Publish struct {
+	Name, Version string
+	Tags          []string
+	PkgJSON       map[string]any
+	Tarball       []byte
 }
 
-func newPublish(t testing.TB, name, version string, extra map[string]any) *publishDoc {
+// NewPublish is version of package name tagged latest, with a minimal
+// package.json plus extra.
+func NewPublish(t testing.TB, name, version string, extra map[string]any) *Publish {
 	pj := map[string]any{"name": name, "version": version, "description": "test package " + name, "main": "index.js", "license": "MIT"}
 	for k, v := range extra {
 		pj[k] = v
 	}
-	return &publishDoc{name: name, version: version, tags: []string{"latest"}, pkgJSON: pj, tarball: makeTarball(t, pj, nil)}
+	return &Publish{Name: name, Version: version, Tags: []string{"latest"}, PkgJSON: pj, Tarball: Tarball(t, pj, nil)}
 }
 
-func (p *publishDoc) body(registry string) []byte {
-	s512 := sha512.Sum512(p.tarball)
-	s1 := sha1.Sum(p.tarball)
+// Manifest is the version's entry of the publish body's versions, its
+// dist pointing under registry.
+func (p *Publish) Manifest(registry string) map[string]any {
+	s512 := sha512.Sum512(p.Tarball)
+	s1 := sha1.Sum(p.Tarball)
 	manifest := map[string]any{}
-	for k, v := range p.pkgJSON {
+	for k, v := range p.PkgJSON {
 		manifest[k] = v
 	}
-	manifest["_id"] = p.name + "@" + p.version
+	manifest["_id"] = p.Name + "@" + p.Version
 	manifest["_nodeVersion"] = "20.20.2"
 	manifest["_npmVersion"] = "11.19.1"
-	manifest["readme"] = "# " + p.name
+	manifest["readme"] = "# " + p.Name
 	manifest["readmeFilename"] = "README.md"
 	manifest["dist"] = map[string]any{
 		"integrity": "sha512-" + base64.StdEncoding.EncodeToString(s512[:]),
 		"shasum":    hex.EncodeToString(s1[:]),
-		"tarball":   registry + p.name + "/-/" + p.name + "-" + p.version + ".tgz",
+		"tarball":   registry + p.Name + "/-/" + p.Name + "-" + p.Version + ".tgz",
 	}
+	return manifest
+}
+
+// Body is the publish body, the tarball attached.
+func (p *Publish) Body(registry string) []byte {
 	tags := map[string]string{}
-	for _, t := range p.tags {
-		tags[t] = p.version
+	for _, t := range p.Tags {
+		tags[t] = p.Version
 	}
 	doc := map[string]any{
-		"_id":         p.name,
-		"name":        p.name,
-		"description": p.pkgJSON["description"],
+		"_id":         p.Name,
+		"name":        p.Name,
+		"description": p.PkgJSON["description"],
 		"dist-tags":   tags,
-		"versions":    map[string]any{p.version: manifest},
+		"versions":    map[string]any{p.Version: p.Manifest(registry)},
 		"access":      nil,
 		"_attachments": map[string]any{
-			p.name + "-" + p.version + ".tgz": map[string]any{
+			p.Name + "-" + p.Version + ".tgz": map[string]any{
 				"content_type": "application/octet-stream",
-				"data":         base64.StdEncoding.EncodeToString(p.tarball),
-				"length":       len(p.tarball),
+				"data":         base64.StdEncoding.EncodeToString(p.Tarball),
+				"length":       len(p.Tarball),
 			},
 		},
 	}
@@ -111,17 +124,17 @@ func (p *publishDoc) body(registry string) []byte {
 	return b
 }
 
-// gzipBomb is a package tarball of a few megabytes whose one file expands
+// GzipBomb is a package tarball of a few megabytes whose one file expands
 // to expanded bytes of zeros: a tar header, then the same gzip member of
 // zeros again and again (gzip readers read concatenated members as one
 // stream).
-func gzipBomb(t testing.TB, pkgJSON map[string]any, expanded int64) []byte {
+func GzipBomb(t testing.TB, pkgJSON map[string]any, expanded int64) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
 	pj, _ := json.Marshal(pkgJSON)
-	writeTarFile(t, tw, "package/package.json", string(pj))
+	WriteTarFile(t, tw, "package/package.json", string(pj))
 	if err := tw.WriteHeader(&tar.Header{Name: "package/zeros", Mode: 0o644, Size: expanded, ModTime: time.Unix(499162500, 0), Typeflag: tar.TypeReg}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +152,10 @@ func gzipBomb(t testing.TB, pkgJSON map[string]any, expanded int64) []byte {
 	return buf.Bytes()
 }
 
-// gzipTrailer is a gzip member with the tar end-of-archive marker (two
-// zero blocks), which finishes the file of gzipBomb when its size is a
+// GzipTrailer is a gzip member with the tar end-of-archive marker (two
+// zero blocks), which finishes the file of GzipBomb when its size is a
 // multiple of 512.
-func gzipTrailer(t testing.TB) []byte {
+func GzipTrailer(t testing.TB) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if _, err := zw.Write(make([]byte, 1024)); err != nil {
