@@ -6,13 +6,15 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Only internal/benchcompare has files behind a build tag, and none is
 # excluded by it: one pass with the tag checks everything.
 LINT_TAGS := -tags benchcompare
-# go vet compiles every package for its type information. With the flags
-# of the release build (the Dockerfile's, which internal/servebuild uses
-# for the tests that run the binary) those compilations are the ones the
-# tests' build of the binary needs: a full compile of the tree less on a
-# fresh machine. make test vets with the same command, so it reuses lint's
+# go vet and staticcheck (through go list -export) compile every package
+# for its type information. With the flags of the release build (the
+# Dockerfile's, which internal/servebuild uses for the tests that run the
+# binary) those compilations are the ones the tests' build of the binary
+# needs: a fresh machine compiles the tree once for the three instead of
+# three times. make test vets with the same command, so it reuses lint's
 # results.
-VET := CGO_ENABLED=0 $(GO) vet -trimpath $(LINT_TAGS)
+RELEASE_ENV := CGO_ENABLED=0 GOFLAGS="-trimpath $$GOFLAGS"
+VET := $(RELEASE_ENV) $(GO) vet $(LINT_TAGS)
 
 .PHONY: build run test generate lint bench bench-compare clean deps test-deps web-test web-build web-screenshots fuzz-smoke soak
 
@@ -100,7 +102,7 @@ generate:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(VET) ./...
-	$(GO) run $(STATICCHECK) $(LINT_TAGS) ./...
+	$(RELEASE_ENV) $(GO) run $(STATICCHECK) $(LINT_TAGS) ./...
 
 bench: test-deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 -timeout 60m ./...
