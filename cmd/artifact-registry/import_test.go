@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/artifact-registry/artifact-registry/internal/servebuild"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/legacy/legacytest"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -17,7 +18,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testdb.Main(m, servebuild.Remove) }
 
 // TestImportCommands drives `artifact-registry import` over a tree a real
 // distribution registry wrote: inventory, pass 1 for one repository, pass

@@ -23,10 +23,12 @@ import (
 // limits are generous on purpose (CI machines are shared); the measured
 // start-up times are logged, not asserted.
 
+// buildBinary returns the serve binary, linked once for all the tests of
+// this package (TestMain removes it).
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "artifact-registry")
-	if err := servebuild.Build(bin); err != nil {
+	bin, err := servebuild.Shared()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return bin

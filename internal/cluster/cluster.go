@@ -53,6 +53,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/pgcluster"
+	"github.com/artifact-registry/artifact-registry/internal/servebuild"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
 
@@ -103,7 +104,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if o.Instances == 0 {
 		o.Instances = 3
 	}
-	bin, err := binary()
+	bin, err := servebuild.Shared()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 )
 
 // Package is the import path of the binary.
@@ -27,6 +28,37 @@ func Build(out string) error {
 		return fmt.Errorf("go build %s: %w\n%s", Package, err, b)
 	}
 	return nil
+}
+
+var shared struct {
+	once sync.Once
+	dir  string
+	bin  string
+	err  error
+}
+
+// Shared returns a binary built on first use and reused by every later
+// caller in the process: a test binary links it once, not once per test.
+// Call Remove after the tests (from TestMain) to delete it.
+func Shared() (string, error) {
+	shared.once.Do(func() {
+		shared.dir, shared.err = os.MkdirTemp("", "artifact-registry-serve-")
+		if shared.err != nil {
+			return
+		}
+		bin := filepath.Join(shared.dir, "artifact-registry")
+		if shared.err = Build(bin); shared.err == nil {
+			shared.bin = bin
+		}
+	})
+	return shared.bin, shared.err
+}
+
+// Remove deletes the binary Shared built, if it built one.
+func Remove() {
+	if shared.dir != "" {
+		_ = os.RemoveAll(shared.dir)
+	}
 }
 
 // goBinary is $GOROOT/bin/go when go test set GOROOT, else go on PATH.

@@ -62,10 +62,14 @@ var (
 
 // Main wraps testing.M: the database server is started (or connected to)
 // once for the test binary on first use, the tests run, then it is stopped.
-func Main(m *testing.M) {
+// after runs once the tests are done (Main itself exits the process).
+func Main(m *testing.M, after ...func()) {
 	mainRunning.Store(true)
 	stopSignals := shutdownOnSignal()
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 	stopSignals()
 	if err := shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, "testdb:", err)
