@@ -41,9 +41,9 @@ const (
 	CraneVersion       = "v0.22.1"
 	OrasPackage        = "oras.land/oras/cmd/oras"
 	OrasVersion        = "v1.3.6"
-	// RegistryPackage is distribution's registry (registry:2's v3 line),
-	// the legacy registry of the migration tests.
-	RegistryPackage = "github.com/distribution/distribution/v3/cmd/registry"
+	// RegistryModule is distribution (registry:2's v3 line), whose
+	// registry is the legacy registry of the migration tests.
+	RegistryModule  = "github.com/distribution/distribution/v3"
 	RegistryVersion = "v3.1.2"
 	// Registry28Binary is Debian's docker-registry package (distribution
 	// 2.8), installed by scripts/ensure-test-tools.
@@ -82,7 +82,49 @@ func Oras(t testing.TB) string {
 
 // Registry returns the path of distribution's registry binary (v3).
 func Registry(t testing.TB) string {
-	return tool(t, "registry", RegistryVersion, installer(RegistryPackage, RegistryVersion))
+	return tool(t, "registry-fs", RegistryVersion, buildRegistry)
+}
+
+// registryMain is distribution's cmd/registry main without the cloud
+// storage drivers (S3, GCS, Azure, CloudFront): the tests store on the
+// filesystem, and those drivers' SDKs were half of the registry's build.
+// Built in a module that requires only distribution, so every dependency
+// is at the version distribution's go.mod pins, as go install would pick.
+const registryMain = `package main
+
+import (
+	_ "net/http/pprof"
+
+	"github.com/distribution/distribution/v3/registry"
+	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd"
+	_ "github.com/distribution/distribution/v3/registry/auth/silly"
+	_ "github.com/distribution/distribution/v3/registry/auth/token"
+	_ "github.com/distribution/distribution/v3/registry/proxy"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/middleware/redirect"
+	_ "github.com/distribution/distribution/v3/registry/storage/driver/middleware/rewrite"
+)
+
+func main() {
+	_ = registry.RootCmd.Execute() // it reports its own errors and exit code
+}
+`
+
+func buildRegistry(ctx context.Context, out string) error {
+	src, err := os.MkdirTemp(filepath.Dir(out), ".registry-src-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(src)
+	goMod := "module registry\n\ngo 1.24\n\nrequire " + RegistryModule + " " + RegistryVersion + "\n"
+	for name, body := range map[string]string{"go.mod": goMod, "main.go": registryMain} {
+		if err := os.WriteFile(filepath.Join(src, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	_, err = goCmd(ctx, src, "build", toolLDFlags, "-o", out, ".")
+	return err
 }
 
 // Registry28 returns the path of Debian's docker-registry (distribution
@@ -217,7 +259,9 @@ func goCmdEnv(ctx context.Context, dir string, env []string, args ...string) ([]
 	if dir == "" {
 		cmd.Dir = os.TempDir()
 	}
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "CGO_ENABLED=0")
+	// The release build's flags (CGO_ENABLED=0, -trimpath), as make lint's
+	// go vet uses: the tools then share its build of the standard library.
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod -trimpath", "CGO_ENABLED=0")
 	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
