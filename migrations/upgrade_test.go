@@ -60,7 +60,7 @@ func buildTemplate(t *testing.T, version int64) string {
 		base = buildTemplate(t, from)
 	}
 	name := fmt.Sprintf("migrate_template_%05d", version)
-	admin := testdb.New(t) // any database of the server, to run CREATE DATABASE
+	admin := maintenance(t)
 	createFrom(t, admin, name, base)
 	pool := openDatabase(t, admin, name)
 	defer pool.Close() // a template may have no connections when it is cloned
@@ -84,7 +84,7 @@ func buildTemplate(t *testing.T, version int64) string {
 // both are dropped at cleanup.
 func cloneDatabase(t *testing.T, template string) *pgxpool.Pool {
 	t.Helper()
-	admin := testdb.New(t)
+	admin := maintenance(t)
 	name := "migrate_" + randomSuffix()
 	createFrom(t, admin, name, template)
 	t.Cleanup(func() {
@@ -94,6 +94,19 @@ func cloneDatabase(t *testing.T, template string) *pgxpool.Pool {
 	})
 	pool := openDatabase(t, admin, name)
 	t.Cleanup(pool.Close) // registered last, so it runs before the drop
+	return pool
+}
+
+// maintenance returns a pool on the server's maintenance database, closed
+// at cleanup, to run CREATE and DROP DATABASE. (A clone of testdb's
+// template would do too, but costs a copy of its 25,000 relations.)
+func maintenance(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(context.Background(), testdb.MaintenanceConfig(t))
+	if err != nil {
+		t.Fatalf("open the maintenance database: %v", err)
+	}
+	t.Cleanup(pool.Close)
 	return pool
 }
 

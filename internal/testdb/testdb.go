@@ -146,6 +146,19 @@ func NewConfig(t testing.TB) *pgxpool.Config {
 	return poolConfig(t, NewURL(t))
 }
 
+// MaintenanceConfig is the pool configuration of the server's maintenance
+// database, for tests that create and drop databases of their own (the
+// migrations tests): they need a connection to run CREATE DATABASE, not
+// a clone of the migrated template.
+func MaintenanceConfig(t testing.TB) *pgxpool.Config {
+	t.Helper()
+	s, err := get()
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return poolConfig(t, s.baseURL)
+}
+
 func poolConfig(t testing.TB, url string) *pgxpool.Config {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
