@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -52,7 +53,7 @@ func TestCacheEvictMavenVersions(t *testing.T) {
 		return f
 	}
 	cache("gone", "1.0", "gone-1.0.jar", "gone jar")
-	cache("gone", "", maven.MetadataFile, "<metadata>gone</metadata>")
+	cache("gone", "", mavenlayout.MetadataFile, "<metadata>gone</metadata>")
 	cache("lib", "1.0", "lib-1.0.jar", "old jar")
 	used := cache("lib", "2.0", "lib-2.0.jar", "used jar")
 	e.clock.Advance(3 * 24 * time.Hour)

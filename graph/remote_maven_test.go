@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/maven"
 )
@@ -139,7 +140,7 @@ func TestMavenRemoteRepositories(t *testing.T) {
 	}
 	jar := cache(maven.FileRef{GroupID: "com.example", ArtifactID: "lib", Version: "1.0", FileName: "lib-1.0.jar"}, "jar bytes")
 	cache(maven.FileRef{GroupID: "com.example", ArtifactID: "lib", Version: "1.0", FileName: "lib-1.0.pom"}, "<project/>")
-	cache(maven.FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: maven.MetadataFile}, "<metadata/>")
+	cache(maven.FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: mavenlayout.MetadataFile}, "<metadata/>")
 	if err := ms.RecordRemoteHealth(context.Background(), nsID, tg.Remote.ID, enum.HealthUnhealthy, time.Now(), "upstream unreachable"); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +177,7 @@ func TestMavenRemoteRepositories(t *testing.T) {
 	if res.InvalidateRemoteMavenMetadata.InvalidatedCount != 1 {
 		t.Fatalf("invalidated %d", res.InvalidateRemoteMavenMetadata.InvalidatedCount)
 	}
-	md, err := ms.RemoteFile(context.Background(), tg, maven.FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: maven.MetadataFile})
+	md, err := ms.RemoteFile(context.Background(), tg, maven.FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: mavenlayout.MetadataFile})
 	if err != nil || md == nil || md.CheckedAt.After(time.Unix(0, 0).Add(time.Hour)) {
 		t.Fatalf("metadata after invalidation %+v %v", md, err)
 	}

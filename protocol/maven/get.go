@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -56,18 +57,18 @@ func (h *handler) serveHosted(w http.ResponseWriter, r *http.Request, t *mavenst
 	httpsafe.Attachment(hdr, q.name)
 	if f == nil {
 		// Metadata rendered on the fly (no stored document yet).
-		hdr.Set("ETag", `"`+checksumOf(mavenstore.SHA1, content)+`"`)
-		hdr.Set("X-Checksum-Sha1", checksumOf(mavenstore.SHA1, content))
+		hdr.Set("ETag", `"`+checksumOf(mavenlayout.SHA1, content)+`"`)
+		hdr.Set("X-Checksum-Sha1", checksumOf(mavenlayout.SHA1, content))
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(content))
 		return nil
 	}
-	sha1hex, _ := f.Checksums.Hex(mavenstore.SHA1)
+	sha1hex, _ := f.Checksums.Hex(mavenlayout.SHA1)
 	hdr.Set("ETag", `"`+sha1hex+`"`)
 	hdr.Set("X-Checksum-Sha1", sha1hex)
-	if md5hex, ok := f.Checksums.Hex(mavenstore.MD5); ok {
+	if md5hex, ok := f.Checksums.Hex(mavenlayout.MD5); ok {
 		hdr.Set("X-Checksum-Md5", md5hex)
 	}
-	sha256hex, _ := f.Checksums.Hex(mavenstore.SHA256)
+	sha256hex, _ := f.Checksums.Hex(mavenlayout.SHA256)
 	hdr.Set("X-Checksum-Sha256", sha256hex)
 	// A download of a version file (not a range, a revalidation, a
 	// checksum or metadata) is counted: buffered counters.
@@ -141,11 +142,11 @@ func (h *handler) find(ctx context.Context, t *mavenstore.Target, ref mavenstore
 	if err == nil || !store.HasCode(err, mavenstore.CodeNotFound) {
 		return f, nil, err
 	}
-	if ref.FileName == mavenstore.MetadataFile {
+	if ref.FileName == mavenlayout.MetadataFile {
 		content, err := h.maven.RenderMetadata(ctx, t, ref)
 		return nil, content, err
 	}
-	if mavenstore.IsSnapshotVersion(ref.Version) {
+	if mavenlayout.IsSnapshotVersion(ref.Version) {
 		name, rerr := h.maven.ResolveSnapshotFile(ctx, t, ref)
 		if rerr != nil {
 			return nil, nil, err
@@ -160,24 +161,24 @@ func (h *handler) find(ctx context.Context, t *mavenstore.Target, ref mavenstore
 // cacheControl: release files never change; metadata and SNAPSHOT files
 // do.
 func cacheControl(q *request) string {
-	if q.isMetadata() || mavenstore.IsSnapshotVersion(q.ref.Version) {
+	if q.isMetadata() || mavenlayout.IsSnapshotVersion(q.ref.Version) {
 		return "no-cache"
 	}
 	return "public, max-age=31536000, immutable"
 }
 
-func checksumOf(alg mavenstore.ChecksumAlgorithm, b []byte) string {
+func checksumOf(alg mavenlayout.ChecksumAlgorithm, b []byte) string {
 	switch alg {
-	case mavenstore.MD5:
+	case mavenlayout.MD5:
 		s := md5.Sum(b)
 		return hex.EncodeToString(s[:])
-	case mavenstore.SHA1:
+	case mavenlayout.SHA1:
 		s := sha1.Sum(b)
 		return hex.EncodeToString(s[:])
-	case mavenstore.SHA256:
+	case mavenlayout.SHA256:
 		s := sha256.Sum256(b)
 		return hex.EncodeToString(s[:])
-	case mavenstore.SHA512:
+	case mavenlayout.SHA512:
 		s := sha512.Sum512(b)
 		return hex.EncodeToString(s[:])
 	}

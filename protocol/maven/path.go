@@ -1,6 +1,7 @@
 package maven
 
 import (
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/protocol/maven/mavenpath"
 	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
@@ -16,12 +17,12 @@ type request struct {
 	ref mavenstore.FileRef
 	// checksum is the sidecar algorithm, "" when the request is for the
 	// file itself.
-	checksum mavenstore.ChecksumAlgorithm
+	checksum mavenlayout.ChecksumAlgorithm
 	// name is the last path segment as requested.
 	name string
 }
 
-func (q *request) isMetadata() bool { return q.ref.FileName == mavenstore.MetadataFile }
+func (q *request) isMetadata() bool { return q.ref.FileName == mavenlayout.MetadataFile }
 
 // parsePath parses the escaped request path (see mavenpath.Parse).
 func parsePath(escaped string) (*request, error) {

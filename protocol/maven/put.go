@@ -7,16 +7,17 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 // checksumHeaders are the request headers that announce a file's digest
 // (Artifactory and Nexus use these names; some deploy tools send them).
-var checksumHeaders = map[mavenstore.ChecksumAlgorithm]string{
-	mavenstore.MD5:    "X-Checksum-Md5",
-	mavenstore.SHA1:   "X-Checksum-Sha1",
-	mavenstore.SHA256: "X-Checksum-Sha256",
-	mavenstore.SHA512: "X-Checksum-Sha512",
+var checksumHeaders = map[mavenlayout.ChecksumAlgorithm]string{
+	mavenlayout.MD5:    "X-Checksum-Md5",
+	mavenlayout.SHA1:   "X-Checksum-Sha1",
+	mavenlayout.SHA256: "X-Checksum-Sha256",
+	mavenlayout.SHA512: "X-Checksum-Sha512",
 }
 
 // put serves PUT of a file, a metadata document or a checksum sidecar.
@@ -56,7 +57,7 @@ func (h *handler) put(w http.ResponseWriter, r *http.Request, t *mavenstore.Targ
 	for alg, name := range checksumHeaders {
 		if v := strings.TrimSpace(r.Header.Get(name)); v != "" {
 			if in.Expect == nil {
-				in.Expect = map[mavenstore.ChecksumAlgorithm]string{}
+				in.Expect = map[mavenlayout.ChecksumAlgorithm]string{}
 			}
 			in.Expect[alg] = strings.ToLower(v)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -185,7 +186,7 @@ func requestKind(q *request) string {
 		return "checksum"
 	case q.isMetadata():
 		return "metadata"
-	case mavenstore.IsSnapshotVersion(q.ref.Version):
+	case mavenlayout.IsSnapshotVersion(q.ref.Version):
 		return "snapshot"
 	}
 	return "release"
@@ -223,7 +224,7 @@ func (h *handler) remoteLookup(ctx context.Context, t *mavenstore.Target, q *req
 	kind := requestKind(q)
 	observe := func(outcome string) { h.remote.opts.CacheMetrics.observe(kind, outcome) }
 	ref := q.ref
-	mutable := ref.FileName == mavenstore.MetadataFile || mavenstore.IsSnapshotVersion(ref.Version)
+	mutable := ref.FileName == mavenlayout.MetadataFile || mavenlayout.IsSnapshotVersion(ref.Version)
 	cached, err := h.maven.RemoteFile(ctx, t, ref)
 	if err != nil {
 		return nil, err
@@ -354,7 +355,7 @@ func upstreamSHA1(ctx context.Context, c *upstream.Client, path string) ([]byte,
 	if len(body) > maxUpstreamChecksum {
 		return nil, nil
 	}
-	s, perr := mavenstore.ParseChecksumBody(mavenstore.SHA1, body)
+	s, perr := mavenstore.ParseChecksumBody(mavenlayout.SHA1, body)
 	if perr != nil {
 		return nil, nil
 	}
@@ -411,13 +412,13 @@ func (h *handler) serveCached(w http.ResponseWriter, r *http.Request, t *mavenst
 	}
 	hdr.Set("Content-Type", contentType(q.ref.FileName))
 	httpsafe.Attachment(hdr, q.name)
-	sha1hex, _ := f.Checksums.Hex(mavenstore.SHA1)
+	sha1hex, _ := f.Checksums.Hex(mavenlayout.SHA1)
 	hdr.Set("ETag", `"`+sha1hex+`"`)
 	hdr.Set("X-Checksum-Sha1", sha1hex)
-	if md5hex, ok := f.Checksums.Hex(mavenstore.MD5); ok {
+	if md5hex, ok := f.Checksums.Hex(mavenlayout.MD5); ok {
 		hdr.Set("X-Checksum-Md5", md5hex)
 	}
-	sha256hex, _ := f.Checksums.Hex(mavenstore.SHA256)
+	sha256hex, _ := f.Checksums.Hex(mavenlayout.SHA256)
 	hdr.Set("X-Checksum-Sha256", sha256hex)
 	if h.redirect(w, r, q, &f.Blob) {
 		if blobredirect.Whole(r) {

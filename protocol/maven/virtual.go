@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -53,7 +54,7 @@ type virtualCandidate struct {
 // plugin-prefix document: <group/path>/maven-metadata.xml parses as
 // groupId <group minus its last part>, artifactId <last part>.
 func groupLevel(ref mavenstore.FileRef) bool {
-	return ref.Version == "" && ref.FileName == mavenstore.MetadataFile
+	return ref.Version == "" && ref.FileName == mavenlayout.MetadataFile
 }
 
 // admitsArtifact tells whether the rules on the way to m admit the
@@ -76,7 +77,7 @@ func admitsGroup(m *store.VirtualMember, ref mavenstore.FileRef) bool {
 // way to it.
 func reserved(m *store.VirtualMember, ref mavenstore.FileRef) bool {
 	name := mavenstore.LayoutName(ref.GroupID, ref.ArtifactID)
-	return m.ReservedName(name) || (groupLevel(ref) && m.ReservedName(name+"/"+mavenstore.MetadataFile))
+	return m.ReservedName(name) || (groupLevel(ref) && m.ReservedName(name+"/"+mavenlayout.MetadataFile))
 }
 
 // virtualCandidates resolves, in order, the upstreams of the virtual vt
@@ -346,12 +347,12 @@ func serveVirtualBytes(w http.ResponseWriter, r *http.Request, q *request, body 
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(checksumOf(q.checksum, body)))
 		return nil
 	}
-	sha1hex := checksumOf(mavenstore.SHA1, body)
+	sha1hex := checksumOf(mavenlayout.SHA1, body)
 	hdr.Set("Content-Type", contentType(q.ref.FileName))
 	hdr.Set("ETag", `"`+sha1hex+`"`)
 	hdr.Set("X-Checksum-Sha1", sha1hex)
-	hdr.Set("X-Checksum-Md5", checksumOf(mavenstore.MD5, body))
-	hdr.Set("X-Checksum-Sha256", checksumOf(mavenstore.SHA256, body))
+	hdr.Set("X-Checksum-Md5", checksumOf(mavenlayout.MD5, body))
+	hdr.Set("X-Checksum-Sha256", checksumOf(mavenlayout.SHA256, body))
 	if !modified.IsZero() {
 		hdr.Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
 	}

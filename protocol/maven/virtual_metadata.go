@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
@@ -139,7 +140,7 @@ func renderMerged(ref mavenstore.FileRef, artifact bool, versions []string, last
 		b.WriteString("  <versioning>\n")
 		elem("    ", "latest", versions[len(versions)-1])
 		for i := len(versions) - 1; i >= 0; i-- {
-			if !mavenstore.IsSnapshotVersion(versions[i]) {
+			if !mavenlayout.IsSnapshotVersion(versions[i]) {
 				elem("    ", "release", versions[i])
 				break
 			}

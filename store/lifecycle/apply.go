@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 	"github.com/artifact-registry/artifact-registry/store/enum"
@@ -56,7 +57,7 @@ func (s *Store) walk(ctx context.Context, repo *store.Repository, ev *Evaluator,
 				items = append(items, itemOf(repo, c))
 				continue
 			}
-			if kindOf(repo) == KindMavenVersion && ev.PrunesSnapshotBuilds() && maven.IsSnapshotVersion(c.Label) {
+			if kindOf(repo) == KindMavenVersion && ev.PrunesSnapshotBuilds() && mavenlayout.IsSnapshotVersion(c.Label) {
 				builds, err := s.snapshotBuilds(ctx, repo, c, ev)
 				if err != nil {
 					return err

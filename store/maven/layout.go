@@ -14,11 +14,13 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
 
-// Maven repository layout rules shared by the store and protocol/maven:
-// coordinate validation, timestamped SNAPSHOT file names and the
+// The store's side of the Maven repository layout: coordinate validation
+// refusing with CodeInvalid, checksum sidecar bodies and the
 // maven-metadata.xml documents the server generates. The rules on names
-// live in internal/mavenlayout (the path parser of protocol/maven is
-// fuzzed without compiling the store); here they refuse with CodeInvalid.
+// (SNAPSHOT versions and file names, checksum sidecars, the metadata
+// file's name) are internal/mavenlayout's, which callers use directly;
+// it depends on the standard library only, so the path parser of
+// protocol/maven is fuzzed without compiling the store.
 
 // CodeInvalid: a coordinate, file name or document that the Maven
 // layout does not allow. Returned wrapped with the reason.
@@ -31,10 +33,6 @@ func invalid(err error) error {
 	}
 	return errs.New(CodeInvalid, "%s", err)
 }
-
-// MetadataFile is the name of the metadata document at package level
-// (<group>/<artifactId>/) and at SNAPSHOT version level.
-const MetadataFile = mavenlayout.MetadataFile
 
 // ValidateGroupID checks a groupId (dot-separated, each part made of
 // letters, digits, '_' and '-').
@@ -53,43 +51,10 @@ func ValidateFileName(artifactID, version, name string) error {
 	return invalid(mavenlayout.ValidateFileName(artifactID, version, name))
 }
 
-// IsSnapshotVersion reports whether a version is a SNAPSHOT base
-// version ("1.0-SNAPSHOT"; Maven compares the suffix case-sensitively).
-func IsSnapshotVersion(v string) bool { return mavenlayout.IsSnapshotVersion(v) }
-
-// SnapshotFile is a timestamped SNAPSHOT file name taken apart.
-type SnapshotFile = mavenlayout.SnapshotFile
-
-// ParseSnapshotFile parses a timestamped file name of a SNAPSHOT
-// version; ok is false for any other name.
-func ParseSnapshotFile(artifactID, version, name string) (SnapshotFile, bool) {
-	return mavenlayout.ParseSnapshotFile(artifactID, version, name)
-}
-
-// ChecksumAlgorithm is a checksum sidecar kind (.md5, .sha1, .sha256,
-// .sha512).
-type ChecksumAlgorithm = mavenlayout.ChecksumAlgorithm
-
-const (
-	MD5    = mavenlayout.MD5
-	SHA1   = mavenlayout.SHA1
-	SHA256 = mavenlayout.SHA256
-	SHA512 = mavenlayout.SHA512
-)
-
-// ChecksumAlgorithms lists the sidecar kinds.
-var ChecksumAlgorithms = mavenlayout.ChecksumAlgorithms
-
-// SplitChecksumName splits "x.jar.sha1" into ("x.jar", sha1); ok is
-// false when the name is not a checksum sidecar.
-func SplitChecksumName(name string) (base string, alg ChecksumAlgorithm, ok bool) {
-	return mavenlayout.SplitChecksumName(name)
-}
-
 // ParseChecksumBody reads a sidecar body: the hex digest, optionally
 // followed by whitespace and a file name (sha1sum style), upper or lower
 // case, with or without a trailing newline.
-func ParseChecksumBody(alg ChecksumAlgorithm, body []byte) (string, error) {
+func ParseChecksumBody(alg mavenlayout.ChecksumAlgorithm, body []byte) (string, error) {
 	fields := strings.Fields(string(body))
 	if len(fields) == 0 {
 		return "", errs.New(CodeInvalid, "invalid Maven coordinates: empty %s checksum", alg)
@@ -124,7 +89,7 @@ func packageMetadata(groupID, artifactID string, versions []string, lastUpdated 
 		latest = sorted[len(sorted)-1]
 	}
 	for i := len(sorted) - 1; i >= 0; i-- {
-		if !IsSnapshotVersion(sorted[i]) {
+		if !mavenlayout.IsSnapshotVersion(sorted[i]) {
 			release = sorted[i]
 			break
 		}
@@ -156,11 +121,11 @@ func packageMetadata(groupID, artifactID string, versions []string, lastUpdated 
 // returns nil when the version holds no timestamped file.
 func snapshotMetadata(groupID, artifactID, version string, fileNames []string) []byte {
 	type key struct{ classifier, ext string }
-	latest := map[key]SnapshotFile{}
-	var newest SnapshotFile
+	latest := map[key]mavenlayout.SnapshotFile{}
+	var newest mavenlayout.SnapshotFile
 	found := false
 	for _, n := range fileNames {
-		f, ok := ParseSnapshotFile(artifactID, version, n)
+		f, ok := mavenlayout.ParseSnapshotFile(artifactID, version, n)
 		if !ok {
 			continue
 		}

@@ -1,6 +1,7 @@
 package maven
 
 import (
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"strings"
 	"testing"
@@ -53,13 +54,13 @@ func TestParseMavenChecksumBody(t *testing.T) {
 	t.Parallel()
 	const sha1 = "2495887e4b3a2f8b2c1e7a9f0c1b2d3e4f5a6b7c"
 	for _, body := range []string{sha1, sha1 + "\n", strings.ToUpper(sha1), sha1 + "  anchor-lib-1.0.0.jar\n", "  " + sha1} {
-		got, err := ParseChecksumBody(SHA1, []byte(body))
+		got, err := ParseChecksumBody(mavenlayout.SHA1, []byte(body))
 		if err != nil || got != sha1 {
 			t.Errorf("%q: %q %v", body, got, err)
 		}
 	}
 	for _, body := range []string{"", "\n", sha1[:39], sha1 + "0", strings.Replace(sha1, "2", "g", 1)} {
-		if _, err := ParseChecksumBody(SHA1, []byte(body)); !store.HasCode(err, CodeInvalid) {
+		if _, err := ParseChecksumBody(mavenlayout.SHA1, []byte(body)); !store.HasCode(err, CodeInvalid) {
 			t.Errorf("%q: %v", body, err)
 		}
 	}

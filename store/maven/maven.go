@@ -162,18 +162,18 @@ type Checksums struct {
 
 // Hex returns the lowercase hex digest of alg; ok is false when the file
 // has none (md5 is nullable).
-func (c *Checksums) Hex(alg ChecksumAlgorithm) (string, bool) {
+func (c *Checksums) Hex(alg mavenlayout.ChecksumAlgorithm) (string, bool) {
 	switch alg {
-	case MD5:
+	case mavenlayout.MD5:
 		if c.MD5 == nil {
 			return "", false
 		}
 		return hex.EncodeToString(c.MD5[:]), true
-	case SHA1:
+	case mavenlayout.SHA1:
 		return hex.EncodeToString(c.SHA1[:]), true
-	case SHA256:
+	case mavenlayout.SHA256:
 		return hex.EncodeToString(c.SHA256[:]), true
-	case SHA512:
+	case mavenlayout.SHA512:
 		return hex.EncodeToString(c.SHA512[:]), true
 	}
 	return "", false
@@ -343,7 +343,7 @@ func (s *Store) findPackage(ctx context.Context, t *Target, groupID, artifactID 
 // such build.
 func (s *Store) ResolveSnapshotFile(ctx context.Context, t *Target, ref FileRef) (string, error) {
 	notFound := errs.New(CodeNotFound, "Maven file not found: %s", ref)
-	if !IsSnapshotVersion(ref.Version) {
+	if !mavenlayout.IsSnapshotVersion(ref.Version) {
 		return "", notFound
 	}
 	rest, ok := strings.CutPrefix(ref.FileName, ref.ArtifactID+"-"+ref.Version)
@@ -371,11 +371,11 @@ func (s *Store) ResolveSnapshotFile(ctx context.Context, t *Target, ref FileRef)
 		return "", err
 	}
 	var (
-		best     SnapshotFile
+		best     mavenlayout.SnapshotFile
 		bestName string
 	)
 	for _, n := range names {
-		f, ok := ParseSnapshotFile(ref.ArtifactID, ref.Version, n)
+		f, ok := mavenlayout.ParseSnapshotFile(ref.ArtifactID, ref.Version, n)
 		if ok && f.Classifier == classifier && f.Extension == ext && (bestName == "" || f.After(best)) {
 			best, bestName = f, n
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
@@ -75,7 +76,7 @@ func (f *fixture) put(t *testing.T, version, name, body string) *PutResult {
 func (f *fixture) metadata(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	mf, err := f.st.File(ctx, f.t, FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: MetadataFile})
+	mf, err := f.st.File(ctx, f.t, FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: mavenlayout.MetadataFile})
 	if store.HasCode(err, CodeNotFound) {
 		return ""
 	}
@@ -213,7 +214,7 @@ func TestMavenListings(t *testing.T) {
 		t.Fatalf("files %+v %v %v", files, more, err)
 	}
 	pf, _, err := f.st.ListFiles(ctx, f.t.NamespaceID, pkgs[0].ID, nil, nil, 10)
-	if err != nil || len(pf) != 1 || pf[0].FileName != MetadataFile || pf[0].VersionID != nil {
+	if err != nil || len(pf) != 1 || pf[0].FileName != mavenlayout.MetadataFile || pf[0].VersionID != nil {
 		t.Fatalf("package files %+v %v", pf, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
@@ -89,7 +90,7 @@ func renderPackageMetadata(ctx context.Context, q db.Queryer, nsID, pkgID uuid.U
 // renderSnapshotMetadata renders a SNAPSHOT version's metadata from
 // its files; nil when it holds no timestamped file.
 func renderSnapshotMetadata(ctx context.Context, q db.Queryer, nsID, versionID uuid.UUID, groupID, artifactID, version string) ([]byte, error) {
-	if !IsSnapshotVersion(version) {
+	if !mavenlayout.IsSnapshotVersion(version) {
 		return nil, nil
 	}
 	names, err := versionFileNames(ctx, q, nsID, versionID)
@@ -132,7 +133,7 @@ func (m metadataScope) current(ctx context.Context, q db.Queryer, nsID uuid.UUID
 	if m.versionID != nil {
 		where, arg = `f.maven_version_id = $2`, *m.versionID
 	}
-	return currentFile(ctx, q, nsID, where, arg, MetadataFile, lock)
+	return currentFile(ctx, q, nsID, where, arg, mavenlayout.MetadataFile, lock)
 }
 
 func currentFile(ctx context.Context, q db.Queryer, nsID uuid.UUID, where string, arg uuid.UUID, name, lock string) (*storedFile, error) {
@@ -227,7 +228,7 @@ func (s *Store) refreshMetadata(ctx context.Context, t *Target, m metadataScope)
 				return nil
 			}
 			created = cur == nil
-			_, err = s.installFile(ctx, tx, t, m.pkgID, m.versionID, MetadataFile,
+			_, err = s.installFile(ctx, tx, t, m.pkgID, m.versionID, mavenlayout.MetadataFile,
 				newHashes().sumOf(content), cur)
 			return err
 		})

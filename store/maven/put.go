@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
@@ -25,7 +26,7 @@ type Put struct {
 	// Expect holds checksums the client announced for the bytes (lowercase
 	// hex by algorithm, e.g. from X-Checksum-Sha1 headers). A mismatch
 	// refuses the upload before anything is stored.
-	Expect map[ChecksumAlgorithm]string
+	Expect map[mavenlayout.ChecksumAlgorithm]string
 	// AllowRedeploy lets a release file be replaced by different bytes
 	// (releases are immutable by default).
 	AllowRedeploy bool
@@ -121,10 +122,10 @@ func (s *Store) PutFile(ctx context.Context, t *Target, in Put, r io.Reader) (*P
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	if in.FileName == MetadataFile {
-		return nil, errs.New(CodeInvalid, "invalid Maven coordinates: %s is uploaded with PutMetadata", MetadataFile)
+	if in.FileName == mavenlayout.MetadataFile {
+		return nil, errs.New(CodeInvalid, "invalid Maven coordinates: %s is uploaded with PutMetadata", mavenlayout.MetadataFile)
 	}
-	if _, _, ok := SplitChecksumName(in.FileName); ok {
+	if _, _, ok := mavenlayout.SplitChecksumName(in.FileName); ok {
 		return nil, errs.New(CodeInvalid, "invalid Maven coordinates: %s is a checksum: verify it with VerifyChecksum", in.FileName)
 	}
 	for alg, want := range in.Expect {
@@ -132,7 +133,7 @@ func (s *Store) PutFile(ctx context.Context, t *Target, in Put, r io.Reader) (*P
 			return nil, err
 		}
 	}
-	snapshot := IsSnapshotVersion(in.Version)
+	snapshot := mavenlayout.IsSnapshotVersion(in.Version)
 	var stored *File
 	if !snapshot && !in.AllowRedeploy {
 		// A release file that is already stored with another size or
@@ -274,7 +275,7 @@ func (s *Store) streamBlob(ctx context.Context, t *Target, in Put, r io.Reader,
 // does not exist. Sidecars of maven-metadata.xml describe the client's
 // document, which the server replaces by its own: they are accepted
 // without comparison.
-func (s *Store) VerifyChecksum(ctx context.Context, t *Target, ref FileRef, alg ChecksumAlgorithm, value string) error {
+func (s *Store) VerifyChecksum(ctx context.Context, t *Target, ref FileRef, alg mavenlayout.ChecksumAlgorithm, value string) error {
 	if err := ref.Validate(); err != nil {
 		return err
 	}
@@ -282,7 +283,7 @@ func (s *Store) VerifyChecksum(ctx context.Context, t *Target, ref FileRef, alg 
 	if err != nil {
 		return err
 	}
-	if ref.FileName == MetadataFile {
+	if ref.FileName == mavenlayout.MetadataFile {
 		return nil
 	}
 	f, err := s.File(ctx, t, ref)
@@ -312,7 +313,7 @@ func (s *Store) VerifyChecksum(ctx context.Context, t *Target, ref FileRef, alg 
 // Group-level plugin metadata (plugins, no artifactId) is accepted and
 // ignored.
 func (s *Store) PutMetadata(ctx context.Context, t *Target, ref FileRef, body io.Reader) (bool, error) {
-	ref.FileName = MetadataFile
+	ref.FileName = mavenlayout.MetadataFile
 	if err := ref.Validate(); err != nil {
 		return false, err
 	}
@@ -342,8 +343,8 @@ func (s *Store) PutMetadata(ctx context.Context, t *Target, ref FileRef, body io
 	if ref.Version == "" {
 		m.pkgID, err = s.findPackage(ctx, t, ref.GroupID, ref.ArtifactID)
 	} else {
-		if !IsSnapshotVersion(ref.Version) {
-			return false, errs.New(CodeInvalid, "invalid Maven coordinates: only SNAPSHOT versions have a version-level %s", MetadataFile)
+		if !mavenlayout.IsSnapshotVersion(ref.Version) {
+			return false, errs.New(CodeInvalid, "invalid Maven coordinates: only SNAPSHOT versions have a version-level %s", mavenlayout.MetadataFile)
 		}
 		var versionID uuid.UUID
 		m.pkgID, versionID, err = s.findVersion(ctx, t, ref.GroupID, ref.ArtifactID, ref.Version)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
 )
@@ -93,7 +94,7 @@ func count(t *testing.T, f *fixture, sql string, args ...any) int {
 // replaced blobs detached.
 func TestRemoteConcurrentMetadataRefresh(t *testing.T) {
 	f, tg := newRemoteFixture(t)
-	ref := FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: MetadataFile}
+	ref := FileRef{GroupID: "com.example", ArtifactID: "lib", FileName: mavenlayout.MetadataFile}
 	var wg sync.WaitGroup
 	errs := make(chan error, 12)
 	for i := range 12 {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
 )
@@ -29,7 +30,7 @@ type SnapshotBuild struct {
 // version, newest first (build number, then timestamp). Files without a
 // timestamp (maven-metadata.xml, checksums of it) belong to no build.
 func (s *Store) SnapshotBuildsOf(ctx context.Context, nsID uuid.UUID, artifactID string, versionID uuid.UUID, version string) ([]*SnapshotBuild, error) {
-	if !IsSnapshotVersion(version) {
+	if !mavenlayout.IsSnapshotVersion(version) {
 		return nil, nil
 	}
 	rows, err := s.pool.Query(ctx, `
@@ -52,7 +53,7 @@ func (s *Store) SnapshotBuildsOf(ctx context.Context, nsID uuid.UUID, artifactID
 		if err := rows.Scan(&id, &name, &size); err != nil {
 			return nil, fmt.Errorf("store: maven snapshot builds: %w", err)
 		}
-		f, ok := ParseSnapshotFile(artifactID, version, name)
+		f, ok := mavenlayout.ParseSnapshotFile(artifactID, version, name)
 		if !ok {
 			continue
 		}
