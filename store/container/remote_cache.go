@@ -168,6 +168,12 @@ func (s *Store) RemoteReferrerCandidates(ctx context.Context, t *Target, mediaTy
 	return out, nil
 }
 
+// remoteImageIDSQL finds the live cached image of a remote repository by
+// its upstream name ($1 namespace, $2 remote repository, $3 name).
+const remoteImageIDSQL = `
+		SELECT id FROM container_remote_images
+		WHERE namespace_id = $1 AND container_remote_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL`
+
 // RefreshRemoteImage sets t.ImageID when t was resolved before the first
 // pull of its image cached it: a pull that waited for another's upstream
 // fetch then finds what that fetch cached instead of fetching again.
@@ -175,9 +181,7 @@ func (s *Store) RefreshRemoteImage(ctx context.Context, t *Target) error {
 	if t.ImageID != uuid.Nil || t.Remote == nil {
 		return nil
 	}
-	err := s.pool.QueryRow(ctx, `
-		SELECT id FROM container_remote_images
-		WHERE namespace_id = $1 AND container_remote_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL`,
+	err := s.pool.QueryRow(ctx, remoteImageIDSQL,
 		t.NamespaceID, t.Remote.ID, t.Remote.UpstreamImage).Scan(&t.ImageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
@@ -202,10 +206,8 @@ func (s *Store) ensureRemoteImage(ctx context.Context, tx pgx.Tx, t *Target) (uu
 		return uuid.Nil, fmt.Errorf("store: cached image %q: %w", t.Remote.UpstreamImage, err)
 	}
 	var id uuid.UUID
-	err := tx.QueryRow(ctx, `
-		SELECT id FROM container_remote_images
-		WHERE namespace_id = $1 AND container_remote_repository_id = $2 AND name = $3 AND soft_deleted_at IS NULL
-		FOR KEY SHARE`, t.NamespaceID, t.Remote.ID, t.Remote.UpstreamImage).Scan(&id)
+	err := tx.QueryRow(ctx, remoteImageIDSQL+" FOR KEY SHARE",
+		t.NamespaceID, t.Remote.ID, t.Remote.UpstreamImage).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return uuid.Nil, db.ErrRace // evicted between the two statements
 	}
