@@ -139,11 +139,18 @@ func WriteHook(o Options) npmstore.WriteHook {
 		delay = DefaultRebuildDelay
 	}
 	return func(ctx context.Context, tx pgx.Tx, pkg npmstore.PackageRef) error {
+		// A rebuild of this package that has not started yet will read
+		// this write: a burst of publishes queues one job, not one each
+		// (each cost about as much database time as the publish itself).
+		waiting, err := store.HoldWaitingJob(ctx, tx, RebuildPackumentArgs{}.Kind(), rebuildMatch{pkg.NamespaceID, pkg.PackageID})
+		if err != nil || waiting {
+			return err
+		}
 		opts := &river.InsertOpts{MaxAttempts: 5}
 		if delay > 0 {
 			opts.ScheduledAt = time.Now().Add(delay)
 		}
-		_, err := o.Jobs.InsertTx(ctx, tx, RebuildPackumentArgs{
+		_, err = o.Jobs.InsertTx(ctx, tx, RebuildPackumentArgs{
 			NamespaceID: pkg.NamespaceID, NpmRepositoryID: pkg.NpmRepositoryID, PackageID: pkg.PackageID, Name: pkg.Name,
 		}, opts)
 		return err
