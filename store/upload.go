@@ -127,23 +127,25 @@ func (s *Store) startUpload(ctx context.Context, namespaceID, repositoryID uuid.
 }
 
 // insertUploadSessionSQL inserts a session row; created_at is the store
-// clock's, like a blob row's, so the GC can compare the two.
-const insertUploadSessionSQL = `
-INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, created_at, expires_at)
+// clock's, like a blob row's, so the GC can compare the two. Every push
+// and publish starts a session: it names the namespace's partition
+// (partition.Statements), where the parent cost a plan at every call.
+var insertUploadSessionSQL = partition.Statements(`
+INSERT INTO {upload_sessions} (namespace_id, repository_id, upload_id, created_at, expires_at)
 VALUES ($1, $2, $3, $4, $5)
-RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`
+RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`, "upload_sessions")
 
 // insertCappedUploadSessionSQL is insertUploadSessionSQL that inserts
 // nothing when the repository already holds $6 unexpired sessions (it
 // counts no further than that).
-const insertCappedUploadSessionSQL = `
-INSERT INTO upload_sessions (namespace_id, repository_id, upload_id, created_at, expires_at)
+var insertCappedUploadSessionSQL = partition.Statements(`
+INSERT INTO {upload_sessions} (namespace_id, repository_id, upload_id, created_at, expires_at)
 SELECT $1, $2, $3, $4, $5
 WHERE (SELECT count(*) FROM (
-	SELECT 1 FROM upload_sessions
+	SELECT 1 FROM {upload_sessions}
 	WHERE namespace_id = $1 AND repository_id = $2 AND expires_at > $4
 	LIMIT $6) open) < $6
-RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`
+RETURNING id, size_bytes, dirty, created_at, expires_at, updated_at`, "upload_sessions")
 
 // uploadCapLockClass is the first key of the transaction-level advisory
 // lock that serializes session starts of one repository while the cap is
@@ -163,13 +165,17 @@ func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Uplo
 		return row.Scan(&u.ID, &u.Size, &u.Dirty, &u.CreatedAt, &u.ExpiresAt, &u.UpdatedAt)
 	}
 	if limit <= 0 {
-		return scan(conn.QueryRow(ctx, insertUploadSessionSQL, u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl)))
+		return scan(partition.QueryRow(ctx, conn, &insertUploadSessionSQL, u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl)))
+	}
+	p, err := partition.Of(ctx, conn, u.NamespaceID)
+	if err != nil {
+		return err
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, uploadCapLockClass, u.RepositoryID)
-	b.Queue(insertCappedUploadSessionSQL, u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl), limit)
+	b.Queue(insertCappedUploadSessionSQL[p], u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl), limit)
 	br := conn.SendBatch(ctx, b)
-	_, err := br.Exec()
+	_, err = br.Exec()
 	if err == nil {
 		err = scan(br.QueryRow())
 	}
