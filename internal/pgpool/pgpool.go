@@ -22,8 +22,17 @@ import (
 // 51 µs instead of 91 µs. Nothing here relies on it: partitions are
 // pruned by enable_partition_pruning, which this does not touch, and the
 // schema has no inheritance children or CHECK-based exclusion.
+//
+// jit=off: a statement over every partition of a few tables (the
+// background jobs' scans) has thousands of plan nodes, so its estimated
+// cost passes jit_above_cost however few rows it reads, and PostgreSQL
+// compiles its expressions with LLVM first: the remote-cache eviction's
+// namespace scan compiled 1,737 functions in 363 ms of CPU to run for
+// 27 ms. The registry's statements read a few index entries each; none
+// runs long enough to win back a compilation.
 var Settings = map[string]string{
 	"constraint_exclusion": "off",
+	"jit":                  "off",
 }
 
 // Configure sets up cfg: the binary uuid.UUID codec on every connection,

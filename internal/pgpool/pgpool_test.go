@@ -44,6 +44,28 @@ func TestSettings(t *testing.T) {
 	if strings.Contains(text, "Append") || !strings.Contains(text, "on repositories_") {
 		t.Fatalf("a partition-key lookup does not plan exactly one partition:\n%s", text)
 	}
+
+	// A statement whose estimated cost passes jit_above_cost (a plain
+	// EXPLAIN starts the executor, which compiles, without running it).
+	var jitAbove float64
+	if err := pool.QueryRow(ctx, "SELECT current_setting('jit_above_cost')::float8").Scan(&jitAbove); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = pool.Query(ctx, `EXPLAIN (FORMAT JSON) SELECT sum(x) FROM generate_series(1, 100000000) x`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans, err := pgx.CollectRows(rows, pgx.RowTo[[]map[string]any])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cost, _ := plans[0][0]["Plan"].(map[string]any)["Total Cost"].(float64)
+	if cost <= jitAbove {
+		t.Fatalf("the statement costs %.0f, not above jit_above_cost (%.0f): it tests nothing", cost, jitAbove)
+	}
+	if jit, ok := plans[0][0]["JIT"]; ok {
+		t.Fatalf("the statement was JIT-compiled: %v", jit)
+	}
 }
 
 // TestURLWins: a setting the database URL gives is kept.
