@@ -8,6 +8,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
@@ -36,17 +37,26 @@ func (s *Store) lockBlobsObserved(ctx context.Context, tx pgx.Tx, namespaceID uu
 // includes every change committed by the transactions we waited for.
 const attachSQL = `
 WITH ins AS (
-	INSERT INTO blob_storage_attachments (namespace_id, sha256)
+	INSERT INTO {blob_storage_attachments} (namespace_id, sha256)
 	SELECT $1, d FROM unnest($2::bytea[]) WITH ORDINALITY AS u(d, ord) ORDER BY ord
 	RETURNING id, sha256
 ), cleared AS (
-	DELETE FROM gc_blob_review_queue q
+	DELETE FROM {gc_blob_review_queue} q
 	WHERE q.namespace_id = $1 AND q.sha256 = ANY($3::bytea[])
 	RETURNING q.sha256
 )
 SELECT false, id, sha256 FROM ins
 UNION ALL
 SELECT true, 0, sha256 FROM cleared`
+
+var (
+	attachParentSQL = partition.Parent(attachSQL, "blob_storage_attachments", "gc_blob_review_queue")
+	// attachDigestSQL is attachSQL on one digest's partitions (both tables
+	// are partitioned by HASH (sha256) alike): a manifest push attaches one
+	// digest, and on the parents the statement is planned again at every
+	// call.
+	attachDigestSQL = partition.Statements(attachSQL, "blob_storage_attachments", "gc_blob_review_queue")
+)
 
 // Attach records one attachment per element of digests (a digest used
 // twice gets two attachments) inside the caller's transaction, following
@@ -79,7 +89,12 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 	for i := range digests {
 		uses[i] = digests[i][:]
 	}
-	rows, err := tx.Query(ctx, attachSQL, namespaceID, uses, distinct)
+	var rows pgx.Rows
+	if len(distinct) == 1 {
+		rows, err = partition.QueryDigest(ctx, tx, &attachDigestSQL, [32]byte(distinct[0]), namespaceID, uses, distinct)
+	} else {
+		rows, err = tx.Query(ctx, attachParentSQL, namespaceID, uses, distinct)
+	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: attach: %w", err))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // Manifest blob references (docs/schema.md, "Format tables"): each
@@ -40,6 +41,13 @@ func (s *Store) LinkGrace() time.Duration {
 
 // insertBlobReferences records what manifests reference: manifest
 // ids[i] of image images[i] references the distinct digests refs[i].
+// insertBlobReferencesSQL names the namespace's partition: every manifest
+// push runs it (see checkManifestReferencesSQL).
+var insertBlobReferencesSQL = partition.Statements(`
+	INSERT INTO {container_manifest_blob_references} (namespace_id, container_image_id, container_manifest_id, digest)
+	SELECT $1, i, m, d FROM unnest($2::uuid[], $3::uuid[], $4::bytea[]) AS u(i, m, d)
+	ON CONFLICT DO NOTHING`, "container_manifest_blob_references")
+
 func insertBlobReferences(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, images, ids []uuid.UUID, refs [][][]byte) error {
 	var imgs, mans []uuid.UUID
 	var digs [][]byte
@@ -51,10 +59,7 @@ func insertBlobReferences(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, images
 	if len(digs) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `
-		INSERT INTO container_manifest_blob_references (namespace_id, container_image_id, container_manifest_id, digest)
-		SELECT $1, i, m, d FROM unnest($2::uuid[], $3::uuid[], $4::bytea[]) AS u(i, m, d)
-		ON CONFLICT DO NOTHING`, nsID, imgs, mans, digs); err != nil {
+	if _, err := partition.Exec(ctx, tx, &insertBlobReferencesSQL, nsID, imgs, mans, digs); err != nil {
 		return db.MapErr(fmt.Errorf("store: insert manifest blob references: %w", err))
 	}
 	return nil

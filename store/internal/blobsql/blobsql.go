@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // SortedDigests returns the distinct digests in ascending byte order (the
@@ -33,15 +34,31 @@ func SortedDigests(in [][32]byte) [][]byte {
 // cycle.
 const lockSQL = `
 SELECT b.sha256, b.object_storage_key
-FROM blob_storage_blobs b
+FROM {blob_storage_blobs} b
 WHERE b.namespace_id = $1 AND b.sha256 = ANY($2::bytea[])
 ORDER BY b.sha256
 FOR UPDATE OF b`
 
+var (
+	lockParentSQL = partition.Parent(lockSQL, "blob_storage_blobs")
+	// lockDigestSQL is lockSQL on one digest's partition: a manifest or
+	// a package version attaches one digest, and the parent's statement
+	// is planned again at every call.
+	lockDigestSQL = partition.Statements(lockSQL, "blob_storage_blobs")
+)
+
 // Lock locks the blob rows of digests (sorted, distinct) and returns their
 // object keys by digest.
 func Lock(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
-	rows, err := tx.Query(ctx, lockSQL, namespaceID, digests)
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if len(digests) == 1 {
+		rows, err = partition.QueryDigest(ctx, tx, &lockDigestSQL, [32]byte(digests[0]), namespaceID, digests)
+	} else {
+		rows, err = tx.Query(ctx, lockParentSQL, namespaceID, digests)
+	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: lock blobs: %w", err))
 	}

@@ -109,3 +109,8 @@ func final(a, b, c uint32) (uint32, uint32, uint32) {
 func QueryRowDigest(ctx context.Context, q db.Queryer, stmts *[Count]string, sha [32]byte, args ...any) pgx.Row {
 	return cached(ctx, q, stmts[Digest(sha)], args...)
 }
+
+// QueryDigest is QueryRowDigest for a statement of several rows.
+func QueryDigest(ctx context.Context, q db.Queryer, stmts *[Count]string, sha [32]byte, args ...any) (pgx.Rows, error) {
+	return q.Query(ctx, stmts[Digest(sha)], append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+}

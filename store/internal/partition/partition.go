@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 )
@@ -68,6 +69,17 @@ func Statements(sql string, tables ...string) [Count]string {
 	return out
 }
 
+// Parent returns sql with every {table} replaced by the partitioned
+// parent's name: the statement of Statements for rows of several
+// partitions.
+func Parent(sql string, tables ...string) string {
+	pairs := make([]string, 0, 2*len(tables))
+	for _, t := range tables {
+		pairs = append(pairs, "{"+t+"}", t)
+	}
+	return strings.NewReplacer(pairs...).Replace(sql)
+}
+
 // QueryRow runs the namespace's statement of stmts (from Statements, with
 // the namespace id as $1) on q as a statement cached per connection; args
 // are $2 onwards. An error finding the partition comes back from Scan.
@@ -77,6 +89,24 @@ func QueryRow(ctx context.Context, q db.Queryer, stmts *[Count]string, namespace
 		return errRow{err}
 	}
 	return cached(ctx, q, stmts[p], append([]any{namespaceID}, args...)...)
+}
+
+// Query is QueryRow for a statement of several rows.
+func Query(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID uuid.UUID, args ...any) (pgx.Rows, error) {
+	p, err := Of(ctx, q, namespaceID)
+	if err != nil {
+		return nil, err
+	}
+	return q.Query(ctx, stmts[p], append([]any{pgx.QueryExecModeCacheStatement, namespaceID}, args...)...)
+}
+
+// Exec is QueryRow for a statement that returns no rows.
+func Exec(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID uuid.UUID, args ...any) (pgconn.CommandTag, error) {
+	p, err := Of(ctx, q, namespaceID)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return q.Exec(ctx, stmts[p], append([]any{pgx.QueryExecModeCacheStatement, namespaceID}, args...)...)
 }
 
 // cached runs stmt on q as a statement prepared once per connection.
