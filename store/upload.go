@@ -159,6 +159,14 @@ const uploadCapLockClass = 0x75706c64 // "upld"
 // statement of its own, counts every session committed before the lock
 // was granted, on every instance. CodeTooManyUploads when the cap is
 // reached.
+//
+// That transaction commits without waiting for its WAL to reach the disk
+// (synchronous_commit off, for it alone): the lock is released at the
+// end of the commit, so the flush would serialize every session start of
+// the repository behind the disk. A row it may lose in a database crash is
+// a session the client then finds unknown and starts again (a crash
+// between the file and the row leaves the same); the commit of the bytes,
+// which makes a blob exist, waits for the disk as before.
 func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Upload, now time.Time, ttl time.Duration) error {
 	limit := s.opts.MaxUploadSessionsPerRepository
 	scan := func(row pgx.Row) error {
@@ -172,10 +180,14 @@ func (s *Store) insertUploadSession(ctx context.Context, conn *pgx.Conn, u *Uplo
 		return err
 	}
 	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('synchronous_commit', 'off', true)`)
 	b.Queue(`SELECT pg_advisory_xact_lock($1, hashtext($2::text))`, uploadCapLockClass, u.RepositoryID)
 	b.Queue(insertCappedUploadSessionSQL[p], u.NamespaceID, u.RepositoryID, u.UploadID, now, now.Add(ttl), limit)
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil {
+		_, err = br.Exec()
+	}
 	if err == nil {
 		err = scan(br.QueryRow())
 	}

@@ -127,3 +127,35 @@ func TestUploadSessionCapZeroIsUnlimited(t *testing.T) {
 		}
 	}
 }
+
+// TestUploadSessionStartCommitSetting: a capped session start commits
+// asynchronously, and that setting is its transaction's alone: the
+// connection goes back to the pool with synchronous_commit on.
+func TestUploadSessionStartCommitSetting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newBlobFixture(t, "mem", Options{MaxUploadSessionsPerRepository: 5})
+	cfg := f.pool.Config().Copy()
+	cfg.MaxConns = 1
+	// The test cluster itself runs with synchronous_commit off.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	st := New(one, f.store.objects, Options{MaxUploadSessionsPerRepository: 5, Clock: f.clock})
+	if _, err := st.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
+		t.Fatal(err)
+	}
+	var setting string
+	if err := one.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil {
+		t.Fatal(err)
+	}
+	if setting != "on" {
+		t.Fatalf("synchronous_commit = %q on the connection after a session start, want on", setting)
+	}
+	if n := f.count(t, `SELECT count(*) FROM upload_sessions WHERE namespace_id = $1 AND repository_id = $2`, f.ns, f.repo); n != 1 {
+		t.Fatalf("%d session rows, want 1", n)
+	}
+}
