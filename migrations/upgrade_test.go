@@ -27,11 +27,13 @@ func databaseBefore(t *testing.T, version int64) *pgxpool.Pool {
 
 // templates are databases migrated up to a version, kept for the whole
 // test process: an upgrade test clones the template of the version it
-// needs. A template is built from the one at the checkpoint below it (every
-// templateStep versions, itself built the same way), so the early
-// migrations, which create most of the partitions and took most of this
-// package's time when every test re-ran them, run once whatever order the
-// tests ask in, and no test waits for more than templateStep migrations.
+// needs. A template is built from the highest one below it, at least the
+// checkpoint below it (every templateStep versions, itself built the same
+// way), so the early migrations, which create most of the partitions and
+// took most of this package's time when every test re-ran them, run once
+// whatever order the tests ask in, no migration between two checkpoints
+// runs twice once its template exists, and no test waits for more than
+// templateStep migrations.
 var templates struct {
 	sync.Mutex
 	byVersion map[int64]string
@@ -58,6 +60,11 @@ func buildTemplate(t *testing.T, version int64) string {
 	base, from := "template0", (version-1)/templateStep*templateStep
 	if from > 0 {
 		base = buildTemplate(t, from)
+	}
+	for v, name := range templates.byVersion {
+		if v > from && v < version {
+			base, from = name, v
+		}
 	}
 	name := fmt.Sprintf("migrate_template_%05d", version)
 	admin := maintenance(t)
