@@ -132,7 +132,20 @@ func (s *Store) Options() Options { return s.opts }
 // timeouts and deadlocks, from fn or from the commit, come back as
 // CodeRetryable. Format code calls Attach and Detach inside fn.
 func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.begin(ctx)
+	return s.withTx(ctx, s.beginSQL+actorSQL(ctx), fn)
+}
+
+// withUnflushedTx is WithTx whose commit does not wait for its WAL to
+// reach the disk (synchronous_commit off for this transaction alone), for
+// rows a database crash may take back without harm: the commit returns
+// sooner and holds its locks for less. A later commit that waits for the
+// disk flushes this one's WAL with its own.
+func (s *Store) withUnflushedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return s.withTx(ctx, s.beginSQL+"; SET LOCAL synchronous_commit = off"+actorSQL(ctx), fn)
+}
+
+func (s *Store) withTx(ctx context.Context, beginSQL string, fn func(tx pgx.Tx) error) error {
+	tx, err := s.beginWith(ctx, beginSQL)
 	if err != nil {
 		return err
 	}
@@ -150,7 +163,11 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in
 // one round trip).
 func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginSQL + actorSQL(ctx)})
+	return s.beginWith(ctx, s.beginSQL+actorSQL(ctx))
+}
+
+func (s *Store) beginWith(ctx context.Context, beginSQL string) (pgx.Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginSQL})
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: begin: %w", err))
 	}

@@ -278,6 +278,13 @@ func (s *Store) sizeLimit(have int64) int64 {
 // compare-and-swap on size_bytes. The loser of a race sets the dirty bit and
 // gets CodeUploadConflict; a dirty session answers CodeUploadPoisoned. Returns
 // the session after the chunk.
+//
+// The size is committed without waiting for the disk (withUnflushedTx): a
+// database crash that takes it back leaves the session at its previous
+// chunk, as a crash between the write and the commit already may (the
+// bytes past the recorded size are overwritten or cut at the commit), and
+// the client, told a different offset, sends the chunk again or restarts.
+// The commit of the blob waits for the disk, and flushes this one with it.
 func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r io.Reader) (*Upload, error) {
 	h, err := s.openUpload(ctx, ref)
 	if errors.Is(err, objstore.ErrNotFound) {
@@ -320,13 +327,9 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 	if err != nil {
 		return nil, err
 	}
-	err = s.WithTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			UPDATE upload_sessions
-			SET size_bytes = $3, hash_state = $4, updated_at = now()
-			WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $5 AND NOT dirty
-			RETURNING size_bytes, updated_at`,
-			ref.NamespaceID, ref.UploadID, u.Size+part.Size, enc, u.Size,
+	err = s.withUnflushedTx(ctx, func(tx pgx.Tx) error {
+		err := partition.QueryRow(ctx, tx, &appendUploadSQL, ref.NamespaceID,
+			ref.UploadID, u.Size+part.Size, enc, u.Size,
 		).Scan(&u.Size, &u.UpdatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errLostCAS
@@ -350,6 +353,15 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 	}
 	return u, nil
 }
+
+// appendUploadSQL records a chunk (compare-and-swap on the size): every
+// PATCH runs it, on its namespace's partition (see partition.Statements),
+// where the parent cost a plan at every call.
+var appendUploadSQL = partition.Statements(`
+	UPDATE {upload_sessions}
+	SET size_bytes = $3, hash_state = $4, updated_at = now()
+	WHERE namespace_id = $1 AND upload_id = $2 AND size_bytes = $5 AND NOT dirty
+	RETURNING size_bytes, updated_at`, "upload_sessions")
 
 var errLostCAS = errors.New("store: lost the upload compare-and-swap")
 

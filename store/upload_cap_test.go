@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/store/objstore"
@@ -157,5 +159,69 @@ func TestUploadSessionStartCommitSetting(t *testing.T) {
 	}
 	if n := f.count(t, `SELECT count(*) FROM upload_sessions WHERE namespace_id = $1 AND repository_id = $2`, f.ns, f.repo); n != 1 {
 		t.Fatalf("%d session rows, want 1", n)
+	}
+}
+
+// A chunk's commit does not wait for the disk: AppendUpload's update runs
+// with synchronous_commit off (a trigger of the test's database records
+// the setting the statement saw), and the setting stays the
+// transaction's. The commit of the blob waits for the disk.
+func TestAppendUploadCommitSetting(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newBlobFixture(t, "file", Options{})
+	for _, sql := range []string{
+		`CREATE TABLE seen_commit_settings (op text, setting text)`,
+		`CREATE FUNCTION record_commit_setting() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			INSERT INTO seen_commit_settings VALUES (regexp_replace(TG_TABLE_NAME, '_p[0-9]+$', '') || ' ' || TG_OP, current_setting('synchronous_commit'));
+			RETURN NULL;
+		END $$`,
+		`CREATE TRIGGER record_commit_setting AFTER UPDATE ON upload_sessions FOR EACH ROW EXECUTE FUNCTION record_commit_setting()`,
+		`CREATE TRIGGER record_commit_setting AFTER INSERT ON blob_storage_blobs FOR EACH ROW EXECUTE FUNCTION record_commit_setting()`,
+	} {
+		if _, err := f.pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := f.pool.Config().Copy()
+	cfg.MaxConns = 1
+	// The test cluster itself runs with synchronous_commit off.
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	one, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	st := New(one, f.store.objects, Options{Clock: f.clock})
+	u, err := st.StartUpload(ctx, f.ns, f.repo, UploadResumable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("a chunk that is not flushed")
+	if _, err := st.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	var setting string
+	if err := one.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil {
+		t.Fatal(err)
+	}
+	if setting != "on" {
+		t.Fatalf("synchronous_commit = %q on the connection after a chunk, want on", setting)
+	}
+	if _, err := st.CommitUpload(ctx, u.Ref(), nil, Expected{SHA256: sha256.Sum256(data), Size: int64(len(data))}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := f.pool.Query(ctx, `SELECT op || ': ' || setting FROM seen_commit_settings ORDER BY op`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"blob_storage_blobs INSERT: on", "upload_sessions UPDATE: off"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("settings seen %q, want %q", seen, want)
 	}
 }
