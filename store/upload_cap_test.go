@@ -137,26 +137,11 @@ func TestUploadSessionStartCommitSetting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newBlobFixture(t, "mem", Options{MaxUploadSessionsPerRepository: 5})
-	cfg := f.pool.Config().Copy()
-	cfg.MaxConns = 1
-	// The test cluster itself runs with synchronous_commit off.
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	one, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(one.Close)
-	st := New(one, f.store.objects, Options{MaxUploadSessionsPerRepository: 5, Clock: f.clock})
+	one, st := oneConnStore(t, f, Options{MaxUploadSessionsPerRepository: 5, Clock: f.clock})
 	if _, err := st.StartUpload(ctx, f.ns, f.repo, UploadResumable); err != nil {
 		t.Fatal(err)
 	}
-	var setting string
-	if err := one.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil {
-		t.Fatal(err)
-	}
-	if setting != "on" {
-		t.Fatalf("synchronous_commit = %q on the connection after a session start, want on", setting)
-	}
+	requireSyncCommit(t, one, "a session start")
 	if n := f.count(t, `SELECT count(*) FROM upload_sessions WHERE namespace_id = $1 AND repository_id = $2`, f.ns, f.repo); n != 1 {
 		t.Fatalf("%d session rows, want 1", n)
 	}
@@ -184,16 +169,7 @@ func TestAppendUploadCommitSetting(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := f.pool.Config().Copy()
-	cfg.MaxConns = 1
-	// The test cluster itself runs with synchronous_commit off.
-	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
-	one, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(one.Close)
-	st := New(one, f.store.objects, Options{Clock: f.clock})
+	one, st := oneConnStore(t, f, Options{Clock: f.clock})
 	u, err := st.StartUpload(ctx, f.ns, f.repo, UploadResumable)
 	if err != nil {
 		t.Fatal(err)
@@ -202,13 +178,7 @@ func TestAppendUploadCommitSetting(t *testing.T) {
 	if _, err := st.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(data)); err != nil {
 		t.Fatal(err)
 	}
-	var setting string
-	if err := one.QueryRow(ctx, `SHOW synchronous_commit`).Scan(&setting); err != nil {
-		t.Fatal(err)
-	}
-	if setting != "on" {
-		t.Fatalf("synchronous_commit = %q on the connection after a chunk, want on", setting)
-	}
+	requireSyncCommit(t, one, "a chunk")
 	if _, err := st.CommitUpload(ctx, u.Ref(), nil, Expected{SHA256: sha256.Sum256(data), Size: int64(len(data))}); err != nil {
 		t.Fatal(err)
 	}
@@ -223,5 +193,34 @@ func TestAppendUploadCommitSetting(t *testing.T) {
 	want := []string{"blob_storage_blobs INSERT: on", "upload_sessions UPDATE: off"}
 	if !slices.Equal(seen, want) {
 		t.Fatalf("settings seen %q, want %q", seen, want)
+	}
+}
+
+// oneConnStore returns a Store on f's database and bucket whose pool has
+// one connection, with synchronous_commit on (the test cluster itself
+// runs with it off), so that a setting a transaction leaks shows on it.
+func oneConnStore(t *testing.T, f *blobFixture, opts Options) (*pgxpool.Pool, *Store) {
+	t.Helper()
+	cfg := f.pool.Config().Copy()
+	cfg.MaxConns = 1
+	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
+	one, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(one.Close)
+	return one, New(one, f.store.objects, opts)
+}
+
+// requireSyncCommit fails unless the pool's connection is back to
+// synchronous_commit on after what.
+func requireSyncCommit(t *testing.T, one *pgxpool.Pool, what string) {
+	t.Helper()
+	var setting string
+	if err := one.QueryRow(context.Background(), `SHOW synchronous_commit`).Scan(&setting); err != nil {
+		t.Fatal(err)
+	}
+	if setting != "on" {
+		t.Fatalf("synchronous_commit = %q on the connection after %s, want on", setting, what)
 	}
 }
