@@ -119,9 +119,9 @@ func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 // TestMigrateEmptyDatabase applies migrations.Up to an empty database from
 // several instances starting together, checks that everything exists and
 // Check reports nothing pending, that a second Up applies nothing, and
-// (unless -short) that every Down runs and a new Up rebuilds the identical
-// schema. Up from nothing is the slowest thing this package does, so the
-// concurrent start and the plain one share it.
+// (unless -short) that every Down runs and leaves the schema of a database
+// before the first migration. Up from nothing is the slowest thing this
+// package does, so the concurrent start and the plain one share it.
 func TestMigrateEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -174,7 +174,7 @@ func TestMigrateEmptyDatabase(t *testing.T) {
 	}
 
 	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("-short: skipping the Down/Up round trip (runs in CI whatever -short)")
+		t.Skip("-short: skipping the Down of every migration (runs in CI whatever -short)")
 	}
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()

@@ -89,12 +89,7 @@ func (s *Store) Attach(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, di
 	for i := range digests {
 		uses[i] = digests[i][:]
 	}
-	var rows pgx.Rows
-	if len(distinct) == 1 {
-		rows, err = partition.QueryDigest(ctx, tx, &attachDigestSQL, [32]byte(distinct[0]), namespaceID, uses, distinct)
-	} else {
-		rows, err = tx.Query(ctx, attachParentSQL, namespaceID, uses, distinct)
-	}
+	rows, err := partition.QueryByDigests(ctx, tx, &attachDigestSQL, attachParentSQL, distinct, namespaceID, uses, distinct)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: attach: %w", err))
 	}

@@ -145,7 +145,7 @@ func (s *Store) withUnflushedTx(ctx context.Context, fn func(tx pgx.Tx) error) e
 }
 
 func (s *Store) withTx(ctx context.Context, beginSQL string, fn func(tx pgx.Tx) error) error {
-	tx, err := s.beginWith(ctx, beginSQL)
+	tx, err := s.begin(ctx, beginSQL)
 	if err != nil {
 		return err
 	}
@@ -160,13 +160,10 @@ func (s *Store) withTx(ctx context.Context, beginSQL string, fn func(tx pgx.Tx) 
 	return nil
 }
 
-// begin opens a foreground transaction (BEGIN and SET LOCAL lock_timeout in
-// one round trip).
-func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
-	return s.beginWith(ctx, s.beginSQL+actorSQL(ctx))
-}
-
-func (s *Store) beginWith(ctx context.Context, beginSQL string) (pgx.Tx, error) {
+// begin opens a foreground transaction with beginSQL (s.beginSQL, the
+// BEGIN and its lock timeout, and what the caller adds, in one round
+// trip).
+func (s *Store) begin(ctx context.Context, beginSQL string) (pgx.Tx, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginSQL})
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: begin: %w", err))

@@ -50,15 +50,7 @@ var (
 // Lock locks the blob rows of digests (sorted, distinct) and returns their
 // object keys by digest.
 func Lock(ctx context.Context, tx pgx.Tx, namespaceID uuid.UUID, digests [][]byte) (map[[32]byte]string, error) {
-	var (
-		rows pgx.Rows
-		err  error
-	)
-	if len(digests) == 1 {
-		rows, err = partition.QueryDigest(ctx, tx, &lockDigestSQL, [32]byte(digests[0]), namespaceID, digests)
-	} else {
-		rows, err = tx.Query(ctx, lockParentSQL, namespaceID, digests)
-	}
+	rows, err := partition.QueryByDigests(ctx, tx, &lockDigestSQL, lockParentSQL, digests, namespaceID, digests)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: lock blobs: %w", err))
 	}

@@ -110,7 +110,13 @@ func QueryRowDigest(ctx context.Context, q db.Queryer, stmts *[Count]string, sha
 	return cached(ctx, q, stmts[Digest(sha)], args...)
 }
 
-// QueryDigest is QueryRowDigest for a statement of several rows.
-func QueryDigest(ctx context.Context, q db.Queryer, stmts *[Count]string, sha [32]byte, args ...any) (pgx.Rows, error) {
-	return q.Query(ctx, stmts[Digest(sha)], append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+// QueryByDigests runs a statement on the rows of digests (distinct): with
+// one digest, its partition's statement of stmts, cached per connection;
+// with several, parent (the statement on the partitioned parents, from
+// Parent).
+func QueryByDigests(ctx context.Context, q db.Queryer, stmts *[Count]string, parent string, digests [][]byte, args ...any) (pgx.Rows, error) {
+	if len(digests) == 1 {
+		return q.Query(ctx, stmts[Digest([32]byte(digests[0]))], cachedArgs(args)...)
+	}
+	return q.Query(ctx, parent, args...)
 }

@@ -97,7 +97,7 @@ func Query(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID 
 	if err != nil {
 		return nil, err
 	}
-	return q.Query(ctx, stmts[p], append([]any{pgx.QueryExecModeCacheStatement, namespaceID}, args...)...)
+	return q.Query(ctx, stmts[p], cachedArgs(append([]any{namespaceID}, args...))...)
 }
 
 // Exec is QueryRow for a statement that returns no rows.
@@ -106,12 +106,17 @@ func Exec(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID u
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return q.Exec(ctx, stmts[p], append([]any{pgx.QueryExecModeCacheStatement, namespaceID}, args...)...)
+	return q.Exec(ctx, stmts[p], cachedArgs(append([]any{namespaceID}, args...))...)
 }
 
 // cached runs stmt on q as a statement prepared once per connection.
 func cached(ctx context.Context, q db.Queryer, stmt string, args ...any) pgx.Row {
-	return q.QueryRow(ctx, stmt, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	return q.QueryRow(ctx, stmt, cachedArgs(args)...)
+}
+
+// cachedArgs makes args those of a statement prepared once per connection.
+func cachedArgs(args []any) []any {
+	return append([]any{pgx.QueryExecModeCacheStatement}, args...)
 }
 
 // errRow is a pgx.Row that only fails.
