@@ -1,7 +1,7 @@
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { Route } from "react-router";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { connection, renderRoutes } from "../test/render";
 import { opName } from "../test/mockClient";
 import { RemotePanel, RemoteSettings } from "./RemoteRepository";
@@ -33,6 +33,10 @@ const pkg = {
 };
 
 let current = { ...remote };
+// Every test starts from the same settings, whichever ran before it.
+beforeEach(() => {
+  current = { ...remote };
+});
 
 function respond(op: { query: unknown; variables?: unknown }) {
   const name = opName(op as never);
@@ -118,7 +122,6 @@ describe("RemotePanel of a Maven proxy", () => {
 
 describe("RemoteSettings of a Maven proxy", () => {
   it("changes the metadata validity", async () => {
-    current = { ...remote };
     const { ops } = renderRoutes(
       "/n/acme/r/central",
       <Route path="/n/:ns/r/:repo" element={<RemoteSettings ns="acme" repo="central" format="MAVEN" />} />,
@@ -137,7 +140,6 @@ describe("RemoteSettings of a Maven proxy", () => {
   });
 
   it("changes how long missing paths are remembered, within 0 to 1440 minutes", async () => {
-    current = { ...remote };
     const { ops } = renderRoutes(
       "/n/acme/r/central",
       <Route path="/n/:ns/r/:repo" element={<RemoteSettings ns="acme" repo="central" format="MAVEN" />} />,

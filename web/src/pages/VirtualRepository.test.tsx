@@ -1,7 +1,7 @@
 import { screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { Route } from "react-router";
-import { describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { connection, renderRoutes } from "../test/render";
 import { opName } from "../test/mockClient";
 import { NewRepository } from "./NewRepository";
@@ -23,7 +23,7 @@ const repo = (id: string, name: string, kind: string) => ({ __typename: "Reposit
 
 const candidates = [repo("h1", "internal", "HOSTED"), repo("r1", "hub", "REMOTE"), repo("h2", "team", "HOSTED"), repo("v1", "all", "VIRTUAL")];
 
-let current = {
+const initial = {
   __typename: "VirtualRepository",
   reservedPatterns: ["acme/*"],
   deployTo: { __typename: "Repository", id: "h1", name: "internal" },
@@ -37,6 +37,11 @@ let current = {
     },
   ],
 };
+let current = initial;
+// Every test starts from the same settings, whichever ran before it.
+beforeEach(() => {
+  current = initial;
+});
 
 function respond(op: { query: unknown; variables?: unknown }) {
   const name = opName(op as never);
