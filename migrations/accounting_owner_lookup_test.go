@@ -109,43 +109,56 @@ func runAllAccounting(t *testing.T, pool *pgxpool.Pool) *accountingRun {
 // the medians of the timed statements are logged with -v.
 func TestAccountingOwnerLookupUpgrade(t *testing.T) {
 	t.Parallel()
+	accountingRoundTrip(t, accountingOwnerLookupVersion, func(ctx context.Context, pool *pgxpool.Pool) int {
+		return len(queryStrings(ctx, t, pool, `SELECT proname::text FROM pg_proc WHERE proname = 'accounting_owner'`))
+	}, 1)
+}
+
+// accountingRoundTrip runs the accounting workload of runAllAccounting on
+// a database before version, after the upgrade to it and after its Down,
+// and requires the same counter_deltas after every statement each time;
+// the medians of the timed statements are logged with -v. added counts
+// the objects the migration adds: none before it and after its Down,
+// want after it.
+func accountingRoundTrip(t *testing.T, version int64, added func(context.Context, *pgxpool.Pool) int, want int) {
+	t.Helper()
 	ctx := context.Background()
-	pool := databaseBefore(t, accountingOwnerLookupVersion)
-	hasOwner := func() bool {
-		return len(queryStrings(ctx, t, pool, `SELECT proname::text FROM pg_proc WHERE proname = 'accounting_owner'`)) == 1
+	pool := databaseBefore(t, version)
+	requireAdded := func(n int, when string) {
+		t.Helper()
+		if got := added(ctx, pool); got != n {
+			t.Fatalf("%s: %d of the migration's %d objects exist, want %d", when, got, want, n)
+		}
 	}
-	if hasOwner() {
-		t.Fatal("accounting_owner exists before the upgrade")
-	}
+	requireAdded(0, "before the upgrade")
 	before := runAllAccounting(t, pool)
 	joined := strings.Join(before.trace, "\n")
 	if len(before.trace) < 80 || !strings.Contains(joined, "=5000,") || !strings.Contains(joined, "=300,") {
 		t.Fatalf("the workload recorded no hosted size deltas:\n%s", joined)
 	}
+	requireSameAccounting := func(when string) *accountingRun {
+		t.Helper()
+		r := runAllAccounting(t, pool)
+		if !slices.Equal(before.trace, r.trace) {
+			t.Fatalf("accounting differs %s:\n%s", when, traceDiff(before.trace, r.trace))
+		}
+		return r
+	}
 
 	if err := migrations.Up(ctx, pool); err != nil {
 		t.Fatalf("upgrade: %v", err)
 	}
-	if !hasOwner() {
-		t.Fatal("no accounting_owner after the upgrade")
-	}
-	after := runAllAccounting(t, pool)
-	if !slices.Equal(before.trace, after.trace) {
-		t.Fatalf("accounting differs after the upgrade:\n%s", traceDiff(before.trace, after.trace))
-	}
+	requireAdded(want, "after the upgrade")
+	after := requireSameAccounting("after the upgrade")
+	prev := previousVersion(t, version)
 	for _, k := range sortedKeys(before.timed) {
-		t.Logf("%-26s median of %2d: %6.2f ms at 00059, %6.2f ms at 00060", k, len(before.timed[k]),
-			median(before.timed[k]), median(after.timed[k]))
+		t.Logf("%-26s median of %2d: %6.2f ms at %05d, %6.2f ms at %05d", k, len(before.timed[k]),
+			median(before.timed[k]), prev, median(after.timed[k]), version)
 	}
 
-	downTo(t, pool, accountingOwnerLookupVersion-1)
-	if hasOwner() {
-		t.Fatal("accounting_owner left after the Down")
-	}
-	down := runAllAccounting(t, pool)
-	if !slices.Equal(before.trace, down.trace) {
-		t.Fatalf("accounting differs after the Down:\n%s", traceDiff(before.trace, down.trace))
-	}
+	downTo(t, pool, prev)
+	requireAdded(0, "after the Down")
+	requireSameAccounting("after the Down")
 	if err := migrations.Up(ctx, pool); err != nil {
 		t.Fatalf("Up after the Down: %v", err)
 	}

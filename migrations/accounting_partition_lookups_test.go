@@ -2,12 +2,11 @@ package migrations_test
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
-	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
 const accountingPartitionLookupsVersion = 64
@@ -38,45 +37,8 @@ func TestNamespacePartition(t *testing.T) {
 // medians of the timed statements are logged with -v.
 func TestAccountingPartitionLookupsUpgrade(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	pool := databaseBefore(t, accountingPartitionLookupsVersion)
-	lookups := func() int {
+	accountingRoundTrip(t, accountingPartitionLookupsVersion, func(ctx context.Context, pool *pgxpool.Pool) int {
 		return len(queryStrings(ctx, t, pool, `SELECT proname::text FROM pg_proc
 			WHERE proname IN ('namespace_partition', 'accounting_owner_container_image', 'accounting_refs_npm')`))
-	}
-	if n := lookups(); n != 0 {
-		t.Fatalf("%d of the new functions exist before the upgrade", n)
-	}
-	before := runAllAccounting(t, pool)
-	joined := strings.Join(before.trace, "\n")
-	if len(before.trace) < 80 || !strings.Contains(joined, "=5000,") || !strings.Contains(joined, "=300,") {
-		t.Fatalf("the workload recorded no hosted size deltas:\n%s", joined)
-	}
-
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatalf("upgrade: %v", err)
-	}
-	if n := lookups(); n != 3 {
-		t.Fatalf("%d of the 3 functions checked after the upgrade", n)
-	}
-	after := runAllAccounting(t, pool)
-	if !slices.Equal(before.trace, after.trace) {
-		t.Fatalf("accounting differs after the upgrade:\n%s", traceDiff(before.trace, after.trace))
-	}
-	for _, k := range sortedKeys(before.timed) {
-		t.Logf("%-26s median of %2d: %6.2f ms at 00063, %6.2f ms at 00064", k, len(before.timed[k]),
-			median(before.timed[k]), median(after.timed[k]))
-	}
-
-	downTo(t, pool, accountingPartitionLookupsVersion-1)
-	if n := lookups(); n != 0 {
-		t.Fatalf("%d of the new functions left after the Down", n)
-	}
-	down := runAllAccounting(t, pool)
-	if !slices.Equal(before.trace, down.trace) {
-		t.Fatalf("accounting differs after the Down:\n%s", traceDiff(before.trace, down.trace))
-	}
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatalf("Up after the Down: %v", err)
-	}
+	}, 3)
 }
