@@ -49,7 +49,7 @@ SLOW_TEST_PKGS := ./migrations ./protocol/maven ./cmd/artifact-registry ./web/e2
 # default is one per core): a test binary waiting for PostgreSQL, which
 # -p does not count, leaves its core idle. On 2 cores the warm test run
 # went from 645 s with the machine 86 % busy to 595 s at 96 % busy.
-TEST_PARALLEL ?= $(shell echo $$(( $$(nproc) + 1 )))
+TEST_PARALLEL ?= $(shell echo $$(( $$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN) + 1 )))
 
 # Test binaries are linked without DWARF (-w) or a symbol table (-s):
 # linking is a tenth of the test run's CPU, DWARF a third of each link and
