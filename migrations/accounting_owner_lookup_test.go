@@ -109,25 +109,25 @@ func runAllAccounting(t *testing.T, pool *pgxpool.Pool) *accountingRun {
 // the medians of the timed statements are logged with -v.
 func TestAccountingOwnerLookupUpgrade(t *testing.T) {
 	t.Parallel()
-	accountingRoundTrip(t, accountingOwnerLookupVersion, func(ctx context.Context, pool *pgxpool.Pool) int {
-		return len(queryStrings(ctx, t, pool, `SELECT proname::text FROM pg_proc WHERE proname = 'accounting_owner'`))
-	}, 1)
+	accountingRoundTrip(t, accountingOwnerLookupVersion, "accounting_owner")
 }
 
 // accountingRoundTrip runs the accounting workload of runAllAccounting on
 // a database before version, after the upgrade to it and after its Down,
 // and requires the same counter_deltas after every statement each time;
-// the medians of the timed statements are logged with -v. added counts
-// the objects the migration adds: none before it and after its Down,
-// want after it.
-func accountingRoundTrip(t *testing.T, version int64, added func(context.Context, *pgxpool.Pool) int, want int) {
+// the medians of the timed statements are logged with -v. functions are
+// those the migration adds: none exists before it and after its Down, all
+// after it.
+func accountingRoundTrip(t *testing.T, version int64, functions ...string) {
 	t.Helper()
 	ctx := context.Background()
 	pool := databaseBefore(t, version)
+	want := len(functions)
 	requireAdded := func(n int, when string) {
 		t.Helper()
-		if got := added(ctx, pool); got != n {
-			t.Fatalf("%s: %d of the migration's %d objects exist, want %d", when, got, want, n)
+		got := queryStrings(ctx, t, pool, `SELECT proname::text FROM pg_proc WHERE proname = ANY($1)`, functions)
+		if len(got) != n {
+			t.Fatalf("%s: %d of the migration's %d functions exist (%v), want %d", when, len(got), want, got, n)
 		}
 	}
 	requireAdded(0, "before the upgrade")

@@ -97,7 +97,7 @@ func Query(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID 
 	if err != nil {
 		return nil, err
 	}
-	return q.Query(ctx, stmts[p], cachedArgs(append([]any{namespaceID}, args...))...)
+	return q.Query(ctx, stmts[p], cachedArgs(args, namespaceID)...)
 }
 
 // Exec is QueryRow for a statement that returns no rows.
@@ -106,7 +106,7 @@ func Exec(ctx context.Context, q db.Queryer, stmts *[Count]string, namespaceID u
 	if err != nil {
 		return pgconn.CommandTag{}, err
 	}
-	return q.Exec(ctx, stmts[p], cachedArgs(append([]any{namespaceID}, args...))...)
+	return q.Exec(ctx, stmts[p], cachedArgs(args, namespaceID)...)
 }
 
 // cached runs stmt on q as a statement prepared once per connection.
@@ -114,9 +114,11 @@ func cached(ctx context.Context, q db.Queryer, stmt string, args ...any) pgx.Row
 	return q.QueryRow(ctx, stmt, cachedArgs(args)...)
 }
 
-// cachedArgs makes args those of a statement prepared once per connection.
-func cachedArgs(args []any) []any {
-	return append([]any{pgx.QueryExecModeCacheStatement}, args...)
+// cachedArgs makes lead then args those of a statement prepared once per
+// connection, in one allocation.
+func cachedArgs(args []any, lead ...any) []any {
+	out := append(make([]any, 0, 1+len(lead)+len(args)), pgx.QueryExecModeCacheStatement)
+	return append(append(out, lead...), args...)
 }
 
 // errRow is a pgx.Row that only fails.
