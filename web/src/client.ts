@@ -1,18 +1,20 @@
 import { Client, cacheExchange, fetchExchange } from "urql";
 import { CSRF_HEADER } from "./auth";
+import { refetchInFlightExchange } from "./refetchInFlight";
 
 /**
  * A urql client for /graphql. The session cookie goes along by itself
  * (same origin); the CSRF token, kept in memory, proves the request comes
  * from this page. A 401 on a signed-in client means the session ended
  * (signed out elsewhere, expired, admin token changed): onEnded is called.
- * It uses POST (the default), and the document cache, which every mutation
- * invalidates for the typenames it returns.
+ * Queries go by GET when they fit in the URL (urql's default), mutations by
+ * POST. The document cache refetches what a mutation invalidates, and a
+ * query in flight when a mutation answers is sent again.
  */
 export function makeClient(csrf: string | null, onEnded: () => void = () => {}, url = "/graphql"): Client {
   return new Client({
     url,
-    exchanges: [cacheExchange, fetchExchange],
+    exchanges: [cacheExchange, refetchInFlightExchange, fetchExchange],
     requestPolicy: "cache-and-network",
     fetchOptions: (): RequestInit => {
       const headers: Record<string, string> = {};

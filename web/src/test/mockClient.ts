@@ -3,6 +3,7 @@
 import { Client, cacheExchange, makeResult, makeErrorResult, type Exchange, type Operation, type OperationResult } from "urql";
 import { filter, map, mergeMap, pipe, fromValue, delay } from "wonka";
 import { GraphQLError } from "graphql";
+import { refetchInFlightExchange } from "../refetchInFlight";
 
 export type Responder = (
   op: Operation,
@@ -47,8 +48,12 @@ export function mockClient(respond: Responder, opts: { delayMs?: number } = {}) 
         );
       }),
     );
-  // The document cache, as in the app (client.ts), in front of the fake network.
-  const client = new Client({ url: "/graphql", exchanges: [cacheExchange, exchange], requestPolicy: "cache-and-network" });
+  // The exchanges of the app (client.ts) in front of the fake network.
+  const client = new Client({
+    url: "/graphql",
+    exchanges: [cacheExchange, refetchInFlightExchange, exchange],
+    requestPolicy: "cache-and-network",
+  });
   return { client, operations };
 }
 
