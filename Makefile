@@ -45,6 +45,12 @@ run: deps build
 SLOW_TEST_PKGS := ./migrations ./protocol/maven ./cmd/artifact-registry ./web/e2e ./internal/soak \
 	./protocol/npm ./internal/cluster ./protocol/oci ./store ./graph
 
+# Test packages run one more at a time than there are cores (go test's
+# default is one per core): a test binary waiting for PostgreSQL, which
+# -p does not count, leaves its core idle. On 2 cores the warm test run
+# went from 645 s with the machine 86 % busy to 595 s at 96 % busy.
+TEST_PARALLEL ?= $(shell echo $$(( $$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN) + 1 )))
+
 # Test binaries are linked without DWARF (-w) or a symbol table (-s):
 # linking is a tenth of the test run's CPU, DWARF a third of each link and
 # the symbol table about 6 % of the rest, and neither panics nor race
@@ -54,7 +60,7 @@ SLOW_TEST_PKGS := ./migrations ./protocol/maven ./cmd/artifact-registry ./web/e2
 # vet run just before it.
 test: test-deps
 	$(VET) ./...
-	./scripts/on-tmpfs $(GO) test -race -vet=off -ldflags='-s -w' -count=1 -timeout 30m $(SLOW_TEST_PKGS) ./...
+	./scripts/on-tmpfs $(GO) test -p $(TEST_PARALLEL) -race -vet=off -ldflags='-s -w' -count=1 -timeout 30m $(SLOW_TEST_PKGS) ./...
 	$(MAKE) fuzz-smoke
 	$(MAKE) web-test
 
