@@ -337,8 +337,11 @@ func (p *importPlan) copyBlobs(ctx context.Context, s stores, tree *layout.Tree,
 		}
 		g.Go(func() error {
 			// Each copy gets its own target: the store records the image
-			// id it creates on first push in the target it is given.
+			// id it creates on first push in the target it is given. The
+			// copy is taken under the lock a finished copy writes t with.
+			mu.Lock()
 			tc := *t
+			mu.Unlock()
 			if err := copyBlob(gctx, s, tree, &tc, d, p.sizes[d]); err != nil {
 				return err
 			}
