@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -97,4 +98,44 @@ func BenchmarkSequentialHashWriteFile(b *testing.B) {
 		_, err := io.CopyBuffer(io.MultiWriter(sha256.New(), f), r, buf)
 		return err
 	})
+}
+
+// BenchmarkNewFileWrites writes 256 MiB into a new file per iteration and
+// keeps the files, as blobs are kept, through io.Copy with a 1 MiB buffer:
+// each write whole (the copy buffer's size), or split by pieceWriter. Run
+// it with TMPDIR on the disk the objects live on. Whether large writes are
+// slower depends on the kernel and on the machine's memory: on the 2-core
+// VM we measure on (Linux 6.18, ext4), 1 MiB writes ran at 230 MB/s and
+// pieces at 3,300-3,400 MB/s, but 1 MiB writes ran at 4,000 MB/s right
+// after an earlier run's files were deleted. Large writes get large
+// page-cache folios, taken from large free blocks, which such a VM hands
+// back to its host (free page reporting) so that touching them again is
+// slow; small writes reuse small free pages, which stay with the guest.
+func BenchmarkNewFileWrites(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		split bool
+	}{{"1MiB", false}, {"pieces", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			dir := b.TempDir()
+			buf := make([]byte, copyBufSize)
+			b.SetBytes(benchSize)
+			i := 0
+			for b.Loop() {
+				i++
+				f, err := os.Create(filepath.Join(dir, strconv.Itoa(i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var w io.Writer = struct{ io.Writer }{f}
+				if c.split {
+					w = pieceWriter{f}
+				}
+				if _, err := io.CopyBuffer(w, &loopReader{n: benchSize}, buf); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	}
 }

@@ -359,3 +359,38 @@ func TestRangeReaderCopyReusesBuffer(t *testing.T) {
 		t.Fatalf("each copy allocated %d bytes; the 1 MiB copy buffer is not reused", per)
 	}
 }
+
+// recordingWriter records the size of every write it is given.
+type recordingWriter struct {
+	bytes.Buffer
+	sizes []int
+	fail  int // fail the write at this index (-1: never)
+}
+
+func (w *recordingWriter) Write(p []byte) (int, error) {
+	if len(w.sizes) == w.fail {
+		return 0, errors.New("disk full")
+	}
+	w.sizes = append(w.sizes, len(p))
+	return w.Buffer.Write(p)
+}
+
+// An upload file is written fileWriteSize bytes at a time, whatever the
+// size of the copy buffer, and a failed write stops the copy.
+func TestPieceWriterSplitsWrites(t *testing.T) {
+	data := randBytes(3*fileWriteSize+123, 9)
+	w := &recordingWriter{fail: -1}
+	n, err := CopyHash(pieceWriter{w}, bytes.NewReader(data), sha256.New(), -1)
+	if err != nil || n != int64(len(data)) || !bytes.Equal(w.Bytes(), data) {
+		t.Fatalf("copied %d bytes (%v), %d written equal: %v", n, err, w.Len(), bytes.Equal(w.Bytes(), data))
+	}
+	for _, s := range w.sizes {
+		if s > fileWriteSize {
+			t.Fatalf("a write of %d bytes, over %d: %v", s, fileWriteSize, w.sizes)
+		}
+	}
+	failing := &recordingWriter{fail: 2}
+	if n, err := (pieceWriter{failing}).Write(data); err == nil || n != 2*fileWriteSize {
+		t.Fatalf("write failing at its third piece: %d bytes, %v", n, err)
+	}
+}
