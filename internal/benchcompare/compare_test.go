@@ -280,6 +280,8 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 			add("npm "+c+" "+w, verdaccio(NewRow(fmt.Sprintf("npm %s, %d dependencies, %s client cache", c, cfg.npmDeps, w), "s", false, Peer)))
 		}
 	}
+	add("npm install offline", NewRow(fmt.Sprintf("npm install --offline, %d dependencies, from the filled client cache (the CLI alone, no registry)",
+		cfg.npmDeps), "s", false, ""))
 	resolve := NewRow(fmt.Sprintf("mvn resolve of %d artifacts, empty local repository", cfg.mvnArtifacts), "s", false, Peer)
 	resolve.VersusName = "static"
 	add("mvn resolve", resolve)
