@@ -1,6 +1,9 @@
-import { Client, cacheExchange, fetchExchange } from "urql";
+import { Client, cacheExchange, fetchExchange, type Exchange } from "urql";
 import { CSRF_HEADER } from "./auth";
 import { refetchInFlightExchange } from "./refetchInFlight";
+
+/** The app's exchanges in front of the network; the tests' mock client uses them too. */
+export const exchangesBeforeNetwork: Exchange[] = [cacheExchange, refetchInFlightExchange];
 
 /**
  * A urql client for /graphql. The session cookie goes along by itself
@@ -14,7 +17,7 @@ import { refetchInFlightExchange } from "./refetchInFlight";
 export function makeClient(csrf: string | null, onEnded: () => void = () => {}, url = "/graphql"): Client {
   return new Client({
     url,
-    exchanges: [cacheExchange, refetchInFlightExchange, fetchExchange],
+    exchanges: [...exchangesBeforeNetwork, fetchExchange],
     requestPolicy: "cache-and-network",
     fetchOptions: (): RequestInit => {
       const headers: Record<string, string> = {};

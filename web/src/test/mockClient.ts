@@ -1,9 +1,9 @@
 // A real urql Client whose exchange answers from a function instead of the
 // network, recording every operation it sees.
-import { Client, cacheExchange, makeResult, makeErrorResult, type Exchange, type Operation, type OperationResult } from "urql";
+import { Client, makeResult, makeErrorResult, type Exchange, type Operation, type OperationResult } from "urql";
 import { filter, map, mergeMap, pipe, fromValue, delay } from "wonka";
 import { GraphQLError } from "graphql";
-import { refetchInFlightExchange } from "../refetchInFlight";
+import { exchangesBeforeNetwork } from "../client";
 
 export type Responder = (
   op: Operation,
@@ -48,12 +48,8 @@ export function mockClient(respond: Responder, opts: { delayMs?: number } = {}) 
         );
       }),
     );
-  // The exchanges of the app (client.ts) in front of the fake network.
-  const client = new Client({
-    url: "/graphql",
-    exchanges: [cacheExchange, refetchInFlightExchange, exchange],
-    requestPolicy: "cache-and-network",
-  });
+  // The app's exchanges in front of the fake network.
+  const client = new Client({ url: "/graphql", exchanges: [...exchangesBeforeNetwork, exchange], requestPolicy: "cache-and-network" });
   return { client, operations };
 }
 
