@@ -154,7 +154,10 @@ func TestBenchCompare(t *testing.T) {
 				t.Logf("run %d/%d: npm against %s", run+1, cfg.runs, target.col)
 				npm.runOnce(t, run, target)
 			}
+			t.Logf("run %d/%d: npm against a static server of ours' answers", run+1, cfg.runs)
+			npm.floorRun(t, npmTargets[0])
 		}
+		npm.setFloors()
 	})
 
 	if _, why := optional(t, "mvn", func(t *testing.T) bool { testtools.RequireMaven(t); return true }); why != "" {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -33,6 +34,10 @@ type npmBench struct {
 	// registry, on its first run).
 	deps      map[string]string
 	published map[string]bool
+	// static serves ours' answers once ours has the dependencies;
+	// floors holds its cold installs' times by row key.
+	static *npmTarget
+	floors map[string][]float64
 }
 
 func newNPMBench(cfg config, rows map[string]*Row) *npmBench {
@@ -40,7 +45,7 @@ func newNPMBench(cfg config, rows map[string]*Row) *npmBench {
 	for i := range cfg.npmDeps {
 		deps[fmt.Sprintf("bench-dep-%02d", i)] = "^1.0.0"
 	}
-	return &npmBench{cfg: cfg, rows: rows, deps: deps, published: map[string]bool{},
+	return &npmBench{cfg: cfg, rows: rows, deps: deps, published: map[string]bool{}, floors: map[string][]float64{},
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}}
 }
 
@@ -160,18 +165,7 @@ func (b *npmBench) runOnce(t *testing.T, run int, target npmTarget) {
 	work := t.TempDir()
 	project := func(name string, lock []byte) string {
 		dir := filepath.Join(work, name)
-		pj, _ := json.Marshal(map[string]any{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": b.deps})
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if lock != nil {
-			if err := os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+		b.writeProject(t, dir, lock)
 		return dir
 	}
 	installCache, ciCache := filepath.Join(work, "cache-install"), filepath.Join(work, "cache-ci")
@@ -185,6 +179,24 @@ func (b *npmBench) runOnce(t *testing.T, run int, target npmTarget) {
 	b.rows["npm install offline"].Add(target.col, b.npm(t, target, project("install-offline", nil), installCache, "install", "--offline").Seconds())
 	b.rows["npm ci cold"].Add(target.col, b.npm(t, target, project("ci-cold", lock), ciCache, "ci", "--prefer-online").Seconds())
 	b.rows["npm ci warm"].Add(target.col, b.npm(t, target, project("ci-warm", lock), ciCache, "ci", "--prefer-online").Seconds())
+}
+
+// writeProject writes the consumer project into dir: its package.json
+// and, when lock is not nil, its package-lock.json.
+func (b *npmBench) writeProject(t testing.TB, dir string, lock []byte) {
+	t.Helper()
+	pj, _ := json.Marshal(map[string]any{"name": "consumer", "version": "1.0.0", "private": true, "dependencies": b.deps})
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), pj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if lock != nil {
+		if err := os.WriteFile(filepath.Join(dir, "package-lock.json"), lock, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // npm runs the npm CLI in dir against target with cache as its cache,
@@ -219,4 +231,105 @@ func (b *npmBench) npm(t testing.TB, target npmTarget, dir, cache, command, netw
 		}
 	}
 	return d
+}
+
+// npmInstallAccept is what npm install sends for a packument: the
+// abbreviated document when the registry has one.
+const npmInstallAccept = "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8, */*"
+
+// startStaticNPM serves, from memory with Go's HTTP server, the answers
+// from gave for the consumer's dependencies: each packument as npm
+// install asks for it and each version's tarball, with from's URLs moved
+// to the static server. An install from it costs the CLI and its cache
+// fill with no registry work: the floor under any registry's cold
+// install.
+func (b *npmBench) startStaticNPM(t *testing.T, from npmTarget) npmTarget {
+	t.Helper()
+	files := map[string][]byte{}
+	types := map[string]string{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String() + "/"
+	get := func(url string) ([]byte, string) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Accept", npmInstallAccept)
+		resp, err := b.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("static npm: GET %s: %d %v", url, resp.StatusCode, err)
+		}
+		return raw, resp.Header.Get("Content-Type")
+	}
+	for _, dep := range slices.Sorted(maps.Keys(b.deps)) {
+		raw, ctype := get(from.registry + dep)
+		var doc struct {
+			Versions map[string]struct {
+				Dist struct {
+					Tarball string `json:"tarball"`
+				} `json:"dist"`
+			} `json:"versions"`
+		}
+		if err := json.Unmarshal(raw, &doc); err != nil {
+			t.Fatalf("static npm: packument of %s: %v", dep, err)
+		}
+		for v, m := range doc.Versions {
+			tgz, _ := get(m.Dist.Tarball)
+			path, ok := strings.CutPrefix(m.Dist.Tarball, from.registry)
+			if !ok {
+				t.Fatalf("static npm: %s@%s: tarball %s is not under %s", dep, v, m.Dist.Tarball, from.registry)
+			}
+			files["/"+path], types["/"+path] = tgz, "application/octet-stream"
+		}
+		files["/"+dep] = bytes.ReplaceAll(raw, []byte(from.registry), []byte(base))
+		types["/"+dep] = ctype
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, ok := files[r.URL.Path]
+		if !ok || r.Method != http.MethodGet {
+			http.Error(w, `{"error":"not found"}`, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", types[r.URL.Path])
+		_, _ = w.Write(body)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return npmTarget{col: "static", registry: base}
+}
+
+// floorRun installs the consumer project cold from the static server of
+// from's answers (started on the first call), with npm install and npm
+// ci, and records both times.
+func (b *npmBench) floorRun(t *testing.T, from npmTarget) {
+	if b.static == nil {
+		s := b.startStaticNPM(t, from)
+		b.static = &s
+	}
+	work := t.TempDir()
+	dir := filepath.Join(work, "install")
+	b.writeProject(t, dir, nil)
+	d := b.npm(t, *b.static, dir, filepath.Join(work, "cache-install"), "install", "--prefer-online")
+	b.floors["npm install cold"] = append(b.floors["npm install cold"], d.Seconds())
+	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = filepath.Join(work, "ci")
+	b.writeProject(t, dir, lock)
+	d = b.npm(t, *b.static, dir, filepath.Join(work, "cache-ci"), "ci", "--prefer-online")
+	b.floors["npm ci cold"] = append(b.floors["npm ci cold"], d.Seconds())
+}
+
+// setFloors makes the static server's median the limit of the cold
+// install rows: no registry's cold install can be faster.
+func (b *npmBench) setFloors() {
+	for key, xs := range b.floors {
+		b.rows[key].Limit = &Limit{Name: "static server of ours' answers", Value: Summarize(xs).Median}
+	}
 }
