@@ -212,6 +212,21 @@ func (b *StagedBlob) discard(ctx context.Context) {
 	b.s.abandonUpload(ctx, b.ref)
 }
 
+// ClearStagedCandidate clears the live GC candidate of the blob a
+// CommitStaged holds, if it has one: what AttachStaged does before it
+// inserts the attachment, for a caller that inserts the attachment in a
+// statement of its own.
+func ClearStagedCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
+	if !u.Candidate {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
+		u.Blob.NamespaceID, u.Blob.SHA256[:]); err != nil {
+		return db.MapErr(fmt.Errorf("store: clear gc candidate: %w", err))
+	}
+	return nil
+}
+
 // AttachStaged records one attachment of the blob a CommitStaged holds,
 // from inside its use callback, and clears the blob's live GC candidate
 // (docs/garbage-collection.md, rule 3). Unlike Attach it does not check
@@ -219,11 +234,8 @@ func (b *StagedBlob) discard(ctx context.Context) {
 // after use returns, under the same lock.
 func (s *Store) AttachStaged(ctx context.Context, tx pgx.Tx, u StagedUse) (Attachment, error) {
 	var a Attachment
-	if u.Candidate {
-		if _, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
-			u.Blob.NamespaceID, u.Blob.SHA256[:]); err != nil {
-			return a, db.MapErr(fmt.Errorf("store: clear gc candidate: %w", err))
-		}
+	if err := ClearStagedCandidate(ctx, tx, u); err != nil {
+		return a, err
 	}
 	var sha []byte
 	err := tx.QueryRow(ctx, `INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($1, $2) RETURNING id, sha256`,

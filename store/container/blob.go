@@ -83,15 +83,19 @@ func (s *Store) blobLink(ctx context.Context, t *Target) store.UploadLink {
 			if err != nil {
 				return err
 			}
-			sha := u.Blob.SHA256
-			if exists, err := blobLinked(ctx, tx, part, t.NamespaceID, imageID, sha); err != nil || exists {
+			if err := store.ClearStagedCandidate(ctx, tx, u); err != nil {
 				return err
 			}
-			att, err := s.core.AttachStaged(ctx, tx, u)
-			if err != nil {
-				return err
+			var linked, inserted bool
+			if err := tx.QueryRow(ctx, attachLinkSQL[part], pgx.QueryExecModeCacheStatement,
+				t.NamespaceID, imageID, u.Blob.SHA256[:], db.NewID(), defaultBlobMediaType, s.core.Options().Clock.Now(),
+			).Scan(&linked, &inserted); err != nil {
+				return db.MapErr(fmt.Errorf("store: link blob: %w", err))
 			}
-			return s.insertBlobLink(ctx, tx, part, t, imageID, sha, defaultBlobMediaType, att.ID)
+			if !linked && !inserted {
+				return db.ErrRace // linked by a concurrent push: the retry sees its row
+			}
+			return nil
 		},
 	}
 }
@@ -108,6 +112,29 @@ var (
 		VALUES ($1, $2, $3, $4, $5, $6, $4, $7)
 		ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`, "container_blobs")
 )
+
+// attachLinkSQL is what a blob push records in its commit, in one round
+// trip: unless the image has an active container_blobs row for the digest
+// ($3), an attachment of the blob and the row that holds it. It returns
+// whether the row existed and whether it was inserted; neither means a
+// concurrent push linked the digest first (the retry drops this attempt's
+// attachment with its transaction).
+var attachLinkSQL = partition.Statements(`
+WITH linked AS (
+	SELECT 1 FROM {container_blobs}
+	WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
+), att AS (
+	INSERT INTO blob_storage_attachments (namespace_id, sha256)
+	SELECT $1, $3 WHERE NOT EXISTS (SELECT 1 FROM linked)
+	RETURNING id
+), ins AS (
+	INSERT INTO {container_blobs} (id, namespace_id, container_image_id, digest, media_type,
+	                               blob_storage_attachment_id, blob_sha256, created_at)
+	SELECT $4, $1, $2, $3, $5, att.id, $3, $6 FROM att
+	ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING
+	RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM linked), EXISTS (SELECT 1 FROM ins)`, "container_blobs")
 
 // linkBlob gives the image a container_blobs row for the digest,
 // with its own attachment, unless it already has an active one. The blob

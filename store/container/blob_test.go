@@ -135,3 +135,46 @@ func blobRows(t *testing.T, st *store.Store, nsID uuid.UUID, sha [32]byte) [3]in
 	}
 	return n
 }
+
+// TestPushOfACandidateBlob: a push of bytes whose blob row is a live GC
+// candidate (its object here already deleted by a collector that then
+// crashed) clears the candidate, puts the object back and links the blob
+// to the image, with an attachment of its own, in the commit.
+func TestPushOfACandidateBlob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, cs, tg := acmeTarget(t, "app")
+	blob := bytes.Repeat([]byte("candidate "), 700)
+	want := store.Expected{SHA256: sha256.Sum256(blob), Size: int64(len(blob))}
+	b, err := cs.PutBlob(ctx, tg, bytes.NewReader(blob), want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after) VALUES ($1, $2, now())`,
+		tg.NamespaceID, want.SHA256[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Objects().Delete(ctx, b.ObjectStorageKey); err != nil {
+		t.Fatal(err)
+	}
+
+	other := *tg
+	other.ImageName, other.ImageID = "other", uuid.Nil
+	if _, err := cs.PutBlob(ctx, &other, bytes.NewReader(blob), want); err != nil {
+		t.Fatal(err)
+	}
+	var candidates int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
+		tg.NamespaceID, want.SHA256[:]).Scan(&candidates); err != nil {
+		t.Fatal(err)
+	}
+	if candidates != 0 {
+		t.Error("the push left the candidate")
+	}
+	if ok, err := st.Objects().Exists(ctx, b.ObjectStorageKey); err != nil || !ok {
+		t.Errorf("object after the push: exists %v, %v", ok, err)
+	}
+	if n := blobRows(t, st, tg.NamespaceID, want.SHA256); n != [3]int{1, 2, 2} {
+		t.Fatalf("blob rows, attachments, links = %v, want 1, 2, 2", n)
+	}
+}

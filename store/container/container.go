@@ -321,12 +321,22 @@ func EnsureImage(ctx context.Context, tx pgx.Tx, t *Target) (uuid.UUID, error) {
 	if err != nil {
 		return uuid.Nil, err
 	}
+	// The image exists for every push but an image's first: reading it
+	// first costs them one round trip. An insert that finds the image
+	// created meanwhile returns no row; the read after it, a new
+	// statement, sees it.
 	var got uuid.UUID
-	err = tx.QueryRow(ctx, insertImageSQL[part], pgx.QueryExecModeCacheStatement,
-		db.NewID(), t.NamespaceID, t.ContainerRepositoryID, t.ImageName).Scan(&got)
-	if errors.Is(err, pgx.ErrNoRows) {
-		err = tx.QueryRow(ctx, selectImageSQL[part], pgx.QueryExecModeCacheStatement,
+	selectImage := func() error {
+		return tx.QueryRow(ctx, selectImageSQL[part], pgx.QueryExecModeCacheStatement,
 			t.NamespaceID, t.ContainerRepositoryID, t.ImageName).Scan(&got)
+	}
+	err = selectImage()
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = tx.QueryRow(ctx, insertImageSQL[part], pgx.QueryExecModeCacheStatement,
+			db.NewID(), t.NamespaceID, t.ContainerRepositoryID, t.ImageName).Scan(&got)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = selectImage()
+		}
 	}
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("store: image %q: %w", t.ImageName, err)
