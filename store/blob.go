@@ -167,6 +167,22 @@ func (s *Store) StatBlob(ctx context.Context, namespaceID uuid.UUID, sha256 [32]
 	return b, nil
 }
 
+// QueueStatBlob queues StatBlob's statement on batch: once the batch has
+// run, *dst holds the blob row, and StatBlob's error is the batch's.
+func (s *Store) QueueStatBlob(batch *pgx.Batch, namespaceID uuid.UUID, sha256 [32]byte, dst **Blob) {
+	batch.Queue(statBlobSQL[partition.Digest(sha256)], namespaceID, sha256[:]).QueryRow(func(row pgx.Row) error {
+		b, err := scanBlob(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return errs.WithDigest(CodeBlobUnknown, sha256, "blob unknown")
+		}
+		if err != nil {
+			return fmt.Errorf("store: stat blob: %w", err)
+		}
+		*dst = b
+		return nil
+	})
+}
+
 // OpenBlob opens length bytes (length < 0: to the end) of a blob from
 // offset: one database lookup for the object key, then storage.
 func (s *Store) OpenBlob(ctx context.Context, namespaceID uuid.UUID, sha256 [32]byte, offset, length int64) (io.ReadCloser, *Blob, error) {

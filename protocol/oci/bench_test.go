@@ -187,6 +187,31 @@ func BenchmarkSmallBlobPush(b *testing.B) {
 	}
 }
 
+// BenchmarkSmallBlobGet GETs 4 KiB blobs of one image one at a time, as
+// a pull of many small layers does: the per-request cost of the pull path.
+func BenchmarkSmallBlobGet(b *testing.B) {
+	s := newTestServer(b)
+	s.repo(b, "bench", "images", enum.FormatOCI, enum.VisibilityPrivate)
+	c := newBenchClient(b, s, "bench/images/small")
+	const blobs = 100
+	digests := make([]string, blobs)
+	for i := range digests {
+		blob := make([]byte, 4<<10)
+		if _, err := rand.Read(blob); err != nil {
+			b.Fatal(err)
+		}
+		digests[i] = fmt.Sprintf("sha256:%x", sha256.Sum256(blob))
+		drain(c.expect(c.req(http.MethodPost, "/v2/"+c.name+"/blobs/uploads/?digest="+digests[i], bytes.NewReader(blob), int64(len(blob)),
+			"Content-Type", "application/octet-stream"), http.StatusCreated))
+	}
+	b.SetBytes(4 << 10)
+	i := 0
+	for b.Loop() {
+		i++
+		drain(c.expect(c.req(http.MethodGet, "/v2/"+c.name+"/blobs/"+digests[i%blobs], nil, -1), http.StatusOK))
+	}
+}
+
 // BenchmarkTags10k measures manifest GET by tag (p50/p99) and a 100-tag page
 // of the tag list in one image holding 10,000 tags, each on its own manifest.
 func BenchmarkTags10k(b *testing.B) {

@@ -28,16 +28,30 @@ func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob,
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
-	var exists bool
-	err := partition.QueryRow(ctx, s.pool, &blobLinkedSQL, t.NamespaceID, t.ImageID, sha[:]).Scan(&exists)
+	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
 	if err != nil {
+		return nil, err
+	}
+	// Both reads go in one round trip: the blob row is read even when the
+	// image has no link to it, and then not returned.
+	// container_blobs.digest = blob_sha256: the blob row is (namespace, digest).
+	var (
+		exists bool
+		blob   *store.Blob
+		batch  pgx.Batch
+	)
+	batch.Queue(blobLinkedSQL[part], t.NamespaceID, t.ImageID, sha[:]).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&exists)
+	})
+	s.core.QueueStatBlob(&batch, t.NamespaceID, sha, &blob)
+	err = s.pool.SendBatch(ctx, &batch).Close()
+	switch {
+	case store.HasCode(err, store.CodeBlobUnknown), err == nil && !exists:
+		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
+	case err != nil:
 		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
 	}
-	if !exists {
-		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
-	}
-	// container_blobs.digest = blob_sha256: the blob row is (namespace, digest).
-	return s.core.StatBlob(ctx, t.NamespaceID, sha)
+	return blob, nil
 }
 
 // UploadRef returns the reference of an upload session of the target's
