@@ -22,7 +22,7 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, err := h.target(r, auth.ActionRead)
+	t, b, err := h.targetBlob(r, d)
 	if err != nil {
 		return err
 	}
@@ -32,9 +32,8 @@ func (h *handler) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if t.Remote != nil {
 		return h.remoteBlob(w, r, t, d)
 	}
-	b, err := h.container.Blob(r.Context(), t, d)
-	if err != nil {
-		return err
+	if b == nil {
+		return container.BlobUnknown(d)
 	}
 	return h.serveBlob(w, r, d, b)
 }

@@ -232,53 +232,92 @@ func (h *handler) target(r *http.Request, action auth.Action) (*container.Target
 // target's image in the same round trip: the manifest is nil when the tag
 // names none there. "" looks nothing up.
 func (h *handler) targetTag(r *http.Request, action auth.Action, tag string) (*container.Target, *container.ManifestRow, error) {
-	n, aerr := parseName(mux.Vars(r)["name"])
-	if aerr != nil {
-		return nil, nil, aerr
-	}
-	t, m, err := h.resolveTag(r.Context(), n, tag)
-	if store.HasCode(err, container.CodeNameUnknown) {
-		return nil, nil, h.unknownName(r, n, action, err)
-	}
+	var m *container.ManifestRow
+	t, err := h.targetBy(r, action, func(ctx context.Context, nsID uuid.UUID, n imageName) (t *container.Target, err error) {
+		t, m, err = h.resolveIn(ctx, nsID, n, tag)
+		return t, err
+	})
 	if err != nil {
 		return nil, nil, err
-	}
-	if err := h.authorize(r, action, t); err != nil {
-		return nil, nil, err
-	}
-	if t.Virtual && action != auth.ActionRead {
-		t, err := h.virtualWriteTarget(r.Context(), t, action)
-		return t, nil, err
-	}
-	if t.Remote != nil && action != auth.ActionRead {
-		// Refused once authorized: who may not write the remote is told
-		// so as for any repository.
-		return nil, nil, remoteRefused(t)
 	}
 	return t, m, nil
 }
 
+// targetBlob is target for reading a blob: in the same round trip it
+// reads the blob row when the hosted target's image links the digest
+// (nil when it does not).
+func (h *handler) targetBlob(r *http.Request, sha [32]byte) (*container.Target, *store.Blob, error) {
+	var b *store.Blob
+	t, err := h.targetBy(r, auth.ActionRead, func(ctx context.Context, nsID uuid.UUID, n imageName) (t *container.Target, err error) {
+		t, b, err = h.container.ResolveTargetBlobIn(ctx, nsID, n.Namespace, n.Repository, n.Image, sha)
+		return t, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, b, nil
+}
+
+// targetBy resolves the request's name with resolve and authorizes action
+// on it; what resolve read besides is the caller's to use once this
+// returns without an error.
+func (h *handler) targetBy(r *http.Request, action auth.Action, resolve func(ctx context.Context, nsID uuid.UUID, n imageName) (*container.Target, error)) (*container.Target, error) {
+	n, aerr := parseName(mux.Vars(r)["name"])
+	if aerr != nil {
+		return nil, aerr
+	}
+	nsID, err := h.namespaceID(r.Context(), n.Namespace)
+	var t *container.Target
+	if err == nil {
+		t, err = resolve(r.Context(), nsID, n)
+	}
+	if store.HasCode(err, container.CodeNameUnknown) {
+		return nil, h.unknownName(r, n, action, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := h.authorize(r, action, t); err != nil {
+		return nil, err
+	}
+	if t.Virtual && action != auth.ActionRead {
+		return h.virtualWriteTarget(r.Context(), t, action)
+	}
+	if t.Remote != nil && action != auth.ActionRead {
+		// Refused once authorized: who may not write the remote is told
+		// so as for any repository.
+		return nil, remoteRefused(t)
+	}
+	return t, nil
+}
+
 // resolve resolves a name in one round trip.
 func (h *handler) resolve(ctx context.Context, n imageName) (*container.Target, error) {
-	t, _, err := h.resolveTag(ctx, n, "")
+	nsID, err := h.namespaceID(ctx, n.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	t, _, err := h.resolveIn(ctx, nsID, n, "")
 	return t, err
 }
 
-// resolveTag resolves a name, and a tag of a hosted image when not "", in
-// one round trip: namespace slugs are immutable and never reused, so their
-// ids are cached for the life of the process.
-func (h *handler) resolveTag(ctx context.Context, n imageName, tag string) (*container.Target, *container.ManifestRow, error) {
-	var nsID uuid.UUID
-	if v, ok := h.nsIDs.Load(n.Namespace); ok {
-		nsID = v.(uuid.UUID)
-	} else {
-		id, err := h.container.NamespaceID(ctx, n.Namespace)
-		if err != nil {
-			return nil, nil, err
-		}
-		h.nsIDs.Store(n.Namespace, id)
-		nsID = id
+// namespaceID returns the id of a namespace slug: slugs are immutable and
+// never reused, so the ids are cached for the life of the process.
+func (h *handler) namespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
+	if v, ok := h.nsIDs.Load(slug); ok {
+		return v.(uuid.UUID), nil
 	}
+	id, err := h.container.NamespaceID(ctx, slug)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	h.nsIDs.Store(slug, id)
+	return id, nil
+}
+
+// resolveIn resolves a name of namespace nsID, and a tag of a hosted image
+// when not "", in one round trip.
+func (h *handler) resolveIn(ctx context.Context, nsID uuid.UUID, n imageName, tag string) (*container.Target, *container.ManifestRow, error) {
 	if tag == "" {
 		t, err := h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
 		return t, nil, err

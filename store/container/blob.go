@@ -26,7 +26,7 @@ const defaultBlobMediaType = "application/octet-stream"
 // blob_storage_blobs). CodeBlobUnknown when the image has none.
 func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
+		return nil, BlobUnknown(sha)
 	}
 	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
 	if err != nil {
@@ -47,11 +47,17 @@ func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob,
 	err = s.pool.SendBatch(ctx, &batch).Close()
 	switch {
 	case store.HasCode(err, store.CodeBlobUnknown), err == nil && !exists:
-		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
+		return nil, BlobUnknown(sha)
 	case err != nil:
 		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
 	}
 	return blob, nil
+}
+
+// BlobUnknown is the error of a digest the image does not link
+// (CodeBlobUnknown).
+func BlobUnknown(sha [32]byte) error {
+	return errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 }
 
 // UploadRef returns the reference of an upload session of the target's

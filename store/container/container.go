@@ -215,6 +215,52 @@ func (s *Store) ResolveTargetTagIn(ctx context.Context, nsID uuid.UUID, namespac
 	return t, &m, nil
 }
 
+// resolveTargetBlobSQL is resolveTargetSQL that also says whether the
+// image links the active blob $4: with the blob row read in the same
+// batch, a blob GET or HEAD takes one round trip.
+var resolveTargetBlobSQL = partition.Statements(`
+SELECT `+resolveColumns+`, EXISTS (
+	SELECT 1 FROM {container_blobs} cb
+	WHERE cb.namespace_id = $1 AND cb.container_image_id = ci.id AND cb.digest = $4 AND cb.soft_deleted_at IS NULL)
+FROM namespaces n `+resolveJoins+`
+WHERE n.id = $1`, "repositories", "container_repositories", "container_images", "container_blobs")
+
+// ResolveTargetBlobIn is ResolveTargetIn that also reads, in the same
+// round trip, the blob row of sha when the hosted target's image links
+// it: the blob is nil when the image does not (or the target is not
+// hosted). The caller authorizes the target before it uses the blob.
+func (s *Store) ResolveTargetBlobIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string, sha [32]byte) (*Target, *store.Blob, error) {
+	part, err := partition.Of(ctx, s.pool, nsID)
+	if err != nil {
+		return nil, nil, err
+	}
+	var (
+		r       resolvedRow
+		linked  bool
+		blob    *store.Blob
+		batch   pgx.Batch
+		readErr error
+	)
+	batch.Queue(resolveTargetBlobSQL[part], nsID, repository, image, sha[:]).QueryRow(func(row pgx.Row) error {
+		readErr = row.Scan(append(r.dest(), &linked)...)
+		return nil // target explains it
+	})
+	s.core.QueueStatBlob(&batch, nsID, sha, &blob)
+	// A batch that failed before the resolve's row (no connection, say)
+	// fails whole: its error comes first.
+	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil && !store.HasCode(err, store.CodeBlobUnknown) {
+		return nil, nil, db.MapErr(fmt.Errorf("store: resolve %s/%s with a blob: %w", namespace, repository, err))
+	}
+	t, err := s.target(ctx, nsID, namespace, repository, image, &r, readErr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !linked || blob == nil || t.Remote != nil || t.Virtual {
+		return t, nil, nil
+	}
+	return t, blob, nil
+}
+
 // target turns what a resolve statement read (r, or its error) into the
 // target: CodeNameUnknown with the reason when the name does not resolve.
 func (s *Store) target(ctx context.Context, nsID uuid.UUID, namespace, repository, image string, r *resolvedRow, err error) (*Target, error) {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store/enum"
 
@@ -97,4 +99,43 @@ func acmeTarget(t *testing.T, image string) (*store.Store, *Store, *Target) {
 		t.Fatal(err)
 	}
 	return st, cs, tg
+}
+
+// TestResolveTargetBlobIn: the resolve of a blob read returns the blob row
+// only when the image itself links the digest: not for another image of
+// the repository that lacks it, nor for a digest nobody pushed; a name
+// that does not resolve is still CodeNameUnknown.
+func TestResolveTargetBlobIn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, cs, tg := acmeTarget(t, "app")
+	blob := bytes.Repeat([]byte("resolve "), 600)
+	sum := sha256.Sum256(blob)
+	if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(blob), store.Expected{SHA256: sum, Size: int64(len(blob))}); err != nil {
+		t.Fatal(err)
+	}
+	other := *tg
+	other.ImageName, other.ImageID = "other", uuid.Nil
+	if _, err := cs.PutBlob(ctx, &other, bytes.NewReader([]byte("another blob")), store.Expected{SHA256: sha256.Sum256([]byte("another blob")), Size: -1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		image string
+		sha   [32]byte
+		found bool
+	}{{"app", sum, true}, {"other", sum, false}, {"never-pushed", sum, false}, {"app", sha256.Sum256([]byte("nobody")), false}} {
+		got, b, err := cs.ResolveTargetBlobIn(ctx, tg.NamespaceID, "acme", "images", c.image, c.sha)
+		if err != nil {
+			t.Fatalf("%s: %v", c.image, err)
+		}
+		if got.ImageName != c.image || (b != nil) != c.found {
+			t.Errorf("%s %x: target %q, blob %+v, want found %v", c.image, c.sha[:4], got.ImageName, b, c.found)
+		}
+		if b != nil && (b.SHA256 != sum || b.Size != int64(len(blob))) {
+			t.Errorf("blob row %+v", b)
+		}
+	}
+	if _, _, err := cs.ResolveTargetBlobIn(ctx, tg.NamespaceID, "acme", "no-such-repository", "app", sum); !store.HasCode(err, CodeNameUnknown) {
+		t.Fatalf("unknown repository: %v", err)
+	}
 }
