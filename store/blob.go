@@ -168,12 +168,15 @@ func (s *Store) StatBlob(ctx context.Context, namespaceID uuid.UUID, sha256 [32]
 }
 
 // QueueStatBlob queues StatBlob's statement on batch: once the batch has
-// run, *dst holds the blob row, and StatBlob's error is the batch's.
+// run, *dst holds the blob row, or stays nil when there is none. A
+// missing row is no error of the batch: pgx forgets the prepared
+// statements of a batch that fails, and a HEAD of a blob not pushed yet,
+// which every push begins with, would prepare them again each time.
 func (s *Store) QueueStatBlob(batch *pgx.Batch, namespaceID uuid.UUID, sha256 [32]byte, dst **Blob) {
 	batch.Queue(statBlobSQL[partition.Digest(sha256)], namespaceID, sha256[:]).QueryRow(func(row pgx.Row) error {
 		b, err := scanBlob(row)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return errs.WithDigest(CodeBlobUnknown, sha256, "blob unknown")
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("store: stat blob: %w", err)

@@ -44,12 +44,11 @@ func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob,
 		return row.Scan(&exists)
 	})
 	s.core.QueueStatBlob(&batch, t.NamespaceID, sha, &blob)
-	err = s.pool.SendBatch(ctx, &batch).Close()
-	switch {
-	case store.HasCode(err, store.CodeBlobUnknown), err == nil && !exists:
-		return nil, BlobUnknown(sha)
-	case err != nil:
+	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
+	}
+	if !exists || blob == nil {
+		return nil, BlobUnknown(sha)
 	}
 	return blob, nil
 }

@@ -248,7 +248,7 @@ func (s *Store) ResolveTargetBlobIn(ctx context.Context, nsID uuid.UUID, namespa
 	s.core.QueueStatBlob(&batch, nsID, sha, &blob)
 	// A batch that failed before the resolve's row (no connection, say)
 	// fails whole: its error comes first.
-	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil && !store.HasCode(err, store.CodeBlobUnknown) {
+	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, nil, db.MapErr(fmt.Errorf("store: resolve %s/%s with a blob: %w", namespace, repository, err))
 	}
 	t, err := s.target(ctx, nsID, namespace, repository, image, &r, readErr)
