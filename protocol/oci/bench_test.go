@@ -212,8 +212,9 @@ func BenchmarkSmallBlobGet(b *testing.B) {
 	}
 }
 
-// BenchmarkTags10k measures manifest GET by tag (p50/p99) and a 100-tag page
-// of the tag list in one image holding 10,000 tags, each on its own manifest.
+// BenchmarkTags10k measures manifest GET by tag and by digest (p50/p99)
+// and a 100-tag page of the tag list in one image holding 10,000 tags,
+// each on its own manifest.
 func BenchmarkTags10k(b *testing.B) {
 	const tags = 10000
 	s := newTestServer(b)
@@ -246,6 +247,20 @@ func BenchmarkTags10k(b *testing.B) {
 	b.Run("manifest-get-by-tag", func(b *testing.B) {
 		measure(b, func(i int) string {
 			return "/v2/" + c.name + "/manifests/" + ocibench.TagName((i*7919)%tags)
+		})
+	})
+	// Pulls of an index's children and pulls by digest name the manifest
+	// by its digest.
+	digests := make([]string, 100)
+	for i := range digests {
+		resp := c.expect(c.req(http.MethodHead, "/v2/"+c.name+"/manifests/"+ocibench.TagName(i*(tags/len(digests))), nil, -1,
+			"Accept", mtOCIManifest), http.StatusOK)
+		drain(resp)
+		digests[i] = resp.Header.Get("Docker-Content-Digest")
+	}
+	b.Run("manifest-get-by-digest", func(b *testing.B) {
+		measure(b, func(i int) string {
+			return "/v2/" + c.name + "/manifests/" + digests[i%len(digests)]
 		})
 	})
 	b.Run("tag-list-page-100", func(b *testing.B) {

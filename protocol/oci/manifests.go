@@ -25,7 +25,7 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if aerr != nil {
 		return aerr
 	}
-	t, m, err := h.targetTag(r, auth.ActionRead, ref.Tag)
+	t, m, err := h.targetManifest(r, auth.ActionRead, ref)
 	if err != nil {
 		return err
 	}
@@ -35,11 +35,10 @@ func (h *handler) getManifest(w http.ResponseWriter, r *http.Request) error {
 	if t.Remote != nil {
 		return h.remoteManifest(w, r, t, ref)
 	}
-	if !ref.IsTag {
-		if m, err = h.container.ManifestByDigest(r.Context(), t, ref.Digest); err != nil {
-			return err
-		}
-	} else if m == nil {
+	if m == nil && !ref.IsTag {
+		return container.ManifestUnknownDigest(ref.Digest)
+	}
+	if m == nil {
 		return container.ManifestUnknown()
 	}
 	return h.serveManifest(w, r, t, m)

@@ -224,17 +224,22 @@ func (h *handler) base(w http.ResponseWriter, r *http.Request) error {
 
 // target resolves the {name} of the route and authorizes the action.
 func (h *handler) target(r *http.Request, action auth.Action) (*container.Target, error) {
-	t, _, err := h.targetTag(r, action, "")
-	return t, err
+	return h.targetBy(r, action, func(ctx context.Context, nsID uuid.UUID, n imageName) (*container.Target, error) {
+		return h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
+	})
 }
 
-// targetTag is target that, given a tag, also looks it up in a hosted
-// target's image in the same round trip: the manifest is nil when the tag
-// names none there. "" looks nothing up.
-func (h *handler) targetTag(r *http.Request, action auth.Action, tag string) (*container.Target, *container.ManifestRow, error) {
+// targetManifest is target that also looks ref, a tag or a digest, up in
+// a hosted target's image in the same round trip: the manifest is nil
+// when ref names none there.
+func (h *handler) targetManifest(r *http.Request, action auth.Action, ref reference) (*container.Target, *container.ManifestRow, error) {
 	var m *container.ManifestRow
 	t, err := h.targetBy(r, action, func(ctx context.Context, nsID uuid.UUID, n imageName) (t *container.Target, err error) {
-		t, m, err = h.resolveIn(ctx, nsID, n, tag)
+		if ref.IsTag {
+			t, m, err = h.container.ResolveTargetTagIn(ctx, nsID, n.Namespace, n.Repository, n.Image, ref.Tag)
+		} else {
+			t, m, err = h.container.ResolveTargetDigestIn(ctx, nsID, n.Namespace, n.Repository, n.Image, ref.Digest)
+		}
 		return t, err
 	})
 	if err != nil {
@@ -297,8 +302,7 @@ func (h *handler) resolve(ctx context.Context, n imageName) (*container.Target, 
 	if err != nil {
 		return nil, err
 	}
-	t, _, err := h.resolveIn(ctx, nsID, n, "")
-	return t, err
+	return h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
 }
 
 // namespaceID returns the id of a namespace slug: slugs are immutable and
@@ -313,16 +317,6 @@ func (h *handler) namespaceID(ctx context.Context, slug string) (uuid.UUID, erro
 	}
 	h.nsIDs.Store(slug, id)
 	return id, nil
-}
-
-// resolveIn resolves a name of namespace nsID, and a tag of a hosted image
-// when not "", in one round trip.
-func (h *handler) resolveIn(ctx context.Context, nsID uuid.UUID, n imageName, tag string) (*container.Target, *container.ManifestRow, error) {
-	if tag == "" {
-		t, err := h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
-		return t, nil, err
-	}
-	return h.container.ResolveTargetTagIn(ctx, nsID, n.Namespace, n.Repository, n.Image, tag)
 }
 
 // location makes a Location header value for a /v2/ path.

@@ -136,6 +136,17 @@ LEFT JOIN LATERAL (
 	  AND cm.soft_deleted_at IS NULL) cm ON true
 WHERE n.id = $1`, "repositories", "container_repositories", "container_images", "container_tags", "container_manifests")
 
+// resolveTargetDigestSQL is resolveTargetTagSQL for a manifest named by
+// its digest $4 (manifestByDigestSQL): the GETs of an index's children
+// and of pulls by digest.
+var resolveTargetDigestSQL = partition.Statements(`
+SELECT `+resolveColumns+`, `+manifestRowColumns+`
+FROM namespaces n `+resolveJoins+`
+LEFT JOIN LATERAL (
+	SELECT `+manifestRowColumns+` FROM {container_manifests} cm
+	WHERE cm.namespace_id = $1 AND cm.container_image_id = ci.id AND cm.digest = $4 AND cm.soft_deleted_at IS NULL) cm ON true
+WHERE n.id = $1`, "repositories", "container_repositories", "container_images", "container_manifests")
+
 // resolvedRow is what the resolve statements read about a name.
 type resolvedRow struct {
 	deleted, purged, blocked, disabled, suspended *time.Time
@@ -194,6 +205,18 @@ func (s *Store) ResolveTargetIn(ctx context.Context, nsID uuid.UUID, namespace, 
 // when the tag names no active manifest there (or the target is not
 // hosted). The caller authorizes the target before it uses the manifest.
 func (s *Store) ResolveTargetTagIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image, tag string) (*Target, *ManifestRow, error) {
+	return s.resolveWithManifest(ctx, &resolveTargetTagSQL, nsID, namespace, repository, image, tag)
+}
+
+// ResolveTargetDigestIn is ResolveTargetTagIn for a manifest named by its
+// digest.
+func (s *Store) ResolveTargetDigestIn(ctx context.Context, nsID uuid.UUID, namespace, repository, image string, sha [32]byte) (*Target, *ManifestRow, error) {
+	return s.resolveWithManifest(ctx, &resolveTargetDigestSQL, nsID, namespace, repository, image, sha[:])
+}
+
+// resolveWithManifest runs a resolve statement that also reads the
+// manifest that ref ($4) names in the image.
+func (s *Store) resolveWithManifest(ctx context.Context, stmts *[partition.Count]string, nsID uuid.UUID, namespace, repository, image string, ref any) (*Target, *ManifestRow, error) {
 	var (
 		r   resolvedRow
 		m   ManifestRow
@@ -202,14 +225,14 @@ func (s *Store) ResolveTargetTagIn(ctx context.Context, nsID uuid.UUID, namespac
 		mt  *string
 		sz  *int64
 	)
-	err := partition.QueryRow(ctx, s.pool, &resolveTargetTagSQL, nsID, repository, image, tag).
+	err := partition.QueryRow(ctx, s.pool, stmts, nsID, repository, image, ref).
 		Scan(append(r.dest(), &id, &dig, &mt, &sz)...)
 	t, err := s.target(ctx, nsID, namespace, repository, image, &r, err)
 	if err != nil || id == nil || t.Remote != nil || t.Virtual {
 		return t, nil, err
 	}
 	if len(dig) != 32 || mt == nil || sz == nil {
-		return nil, nil, fmt.Errorf("store: manifest row of tag %q with a %d-byte digest", tag, len(dig))
+		return nil, nil, fmt.Errorf("store: manifest row of %s/%s:%v with a %d-byte digest", repository, image, ref, len(dig))
 	}
 	m.ID, m.Digest, m.MediaType, m.Size = *id, [32]byte(dig), *mt, *sz
 	return t, &m, nil

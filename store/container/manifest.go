@@ -103,6 +103,12 @@ var (
 // ManifestUnknown is the error of a tag that names no active manifest.
 func ManifestUnknown() error { return errs.New(CodeManifestUnknown, "manifest unknown") }
 
+// ManifestUnknownDigest is ManifestUnknown for a manifest named by its
+// digest, which the error carries.
+func ManifestUnknownDigest(sha [32]byte) error {
+	return errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
+}
+
 // ManifestByTag returns the active manifest a tag points at.
 func (s *Store) ManifestByTag(ctx context.Context, t *Target, tag string) (*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
@@ -121,11 +127,11 @@ func (s *Store) ManifestByTag(ctx context.Context, t *Target, tag string) (*Mani
 // ManifestByDigest returns the image's active manifest of a digest.
 func (s *Store) ManifestByDigest(ctx context.Context, t *Target, sha [32]byte) (*ManifestRow, error) {
 	if t.ImageID == uuid.Nil {
-		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
+		return nil, ManifestUnknownDigest(sha)
 	}
 	m, err := scanManifestRow(partition.QueryRow(ctx, s.pool, &manifestByDigestSQL, t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
+		return nil, ManifestUnknownDigest(sha)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: manifest by digest: %w", err))

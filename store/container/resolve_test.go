@@ -18,7 +18,8 @@ import (
 // TestResolveTargetTag: the resolve that also reads a tag finds the
 // manifest the tag of this image points at, and nothing for a tag of
 // another image, an unknown tag, an image that does not exist yet or a
-// deleted manifest; the target is the one ResolveTargetIn returns.
+// deleted manifest; the target is the one ResolveTargetIn returns. The
+// resolve by digest finds the image's own active manifests only.
 func TestResolveTargetTag(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -42,7 +43,7 @@ func TestResolveTargetTag(t *testing.T) {
 		return in.Digest
 	}
 	app := push("app", "v1", 1)
-	push("other", "v2", 2)
+	other := push("other", "v2", 2)
 	nsID, err := cs.NamespaceID(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)
@@ -69,11 +70,33 @@ func TestResolveTargetTag(t *testing.T) {
 			t.Errorf("%s:%s: manifest %x, want none", c.image, c.tag, m.Digest)
 		}
 	}
+	byDigest := func(image string, sha [32]byte) *ManifestRow {
+		t.Helper()
+		tg, m, err := cs.ResolveTargetDigestIn(ctx, nsID, "acme", "images", image, sha)
+		if err != nil || tg.ImageName != image {
+			t.Fatalf("%s@%x: %+v %v", image, sha[:4], tg, err)
+		}
+		return m
+	}
+	if m := byDigest("app", app); m == nil || m.Digest != app || m.MediaType != MediaTypeOCIManifest {
+		t.Fatalf("app@digest: manifest %+v, want %x", m, app)
+	}
+	for _, c := range []struct {
+		image string
+		sha   [32]byte
+	}{{"app", other}, {"new", app}, {"other", app}} {
+		if m := byDigest(c.image, c.sha); m != nil {
+			t.Errorf("%s@%x: manifest %x, want none", c.image, c.sha[:4], m.Digest)
+		}
+	}
 	if err := cs.DeleteManifestByDigest(ctx, tg, app); err != nil {
 		t.Fatal(err)
 	}
 	if _, m := resolve("app", "v1"); m != nil {
 		t.Errorf("app:v1 after its manifest's delete: manifest %x, want none", m.Digest)
+	}
+	if m := byDigest("app", app); m != nil {
+		t.Errorf("app@digest after its delete: manifest %x, want none", m.Digest)
 	}
 	if _, _, err := cs.ResolveTargetTagIn(ctx, nsID, "acme", "missing", "app", "v1"); !store.HasCode(err, CodeNameUnknown) {
 		t.Errorf("unknown repository: %v, want %s", err, CodeNameUnknown.Name)
