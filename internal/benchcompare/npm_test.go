@@ -163,22 +163,37 @@ func (b *npmBench) runOnce(t *testing.T, run int, target npmTarget) {
 		b.published[target.col] = true
 	}
 	work := t.TempDir()
+	install, ci, lock := b.coldInstalls(t, target, work)
+	b.rows["npm install cold"].Add(target.col, install.Seconds())
+	b.rows["npm ci cold"].Add(target.col, ci.Seconds())
 	project := func(name string, lock []byte) string {
 		dir := filepath.Join(work, name)
 		b.writeProject(t, dir, lock)
 		return dir
 	}
 	installCache, ciCache := filepath.Join(work, "cache-install"), filepath.Join(work, "cache-ci")
-	cold := project("install-cold", nil)
-	b.rows["npm install cold"].Add(target.col, b.npm(t, target, cold, installCache, "install", "--prefer-online").Seconds())
-	lock, err := os.ReadFile(filepath.Join(cold, "package-lock.json"))
+	b.rows["npm install warm"].Add(target.col, b.npm(t, target, project("install-warm", nil), installCache, "install", "--prefer-online").Seconds())
+	b.rows["npm install offline"].Add(target.col, b.npm(t, target, project("install-offline", nil), installCache, "install", "--offline").Seconds())
+	b.rows["npm ci warm"].Add(target.col, b.npm(t, target, project("ci-warm", lock), ciCache, "ci", "--prefer-online").Seconds())
+}
+
+// coldInstalls installs the consumer project in work from target with
+// empty client caches (work/cache-install, work/cache-ci): npm install,
+// then npm ci from the lockfile it wrote. It returns both times and the
+// lockfile.
+func (b *npmBench) coldInstalls(t testing.TB, target npmTarget, work string) (install, ci time.Duration, lock []byte) {
+	t.Helper()
+	dir := filepath.Join(work, "install-cold")
+	b.writeProject(t, dir, nil)
+	install = b.npm(t, target, dir, filepath.Join(work, "cache-install"), "install", "--prefer-online")
+	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.rows["npm install warm"].Add(target.col, b.npm(t, target, project("install-warm", nil), installCache, "install", "--prefer-online").Seconds())
-	b.rows["npm install offline"].Add(target.col, b.npm(t, target, project("install-offline", nil), installCache, "install", "--offline").Seconds())
-	b.rows["npm ci cold"].Add(target.col, b.npm(t, target, project("ci-cold", lock), ciCache, "ci", "--prefer-online").Seconds())
-	b.rows["npm ci warm"].Add(target.col, b.npm(t, target, project("ci-warm", lock), ciCache, "ci", "--prefer-online").Seconds())
+	dir = filepath.Join(work, "ci-cold")
+	b.writeProject(t, dir, lock)
+	ci = b.npm(t, target, dir, filepath.Join(work, "cache-ci"), "ci", "--prefer-online")
+	return install, ci, lock
 }
 
 // writeProject writes the consumer project into dir: its package.json
@@ -311,19 +326,9 @@ func (b *npmBench) floorRun(t *testing.T, from npmTarget) {
 		s := b.startStaticNPM(t, from)
 		b.static = &s
 	}
-	work := t.TempDir()
-	dir := filepath.Join(work, "install")
-	b.writeProject(t, dir, nil)
-	d := b.npm(t, *b.static, dir, filepath.Join(work, "cache-install"), "install", "--prefer-online")
-	b.floors["npm install cold"] = append(b.floors["npm install cold"], d.Seconds())
-	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir = filepath.Join(work, "ci")
-	b.writeProject(t, dir, lock)
-	d = b.npm(t, *b.static, dir, filepath.Join(work, "cache-ci"), "ci", "--prefer-online")
-	b.floors["npm ci cold"] = append(b.floors["npm ci cold"], d.Seconds())
+	install, ci, _ := b.coldInstalls(t, *b.static, t.TempDir())
+	b.floors["npm install cold"] = append(b.floors["npm install cold"], install.Seconds())
+	b.floors["npm ci cold"] = append(b.floors["npm ci cold"], ci.Seconds())
 }
 
 // setFloors makes the static server's median the limit of the cold
