@@ -184,7 +184,10 @@ describe("Resolve box", () => {
     expect(answer.textContent).toContain("library/alpine 3.20 resolves from hub (remote, member 2)");
     expect(screen.getByText("Has a cached copy, and its rules admit it.")).toBeTruthy();
     expect(screen.getByText("Not consulted: an earlier upstream serves it.")).toBeTruthy();
-    expect(screen.getByText("resolved from here")).toBeTruthy();
+    // The badge is the panel's copy of the answer, handed up by an effect
+    // after the box renders: it follows a render later (on a loaded
+    // machine, after the answer is already on screen).
+    expect(await screen.findByText("resolved from here")).toBeTruthy();
 
     await user.clear(screen.getByLabelText("Name"));
     await user.type(screen.getByLabelText("Name"), "acme/<b>x</b>");
@@ -192,8 +195,6 @@ describe("Resolve box", () => {
     await waitFor(() => expect(screen.getByTestId("resolution-answer").textContent).toContain("No member serves acme/<b>x</b> 3.20"));
     expect(screen.getByText("Not asked: the name matches the reserved pattern “acme/*”.")).toBeTruthy();
     expect(screen.getByText("An upstream you may not read.")).toBeTruthy();
-    // The badge is the panel's copy of the answer, handed up by an effect
-    // after the box renders: it follows a render later.
     await waitFor(() => expect(screen.queryByText("resolved from here")).toBeNull());
   });
 });
