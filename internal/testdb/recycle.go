@@ -32,13 +32,9 @@ type baseline struct {
 	schema string            // schemaFingerprintSQL
 	seeded map[string]string // tables the template has rows in → md5 of the rows
 	// setvals restores every sequence to the template's state.
-	setvals string
-	// Planner statistics of every table and index.
-	relOIDs   []uint32
-	relPages  []int32
-	relTuples []float32
-	relAllVis []int32
-	statOIDs  []uint32 // relations with pg_statistic rows in the template
+	setvals  string
+	rels     relStats // planner statistics of every table and index
+	statOIDs []uint32 // relations with pg_statistic rows in the template
 }
 
 // schemaFingerprintSQL summarizes what tests could change in the schema:
@@ -103,19 +99,8 @@ func (s *server) captureBaseline(ctx context.Context, name string) (*baseline, e
 			return nil, err
 		}
 	}
-	rows, err = conn.Query(ctx, `SELECT c.oid, c.relpages, c.reltuples, c.relallvisible FROM pg_class c WHERE `+ourTables)
-	if err != nil {
-		return nil, fmt.Errorf("planner statistics: %w", err)
-	}
-	var oid uint32
-	var pages, allVis int32
-	var tuples float32
-	if _, err := pgx.ForEachRow(rows, []any{&oid, &pages, &tuples, &allVis}, func() error {
-		b.relOIDs, b.relPages = append(b.relOIDs, oid), append(b.relPages, pages)
-		b.relTuples, b.relAllVis = append(b.relTuples, tuples), append(b.relAllVis, allVis)
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("planner statistics: %w", err)
+	if b.rels, err = captureRelStats(ctx, conn); err != nil {
+		return nil, err
 	}
 	if err := conn.QueryRow(ctx, `SELECT coalesce(string_agg(format('SELECT setval(%L, %s, %L);',
 		format('%I.%I', schemaname, sequencename), coalesce(last_value, start_value), last_value IS NOT NULL), ''), '')
@@ -317,21 +302,13 @@ func (b *baseline) dirtyTables(ctx context.Context, conn *pgx.Conn) ([]string, e
 // relallvisible (VACUUM and ANALYZE set them), drops planner statistics
 // ANALYZE gathered, and zeroes the activity counters autovacuum acts on.
 func (b *baseline) restoreStatistics(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, `
-WITH base AS (SELECT * FROM unnest($1::oid[], $2::int[], $3::real[], $4::int[]) AS b(oid, pages, tuples, allvis)),
-fixed AS (
-	UPDATE pg_class c SET relpages = b.pages, reltuples = b.tuples, relallvisible = b.allvis
-	FROM base b
-	WHERE c.oid = b.oid AND (c.relpages, c.reltuples, c.relallvisible) IS DISTINCT FROM (b.pages, b.tuples, b.allvis)
-	RETURNING 1
-), stats AS (
+	_, err := conn.Exec(ctx, `WITH `+b.rels.restoreCTEs()+`, stats AS (
 	DELETE FROM pg_statistic s USING pg_class c
-	WHERE c.oid = s.starelid AND c.relnamespace IN ('public'::regnamespace, 'partitions'::regnamespace)
-	  AND s.starelid <> ALL($5::oid[])
+	WHERE c.oid = s.starelid AND `+ourTables+` AND s.starelid <> ALL($5::oid[])
 	RETURNING 1
 )
-SELECT (SELECT count(*) FROM fixed), (SELECT count(*) FROM stats), pg_stat_force_next_flush()`,
-		b.relOIDs, b.relPages, b.relTuples, b.relAllVis, b.statOIDs)
+SELECT (SELECT count(*) FROM by_kind), (SELECT count(*) FROM by_oid), (SELECT count(*) FROM stats), pg_stat_force_next_flush()`,
+		append(b.rels.restoreArgs(), b.statOIDs)...)
 	if err != nil {
 		return fmt.Errorf("restore statistics: %w", err)
 	}
