@@ -307,6 +307,13 @@ func TestRecycleRefusesChangedDatabase(t *testing.T) {
 		"ALTER TABLE repositories RENAME COLUMN description TO gone",
 		"CREATE FUNCTION fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$",
 		"ALTER TABLE blob_storage_attachments DISABLE TRIGGER ALL",
+		"ALTER TABLE repositories ALTER COLUMN description SET DEFAULT 'x'",
+		"ALTER TABLE namespaces ADD CONSTRAINT short CHECK (length(slug) < 100) NOT VALID",
+		"CREATE OR REPLACE FUNCTION gen_uuidv7() RETURNS uuid LANGUAGE sql AS 'SELECT gen_random_uuid()'",
+		"ALTER TABLE repositories RENAME TO repos",
+		"CREATE SCHEMA scratch",
+		"DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET work_mem = ''8MB''', current_database()); END $$",
+		"BEGIN; CREATE TABLE rolled_back (v int); ROLLBACK",
 		"UPDATE gc_controls SET reason = 'changed'",
 		"DROP TABLE gc_controls",
 	} {
@@ -329,6 +336,24 @@ func TestRecycleRefusesChangedDatabase(t *testing.T) {
 		}
 	}
 }
+
+// schemaFingerprintSQL summarizes what tests could change in the schema,
+// for describe:
+// relations, columns of the public tables, triggers (enabled or not),
+// constraints, function bodies, the database's settings and schemas.
+const schemaFingerprintSQL = `
+SELECT concat_ws(' ',
+ (SELECT format('c%s/%s/%s/%s', count(*), max(oid::int8), sum(relnatts), sum(relchecks)) FROM pg_class),
+ (SELECT format('t%s/%s/%s', count(*), max(oid::int8), count(*) FILTER (WHERE tgenabled <> 'O')) FROM pg_trigger),
+ (SELECT format('k%s/%s/%s', count(*), max(oid::int8), count(*) FILTER (WHERE NOT convalidated)) FROM pg_constraint),
+ (SELECT md5(string_agg(format('%s %s %s %s', p.oid, p.proname, md5(p.prosrc), p.proconfig), ',' ORDER BY p.oid))
+    FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace),
+ (SELECT md5(string_agg(format('%s %s %s %s %s', a.attrelid, a.attnum, a.attname, a.atttypid, a.attnotnull), ',' ORDER BY a.attrelid, a.attnum))
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+    WHERE c.relnamespace = 'public'::regnamespace AND a.attnum > 0 AND NOT c.relispartition),
+ (SELECT format('s%s', array_agg(s.setconfig)) FROM pg_db_role_setting s
+    WHERE s.setdatabase = (SELECT oid FROM pg_database WHERE datname = current_database())),
+ (SELECT format('n%s/%s', count(*), max(oid::int8)) FROM pg_namespace))`
 
 // describe prints what a test could observe of a database's state.
 func describe(ctx context.Context, t *testing.T, s *server, name string) string {
