@@ -12,10 +12,9 @@
 // its arguments with the go command's temporary work directory taken out,
 // the import configuration it reads, and the content of every archive it
 // links (for those of the build cache, their name, which is the hash of
-// their content). The -buildid
-// argument alone would do: the go command derives it from the same inputs
-// for its own caching of executables; the rest guards against a go
-// command that someday does not.
+// their content). The -buildid argument alone would do: the go command
+// derives it from the same inputs for its own caching of executables; the
+// rest guards against a go command that someday does not.
 package linkcache
 
 import (

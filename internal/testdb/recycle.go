@@ -308,7 +308,7 @@ func (b *baseline) dirtyTables(ctx context.Context, conn *pgx.Conn) ([]string, e
 // relallvisible (VACUUM and ANALYZE set them), drops planner statistics
 // ANALYZE gathered, and zeroes the activity counters autovacuum acts on.
 func (b *baseline) restoreStatistics(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.Exec(ctx, `WITH `+b.rels.restoreCTEs()+`, stats AS (
+	_, err := conn.Exec(ctx, `WITH `+b.rels.ctes+`, stats AS (
 	DELETE FROM pg_statistic s USING pg_class c
 	WHERE c.oid = s.starelid AND `+ourTables+` AND s.starelid <> ALL($5::oid[])
 	RETURNING 1

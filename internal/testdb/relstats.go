@@ -17,9 +17,9 @@ import (
 // scan (8 ms); joining it with a list of every relation took 60 ms for
 // each recycled database, and a join with a list of kinds 30 ms.
 type relStats struct {
-	// byKind has CASE expressions on pg_class.relkind giving the most
-	// common value of each kind.
-	byKind [3]string // relpages, reltuples, relallvisible
+	// ctes are the WITH items that put the values back (restoreCTEs),
+	// written once: the kinds' values are part of their text.
+	ctes string
 	// Relations whose value differs from their kind's.
 	oids          []uint32
 	pages, allVis []int32
@@ -69,9 +69,8 @@ func captureRelStats(ctx context.Context, conn *pgx.Conn) (relStats, error) {
 		fmt.Fprintf(&cases[1], " %s'%s'::real", when, strconv.FormatFloat(float64(st.tuples), 'g', -1, 32))
 		fmt.Fprintf(&cases[2], " %s%d", when, st.allVis)
 	}
-	for i := range cases {
-		rs.byKind[i] = "CASE c.relkind" + cases[i].String() + " END"
-	}
+	rs.ctes = restoreCTEs("CASE c.relkind"+cases[0].String()+" END",
+		"CASE c.relkind"+cases[1].String()+" END", "CASE c.relkind"+cases[2].String()+" END")
 	// Empty, not nil: nil is sent as NULL, and "<> ALL(NULL)" holds for no row.
 	rs.oids, rs.pages, rs.tuples, rs.allVis = []uint32{}, []int32{}, []float32{}, []int32{}
 	for _, r := range rels {
@@ -83,11 +82,11 @@ func captureRelStats(ctx context.Context, conn *pgx.Conn) (relStats, error) {
 	return rs, nil
 }
 
-// restoreCTEs set every relation of the schema back to its kind's value
-// unless it is one of the exceptions ($1-$4), which get their own. The two
-// updates touch disjoint rows.
-func (rs relStats) restoreCTEs() string {
-	pages, tuples, allVis := rs.byKind[0], rs.byKind[1], rs.byKind[2]
+// restoreCTEs are WITH items named by_kind and by_oid that set every
+// relation of the schema back to its kind's value (the expressions on
+// c.relkind given) unless it is one of the exceptions ($1-$4), which get
+// their own. The two updates touch disjoint rows.
+func restoreCTEs(pages, tuples, allVis string) string {
 	return `
 by_kind AS (
 	UPDATE pg_class c SET relpages = ` + pages + `, reltuples = ` + tuples + `, relallvisible = ` + allVis + `

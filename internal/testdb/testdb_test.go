@@ -337,10 +337,10 @@ func TestRecycleRefusesChangedDatabase(t *testing.T) {
 	}
 }
 
-// schemaFingerprintSQL summarizes what tests could change in the schema,
-// for describe:
-// relations, columns of the public tables, triggers (enabled or not),
-// constraints, function bodies, the database's settings and schemas.
+// schemaFingerprintSQL summarizes, for describe, what tests could change
+// in the schema: relations, columns of the public tables, triggers
+// (enabled or not), constraints, function bodies, the database's settings
+// and schemas.
 const schemaFingerprintSQL = `
 SELECT concat_ws(' ',
  (SELECT format('c%s/%s/%s/%s', count(*), max(oid::int8), sum(relnatts), sum(relchecks)) FROM pg_class),
