@@ -33,8 +33,10 @@ func TestMain(m *testing.M) { testdb.Main(m) }
 type storeStage struct {
 	st  *store.Store
 	ref store.UploadRef
-	// attach runs in the commit transaction (the remote's rows).
-	attach func(ctx context.Context, tx pgx.Tx, use store.StagedUse) error
+	// committed is told what was attached once the transaction has
+	// committed (not from inside it: a reader told earlier could look
+	// for the blob before the commit makes it visible).
+	committed func(use store.StagedUse)
 }
 
 func (s storeStage) stage(ctx context.Context, body io.Reader) (upstream.Staged, error) {
@@ -56,13 +58,18 @@ func (sb *stagedBlob) Commit(ctx context.Context, res *upstream.FillResult) erro
 	if sum := sb.b.SHA256(); !bytes.Equal(sum[:], res.Digests[0].Sum) || sb.b.Size() != res.Size {
 		return io.ErrUnexpectedEOF
 	}
+	var attached store.StagedUse
 	err := sb.s.st.WithTx(ctx, func(tx pgx.Tx) error {
 		_, err := sb.s.st.CommitStaged(ctx, tx, sb.b, func(use store.StagedUse) error {
-			return sb.s.attach(ctx, tx, use)
+			attached = use // the remote's own rows would attach the blob here, in tx
+			return nil
 		})
 		return err
 	})
 	sb.b.Close(ctx, err == nil)
+	if err == nil {
+		sb.s.committed(attached)
+	}
 	return err
 }
 
@@ -127,10 +134,7 @@ func TestFillIntoStore(t *testing.T) {
 
 	attached := make(chan store.StagedUse, 2)
 	stage := storeStage{st: st, ref: store.UploadRef{NamespaceID: ns.ID, RepositoryID: repo.ID},
-		attach: func(_ context.Context, _ pgx.Tx, use store.StagedUse) error {
-			attached <- use
-			return nil
-		}}
+		committed: func(use store.StagedUse) { attached <- use }}
 	want, err := upstream.ParseDigest(dg)
 	if err != nil {
 		t.Fatal(err)
