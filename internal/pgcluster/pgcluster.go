@@ -59,6 +59,11 @@ type Options struct {
 	// Fast trades durability for speed, for tests: fsync=off,
 	// synchronous_commit=off, full_page_writes=off, wal_recycle=off, initdb --no-sync.
 	Fast bool
+	// NoAutovacuum turns autovacuum off, for clusters of short-lived test
+	// databases that analyze what they need themselves: in a test run,
+	// its workers analyzing tables the tests had just filled cost as much
+	// CPU as a large test package.
+	NoAutovacuum bool
 	// StartTimeout bounds Start as a whole (initdb, startup, crash
 	// recovery); zero means 2 minutes.
 	StartTimeout time.Duration
@@ -76,11 +81,12 @@ type Options struct {
 type Cluster struct {
 	dir, dataDir, logFile, socketDir string
 
-	bins    binaries
-	user    osUser
-	log     *slog.Logger
-	fast    bool
-	timeout time.Duration
+	bins         binaries
+	user         osUser
+	log          *slog.Logger
+	fast         bool
+	noAutovacuum bool
+	timeout      time.Duration
 
 	replication *Replication
 	standbyOf   *Cluster // set by StartStandby: initialize from a base backup
@@ -135,16 +141,17 @@ func newCluster(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	return &Cluster{
-		dir:         dir,
-		dataDir:     filepath.Join(dir, "data"),
-		logFile:     filepath.Join(dir, "log", "postgres.log"),
-		socketDir:   socketDirFor(dir),
-		bins:        bins,
-		user:        u,
-		log:         cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
-		fast:        opts.Fast,
-		timeout:     cmp.Or(opts.StartTimeout, defaultStartTimeout),
-		replication: opts.Replication,
+		dir:          dir,
+		dataDir:      filepath.Join(dir, "data"),
+		logFile:      filepath.Join(dir, "log", "postgres.log"),
+		socketDir:    socketDirFor(dir),
+		bins:         bins,
+		user:         u,
+		log:          cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
+		fast:         opts.Fast,
+		noAutovacuum: opts.NoAutovacuum,
+		timeout:      cmp.Or(opts.StartTimeout, defaultStartTimeout),
+		replication:  opts.Replication,
 	}, nil
 }
 

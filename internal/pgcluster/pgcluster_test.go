@@ -87,6 +87,9 @@ func TestStartStopRestart(t *testing.T) {
 	if got := query(t, c, "SELECT current_setting('fsync')"); got != "off" {
 		t.Errorf("fsync = %q with Fast, want off", got)
 	}
+	if got := query(t, c, "SELECT current_setting('autovacuum')"); got != "on" {
+		t.Errorf("autovacuum = %q by default, want on", got)
+	}
 	execSQL(t, c, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('hello')")
 	assertOwnedByClusterUser(t, c)
 	for range 2 { // idempotent
@@ -98,9 +101,13 @@ func TestStartStopRestart(t *testing.T) {
 		t.Fatalf("postmaster.pid still present after Stop: %v", err)
 	}
 
+	opts.NoAutovacuum = true // settings are rewritten on every start
 	c2 := start(t, opts)
 	if c2.Created() || c2.Adopted() {
 		t.Fatalf("restart: created=%v adopted=%v, want false false", c2.Created(), c2.Adopted())
+	}
+	if got := query(t, c2, "SELECT current_setting('autovacuum')"); got != "off" {
+		t.Errorf("autovacuum = %q with NoAutovacuum, want off", got)
 	}
 	if got := query(t, c2, "SELECT v FROM kept"); got != "hello" {
 		t.Fatalf("row after restart = %q", got)

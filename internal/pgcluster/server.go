@@ -192,6 +192,9 @@ func (c *Cluster) writeConfig() error {
 		setting("synchronous_commit", "off")
 		setting("full_page_writes", "off")
 	}
+	if c.noAutovacuum {
+		setting("autovacuum", "off")
+	}
 	if c.replication != nil {
 		// Later lines win: the replication settings replace the
 		// single-node ones above.

@@ -9,7 +9,8 @@
 //
 // Server: TEST_DATABASE_URL if set (the role must be allowed to CREATE
 // DATABASE; PostgreSQL 15 or later), otherwise a private cluster started
-// on first use with pgcluster (Fast: no fsync), stopped and removed when
+// on first use with pgcluster (Fast: no fsync; no autovacuum: a test that
+// needs planner statistics runs ANALYZE), stopped and removed when
 // the test binary ends. That cluster lives under TESTDB_DIR if set, else in
 // /dev/shm when it is a tmpfs with room to spare (the schema's thousands
 // of partition files make disk-backed clones several times slower), else
