@@ -1,11 +1,11 @@
 package testdb
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -125,46 +125,20 @@ func (c *cache) prune() {
 	}
 }
 
-// copyTree copies a PostgreSQL data directory: directories and regular
-// files with their permissions (postgres insists on 0700/0600). The
-// postmaster.pid of a running source is skipped.
+// copyTree copies a PostgreSQL data directory with the permissions of its
+// directories and files (postgres insists on 0700/0600); the postmaster.pid
+// of a running source is removed from the copy. cp does the copying: a data
+// directory holds some 26,000 files, and the same walk in Go cost every test
+// binary 1.3 s of CPU under the race detector, cp 0.4 s.
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		switch {
-		case d.IsDir():
-			return os.Mkdir(target, info.Mode().Perm())
-		case rel == "postmaster.pid":
-			return nil
-		case info.Mode().IsRegular():
-			return copyFile(path, target, info.Mode().Perm())
-		default:
-			return fmt.Errorf("copy %s: not a regular file or directory", path)
-		}
-	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
+	if _, err := os.Lstat(dst); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("copy to %s: already exists (%v)", dst, err)
 	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
+	if out, err := exec.Command("cp", "-R", "-p", "--", src, dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("cp -R %s %s: %w: %s", src, dst, err, bytes.TrimSpace(out))
 	}
-	_, err = io.Copy(out, in)
-	return errors.Join(err, out.Close())
+	if err := os.Remove(filepath.Join(dst, "postmaster.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove copied postmaster.pid: %w", err)
+	}
+	return nil
 }
