@@ -85,42 +85,94 @@ type tab struct {
 	problems []string // uncaught exceptions and CSP violations
 }
 
-// newBrowser starts Chromium with the flags this machine needs (no
-// sandbox as root, nothing that phones home) and a fresh profile.
+// chromium is the one Chromium process the package's tests share, each
+// test in a browser context of its own (separate cookies, storage and
+// cache, like a fresh profile). Starting Chromium costs about a second of
+// CPU; the tests start a dozen tabs.
+var chromium struct {
+	once   sync.Once
+	ctx    context.Context // the browser's first tab, parent of every test's
+	cancel func()
+	err    error
+}
+
+// startChromium starts the shared browser with the flags this machine
+// needs (no sandbox as root, nothing that phones home) and a fresh profile.
+func startChromium(execPath string) (context.Context, error) {
+	chromium.once.Do(func() {
+		profile, err := os.MkdirTemp("", "e2e-chromium-")
+		if err != nil {
+			chromium.err = err
+			return
+		}
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(execPath),
+			chromedp.NoSandbox,
+			chromedp.DisableGPU,
+			chromedp.Flag("disable-quic", true),
+			chromedp.Flag("disable-component-update", true),
+			chromedp.Flag("disable-background-networking", true),
+			chromedp.Flag("disable-sync", true),
+			chromedp.Flag("no-first-run", true),
+			chromedp.Flag("lang", "en-US"),
+			chromedp.UserDataDir(profile),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancelTab := chromedp.NewContext(actx)
+		chromium.ctx = ctx
+		chromium.cancel = func() {
+			cancelTab()
+			cancelAlloc()
+			_ = os.RemoveAll(profile)
+		}
+		chromium.err = chromedp.Do(ctx) // starts the browser
+	})
+	return chromium.ctx, chromium.err
+}
+
+// stopChromium stops the shared browser, if a test started it.
+func stopChromium() {
+	if chromium.cancel != nil {
+		chromium.cancel()
+	}
+}
+
+// newBrowser opens a tab of width x height CSS pixels on the server in a
+// browser context of its own, closed when the test ends.
 func newBrowser(t testing.TB, base string, width, height int) *tab {
 	t.Helper()
 	execPath := requireChromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(execPath),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("lang", "en-US"),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(width, height),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	parent, err := startChromium(execPath)
+	if err != nil {
+		t.Fatalf("start Chromium %s: %v", execPath, err)
+	}
+	ctx, cancelTab := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
 	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab()
-		cancelAlloc()
 	})
 	b := &tab{t: t, ctx: ctx, base: base, shots: artifactsDir(t), docs: docsDir(t), step: 20 * time.Second}
-	if err := chromedp.Do(ctx); err != nil { // starts the browser
-		t.Fatalf("start Chromium %s: %v", execPath, err)
+	if err := chromedp.Do(ctx); err != nil { // opens the tab
+		t.Fatalf("open a tab in Chromium %s: %v", execPath, err)
+	}
+	// The tab's window gets the size the whole browser's had when each
+	// test started its own: the viewport is that less the window's frame.
+	win, err := chromedp.Call(ctx, browser.GetWindowForTarget, browser.GetWindowForTargetParams{})
+	if err == nil {
+		_, err = chromedp.CallBrowser(ctx, browser.SetWindowBounds, browser.SetWindowBoundsParams{
+			WindowID: win.WindowID, Bounds: &browser.Bounds{Width: int64(width), Height: int64(height)}})
+	}
+	if err != nil {
+		t.Fatalf("size the tab's window to %dx%d: %v", width, height, err)
 	}
 	// Clipboard access for the copy buttons, as a user would allow it.
 	for _, name := range []string{"clipboard-read", "clipboard-write"} {
 		if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
-			Permission: &browser.PermissionDescriptor{Name: name},
-			Setting:    browser.PermissionSettingGranted,
-			Origin:     base,
+			Permission:       &browser.PermissionDescriptor{Name: name},
+			Setting:          browser.PermissionSettingGranted,
+			Origin:           base,
+			BrowserContextID: chromedp.FromContext(ctx).BrowserContextID,
 		}); err != nil {
 			t.Logf("grant %s: %v", name, err)
 		}

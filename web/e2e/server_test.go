@@ -33,7 +33,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/upstream"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testdb.Main(m, stopChromium) }
 
 const adminToken = "e2e-admin-token-0123456789"
 
