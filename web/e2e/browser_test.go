@@ -137,8 +137,8 @@ func stopChromium() {
 	}
 }
 
-// newBrowser opens a tab of width x height CSS pixels on the server in a
-// browser context of its own, closed when the test ends.
+// newBrowser opens a tab on the server, in a window of width x height and
+// a browser context of its own, closed when the test ends.
 func newBrowser(t testing.TB, base string, width, height int) *tab {
 	t.Helper()
 	execPath := requireChromium(t)
