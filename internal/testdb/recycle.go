@@ -311,9 +311,8 @@ func (b *baseline) restoreStatistics(ctx context.Context, conn *pgx.Conn) error 
 	_, err := conn.Exec(ctx, `WITH `+b.rels.ctes+`, stats AS (
 	DELETE FROM pg_statistic s USING pg_class c
 	WHERE c.oid = s.starelid AND `+ourTables+` AND s.starelid <> ALL($5::oid[])
-	RETURNING 1
 )
-SELECT (SELECT count(*) FROM by_kind), (SELECT count(*) FROM by_oid), (SELECT count(*) FROM stats), pg_stat_force_next_flush()`,
+SELECT pg_stat_force_next_flush()`,
 		append(b.rels.restoreArgs(), b.statOIDs)...)
 	if err != nil {
 		return fmt.Errorf("restore statistics: %w", err)

@@ -92,12 +92,10 @@ by_kind AS (
 	UPDATE pg_class c SET relpages = ` + pages + `, reltuples = ` + tuples + `, relallvisible = ` + allVis + `
 	WHERE ` + ourTables + ` AND c.oid <> ALL($1::oid[])
 	  AND (c.relpages, c.reltuples, c.relallvisible) IS DISTINCT FROM (` + pages + `, ` + tuples + `, ` + allVis + `)
-	RETURNING 1
 ), by_oid AS (
 	UPDATE pg_class c SET relpages = o.pages, reltuples = o.tuples, relallvisible = o.allvis
 	FROM unnest($1::oid[], $2::int[], $3::real[], $4::int[]) AS o(oid, pages, tuples, allvis)
 	WHERE c.oid = o.oid AND (c.relpages, c.reltuples, c.relallvisible) IS DISTINCT FROM (o.pages, o.tuples, o.allvis)
-	RETURNING 1
 )`
 }
 
