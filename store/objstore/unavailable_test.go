@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -43,20 +44,39 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 	ns, id := uuid.New(), uuid.New()
 	key := BlobKey(ns, sha256.Sum256([]byte("x")))
 
-	_, errExists := down.Exists(ctx, key)
-	_, errSize := down.Size(ctx, key)
-	_, errOpen := down.NewRangeReader(ctx, key, 0, -1)
-	upload, err := down.CreateOpenUpload(ctx, ns, id, nil)
-	if err != nil {
-		t.Fatalf("create upload (its marker is best effort): %v", err)
+	errCreate := errors.New("create upload failed")
+	ops := map[string]func() error{
+		"exists": func() error { _, err := down.Exists(ctx, key); return err },
+		"size":   func() error { _, err := down.Size(ctx, key); return err },
+		"open":   func() error { _, err := down.NewRangeReader(ctx, key, 0, -1); return err },
+		"write part": func() error {
+			upload, err := down.CreateOpenUpload(ctx, ns, id, nil)
+			if err != nil {
+				t.Errorf("create upload (its marker is best effort): %v", err)
+				return errCreate
+			}
+			_, err = upload.Write(ctx, 0, bytes.NewReader([]byte("data")), sha256.New(), -1)
+			return err
+		},
+		"write all":     func() error { return down.WriteAll(ctx, key, []byte("x")) },
+		"delete":        func() error { return down.Delete(ctx, key) },
+		"delete upload": func() error { return down.DeleteUpload(ctx, ns, id) },
 	}
-	_, errWrite := upload.Write(ctx, 0, bytes.NewReader([]byte("data")), sha256.New(), -1)
-	for name, err := range map[string]error{
-		"exists": errExists, "size": errSize, "open": errOpen, "write part": errWrite,
-		"write all":     down.WriteAll(ctx, key, []byte("x")),
-		"delete":        down.Delete(ctx, key),
-		"delete upload": down.DeleteUpload(ctx, ns, id),
-	} {
+	// Each call spends the client's retries and their backoff, a few
+	// seconds, before it gives up: the calls run at once.
+	errs := make(map[string]error, len(ops))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, op := range ops {
+		wg.Go(func() {
+			err := op()
+			mu.Lock()
+			defer mu.Unlock()
+			errs[name] = err
+		})
+	}
+	wg.Wait()
+	for name, err := range errs {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Errorf("%s on an unreachable store: %v, want ErrUnavailable", name, err)
 		}
