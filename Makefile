@@ -41,9 +41,11 @@ run: deps build
 # The slowest test packages, longest first: go test starts packages in
 # the order it is given them, and two cores finish soonest when the long
 # ones do not start last (web/e2e, last in ./..., used to run alone for
-# its last minute).
+# its last minute; store/objstore, whose tests wait on S3 retries, ran
+# alone with the machine idle for its last 5-20 s, then upstream did).
 SLOW_TEST_PKGS := ./migrations ./protocol/maven ./cmd/artifact-registry ./web/e2e ./internal/soak \
-	./protocol/npm ./internal/cluster ./protocol/oci ./store ./graph
+	./protocol/npm ./internal/cluster ./protocol/oci ./store ./graph \
+	./gc ./internal/testdb ./store/objstore ./internal/security ./lifecycle ./upstream
 
 # Test packages run one more at a time than there are cores (go test's
 # default is one per core): a test binary waiting for PostgreSQL, which
