@@ -251,7 +251,7 @@ type pooledReader struct{ *blob.Reader }
 // because each chunk is copied twice by the kernel (file to buffer, buffer
 // to socket): at 256 KiB the chunk is still in the core's cache for the
 // second copy, at 1 MiB it is not (BenchmarkLargeImage/pull on a 2 MiB-L2
-// machine: 800-873 MB/s with 1 MiB, 889-910 with 256 KiB).
+// machine: 800-873 MB/s with 1 MiB, 860-914 with 256 KiB).
 const readBufSize = 256 << 10
 
 var readBufPool = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
