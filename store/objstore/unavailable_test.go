@@ -45,11 +45,15 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 	key := BlobKey(ns, sha256.Sum256([]byte("x")))
 
 	errCreate := errors.New("create upload failed")
-	ops := map[string]func() error{
-		"exists": func() error { _, err := down.Exists(ctx, key); return err },
-		"size":   func() error { _, err := down.Size(ctx, key); return err },
-		"open":   func() error { _, err := down.NewRangeReader(ctx, key, 0, -1); return err },
-		"write part": func() error {
+	calls := []struct {
+		name string
+		call func() error
+		err  error
+	}{
+		{name: "exists", call: func() error { _, err := down.Exists(ctx, key); return err }},
+		{name: "size", call: func() error { _, err := down.Size(ctx, key); return err }},
+		{name: "open", call: func() error { _, err := down.NewRangeReader(ctx, key, 0, -1); return err }},
+		{name: "write part", call: func() error {
 			upload, err := down.CreateOpenUpload(ctx, ns, id, nil)
 			if err != nil {
 				t.Errorf("create upload (its marker is best effort): %v", err)
@@ -57,28 +61,21 @@ func TestUnreachableStoreIsUnavailable(t *testing.T) {
 			}
 			_, err = upload.Write(ctx, 0, bytes.NewReader([]byte("data")), sha256.New(), -1)
 			return err
-		},
-		"write all":     func() error { return down.WriteAll(ctx, key, []byte("x")) },
-		"delete":        func() error { return down.Delete(ctx, key) },
-		"delete upload": func() error { return down.DeleteUpload(ctx, ns, id) },
+		}},
+		{name: "write all", call: func() error { return down.WriteAll(ctx, key, []byte("x")) }},
+		{name: "delete", call: func() error { return down.Delete(ctx, key) }},
+		{name: "delete upload", call: func() error { return down.DeleteUpload(ctx, ns, id) }},
 	}
 	// Each call spends the client's retries and their backoff, a few
 	// seconds, before it gives up: the calls run at once.
-	errs := make(map[string]error, len(ops))
-	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for name, op := range ops {
-		wg.Go(func() {
-			err := op()
-			mu.Lock()
-			defer mu.Unlock()
-			errs[name] = err
-		})
+	for i := range calls {
+		wg.Go(func() { calls[i].err = calls[i].call() })
 	}
 	wg.Wait()
-	for name, err := range errs {
-		if !errors.Is(err, ErrUnavailable) {
-			t.Errorf("%s on an unreachable store: %v, want ErrUnavailable", name, err)
+	for _, c := range calls {
+		if !errors.Is(c.err, ErrUnavailable) {
+			t.Errorf("%s on an unreachable store: %v, want ErrUnavailable", c.name, c.err)
 		}
 	}
 
