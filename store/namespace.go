@@ -165,6 +165,31 @@ func (s *Store) NamespaceBySlug(ctx context.Context, slug string) (*Namespace, e
 	return namespaceBySlug(ctx, s.pool, slug, "")
 }
 
+// NamespaceID returns the id of the namespace slug, whatever its status:
+// CodeNotFound when there is none. Found ids are cached for the life of
+// the store: slugs are immutable (a trigger refuses changes) and a purged
+// namespace's slug is never reused, so an entry never goes stale on any
+// instance. A namespace's state is not cached: callers read it with their
+// target.
+func (s *Store) NamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
+	if id, ok := s.namespaceIDs.Load(slug); ok {
+		return id.(uuid.UUID), nil
+	}
+	if !db.Lookupable(slug) {
+		return uuid.Nil, errs.New(CodeNotFound, "namespace %q not found", slug)
+	}
+	var id uuid.UUID
+	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, slug).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return uuid.Nil, errs.New(CodeNotFound, "namespace %q not found", slug)
+	}
+	if err != nil {
+		return uuid.Nil, db.MapErr(fmt.Errorf("store: namespace %s: %w", slug, err))
+	}
+	s.namespaceIDs.Store(slug, id)
+	return id, nil
+}
+
 func namespaceBySlug(ctx context.Context, q db.Queryer, slug, lock string) (*Namespace, error) {
 	ns, err := scanNamespace(q.QueryRow(ctx, `SELECT `+namespaceColumns+` FROM namespaces WHERE slug = $1 `+lock, slug))
 	if errors.Is(err, pgx.ErrNoRows) {

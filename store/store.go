@@ -12,6 +12,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -102,6 +103,8 @@ type Store struct {
 	// beginSQL opens a foreground transaction with its lock timeout in one
 	// round trip.
 	beginSQL string
+	// namespaceIDs caches slug -> id of the namespaces found (NamespaceID).
+	namespaceIDs sync.Map
 }
 
 // New returns a Store over a database pool and an object store.

@@ -31,7 +31,8 @@ type Options struct {
 // lose to every other route. The function it returns closes the
 // protocols' upstream clients once the server has stopped taking
 // requests: a pull-through fill a client started finishes (or ends with
-// ctx) rather than being cut off by the exit.
+// ctx) rather than being cut off by the exit; then the download and cache
+// counts still buffered are written.
 func Mount(r *mux.Router, st *store.Store, o Options) (closeUpstreams func(context.Context)) {
 	closers := []func(context.Context){oci.Mount(r, st, o.OCI), npm.Mount(r, st, o.Npm), maven.Mount(r, st, o.Maven)}
 	graph.Mount(r, st, o.Graph)

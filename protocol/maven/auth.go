@@ -20,25 +20,38 @@ import (
 // authorizes the action: 401 with the Basic challenge, 403 with the
 // reason, or 404 only for callers allowed to know a repository does not
 // exist (auth.MaskNotFound).
-func (h *handler) access(r *http.Request, q *request, action auth.Action) (*mavenstore.Target, error) {
+//
+// A read also looks the requested file up in the same round trip: the
+// file is nil when the target is not hosted or holds no such file (the
+// caller then looks further: metadata rendered on the fly, the latest
+// SNAPSHOT build). It is only returned once the action is authorized.
+func (h *handler) access(r *http.Request, q *request, action auth.Action) (*mavenstore.Target, *mavenstore.File, error) {
 	p, err := h.authn.Authenticate(r)
 	if err != nil {
-		return nil, denied(err)
+		return nil, nil, denied(err)
 	}
-	t, err := h.maven.ResolveTarget(r.Context(), q.namespace, q.repository)
+	var (
+		t *mavenstore.Target
+		f *mavenstore.File
+	)
+	if action == auth.ActionRead {
+		t, f, err = h.maven.ResolveTargetFile(r.Context(), q.namespace, q.repository, q.ref)
+	} else {
+		t, err = h.maven.ResolveTarget(r.Context(), q.namespace, q.repository)
+	}
 	if store.HasCode(err, mavenstore.CodeRepositoryUnknown) {
 		if masked := auth.MaskNotFound(p, q.namespace, err); masked != err {
-			return nil, denied(masked)
+			return nil, nil, denied(masked)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := auth.Authorize(r.Context(), p, action, auth.MavenTarget(t)); err != nil {
-		return nil, denied(err)
+		return nil, nil, denied(err)
 	}
-	return t, nil
+	return t, f, nil
 }
 
 // denied maps an auth error to its response; other errors pass through.

@@ -95,6 +95,37 @@ func BenchmarkDownloadLargeJar(b *testing.B) {
 	}
 }
 
+// BenchmarkFileGet GETs, one at a time, a small stored jar and its .sha1
+// as mvn asks for them during a resolution, and reports the latency
+// percentiles the client sees: the server's whole path for a resolved
+// file.
+func BenchmarkFileGet(b *testing.B) {
+	s := benchServer(b)
+	client := &http.Client{}
+	base, _, jar := mvnbench.Artifact(0)
+	benchPut(b, client, s.URL+"/maven/acme/releases/"+base+".jar", jar)
+	for _, suffix := range []string{".jar", ".jar.sha1"} {
+		b.Run(suffix[1:], func(b *testing.B) {
+			url := s.URL + "/maven/acme/releases/" + base + suffix
+			var lat []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				resp, err := client.Get(url)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Fatalf("GET %s: %d", url, resp.StatusCode)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportPercentiles(b, lat)
+		})
+	}
+}
+
 // BenchmarkMetadataGet1000Versions GETs the package-level
 // maven-metadata.xml of a package with 1,000 versions (a stored,
 // server-generated document) and reports the latency percentiles.

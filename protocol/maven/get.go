@@ -22,9 +22,13 @@ import (
 )
 
 // get serves GET and HEAD of a file, a metadata document or a checksum
-// sidecar.
-func (h *handler) get(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request) error {
-	f, content, err := h.find(r.Context(), t, q.ref)
+// sidecar of a hosted target; f is the file access found, nil when none.
+func (h *handler) get(w http.ResponseWriter, r *http.Request, t *mavenstore.Target, q *request, f *mavenstore.File) error {
+	var err error
+	if f == nil {
+		err = mavenstore.FileNotFound(q.ref)
+	}
+	f, content, err := h.complete(r.Context(), t, q.ref, f, err, q.checksum == "")
 	if err != nil {
 		return err
 	}
@@ -72,14 +76,7 @@ func (h *handler) serveHosted(w http.ResponseWriter, r *http.Request, t *mavenst
 	hdr.Set("X-Checksum-Sha256", sha256hex)
 	// A download of a version file (not a range, a revalidation, a
 	// checksum or metadata) is counted: buffered counters.
-	count := func() {
-		if f.VersionID == nil {
-			return
-		}
-		if err := h.maven.RecordDownload(context.WithoutCancel(ctx), t, f); err != nil {
-			h.log.Warn("maven: recording a download failed", "path", r.URL.Path, "err", err)
-		}
-	}
+	count := func() { h.count(h.maven.DownloadCount(t, f)) }
 	if h.redirect(w, r, q, &f.Blob) {
 		if blobredirect.Whole(r) {
 			count()
@@ -136,26 +133,38 @@ func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // find looks a file up: the stored row, or for metadata with no stored
 // document the rendered bytes, or for a non-timestamped SNAPSHOT file
-// name the latest timestamped build.
-func (h *handler) find(ctx context.Context, t *mavenstore.Target, ref mavenstore.FileRef) (*mavenstore.File, []byte, error) {
-	f, err := h.maven.File(ctx, t, ref)
-	if err == nil || !store.HasCode(err, mavenstore.CodeNotFound) {
-		return f, nil, err
+// name the latest timestamped build. The file's blob row is read only
+// withBlob: a checksum needs the row alone.
+func (h *handler) find(ctx context.Context, t *mavenstore.Target, ref mavenstore.FileRef, withBlob bool) (*mavenstore.File, []byte, error) {
+	f, err := h.maven.FileRow(ctx, t, ref)
+	return h.complete(ctx, t, ref, f, err, withBlob)
+}
+
+// complete is find once the stored row of ref was looked up: f, or err.
+func (h *handler) complete(ctx context.Context, t *mavenstore.Target, ref mavenstore.FileRef, f *mavenstore.File, err error, withBlob bool) (*mavenstore.File, []byte, error) {
+	if err != nil && store.HasCode(err, mavenstore.CodeNotFound) {
+		switch {
+		case ref.FileName == mavenlayout.MetadataFile:
+			content, err := h.maven.RenderMetadata(ctx, t, ref)
+			return nil, content, err
+		case mavenlayout.IsSnapshotVersion(ref.Version):
+			name, rerr := h.maven.ResolveSnapshotFile(ctx, t, ref)
+			if rerr != nil {
+				return nil, nil, err
+			}
+			ref.FileName = name
+			f, err = h.maven.FileRow(ctx, t, ref)
+		}
 	}
-	if ref.FileName == mavenlayout.MetadataFile {
-		content, err := h.maven.RenderMetadata(ctx, t, ref)
-		return nil, content, err
+	if err != nil {
+		return nil, nil, err
 	}
-	if mavenlayout.IsSnapshotVersion(ref.Version) {
-		name, rerr := h.maven.ResolveSnapshotFile(ctx, t, ref)
-		if rerr != nil {
+	if withBlob {
+		if err := h.maven.FileBlob(ctx, t, f); err != nil {
 			return nil, nil, err
 		}
-		ref.FileName = name
-		f, err := h.maven.File(ctx, t, ref)
-		return f, nil, err
 	}
-	return nil, nil, err
+	return f, nil, nil
 }
 
 // cacheControl: release files never change; metadata and SNAPSHOT files

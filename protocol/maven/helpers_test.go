@@ -16,12 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/mux"
+
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/countbuf"
 	"github.com/artifact-registry/artifact-registry/internal/httpserver"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/internal/testsupport"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/enum"
+	mavenstore "github.com/artifact-registry/artifact-registry/store/maven"
 )
 
 func TestMain(m *testing.M) { testdb.Main(m) }
@@ -35,6 +39,9 @@ type testServer struct {
 	Store *store.Store
 	Authn *auth.Authenticator
 	srv   *httptest.Server
+	// counts holds what downloads and proxy answers counted until its
+	// next write: tests that read counter_deltas Flush it first.
+	counts *countbuf.Buffer[mavenstore.Count]
 }
 
 type serverOpts struct {
@@ -87,20 +94,25 @@ func newTestServer(t testing.TB, so ...serverOpts) *testServer {
 	if mo.Auth == nil {
 		mo.Auth = auth.New(st, auth.Options{AdminToken: testToken, Logger: log})
 	}
-	var h http.Handler
+	var (
+		h  http.Handler
+		mh *handler
+	)
 	if o.rootRouter {
 		hs := httpserver.New(httpserver.Options{Logger: log})
-		Mount(hs.Router(), st, mo)
+		mh = mount(hs.Router(), st, mo)
 		h = hs.Handler()
 	} else {
-		h = Handler(st, mo)
+		r := mux.NewRouter().SkipClean(true)
+		mh = mount(r, st, mo)
+		h = r
 	}
 	if o.stats != nil {
 		h = o.stats.wrap(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &testServer{URL: srv.URL, Store: st, Authn: mo.Auth, srv: srv}
+	return &testServer{URL: srv.URL, Store: st, Authn: mo.Auth, srv: srv, counts: mh.counts}
 }
 
 // token mints an access token of namespace ns as the super-user and

@@ -43,6 +43,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/countbuf"
 	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/protocol/maven/mavenpath"
@@ -76,6 +77,8 @@ type handler struct {
 	authn  *auth.Authenticator
 	opts   Options
 	remote *remotes
+	// counts buffers what downloads and proxy answers count.
+	counts *countbuf.Buffer[mavenstore.Count]
 }
 
 // Mount registers the /maven/ routes on r.
@@ -85,7 +88,15 @@ type handler struct {
 // holding "." or ".." segments (also percent-encoded ones, which it
 // decodes first) or doubled slashes with a 301 to the cleaned path before
 // a route is matched. Use SkipClean(true) on the router to get the 400.
+//
+// The function it returns closes the proxies' upstream clients at
+// shutdown, then writes the counts still buffered.
 func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
+	return mount(r, st, opts).close
+}
+
+// mount is Mount, returning the handler.
+func mount(r *mux.Router, st *store.Store, opts Options) *handler {
 	h := &handler{st: st, maven: mavenstore.New(st), log: opts.Logger, opts: opts}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -100,9 +111,15 @@ func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
 	if opts.Remote.Keyring != nil {
 		h.maven.SetKeyring(opts.Remote.Keyring)
 	}
+	h.counts = countbuf.New("maven download and cache counters", h.log, h.maven.RecordCounts)
 	h.remote = newRemotes(h, opts.Remote)
 	r.PathPrefix(Prefix).Handler(h)
-	return h.remote.clients.Close
+	return h
+}
+
+func (h *handler) close(ctx context.Context) {
+	h.remote.clients.Close(ctx)
+	h.counts.Flush()
 }
 
 // Handler returns the Maven surface as a standalone http.Handler on a
@@ -251,7 +268,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if write {
 		action = auth.ActionWrite
 	}
-	t, err := h.access(r, q, action)
+	t, f, err := h.access(r, q, action)
 	if err != nil {
 		return err
 	}
@@ -276,7 +293,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request) error {
 	if write {
 		return h.put(w, r, t, q)
 	}
-	return h.get(w, r, t, q)
+	return h.get(w, r, t, q, f)
 }
 
 // contentType of a stored file, by extension. Only types no browser

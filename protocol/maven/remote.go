@@ -407,7 +407,7 @@ func (h *handler) serveCached(w http.ResponseWriter, r *http.Request, t *mavenst
 		hdr.Set("Content-Type", "text/plain; charset=utf-8")
 		httpsafe.Attachment(hdr, q.name)
 		http.ServeContent(w, r, "", time.Time{}, strings.NewReader(sum))
-		h.recordRemote(ctx, r, t, mavenstore.RemoteAccess{Miss: miss})
+		h.count(h.maven.RemoteAccessCount(t, mavenstore.RemoteAccess{Miss: miss}))
 		return nil
 	}
 	hdr.Set("Content-Type", contentType(q.ref.FileName))
@@ -422,7 +422,7 @@ func (h *handler) serveCached(w http.ResponseWriter, r *http.Request, t *mavenst
 	hdr.Set("X-Checksum-Sha256", sha256hex)
 	if h.redirect(w, r, q, &f.Blob) {
 		if blobredirect.Whole(r) {
-			h.recordRemote(ctx, r, t, mavenstore.RemoteAccess{File: f, Miss: miss})
+			h.count(h.maven.RemoteAccessCount(t, mavenstore.RemoteAccess{File: f, Miss: miss}))
 		}
 		return nil
 	}
@@ -436,7 +436,7 @@ func (h *handler) serveCached(w http.ResponseWriter, r *http.Request, t *mavenst
 	sw := &statusWriter{ResponseWriter: w}
 	http.ServeContent(sw, r, "", time.Time{}, br)
 	if r.Method == http.MethodGet && sw.status == http.StatusOK {
-		h.recordRemote(ctx, r, t, mavenstore.RemoteAccess{File: f, Miss: miss})
+		h.count(h.maven.RemoteAccessCount(t, mavenstore.RemoteAccess{File: f, Miss: miss}))
 	}
 	return nil
 }
@@ -473,13 +473,14 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, t *mavenstore.T
 		h.log.Warn("maven: streaming an upstream file failed", "path", r.URL.Path, "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	h.recordRemote(r.Context(), r, t, mavenstore.RemoteAccess{Miss: true})
+	h.count(h.maven.RemoteAccessCount(t, mavenstore.RemoteAccess{Miss: true}))
 	return nil
 }
 
-func (h *handler) recordRemote(ctx context.Context, r *http.Request, t *mavenstore.Target, a mavenstore.RemoteAccess) {
-	if err := h.maven.RecordRemoteAccess(context.WithoutCancel(ctx), t, a); err != nil {
-		h.log.Warn("maven: recording a proxy access failed", "path", r.URL.Path, "err", err)
+// count buffers what an answer counts.
+func (h *handler) count(c mavenstore.Count) {
+	if !c.Empty() {
+		h.counts.Add(c)
 	}
 }
 

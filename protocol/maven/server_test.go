@@ -537,6 +537,7 @@ func TestVersionSizeAndFileRows(t *testing.T) {
 	s.get(t, relBase+"/maven-metadata.xml", http.StatusOK)
 	s.do(t, http.MethodHead, relBase+"/1.0.0/anchor-lib-1.0.0.jar", nil, true)
 	s.do(t, http.MethodGet, relBase+"/1.0.0/anchor-lib-1.0.0.jar", nil, true, "Range", "bytes=0-1")
+	s.counts.Flush()
 	if n := s.count(t, `SELECT COALESCE(sum(delta), 0) FROM counter_deltas WHERE target = 0 AND field = 1`); n != 2 {
 		t.Errorf("downloads_count deltas %d, want 2", n)
 	}

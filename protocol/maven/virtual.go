@@ -189,7 +189,7 @@ func (h *handler) virtualFile(w http.ResponseWriter, r *http.Request, vt *mavens
 				f       *mavenstore.File
 				content []byte
 			)
-			if f, content, err = h.find(ctx, c.t, q.ref); err == nil {
+			if f, content, err = h.find(ctx, c.t, q.ref, q.checksum == ""); err == nil {
 				return h.serveHosted(w, r, c.t, q, f, content)
 			}
 		} else if err = h.remoteGet(w, r, c.t, q); err == nil {
@@ -258,7 +258,7 @@ func (h *handler) memberDocuments(r *http.Request, q *request, cands []virtualCa
 func (h *handler) memberMetadata(r *http.Request, c virtualCandidate, q *request) ([]byte, error) {
 	ctx := r.Context()
 	if c.t.Remote == nil {
-		f, content, err := h.find(ctx, c.t, q.ref)
+		f, content, err := h.find(ctx, c.t, q.ref, true)
 		if err != nil || f == nil {
 			return content, err
 		}
@@ -273,7 +273,7 @@ func (h *handler) memberMetadata(r *http.Request, c virtualCandidate, q *request
 		a.fr.Close()
 		return nil, newErr(http.StatusServiceUnavailable, "the upstream's %s is not cached yet, retry", q.ref)
 	}
-	h.recordRemote(ctx, r, c.t, mavenstore.RemoteAccess{File: a.file, Miss: a.miss})
+	h.count(h.maven.RemoteAccessCount(c.t, mavenstore.RemoteAccess{File: a.file, Miss: a.miss}))
 	return h.readBlob(ctx, &a.file.Blob)
 }
 

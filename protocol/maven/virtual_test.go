@@ -194,6 +194,7 @@ func TestVirtualHTTP(t *testing.T) {
 			t.Fatalf("non-timestamped SNAPSHOT name: %q (the first upstream that has the version wins)", got)
 		}
 		var downloads int64
+		s.counts.Flush()
 		if err := s.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM counter_deltas
 			WHERE target = $1 AND field = $2 AND target_id = $3`, int16(enum.CounterTargetRepository),
 			int16(enum.CounterFieldDownloadsCount), internal.ID).Scan(&downloads); err != nil {

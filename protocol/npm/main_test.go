@@ -151,7 +151,7 @@ func newEnv(t testing.TB, eo envOptions) *env {
 	e.server.Start()
 	testsupport.CloseAtCleanup(t, e.handler.remote.clients.Close)
 	t.Cleanup(e.server.Close)
-	t.Cleanup(e.handler.downloads.flush)
+	t.Cleanup(e.handler.downloads.Flush)
 	return e
 }
 

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/countbuf"
 	"github.com/artifact-registry/artifact-registry/internal/redact"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
@@ -125,7 +126,7 @@ type handler struct {
 	log       *slog.Logger
 	authn     *auth.Authenticator
 	rebuilds  singleflight.Group
-	downloads *downloadRecorder
+	downloads *countbuf.Buffer[npmstore.Download]
 	remote    *remotes
 	// virtualDocs caches merged virtual packuments by their ETag.
 	virtualDocs *lru.Cache[string, []byte]
@@ -137,7 +138,7 @@ func newHandler(st *store.Store, opts Options) *handler {
 		panic("npm: Options.Auth is required")
 	}
 	h := &handler{st: st, npm: npmstore.New(st), opts: opts, log: opts.Logger, authn: opts.Auth}
-	h.downloads = newDownloadRecorder(h.npm, h.log)
+	h.downloads = countbuf.New("npm download counters", h.log, h.npm.RecordDownloads)
 	h.remote = newRemotes(h, opts.Remote)
 	h.virtualDocs, _ = lru.New[string, []byte](256)
 	return h
@@ -145,11 +146,16 @@ func newHandler(st *store.Store, opts Options) *handler {
 
 // Mount registers the npm registries under /npm/ on r. The function it
 // returns closes the remotes' upstream clients at shutdown, waiting for the
-// fills in flight until its context ends.
+// fills in flight until its context ends, then writes the counts still
+// buffered.
 func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
 	h := newHandler(st, opts)
 	r.PathPrefix(PathPrefix).Handler(h)
-	return h.remote.clients.Close
+	return func(ctx context.Context) {
+		h.remote.clients.Close(ctx)
+		h.downloads.Flush()
+		h.remote.requests.Flush()
+	}
 }
 
 // Handler returns the npm surface as a standalone http.Handler (tests).

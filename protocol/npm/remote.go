@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/countbuf"
 	"github.com/artifact-registry/artifact-registry/protocol/blobredirect"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/protocol/npm/npmname"
@@ -109,7 +109,7 @@ type remotes struct {
 	// rendered caches rendered documents by their ETag (which names the
 	// cached packument's digest, the kind and the tarball base).
 	rendered *lru.Cache[string, []byte]
-	requests *remoteRecorder
+	requests *countbuf.Buffer[npmstore.RemoteRequest]
 	allowed  map[string]bool
 }
 
@@ -128,7 +128,7 @@ func newRemotes(h *handler, opts RemoteOptions) *remotes {
 	}
 	rendered, _ := lru.New[string, []byte](256)
 	rs := &remotes{h: h, opts: opts, log: h.log, metrics: opts.CacheMetrics, now: opts.Clock, rendered: rendered,
-		requests: &remoteRecorder{npm: h.npm, log: h.log}, allowed: map[string]bool{}}
+		requests: countbuf.New("npm remote request counters", h.log, h.npm.RecordRemoteRequests), allowed: map[string]bool{}}
 	for _, host := range opts.TarballHosts {
 		rs.allowed[strings.ToLower(host)] = true
 	}
@@ -676,7 +676,7 @@ func (h *handler) remoteTarballOf(req *request, repo *npmstore.Repository, name,
 		if t != nil && req.r.Method == http.MethodGet {
 			r.RepositoryID, r.PackageID, r.VersionID = repo.RepositoryID, t.PackageID, t.VersionID
 		}
-		h.remote.requests.add(r)
+		h.remote.requests.Add(r)
 	}
 	// find is the cache lookup: nil, nil when the tarball is not cached.
 	find := func(ctx context.Context) (*npmstore.RemoteTarball, error) {
@@ -862,44 +862,6 @@ func (s *tarballStaged) Commit(ctx context.Context, res *upstream.FillResult) er
 func (s *tarballStaged) Discard(ctx context.Context) { s.sb.Close(ctx, false) }
 
 // --- counters
-
-// remoteRecorder buffers content requests of remotes (hits, misses, last
-// downloads) and writes them as counter deltas about once a second, like
-// downloadRecorder.
-type remoteRecorder struct {
-	npm     *npmstore.Store
-	log     *slog.Logger
-	mu      sync.Mutex
-	pending []npmstore.RemoteRequest
-	timer   *time.Timer
-}
-
-func (d *remoteRecorder) add(x npmstore.RemoteRequest) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.pending) >= downloadMaxPending {
-		return
-	}
-	d.pending = append(d.pending, x)
-	if d.timer == nil {
-		d.timer = time.AfterFunc(downloadFlushEvery, d.flush)
-	}
-}
-
-func (d *remoteRecorder) flush() {
-	d.mu.Lock()
-	batch := d.pending
-	d.pending, d.timer = nil, nil
-	d.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.npm.RecordRemoteRequests(ctx, batch); err != nil {
-		d.log.Warn("npm remote: request counters not recorded", "requests", len(batch), "err", err)
-	}
-}
 
 // --- small helpers
 

@@ -15,7 +15,7 @@ type offsetClock struct{ off atomic.Int64 }
 func (c *offsetClock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
 func (c *offsetClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 func (e *env) useClock(c *offsetClock)         { e.handler.remote.now = c.now }
-func (e *env) flushRemoteCounters()            { e.handler.remote.requests.flush() }
+func (e *env) flushRemoteCounters()            { e.handler.remote.requests.Flush() }
 func readFile(t testing.TB, p string) string {
 	b, err := os.ReadFile(p)
 	must(t, err)

@@ -53,7 +53,7 @@ func (h *handler) hostedTarball(req *request, repo *npmstore.Repository, name, f
 		return nil
 	}
 	counted := func() {
-		h.downloads.add(npmstore.Download{
+		h.downloads.Add(npmstore.Download{
 			NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID,
 			PackageID: t.Package.PackageID, VersionID: t.VersionID, At: time.Now(),
 		})

@@ -191,13 +191,13 @@ func TestNpmVirtualMerge(t *testing.T) {
 	// counted on it.
 	_, direct, _ := e.do("GET", e.registry("h2")+"dup/-/dup-1.1.0.tgz", "token", nil, nil)
 	_, fromJS, _ := e.do("GET", e.registry("js")+"dup/-/dup-1.1.0.tgz", "token", nil, nil)
-	e.handler.downloads.flush()
+	e.handler.downloads.Flush()
 	before := e.count(`SELECT count(*) FROM counter_deltas d JOIN repositories r ON r.id = d.target_id WHERE r.name = 'h2' AND d.field = $1`, int16(enum.CounterFieldDownloadsCount))
 	st, body, th := e.do("GET", reg+"dup/-/dup-1.1.0.tgz", "token", nil, nil)
 	if st != 200 || string(body) != string(direct) || string(body) == string(fromJS) || th.Get("Content-Disposition") == "" {
 		t.Fatalf("tarball through the virtual: %d (%d bytes), want h2's", st, len(body))
 	}
-	e.handler.downloads.flush()
+	e.handler.downloads.Flush()
 	if after := e.count(`SELECT count(*) FROM counter_deltas d JOIN repositories r ON r.id = d.target_id WHERE r.name = 'h2' AND d.field = $1`, int16(enum.CounterFieldDownloadsCount)); after != before+1 {
 		t.Fatalf("downloads counted on h2: %d -> %d", before, after)
 	}

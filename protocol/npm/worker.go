@@ -3,8 +3,6 @@ package npm
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -154,60 +152,5 @@ func WriteHook(o Options) npmstore.WriteHook {
 			NamespaceID: pkg.NamespaceID, NpmRepositoryID: pkg.NpmRepositoryID, PackageID: pkg.PackageID, Name: pkg.Name,
 		}, opts)
 		return err
-	}
-}
-
-// downloadRecorder buffers tarball downloads in memory and writes them as
-// counter deltas about once a second in one statement (buffered counters,
-// docs/schema.md "Buffered counters": the request path does not even wait
-// for the INSERT). A crash loses at most that second of counts, which the
-// buffered-counter rules accept.
-type downloadRecorder struct {
-	npm     *npmstore.Store
-	log     *slog.Logger
-	mu      sync.Mutex
-	pending []npmstore.Download
-	timer   *time.Timer
-	dropped int
-}
-
-const (
-	downloadFlushEvery = time.Second
-	downloadMaxPending = 50000
-)
-
-func newDownloadRecorder(npm *npmstore.Store, log *slog.Logger) *downloadRecorder {
-	return &downloadRecorder{npm: npm, log: log}
-}
-
-func (d *downloadRecorder) add(x npmstore.Download) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.pending) >= downloadMaxPending {
-		d.dropped++
-		return
-	}
-	d.pending = append(d.pending, x)
-	if d.timer == nil {
-		d.timer = time.AfterFunc(downloadFlushEvery, d.flush)
-	}
-}
-
-// flush writes what is pending.
-func (d *downloadRecorder) flush() {
-	d.mu.Lock()
-	batch, dropped := d.pending, d.dropped
-	d.pending, d.dropped, d.timer = nil, 0, nil
-	d.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := d.npm.RecordDownloads(ctx, batch); err != nil {
-		d.log.Warn("npm download counters lost", "downloads", len(batch), "err", err)
-	}
-	if dropped > 0 {
-		d.log.Warn("npm download counters dropped (buffer full)", "downloads", dropped)
 	}
 }

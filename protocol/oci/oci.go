@@ -46,7 +46,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 	"github.com/gorilla/mux"
@@ -90,7 +89,6 @@ type handler struct {
 	// of the payload's blob row and a storage read.
 	payloads *lru[digest, []byte]
 	pulls    *pullRecorder
-	nsIDs    sync.Map // namespace slug -> uuid.UUID
 	legacy   *legacyProxy
 	remote   *remotes
 }
@@ -271,7 +269,7 @@ func (h *handler) targetBy(r *http.Request, action auth.Action, resolve func(ctx
 	if aerr != nil {
 		return nil, aerr
 	}
-	nsID, err := h.namespaceID(r.Context(), n.Namespace)
+	nsID, err := h.container.NamespaceID(r.Context(), n.Namespace)
 	var t *container.Target
 	if err == nil {
 		t, err = resolve(r.Context(), nsID, n)
@@ -298,25 +296,11 @@ func (h *handler) targetBy(r *http.Request, action auth.Action, resolve func(ctx
 
 // resolve resolves a name in one round trip.
 func (h *handler) resolve(ctx context.Context, n imageName) (*container.Target, error) {
-	nsID, err := h.namespaceID(ctx, n.Namespace)
+	nsID, err := h.container.NamespaceID(ctx, n.Namespace)
 	if err != nil {
 		return nil, err
 	}
 	return h.container.ResolveTargetIn(ctx, nsID, n.Namespace, n.Repository, n.Image)
-}
-
-// namespaceID returns the id of a namespace slug: slugs are immutable and
-// never reused, so the ids are cached for the life of the process.
-func (h *handler) namespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
-	if v, ok := h.nsIDs.Load(slug); ok {
-		return v.(uuid.UUID), nil
-	}
-	id, err := h.container.NamespaceID(ctx, slug)
-	if err != nil {
-		return uuid.Nil, err
-	}
-	h.nsIDs.Store(slug, id)
-	return id, nil
 }
 
 // location makes a Location header value for a /v2/ path.

@@ -160,19 +160,13 @@ func (r *resolvedRow) dest() []any {
 }
 
 // NamespaceID returns the id of a namespace by slug (deleted ones
-// included). Slugs are immutable and never reused (namespaces_slug_key
-// spans purged rows too), so callers may cache the answer forever.
-// CodeNameUnknown when there is none.
+// included), cached by the core store. CodeNameUnknown when there is none.
 func (s *Store) NamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
-	var id uuid.UUID
-	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, slug).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	id, err := s.core.NamespaceID(ctx, slug)
+	if store.HasCode(err, store.CodeNotFound) {
 		return uuid.Nil, errs.New(CodeNameUnknown, "container repository unknown: namespace %q not found", slug)
 	}
-	if err != nil {
-		return uuid.Nil, db.MapErr(fmt.Errorf("store: namespace %s: %w", slug, err))
-	}
-	return id, nil
+	return id, err
 }
 
 // ResolveTarget resolves an OCI name (two round trips; see

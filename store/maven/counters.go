@@ -30,18 +30,25 @@ import (
 // counts it twice.
 
 type counterDelta struct {
-	target   enum.CounterTarget
-	targetID uuid.UUID
-	field    enum.CounterField
-	delta    int64      // counters
-	at       *time.Time // timestamps
+	namespaceID uuid.UUID
+	target      enum.CounterTarget
+	targetID    uuid.UUID
+	field       enum.CounterField
+	delta       int64      // counters
+	at          *time.Time // timestamps
 }
 
-// insertDeltas appends counter_deltas rows (in the caller's
-// transaction, or on the pool); zero counter deltas are skipped.
-func insertDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas []counterDelta) error {
+// Count is what one answered request counts: its counter deltas, taken
+// when it was answered. The protocol buffers them (RecordCounts writes a
+// batch) so that a download does not wait for a write.
+type Count struct{ deltas []counterDelta }
+
+// insertDeltas appends counter_deltas rows in one statement (in the
+// caller's transaction, or on the pool); zero counter deltas are skipped.
+func insertDeltas(ctx context.Context, q db.Queryer, deltas []counterDelta) error {
 	var (
 		ids     []uuid.UUID
+		nss     []uuid.UUID
 		targets []int16
 		tids    []uuid.UUID
 		fields  []int16
@@ -52,8 +59,8 @@ func insertDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas []co
 		if d.at == nil && d.delta == 0 {
 			continue
 		}
-		id := db.NewID()
-		ids = append(ids, id)
+		ids = append(ids, db.NewID())
+		nss = append(nss, d.namespaceID)
 		targets = append(targets, int16(d.target))
 		tids = append(tids, d.targetID)
 		fields = append(fields, int16(d.field))
@@ -69,28 +76,39 @@ func insertDeltas(ctx context.Context, q db.Queryer, nsID uuid.UUID, deltas []co
 	}
 	_, err := q.Exec(ctx, `
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
-		SELECT u.id, $1, u.target, u.target_id, u.field, u.delta, u.observed_at
-		FROM unnest($2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])
-		     AS u(id, target, target_id, field, delta, observed_at)`,
-		nsID, ids, targets, tids, fields, values, ats)
+		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`,
+		ids, nss, targets, tids, fields, values, ats)
 	if err != nil {
 		return db.MapErr(fmt.Errorf("store: maven counter deltas: %w", err))
 	}
 	return nil
 }
 
-// RecordDownload buffers the counters of one download of a version
-// file: +1 on the repository's downloads_count, and the download time as
-// the package's and the version's last_downloaded_at (read by the
-// keep_last_downloaded_at lifecycle rule).
-func (s *Store) RecordDownload(ctx context.Context, t *Target, f *File) error {
+// RecordCounts inserts the deltas of counts in one statement.
+func (s *Store) RecordCounts(ctx context.Context, counts []Count) error {
+	var deltas []counterDelta
+	for _, c := range counts {
+		deltas = append(deltas, c.deltas...)
+	}
+	return insertDeltas(ctx, s.pool, deltas)
+}
+
+// DownloadCount is what one download of the hosted file f counts: +1 on
+// the repository's downloads_count, and the download time as the
+// package's and the version's last_downloaded_at (read by the
+// keep_last_downloaded_at lifecycle rule). A package-level file counts
+// nothing.
+func (s *Store) DownloadCount(t *Target, f *File) Count {
 	if f.VersionID == nil {
-		return nil
+		return Count{}
 	}
 	now := s.core.Options().Clock.Now()
-	return insertDeltas(ctx, s.pool, t.NamespaceID, []counterDelta{
-		{target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
-		{target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
-		{target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},
-	})
+	return Count{deltas: []counterDelta{
+		{namespaceID: t.NamespaceID, target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
+		{namespaceID: t.NamespaceID, target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+		{namespaceID: t.NamespaceID, target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+	}}
 }
+
+// Empty reports whether c counts nothing.
+func (c Count) Empty() bool { return len(c.deltas) == 0 }

@@ -67,14 +67,38 @@ func (t *Target) UploadRef(uploadID uuid.UUID) store.UploadRef {
 	return store.UploadRef{NamespaceID: t.NamespaceID, RepositoryID: t.RepositoryID, UploadID: uploadID}
 }
 
-// resolveRepositorySQL reads a repository and its Maven row on the
-// namespace's partitions: on the partitioned parents, planning it took
-// about 1 ms, at every Maven request.
-var resolveRepositorySQL = partition.Statements(`
-		SELECT r.id, r.format, r.kind, r.visibility, mr.id
-		FROM {repositories} r
-		LEFT JOIN {maven_repositories} mr ON mr.namespace_id = $1 AND mr.repository_id = r.id
-		WHERE r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL`, "repositories", "maven_repositories")
+// resolveSQL reads a namespace's state, and a repository of it with its
+// Maven row, on the namespace's partitions: on the partitioned parents,
+// planning it took about 1 ms, at every Maven request. The namespace id
+// comes from the core store's cache, so a warm resolve is one round trip.
+const resolveSQL = `
+SELECT n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
+       r.id, r.format, r.kind, r.visibility, mr.id,
+       mrr.id, mrr.url, mrr.metadata_cache_validity_hours, mrr.negative_cache_minutes,
+       mrr.settings_changed_at, mrr.wrapped_dek IS NOT NULL`
+
+const resolveFrom = `
+FROM namespaces n
+LEFT JOIN {repositories} r ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
+LEFT JOIN {maven_repositories} mr ON mr.namespace_id = $1 AND mr.repository_id = r.id
+LEFT JOIN {maven_remote_repositories} mrr ON mrr.namespace_id = $1 AND mrr.repository_id = r.id`
+
+var resolveRepositorySQL = partition.Statements(resolveSQL+resolveFrom+`
+WHERE n.id = $1`, "repositories", "maven_repositories", "maven_remote_repositories")
+
+// resolveVersionFileSQL and resolvePackageFileSQL are resolveRepositorySQL
+// that also look the file up in the hosted repository it finds, so that
+// a download resolves its name and finds its file in one round trip. The
+// file's parameters are those of versionFileSQL and packageFileSQL, whose
+// $2 (the Maven repository's id) is the resolved mr.id here.
+var (
+	resolveVersionFileSQL = partition.Statements(resolveSQL+`, f.*`+resolveFrom+`
+LEFT JOIN LATERAL (`+strings.ReplaceAll(versionFileBody, "$2", "mr.id")+`) f ON true
+WHERE n.id = $1`, "repositories", "maven_repositories", "maven_remote_repositories", "maven_packages", "maven_versions", "maven_files")
+	resolvePackageFileSQL = partition.Statements(resolveSQL+`, f.*`+resolveFrom+`
+LEFT JOIN LATERAL (`+strings.ReplaceAll(packageFileBody, "$2", "mr.id")+`) f ON true
+WHERE n.id = $1`, "repositories", "maven_repositories", "maven_remote_repositories", "maven_packages", "maven_files")
+)
 
 // ResolveTarget resolves /maven/<namespace>/<repository>.
 // CodeRepositoryUnknown (wrapped with the reason) when the namespace
@@ -83,72 +107,135 @@ var resolveRepositorySQL = partition.Statements(`
 // Target.Virtual). Blocked, disabled and suspended
 // namespaces resolve, with ServesReads/ServesWrites telling what they
 // allow.
-//
-// Two statements rather than one join: the namespace id, read first,
-// names the partitions of the second (resolveRepositorySQL), where a
-// join from namespaces would leave the partitioned tables to run-time
-// pruning (PostgreSQL 15 plans or locks all 64 partitions of each joined
-// table then).
 func (s *Store) ResolveTarget(ctx context.Context, namespace, repository string) (*Target, error) {
-	t := &Target{NamespaceSlug: namespace, RepositoryName: repository}
-	var (
-		nsID                                          uuid.UUID
-		deleted, purged, blocked, disabled, suspended *time.Time
-		repoID                                        uuid.UUID
-		mrID                                          *uuid.UUID
-		format, kind, visibility                      int16
-	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT id, deleted_at, purged_at, blocked_at, disabled_at, suspended_at
-		FROM namespaces WHERE slug = $1`, namespace).Scan(
-		&nsID, &deleted, &purged, &blocked, &disabled, &suspended)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
+	t, _, err := s.resolve(ctx, namespace, repository, nil)
+	return t, err
+}
+
+// ResolveTargetFile is ResolveTarget that also finds, in the same round
+// trip, the active file ref of a hosted target, without its blob row
+// (FileBlob reads it): the file is nil when the target is not hosted or
+// holds no such file. The caller authorizes the target before it uses
+// the file.
+func (s *Store) ResolveTargetFile(ctx context.Context, namespace, repository string, ref FileRef) (*Target, *File, error) {
+	return s.resolve(ctx, namespace, repository, &ref)
+}
+
+func (s *Store) resolve(ctx context.Context, namespace, repository string, ref *FileRef) (*Target, *File, error) {
+	nsID, err := s.core.NamespaceID(ctx, namespace)
+	if store.HasCode(err, store.CodeNotFound) {
+		return nil, nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
 	}
 	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: resolve namespace %s: %w", namespace, err))
+		return nil, nil, err
 	}
-	if deleted != nil || purged != nil {
+	var (
+		r    resolvedRow
+		f    fileRow
+		dest = r.dest()
+		row  pgx.Row
+	)
+	switch {
+	case ref == nil:
+		row = partition.QueryRow(ctx, s.pool, &resolveRepositorySQL, nsID, repository)
+	case ref.Version == "":
+		dest = append(dest, f.dest()...)
+		row = partition.QueryRow(ctx, s.pool, &resolvePackageFileSQL, nsID, repository, ref.GroupID, ref.ArtifactID, ref.FileName)
+	default:
+		dest = append(dest, f.dest()...)
+		row = partition.QueryRow(ctx, s.pool, &resolveVersionFileSQL, nsID, repository, ref.GroupID, ref.ArtifactID, ref.Version, ref.FileName)
+	}
+	if err := row.Scan(dest...); errors.Is(err, pgx.ErrNoRows) {
+		// The cached id of a namespace whose row is gone.
+		return nil, nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
+	} else if err != nil {
+		return nil, nil, db.MapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
+	}
+	t, err := r.target(nsID, namespace, repository)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ref != nil && f.id != nil && t.MavenRepositoryID != uuid.Nil {
+		file, err := f.file()
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, file, nil
+	}
+	return t, nil, nil
+}
+
+// resolvedRow is what resolveSQL reads.
+type resolvedRow struct {
+	deleted, purged, blocked, disabled, suspended *time.Time
+	repoID, mrID                                  *uuid.UUID
+	format, kind, visibility                      *int16
+	// The remote settings, when the repository has them.
+	remoteID              *uuid.UUID
+	remoteURL             *string
+	metaHours, negMinutes *int16
+	remoteChanged         *time.Time
+	remoteHasCredentials  *bool
+}
+
+func (r *resolvedRow) dest() []any {
+	return []any{&r.deleted, &r.purged, &r.blocked, &r.disabled, &r.suspended,
+		&r.repoID, &r.format, &r.kind, &r.visibility, &r.mrID,
+		&r.remoteID, &r.remoteURL, &r.metaHours, &r.negMinutes, &r.remoteChanged, &r.remoteHasCredentials}
+}
+
+// remote is the remote settings the row holds.
+func (r *resolvedRow) remote(namespace, repository string) (*RemoteTarget, error) {
+	if r.remoteID == nil {
+		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s has no remote settings", namespace, repository)
+	}
+	return &RemoteTarget{ID: *r.remoteID, URL: *r.remoteURL,
+		MetadataValidity:  time.Duration(*r.metaHours) * time.Hour,
+		NegativeTTL:       time.Duration(*r.negMinutes) * time.Minute,
+		SettingsChangedAt: *r.remoteChanged, HasCredentials: *r.remoteHasCredentials}, nil
+}
+
+// target turns the row into the target of namespace/repository, or the
+// CodeRepositoryUnknown that says why there is none.
+func (r *resolvedRow) target(nsID uuid.UUID, namespace, repository string) (*Target, error) {
+	if r.deleted != nil || r.purged != nil {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: namespace %q not found", namespace)
 	}
-	err = partition.QueryRow(ctx, s.pool, &resolveRepositorySQL, nsID, repository).Scan(
-		&repoID, &format, &kind, &visibility, &mrID)
-	if errors.Is(err, pgx.ErrNoRows) {
+	if r.repoID == nil {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %q not found in namespace %q", repository, namespace)
 	}
-	if err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: resolve %s/%s: %w", namespace, repository, err))
-	}
-	if enum.Format(format) != enum.FormatMaven {
+	if enum.Format(*r.format) != enum.FormatMaven {
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a Maven repository", namespace, repository)
 	}
-	t.NamespaceID, t.RepositoryID = nsID, repoID
+	t := &Target{NamespaceID: nsID, NamespaceSlug: namespace, RepositoryID: *r.repoID, RepositoryName: repository}
 	switch {
-	case enum.Kind(kind) == enum.KindRemote:
-		if err := s.resolveRemote(ctx, t); err != nil {
+	case enum.Kind(*r.kind) == enum.KindRemote:
+		remote, err := r.remote(namespace, repository)
+		if err != nil {
 			return nil, err
 		}
-	case enum.Kind(kind) == enum.KindVirtual:
+		t.Remote = remote
+	case enum.Kind(*r.kind) == enum.KindVirtual:
 		t.Virtual = true
-	case enum.Kind(kind) == enum.KindHosted && mrID != nil:
-		t.MavenRepositoryID = *mrID
+	case enum.Kind(*r.kind) == enum.KindHosted && r.mrID != nil:
+		t.MavenRepositoryID = *r.mrID
 	default:
 		return nil, errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s is not a hosted, remote or virtual Maven repository", namespace, repository)
 	}
 	switch {
-	case blocked != nil:
+	case r.blocked != nil:
 		t.NamespaceCondition = "BLOCKED"
-	case disabled != nil:
+	case r.disabled != nil:
 		t.NamespaceCondition = "DISABLED"
-	case suspended != nil:
+	case r.suspended != nil:
 		t.NamespaceCondition = "SUSPENDED"
 	}
 	// Serving predicates (docs/schema.md, Status columns and serving):
 	// reads need none of deleted, purged, blocked, disabled; writes need
 	// suspended unset too.
-	t.ServesReads = blocked == nil && disabled == nil
-	t.ServesWrites = t.ServesReads && suspended == nil
-	t.Visibility = enum.Visibility(visibility)
+	t.ServesReads = r.blocked == nil && r.disabled == nil
+	t.ServesWrites = t.ServesReads && r.suspended == nil
+	t.Visibility = enum.Visibility(*r.visibility)
 	return t, nil
 }
 
@@ -207,14 +294,14 @@ func (r FileRef) Validate() error {
 	return invalid(mavenlayout.ValidateFile(r.GroupID, r.ArtifactID, r.Version, r.FileName))
 }
 
-// versionFileSQL finds an active version file, on the namespace's
+// versionFileBody finds an active version file, on the namespace's
 // partitions (on the parents, planning it cost more than running it, at
 // every download). The blob row is read by a second statement on the
-// digest's partition: joining blob_storage_blobs on f.blob_sha256 leaves
-// its 64 partitions to run-time pruning, which costs more to plan than the
-// extra round trip (docs/schema.md, Per-partition statements, on the
-// planning cost of opening every partition).
-var versionFileSQL = partition.Statements(`
+// digest's partition (FileBlob): joining blob_storage_blobs on
+// f.blob_sha256 leaves its 64 partitions to run-time pruning, which costs
+// more to plan than the extra round trip (docs/schema.md, Per-partition
+// statements, on the planning cost of opening every partition).
+const versionFileBody = `
 SELECT f.id, f.maven_package_id, f.maven_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512
 FROM {maven_packages} p
 JOIN {maven_versions} v
@@ -222,65 +309,105 @@ JOIN {maven_versions} v
 JOIN {maven_files} f
   ON f.namespace_id = $1 AND f.maven_version_id = v.id AND f.file_name = $6 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.maven_repository_id = $2 AND p.group_id = $3 AND p.artifact_id = $4
-  AND p.soft_deleted_at IS NULL`, "maven_packages", "maven_versions", "maven_files")
+  AND p.soft_deleted_at IS NULL`
 
-// packageFileSQL finds an active package-level file.
-var packageFileSQL = partition.Statements(`
+// packageFileBody finds an active package-level file.
+const packageFileBody = `
 SELECT f.id, f.maven_package_id, f.maven_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512
 FROM {maven_packages} p
 JOIN {maven_files} f
   ON f.namespace_id = $1 AND f.maven_package_id = p.id AND f.maven_version_id IS NULL
  AND f.file_name = $5 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.maven_repository_id = $2 AND p.group_id = $3 AND p.artifact_id = $4
-  AND p.soft_deleted_at IS NULL`, "maven_packages", "maven_files")
+  AND p.soft_deleted_at IS NULL`
 
-func scanFile(row pgx.Row) (*File, error) {
-	var (
-		f                         File
-		sha256, sha1, md5, sha512 []byte
-	)
-	if err := row.Scan(&f.ID, &f.PackageID, &f.VersionID, &f.FileName, &sha256, &sha1, &md5, &sha512); err != nil {
-		return nil, err
+var (
+	versionFileSQL = partition.Statements(versionFileBody, "maven_packages", "maven_versions", "maven_files")
+	packageFileSQL = partition.Statements(packageFileBody, "maven_packages", "maven_files")
+)
+
+// fileRow is what a file lookup reads: all nil when a resolve's lookup
+// found no file.
+type fileRow struct {
+	id, packageID, versionID  *uuid.UUID
+	name                      *string
+	sha256, sha1, md5, sha512 []byte
+}
+
+func (f *fileRow) dest() []any {
+	return []any{&f.id, &f.packageID, &f.versionID, &f.name, &f.sha256, &f.sha1, &f.md5, &f.sha512}
+}
+
+// file is the row as a File without its blob row.
+func (f *fileRow) file() (*File, error) {
+	if f.id == nil || f.packageID == nil || f.name == nil {
+		return nil, errors.New("store: maven file row without its id, package or name")
 	}
-	if len(sha256) != 32 || len(sha1) != 20 || len(sha512) != 64 || (md5 != nil && len(md5) != 16) {
-		return nil, fmt.Errorf("store: maven file %s has malformed checksums", f.ID)
+	if len(f.sha256) != 32 || len(f.sha1) != 20 || len(f.sha512) != 64 || (f.md5 != nil && len(f.md5) != 16) {
+		return nil, fmt.Errorf("store: maven file %s has malformed checksums", *f.id)
 	}
-	f.Checksums.SHA256, f.Checksums.SHA1, f.Checksums.SHA512 = [32]byte(sha256), [20]byte(sha1), [64]byte(sha512)
-	if md5 != nil {
-		v := [16]byte(md5)
-		f.Checksums.MD5 = &v
+	out := &File{ID: *f.id, PackageID: *f.packageID, VersionID: f.versionID, FileName: *f.name}
+	out.Checksums.SHA256, out.Checksums.SHA1, out.Checksums.SHA512 = [32]byte(f.sha256), [20]byte(f.sha1), [64]byte(f.sha512)
+	if f.md5 != nil {
+		v := [16]byte(f.md5)
+		out.Checksums.MD5 = &v
 	}
-	return &f, nil
+	return out, nil
 }
 
 // File returns an active file and its blob row, from the database
 // only. CodeNotFound when the package, the version or the file is
 // missing.
 func (s *Store) File(ctx context.Context, t *Target, ref FileRef) (*File, error) {
+	f, err := s.FileRow(ctx, t, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.FileBlob(ctx, t, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// FileRow is File without the blob row: what a checksum needs.
+func (s *Store) FileRow(ctx context.Context, t *Target, ref FileRef) (*File, error) {
 	var row pgx.Row
 	if ref.Version == "" {
 		row = partition.QueryRow(ctx, s.pool, &packageFileSQL, t.NamespaceID, t.MavenRepositoryID, ref.GroupID, ref.ArtifactID, ref.FileName)
 	} else {
 		row = partition.QueryRow(ctx, s.pool, &versionFileSQL, t.NamespaceID, t.MavenRepositoryID, ref.GroupID, ref.ArtifactID, ref.Version, ref.FileName)
 	}
-	f, err := scanFile(row)
+	var fr fileRow
+	err := row.Scan(fr.dest()...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errs.New(CodeNotFound, "Maven file not found: %s", ref)
+		return nil, FileNotFound(ref)
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: maven file %s: %w", ref, err))
 	}
+	return fr.file()
+}
+
+// FileNotFound is the error of a file ref that is not stored
+// (CodeNotFound).
+func FileNotFound(ref FileRef) error {
+	return errs.New(CodeNotFound, "Maven file not found: %s", ref)
+}
+
+// FileBlob reads the blob row of a file FileRow or ResolveTargetFile
+// found into f.Blob. CodeNotFound when the file was replaced meanwhile.
+func (s *Store) FileBlob(ctx context.Context, t *Target, f *File) error {
 	b, err := s.core.StatBlob(ctx, t.NamespaceID, f.Checksums.SHA256)
 	if err != nil {
 		// The file row holds an attachment, so its blob row exists;
 		// a concurrent replace can only have detached it after we read.
 		if store.HasCode(err, store.CodeBlobUnknown) {
-			return nil, errs.New(CodeNotFound, "Maven file not found: %s (replaced meanwhile)", ref)
+			return errs.New(CodeNotFound, "Maven file not found: %s (replaced meanwhile)", f.FileName)
 		}
-		return nil, db.MapErr(err)
+		return db.MapErr(err)
 	}
 	f.Blob = *b
-	return f, nil
+	return nil
 }
 
 // versionFileNames lists the names of a version's active files.

@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/mavenlayout"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store"
+	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -329,5 +330,72 @@ func TestMavenVersionsOfPackagesMavenOrder(t *testing.T) {
 	}
 	if m, err := f.st.VersionsOfPackages(ctx, f.t.NamespaceID, []uuid.UUID{uuid.New()}, nil, 10); err != nil || len(m) != 0 {
 		t.Fatalf("unknown package: %v %v", m, err)
+	}
+}
+
+// TestResolveTargetFile: the resolve of a download also finds the file,
+// version-level or package-level, in the target's repository only, with
+// its checksums and without its blob row; a file not stored, a name that
+// is not a hosted repository and an unknown namespace find none.
+func TestResolveTargetFile(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	jar := f.put(t, "1.0", "lib-1.0.jar", "jar bytes")
+	if _, err := f.core.Pool().Exec(ctx, `INSERT INTO repositories (id, namespace_id, name, format, kind, visibility)
+		VALUES ($1, $2, 'all', $3, $4, 0)`, uuid.Must(uuid.NewV7()), f.t.NamespaceID, int16(enum.FormatMaven), int16(enum.KindVirtual)); err != nil {
+		t.Fatal(err)
+	}
+	empty := uuid.Must(uuid.NewV7())
+	if _, err := f.core.Pool().Exec(ctx, `
+		WITH r AS (INSERT INTO repositories (id, namespace_id, name, format, kind, visibility) VALUES ($1, $2, 'empty', $3, $4, 0))
+		INSERT INTO maven_repositories (id, namespace_id, repository_id) VALUES ($5, $2, $1)`,
+		empty, f.t.NamespaceID, int16(enum.FormatMaven), int16(enum.KindHosted), uuid.Must(uuid.NewV7())); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(version, name string) FileRef {
+		return FileRef{GroupID: "com.example", ArtifactID: "lib", Version: version, FileName: name}
+	}
+	for _, c := range []struct {
+		repository string
+		ref        FileRef
+		found      bool
+	}{
+		{"releases", ref("1.0", "lib-1.0.jar"), true},
+		{"releases", ref("", mavenlayout.MetadataFile), true},
+		{"releases", ref("1.0", "lib-1.0.pom"), false},
+		{"releases", ref("2.0", "lib-1.0.jar"), false},
+		{"all", ref("1.0", "lib-1.0.jar"), false},
+		{"empty", ref("1.0", "lib-1.0.jar"), false},
+		{"empty", ref("", mavenlayout.MetadataFile), false},
+	} {
+		tg, file, err := f.st.ResolveTargetFile(ctx, "acme", c.repository, c.ref)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.repository, c.ref, err)
+		}
+		if tg.RepositoryName != c.repository || (file != nil) != c.found {
+			t.Errorf("%s %s: target %q, file %+v, want found %v", c.repository, c.ref, tg.RepositoryName, file, c.found)
+		}
+		if file == nil {
+			continue
+		}
+		if file.Blob.ObjectStorageKey != "" {
+			t.Errorf("%s: the blob row came with the file", c.ref)
+		}
+		if err := f.st.FileBlob(ctx, tg, file); err != nil || file.Blob.Size == 0 {
+			t.Errorf("%s: FileBlob %v, size %d", c.ref, err, file.Blob.Size)
+		}
+		if c.ref.Version == "" {
+			continue
+		}
+		got, want := file.Checksums, jar.File.Checksums
+		if file.ID != jar.File.ID || *got.MD5 != *want.MD5 || got.SHA1 != want.SHA1 || got.SHA256 != want.SHA256 || got.SHA512 != want.SHA512 {
+			t.Errorf("%s: file %+v, want %+v", c.ref, file, jar.File)
+		}
+	}
+	for _, ns := range []string{"nobody", "acme\x00"} {
+		if _, _, err := f.st.ResolveTargetFile(ctx, ns, "releases", ref("1.0", "lib-1.0.jar")); !store.HasCode(err, CodeRepositoryUnknown) {
+			t.Errorf("namespace %q: %v, want CodeRepositoryUnknown", ns, err)
+		}
 	}
 }

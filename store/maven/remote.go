@@ -368,25 +368,3 @@ func (s *Store) RemoteSettingsByRepositories(ctx context.Context, nsID uuid.UUID
 func (s *Store) RecordRemoteHealth(ctx context.Context, nsID, remoteID uuid.UUID, status enum.HealthStatus, at time.Time, lastError string) error {
 	return store.RecordRemoteHealth(ctx, s.pool, "maven_remote_repositories", nsID, remoteID, status, at, lastError)
 }
-
-// resolveRemote fills t.Remote for a repository of kind REMOTE.
-func (s *Store) resolveRemote(ctx context.Context, t *Target) error {
-	var (
-		r         RemoteTarget
-		meta, neg int16
-	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT id, url, metadata_cache_validity_hours, negative_cache_minutes, settings_changed_at, wrapped_dek IS NOT NULL
-		FROM maven_remote_repositories WHERE namespace_id = $1 AND repository_id = $2`, t.NamespaceID, t.RepositoryID).
-		Scan(&r.ID, &r.URL, &meta, &neg, &r.SettingsChangedAt, &r.HasCredentials)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return errs.New(CodeRepositoryUnknown, "Maven repository unknown: repository %s/%s has no remote settings", t.NamespaceSlug, t.RepositoryName)
-	}
-	if err != nil {
-		return db.MapErr(fmt.Errorf("store: resolve maven remote %s/%s: %w", t.NamespaceSlug, t.RepositoryName, err))
-	}
-	r.MetadataValidity = time.Duration(meta) * time.Hour
-	r.NegativeTTL = time.Duration(neg) * time.Minute
-	t.Remote = &r
-	return nil
-}

@@ -79,16 +79,19 @@ func (s *Store) RemoteFile(ctx context.Context, t *Target, ref FileRef) (*Remote
 	}
 	var (
 		rf   RemoteFile
+		fr   fileRow
 		etag *string
 	)
-	f, err := scanFile(rowFunc(func(dest ...any) error {
-		return row.Scan(append(dest, &rf.CheckedAt, &etag, &rf.LastModified)...)
-	}))
+	err := row.Scan(append(fr.dest(), &rf.CheckedAt, &etag, &rf.LastModified)...)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: cached maven file %s: %w", ref, err))
+	}
+	f, err := fr.file()
+	if err != nil {
+		return nil, err
 	}
 	rf.File = *f
 	if etag != nil {
@@ -104,11 +107,6 @@ func (s *Store) RemoteFile(ctx context.Context, t *Target, ref FileRef) (*Remote
 	rf.Blob = *b
 	return &rf, nil
 }
-
-// rowFunc adapts a Scan function to pgx.Row.
-type rowFunc func(dest ...any) error
-
-func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
 
 // RemoteStaged is an upstream file's bytes written to temporary storage
 // with the checksums computed on the way, waiting for CommitRemoteFile.
@@ -370,27 +368,33 @@ type RemoteAccess struct {
 	Miss bool
 }
 
-// RecordRemoteAccess inserts the buffered counter deltas of an answer:
-// the proxy's hit or miss, and for a version file the repository's
-// downloads and the last download of the version and its package (what
-// gc:cache-evict goes by).
-func (s *Store) RecordRemoteAccess(ctx context.Context, t *Target, a RemoteAccess) error {
+// RemoteAccessCount is what a proxy's answer counts: the proxy's hit or
+// miss, and for a version file the repository's downloads and the last
+// download of the version and its package (what gc:cache-evict goes by).
+// A target that is not a proxy counts nothing.
+func (s *Store) RemoteAccessCount(t *Target, a RemoteAccess) Count {
 	if t.Remote == nil {
-		return nil
+		return Count{}
 	}
 	field := enum.CounterFieldCacheHits
 	if a.Miss {
 		field = enum.CounterFieldCacheMisses
 	}
-	deltas := []counterDelta{{target: enum.CounterTargetMavenRemoteRepository, targetID: t.Remote.ID, field: field, delta: 1}}
+	ns := t.NamespaceID
+	deltas := []counterDelta{{namespaceID: ns, target: enum.CounterTargetMavenRemoteRepository, targetID: t.Remote.ID, field: field, delta: 1}}
 	if a.File != nil && a.File.VersionID != nil {
 		now := s.core.Options().Clock.Now()
 		deltas = append(deltas,
-			counterDelta{target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
-			counterDelta{target: enum.CounterTargetMavenRemotePackage, targetID: a.File.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
-			counterDelta{target: enum.CounterTargetMavenRemoteVersion, targetID: *a.File.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now})
+			counterDelta{namespaceID: ns, target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
+			counterDelta{namespaceID: ns, target: enum.CounterTargetMavenRemotePackage, targetID: a.File.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+			counterDelta{namespaceID: ns, target: enum.CounterTargetMavenRemoteVersion, targetID: *a.File.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now})
 	}
-	return insertDeltas(ctx, s.pool, t.NamespaceID, deltas)
+	return Count{deltas: deltas}
+}
+
+// RecordRemoteAccess inserts what one answer of a proxy counts at once.
+func (s *Store) RecordRemoteAccess(ctx context.Context, t *Target, a RemoteAccess) error {
+	return s.RecordCounts(ctx, []Count{s.RemoteAccessCount(t, a)})
 }
 
 // InvalidateRemoteMetadata makes the cached maven-metadata.xml documents

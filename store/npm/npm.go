@@ -143,32 +143,14 @@ JOIN repositories r ON r.namespace_id = $1 AND r.id = nr.repository_id AND r.sof
 LEFT JOIN npm_remote_repositories nrr ON false
 WHERE n.id = $1`
 
-// namespaceIDCache caches namespace slug -> id per core store (shared by
-// every npm Store over it). The mapping never changes: slugs are unique
-// and immutable, and a purged namespace's slug is never reused.
-var namespaceIDCache sync.Map // namespaceKey -> uuid.UUID
-
-type namespaceKey struct {
-	core *store.Store
-	slug string
-}
-
-// resolveNamespaceID returns the id of a namespace slug (cached).
+// resolveNamespaceID returns the id of a namespace slug (cached by the
+// core store).
 func (s *Store) resolveNamespaceID(ctx context.Context, slug string) (uuid.UUID, error) {
-	key := namespaceKey{s.core, slug}
-	if id, ok := namespaceIDCache.Load(key); ok {
-		return id.(uuid.UUID), nil
-	}
-	var id uuid.UUID
-	err := s.pool.QueryRow(ctx, `SELECT id FROM namespaces WHERE slug = $1`, execMode, slug).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
+	id, err := s.core.NamespaceID(ctx, slug)
+	if store.HasCode(err, store.CodeNotFound) {
 		return uuid.Nil, errs.New(CodeRepositoryUnknown, "npm repository unknown: namespace %s not found", slug)
 	}
-	if err != nil {
-		return uuid.Nil, db.MapErr(fmt.Errorf("store: resolve namespace %s: %w", slug, err))
-	}
-	namespaceIDCache.Store(key, id)
-	return id, nil
+	return id, err
 }
 
 // newRemoteTarget is the pull-through settings of an npm remote
@@ -251,15 +233,8 @@ func (s *Store) resolve(ctx context.Context, namespace, repository string, allow
 	if err != nil {
 		return nil, err
 	}
-	repo, err := scanRepository(partition.QueryRow(ctx, s.pool, &resolvePartitionSQL, nsID, repository),
+	return scanRepository(partition.QueryRow(ctx, s.pool, &resolvePartitionSQL, nsID, repository),
 		namespace+"/"+repository, allowRemote)
-	if err != nil && store.HasCode(err, CodeRepositoryUnknown) {
-		var gone bool
-		if s.pool.QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM namespaces WHERE id = $1)`, execMode, nsID).Scan(&gone) == nil && gone {
-			namespaceIDCache.Delete(namespaceKey{s.core, namespace})
-		}
-	}
-	return repo, err
 }
 
 // RepositoryByID resolves an npm repository by its npm_repositories id
