@@ -92,7 +92,7 @@ func (h *handler) serveManifest(w http.ResponseWriter, r *http.Request, t *conta
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(payload)
 	// A GET is a pull: its counters are recorded off the request path.
-	h.pulls.record(h.container.Pull(t))
+	h.pulls.Add(h.container.Pull(t))
 	return nil
 }
 

@@ -51,6 +51,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/artifact-registry/artifact-registry/auth"
+	"github.com/artifact-registry/artifact-registry/internal/countbuf"
 	"github.com/artifact-registry/artifact-registry/protocol/httpsafe"
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
@@ -88,7 +89,7 @@ type handler struct {
 	// in the image (so its attachment keeps the bytes), it saves a lookup
 	// of the payload's blob row and a storage read.
 	payloads *lru[digest, []byte]
-	pulls    *pullRecorder
+	pulls    *countbuf.Buffer[container.Pull]
 	legacy   *legacyProxy
 	remote   *remotes
 }
@@ -102,14 +103,16 @@ const (
 
 // Mount registers the /v2/ routes on r. The function it returns closes
 // the pull-through caches' upstream clients at shutdown, waiting for the
-// fills in flight until its context ends.
+// fills in flight until its context ends, then writes the pulls still
+// buffered.
 func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
 	h := &handler{st: st, container: container.New(st), log: opts.Logger, publicURL: strings.TrimRight(opts.PublicURL, "/"), referrers: newReferrerCache(referrerCacheEntries),
 		payloads: newLRU[digest, []byte](payloadCacheBytes, func(b []byte) int64 { return int64(len(b)) })}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	h.pulls = newPullRecorder(h.container, h.log)
+	// Pulls are statistics: a pull never waits for their write.
+	h.pulls = countbuf.New("oci pull counters", h.log, h.container.RecordPulls)
 	if opts.Remote.Keyring != nil {
 		h.container.SetKeyring(opts.Remote.Keyring)
 	}
@@ -131,7 +134,10 @@ func Mount(r *mux.Router, st *store.Store, opts Options) func(context.Context) {
 		r.Use(h.legacyFront)
 	}
 	h.routes(r)
-	return h.remote.clients.Close
+	return func(ctx context.Context) {
+		h.remote.clients.Close(ctx)
+		h.pulls.Flush()
+	}
 }
 
 // Handler returns the OCI surface as a standalone http.Handler (tests).

@@ -388,7 +388,7 @@ func (h *handler) serveRemoteManifest(w http.ResponseWriter, r *http.Request, t 
 	}
 	pull := h.container.Pull(t)
 	pull.ImageID, pull.Miss, pull.CacheOnly = res.imageID, res.outcome == outcomeMiss, r.Method == http.MethodHead
-	defer h.pulls.record(pull)
+	defer h.pulls.Add(pull)
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatch(inm, dg) {
 		w.WriteHeader(http.StatusNotModified)
 		return nil
@@ -429,7 +429,7 @@ func (h *handler) remoteBlob(w http.ResponseWriter, r *http.Request, t *containe
 	record := func(miss bool) {
 		p := h.container.Pull(t)
 		p.CacheOnly, p.Miss = true, miss
-		h.pulls.record(p)
+		h.pulls.Add(p)
 		outcome := outcomeHit
 		if miss {
 			outcome = outcomeMiss

@@ -179,7 +179,7 @@ func (h *handler) virtualBlob(w http.ResponseWriter, r *http.Request, vt *contai
 		if c.t.Remote != nil {
 			p := h.container.Pull(c.t)
 			p.CacheOnly = true
-			h.pulls.record(p)
+			h.pulls.Add(p)
 			h.remote.metrics.observe("blob", outcomeHit)
 		}
 		return h.serveBlob(w, r, d, b)
