@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -95,8 +96,9 @@ func BenchmarkDownloadLargeJar(b *testing.B) {
 	}
 }
 
-// BenchmarkFileGet GETs, one at a time, a small stored jar and its .sha1
-// as mvn asks for them during a resolution, and reports the latency
+// BenchmarkFileGet GETs, one at a time, a small jar and its .sha1 as mvn
+// asks for them during a resolution, from a hosted repository and as a
+// hit of a proxy that has cached them, and reports the latency
 // percentiles the client sees: the server's whole path for a resolved
 // file.
 func BenchmarkFileGet(b *testing.B) {
@@ -104,25 +106,40 @@ func BenchmarkFileGet(b *testing.B) {
 	client := &http.Client{}
 	base, _, jar := mvnbench.Artifact(0)
 	benchPut(b, client, s.URL+"/maven/acme/releases/"+base+".jar", jar)
-	for _, suffix := range []string{".jar", ".jar.sha1"} {
-		b.Run(suffix[1:], func(b *testing.B) {
-			url := s.URL + "/maven/acme/releases/" + base + suffix
-			var lat []time.Duration
-			for b.Loop() {
-				start := time.Now()
-				resp, err := client.Get(url)
-				if err != nil {
-					b.Fatal(err)
+	root := b.TempDir()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, base)), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, base+".jar"), jar, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	up := newUpstreamRepo(b, root)
+	s.remote(b, "acme", "mirror", up.srv.URL, enum.VisibilityPublic, mavenRemoteDefaults())
+	get := func(b *testing.B, url string) time.Duration {
+		start := time.Now()
+		resp, err := client.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %d", url, resp.StatusCode)
+		}
+		return time.Since(start)
+	}
+	for _, repo := range []string{"releases", "mirror"} {
+		for _, suffix := range []string{".jar", ".jar.sha1"} {
+			b.Run(repo+"/"+suffix[1:], func(b *testing.B) {
+				url := s.URL + "/maven/acme/" + repo + "/" + base + suffix
+				get(b, url) // a proxy fills its cache
+				var lat []time.Duration
+				for b.Loop() {
+					lat = append(lat, get(b, url))
 				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					b.Fatalf("GET %s: %d", url, resp.StatusCode)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			reportPercentiles(b, lat)
-		})
+				reportPercentiles(b, lat)
+			})
+		}
 	}
 }
 

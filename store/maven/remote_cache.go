@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/internal/blobsql"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // The cache of a Maven proxy. A cached file is a maven_remote_files row
@@ -44,26 +45,29 @@ type RemoteFileMeta struct {
 	LastModified *time.Time
 }
 
-const remoteVersionFileSQL = `
+// remoteVersionFileSQL and remotePackageFileSQL find a cached file on the
+// namespace's partitions: a proxy hit, like a hosted download, should not
+// plan its statement over the partitioned parents at every call.
+var remoteVersionFileSQL = partition.Statements(`
 SELECT f.id, f.maven_remote_package_id, f.maven_remote_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512,
        f.upstream_checked_at, f.upstream_etag, f.upstream_last_modified
-FROM maven_remote_packages p
-JOIN maven_remote_versions v
+FROM {maven_remote_packages} p
+JOIN {maven_remote_versions} v
   ON v.namespace_id = $1 AND v.maven_remote_package_id = p.id AND v.version = $5 AND v.soft_deleted_at IS NULL
-JOIN maven_remote_files f
+JOIN {maven_remote_files} f
   ON f.namespace_id = $1 AND f.maven_remote_version_id = v.id AND f.file_name = $6 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.maven_remote_repository_id = $2 AND p.group_id = $3 AND p.artifact_id = $4
-  AND p.soft_deleted_at IS NULL`
+  AND p.soft_deleted_at IS NULL`, "maven_remote_packages", "maven_remote_versions", "maven_remote_files")
 
-const remotePackageFileSQL = `
+var remotePackageFileSQL = partition.Statements(`
 SELECT f.id, f.maven_remote_package_id, f.maven_remote_version_id, f.file_name, f.blob_sha256, f.sha1, f.md5, f.sha512,
        f.upstream_checked_at, f.upstream_etag, f.upstream_last_modified
-FROM maven_remote_packages p
-JOIN maven_remote_files f
+FROM {maven_remote_packages} p
+JOIN {maven_remote_files} f
   ON f.namespace_id = $1 AND f.maven_remote_package_id = p.id AND f.maven_remote_version_id IS NULL
  AND f.file_name = $5 AND f.soft_deleted_at IS NULL
 WHERE p.namespace_id = $1 AND p.maven_remote_repository_id = $2 AND p.group_id = $3 AND p.artifact_id = $4
-  AND p.soft_deleted_at IS NULL`
+  AND p.soft_deleted_at IS NULL`, "maven_remote_packages", "maven_remote_files")
 
 // RemoteFile returns a cached file of a Maven proxy with its blob row;
 // nil (and no error) when it is not cached.
@@ -73,9 +77,9 @@ func (s *Store) RemoteFile(ctx context.Context, t *Target, ref FileRef) (*Remote
 	}
 	var row pgx.Row
 	if ref.Version == "" {
-		row = s.pool.QueryRow(ctx, remotePackageFileSQL, t.NamespaceID, t.Remote.ID, ref.GroupID, ref.ArtifactID, ref.FileName)
+		row = partition.QueryRow(ctx, s.pool, &remotePackageFileSQL, t.NamespaceID, t.Remote.ID, ref.GroupID, ref.ArtifactID, ref.FileName)
 	} else {
-		row = s.pool.QueryRow(ctx, remoteVersionFileSQL, t.NamespaceID, t.Remote.ID, ref.GroupID, ref.ArtifactID, ref.Version, ref.FileName)
+		row = partition.QueryRow(ctx, s.pool, &remoteVersionFileSQL, t.NamespaceID, t.Remote.ID, ref.GroupID, ref.ArtifactID, ref.Version, ref.FileName)
 	}
 	var (
 		rf   RemoteFile
