@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // The cache of a container pull-through cache: reads by tag, digest and
@@ -32,6 +33,26 @@ type RemoteTag struct {
 	ETag string
 }
 
+// The cached-content lookups of a pull-through hit name the namespace's
+// partitions: planned over the partitioned parents, they cost more to
+// plan than to run, at every hit.
+var (
+	remoteTagSQL = partition.Statements(`
+SELECT `+manifestRowColumns+`, ct.upstream_checked_at, ct.upstream_etag
+FROM {container_remote_tags} ct
+JOIN {container_remote_manifests} cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_remote_manifest_id
+WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_remote_image_id = $2 AND ct.name = $3
+  AND cm.soft_deleted_at IS NULL`, "container_remote_tags", "container_remote_manifests")
+	remoteManifestByDigestSQL = partition.Statements(`
+SELECT `+manifestRowColumns+`
+FROM {container_remote_manifests} cm
+WHERE cm.namespace_id = $1 AND cm.container_remote_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
+		"container_remote_manifests")
+	remoteBlobLinkedSQL = partition.Statements(`
+SELECT EXISTS (SELECT 1 FROM {container_remote_blobs}
+WHERE namespace_id = $1 AND container_remote_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`, "container_remote_blobs")
+)
+
 // RemoteTagByName returns the cached tag of the target's image, nil (and
 // no error) when the tag is not cached.
 func (s *Store) RemoteTagByName(ctx context.Context, t *Target, tag string) (*RemoteTag, error) {
@@ -43,12 +64,7 @@ func (s *Store) RemoteTagByName(ctx context.Context, t *Target, tag string) (*Re
 		etag *string
 	)
 	m, err := scanManifestRow(rowFunc(func(dest ...any) error {
-		return s.pool.QueryRow(ctx, `
-			SELECT `+manifestRowColumns+`, ct.upstream_checked_at, ct.upstream_etag
-			FROM container_remote_tags ct
-			JOIN container_remote_manifests cm ON cm.namespace_id = ct.namespace_id AND cm.id = ct.container_remote_manifest_id
-			WHERE ct.namespace_id = $1 AND cm.namespace_id = $1 AND ct.container_remote_image_id = $2 AND ct.name = $3
-			  AND cm.soft_deleted_at IS NULL`, t.NamespaceID, t.ImageID, tag).
+		return partition.QueryRow(ctx, s.pool, &remoteTagSQL, t.NamespaceID, t.ImageID, tag).
 			Scan(append(dest, &rt.CheckedAt, &etag)...)
 	}))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -75,11 +91,7 @@ func (s *Store) RemoteManifestByDigest(ctx context.Context, t *Target, sha [32]b
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
-	m, err := scanManifestRow(s.pool.QueryRow(ctx, `
-		SELECT `+manifestRowColumns+`
-		FROM container_remote_manifests cm
-		WHERE cm.namespace_id = $1 AND cm.container_remote_image_id = $2 AND cm.digest = $3 AND cm.soft_deleted_at IS NULL`,
-		t.NamespaceID, t.ImageID, sha[:]))
+	m, err := scanManifestRow(partition.QueryRow(ctx, s.pool, &remoteManifestByDigestSQL, t.NamespaceID, t.ImageID, sha[:]))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.WithDigest(CodeManifestUnknown, sha, "manifest unknown")
 	}
@@ -95,17 +107,27 @@ func (s *Store) RemoteBlob(ctx context.Context, t *Target, sha [32]byte) (*store
 	if t.ImageID == uuid.Nil {
 		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
 	}
-	var exists bool
-	if err := s.pool.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM container_remote_blobs
-		WHERE namespace_id = $1 AND container_remote_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL)`,
-		t.NamespaceID, t.ImageID, sha[:]).Scan(&exists); err != nil {
+	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
+	if err != nil {
+		return nil, err
+	}
+	// One round trip, as for a hosted image's blob (Blob).
+	var (
+		exists bool
+		blob   *store.Blob
+		batch  pgx.Batch
+	)
+	batch.Queue(remoteBlobLinkedSQL[part], t.NamespaceID, t.ImageID, sha[:]).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&exists)
+	})
+	s.core.QueueStatBlob(&batch, t.NamespaceID, sha, &blob)
+	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: remote blob: %w", err))
 	}
-	if !exists {
-		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
+	if !exists || blob == nil {
+		return nil, BlobUnknown(sha)
 	}
-	return s.core.StatBlob(ctx, t.NamespaceID, sha)
+	return blob, nil
 }
 
 // RemoteBlobInRepository reports whether another image of the target's

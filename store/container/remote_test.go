@@ -23,7 +23,7 @@ import (
 )
 
 type remoteFixture struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	pool *pgxpool.Pool
 	st   *store.Store
@@ -31,7 +31,7 @@ type remoteFixture struct {
 	ns   *store.Namespace
 }
 
-func newRemoteFixture(t *testing.T) *remoteFixture {
+func newRemoteFixture(t testing.TB) *remoteFixture {
 	t.Helper()
 	pool := testdb.New(t)
 	f := &remoteFixture{t: t, ctx: context.Background(), pool: pool,
@@ -447,4 +447,49 @@ func TestUpstreamImageName(t *testing.T) {
 			t.Errorf("UpstreamImageName(%q, %q) = %q, want %q", c.url, c.image, got, c.want)
 		}
 	}
+}
+
+// BenchmarkRemoteHit reads what the hits of a pull-through cache read: a
+// cached tag with its manifest, a cached manifest by digest, and a cached
+// blob with its blob row.
+func BenchmarkRemoteHit(b *testing.B) {
+	f := newRemoteFixture(b)
+	f.remote("mirror", "http://127.0.0.1:5999", nil)
+	tg := f.target("mirror", "team/app")
+	m := manifestJSON("amd64", sha256.Sum256([]byte("config")))
+	md := sha256.Sum256(m)
+	if _, _, err := f.cs.CacheRemoteManifest(f.ctx, tg, container.RemoteManifestPut{Digest: md, MediaType: "application/vnd.oci.image.manifest.v1+json",
+		Payload: m, Tag: "v1", ETag: `"` + store.FormatSHA256(md) + `"`}); err != nil {
+		b.Fatal(err)
+	}
+	tg = f.target("mirror", "team/app")
+	layer := bytes.Repeat([]byte("layer"), 4000)
+	staged, err := f.cs.StageRemoteBlob(f.ctx, tg, bytes.NewReader(layer))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.cs.CommitRemoteBlob(f.ctx, tg, staged, "application/vnd.oci.image.layer.v1.tar"); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("tag", func(b *testing.B) {
+		for b.Loop() {
+			if rt, err := f.cs.RemoteTagByName(f.ctx, tg, "v1"); err != nil || rt == nil {
+				b.Fatal(rt, err)
+			}
+		}
+	})
+	b.Run("manifest-by-digest", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.cs.RemoteManifestByDigest(f.ctx, tg, md); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("blob", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.cs.RemoteBlob(f.ctx, tg, sha256.Sum256(layer)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/store/enum"
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
 	"github.com/artifact-registry/artifact-registry/store/internal/errs"
+	"github.com/artifact-registry/artifact-registry/store/internal/partition"
 )
 
 // The cache of an npm pull-through cache. A package
@@ -41,6 +42,25 @@ type RemotePackument struct {
 	ETag, LastModified string
 }
 
+// The cached-content lookups of a proxy hit name the namespace's
+// partitions: planned over the partitioned parents, they cost more to
+// plan than to run, at every hit.
+var (
+	remotePackumentSQL = partition.Statements(`
+SELECT p.id, m.id, m.blob_sha256, m.upstream_checked_at, m.upstream_etag, m.upstream_last_modified
+FROM {npm_remote_packages} p
+JOIN {npm_remote_metadata_files} m ON m.namespace_id = $1 AND m.npm_remote_package_id = p.id AND m.kind = $4
+WHERE p.namespace_id = $1 AND p.npm_remote_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`,
+		"npm_remote_packages", "npm_remote_metadata_files")
+	remoteTarballSQL = partition.Statements(`
+SELECT p.id, v.id, f.blob_sha256
+FROM {npm_remote_packages} p
+JOIN {npm_remote_versions} v ON v.namespace_id = $1 AND v.npm_remote_package_id = p.id AND v.soft_deleted_at IS NULL
+JOIN {npm_remote_files} f ON f.namespace_id = $1 AND f.npm_remote_version_id = v.id AND f.file_name = $4 AND f.soft_deleted_at IS NULL
+WHERE p.namespace_id = $1 AND p.npm_remote_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL
+LIMIT 1`, "npm_remote_packages", "npm_remote_versions", "npm_remote_files")
+)
+
 // RemotePackument returns the cached packument of name, nil (and no
 // error) when there is none.
 func (s *Store) RemotePackument(ctx context.Context, repo *Repository, name string) (*RemotePackument, error) {
@@ -49,12 +69,7 @@ func (s *Store) RemotePackument(ctx context.Context, repo *Repository, name stri
 		sha      []byte
 		etag, lm *string
 	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT p.id, m.id, m.blob_sha256, m.upstream_checked_at, m.upstream_etag, m.upstream_last_modified
-		FROM npm_remote_packages p
-		JOIN npm_remote_metadata_files m ON m.namespace_id = $1 AND m.npm_remote_package_id = p.id AND m.kind = $4
-		WHERE p.namespace_id = $1 AND p.npm_remote_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL`,
-		execMode, repo.NamespaceID, repo.Remote.ID, name, int16(enum.NpmMetadataFull)).
+	err := partition.QueryRow(ctx, s.pool, &remotePackumentSQL, repo.NamespaceID, repo.Remote.ID, name, int16(enum.NpmMetadataFull)).
 		Scan(&p.PackageID, &p.FileID, &sha, &p.CheckedAt, &etag, &lm)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -310,13 +325,8 @@ func (s *Store) RemoteTarball(ctx context.Context, repo *Repository, name, fileN
 		t   RemoteTarball
 		sha []byte
 	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT p.id, v.id, f.blob_sha256
-		FROM npm_remote_packages p
-		JOIN npm_remote_versions v ON v.namespace_id = $1 AND v.npm_remote_package_id = p.id AND v.soft_deleted_at IS NULL
-		JOIN npm_remote_files f ON f.namespace_id = $1 AND f.npm_remote_version_id = v.id AND f.file_name = $4 AND f.soft_deleted_at IS NULL
-		WHERE p.namespace_id = $1 AND p.npm_remote_repository_id = $2 AND p.name = $3 AND p.soft_deleted_at IS NULL
-		LIMIT 1`, execMode, repo.NamespaceID, repo.Remote.ID, name, fileName).Scan(&t.PackageID, &t.VersionID, &sha)
+	err := partition.QueryRow(ctx, s.pool, &remoteTarballSQL, repo.NamespaceID, repo.Remote.ID, name, fileName).
+		Scan(&t.PackageID, &t.VersionID, &sha)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errs.New(CodeFileUnknown, "npm tarball unknown: %s", fileName)
 	}

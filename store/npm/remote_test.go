@@ -24,7 +24,7 @@ import (
 )
 
 type remoteFixture struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	clock *fakeclock.Clock
@@ -34,7 +34,7 @@ type remoteFixture struct {
 	ns    *store.Namespace
 }
 
-func newRemoteFixture(t *testing.T) *remoteFixture {
+func newRemoteFixture(t testing.TB) *remoteFixture {
 	t.Helper()
 	pool := testdb.New(t)
 	clock := fakeclock.New(time.Now().UTC())
@@ -516,4 +516,27 @@ func TestRemoteStaleEvictionAndPurge(t *testing.T) {
 	if c := f.count(`SELECT components_count FROM namespace_statistics WHERE namespace_id = $1`, f.ns.ID); c != 0 {
 		t.Fatalf("components after the purge %d", c)
 	}
+}
+
+// BenchmarkRemoteHit reads what every hit of an npm remote reads: a
+// cached packument and a cached tarball, with their blob rows.
+func BenchmarkRemoteHit(b *testing.B) {
+	f := newRemoteFixture(b)
+	repo := f.remote("npmjs", npmstore.RemoteInput{URL: "http://127.0.0.1:5999"})
+	f.packument(repo, "left-pad", []byte(`{"name":"left-pad","versions":{"1.0.0":{}}}`))
+	f.tarball(repo, "left-pad", "1.0.0", bytes.Repeat([]byte("t"), 1000))
+	b.Run("packument", func(b *testing.B) {
+		for b.Loop() {
+			if p, err := f.s.RemotePackument(f.ctx, repo, "left-pad"); err != nil || p == nil {
+				b.Fatal(p, err)
+			}
+		}
+	})
+	b.Run("tarball", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.s.RemoteTarball(f.ctx, repo, "left-pad", "left-pad-1.0.0.tgz"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
