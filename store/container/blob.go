@@ -25,6 +25,15 @@ const defaultBlobMediaType = "application/octet-stream"
 // container_blobs straight to
 // blob_storage_blobs). CodeBlobUnknown when the image has none.
 func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob, error) {
+	return s.linkedBlob(ctx, t, &blobLinkedSQL, sha)
+}
+
+// linkedBlob reads, in one round trip, whether the target's image links
+// sha (linked: statements of namespace, image id and digest that say so)
+// and the blob row: the blob row is read even when the image has no link
+// to it, and then not returned. A link's digest is its blob row's
+// (namespace, sha256).
+func (s *Store) linkedBlob(ctx context.Context, t *Target, linked *[partition.Count]string, sha [32]byte) (*store.Blob, error) {
 	if t.ImageID == uuid.Nil {
 		return nil, BlobUnknown(sha)
 	}
@@ -32,20 +41,17 @@ func (s *Store) Blob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob,
 	if err != nil {
 		return nil, err
 	}
-	// Both reads go in one round trip: the blob row is read even when the
-	// image has no link to it, and then not returned.
-	// container_blobs.digest = blob_sha256: the blob row is (namespace, digest).
 	var (
 		exists bool
 		blob   *store.Blob
 		batch  pgx.Batch
 	)
-	batch.Queue(blobLinkedSQL[part], t.NamespaceID, t.ImageID, sha[:]).QueryRow(func(row pgx.Row) error {
+	batch.Queue(linked[part], t.NamespaceID, t.ImageID, sha[:]).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&exists)
 	})
 	s.core.QueueStatBlob(&batch, t.NamespaceID, sha, &blob)
 	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: container blob: %w", err))
+		return nil, db.MapErr(fmt.Errorf("store: linked blob: %w", err))
 	}
 	if !exists || blob == nil {
 		return nil, BlobUnknown(sha)

@@ -104,30 +104,7 @@ func (s *Store) RemoteManifestByDigest(ctx context.Context, t *Target, sha [32]b
 // RemoteBlob returns the blob row behind a blob cached in the target's
 // image (CodeBlobUnknown when the image does not link it).
 func (s *Store) RemoteBlob(ctx context.Context, t *Target, sha [32]byte) (*store.Blob, error) {
-	if t.ImageID == uuid.Nil {
-		return nil, errs.WithDigest(CodeBlobUnknown, sha, "blob unknown in image")
-	}
-	part, err := partition.Of(ctx, s.pool, t.NamespaceID)
-	if err != nil {
-		return nil, err
-	}
-	// One round trip, as for a hosted image's blob (Blob).
-	var (
-		exists bool
-		blob   *store.Blob
-		batch  pgx.Batch
-	)
-	batch.Queue(remoteBlobLinkedSQL[part], t.NamespaceID, t.ImageID, sha[:]).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&exists)
-	})
-	s.core.QueueStatBlob(&batch, t.NamespaceID, sha, &blob)
-	if err := s.pool.SendBatch(ctx, &batch).Close(); err != nil {
-		return nil, db.MapErr(fmt.Errorf("store: remote blob: %w", err))
-	}
-	if !exists || blob == nil {
-		return nil, BlobUnknown(sha)
-	}
-	return blob, nil
+	return s.linkedBlob(ctx, t, &remoteBlobLinkedSQL, sha)
 }
 
 // RemoteBlobInRepository reports whether another image of the target's
