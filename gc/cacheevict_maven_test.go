@@ -57,7 +57,7 @@ func TestCacheEvictMavenVersions(t *testing.T) {
 	cache("lib", "1.0", "lib-1.0.jar", "old jar")
 	used := cache("lib", "2.0", "lib-2.0.jar", "used jar")
 	e.clock.Advance(3 * 24 * time.Hour)
-	if err := ms.RecordRemoteAccess(e.ctx, tg, maven.RemoteAccess{File: used}); err != nil {
+	if err := ms.RecordCounts(e.ctx, []maven.Count{ms.RemoteAccessCount(tg, maven.RemoteAccess{File: used})}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.st.FoldCounterDeltas(e.ctx, ns.ID, 0, 0); err != nil {

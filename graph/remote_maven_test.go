@@ -145,7 +145,7 @@ func TestMavenRemoteRepositories(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, miss := range []bool{true, false, false, false} {
-		if err := ms.RecordRemoteAccess(context.Background(), tg, maven.RemoteAccess{File: jar, Miss: miss}); err != nil {
+		if err := ms.RecordCounts(context.Background(), []maven.Count{ms.RemoteAccessCount(tg, maven.RemoteAccess{File: jar, Miss: miss})}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -30,22 +30,25 @@ import (
 // counts it twice.
 
 type counterDelta struct {
-	namespaceID uuid.UUID
-	target      enum.CounterTarget
-	targetID    uuid.UUID
-	field       enum.CounterField
-	delta       int64      // counters
-	at          *time.Time // timestamps
+	target   enum.CounterTarget
+	targetID uuid.UUID
+	field    enum.CounterField
+	delta    int64      // counters
+	at       *time.Time // timestamps
 }
 
-// Count is what one answered request counts: its counter deltas, taken
-// when it was answered. The protocol buffers them (RecordCounts writes a
-// batch) so that a download does not wait for a write.
-type Count struct{ deltas []counterDelta }
+// Count is what one answered request counts: its counter deltas in its
+// namespace, taken when it was answered. The protocol buffers them
+// (RecordCounts writes a batch) so that a download does not wait for a
+// write.
+type Count struct {
+	namespaceID uuid.UUID
+	deltas      []counterDelta
+}
 
-// insertDeltas appends counter_deltas rows in one statement (in the
-// caller's transaction, or on the pool); zero counter deltas are skipped.
-func insertDeltas(ctx context.Context, q db.Queryer, deltas []counterDelta) error {
+// RecordCounts inserts the deltas of counts as counter_deltas rows in one
+// statement; zero counter deltas are skipped.
+func (s *Store) RecordCounts(ctx context.Context, counts []Count) error {
 	var (
 		ids     []uuid.UUID
 		nss     []uuid.UUID
@@ -55,26 +58,28 @@ func insertDeltas(ctx context.Context, q db.Queryer, deltas []counterDelta) erro
 		values  []*int64
 		ats     []*time.Time
 	)
-	for _, d := range deltas {
-		if d.at == nil && d.delta == 0 {
-			continue
-		}
-		ids = append(ids, db.NewID())
-		nss = append(nss, d.namespaceID)
-		targets = append(targets, int16(d.target))
-		tids = append(tids, d.targetID)
-		fields = append(fields, int16(d.field))
-		if d.at != nil {
-			values, ats = append(values, nil), append(ats, d.at)
-		} else {
-			v := d.delta
-			values, ats = append(values, &v), append(ats, nil)
+	for _, c := range counts {
+		for _, d := range c.deltas {
+			if d.at == nil && d.delta == 0 {
+				continue
+			}
+			ids = append(ids, db.NewID())
+			nss = append(nss, c.namespaceID)
+			targets = append(targets, int16(d.target))
+			tids = append(tids, d.targetID)
+			fields = append(fields, int16(d.field))
+			if d.at != nil {
+				values, ats = append(values, nil), append(ats, d.at)
+			} else {
+				v := d.delta
+				values, ats = append(values, &v), append(ats, nil)
+			}
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := q.Exec(ctx, `
+	_, err := s.pool.Exec(ctx, `
 		INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)
 		SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::smallint[], $4::uuid[], $5::smallint[], $6::bigint[], $7::timestamptz[])`,
 		ids, nss, targets, tids, fields, values, ats)
@@ -82,15 +87,6 @@ func insertDeltas(ctx context.Context, q db.Queryer, deltas []counterDelta) erro
 		return db.MapErr(fmt.Errorf("store: maven counter deltas: %w", err))
 	}
 	return nil
-}
-
-// RecordCounts inserts the deltas of counts in one statement.
-func (s *Store) RecordCounts(ctx context.Context, counts []Count) error {
-	var deltas []counterDelta
-	for _, c := range counts {
-		deltas = append(deltas, c.deltas...)
-	}
-	return insertDeltas(ctx, s.pool, deltas)
 }
 
 // DownloadCount is what one download of the hosted file f counts: +1 on
@@ -103,10 +99,10 @@ func (s *Store) DownloadCount(t *Target, f *File) Count {
 		return Count{}
 	}
 	now := s.core.Options().Clock.Now()
-	return Count{deltas: []counterDelta{
-		{namespaceID: t.NamespaceID, target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
-		{namespaceID: t.NamespaceID, target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
-		{namespaceID: t.NamespaceID, target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+	return Count{namespaceID: t.NamespaceID, deltas: []counterDelta{
+		{target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
+		{target: enum.CounterTargetMavenPackage, targetID: f.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+		{target: enum.CounterTargetMavenVersion, targetID: *f.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now},
 	}}
 }
 

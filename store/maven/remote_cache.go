@@ -384,21 +384,15 @@ func (s *Store) RemoteAccessCount(t *Target, a RemoteAccess) Count {
 	if a.Miss {
 		field = enum.CounterFieldCacheMisses
 	}
-	ns := t.NamespaceID
-	deltas := []counterDelta{{namespaceID: ns, target: enum.CounterTargetMavenRemoteRepository, targetID: t.Remote.ID, field: field, delta: 1}}
+	deltas := []counterDelta{{target: enum.CounterTargetMavenRemoteRepository, targetID: t.Remote.ID, field: field, delta: 1}}
 	if a.File != nil && a.File.VersionID != nil {
 		now := s.core.Options().Clock.Now()
 		deltas = append(deltas,
-			counterDelta{namespaceID: ns, target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
-			counterDelta{namespaceID: ns, target: enum.CounterTargetMavenRemotePackage, targetID: a.File.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
-			counterDelta{namespaceID: ns, target: enum.CounterTargetMavenRemoteVersion, targetID: *a.File.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now})
+			counterDelta{target: enum.CounterTargetRepository, targetID: t.RepositoryID, field: enum.CounterFieldDownloadsCount, delta: 1},
+			counterDelta{target: enum.CounterTargetMavenRemotePackage, targetID: a.File.PackageID, field: enum.CounterFieldLastDownloadedAt, at: &now},
+			counterDelta{target: enum.CounterTargetMavenRemoteVersion, targetID: *a.File.VersionID, field: enum.CounterFieldLastDownloadedAt, at: &now})
 	}
-	return Count{deltas: deltas}
-}
-
-// RecordRemoteAccess inserts what one answer of a proxy counts at once.
-func (s *Store) RecordRemoteAccess(ctx context.Context, t *Target, a RemoteAccess) error {
-	return s.RecordCounts(ctx, []Count{s.RemoteAccessCount(t, a)})
+	return Count{namespaceID: t.NamespaceID, deltas: deltas}
 }
 
 // InvalidateRemoteMetadata makes the cached maven-metadata.xml documents
