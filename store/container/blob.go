@@ -95,11 +95,17 @@ func (s *Store) CommitUpload(ctx context.Context, t *Target, uploadID uuid.UUID,
 // blobLink links the blob an upload commits to the target's image, inside
 // the commit's transaction: the image first (created on first push), then,
 // under the blob-row lock the commit holds, a container_blobs row with
-// its own attachment unless the image already has an active one.
+// its own attachment unless the image already has an active one. An image
+// the request's resolve found is taken as it is, which spares the commit
+// a round trip: the link checks it is still active, and when it is not
+// the retry looks the image up (or creates it) again.
 func (s *Store) blobLink(ctx context.Context, t *Target) store.UploadLink {
 	var imageID uuid.UUID
 	return store.UploadLink{
 		Before: func(tx pgx.Tx) (err error) {
+			if imageID = t.ImageID; imageID != uuid.Nil {
+				return nil
+			}
 			imageID, err = EnsureImage(ctx, tx, t)
 			return err
 		},
@@ -111,11 +117,15 @@ func (s *Store) blobLink(ctx context.Context, t *Target) store.UploadLink {
 			if err := store.ClearStagedCandidate(ctx, tx, u); err != nil {
 				return err
 			}
-			var linked, inserted bool
+			var active, linked, inserted bool
 			if err := tx.QueryRow(ctx, attachLinkSQL[part], pgx.QueryExecModeCacheStatement,
 				t.NamespaceID, imageID, u.Blob.SHA256[:], db.NewID(), defaultBlobMediaType, s.core.Options().Clock.Now(),
-			).Scan(&linked, &inserted); err != nil {
+			).Scan(&active, &linked, &inserted); err != nil {
 				return db.MapErr(fmt.Errorf("store: link blob: %w", err))
+			}
+			if !active {
+				t.ImageID = uuid.Nil // deleted since it was read: the retry looks again
+				return db.ErrRace
 			}
 			if !linked && !inserted {
 				return db.ErrRace // linked by a concurrent push: the retry sees its row
@@ -139,18 +149,22 @@ var (
 )
 
 // attachLinkSQL is what a blob push records in its commit, in one round
-// trip: unless the image has an active container_blobs row for the digest
-// ($3), an attachment of the blob and the row that holds it. It returns
-// whether the row existed and whether it was inserted; neither means a
-// concurrent push linked the digest first (the retry drops this attempt's
-// attachment with its transaction).
+// trip: unless the image ($2) has an active container_blobs row for the
+// digest ($3), an attachment of the blob and the row that holds it. It
+// returns whether the image is active (nothing is written when it is
+// not), whether the row existed and whether it was inserted; neither
+// means a concurrent push linked the digest first (the retry drops this
+// attempt's attachment with its transaction).
 var attachLinkSQL = partition.Statements(`
-WITH linked AS (
+WITH image AS (
+	SELECT 1 FROM {container_images}
+	WHERE namespace_id = $1 AND id = $2 AND soft_deleted_at IS NULL
+), linked AS (
 	SELECT 1 FROM {container_blobs}
 	WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3 AND soft_deleted_at IS NULL
 ), att AS (
 	INSERT INTO blob_storage_attachments (namespace_id, sha256)
-	SELECT $1, $3 WHERE NOT EXISTS (SELECT 1 FROM linked)
+	SELECT $1, $3 WHERE EXISTS (SELECT 1 FROM image) AND NOT EXISTS (SELECT 1 FROM linked)
 	RETURNING id
 ), ins AS (
 	INSERT INTO {container_blobs} (id, namespace_id, container_image_id, digest, media_type,
@@ -159,7 +173,8 @@ WITH linked AS (
 	ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING
 	RETURNING 1
 )
-SELECT EXISTS (SELECT 1 FROM linked), EXISTS (SELECT 1 FROM ins)`, "container_blobs")
+SELECT EXISTS (SELECT 1 FROM image), EXISTS (SELECT 1 FROM linked), EXISTS (SELECT 1 FROM ins)`,
+	"container_images", "container_blobs")
 
 // linkBlob gives the image a container_blobs row for the digest,
 // with its own attachment, unless it already has an active one. The blob

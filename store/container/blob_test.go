@@ -178,3 +178,57 @@ func TestPushOfACandidateBlob(t *testing.T) {
 		t.Fatalf("blob rows, attachments, links = %v, want 1, 2, 2", n)
 	}
 }
+
+// TestPushIntoAnImageDeletedSinceResolve: a blob commit takes the image
+// its request resolved without reading it again, so an image moved to the
+// trash in between must not receive the link: the push links the blob to
+// a new active image instead, where a pull finds it.
+func TestPushIntoAnImageDeletedSinceResolve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, cs, _ := acmeTarget(t, "app")
+	first := bytes.Repeat([]byte("first "), 500)
+	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(first), store.Expected{SHA256: sha256.Sum256(first), Size: int64(len(first))}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := stale.ImageID
+	if deleted == uuid.Nil {
+		t.Fatal("the resolve found no image after a push into it")
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE container_images SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+		stale.NamespaceID, deleted); err != nil {
+		t.Fatal(err)
+	}
+
+	blob := bytes.Repeat([]byte("after the delete "), 300)
+	sum := sha256.Sum256(blob)
+	if _, err := cs.PutBlob(ctx, stale, bytes.NewReader(blob), store.Expected{SHA256: sum, Size: int64(len(blob))}); err != nil {
+		t.Fatal(err)
+	}
+	var inDeleted int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM container_blobs WHERE namespace_id = $1 AND container_image_id = $2 AND digest = $3`,
+		stale.NamespaceID, deleted, sum[:]).Scan(&inDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if inDeleted != 0 {
+		t.Fatal("the blob was linked to the image in the trash")
+	}
+	fresh, err := cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ImageID == uuid.Nil || fresh.ImageID == deleted {
+		t.Fatalf("image after the push: %v, want a new active one (the deleted one was %v)", fresh.ImageID, deleted)
+	}
+	if _, err := cs.Blob(ctx, fresh, sum); err != nil {
+		t.Fatalf("a pull from the image does not find the pushed blob: %v", err)
+	}
+}
