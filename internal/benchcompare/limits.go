@@ -46,6 +46,15 @@ func MeasureLimits(ctx context.Context, dir string, size int64) (Limits, error) 
 	return l, nil
 }
 
+// Settle writes every dirty page of the machine back to disk (sync(2))
+// before a timed workload. A registry that does not flush its writes
+// (distribution, Verdaccio) leaves them to the kernel's writeback, which
+// runs up to half a minute later on the same cores and disk as whatever
+// is timed then: the registries take turns, so that is often the other
+// registry's workload. After Settle a workload's time holds the
+// writeback of no workload before it.
+func Settle() { unix.Sync() }
+
 func mbps(n int64, d time.Duration) float64 { return float64(n) / 1e6 / d.Seconds() }
 
 func hashRate(buf []byte, size int64) float64 {

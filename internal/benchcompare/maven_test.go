@@ -55,6 +55,7 @@ func (b *mavenBench) resolve(t *testing.T, url, deps string) (float64, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	Settle()
 	d, out, err := b.env.Run(context.Background(), dir, mvnbench.Goal)
 	if err != nil {
 		t.Fatal(err)

@@ -144,6 +144,7 @@ func (b *npmBench) runOnce(t *testing.T, run int, target npmTarget) {
 	if target.metrics != "" {
 		sum0, n0 = requestSeconds(t, target.metrics, http.MethodPut, "npm")
 	}
+	Settle()
 	for v := range b.cfg.npmVersions {
 		lat = append(lat, float64(b.publish(t, target, name, fmt.Sprintf("1.0.%d", v)).Microseconds())/1000)
 	}
@@ -233,6 +234,7 @@ func (b *npmBench) npm(t testing.TB, target npmTarget, dir, cache, command, netw
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOME="+home, "NPM_CONFIG_USERCONFIG="+npmrc, "NPM_CONFIG_CACHE="+cache,
 		"NPM_CONFIG_REGISTRY="+target.registry)
+	Settle()
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	d := time.Since(start)

@@ -112,7 +112,8 @@ func registryConfig(t testing.TB, dir string, target ociTarget) string {
 	return d
 }
 
-// runTool runs a client binary and returns its wall time.
+// runTool runs a client binary and returns its wall time (from a settled
+// disk: Settle).
 func runTool(t testing.TB, dir string, env []string, bin string, args ...string) time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -122,6 +123,7 @@ func runTool(t testing.TB, dir string, env []string, bin string, args ...string)
 	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	Settle()
 	start := time.Now()
 	err := cmd.Run()
 	d := time.Since(start)
@@ -330,6 +332,7 @@ func concurrentPulls(t testing.TB, target ociTarget, name, ref string, n int, mi
 	t.Helper()
 	c := target.client()
 	ctx := context.Background()
+	Settle()
 	start := time.Now()
 	var g errgroup.Group
 	for range n {
@@ -378,6 +381,7 @@ func tagGets(t testing.TB, target ociTarget, name string, tags, gets int) (p50, 
 	t.Helper()
 	c := target.client()
 	lat := make([]time.Duration, 0, gets)
+	Settle()
 	for i := range gets {
 		d, err := ocibench.GetByTag(context.Background(), c, name, i, tags)
 		if err != nil {
