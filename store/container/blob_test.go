@@ -186,12 +186,8 @@ func TestPushOfACandidateBlob(t *testing.T) {
 func TestPushIntoAnImageDeletedSinceResolve(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, cs, _ := acmeTarget(t, "app")
+	st, cs, tg := acmeTarget(t, "app")
 	first := bytes.Repeat([]byte("first "), 500)
-	tg, err := cs.ResolveTarget(ctx, "acme", "images", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(first), store.Expected{SHA256: sha256.Sum256(first), Size: int64(len(first))}); err != nil {
 		t.Fatal(err)
 	}
