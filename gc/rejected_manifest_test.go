@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/artifact-registry/artifact-registry/store"
 	"github.com/artifact-registry/artifact-registry/store/container"
@@ -80,12 +79,14 @@ func TestRejectedManifestStoresNothing(t *testing.T) {
 	}
 }
 
-// When the transaction refuses the manifest after its payload was stored
-// (here the image was deleted after the request resolved it, so the push
-// lands in a new, empty image), the payload gets a GC candidate in time,
-// and GC reclaims it once past the review delay and the grace window. A
-// payload something else references gets no candidate and stays.
-func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
+// When the transaction refuses the manifest although its references were
+// checked first (here the image was deleted after the request resolved it,
+// so the push lands in a new, empty image), the payload's blob row goes
+// with the transaction and its bytes never leave the upload: nothing is
+// stored, no session is left, and there is nothing for GC to reclaim. A
+// payload that something else references is only locked by the refused
+// push: it stays, with no candidate.
+func TestRejectedManifestLeavesNoPayload(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, Config{})
 	layer := blobData("layer", 3000)
@@ -115,22 +116,19 @@ func TestRejectedManifestPayloadIsReclaimed(t *testing.T) {
 			t.Fatalf("push into the deleted image: %v, want ErrContainerManifestBlobUnknown", err)
 		}
 	}
-	c := e.candidate(orphan.Payload)
-	if c == nil {
-		t.Fatal("the refused payload has no GC candidate: it would leak")
-	}
-	if c.ReviewAfter.Before(e.clock.Now().Add(testReviewDelay - time.Second)) {
-		t.Fatalf("candidate %+v is due before the review delay", c)
-	}
-	if e.candidate(shared.Payload) != nil {
-		t.Fatal("a referenced payload got a candidate")
-	}
-
-	e.pastDelayAndGrace()
-	if out := e.runGC(); out[store.GCReclaimed] != 1 {
-		t.Fatalf("outcomes %v, want the refused payload reclaimed", out)
-	}
 	e.assertGone(orphan.Payload)
+	for _, m := range []container.ManifestPut{orphan, shared} {
+		if e.candidate(m.Payload) != nil {
+			t.Fatalf("the payload %s of a refused push got a GC candidate", m.Digest)
+		}
+	}
+	var sessions int
+	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM upload_sessions WHERE namespace_id = $1`, e.ns).Scan(&sessions); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 0 {
+		t.Fatalf("%d upload sessions left behind", sessions)
+	}
 	e.assertIntact(shared.Payload)
 	e.assertIntact(layer)
 }

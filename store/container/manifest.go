@@ -197,39 +197,35 @@ type ManifestPutResult struct {
 // PutManifest stores a manifest in the target's image (creating
 // the image on first push) and points the tags at it.
 //
-// The payload is first stored as a content-addressed blob (deduplicated).
-// Then one foreground transaction: the referenced container_blobs rows and
-// child manifest rows are locked FOR SHARE (so a concurrent delete cannot
-// remove them under the push, while other pushes sharing them go on), a
-// missing one failing with CodeManifestBlobUnknown /
-// CodeManifestChildUnknown; the manifest row is inserted with its
-// own attachment (Attach: blob-row lock), its size being the payload plus
-// the referenced blobs and child trees; index relationships are inserted;
-// tags are upserted (a moved tag keeps its row). A manifest already in the
-// image is not stored again: only its tags change.
+// The payload is stored as a content-addressed blob (deduplicated) in the
+// same foreground transaction that records the manifest (manifestLink):
+// the referenced container_blobs rows and child manifest rows are locked
+// FOR SHARE (so a concurrent delete cannot remove them under the push,
+// while other pushes sharing them go on), a missing one failing with
+// CodeManifestBlobUnknown / CodeManifestChildUnknown; then the payload's
+// blob row is inserted or locked, and the manifest row is inserted with
+// its own attachment, its size being the payload plus the referenced
+// blobs and child trees; index relationships are inserted; tags are
+// upserted (a moved tag keeps its row). A manifest already in the image is
+// not stored again: only its tags change. One transaction means one
+// commit waiting for the disk per push.
 //
-// No payload may be left behind unreferenced: the references are checked
-// before the payload is stored (a manifest refused for a missing blob or
+// No payload is left behind unreferenced: the references are checked
+// before the payload is written (a manifest refused for a missing blob or
 // child writes nothing), and when the transaction fails anyway (a
 // concurrent delete took a reference meanwhile, a limit, a lost
-// connection) the payload's blob row is handed to the GC if nothing
-// attaches it (releaseUnattached).
+// connection) its blob row goes with it and the upload holding the bytes
+// is cancelled.
 func (s *Store) PutManifest(ctx context.Context, t *Target, in ManifestPut) (*ManifestPutResult, error) {
 	if err := s.checkManifestReferences(ctx, t, in); err != nil {
 		return nil, err
 	}
-	if _, err := s.core.PutBlob(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
-		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}); err != nil {
+	var res ManifestPutResult
+	if _, err := s.core.PutBlobLinked(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
+		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}, s.manifestLink(ctx, t, in, &res)); err != nil {
 		return nil, err
 	}
-	res, err := s.putManifestTx(ctx, t, in)
-	if err != nil {
-		if rerr := s.core.ReleaseUnattached(ctx, t.NamespaceID, in.Digest); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return nil, err
-	}
-	return res, nil
+	return &res, nil
 }
 
 // checkManifestReferencesSQL returns the first reference (in the order of
@@ -336,45 +332,70 @@ func (s *Store) checkManifestReferences(ctx context.Context, t *Target, in Manif
 	return errs.WithDigest(CodeManifestChildUnknown, [32]byte(d), "index references a manifest unknown in the image")
 }
 
-// putManifestTx is the foreground transaction of
-// PutManifest, once the payload is stored.
-func (s *Store) putManifestTx(ctx context.Context, t *Target, in ManifestPut) (*ManifestPutResult, error) {
-	var res ManifestPutResult
-	err := db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
-		res = ManifestPutResult{}
-		imageID, err := EnsureImage(ctx, tx, t)
-		if err != nil {
-			return err
-		}
-		var existing uuid.UUID
-		err = partition.QueryRow(ctx, tx, &activeManifestSQL, t.NamespaceID, imageID, in.Digest[:]).Scan(&existing)
-		switch {
-		case err == nil:
-			res.ManifestID = existing
-		case errors.Is(err, pgx.ErrNoRows):
-			id, err := s.insertManifest(ctx, tx, t, imageID, in)
-			if err != nil {
+// manifestLink records the manifest in the transaction that commits its
+// payload. Before takes what comes ahead of the payload's blob row in the
+// lock order: the image, an existing manifest of the digest, and the rows
+// the manifest references; Use, under the blob-row lock, attaches the
+// payload and inserts the manifest, or only moves the tags of an existing
+// one. res is set afresh by every attempt.
+func (s *Store) manifestLink(ctx context.Context, t *Target, in ManifestPut, res *ManifestPutResult) store.UploadLink {
+	var (
+		imageID uuid.UUID
+		refs    manifestRefs
+	)
+	return store.UploadLink{
+		Before: func(tx pgx.Tx) (err error) {
+			*res = ManifestPutResult{}
+			if imageID, err = EnsureImage(ctx, tx, t); err != nil {
 				return err
 			}
-			res.ManifestID, res.Created = id, true
-		default:
-			return fmt.Errorf("store: manifest exists: %w", err)
-		}
-		return upsertTags(ctx, tx, t.NamespaceID, imageID, res.ManifestID, in.Tags)
-	})
-	if err != nil {
-		return nil, err
+			var existing uuid.UUID
+			err = partition.QueryRow(ctx, tx, &activeManifestSQL, t.NamespaceID, imageID, in.Digest[:]).Scan(&existing)
+			switch {
+			case err == nil:
+				res.ManifestID = existing
+				return nil
+			case !errors.Is(err, pgx.ErrNoRows):
+				return fmt.Errorf("store: manifest exists: %w", err)
+			}
+			refs, err = lockManifestReferences(ctx, tx, t, imageID, in)
+			return err
+		},
+		Use: func(tx pgx.Tx, u store.StagedUse) error {
+			if res.ManifestID == uuid.Nil {
+				att, err := s.core.AttachStaged(ctx, tx, u)
+				if err != nil {
+					return err
+				}
+				id, err := insertManifest(ctx, tx, t, imageID, in, refs, att.ID)
+				if err != nil {
+					return err
+				}
+				res.ManifestID, res.Created = id, true
+			}
+			return upsertTags(ctx, tx, t.NamespaceID, imageID, res.ManifestID, in.Tags)
+		},
 	}
-	return &res, nil
 }
 
-func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (uuid.UUID, error) {
+// manifestRefs is what a new manifest row takes from the rows it
+// references: its size (the payload's added later) and its children.
+type manifestRefs struct {
+	size     int64
+	blobs    [][]byte
+	childIDs []uuid.UUID
+}
+
+// lockManifestReferences checks the image's room for one more manifest,
+// locks the rows a new manifest references FOR SHARE, in digest order,
+// refusing a missing one, and sums the manifest's size.
+func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (manifestRefs, error) {
 	var count int
 	if err := partition.QueryRow(ctx, tx, &countManifestsSQL, t.NamespaceID, imageID).Scan(&count); err != nil {
-		return uuid.Nil, fmt.Errorf("store: count manifests: %w", err)
+		return manifestRefs{}, fmt.Errorf("store: count manifests: %w", err)
 	}
 	if count >= MaxManifestsPerImage {
-		return uuid.Nil, errs.New(CodeTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxManifestsPerImage)
+		return manifestRefs{}, errs.New(CodeTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxManifestsPerImage)
 	}
 	size := int64(len(in.Payload))
 	// Referenced blobs, each counted once, locked in digest order.
@@ -389,28 +410,28 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 		found := map[[32]byte]bool{}
 		rows, err := partition.Query(ctx, tx, &lockManifestBlobsSQL, t.NamespaceID, imageID, blobs)
 		if err != nil {
-			return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
+			return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for rows.Next() {
 			var d []byte
 			if err := rows.Scan(&d); err != nil {
 				rows.Close()
-				return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
+				return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
 			}
 			found[[32]byte(d)] = true
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return uuid.Nil, fmt.Errorf("store: lock manifest blobs: %w", err)
+			return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for _, b := range in.Blobs {
 			if !found[b.SHA256] {
-				return uuid.Nil, errs.WithDigest(CodeManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
+				return manifestRefs{}, errs.WithDigest(CodeManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
 			}
 		}
 		sizes, err := blobSizes(ctx, tx, t.NamespaceID, blobs)
 		if err != nil {
-			return uuid.Nil, err
+			return manifestRefs{}, err
 		}
 		size += sizes
 	}
@@ -421,7 +442,7 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 		found := map[[32]byte]bool{}
 		rows, err := partition.Query(ctx, tx, &lockChildManifestsSQL, t.NamespaceID, imageID, children)
 		if err != nil {
-			return uuid.Nil, fmt.Errorf("store: lock child manifests: %w", err)
+			return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
 		}
 		for rows.Next() {
 			var (
@@ -431,7 +452,7 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 			)
 			if err := rows.Scan(&id, &d, &sz); err != nil {
 				rows.Close()
-				return uuid.Nil, fmt.Errorf("store: lock child manifests: %w", err)
+				return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
 			}
 			found[[32]byte(d)] = true
 			childIDs = append(childIDs, id)
@@ -439,40 +460,42 @@ func (s *Store) insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageI
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return uuid.Nil, fmt.Errorf("store: lock child manifests: %w", err)
+			return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
 		}
 		for _, c := range in.Children {
 			if !found[c] {
-				return uuid.Nil, errs.WithDigest(CodeManifestChildUnknown, c, "index references a manifest unknown in the image")
+				return manifestRefs{}, errs.WithDigest(CodeManifestChildUnknown, c, "index references a manifest unknown in the image")
 			}
 		}
 	}
-	att, err := s.core.Attach(ctx, tx, t.NamespaceID, [][32]byte{in.Digest})
-	if err != nil {
-		return uuid.Nil, err
-	}
+	return manifestRefs{size: size, blobs: blobs, childIDs: childIDs}, nil
+}
+
+// insertManifest inserts a new manifest row with its payload's attachment,
+// its blob references and its children's relationships.
+func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut, refs manifestRefs, attachmentID int64) (uuid.UUID, error) {
 	id := db.NewID()
 	var subject []byte
 	if in.Subject != nil {
 		subject = in.Subject[:]
 	}
 	tag, err := partition.Exec(ctx, tx, &insertManifestSQL, t.NamespaceID,
-		id, imageID, in.Digest[:], in.MediaType, att[0].ID, size, subject, in.ArtifactType)
+		id, imageID, in.Digest[:], in.MediaType, attachmentID, refs.size, subject, in.ArtifactType)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return uuid.Nil, db.ErrRace
 	}
-	if err := insertBlobReferences(ctx, tx, t.NamespaceID, []uuid.UUID{imageID}, []uuid.UUID{id}, [][][]byte{blobs}); err != nil {
+	if err := insertBlobReferences(ctx, tx, t.NamespaceID, []uuid.UUID{imageID}, []uuid.UUID{id}, [][][]byte{refs.blobs}); err != nil {
 		return uuid.Nil, err
 	}
-	if len(childIDs) > 0 {
-		relIDs := make([]uuid.UUID, len(childIDs))
+	if len(refs.childIDs) > 0 {
+		relIDs := make([]uuid.UUID, len(refs.childIDs))
 		for i := range relIDs {
 			relIDs[i] = db.NewID()
 		}
-		if _, err := partition.Exec(ctx, tx, &insertRelationshipsSQL, t.NamespaceID, imageID, id, relIDs, childIDs); err != nil {
+		if _, err := partition.Exec(ctx, tx, &insertRelationshipsSQL, t.NamespaceID, imageID, id, relIDs, refs.childIDs); err != nil {
 			return uuid.Nil, fmt.Errorf("store: insert manifest relationships: %w", err)
 		}
 	}
