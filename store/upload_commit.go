@@ -387,9 +387,22 @@ func (s *Store) commitBlobTx(ctx context.Context, tx pgx.Tx, ref UploadRef, casS
 	}
 	if !*c.inserted { // a dedup commit: it locked the existing row
 		s.ObserveBlobLockWait(lockStart)
+		if !*c.candidate {
+			// A detach that held the lock before this statement got it may
+			// have recorded a candidate its snapshot cannot see; under the
+			// lock a new statement sees every candidate there is.
+			if err := partition.QueryRowDigest(ctx, tx, &candidateSQL, sum, ref.NamespaceID, sum[:]).Scan(c.candidate); err != nil {
+				return nil, db.MapErr(fmt.Errorf("store: commit upload: gc candidate: %w", err))
+			}
+		}
 	}
 	return c, nil
 }
+
+// candidateSQL reports whether the blob has a live GC candidate, on the
+// digest's partition.
+var candidateSQL = partition.Statements(`
+SELECT EXISTS (SELECT 1 FROM {gc_blob_review_queue} WHERE namespace_id = $1 AND sha256 = $2)`, "gc_blob_review_queue")
 
 // placeCommitted puts the bytes where the blob row of c says, under the
 // blob-row lock commitBlobTx took: a new row gets the upload's bytes moved
