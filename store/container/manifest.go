@@ -379,7 +379,8 @@ func (s *Store) manifestLink(ctx context.Context, t *Target, in ManifestPut, res
 }
 
 // manifestRefs is what a new manifest row takes from the rows it
-// references: its size (the payload's added later) and its children.
+// references: its size (the payload's, the blobs' and the child trees'),
+// its blobs' digests and its children.
 type manifestRefs struct {
 	size     int64
 	blobs    [][]byte
