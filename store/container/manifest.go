@@ -237,15 +237,16 @@ var (
 	countManifestsSQL = partition.Statements(`
 		SELECT count(*) FROM {container_manifests}
 		WHERE namespace_id = $1 AND container_image_id = $2 AND soft_deleted_at IS NULL`, "container_manifests")
+	// lockManifestBlobsSQL locks the image's rows of a manifest's blobs
+	// and reads their sizes from the namespace's shadow of the blob rows
+	// (one partition; the blob rows themselves are partitioned by digest).
 	lockManifestBlobsSQL = partition.Statements(`
-		SELECT digest FROM {container_blobs}
-		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = ANY($3::bytea[])
-		  AND soft_deleted_at IS NULL
-		ORDER BY digest
-		FOR SHARE`, "container_blobs")
-	blobSizesSQL = partition.Statements(`
-		SELECT size FROM {blob_storage_blobs_by_namespace}
-		WHERE namespace_id = $1 AND sha256 = ANY($2::bytea[])`, "blob_storage_blobs_by_namespace")
+		SELECT cb.digest, coalesce(s.size, 0) FROM {container_blobs} cb
+		LEFT JOIN {blob_storage_blobs_by_namespace} s ON s.namespace_id = cb.namespace_id AND s.sha256 = cb.digest
+		WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = ANY($3::bytea[])
+		  AND cb.soft_deleted_at IS NULL
+		ORDER BY cb.digest
+		FOR SHARE OF cb`, "container_blobs", "blob_storage_blobs_by_namespace")
 	lockChildManifestsSQL = partition.Statements(`
 		SELECT id, digest, size FROM {container_manifests}
 		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = ANY($3::bytea[]) AND soft_deleted_at IS NULL
@@ -355,12 +356,16 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 			return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for rows.Next() {
-			var d []byte
-			if err := rows.Scan(&d); err != nil {
+			var (
+				d  []byte
+				sz int64
+			)
+			if err := rows.Scan(&d, &sz); err != nil {
 				rows.Close()
 				return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
 			}
 			found[[32]byte(d)] = true
+			size += sz
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -371,11 +376,6 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 				return manifestRefs{}, errs.WithDigest(CodeManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
 			}
 		}
-		sizes, err := blobSizes(ctx, tx, t.NamespaceID, blobs)
-		if err != nil {
-			return manifestRefs{}, err
-		}
-		size += sizes
 	}
 	// Child manifests, locked in digest order.
 	children := distinctSHA(slices.Values(in.Children))
@@ -442,25 +442,6 @@ func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID
 		}
 	}
 	return id, nil
-}
-
-// blobSizes sums the sizes of the namespace's blobs of the given digests,
-// from the namespace-partitioned shadow of the blob rows (one partition;
-// the blob rows themselves are partitioned by digest).
-func blobSizes(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, shas [][]byte) (int64, error) {
-	rows, err := partition.Query(ctx, tx, &blobSizesSQL, nsID, shas)
-	if err != nil {
-		return 0, fmt.Errorf("store: blob sizes: %w", err)
-	}
-	sizes, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, fmt.Errorf("store: blob sizes: %w", err)
-	}
-	var sum int64
-	for _, n := range sizes {
-		sum += n
-	}
-	return sum, nil
 }
 
 // distinctSHA returns the distinct digests in ascending order as bytea
