@@ -79,9 +79,9 @@ func TestRejectedManifestStoresNothing(t *testing.T) {
 	e.assertNoUploadSessions()
 }
 
-// When the transaction refuses the manifest although its references were
-// checked first (here the image was deleted after the request resolved it,
-// so the push lands in a new, empty image), the payload's blob row goes
+// When the transaction refuses the manifest for a reference its image
+// lost (here the image was deleted after the request resolved it, so the
+// push lands in a new, empty image), the payload's blob row goes
 // with the transaction and its bytes never leave the upload: nothing is
 // stored, no session is left, and there is nothing for GC to reclaim. A
 // payload that something else references is only locked by the refused
