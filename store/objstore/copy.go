@@ -17,6 +17,15 @@ const (
 
 var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
+// smallCopySize bounds the streams copied in one step, without the
+// pipeline: most blobs (manifests, image configs, package metadata, small
+// layers) end within it, and the pipeline's four 1 MiB buffers and two
+// goroutines cost each of them more than its bytes do (with a few such
+// uploads at once, tens of MiB of buffers that the heap then keeps).
+const smallCopySize = 128 << 10
+
+var smallBufPool = sync.Pool{New: func() any { b := make([]byte, smallCopySize); return &b }}
+
 // ErrTooLarge reports a stream longer than the limit given to CopyHash.
 var ErrTooLarge = errors.New("objstore: stream exceeds the size limit")
 
@@ -27,10 +36,12 @@ type copyBuf struct {
 }
 
 // CopyHash copies src to dst until EOF and feeds every byte into h exactly
-// once. Reading, hashing and writing overlap (a three-stage pipeline over a
-// few pooled 1 MiB buffers), so on a multi-core machine the throughput is
-// that of the slowest stage rather than the sum of the three. With limit >= 0
-// a stream longer than limit bytes fails with ErrTooLarge.
+// once. A stream that ends within smallCopySize is copied in one step;
+// past that, reading, hashing and writing overlap (a three-stage pipeline
+// over a few pooled 1 MiB buffers), so on a multi-core machine the
+// throughput is that of the slowest stage rather than the sum of the
+// three. With limit >= 0 a stream longer than limit bytes fails with
+// ErrTooLarge.
 //
 // On error, dst and h may have consumed a prefix of the stream; callers throw
 // both away.
@@ -38,6 +49,46 @@ func CopyHash(dst io.Writer, src io.Reader, h hash.Hash, limit int64) (int64, er
 	if limit >= 0 {
 		src = io.LimitReader(src, limit+1)
 	}
+	total, err := copySmall(dst, src, h)
+	if err == nil {
+		var rest int64
+		rest, err = copyPipelined(dst, src, h)
+		total += rest
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	if err != nil {
+		return total, err
+	}
+	if limit >= 0 && total > limit {
+		return total, ErrTooLarge
+	}
+	return total, nil
+}
+
+// copySmall copies what of src fits in one small buffer to h and dst: io.EOF
+// when that was all of it, nil when more follows.
+func copySmall(dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
+	p := smallBufPool.Get().(*[]byte)
+	defer smallBufPool.Put(p)
+	n, err := fill(src, *p)
+	if n > 0 {
+		h.Write((*p)[:n]) // hash.Hash.Write never fails
+		m, werr := dst.Write((*p)[:n])
+		if werr == nil && m != n {
+			werr = io.ErrShortWrite
+		}
+		if werr != nil {
+			return int64(n), werr
+		}
+	}
+	return int64(n), err
+}
+
+// copyPipelined is CopyHash's pipeline for the rest of a long stream: nil
+// at its end.
+func copyPipelined(dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
 	free := make(chan *copyBuf, copyBuffers)
 	for range copyBuffers {
 		free <- &copyBuf{p: bufPool.Get().(*[]byte)}
@@ -121,9 +172,6 @@ func CopyHash(dst io.Writer, src io.Reader, h hash.Hash, limit int64) (int64, er
 	}
 	if rerr != nil && rerr != io.EOF {
 		return total, rerr
-	}
-	if limit >= 0 && total > limit {
-		return total, ErrTooLarge
 	}
 	return total, nil
 }

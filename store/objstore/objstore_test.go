@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/google/uuid"
 )
@@ -53,7 +54,8 @@ func (o oneByteReader) Read(p []byte) (int, error) {
 }
 
 func TestCopyHash(t *testing.T) {
-	for _, n := range []int{0, 1, copyBufSize - 1, copyBufSize, copyBufSize + 1, 5*copyBufSize + 12345} {
+	for _, n := range []int{0, 1, smallCopySize - 1, smallCopySize, smallCopySize + 1,
+		copyBufSize - 1, copyBufSize, copyBufSize + 1, smallCopySize + copyBufSize, 5*copyBufSize + 12345} {
 		data := randBytes(n, uint64(n))
 		var dst bytes.Buffer
 		h := sha256.New()
@@ -81,6 +83,19 @@ func TestCopyHash(t *testing.T) {
 	if _, err := CopyHash(io.Discard, bytes.NewReader(data), sha256.New(), 2999); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("over limit: %v", err)
 	}
+	// A limit crossed past the small buffer, in the pipeline.
+	long := randBytes(smallCopySize+copyBufSize, 8)
+	if _, err := CopyHash(io.Discard, bytes.NewReader(long), sha256.New(), int64(len(long)-1)); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over limit past the small buffer: %v", err)
+	}
+	// A body cut short fails with its own error, whether it ends within the
+	// small buffer or past it.
+	for _, n := range []int{100, smallCopySize + 100} {
+		cut := io.MultiReader(bytes.NewReader(randBytes(n, 9)), iotest.ErrReader(io.ErrUnexpectedEOF))
+		if _, err := CopyHash(io.Discard, cut, sha256.New(), -1); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("n=%d: a body cut short: %v", n, err)
+		}
+	}
 }
 
 type failingWriter struct{ after int }
@@ -95,9 +110,11 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 
 func TestCopyHashWriteError(t *testing.T) {
 	data := randBytes(20*copyBufSize, 1)
-	_, err := CopyHash(&failingWriter{after: 3}, bytes.NewReader(data), sha256.New(), -1)
-	if err == nil || err.Error() != "disk full" {
-		t.Fatalf("want the writer's error, got %v", err)
+	for _, after := range []int{0, 3} { // the small buffer's write, a pipeline write
+		_, err := CopyHash(&failingWriter{after: after}, bytes.NewReader(data), sha256.New(), -1)
+		if err == nil || err.Error() != "disk full" {
+			t.Fatalf("after %d writes: want the writer's error, got %v", after, err)
+		}
 	}
 }
 
