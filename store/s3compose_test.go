@@ -15,6 +15,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
+	_ "github.com/artifact-registry/artifact-registry/store/objstore/gcs" // gs://
 )
 
 // s3Fixture is a blobFixture whose objects live on a real S3 server

@@ -13,6 +13,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/artifact-registry/artifact-registry/internal/ocitools"
+	_ "github.com/artifact-registry/artifact-registry/store/objstore/gcs" // gs://
 )
 
 // TestGCSCompose promotes multi-part uploads on a GCS API server

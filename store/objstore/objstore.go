@@ -45,12 +45,12 @@ import (
 
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob://
 	"gocloud.dev/blob/fileblob"
-	"gocloud.dev/blob/gcsblob" // gs://
 	"gocloud.dev/blob/memblob"
 	"gocloud.dev/blob/s3blob" // s3://
 	"gocloud.dev/gcerrors"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore/driver"
 )
 
 // ErrNotFound reports a missing object (or missing upload data).
@@ -69,8 +69,10 @@ type Store struct {
 	// s3 addresses an s3:// bucket through the AWS SDK client (server-side
 	// compose); nil for every other backend.
 	s3 *s3Target
-	// gcs is the same for a gs:// bucket and the GCS client.
-	gcs *gcsTarget
+	// driver is the scheme's, when one is registered (package driver);
+	// url is the bucket URL it was opened with.
+	driver driver.Driver
+	url    *url.URL
 	// streamCompose forces the streamed compose (SetStreamCompose).
 	streamCompose atomic.Bool
 	// uploadMarks are the namespaces whose uploads marker this process
@@ -113,15 +115,14 @@ func Open(ctx context.Context, rawURL string) (*Store, error) {
 		return nil, fmt.Errorf("objstore: open %s: %w", redact(u), err)
 	}
 	st := &Store{bucket: b}
-	switch u.Scheme {
-	case s3blob.Scheme:
+	if u.Scheme == s3blob.Scheme {
 		if st.s3, err = s3TargetOf(u); err != nil {
 			b.Close()
 			return nil, err
 		}
-	case gcsblob.Scheme:
-		st.gcs = &gcsTarget{bucket: u.Host, prefix: u.Query().Get("prefix")}
+		return st, nil
 	}
+	st.driver, st.url = driver.Lookup(u.Scheme), u
 	return st, nil
 }
 

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
@@ -35,7 +33,7 @@ var ErrNoSigner = errors.New("objstore: the object store cannot sign download UR
 // and on GCS with a private key). Only S3 and GCS are accepted: they are
 // the backends whose signed URLs carry the response headers (Presign).
 func (s *Store) CanSign(ctx context.Context) error {
-	if s.s3 == nil && s.gcs == nil {
+	if s.s3 == nil && s.driver == nil {
 		return ErrNoSigner
 	}
 	if _, err := s.SignedGetURL(ctx, "signer-check", Presign{Expiry: time.Minute, ContentType: contentType, Disposition: "attachment"}); err != nil {
@@ -60,20 +58,8 @@ func (s *Store) SignedGetURL(ctx context.Context, key string, o Presign) (string
 			in.ResponseContentDisposition = aws.String(o.Disposition)
 			return nil
 		}
-	case s.gcs != nil:
-		before = func(as func(any) bool) error {
-			var opts *storage.SignedURLOptions
-			if !as(&opts) {
-				return errors.New("objstore: gcs signer does not expose its options")
-			}
-			// V4 signatures cover the query, response overrides included.
-			opts.Scheme = storage.SigningSchemeV4
-			opts.QueryParameters = url.Values{
-				"response-content-type":        {o.ContentType},
-				"response-content-disposition": {o.Disposition},
-			}
-			return nil
-		}
+	case s.driver != nil:
+		before = func(as func(any) bool) error { return s.driver.SignGet(as, o.ContentType, o.Disposition) }
 	default:
 		return "", ErrNoSigner
 	}

@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"gocloud.dev/blob"
 	"gocloud.dev/blob/gcsblob"
 	"gocloud.dev/gcp"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore/driver"
 )
 
 // The signed GET URL of a GCS bucket carries the forced response headers
@@ -29,7 +32,7 @@ func TestSignedGetURLGCS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &Store{bucket: b, gcs: &gcsTarget{bucket: "bucket"}}
+	st := gcsStore(b)
 	defer st.Close()
 	if err := st.CanSign(context.Background()); err != nil {
 		t.Fatal(err)
@@ -70,9 +73,14 @@ func TestCanSignRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gcs := &Store{bucket: b, gcs: &gcsTarget{bucket: "bucket"}}
+	gcs := gcsStore(b)
 	defer gcs.Close()
 	if err := gcs.CanSign(context.Background()); !errors.Is(err, ErrNoSigner) {
 		t.Errorf("gcs without a key: CanSign = %v, want ErrNoSigner", err)
 	}
+}
+
+// gcsStore is what Open makes of gs://bucket, over b.
+func gcsStore(b *blob.Bucket) *Store {
+	return &Store{bucket: b, driver: driver.Lookup(gcsblob.Scheme), url: &url.URL{Scheme: gcsblob.Scheme, Host: "bucket"}}
 }

@@ -6,7 +6,7 @@ import (
 	"io"
 	"net"
 
-	"google.golang.org/api/googleapi"
+	"github.com/artifact-registry/artifact-registry/store/objstore/driver"
 )
 
 // ErrUnavailable marks a failure to reach the object store: its endpoint
@@ -46,8 +46,7 @@ func transportFailure(err error) bool {
 	if errors.As(err, &status) && status.HTTPStatusCode() >= 500 {
 		return true
 	}
-	var ge *googleapi.Error
-	return errors.As(err, &ge) && ge.Code >= 500
+	return driver.ServerError(err)
 }
 
 // partWriter marks the errors of the bucket's writer, so that a copy from a

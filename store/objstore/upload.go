@@ -9,18 +9,20 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
 
-	"cloud.google.com/go/storage"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/artifact-registry/artifact-registry/store/objstore/driver"
 )
 
 // Part is one chunk of upload data on a backend that cannot append: the
@@ -264,7 +266,8 @@ func (u *Upload) DiscardPart(ctx context.Context, p Part) error {
 // Promote moves size bytes of upload data to the blob key dst without
 // rehashing them: rename on the file backend, server-side copy of a single
 // part elsewhere, a server-side compose of several parts on S3 (composeS3)
-// and GCS (composeGCS), a streamed compose of several parts otherwise. On the file
+// and where the scheme's driver composes (composeOnDriver: GCS), a
+// streamed compose of several parts otherwise. On the file
 // backend the upload data is gone afterwards; elsewhere the parts remain
 // until DeleteUpload (so a failed database commit can be retried).
 // ErrNotFound: the upload data is missing.
@@ -292,7 +295,7 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 	if done, err := u.composeS3(ctx, parts, dst); done {
 		return bucketErr(err)
 	}
-	if done, err := u.composeGCS(ctx, parts, size, dst); done {
+	if done, err := u.composeOnDriver(ctx, parts, size, dst); done {
 		return bucketErr(err)
 	}
 	return bucketErr(u.compose(ctx, parts, dst))
@@ -361,10 +364,7 @@ func (u *Upload) copyPart(ctx context.Context, p Part, dst string) error {
 				in.ContentType = aws.String(contentType)
 				replaced = true
 			}
-			var c *storage.Copier
-			if as(&c) {
-				c.ObjectAttrs.Metadata = u.meta
-				c.ObjectAttrs.ContentType = contentType
+			if d := u.s.driver; d != nil && d.ReplaceOnCopy(as, contentType, u.meta) {
 				replaced = true
 			}
 			return nil
@@ -529,3 +529,25 @@ func (s *Store) markUploads(ctx context.Context, namespaceID uuid.UUID) {
 }
 
 const uploadMarkTimeout = 2 * time.Second
+
+// composeOnDriver composes several parts into dst on the server through
+// the scheme's driver; done is false when there is none (or the streamed
+// compose is forced): the caller streams.
+func (u *Upload) composeOnDriver(ctx context.Context, parts []Part, size int64, dst string) (done bool, err error) {
+	d := u.s.driver
+	if d == nil || u.s.streamCompose.Load() || len(parts) < 2 {
+		return false, nil
+	}
+	srcs := make([]string, len(parts))
+	for i, p := range parts {
+		srcs[i] = partKey(u.prefix, p)
+	}
+	err = d.Compose(ctx, u.s.bucket, u.s.url, driver.Compose{
+		Sources: srcs, Dst: dst, Size: size, Temp: u.prefix + "/compose",
+		ContentType: contentType, Metadata: u.meta,
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("%w: %w", ErrNotFound, err)
+	}
+	return true, err
+}
