@@ -75,11 +75,7 @@ func copySmall(dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
 	n, err := fill(src, *p)
 	if n > 0 {
 		h.Write((*p)[:n]) // hash.Hash.Write never fails
-		m, werr := dst.Write((*p)[:n])
-		if werr == nil && m != n {
-			werr = io.ErrShortWrite
-		}
-		if werr != nil {
+		if werr := writeAll(dst, (*p)[:n]); werr != nil {
 			return int64(n), werr
 		}
 	}
@@ -118,12 +114,7 @@ func copyPipelined(dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
 		defer wg.Done()
 		for b := range writeCh {
 			if werr == nil {
-				var n int
-				n, werr = dst.Write((*b.p)[:b.n])
-				if werr == nil && n != b.n {
-					werr = io.ErrShortWrite
-				}
-				if werr != nil {
+				if werr = writeAll(dst, (*b.p)[:b.n]); werr != nil {
 					failed.Store(true)
 					close(stopped)
 				}
@@ -174,6 +165,15 @@ func copyPipelined(dst io.Writer, src io.Reader, h hash.Hash) (int64, error) {
 		return total, rerr
 	}
 	return total, nil
+}
+
+// writeAll writes p to dst, a short write without an error being one.
+func writeAll(dst io.Writer, p []byte) error {
+	n, err := dst.Write(p)
+	if err == nil && n != len(p) {
+		err = io.ErrShortWrite
+	}
+	return err
 }
 
 // fill reads into p until it is full or src ends. Unlike io.ReadFull it
