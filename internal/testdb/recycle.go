@@ -253,9 +253,18 @@ func (b *baseline) reset(ctx context.Context, conn *pgx.Conn) error {
 	}
 	sql.WriteString(b.setvals)
 	sql.WriteString("RESET session_replication_role;")
+	sql.WriteString("SELECT pg_current_xact_id()::text;")
 	// One simple-protocol string: an implicit transaction.
-	if _, err := conn.PgConn().Exec(ctx, sql.String()).ReadAll(); err != nil {
+	results, err := conn.PgConn().Exec(ctx, sql.String()).ReadAll()
+	if err != nil {
 		return fmt.Errorf("delete rows: %w", err)
+	}
+	last := results[len(results)-1]
+	if len(last.Rows) != 1 {
+		return fmt.Errorf("delete rows: no transaction id")
+	}
+	if err := awaitOlderTransactions(ctx, conn, string(last.Rows[0][0])); err != nil {
+		return err
 	}
 	if err := rewriteEmpty(ctx, conn, dirty); err != nil {
 		return err
@@ -263,11 +272,34 @@ func (b *baseline) reset(ctx context.Context, conn *pgx.Conn) error {
 	return b.restoreStatistics(ctx, conn)
 }
 
+// horizonWait bounds how long a reset waits for the transactions that
+// could still see the rows it deleted; rewriteEmpty retries after it.
+var horizonWait = 3 * time.Second
+
+// awaitOlderTransactions waits until every transaction that began before
+// xid (the deletion's) has ended, in any database of the cluster: until
+// then VACUUM FULL keeps the deleted rows (a clone of the template, which
+// other tests start all the time, is such a transaction), and rewriting
+// the tables again and again while it runs cost more than the rewrite.
+func awaitOlderTransactions(ctx context.Context, conn *pgx.Conn, xid string) error {
+	deadline := time.Now().Add(horizonWait)
+	for {
+		var passed bool
+		if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::xid8", xid).Scan(&passed); err != nil {
+			return fmt.Errorf("oldest running transaction: %w", err)
+		}
+		if passed || time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // rewriteEmpty rewrites the tables and their indexes to their empty size
-// (VACUUM FULL). It keeps the rows it deleted while a transaction older
-// than the deletion runs anywhere in the cluster, another test's in
-// another database included: a table left with pages is rewritten again
-// shortly after, and one that stays so makes the database not reusable.
+// (VACUUM FULL). A transaction older than the deletion still running in
+// any database of the cluster makes it keep the deleted rows: a table left
+// with pages is rewritten again shortly after, and one that stays so makes
+// the database not reusable.
 func rewriteEmpty(ctx context.Context, conn *pgx.Conn, tables []string) error {
 	for range 100 {
 		if len(tables) == 0 {

@@ -293,6 +293,57 @@ func TestRecycledDatabaseIsLikeFresh(t *testing.T) {
 	}
 }
 
+// A reset waits for the transactions older than its deletion, in any
+// database of the cluster, before it rewrites the tables: while one runs,
+// VACUUM FULL would keep the deleted rows.
+func TestResetAwaitsOlderTransactions(t *testing.T) {
+	ctx := context.Background()
+	NewURL(t)
+	s, err := get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(d time.Duration) { horizonWait = d }(horizonWait)
+	horizonWait = time.Minute
+	conns := make([]*pgx.Conn, 2)
+	for i := range conns {
+		db, err := s.clone(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.release(db.name) })
+		if conns[i], err = s.connect(ctx, db.name); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = conns[i].Close(ctx) })
+	}
+	older, conn := conns[0], conns[1]
+	tx, err := older.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_current_xact_id()"); err != nil {
+		t.Fatal(err)
+	}
+	var xid string
+	if err := conn.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- awaitOlderTransactions(ctx, conn, xid) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned (%v) while a transaction older than %s runs in another database", err, xid)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("after the older transaction ended: %v", err)
+	}
+}
+
 // Recycling refuses a database whose schema or template rows a test
 // changed: it is dropped instead.
 func TestRecycleRefusesChangedDatabase(t *testing.T) {
