@@ -16,7 +16,7 @@ import (
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
 )
 
-func TestMain(m *testing.M) { testdb.Main(m) }
+func TestMain(m *testing.M) { testdb.Main(m, dropTemplates) }
 
 // SQLSTATEs the constraint tests expect.
 const (

@@ -3,6 +3,7 @@ package migrations_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -37,6 +38,30 @@ func databaseBefore(t *testing.T, version int64) *pgxpool.Pool {
 var templates struct {
 	sync.Mutex
 	byVersion map[int64]string
+	admin     *pgxpool.Config // of the server they were built on
+}
+
+// dropTemplates removes the templates once the tests are done when the
+// server is TEST_DATABASE_URL's: it outlives the test binary, and the next
+// run would find their names taken. (A private cluster is removed whole.)
+func dropTemplates() {
+	templates.Lock()
+	defer templates.Unlock()
+	if len(templates.byVersion) == 0 || os.Getenv("TEST_DATABASE_URL") == "" {
+		return
+	}
+	ctx := context.Background()
+	conn, err := pgx.ConnectConfig(ctx, templates.admin.ConnConfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drop the migration templates:", err)
+		return
+	}
+	defer conn.Close(ctx)
+	for _, name := range templates.byVersion {
+		if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "drop %s: %v\n", name, err)
+		}
+	}
 }
 
 const templateStep = 8
@@ -82,6 +107,7 @@ func buildTemplate(t *testing.T, version int64) string {
 	}
 	if templates.byVersion == nil {
 		templates.byVersion = map[int64]string{}
+		templates.admin = admin.Config().Copy()
 	}
 	templates.byVersion[version] = name
 	return name
