@@ -76,11 +76,16 @@ TEST_GOGC ?= 400
 # start.) After the Go tests the two run beside each other, each output
 # printed whole: neither keeps both cores busy (warm, 17 s one after the
 # other, 15 s together).
+# The test binaries share one PostgreSQL cluster, started by withtestdb
+# (internal/testdb/cmd/withtestdb), and pass reset databases on to each
+# other instead of each cloning and dropping its own.
 LINKCACHE := $(CURDIR)/bin/linkcache
+WITHTESTDB := $(CURDIR)/bin/withtestdb
 test: test-deps
 	$(VET) ./...
 	$(GO) build -o $(LINKCACHE) ./internal/linkcache/cmd/linkcache
-	GOGC=$(TEST_GOGC) GOFLAGS="-toolexec=$(LINKCACHE) $$GOFLAGS" ./scripts/on-tmpfs $(GO) test -p $(TEST_PARALLEL) -race -vet=off -ldflags='-s -w' -count=1 -timeout 30m $(SLOW_TEST_PKGS) ./...
+	$(GO) build -o $(WITHTESTDB) ./internal/testdb/cmd/withtestdb
+	GOGC=$(TEST_GOGC) GOFLAGS="-toolexec=$(LINKCACHE) $$GOFLAGS" ./scripts/on-tmpfs $(WITHTESTDB) $(GO) test -p $(TEST_PARALLEL) -race -vet=off -ldflags='-s -w' -count=1 -timeout 30m $(SLOW_TEST_PKGS) ./...
 	$(MAKE) -j2 --output-sync=target fuzz-smoke web-test
 
 # The fuzz targets (package:Fuzz function); go test runs their seed

@@ -64,6 +64,8 @@ type Options struct {
 	// its workers analyzing tables the tests had just filled cost as much
 	// CPU as a large test package.
 	NoAutovacuum bool
+	// MaxConnections replaces PostgreSQL's default (100) when set.
+	MaxConnections int
 	// StartTimeout bounds Start as a whole (initdb, startup, crash
 	// recovery); zero means 2 minutes.
 	StartTimeout time.Duration
@@ -86,6 +88,7 @@ type Cluster struct {
 	log          *slog.Logger
 	fast         bool
 	noAutovacuum bool
+	maxConns     int
 	timeout      time.Duration
 
 	replication *Replication
@@ -150,6 +153,7 @@ func newCluster(opts Options) (*Cluster, error) {
 		log:          cmp.Or(opts.Logger, slog.New(slog.DiscardHandler)),
 		fast:         opts.Fast,
 		noAutovacuum: opts.NoAutovacuum,
+		maxConns:     opts.MaxConnections,
 		timeout:      cmp.Or(opts.StartTimeout, defaultStartTimeout),
 		replication:  opts.Replication,
 	}, nil

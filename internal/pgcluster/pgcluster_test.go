@@ -102,12 +102,16 @@ func TestStartStopRestart(t *testing.T) {
 	}
 
 	opts.NoAutovacuum = true // settings are rewritten on every start
+	opts.MaxConnections = 123
 	c2 := start(t, opts)
 	if c2.Created() || c2.Adopted() {
 		t.Fatalf("restart: created=%v adopted=%v, want false false", c2.Created(), c2.Adopted())
 	}
 	if got := query(t, c2, "SELECT current_setting('autovacuum')"); got != "off" {
 		t.Errorf("autovacuum = %q with NoAutovacuum, want off", got)
+	}
+	if got := query(t, c2, "SELECT current_setting('max_connections')"); got != "123" {
+		t.Errorf("max_connections = %q with MaxConnections 123", got)
 	}
 	if got := query(t, c2, "SELECT v FROM kept"); got != "hello" {
 		t.Fatalf("row after restart = %q", got)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -194,6 +195,9 @@ func (c *Cluster) writeConfig() error {
 	}
 	if c.noAutovacuum {
 		setting("autovacuum", "off")
+	}
+	if c.maxConns > 0 {
+		setting("max_connections", strconv.Itoa(c.maxConns))
 	}
 	if c.replication != nil {
 		// Later lines win: the replication settings replace the

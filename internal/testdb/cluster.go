@@ -127,7 +127,7 @@ func (s *server) seedFrom(c *cache) error {
 
 func (s *server) startPostgres(ctx context.Context) error {
 	start := time.Now()
-	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: s.clusterDir, Fast: true, NoAutovacuum: true})
+	c, err := pgcluster.Start(ctx, pgcluster.Options{Dir: s.clusterDir, Fast: true, NoAutovacuum: true, MaxConnections: s.maxConns})
 	if err != nil {
 		return fmt.Errorf("start test cluster: %w", err)
 	}

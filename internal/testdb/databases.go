@@ -16,6 +16,7 @@ type database struct {
 	took     time.Duration // CREATE DATABASE time
 	spare    bool          // cloned ahead of time, in the background
 	recycled bool          // used by an earlier test and reset
+	pooled   bool          // reset by another test binary (pool.go)
 }
 
 type spare struct {
@@ -34,12 +35,23 @@ func (s *server) startBackground() {
 	go s.dropLoop()
 }
 
-// take returns a recycled database if one is waiting or being reset (a
-// reset costs the machine less than a clone and a drop), else the database
-// cloned ahead of time if there is one, else clones one now. Unless resets
+// take returns a recycled database if one is waiting, one from the pool
+// (pool.go), or one being reset (a reset costs the machine less than a
+// clone and a drop), else the database cloned ahead of time if there is
+// one, else clones one now. Unless resets
 // are under way it then starts cloning the next one, so a test that runs
 // longer than a clone never waits for its successor's database.
 func (s *server) take(ctx context.Context) (database, error) {
+	if s.pool { // rather than wait for a reset of our own
+		select {
+		case db := <-s.recycled:
+			return db, nil
+		default:
+		}
+		if db, ok, err := s.takePooled(ctx); err != nil || ok {
+			return db, err
+		}
+	}
 	if db, ok := s.takeRecycled(ctx); ok {
 		return db, nil
 	}
@@ -54,7 +66,7 @@ func (s *server) take(ctx context.Context) (database, error) {
 	default:
 		s.refillUnlessRecycling()
 	}
-	return s.clone(ctx)
+	return s.fresh(ctx)
 }
 
 // recycleWait bounds how long a test waits for a reset under way before it
@@ -102,7 +114,7 @@ func (s *server) refill() {
 	s.bg.Add(1)
 	go func() {
 		defer s.bg.Done()
-		db, err := s.clone(s.ctx)
+		db, err := s.fresh(s.ctx)
 		db.spare = true
 		s.mu.Lock()
 		s.refilling = false
@@ -173,6 +185,9 @@ func (s *server) recycleOrDrop(name string) {
 				return
 			default: // enough are waiting
 			}
+			if s.givePooled(name) {
+				return
+			}
 		}
 	}
 	if err := s.drop(name); err != nil {
@@ -195,7 +210,9 @@ func (s *server) drop(name string) error {
 }
 
 // stopBackground cancels background clones, then drops what is left when
-// the server outlives us (TEST_DATABASE_URL) and waits for the drops.
+// the server outlives us (TEST_DATABASE_URL) and waits for the drops. With
+// the pool, the resets under way finish first and what is clean is given
+// to it instead.
 func (s *server) stopBackground() []error {
 	if s.cancel == nil {
 		return nil
@@ -203,22 +220,31 @@ func (s *server) stopBackground() []error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
+	if s.pool {
+		close(s.drops)
+		<-s.dropDone
+	}
 	s.cancel()
 	s.bg.Wait()
 	close(s.spares)
-	close(s.drops)
-	<-s.dropDone
+	if !s.pool {
+		close(s.drops)
+		<-s.dropDone
+	}
 	close(s.recycled)
 	errs := s.dropErrs
+	leave := func(name string) {
+		if !s.givePooled(name) && s.cluster == nil {
+			errs = append(errs, s.drop(name))
+		}
+	}
 	for sp := range s.spares {
-		if sp.err == nil && s.cluster == nil {
-			errs = append(errs, s.drop(sp.db.name))
+		if sp.err == nil {
+			leave(sp.db.name)
 		}
 	}
 	for db := range s.recycled {
-		if s.cluster == nil {
-			errs = append(errs, s.drop(db.name))
-		}
+		leave(db.name)
 	}
 	return errs
 }

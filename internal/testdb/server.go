@@ -34,6 +34,7 @@ type server struct {
 	cache       *cache
 	unlockCache func() // set while this binary builds the cache entry
 	seeded      bool   // the cluster was copied from the cache
+	maxConns    int    // PostgreSQL's max_connections when set (Serve)
 
 	seedTime, clusterStart time.Duration
 	templateTime           time.Duration
@@ -57,6 +58,7 @@ type server struct {
 	base      *baseline
 	recycled  chan database
 	recycling atomic.Int32 // released databases the drop loop has not finished with
+	pool      bool         // databases are shared with the run's other binaries (pool.go)
 }
 
 // recycledKept bounds the reset databases waiting for a test, each a full
@@ -72,7 +74,7 @@ func setup() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: tpl}
+	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: tpl, pool: pooling()}
 	if s.baseURL == "" {
 		if err := s.startCluster(ctx); err != nil {
 			return nil, errors.Join(err, s.close())
@@ -105,7 +107,7 @@ func (s *server) startRecycling(ctx context.Context) {
 		s.cacheNote += "; databases are not recycled (" + recycleOverride + "=0)"
 		return
 	}
-	db, err := s.clone(ctx)
+	db, err := s.fresh(ctx)
 	if err != nil {
 		s.cacheNote += fmt.Sprintf("; databases are not recycled: %v", err)
 		return

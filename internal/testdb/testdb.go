@@ -22,7 +22,10 @@
 // the template's state in the background (recycle.go), or else a clone of
 // the template (CREATE DATABASE ... STRATEGY FILE_COPY, see BenchmarkClone),
 // mostly hidden by cloning the next database in the background. A database
-// that cannot be reset is dropped in the background.
+// that cannot be reset is dropped in the background. Under Serve (the
+// withtestdb command, which make test runs go test with), the binaries of
+// a run share one cluster and pass reset databases on to each other
+// (pool.go).
 // Nothing is printed unless a test fails or -v is given; the log lines
 // carry cluster start and clone times.
 package testdb
@@ -189,6 +192,8 @@ func NewURL(t testing.TB) string {
 	}
 	how := fmt.Sprintf("clone took %v", db.took.Round(time.Millisecond))
 	switch {
+	case db.pooled:
+		how = "reset after a test of another binary"
 	case db.recycled:
 		how = "reset after an earlier test"
 	case db.spare:

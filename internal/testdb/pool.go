@@ -1,0 +1,108 @@
+package testdb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// The test binaries of one `go test` run under Serve share its cluster
+// and hand reset databases to each other: a binary gives the databases it
+// has reset, and its unused spare, to the server when it has no use for
+// them, and takes one from there before it clones. A database is passed on
+// by renaming it to a name of the pool, and taken by renaming it to a test
+// name of its own: the rename that wins is the one that finds the name,
+// so two binaries never take the same database. Cloning and dropping a
+// database cost the server several times a reset, and without the pool
+// every binary cloned its own and dropped them all when it ended.
+//
+// Only databases a reset vouched for (or fresh clones) enter the pool, and
+// only on a server Serve started for the run: it removes the whole
+// cluster, pool included, when the run ends.
+
+// poolEnv is set by Serve for the command it runs.
+const poolEnv = "TESTDB_POOL"
+
+// poolPrefix names the pooled databases of the current migrations.
+func (s *server) poolPrefix() string {
+	return "testdb_free_" + strings.TrimPrefix(s.template, templatePrefix) + "_"
+}
+
+func pooling() bool { return os.Getenv(poolEnv) == "1" && os.Getenv("TEST_DATABASE_URL") != "" }
+
+// fresh returns a database from the pool when there is one, else a clone.
+func (s *server) fresh(ctx context.Context) (database, error) {
+	if s.pool {
+		if db, ok, err := s.takePooled(ctx); err != nil || ok {
+			return db, err
+		}
+	}
+	return s.clone(ctx)
+}
+
+// takePooled renames a pooled database to a test name of its own; false
+// when the pool is empty or other binaries took what it held first.
+func (s *server) takePooled(ctx context.Context) (database, bool, error) {
+	rows, err := s.admin.Query(ctx, `SELECT datname FROM pg_database WHERE starts_with(datname, $1)
+		ORDER BY random() LIMIT 8`, s.poolPrefix())
+	if err != nil {
+		return database{}, false, fmt.Errorf("list pooled databases: %w", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return database{}, false, fmt.Errorf("list pooled databases: %w", err)
+	}
+	for _, pooled := range names {
+		name := randomName()
+		_, err := s.admin.Exec(ctx, "ALTER DATABASE "+ident(pooled)+" RENAME TO "+ident(name))
+		if err == nil {
+			return database{name: name, pooled: true}, true, nil
+		}
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name: another binary took it
+			return database{}, false, fmt.Errorf("take pooled database %s: %w", pooled, err)
+		}
+	}
+	return database{}, false, nil
+}
+
+// givePooled passes a reset database (or an unused clone) on to the other
+// binaries; false when it could not, and the caller drops it.
+func (s *server) givePooled(name string) bool {
+	if !s.pool || s.base == nil {
+		return false
+	}
+	_, err := s.admin.Exec(context.Background(), "ALTER DATABASE "+ident(name)+" RENAME TO "+ident(s.poolPrefix()+randomName()[len("test_"):]))
+	return err == nil
+}
+
+// sharedMaxConnections is max_connections of Serve's cluster: its test
+// binaries each open a few pools and start servers that open their own,
+// where PostgreSQL's default of 100 suits one binary.
+const sharedMaxConnections = 400
+
+// Serve starts a private cluster holding the migrated template (from the
+// cache when it can), runs fn with its URL and the environment that makes
+// test binaries share it (TEST_DATABASE_URL and the pool), then stops and
+// removes the cluster.
+func Serve(ctx context.Context, fn func(env []string) error) error {
+	tpl, err := templateName()
+	if err != nil {
+		return err
+	}
+	s := &server{template: tpl, maxConns: sharedMaxConnections}
+	setupErr := s.startCluster(ctx)
+	if setupErr == nil {
+		setupErr = s.prepare(ctx)
+	}
+	if setupErr != nil {
+		return errors.Join(setupErr, s.close())
+	}
+	runErr := fn([]string{"TEST_DATABASE_URL=" + s.baseURL, poolEnv + "=1"})
+	return errors.Join(runErr, s.close())
+}
