@@ -78,13 +78,15 @@ TEST_GOGC ?= 400
 # other, 15 s together).
 # The test binaries share one PostgreSQL cluster, started by withtestdb
 # (internal/testdb/cmd/withtestdb), and pass reset databases on to each
-# other instead of each cloning and dropping its own.
+# other instead of each cloning and dropping its own. The two helpers are
+# built with vet's flags, whose compilations of their packages (pgx and
+# the migrations among them) a fresh machine has just made.
 LINKCACHE := $(CURDIR)/bin/linkcache
 WITHTESTDB := $(CURDIR)/bin/withtestdb
 test: test-deps
 	$(VET) ./...
-	$(GO) build -o $(LINKCACHE) ./internal/linkcache/cmd/linkcache
-	$(GO) build -o $(WITHTESTDB) ./internal/testdb/cmd/withtestdb
+	$(RELEASE_ENV) $(GO) build -o $(LINKCACHE) ./internal/linkcache/cmd/linkcache
+	$(RELEASE_ENV) $(GO) build -o $(WITHTESTDB) ./internal/testdb/cmd/withtestdb
 	GOGC=$(TEST_GOGC) GOFLAGS="-toolexec=$(LINKCACHE) $$GOFLAGS" ./scripts/on-tmpfs $(WITHTESTDB) $(GO) test -p $(TEST_PARALLEL) -race -vet=off -ldflags='-s -w' -count=1 -timeout 30m $(SLOW_TEST_PKGS) ./...
 	$(MAKE) -j2 --output-sync=target fuzz-smoke web-test
 

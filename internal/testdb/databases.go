@@ -38,9 +38,9 @@ func (s *server) startBackground() {
 // take returns a recycled database if one is waiting, one from the pool
 // (pool.go), or one being reset (a reset costs the machine less than a
 // clone and a drop), else the database cloned ahead of time if there is
-// one, else clones one now. Unless resets
-// are under way it then starts cloning the next one, so a test that runs
-// longer than a clone never waits for its successor's database.
+// one, else clones one now. Unless resets are under way it then starts
+// cloning the next one, so a test that runs longer than a clone never
+// waits for its successor's database.
 func (s *server) take(ctx context.Context) (database, error) {
 	if s.pool { // rather than wait for a reset of our own
 		select {

@@ -103,6 +103,7 @@ func Serve(ctx context.Context, fn func(env []string) error) error {
 	if setupErr != nil {
 		return errors.Join(setupErr, s.close())
 	}
+	fmt.Fprintf(os.Stderr, "testdb: %s\n", s.summary())
 	runErr := fn([]string{"TEST_DATABASE_URL=" + s.baseURL, poolEnv + "=1"})
 	return errors.Join(runErr, s.close())
 }

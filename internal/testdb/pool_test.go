@@ -11,14 +11,7 @@ import (
 // one taker however many ask at once.
 func TestPoolPassesDatabasesBetweenBinaries(t *testing.T) {
 	ctx := context.Background()
-	NewURL(t) // start the server
-	s, err := get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.base == nil {
-		t.Fatalf("recycling is off: %s", s.summary())
-	}
+	s := recyclingServer(t)
 	// A pool of its own: under Serve, the run's other binaries share the
 	// server and would take from the pool of the real template.
 	binary := func() *server {

@@ -236,8 +236,10 @@ func BenchmarkNew(b *testing.B) {
 // A database a test wrote to, analyzed and drew sequence values from is,
 // once recycled, what a fresh clone is: same schema, the same relation
 // sizes (so no rows), planner statistics, sequences and template rows.
-func TestRecycledDatabaseIsLikeFresh(t *testing.T) {
-	ctx := context.Background()
+// recyclingServer starts the binary's server and requires that it
+// recycles databases.
+func recyclingServer(t *testing.T) *server {
+	t.Helper()
 	NewURL(t) // start the server
 	s, err := get()
 	if err != nil {
@@ -246,6 +248,12 @@ func TestRecycledDatabaseIsLikeFresh(t *testing.T) {
 	if s.base == nil {
 		t.Fatalf("recycling is off: %s", s.summary())
 	}
+	return s
+}
+
+func TestRecycledDatabaseIsLikeFresh(t *testing.T) {
+	ctx := context.Background()
+	s := recyclingServer(t)
 	used, err := s.clone(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -348,11 +356,7 @@ func TestResetAwaitsOlderTransactions(t *testing.T) {
 // changed: it is dropped instead.
 func TestRecycleRefusesChangedDatabase(t *testing.T) {
 	ctx := context.Background()
-	NewURL(t)
-	s, _ := get()
-	if s.base == nil {
-		t.Fatalf("recycling is off: %s", s.summary())
-	}
+	s := recyclingServer(t)
 	for _, change := range []string{
 		"CREATE TABLE scratch (v int)",
 		"ALTER TABLE repositories RENAME COLUMN description TO gone",
