@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,15 +27,14 @@ import (
 // only on a server Serve started for the run: it removes the whole
 // cluster, pool included, when the run ends.
 
-// poolEnv is set by Serve for the command it runs.
+// poolEnv is set by Serve for the command it runs; the pool is only used
+// on Serve's server, never on TEST_DATABASE_URL's.
 const poolEnv = "TESTDB_POOL"
 
 // poolPrefix names the pooled databases of the current migrations.
 func (s *server) poolPrefix() string {
 	return "testdb_free_" + strings.TrimPrefix(s.template, templatePrefix) + "_"
 }
-
-func pooling() bool { return os.Getenv(poolEnv) == "1" && os.Getenv("TEST_DATABASE_URL") != "" }
 
 // fresh returns a database from the pool when there is one, else a clone.
 func (s *server) fresh(ctx context.Context) (database, error) {
@@ -86,24 +87,69 @@ func (s *server) givePooled(name string) bool {
 // where PostgreSQL's default of 100 suits one binary.
 const sharedMaxConnections = 400
 
+// serverFileEnv names the file through which Serve tells the binaries of
+// its command the URL of the cluster once it is ready, or why it failed.
+// The command starts at once: on a fresh machine the cluster's first
+// start (initdb and the migrations, half a minute of one core) then runs
+// while go test compiles the test binaries.
+const serverFileEnv = "TESTDB_SERVER_FILE"
+
+const serverFailed = "error: "
+
 // Serve starts a private cluster holding the migrated template (from the
-// cache when it can), runs fn with its URL and the environment that makes
-// test binaries share it (TEST_DATABASE_URL and the pool), then stops and
-// removes the cluster.
+// cache when it can) and runs fn meanwhile, with the environment that
+// makes test binaries wait for it and share it (the server file and the
+// pool). It stops and removes the cluster once fn has returned.
 func Serve(ctx context.Context, fn func(env []string) error) error {
-	tpl, err := templateName()
+	dir, err := os.MkdirTemp("", "testdb-serve-")
 	if err != nil {
-		return err
+		return fmt.Errorf("create server file dir: %w", err)
 	}
-	s := &server{template: tpl, maxConns: sharedMaxConnections}
-	setupErr := s.startCluster(ctx)
-	if setupErr == nil {
-		setupErr = s.prepare(ctx)
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "server")
+	s := &server{maxConns: sharedMaxConnections}
+	ready := make(chan error, 1)
+	go func() { ready <- s.serve(ctx, file) }()
+	runErr := fn([]string{serverFileEnv + "=" + file, poolEnv + "=1"})
+	return errors.Join(runErr, <-ready, s.close())
+}
+
+// serve starts the cluster and writes its URL, or the error, to file.
+func (s *server) serve(ctx context.Context, file string) error {
+	var err error
+	if s.template, err = templateName(); err == nil {
+		if err = s.startCluster(ctx); err == nil {
+			err = s.prepare(ctx)
+		}
 	}
-	if setupErr != nil {
-		return errors.Join(setupErr, s.close())
+	msg := serverFailed + fmt.Sprint(err)
+	if err == nil {
+		msg = s.baseURL
+		fmt.Fprintf(os.Stderr, "testdb: %s\n", s.summary())
 	}
-	fmt.Fprintf(os.Stderr, "testdb: %s\n", s.summary())
-	runErr := fn([]string{"TEST_DATABASE_URL=" + s.baseURL, poolEnv + "=1"})
-	return errors.Join(runErr, s.close())
+	tmp := file + ".tmp"
+	if werr := os.WriteFile(tmp, []byte(msg), 0o600); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return errors.Join(err, os.Rename(tmp, file))
+}
+
+// awaitServer waits for Serve to write the file and returns the URL in it.
+func awaitServer(ctx context.Context, file string) (string, error) {
+	for {
+		b, err := os.ReadFile(file)
+		switch {
+		case err == nil && strings.HasPrefix(string(b), serverFailed):
+			return "", fmt.Errorf("the run's test database server: %s", strings.TrimPrefix(string(b), serverFailed))
+		case err == nil:
+			return string(b), nil
+		case !errors.Is(err, os.ErrNotExist):
+			return "", fmt.Errorf("read %s: %w", file, err)
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("wait for the run's test database server: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -2,8 +2,13 @@ package testdb
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Two binaries of one run, as Serve's pool lets them: what one gives after
@@ -12,10 +17,11 @@ import (
 func TestPoolPassesDatabasesBetweenBinaries(t *testing.T) {
 	ctx := context.Background()
 	s := recyclingServer(t)
-	// A pool of its own: under Serve, the run's other binaries share the
-	// server and would take from the pool of the real template.
+	// A pool of its own, named apart from the real template's (not a
+	// prefix of it): under Serve, the run's other binaries share the
+	// server and would take from that pool.
 	binary := func() *server {
-		return &server{ctx: ctx, baseURL: s.baseURL, admin: s.admin, template: s.template + "_pooltest", base: s.base, pool: true}
+		return &server{ctx: ctx, baseURL: s.baseURL, admin: s.admin, template: templatePrefix + "pooltest", base: s.base, pool: true}
 	}
 	giver, taker := binary(), binary()
 	if _, ok, err := taker.takePooled(ctx); err != nil || ok {
@@ -88,5 +94,30 @@ func TestPoolPassesDatabasesBetweenBinaries(t *testing.T) {
 	}
 	if len(taken) != pooled {
 		t.Errorf("%d takers got %d databases from a pool of %d: %v", takers, len(taken), pooled, taken)
+	}
+}
+
+// A binary under Serve waits for the server file, and reports Serve's
+// failure as its own.
+func TestAwaitServer(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "server")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := awaitServer(ctx, file); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no file yet: %v, want the context's deadline", err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		_ = os.WriteFile(file, []byte("postgres://host/postgres"), 0o600)
+	}()
+	if url, err := awaitServer(context.Background(), file); err != nil || url != "postgres://host/postgres" {
+		t.Fatalf("awaitServer = %q, %v", url, err)
+	}
+	if err := os.WriteFile(file, []byte(serverFailed+"initdb failed"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := awaitServer(context.Background(), file); err == nil || !strings.Contains(err.Error(), "initdb failed") {
+		t.Fatalf("after a failed start: %v", err)
 	}
 }

@@ -74,7 +74,13 @@ func setup() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: tpl, pool: pooling()}
+	s := &server{baseURL: os.Getenv("TEST_DATABASE_URL"), template: tpl}
+	if file := os.Getenv(serverFileEnv); s.baseURL == "" && file != "" {
+		if s.baseURL, err = awaitServer(ctx, file); err != nil {
+			return nil, err
+		}
+		s.pool = os.Getenv(poolEnv) == "1"
+	}
 	if s.baseURL == "" {
 		if err := s.startCluster(ctx); err != nil {
 			return nil, errors.Join(err, s.close())

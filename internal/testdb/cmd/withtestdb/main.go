@@ -1,9 +1,9 @@
 // Command withtestdb runs a command, a `go test` of many packages, with
-// one PostgreSQL cluster for all its test binaries: they reach it through
-// TEST_DATABASE_URL and pass reset databases on to each other (see
-// testdb.Serve) instead of each starting a cluster of its own and cloning
-// and dropping its own databases. The cluster is removed when the command
-// ends; the command's exit status is withtestdb's.
+// one PostgreSQL cluster for all its test binaries, started beside it:
+// they wait for it, share it and pass reset databases on to each other
+// (see testdb.Serve) instead of each starting a cluster of its own and
+// cloning and dropping its own databases. The cluster is removed when the
+// command ends; the command's exit status is withtestdb's.
 //
 //	withtestdb go test ./...
 package main
