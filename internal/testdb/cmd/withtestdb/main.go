@@ -3,7 +3,9 @@
 // they wait for it, share it and pass reset databases on to each other
 // (see testdb.Serve) instead of each starting a cluster of its own and
 // cloning and dropping its own databases. The cluster is removed when the
-// command ends; the command's exit status is withtestdb's.
+// command ends; the command's exit status is withtestdb's. With
+// TEST_DATABASE_URL set, it only runs the command: the binaries use that
+// server.
 //
 //	withtestdb go test ./...
 package main
@@ -24,6 +26,13 @@ func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: withtestdb command [args...]")
 		os.Exit(2)
+	}
+	if os.Getenv("TEST_DATABASE_URL") != "" { // the binaries use that server
+		code, err := run(os.Args[1:], nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "withtestdb:", err)
+		}
+		os.Exit(code)
 	}
 	code := 0
 	err := testdb.Serve(context.Background(), func(env []string) error {
