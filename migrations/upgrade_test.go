@@ -42,12 +42,14 @@ var templates struct {
 }
 
 // dropTemplates removes the templates once the tests are done when the
-// server is TEST_DATABASE_URL's: it outlives the test binary, and the next
-// run would find their names taken. (A private cluster is removed whole.)
+// server outlives the test binary: a later run would find their names
+// taken, and under make test the other binaries go on using the server,
+// whose memory the templates' files would fill (a few GB of tmpfs). (A
+// private cluster is removed whole.)
 func dropTemplates() {
 	templates.Lock()
 	defer templates.Unlock()
-	if len(templates.byVersion) == 0 || os.Getenv("TEST_DATABASE_URL") == "" {
+	if len(templates.byVersion) == 0 || !testdb.Shared() {
 		return
 	}
 	ctx := context.Background()

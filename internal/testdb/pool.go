@@ -134,6 +134,12 @@ func (s *server) serve(ctx context.Context, file string) error {
 	return errors.Join(err, os.Rename(tmp, file))
 }
 
+// Shared reports whether the binary's server outlives it (TEST_DATABASE_URL,
+// or Serve's cluster, which the run's other binaries go on using): a
+// database a test creates there itself must be dropped, where a private
+// cluster is removed whole when the binary ends.
+func Shared() bool { return os.Getenv("TEST_DATABASE_URL") != "" || os.Getenv(serverFileEnv) != "" }
+
 // awaitServer waits for Serve to write the file and returns the URL in it.
 func awaitServer(ctx context.Context, file string) (string, error) {
 	for {
