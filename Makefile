@@ -61,9 +61,8 @@ TEST_GOGC ?= 400
 
 # A race-enabled binary sleeps a second before it exits (the race
 # detector's atexit_sleep_ms, for goroutines still running to report),
-# holding one of go test's slots: with some 70 test binaries, a warm run
-# took 505-528 s with it and 471 s with 10 ms. A GORACE of the caller's
-# comes after, so its own atexit_sleep_ms wins.
+# holding one of go test's slots, some 70 times a run. A GORACE of the
+# caller's comes after, so its own atexit_sleep_ms wins.
 TEST_GORACE ?= atexit_sleep_ms=10
 
 # Test binaries are linked without DWARF (-w) or a symbol table (-s):
