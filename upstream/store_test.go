@@ -100,10 +100,7 @@ func TestFillIntoStore(t *testing.T) {
 	}
 
 	body := make([]byte, 24<<20)
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := range body {
-		body[i] = byte(r.Uint32())
-	}
+	_, _ = rand.NewChaCha8([32]byte{1, 2}).Read(body) // never fails (math/rand/v2 docs)
 	sum := sha256.Sum256(body)
 	dg := "sha256:" + hex.EncodeToString(sum[:])
 	var gets atomic.Int64
