@@ -27,19 +27,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: withtestdb command [args...]")
 		os.Exit(2)
 	}
-	if os.Getenv("TEST_DATABASE_URL") != "" { // the binaries use that server
-		code, err := run(os.Args[1:], nil)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "withtestdb:", err)
-		}
-		os.Exit(code)
-	}
 	code := 0
-	err := testdb.Serve(context.Background(), func(env []string) error {
-		var err error
-		code, err = run(os.Args[1:], env)
-		return err
-	})
+	var err error
+	if os.Getenv("TEST_DATABASE_URL") != "" { // the binaries use that server
+		code, err = run(os.Args[1:], nil)
+	} else {
+		err = testdb.Serve(context.Background(), func(env []string) error {
+			var err error
+			code, err = run(os.Args[1:], env)
+			return err
+		})
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "withtestdb:", err)
 		if code == 0 {
