@@ -123,7 +123,7 @@ func TestBenchCompare(t *testing.T) {
 		}
 	}
 	ociCols := []string{Ours, Distribution, Zot}
-	section("oci", ociCols, []string{"oras", "crane", "concurrent", "manifest", "peak rss"}, func(t *testing.T) {
+	section("oci", ociCols, []string{"oras", "crane", "monolithic", "single", "concurrent", "manifest", "peak rss"}, func(t *testing.T) {
 		oci := newOCIBench(t, cfg, work, rows)
 		for run := range cfg.runs {
 			for _, target := range ociTargets {
@@ -265,6 +265,9 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 			add(tool+" "+op+" small", NewRow(fmt.Sprintf("%s %s, %s", tool, op, small), "MB/s", true, Distribution))
 		}
 	}
+	add("monolithic push large", NewRow(fmt.Sprintf("monolithic upload of %s (POST, then one PUT ?digest= with the bytes)", large),
+		"MB/s", true, Distribution))
+	add("single pull large", NewRow(fmt.Sprintf("1 pull of the %s image, one client", sizeName(cfg.largeSize)), "MB/s", true, Distribution))
 	add("concurrent pulls large",
 		NewRow(fmt.Sprintf("%d concurrent pulls of the %s image", cfg.pullers, sizeName(cfg.largeSize)), "MB/s", true, Distribution))
 	add("manifest push tags", NewRow(fmt.Sprintf("push of %d tagged manifests, each with its config blob, 8 clients (one run)", cfg.tags),
@@ -314,13 +317,13 @@ func attachLimits(rows map[string]*Row, l Limits) {
 			continue // counts and times have no byte rate to compare with
 		}
 		switch {
+		case strings.Contains(k, "concurrent pulls"), strings.Contains(k, "single pull"):
+			// The clients count bytes without hashing them.
+			r.Limit = &Limit{Name: "loopback TCP", Value: l.Loopback}
 		case strings.Contains(k, " push "):
 			r.Limit = pushLimit
 		case strings.Contains(k, " pull "):
 			r.Limit = pullLimit
-		case strings.Contains(k, "concurrent pulls"):
-			// The clients count bytes without hashing them.
-			r.Limit = &Limit{Name: "loopback TCP", Value: l.Loopback}
 		}
 	}
 }

@@ -191,8 +191,71 @@ func (b *ociBench) runOnce(t *testing.T, run int, target ociTarget) {
 		b.row("crane pull "+c.kind).Add(target.col, c.mb/d.Seconds())
 	}
 
-	d := concurrentPulls(t, target, "bench/oci/crane-large-"+fmt.Sprint(run), "v1", b.cfg.pullers, b.cfg.largeSize)
+	stamp(t, fmt.Sprintf("monolithic-%s-%d", target.col, run), b.large)
+	d := monolithicPut(t, target, "bench/oci/monolithic", b.large)
+	b.row("monolithic push large").Add(target.col, largeMB/d.Seconds())
+
+	// One client alone, then many at once: the second row over the first
+	// is how the pulls scale with the machine's cores.
+	pulled := "bench/oci/crane-large-" + fmt.Sprint(run)
+	d = concurrentPulls(t, target, pulled, "v1", 1, b.cfg.largeSize)
+	b.row("single pull large").Add(target.col, largeMB/d.Seconds())
+	d = concurrentPulls(t, target, pulled, "v1", b.cfg.pullers, b.cfg.largeSize)
 	b.row("concurrent pulls large").Add(target.col, float64(b.cfg.pullers)*largeMB/d.Seconds())
+}
+
+// monolithicPut uploads the file at path as one blob of name the way
+// curl would: a POST for a session, then a single PUT ?digest= streaming
+// the file. The digest is computed before the clock starts, so the time
+// is the registry's: receiving, hashing and storing the bytes.
+func monolithicPut(t testing.TB, target ociTarget, name, path string) time.Duration {
+	t.Helper()
+	dg := "sha256:" + fileDigest(t, path)
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := target.client()
+	ctx := context.Background()
+	Settle()
+	start := time.Now()
+	resp, err := c.Do(ctx, http.MethodPost, "/v2/"+name+"/blobs/uploads/", nil, http.StatusAccepted)
+	if err != nil {
+		t.Fatalf("monolithic upload to %s: %v", target.col, err)
+	}
+	ocibench.Drain(resp)
+	u, err := resp.Request.URL.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("digest", dg)
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, u.String(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = st.Size()
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if c.User != "" {
+		req.SetBasicAuth(c.User, c.Pass)
+	}
+	resp, err = c.HC.Do(req)
+	if err != nil {
+		t.Fatalf("monolithic upload to %s: %v", target.col, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	d := time.Since(start)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("monolithic upload to %s: %d %s", target.col, resp.StatusCode, body)
+	}
+	return d
 }
 
 // peakRSS pushes and pulls one layer of cfg.limitBytes with oras and
