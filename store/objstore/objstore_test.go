@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -412,5 +413,74 @@ func TestPieceWriterSplitsWrites(t *testing.T) {
 	failing := &recordingWriter{fail: 2}
 	if n, err := (pieceWriter{failing}).Write(data); err == nil || n != 2*fileWriteSize {
 		t.Fatalf("write failing at its third piece: %d bytes, %v", n, err)
+	}
+}
+
+// TestPromoteFileSyncs checks the order of a file-backed promote's syncs:
+// the upload file while it still has its upload path (its bytes reach the
+// disk before any name points at them), then the blob's directory once
+// the rename made the blob appear in it (so that the name does too). The
+// blob row is committed after Promote returns.
+func TestPromoteFileSyncs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, id := uuid.New(), uuid.New()
+	data := []byte("durable bytes")
+	key := BlobKey(ns, sha256.Sum256(data))
+	blobPath := filepath.Join(dir, key)
+	var synced []string
+	orig := syncFile
+	t.Cleanup(func() { syncFile = orig })
+	syncFile = func(f *os.File) error {
+		_, statErr := os.Stat(blobPath)
+		synced = append(synced, fmt.Sprintf("%s blob-present=%v", f.Name(), statErr == nil))
+		return orig(f)
+	}
+	createUpload(t, s, ns, id)
+	u, err := s.OpenUpload(ctx, ns, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if _, err := u.Write(ctx, 0, bytes.NewReader(data), sha256.New(), -1); err != nil {
+		t.Fatal(err)
+	}
+	if len(synced) != 0 {
+		t.Fatalf("a write synced: %v", synced)
+	}
+	if err := u.Promote(ctx, nil, int64(len(data)), key); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		filepath.Join(dir, UploadKey(ns, id)) + " blob-present=false",
+		filepath.Dir(blobPath) + " blob-present=true",
+	}
+	if !slices.Equal(synced, want) {
+		t.Fatalf("synced %q, want %q", synced, want)
+	}
+
+	// A failing sync fails the promote, and the blob does not appear.
+	syncFile = func(*os.File) error { return errors.New("I/O error") }
+	id2 := uuid.New()
+	createUpload(t, s, ns, id2)
+	u2, err := s.OpenUpload(ctx, ns, id2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u2.Close()
+	other := []byte("other bytes")
+	if _, err := u2.Write(ctx, 0, bytes.NewReader(other), sha256.New(), -1); err != nil {
+		t.Fatal(err)
+	}
+	key2 := BlobKey(ns, sha256.Sum256(other))
+	if err := u2.Promote(ctx, nil, int64(len(other)), key2); err == nil || !strings.Contains(err.Error(), "I/O error") {
+		t.Fatalf("promote with a failing sync: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, key2)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("blob appeared although its bytes were not synced: %v", err)
 	}
 }

@@ -305,6 +305,14 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 // with its metadata: on the file, or in a sidecar renamed first so that
 // the blob never appears without it. The blob's directory is made only
 // when the rename finds it missing.
+//
+// The caller commits the blob row right after, and PostgreSQL makes that
+// commit durable; the bytes and the rename must be on the disk before it.
+// Without the syncs, a crash within the kernel's writeback delay (tens of
+// seconds) could leave a committed row over a file that is empty, short
+// or still at its upload path: ext4 allocates a new file's blocks late,
+// and the rename may reach the journal before them. The file is synced
+// before the rename, its new directory after it.
 func (u *Upload) promoteFile(size int64, to string) error {
 	if err := u.f.Truncate(size); err != nil {
 		return fmt.Errorf("objstore: truncate upload: %w", err)
@@ -312,6 +320,9 @@ func (u *Upload) promoteFile(size int64, to string) error {
 	from := u.s.path(u.prefix)
 	if err := u.stageMetadata(from); err != nil {
 		return err
+	}
+	if err := syncFile(u.f); err != nil {
+		return fmt.Errorf("objstore: sync upload: %w", err)
 	}
 	if u.metaAt == metaInSidecar {
 		err := renameInto(from+attrsSuffix, to+attrsSuffix)
@@ -330,8 +341,25 @@ func (u *Upload) promoteFile(size int64, to string) error {
 	if err != nil {
 		return fmt.Errorf("objstore: promote: %w", err)
 	}
+	if err := syncDir(filepath.Dir(to)); err != nil {
+		return fmt.Errorf("objstore: promote: sync directory: %w", err)
+	}
 	u.promoted = true
 	return nil
+}
+
+// syncFile is fsync(2); a variable so that a test can see which files
+// are synced, and when.
+var syncFile = (*os.File).Sync
+
+// syncDir makes the entries of dir durable (a rename into it).
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return syncFile(d)
 }
 
 // renameInto renames from to to, making to's directory when it is
