@@ -279,12 +279,14 @@ func (s *Store) sizeLimit(have int64) int64 {
 // gets CodeUploadConflict; a dirty session answers CodeUploadPoisoned. Returns
 // the session after the chunk.
 //
-// The size is committed without waiting for the disk (withUnflushedTx): a
-// database crash that takes it back leaves the session at its previous
-// chunk, as a crash between the write and the commit already may (the
-// bytes past the recorded size are overwritten or cut at the commit), and
-// the client, told a different offset, sends the chunk again or restarts.
-// The commit of the blob waits for the disk, and flushes this one with it.
+// The chunk's bytes are synced before the size is recorded
+// (objstore.Upload.Sync). The size is committed without waiting for the
+// disk (withUnflushedTx): a database crash that takes it back leaves the
+// session at its previous chunk, as a crash between the write and the
+// commit already may (the bytes past the recorded size are overwritten or
+// cut at the commit), and the client, told a different offset, sends the
+// chunk again or restarts. The commit of the blob waits for the disk, and
+// flushes this one with it.
 func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r io.Reader) (*Upload, error) {
 	h, err := s.openUpload(ctx, ref)
 	if errors.Is(err, objstore.ErrNotFound) {
@@ -322,6 +324,9 @@ func (s *Store) AppendUpload(ctx context.Context, ref UploadRef, offset int64, r
 	}
 	if !s.objects.IsFile() {
 		st.parts = append(st.parts, part)
+	}
+	if err := h.Sync(); err != nil {
+		return nil, fmt.Errorf("store: append upload: %w", err)
 	}
 	enc, err := st.marshal()
 	if err != nil {

@@ -420,7 +420,8 @@ func TestPieceWriterSplitsWrites(t *testing.T) {
 // the upload file while it still has its upload path (its bytes reach the
 // disk before any name points at them), then the blob's directory once
 // the rename made the blob appear in it (so that the name does too). The
-// blob row is committed after Promote returns.
+// blob row is committed after Promote returns. Sync syncs the upload
+// file alone, and is a no-op where parts are objects.
 func TestPromoteFileSyncs(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -452,13 +453,19 @@ func TestPromoteFileSyncs(t *testing.T) {
 	if len(synced) != 0 {
 		t.Fatalf("a write synced: %v", synced)
 	}
+	// What a chunk's append does before it records the upload's size.
+	if err := u.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	uploadSynced := filepath.Join(dir, UploadKey(ns, id)) + " blob-present=false"
+	if !slices.Equal(synced, []string{uploadSynced}) {
+		t.Fatalf("Sync synced %q", synced)
+	}
+	synced = nil
 	if err := u.Promote(ctx, nil, int64(len(data)), key); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		filepath.Join(dir, UploadKey(ns, id)) + " blob-present=false",
-		filepath.Dir(blobPath) + " blob-present=true",
-	}
+	want := []string{uploadSynced, filepath.Dir(blobPath) + " blob-present=true"}
 	if !slices.Equal(synced, want) {
 		t.Fatalf("synced %q, want %q", synced, want)
 	}
@@ -482,5 +489,20 @@ func TestPromoteFileSyncs(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, key2)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("blob appeared although its bytes were not synced: %v", err)
+	}
+}
+
+func TestUploadSyncOnObjects(t *testing.T) {
+	s, err := Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := s.CreateOpenUpload(context.Background(), uuid.New(), uuid.New(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if err := u.Sync(); err != nil {
+		t.Fatalf("Sync on the mem backend: %v", err)
 	}
 }

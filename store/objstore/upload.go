@@ -239,6 +239,23 @@ func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Ha
 // (BenchmarkNewFileWrites).
 const fileWriteSize = 64 << 10
 
+// Sync makes the bytes written so far durable: on the file backend the
+// upload file is fsync'd (elsewhere each part is an object of its own,
+// durable once written). A caller that records how much an upload holds
+// before it commits the blob syncs first: after a crash the record must
+// not promise bytes the file lost, or the next chunk would be written
+// past a hole and the blob committed under a digest its bytes do not
+// have (the hash state is resumed, not recomputed).
+func (u *Upload) Sync() error {
+	if u.f == nil {
+		return nil
+	}
+	if err := syncFile(u.f); err != nil {
+		return fmt.Errorf("objstore: sync upload: %w", err)
+	}
+	return nil
+}
+
 // pieceWriter writes to w at most fileWriteSize bytes at a time.
 type pieceWriter struct{ w io.Writer }
 
@@ -321,8 +338,8 @@ func (u *Upload) promoteFile(size int64, to string) error {
 	if err := u.stageMetadata(from); err != nil {
 		return err
 	}
-	if err := syncFile(u.f); err != nil {
-		return fmt.Errorf("objstore: sync upload: %w", err)
+	if err := u.Sync(); err != nil {
+		return err
 	}
 	if u.metaAt == metaInSidecar {
 		err := renameInto(from+attrsSuffix, to+attrsSuffix)
