@@ -202,7 +202,8 @@ func (u *Upload) Close() error {
 // the caller's compare-and-swap fails.
 func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Hash, limit int64) (Part, error) {
 	if u.f != nil {
-		n, err := CopyHash(pieceWriter{io.NewOffsetWriter(u.f, offset)}, r, h, limit)
+		w := pieceWriter{&writebackFile{f: u.f, off: offset, flushed: offset}}
+		n, err := CopyHash(w, r, h, limit)
 		if err != nil {
 			return Part{}, fmt.Errorf("objstore: write upload: %w", err)
 		}
@@ -270,6 +271,31 @@ func (p pieceWriter) Write(b []byte) (int, error) {
 		b = b[m:]
 	}
 	return n, nil
+}
+
+// writebackChunk is how many bytes an upload file takes before their
+// writeback to the disk is started. The commit syncs the file; by then
+// most of a large blob is on the disk already, written while the rest
+// was still arriving, and the sync waits only for the tail.
+const writebackChunk = 8 << 20
+
+// writebackFile writes into an upload file from offset off and starts the
+// writeback of each writebackChunk written (startWriteback: Linux only;
+// elsewhere the commit's sync writes everything).
+type writebackFile struct {
+	f       *os.File
+	off     int64 // where the next write goes
+	flushed int64 // writeback started up to here
+}
+
+func (w *writebackFile) Write(b []byte) (int, error) {
+	n, err := w.f.WriteAt(b, w.off)
+	w.off += int64(n)
+	if w.off-w.flushed >= writebackChunk {
+		startWriteback(w.f, w.flushed, w.off-w.flushed)
+		w.flushed = w.off
+	}
+	return n, err
 }
 
 // DiscardPart removes a part that did not make it into the upload state.
