@@ -470,6 +470,34 @@ func TestPromoteFileSyncs(t *testing.T) {
 		t.Fatalf("synced %q, want %q", synced, want)
 	}
 
+	// Metadata kept in a sidecar (no extended attributes) is synced too,
+	// before anything is renamed.
+	setMetadataOnFile = func(*os.File, map[string]string) error { return errNoXattrs }
+	t.Cleanup(func() { setMetadataOnFile = setFileMetadata })
+	synced = nil
+	id3 := uuid.New()
+	createUpload(t, s, ns, id3)
+	u3, err := s.OpenUpload(ctx, ns, id3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u3.Close()
+	u3.SetMetadata(map[string]string{"checksum-sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0"})
+	third := []byte("third bytes")
+	if _, err := u3.Write(ctx, 0, bytes.NewReader(third), sha256.New(), -1); err != nil {
+		t.Fatal(err)
+	}
+	key3 := BlobKey(ns, sha256.Sum256(third))
+	blobPath = filepath.Join(dir, key3)
+	if err := u3.Promote(ctx, nil, int64(len(third)), key3); err != nil {
+		t.Fatal(err)
+	}
+	upload3 := filepath.Join(dir, UploadKey(ns, id3))
+	want = []string{upload3 + attrsSuffix + " blob-present=false", upload3 + " blob-present=false", filepath.Dir(blobPath) + " blob-present=true"}
+	if !slices.Equal(synced, want) {
+		t.Fatalf("with a sidecar, synced %q, want %q", synced, want)
+	}
+
 	// A failing sync fails the promote, and the blob does not appear.
 	syncFile = func(*os.File) error { return errors.New("I/O error") }
 	id2 := uuid.New()

@@ -471,16 +471,33 @@ func writeFileAttrs(path string, meta map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("objstore: promote: attributes: %w", err)
 	}
-	err = os.WriteFile(path+attrsSuffix, b, 0o666)
+	err = writeSynced(path+attrsSuffix, b)
 	if errors.Is(err, os.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(path), 0o777); err == nil {
-			err = os.WriteFile(path+attrsSuffix, b, 0o666)
+			err = writeSynced(path+attrsSuffix, b)
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("objstore: promote: attributes: %w", err)
 	}
 	return nil
+}
+
+// writeSynced writes b to a new file at path and syncs it, as the blob
+// file it goes with is synced (promoteFile).
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = syncFile(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // maxServerCopy is the largest single-request server-side copy (S3
