@@ -429,11 +429,9 @@ func TestPromoteFileSyncs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, id := uuid.New(), uuid.New()
-	data := []byte("durable bytes")
-	key := BlobKey(ns, sha256.Sum256(data))
-	blobPath := filepath.Join(dir, key)
+	ns := uuid.New()
 	var synced []string
+	var blobPath string // the blob of the promote under test
 	orig := syncFile
 	t.Cleanup(func() { syncFile = orig })
 	syncFile = func(f *os.File) error {
@@ -441,15 +439,40 @@ func TestPromoteFileSyncs(t *testing.T) {
 		synced = append(synced, fmt.Sprintf("%s blob-present=%v", f.Name(), statErr == nil))
 		return orig(f)
 	}
-	createUpload(t, s, ns, id)
-	u, err := s.OpenUpload(ctx, ns, id)
-	if err != nil {
-		t.Fatal(err)
+	// written returns an open upload holding data, its file's path and
+	// the blob key of data, which blobPath then names.
+	written := func(data string, meta map[string]string) (u *Upload, upload, key string) {
+		t.Helper()
+		id := uuid.New()
+		createUpload(t, s, ns, id)
+		u, err := s.OpenUpload(ctx, ns, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { u.Close() })
+		if meta != nil {
+			u.SetMetadata(meta)
+		}
+		if _, err := u.Write(ctx, 0, strings.NewReader(data), sha256.New(), -1); err != nil {
+			t.Fatal(err)
+		}
+		key = BlobKey(ns, sha256.Sum256([]byte(data)))
+		blobPath = filepath.Join(dir, key)
+		return u, filepath.Join(dir, UploadKey(ns, id)), key
 	}
-	defer u.Close()
-	if _, err := u.Write(ctx, 0, bytes.NewReader(data), sha256.New(), -1); err != nil {
-		t.Fatal(err)
+	promote := func(u *Upload, key string, size int, want ...string) {
+		t.Helper()
+		synced = nil
+		if err := u.Promote(ctx, nil, int64(size), key); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(synced, want) {
+			t.Fatalf("synced %q, want %q", synced, want)
+		}
 	}
+
+	data := "durable bytes"
+	u, upload, key := written(data, nil)
 	if len(synced) != 0 {
 		t.Fatalf("a write synced: %v", synced)
 	}
@@ -457,65 +480,28 @@ func TestPromoteFileSyncs(t *testing.T) {
 	if err := u.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	uploadSynced := filepath.Join(dir, UploadKey(ns, id)) + " blob-present=false"
-	if !slices.Equal(synced, []string{uploadSynced}) {
-		t.Fatalf("Sync synced %q", synced)
+	if want := upload + " blob-present=false"; !slices.Equal(synced, []string{want}) {
+		t.Fatalf("Sync synced %q, want %q", synced, want)
 	}
-	synced = nil
-	if err := u.Promote(ctx, nil, int64(len(data)), key); err != nil {
-		t.Fatal(err)
-	}
-	want := []string{uploadSynced, filepath.Dir(blobPath) + " blob-present=true"}
-	if !slices.Equal(synced, want) {
-		t.Fatalf("synced %q, want %q", synced, want)
-	}
+	promote(u, key, len(data), upload+" blob-present=false", filepath.Dir(blobPath)+" blob-present=true")
 
 	// Metadata kept in a sidecar (no extended attributes) is synced too,
 	// before anything is renamed.
 	setMetadataOnFile = func(*os.File, map[string]string) error { return errNoXattrs }
 	t.Cleanup(func() { setMetadataOnFile = setFileMetadata })
-	synced = nil
-	id3 := uuid.New()
-	createUpload(t, s, ns, id3)
-	u3, err := s.OpenUpload(ctx, ns, id3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u3.Close()
-	u3.SetMetadata(map[string]string{"checksum-sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0"})
-	third := []byte("third bytes")
-	if _, err := u3.Write(ctx, 0, bytes.NewReader(third), sha256.New(), -1); err != nil {
-		t.Fatal(err)
-	}
-	key3 := BlobKey(ns, sha256.Sum256(third))
-	blobPath = filepath.Join(dir, key3)
-	if err := u3.Promote(ctx, nil, int64(len(third)), key3); err != nil {
-		t.Fatal(err)
-	}
-	upload3 := filepath.Join(dir, UploadKey(ns, id3))
-	want = []string{upload3 + attrsSuffix + " blob-present=false", upload3 + " blob-present=false", filepath.Dir(blobPath) + " blob-present=true"}
-	if !slices.Equal(synced, want) {
-		t.Fatalf("with a sidecar, synced %q, want %q", synced, want)
-	}
+	data = "bytes with a sidecar"
+	u, upload, key = written(data, map[string]string{"checksum-sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0"})
+	promote(u, key, len(data), upload+attrsSuffix+" blob-present=false", upload+" blob-present=false",
+		filepath.Dir(blobPath)+" blob-present=true")
 
 	// A failing sync fails the promote, and the blob does not appear.
 	syncFile = func(*os.File) error { return errors.New("I/O error") }
-	id2 := uuid.New()
-	createUpload(t, s, ns, id2)
-	u2, err := s.OpenUpload(ctx, ns, id2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u2.Close()
-	other := []byte("other bytes")
-	if _, err := u2.Write(ctx, 0, bytes.NewReader(other), sha256.New(), -1); err != nil {
-		t.Fatal(err)
-	}
-	key2 := BlobKey(ns, sha256.Sum256(other))
-	if err := u2.Promote(ctx, nil, int64(len(other)), key2); err == nil || !strings.Contains(err.Error(), "I/O error") {
+	data = "bytes that fail to sync"
+	u, _, key = written(data, nil)
+	if err := u.Promote(ctx, nil, int64(len(data)), key); err == nil || !strings.Contains(err.Error(), "I/O error") {
 		t.Fatalf("promote with a failing sync: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, key2)); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(blobPath); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("blob appeared although its bytes were not synced: %v", err)
 	}
 }
