@@ -419,9 +419,10 @@ func TestPieceWriterSplitsWrites(t *testing.T) {
 // TestPromoteFileSyncs checks the order of a file-backed promote's syncs:
 // the upload file while it still has its upload path (its bytes reach the
 // disk before any name points at them), then the blob's directory once
-// the rename made the blob appear in it (so that the name does too). The
-// blob row is committed after Promote returns. Sync syncs the upload
-// file alone, and is a no-op where parts are objects.
+// the rename made the blob appear in it (so that the name does too), and
+// the directories above it that the promote created. The blob row is
+// committed after Promote returns. Sync syncs the upload file alone, and
+// is a no-op where parts are objects.
 func TestPromoteFileSyncs(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -460,8 +461,19 @@ func TestPromoteFileSyncs(t *testing.T) {
 		blobPath = filepath.Join(dir, key)
 		return u, filepath.Join(dir, UploadKey(ns, id)), key
 	}
+	// promote promotes u and checks its syncs: the files of want, then
+	// the blob's directory and, when the promote made it, each directory
+	// above it up to the root.
 	promote := func(u *Upload, key string, size int, want ...string) {
 		t.Helper()
+		_, err := os.Stat(filepath.Dir(blobPath))
+		made := errors.Is(err, os.ErrNotExist)
+		for d := filepath.Dir(blobPath); ; d = filepath.Dir(d) {
+			want = append(want, d+" blob-present=true")
+			if !made || d == dir {
+				break
+			}
+		}
 		synced = nil
 		if err := u.Promote(ctx, nil, int64(size), key); err != nil {
 			t.Fatal(err)
@@ -483,7 +495,7 @@ func TestPromoteFileSyncs(t *testing.T) {
 	if want := upload + " blob-present=false"; !slices.Equal(synced, []string{want}) {
 		t.Fatalf("Sync synced %q, want %q", synced, want)
 	}
-	promote(u, key, len(data), upload+" blob-present=false", filepath.Dir(blobPath)+" blob-present=true")
+	promote(u, key, len(data), upload+" blob-present=false")
 
 	// Metadata kept in a sidecar (no extended attributes) is synced too,
 	// before anything is renamed.
@@ -491,8 +503,17 @@ func TestPromoteFileSyncs(t *testing.T) {
 	t.Cleanup(func() { setMetadataOnFile = setFileMetadata })
 	data = "bytes with a sidecar"
 	u, upload, key = written(data, map[string]string{"checksum-sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0"})
-	promote(u, key, len(data), upload+attrsSuffix+" blob-present=false", upload+" blob-present=false",
-		filepath.Dir(blobPath)+" blob-present=true")
+	promote(u, key, len(data), upload+attrsSuffix+" blob-present=false", upload+" blob-present=false")
+
+	// A second blob in the same directory syncs only that directory.
+	for i := 0; ; i++ {
+		data = fmt.Sprintf("neighbour %d", i)
+		if k := BlobKey(ns, sha256.Sum256([]byte(data))); filepath.Dir(filepath.Join(dir, k)) == filepath.Dir(blobPath) {
+			break
+		}
+	}
+	u, upload, key = written(data, nil)
+	promote(u, key, len(data), upload+" blob-present=false")
 
 	// A failing sync fails the promote, and the blob does not appear.
 	syncFile = func(*os.File) error { return errors.New("I/O error") }

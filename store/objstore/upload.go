@@ -367,8 +367,10 @@ func (u *Upload) promoteFile(size int64, to string) error {
 	if err := u.Sync(); err != nil {
 		return err
 	}
+	var made bool // a directory of to's path
 	if u.metaAt == metaInSidecar {
-		err := renameInto(from+attrsSuffix, to+attrsSuffix)
+		var err error
+		made, err = renameInto(from+attrsSuffix, to+attrsSuffix)
 		if errors.Is(err, os.ErrNotExist) {
 			// Moved by an earlier Promote of this upload that failed after it.
 			err = writeFileAttrs(to, u.meta)
@@ -377,14 +379,14 @@ func (u *Upload) promoteFile(size int64, to string) error {
 			return fmt.Errorf("objstore: promote: attributes: %w", err)
 		}
 	}
-	err := renameInto(from, to)
+	madeHere, err := renameInto(from, to)
 	if errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("objstore: promote: %w", ErrNotFound)
 	}
 	if err != nil {
 		return fmt.Errorf("objstore: promote: %w", err)
 	}
-	if err := syncDir(filepath.Dir(to)); err != nil {
+	if err := u.s.syncDirs(filepath.Dir(to), made || madeHere); err != nil {
 		return fmt.Errorf("objstore: promote: sync directory: %w", err)
 	}
 	u.promoted = true
@@ -395,7 +397,22 @@ func (u *Upload) promoteFile(size int64, to string) error {
 // are synced, and when.
 var syncFile = (*os.File).Sync
 
-// syncDir makes the entries of dir durable (a rename into it).
+// syncDirs syncs dir, where a blob was renamed to, and, when the rename
+// made directories, every directory above it up to the bucket's root:
+// each new directory is an entry of its parent.
+func (s *Store) syncDirs(dir string, made bool) error {
+	for {
+		if err := syncDir(dir); err != nil {
+			return err
+		}
+		if !made || len(dir) <= len(s.fileRoot) {
+			return nil
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// syncDir makes the entries of dir durable.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -406,16 +423,16 @@ func syncDir(dir string) error {
 }
 
 // renameInto renames from to to, making to's directory when it is
-// missing. os.ErrNotExist: from is missing.
-func renameInto(from, to string) error {
-	err := os.Rename(from, to)
+// missing (made). os.ErrNotExist: from is missing.
+func renameInto(from, to string) (made bool, err error) {
+	err = os.Rename(from, to)
 	if !errors.Is(err, os.ErrNotExist) {
-		return err
+		return false, err
 	}
 	if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
-		return err
+		return false, err
 	}
-	return os.Rename(from, to)
+	return true, os.Rename(from, to)
 }
 
 // copyPart promotes a single part by a server-side copy. The copy keeps
