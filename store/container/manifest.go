@@ -240,18 +240,26 @@ var (
 	// lockManifestBlobsSQL locks the image's rows of a manifest's blobs
 	// and reads their sizes from the namespace's shadow of the blob rows
 	// (one partition; the blob rows themselves are partitioned by digest).
+	//
+	// It and lockChildManifestsSQL look each digest up through a join
+	// with the array, not with digest = ANY(array): with the ORDER BY
+	// that the lock order needs, PostgreSQL preferred reading the image's
+	// rows in index order and filtering them by the array to sorting a
+	// few rows, so every push read every blob row of its image (753
+	// buffers a push at 1,500 tags in one image, against 19).
 	lockManifestBlobsSQL = partition.Statements(`
-		SELECT cb.digest, coalesce(s.size, 0) FROM {container_blobs} cb
+		SELECT cb.digest, coalesce(s.size, 0) FROM unnest($3::bytea[]) AS d(digest)
+		JOIN {container_blobs} cb ON cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = d.digest
+		                         AND cb.soft_deleted_at IS NULL
 		LEFT JOIN {blob_storage_blobs_by_namespace} s ON s.namespace_id = cb.namespace_id AND s.sha256 = cb.digest
-		WHERE cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = ANY($3::bytea[])
-		  AND cb.soft_deleted_at IS NULL
 		ORDER BY cb.digest
 		FOR SHARE OF cb`, "container_blobs", "blob_storage_blobs_by_namespace")
 	lockChildManifestsSQL = partition.Statements(`
-		SELECT id, digest, size FROM {container_manifests}
-		WHERE namespace_id = $1 AND container_image_id = $2 AND digest = ANY($3::bytea[]) AND soft_deleted_at IS NULL
-		ORDER BY digest
-		FOR SHARE`, "container_manifests")
+		SELECT m.id, m.digest, m.size FROM unnest($3::bytea[]) AS d(digest)
+		JOIN {container_manifests} m ON m.namespace_id = $1 AND m.container_image_id = $2 AND m.digest = d.digest
+		                             AND m.soft_deleted_at IS NULL
+		ORDER BY m.digest
+		FOR SHARE OF m`, "container_manifests")
 	insertManifestSQL = partition.Statements(`
 		INSERT INTO {container_manifests} (namespace_id, id, container_image_id, digest, media_type,
 		                                   blob_storage_attachment_id, blob_sha256, size, blob_references_recorded,
