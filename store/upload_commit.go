@@ -165,8 +165,11 @@ func (s *Store) CommitUploadLinked(ctx context.Context, ref UploadRef, final io.
 		return nil, err
 	}
 	// The session row is gone: drop the temporary data (nothing when it was
-	// renamed into place). A failure here leaks temporary objects, never data.
-	_ = h.Remove(context.WithoutCancel(ctx))
+	// renamed into place, or when an earlier attempt had: h is nil). A
+	// failure here leaks temporary objects, never data.
+	if h != nil {
+		_ = h.Remove(context.WithoutCancel(ctx))
+	}
 	return res, nil
 }
 
@@ -467,8 +470,8 @@ func (s *Store) objectExistsWithin(ctx, bounded context.Context, key string) (bo
 
 // place moves the upload's bytes to the blob key. When the upload data is
 // already gone (an earlier attempt renamed it into place and then failed to
-// commit), the object at the key is accepted: only verified bytes are ever
-// moved to a content-addressed key.
+// commit), the object at the key is accepted, and synced: only verified
+// bytes are ever moved to a content-addressed key.
 func (s *Store) place(ctx context.Context, h *objstore.Upload, parts []objstore.Part, size int64, key string) error {
 	var err error
 	if h == nil {
@@ -478,6 +481,9 @@ func (s *Store) place(ctx context.Context, h *objstore.Upload, parts []objstore.
 	}
 	if errors.Is(err, objstore.ErrNotFound) {
 		if ok, xerr := s.objectExists(ctx, key); xerr == nil && ok {
+			if err := s.objects.SyncObject(key); err != nil {
+				return fmt.Errorf("store: commit upload: %w", err)
+			}
 			return nil
 		}
 		return errs.New(CodeUploadUnknown, "upload unknown")

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -643,5 +645,44 @@ func TestQueueStatBlob(t *testing.T) {
 	}
 	if missing != nil {
 		t.Fatalf("blob never pushed: %+v", missing)
+	}
+}
+
+// TestCommitAcceptsBlobInPlace: a commit whose upload file is gone because
+// an earlier attempt renamed it to the blob's path and then failed to
+// commit accepts the object there (verified bytes only ever reach a
+// content-addressed path) and syncs it (objstore's TestPromoteFileSyncs
+// checks SyncObject's syncs).
+func TestCommitAcceptsBlobInPlace(t *testing.T) {
+	ctx := context.Background()
+	f := newBlobFixture(t, "file", Options{})
+	data := randomBytes(70_000, 7)
+	u, err := f.store.StartUpload(ctx, f.ns, f.repo, UploadResumable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.AppendUpload(ctx, u.Ref(), 0, bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	root := strings.TrimPrefix(f.bucketURL, "file://")
+	blobPath := filepath.Join(root, filepath.FromSlash(objstore.BlobKey(f.ns, sha256.Sum256(data))))
+	if err := os.MkdirAll(filepath.Dir(blobPath), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(root, filepath.FromSlash(objstore.UploadKey(f.ns, u.UploadID))), blobPath); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.store.CommitUpload(ctx, u.Ref(), nil, want(data))
+	if err != nil || !res.Created {
+		t.Fatalf("commit with the blob already in place: %+v %v", res, err)
+	}
+	r, _, err := f.store.OpenBlob(ctx, f.ns, res.Blob.SHA256, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (%v), equal %v", len(got), err, bytes.Equal(got, data))
 	}
 }

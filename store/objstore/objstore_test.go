@@ -422,7 +422,7 @@ func TestPieceWriterSplitsWrites(t *testing.T) {
 // the rename made the blob appear in it (so that the name does too), and
 // the directories above it that the promote created. The blob row is
 // committed after Promote returns. Sync syncs the upload file alone, and
-// is a no-op where parts are objects.
+// is a no-op where parts are objects; SyncObject syncs a blob in place.
 func TestPromoteFileSyncs(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -515,6 +515,23 @@ func TestPromoteFileSyncs(t *testing.T) {
 	u, upload, key = written(data, nil)
 	promote(u, key, len(data), upload+" blob-present=false")
 
+	// An object already in place (a retry accepting what an earlier
+	// attempt renamed) is synced with every directory up to the root.
+	synced = nil
+	if err := s.SyncObject(key); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{blobPath + " blob-present=true"}
+	for d := filepath.Dir(blobPath); ; d = filepath.Dir(d) {
+		want = append(want, d+" blob-present=true")
+		if d == dir {
+			break
+		}
+	}
+	if !slices.Equal(synced, want) {
+		t.Fatalf("SyncObject synced %q, want %q", synced, want)
+	}
+
 	// A failing sync fails the promote, and the blob does not appear.
 	syncFile = func(*os.File) error { return errors.New("I/O error") }
 	data = "bytes that fail to sync"
@@ -539,5 +556,8 @@ func TestUploadSyncOnObjects(t *testing.T) {
 	defer u.Close()
 	if err := u.Sync(); err != nil {
 		t.Fatalf("Sync on the mem backend: %v", err)
+	}
+	if err := s.SyncObject("no/such/key"); err != nil {
+		t.Fatalf("SyncObject on the mem backend: %v", err)
 	}
 }
