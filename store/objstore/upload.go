@@ -402,7 +402,7 @@ var syncFile = (*os.File).Sync
 // each new directory is an entry of its parent.
 func (s *Store) syncDirs(dir string, made bool) error {
 	for {
-		if err := syncDir(dir); err != nil {
+		if err := syncPath(dir); err != nil {
 			return err
 		}
 		if !made || len(dir) <= len(s.fileRoot) {
@@ -423,14 +423,7 @@ func (s *Store) SyncObject(key string) error {
 		return nil
 	}
 	p := s.path(key)
-	f, err := os.Open(p)
-	if err != nil {
-		return fmt.Errorf("objstore: sync %s: %w", key, err)
-	}
-	err = syncFile(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := syncPath(p)
 	if err == nil {
 		err = s.syncDirs(filepath.Dir(p), true)
 	}
@@ -440,9 +433,10 @@ func (s *Store) SyncObject(key string) error {
 	return nil
 }
 
-// syncDir makes the entries of dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// syncPath makes the file at p durable: a file's bytes, a directory's
+// entries.
+func syncPath(p string) error {
+	d, err := os.Open(p)
 	if err != nil {
 		return err
 	}
