@@ -90,6 +90,9 @@ func TestStartStopRestart(t *testing.T) {
 	if got := query(t, c, "SELECT current_setting('autovacuum')"); got != "on" {
 		t.Errorf("autovacuum = %q by default, want on", got)
 	}
+	if got := query(t, c, "SELECT current_setting('autovacuum_naptime')"); got != "10s" {
+		t.Errorf("autovacuum_naptime = %q by default, want 10s", got)
+	}
 	execSQL(t, c, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('hello')")
 	assertOwnedByClusterUser(t, c)
 	for range 2 { // idempotent
