@@ -504,7 +504,10 @@ func TestTagPagination(t *testing.T) {
 	}
 }
 
-// TestManifestLimit: an image holds at most 25,000 manifests.
+// TestManifestLimit: an image holds at most 25,000 manifests. A push
+// counts the image's manifests once its repository's folded count nears
+// the limit: another image of the repository, with few, still takes new
+// ones.
 func TestManifestLimit(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
@@ -536,6 +539,9 @@ func TestManifestLimit(t *testing.T) {
 		tg.NamespaceID, tg.ImageID, sha256Bytes(first), n, mtOCIManifest, ids); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Store.FoldCounterDeltas(ctx, tg.NamespaceID, 0, 0); err != nil {
+		t.Fatal(err)
+	}
 	second := testImage(t, c, "second")
 	e := wantError(t, putManifest(s, t, name, "second", second, mtOCIManifest), http.StatusForbidden, codeDenied)
 	if !strings.Contains(fmt.Sprint(e["message"]), "25000") {
@@ -543,6 +549,9 @@ func TestManifestLimit(t *testing.T) {
 	}
 	// Re-pushing an existing manifest (a tag change) is still allowed.
 	wantStatus(t, putManifest(s, t, name, "again", first, mtOCIManifest), http.StatusCreated)
+	const other = "acme/images/other"
+	o := newBenchClient(t, s, other)
+	wantStatus(t, putManifest(s, t, other, "v1", testImage(t, o, "other"), mtOCIManifest), http.StatusCreated)
 }
 
 // TestLockTimeout503: a push that waits on a blob-row lock longer than the

@@ -338,16 +338,12 @@ type manifestRefs struct {
 	childIDs []uuid.UUID
 }
 
-// lockManifestReferences checks the image's room for one more manifest,
-// locks the rows a new manifest references FOR SHARE, in digest order,
+// lockManifestReferences checks the image's room for one more manifest
+// (checkManifestLimit), locks the rows a new manifest references FOR SHARE, in digest order,
 // refusing a missing one, and sums the manifest's size.
 func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (manifestRefs, error) {
-	var count int
-	if err := partition.QueryRow(ctx, tx, &countManifestsSQL, t.NamespaceID, imageID).Scan(&count); err != nil {
-		return manifestRefs{}, fmt.Errorf("store: count manifests: %w", err)
-	}
-	if count >= MaxManifestsPerImage {
-		return manifestRefs{}, errs.New(CodeTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxManifestsPerImage)
+	if err := checkManifestLimit(ctx, tx, t, imageID); err != nil {
+		return manifestRefs{}, err
 	}
 	size := int64(len(in.Payload))
 	// Referenced blobs, each counted once, locked in digest order.
@@ -420,6 +416,33 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 		}
 	}
 	return manifestRefs{size: size, blobs: blobs, childIDs: childIDs}, nil
+}
+
+// exactManifestsMargin is how far below the manifest limit a
+// repository's buffered artifacts_count must be for a push to trust it
+// instead of counting the image's manifests: one fold interval
+// (counters.DefaultInterval, 30 s) of back-to-back manifest pushes at
+// 3 ms each, as for npm's versions.
+const exactManifestsMargin = 10000
+
+// checkManifestLimit refuses a new manifest in an image that holds
+// MaxManifestsPerImage. Counting the image's manifests reads every one of
+// them at every push (1.4 ms a push on average while 8,000 tags were
+// pushed into one image); an image holds at most the manifests of its
+// repository, so the count is needed only when the repository's folded
+// count is within the margin of the limit.
+func checkManifestLimit(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID) error {
+	if t.RepositoryArtifacts < MaxManifestsPerImage-exactManifestsMargin {
+		return nil
+	}
+	var count int
+	if err := partition.QueryRow(ctx, tx, &countManifestsSQL, t.NamespaceID, imageID).Scan(&count); err != nil {
+		return fmt.Errorf("store: count manifests: %w", err)
+	}
+	if count >= MaxManifestsPerImage {
+		return errs.New(CodeTooManyManifests, "too many manifests in the image: image %q holds %d manifests (limit %d)", t.ImageName, count, MaxManifestsPerImage)
+	}
+	return nil
 }
 
 // insertManifest inserts a new manifest row with its payload's attachment,
