@@ -201,7 +201,7 @@ func (c *Cluster) writeConfig() error {
 		// and the plans a connection caches for them then read every row
 		// of an image (a manifest push locked its blobs and checked its
 		// foreign keys by scanning the image) until the first ANALYZE
-		// replans them: 10,000 tag pushes into a new image read about
+		// replans them: 8,000 tag pushes into a new image read about
 		// 6,700 buffers each with the default and 1,100 with this, and
 		// ran 9 % faster. Idle, a database of this schema (some 25,000
 		// relations) costs about 0.4 % of a core in autovacuum's visits.

@@ -339,8 +339,9 @@ type manifestRefs struct {
 }
 
 // lockManifestReferences checks the image's room for one more manifest
-// (checkManifestLimit), locks the rows a new manifest references FOR SHARE, in digest order,
-// refusing a missing one, and sums the manifest's size.
+// (checkManifestLimit), locks the rows a new manifest references FOR
+// SHARE, in digest order, refusing a missing one, and sums the manifest's
+// size.
 func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (manifestRefs, error) {
 	if err := checkManifestLimit(ctx, tx, t, imageID); err != nil {
 		return manifestRefs{}, err
