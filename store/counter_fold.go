@@ -28,6 +28,13 @@ import (
 // takes.
 const DefaultCounterFoldBatch = 1000
 
+// UnfoldedWritesMargin bounds how many row-creating writes to one package
+// or repository the buffered counters may not have folded yet: one fold
+// interval (counters.DefaultInterval, 30 s) of back-to-back writes at
+// 3 ms each. A limit checked against a buffered count counts the rows
+// exactly once the count is within this margin of it.
+const UnfoldedWritesMargin = 10000
+
 // counterFoldLockClass is the first key of the transaction-level advisory
 // lock one folder holds per namespace (the second key is a hash of the
 // namespace id): two folders of one namespace would lock the same target

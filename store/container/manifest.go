@@ -247,7 +247,10 @@ var (
 	// image's rows in index order and filtering them by the array to
 	// sorting a few rows, and a push then read every blob row of its
 	// image (1,505 buffers for one digest of an image of 1,500 blobs,
-	// against 19 through the join).
+	// against 19 through the join). Plans cached before a new
+	// namespace's partitions are first analysed can still read the
+	// whole image through the join; autovacuum replans them (the
+	// embedded cluster visits every 10 s, internal/pgcluster).
 	lockManifestBlobsSQL = partition.Statements(`
 		SELECT cb.digest, coalesce(s.size, 0) FROM unnest($3::bytea[]) AS d(digest)
 		JOIN {container_blobs} cb ON cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = d.digest
@@ -419,21 +422,14 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 	return manifestRefs{size: size, blobs: blobs, childIDs: childIDs}, nil
 }
 
-// exactManifestsMargin is how far below the manifest limit a
-// repository's buffered artifacts_count must be for a push to trust it
-// instead of counting the image's manifests: one fold interval
-// (counters.DefaultInterval, 30 s) of back-to-back manifest pushes at
-// 3 ms each, as for npm's versions.
-const exactManifestsMargin = 10000
-
 // checkManifestLimit refuses a new manifest in an image that holds
 // MaxManifestsPerImage. Counting the image's manifests reads every one of
 // them at every push (1.4 ms a push on average while 8,000 tags were
 // pushed into one image); an image holds at most the manifests of its
 // repository, so the count is needed only when the repository's folded
-// count is within the margin of the limit.
+// count is within store.UnfoldedWritesMargin of the limit.
 func checkManifestLimit(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID) error {
-	if t.RepositoryArtifacts < MaxManifestsPerImage-exactManifestsMargin {
+	if t.RepositoryArtifacts < MaxManifestsPerImage-store.UnfoldedWritesMargin {
 		return nil
 	}
 	var count int

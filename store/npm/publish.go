@@ -287,11 +287,10 @@ func clearGCCandidate(ctx context.Context, tx pgx.Tx, u store.StagedUse) error {
 
 // exactVersionsMargin and exactTagsMargin are how far below its
 // limit a package's buffered count must be for a publish to trust it
-// without counting rows. They bound how many changes the folder may not
-// have folded yet: one fold interval (counters.DefaultInterval, 30 s) of
-// back-to-back publishes of one package at 3 ms each, and of tag changes.
+// without counting rows: what the folder may not have folded yet of
+// publishes (store.UnfoldedWritesMargin) and of tag changes.
 const (
-	exactVersionsMargin = 10000
+	exactVersionsMargin = store.UnfoldedWritesMargin
 	exactTagsMargin     = 500
 )
 
