@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -170,17 +171,8 @@ func openDatabase(t *testing.T, admin *pgxpool.Pool, name string) *pgxpool.Pool 
 // previousVersion is the highest migration below v: the release before it.
 func previousVersion(t *testing.T, v int64) int64 {
 	t.Helper()
-	names, err := filepath.Glob("*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var prev int64
-	for _, n := range names {
-		num, _, _ := strings.Cut(n, "_")
-		s, err := strconv.ParseInt(num, 10, 64)
-		if err != nil {
-			t.Fatalf("migration file %s: %v", n, err)
-		}
+	for _, s := range versions(t) {
 		if s < v && s > prev {
 			prev = s
 		}
@@ -189,4 +181,29 @@ func previousVersion(t *testing.T, v int64) int64 {
 		t.Fatalf("no migration below %d", v)
 	}
 	return prev
+}
+
+// latestVersion is the highest migration: the current release.
+func latestVersion(t *testing.T) int64 {
+	t.Helper()
+	return slices.Max(versions(t))
+}
+
+// versions lists the numbers of the migration files.
+func versions(t *testing.T) []int64 {
+	t.Helper()
+	names, err := filepath.Glob("*.sql")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("list migrations: %v %v", names, err)
+	}
+	out := make([]int64, 0, len(names))
+	for _, n := range names {
+		num, _, _ := strings.Cut(n, "_")
+		v, err := strconv.ParseInt(num, 10, 64)
+		if err != nil {
+			t.Fatalf("migration file %s: %v", n, err)
+		}
+		out = append(out, v)
+	}
+	return out
 }
