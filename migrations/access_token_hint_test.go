@@ -14,7 +14,6 @@ const accessTokenHintVersion = 47
 // working and have no hint (their secret was never stored); new rows may
 // carry one, bounded in length.
 func TestAccessTokenHintUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, accessTokenHintVersion)
 	f := newFixture(t, pool)

@@ -108,7 +108,6 @@ func runAllAccounting(t *testing.T, pool *pgxpool.Pool) *accountingRun {
 // after its Down, record the same counter_deltas after every statement;
 // the medians of the timed statements are logged with -v.
 func TestAccountingOwnerLookupUpgrade(t *testing.T) {
-	t.Parallel()
 	accountingRoundTrip(t, accountingOwnerLookupVersion, "accounting_owner")
 }
 

@@ -34,7 +34,6 @@ func TestNamespacePartition(t *testing.T) {
 // upgrade to 00064 (one statement per partition) and after its Down; the
 // medians of the timed statements are logged with -v.
 func TestAccountingPartitionLookupsUpgrade(t *testing.T) {
-	t.Parallel()
 	accountingRoundTrip(t, accountingPartitionLookupsVersion,
 		"namespace_partition", "accounting_owner_container_image", "accounting_refs_npm")
 }

@@ -284,7 +284,6 @@ func refsLanguages(ctx context.Context, t *testing.T, pool *pgxpool.Pool) []stri
 // language both ways; and the statements whose triggers call a reference
 // count get faster (the medians are logged, before and after, with -v).
 func TestAccountingPlpgsqlRefsUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, accountingPlpgsqlRefsVersion)
 	want := refsLanguagesWant("sql")

@@ -17,7 +17,6 @@ const accountingVersion = 41
 // reconciliation, which sets the exact values, and new rows are counted
 // by the triggers.
 func TestStorageAccountingUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, accountingVersion)
 	f := newFixture(t, pool)

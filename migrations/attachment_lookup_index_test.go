@@ -17,7 +17,6 @@ const attachmentLookupIndexVersion = 61
 // a foreign key check makes reads that row only, where the old index
 // filtered every attachment of the digest.
 func TestAttachmentLookupIndexUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, attachmentLookupIndexVersion)
 	f := newFixture(t, pool)

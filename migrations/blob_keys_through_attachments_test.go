@@ -20,7 +20,6 @@ const blobKeysThroughAttachmentsVersion = 62
 // digest its attachment does not have, and a blob freed of its last user
 // can be.
 func TestBlobKeysThroughAttachmentsUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, blobKeysThroughAttachmentsVersion)
 	f := newFixture(t, pool)

@@ -21,7 +21,6 @@ const containerRemoteCacheVersion = 53
 // cached manifest adds to the remote repository's artifacts and size,
 // deleting it takes them off.
 func TestContainerRemoteCacheUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, containerRemoteCacheVersion)
 	f := newFixture(t, pool)

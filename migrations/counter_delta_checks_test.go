@@ -21,7 +21,6 @@ const counterDeltaChecksVersion = 63
 // field around the valid ranges and every combination of delta and
 // observed_at.
 func TestCounterDeltaChecksUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, counterDeltaChecksVersion)
 	f := newFixture(t, pool)

@@ -19,7 +19,6 @@ const invalidationNotifyVersion = 59
 // commit, rolled-back ones and the frequent updates that change nothing
 // cached stay silent.
 func TestInvalidationNotifyUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, invalidationNotifyVersion)
 	f := newFixture(t, pool)

@@ -16,7 +16,6 @@ const lifecycleVersion = 45
 // afterwards a soft delete records the transaction's actor, a restore
 // clears it, and the new rule type is accepted.
 func TestLifecyclePoliciesUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, lifecycleVersion)
 	f := newFixture(t, pool)

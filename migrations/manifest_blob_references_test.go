@@ -17,7 +17,6 @@ const manifestBlobReferencesVersion = 48
 // it), the link gets the migration time as its age, the image is not
 // pending, and the reference table takes rows whose keys are checked.
 func TestManifestBlobReferencesUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, manifestBlobReferencesVersion)
 	f := newFixture(t, pool)

@@ -30,7 +30,6 @@ const manifestSubjectsVersion = 50
 // a read, the manifest without bytes stays unrecorded. The referrers of
 // the image manifest are then an index lookup, and the new CHECKs hold.
 func TestManifestSubjectsUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, manifestSubjectsVersion)
 	objects := testsupport.FileObjects(t)

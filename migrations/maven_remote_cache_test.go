@@ -22,7 +22,6 @@ const mavenRemoteCacheVersion = 55
 // else for them; the namespace goes to the front of the reconciliation
 // queue; and the accounting triggers now count cached rows.
 func TestMavenRemoteCacheUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, mavenRemoteCacheVersion)
 	f := newFixture(t, pool)

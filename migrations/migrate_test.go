@@ -129,7 +129,6 @@ func first[T any](s []T, n int) []T { return s[:min(n, len(s))] }
 // nothing through the binary on every test run. A third full Up cost this
 // package half a minute of the server's CPU.
 func TestMigrateConcurrentlyThenDown(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, latestVersion(t))
 

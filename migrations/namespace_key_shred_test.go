@@ -17,7 +17,6 @@ const namespaceKeyShredVersion = 52
 // its credential row in place (still referencing its key) and the other
 // namespace untouched.
 func TestNamespaceKeyShredUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, namespaceKeyShredVersion)
 	f := newFixture(t, pool)

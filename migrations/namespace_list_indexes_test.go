@@ -15,7 +15,6 @@ const namespaceListIndexesVersion = 51
 // exist and serve its queries over the existing rows (a slug prefix as a
 // range of the byte-ordered index; the newest first).
 func TestNamespaceListIndexesUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, namespaceListIndexesVersion)
 	f := newFixture(t, pool)

@@ -54,7 +54,6 @@ func populateNpmRemote(t *testing.T, f *fixture) npmRemoteFixture {
 // repository and a component to the namespace, a tarball and a packument
 // add their blob's size once per digest, and deletes take it all off.
 func TestNpmRemoteCacheUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, npmRemoteCacheVersion)
 	f := newFixture(t, pool)

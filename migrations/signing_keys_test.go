@@ -15,7 +15,6 @@ import (
 // table starts empty (the first instance to need a key creates it), at
 // most one key is current, keys are 32 bytes, and going down to 00038 removes the table.
 func TestSigningKeysUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, 39)
 	db := stdlib.OpenDBFromPool(pool)

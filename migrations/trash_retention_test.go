@@ -14,7 +14,6 @@ const trashRetentionVersion = 43
 // migrations.Up; the namespace gets the default retention of 7 days, the
 // bounds are enforced, and the trash index of container blobs exists.
 func TestTrashRetentionUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, trashRetentionVersion)
 	f := newFixture(t, pool)

@@ -15,7 +15,6 @@ const uiSessionsVersion = 40
 // are kept and sessions of either principal can then be stored, never
 // both or neither.
 func TestUISessionsUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, uiSessionsVersion)
 	f := newFixture(t, pool)

@@ -17,7 +17,6 @@ const virtualSettingsVersion = 57
 // target must be a repository of the namespace, reserved patterns are
 // bounded, and deleting the deploy target is refused by its key.
 func TestVirtualSettingsUpgrade(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	pool := databaseBefore(t, virtualSettingsVersion)
 	f := newFixture(t, pool)
