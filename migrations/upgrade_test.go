@@ -89,9 +89,9 @@ func templateAt(t *testing.T, version int64) string {
 	if name, ok := templates.byVersion[version]; ok {
 		return name
 	}
-	versions := append(slices.Clone(templates.needed), version)
-	slices.Sort(versions)
-	for _, v := range slices.Compact(versions) {
+	want := append(slices.Clone(templates.needed), version)
+	slices.Sort(want)
+	for _, v := range slices.Compact(want) {
 		if _, ok := templates.byVersion[v]; !ok && v <= version {
 			buildTemplate(t, v)
 		}
