@@ -68,31 +68,7 @@ func TestUIRemoteRepository(t *testing.T) {
 	// The hit counters are buffered (the pull recorder flushes about
 	// twice a second): fold them as counters:fold does until all three
 	// requests count.
-	var out struct{ Namespace struct{ ID string } }
-	if err := json.Unmarshal(s.graphql(t, `{ namespace(slug: "acme") { id } }`, nil), &out); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := s.Store.FoldCounterDeltas(context.Background(), uuid.MustParse(out.Namespace.ID), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		var rem struct {
-			Repository struct {
-				Remote struct{ CacheHits, CacheMisses int }
-			}
-		}
-		if err := json.Unmarshal(s.graphql(t, `{ repository(namespace: "acme", name: "mirror") { remote { cacheHits cacheMisses } } }`, nil), &rem); err != nil {
-			t.Fatal(err)
-		}
-		if rem.Repository.Remote.CacheHits+rem.Repository.Remote.CacheMisses == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cache counters %+v", rem.Repository.Remote)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	awaitRemoteRequests(t, s, "acme", "mirror", 3)
 	b.open("/n/acme/r/mirror")
 	b.see(text("acme/base/app"))
 	b.see(text("healthy"))
@@ -171,31 +147,7 @@ func TestUIRemoteNpmRepository(t *testing.T) {
 	}
 	// The hit counters are buffered: fold them as counters:fold does
 	// until the four tarball requests count.
-	var out struct{ Namespace struct{ ID string } }
-	if err := json.Unmarshal(s.graphql(t, `{ namespace(slug: "acme") { id } }`, nil), &out); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := s.Store.FoldCounterDeltas(context.Background(), uuid.MustParse(out.Namespace.ID), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		var rem struct {
-			Repository struct {
-				Remote struct{ CacheHits, CacheMisses int }
-			}
-		}
-		if err := json.Unmarshal(s.graphql(t, `{ repository(namespace: "acme", name: "npmjs") { remote { cacheHits cacheMisses } } }`, nil), &rem); err != nil {
-			t.Fatal(err)
-		}
-		if rem.Repository.Remote.CacheHits+rem.Repository.Remote.CacheMisses == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cache counters %+v", rem.Repository.Remote)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	awaitRemoteRequests(t, s, "acme", "npmjs", 4)
 	b.open("/n/acme/r/npmjs")
 	b.see(text("healthy"))
 	// Cold: both tarballs from the upstream; warm: both from the cache.
@@ -239,8 +191,7 @@ func (b *tab) clear(css string) {
 // then did not show the hit ratio this test expects.
 func awaitCachedTarballs(t *testing.T, s *server, ns, repo string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	waitFor(t, func() (bool, string) {
 		var out struct {
 			Repository struct {
 				Remote struct {
@@ -248,20 +199,57 @@ func awaitCachedTarballs(t *testing.T, s *server, ns, repo string, n int) {
 				}
 			}
 		}
-		q := fmt.Sprintf(`{ repository(namespace: %q, name: %q) { remote { cachedPackages { cachedVersions } } } }`, ns, repo)
-		if err := json.Unmarshal(s.graphql(t, q, nil), &out); err != nil {
+		q := `query($ns: String!, $repo: String!) { repository(namespace: $ns, name: $repo) { remote { cachedPackages { cachedVersions } } } }`
+		if err := json.Unmarshal(s.graphql(t, q, map[string]any{"ns": ns, "repo": repo}), &out); err != nil {
 			t.Fatal(err)
 		}
 		cached := 0
 		for _, p := range out.Repository.Remote.CachedPackages {
 			cached += p.CachedVersions
 		}
-		if cached >= n {
+		return cached >= n, fmt.Sprintf("%d of %d tarballs cached after 30 s", cached, n)
+	})
+}
+
+// awaitRemoteRequests folds the buffered counters, as counters:fold does,
+// until the remote's cache hits and misses sum to n.
+func awaitRemoteRequests(t *testing.T, s *server, ns, repo string, n int) {
+	t.Helper()
+	var out struct{ Namespace struct{ ID string } }
+	if err := json.Unmarshal(s.graphql(t, `query($ns: String!) { namespace(slug: $ns) { id } }`, map[string]any{"ns": ns}), &out); err != nil {
+		t.Fatal(err)
+	}
+	nsID := uuid.MustParse(out.Namespace.ID)
+	waitFor(t, func() (bool, string) {
+		if _, err := s.Store.FoldCounterDeltas(context.Background(), nsID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		var rem struct {
+			Repository struct {
+				Remote struct{ CacheHits, CacheMisses int }
+			}
+		}
+		q := `query($ns: String!, $repo: String!) { repository(namespace: $ns, name: $repo) { remote { cacheHits cacheMisses } } }`
+		if err := json.Unmarshal(s.graphql(t, q, map[string]any{"ns": ns, "repo": repo}), &rem); err != nil {
+			t.Fatal(err)
+		}
+		return rem.Repository.Remote.CacheHits+rem.Repository.Remote.CacheMisses == n, fmt.Sprintf("cache counters %+v", rem.Repository.Remote)
+	})
+}
+
+// waitFor calls check every 200 ms until it reports done, and fails the
+// test with the state it last reported once 30 s have passed.
+func waitFor(t *testing.T, check func() (done bool, state string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		done, state := check()
+		if done {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d tarballs cached after 30 s", cached, n)
+			t.Fatal(state)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
