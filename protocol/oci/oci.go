@@ -148,29 +148,40 @@ func Handler(st *store.Store, opts Options) http.Handler {
 }
 
 func (h *handler) routes(r *mux.Router) {
-	const name = "/v2/{name:.+}"
 	r.Handle("/v2/", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v2", h.wrap(h.base)).Methods(http.MethodGet, http.MethodHead)
 	r.Handle("/v2/_catalog", h.wrap(h.catalog)).Methods(http.MethodGet)
 	// The token endpoint of the challenges (GET with Basic credentials or
 	// none, POST for the OAuth2 password grant).
 	r.Handle("/v2/token", httpsafe.Handler(h.authn.TokenHandler(auth.ContainerResolver(h.st)))).Methods(http.MethodGet, http.MethodHead, http.MethodPost)
-	r.Handle(name+"/blobs/uploads/", h.wrap(h.startUpload)).Methods(http.MethodPost)
-	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.uploadStatus)).Methods(http.MethodGet)
-	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.patchUpload)).Methods(http.MethodPatch)
-	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.putUpload)).Methods(http.MethodPut)
-	r.Handle(name+"/blobs/uploads/{upload}", h.wrap(h.cancelUpload)).Methods(http.MethodDelete)
-	r.Handle(name+"/blobs/{digest}", h.wrap(h.getBlob)).Methods(http.MethodGet, http.MethodHead)
-	r.Handle(name+"/blobs/{digest}", h.wrap(h.deleteBlob)).Methods(http.MethodDelete)
-	r.Handle(name+"/manifests/{reference}", h.wrap(h.getManifest)).Methods(http.MethodGet, http.MethodHead)
-	r.Handle(name+"/manifests/{reference}", h.wrap(h.putManifest)).Methods(http.MethodPut)
-	r.Handle(name+"/manifests/{reference}", h.wrap(h.deleteManifest)).Methods(http.MethodDelete)
-	r.Handle(name+"/tags/list", h.wrap(h.listTags)).Methods(http.MethodGet)
-	r.Handle(name+"/referrers/{digest}", h.wrap(h.listReferrers)).Methods(http.MethodGet)
+	named(r, "/blobs/uploads/", "").Handler(h.wrap(h.startUpload)).Methods(http.MethodPost)
+	named(r, "/blobs/uploads/", "{upload}").Handler(h.wrap(h.uploadStatus)).Methods(http.MethodGet)
+	named(r, "/blobs/uploads/", "{upload}").Handler(h.wrap(h.patchUpload)).Methods(http.MethodPatch)
+	named(r, "/blobs/uploads/", "{upload}").Handler(h.wrap(h.putUpload)).Methods(http.MethodPut)
+	named(r, "/blobs/uploads/", "{upload}").Handler(h.wrap(h.cancelUpload)).Methods(http.MethodDelete)
+	named(r, "/blobs/", "{digest}").Handler(h.wrap(h.getBlob)).Methods(http.MethodGet, http.MethodHead)
+	named(r, "/blobs/", "{digest}").Handler(h.wrap(h.deleteBlob)).Methods(http.MethodDelete)
+	named(r, "/manifests/", "{reference}").Handler(h.wrap(h.getManifest)).Methods(http.MethodGet, http.MethodHead)
+	named(r, "/manifests/", "{reference}").Handler(h.wrap(h.putManifest)).Methods(http.MethodPut)
+	named(r, "/manifests/", "{reference}").Handler(h.wrap(h.deleteManifest)).Methods(http.MethodDelete)
+	named(r, "/tags/list", "").Handler(h.wrap(h.listTags)).Methods(http.MethodGet)
+	named(r, "/referrers/", "{digest}").Handler(h.wrap(h.listReferrers)).Methods(http.MethodGet)
 	// Everything else under /v2/ answers in the spec's error format: a
 	// known endpoint with another method is UNSUPPORTED (405), any other
 	// path NOT FOUND.
 	r.PathPrefix("/v2/").Handler(h.wrap(h.fallback))
+}
+
+// named adds the route of a repository name's endpoint, /v2/{name}
+// followed by endpoint and last. The router tries the routes in turn,
+// each by its template's regexp, whose ".+" for the name backtracks: a
+// manifest GET ran ten of them before its own. Every path the template
+// matches holds the endpoint, so looking for it first skips the regexps
+// of routes that cannot match.
+func named(r *mux.Router, endpoint, last string) *mux.Route {
+	return r.NewRoute().MatcherFunc(func(req *http.Request, _ *mux.RouteMatch) bool {
+		return strings.Contains(req.URL.Path, endpoint)
+	}).Path("/v2/{name:.+}" + endpoint + last)
 }
 
 // handlerFunc is an OCI handler: it writes a success response itself and
