@@ -226,6 +226,14 @@ func BenchmarkTags10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("setup: %d tagged manifests pushed in %s", tags, time.Since(start).Round(time.Millisecond))
+	// The test cluster runs without autovacuum, which analyses a
+	// namespace's new partitions within seconds of such a push on a
+	// server. Unanalysed, the partition of 10,000 manifests had its GET
+	// by digest read every manifest of the image through another index
+	// of it: a p50 of 2.2 to 4.4 ms instead of 0.3.
+	if _, err := s.Store.Pool().Exec(context.Background(), "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
 
 	measure := func(b *testing.B, path func(i int) string) {
 		lat := make([]time.Duration, 0, 1<<16)
