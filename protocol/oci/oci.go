@@ -175,9 +175,10 @@ func (h *handler) routes(r *mux.Router) {
 // named adds the route of a repository name's endpoint, /v2/{name}
 // followed by endpoint and last. The router tries the routes in turn,
 // each by its template's regexp, whose ".+" for the name backtracks: a
-// manifest GET ran ten of them before its own. Every path the template
-// matches holds the endpoint, so looking for it first skips the regexps
-// of routes that cannot match.
+// manifest GET ran the regexps of the seven upload and blob routes
+// before its own. Every path a template matches holds its endpoint, so
+// looking for the endpoint first skips the regexps of routes that cannot
+// match.
 func named(r *mux.Router, endpoint, last string) *mux.Route {
 	return r.NewRoute().MatcherFunc(func(req *http.Request, _ *mux.RouteMatch) bool {
 		return strings.Contains(req.URL.Path, endpoint)
