@@ -254,6 +254,10 @@ func TestRateLimit(t *testing.T) {
 	if h := c.Health(); h.Status != enum.HealthUnhealthy {
 		t.Fatalf("health %+v", h)
 	}
+	// The recorder gets the latest of the reports made while it was busy:
+	// unless the unhealthy one is written before the upstream recovers, it
+	// may be replaced by the recovery and never recorded.
+	c.health.flush()
 	// A date form.
 	clk.Advance(2 * time.Second)
 	mu.Lock()
