@@ -43,48 +43,38 @@ END;
 $do$;
 -- +goose StatementEnd
 
--- The four triggers, with the lock statement replaced by the call (Down:
--- the call by the statement).
+-- accounting_rewrite_blob_lock redefines the four triggers that lock blobs
+-- with from_text replaced by to_text, and stops unless each holds from_text
+-- exactly once. Up replaces the lock statement by the call, Down the call
+-- by the statement, then drops it.
 -- +goose StatementBegin
-DO $do$
+CREATE FUNCTION accounting_rewrite_blob_lock(from_text text, to_text text) RETURNS void
+LANGUAGE plpgsql
+AS $$
 DECLARE
     fn text;
     def text;
-    stmt text := E'SELECT b.size INTO sz FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns[i] AND b.sha256 = shas[i]\n        FOR NO KEY UPDATE;';
-    lock_call text := 'sz := accounting_lock_blob(ns[i], shas[i]);';
 BEGIN
     FOREACH fn IN ARRAY ARRAY['accounting_blob_refs', 'accounting_remote_blob_refs',
                               'accounting_maven_remote_files', 'accounting_npm_remote_sizes'] LOOP
         def := pg_get_functiondef(fn::regproc);
-        IF (length(def) - length(replace(def, stmt, ''))) / length(stmt) <> 1 THEN
-            RAISE EXCEPTION '%: the blob lock statement is not there exactly once', fn;
+        IF (length(def) - length(replace(def, from_text, ''))) / length(from_text) <> 1 THEN
+            RAISE EXCEPTION '%: % is not there exactly once', fn, from_text;
         END IF;
-        EXECUTE replace(def, stmt, lock_call);
+        EXECUTE replace(def, from_text, to_text);
     END LOOP;
 END;
-$do$;
+$$;
 -- +goose StatementEnd
+
+SELECT accounting_rewrite_blob_lock(
+    E'SELECT b.size INTO sz FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns[i] AND b.sha256 = shas[i]\n        FOR NO KEY UPDATE;',
+    'sz := accounting_lock_blob(ns[i], shas[i]);');
 
 -- +goose Down
--- +goose StatementBegin
-DO $do$
-DECLARE
-    fn text;
-    def text;
-    stmt text := E'SELECT b.size INTO sz FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns[i] AND b.sha256 = shas[i]\n        FOR NO KEY UPDATE;';
-    lock_call text := 'sz := accounting_lock_blob(ns[i], shas[i]);';
-BEGIN
-    FOREACH fn IN ARRAY ARRAY['accounting_blob_refs', 'accounting_remote_blob_refs',
-                              'accounting_maven_remote_files', 'accounting_npm_remote_sizes'] LOOP
-        def := pg_get_functiondef(fn::regproc);
-        IF (length(def) - length(replace(def, lock_call, ''))) / length(lock_call) <> 1 THEN
-            RAISE EXCEPTION '%: the call of accounting_lock_blob is not there exactly once', fn;
-        END IF;
-        EXECUTE replace(def, lock_call, stmt);
-    END LOOP;
-END;
-$do$;
--- +goose StatementEnd
-
+SELECT accounting_rewrite_blob_lock(
+    'sz := accounting_lock_blob(ns[i], shas[i]);',
+    E'SELECT b.size INTO sz FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns[i] AND b.sha256 = shas[i]\n        FOR NO KEY UPDATE;');
+DROP FUNCTION accounting_rewrite_blob_lock(text, text);
 DROP FUNCTION accounting_lock_blob(uuid, bytea);
 DROP FUNCTION digest_partition(bytea);
