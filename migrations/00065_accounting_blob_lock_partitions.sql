@@ -9,11 +9,11 @@
 -- The lock now runs on the digest's partition, through a function holding
 -- one copy of the statement per partition as 00064 does for the lookups by
 -- namespace; digest_partition picks the copy. It locks the same row the
--- same way and returns the same size (NULL when there is no row). The four
--- triggers that lock blobs are rewritten in place: the statement is
--- replaced by a call, nothing else of them changes, and the migration
--- stops if a trigger does not hold the statement exactly once. Only
--- function bodies change: no table is locked.
+-- same way and returns the same size (NULL when there is no row, which it
+-- then confirms on the parent). The four triggers that lock blobs are
+-- rewritten in place: the statement is replaced by a call, nothing else of
+-- them changes, and the migration stops if a trigger does not hold the
+-- statement exactly once. Only function bodies change: no table is locked.
 
 -- digest_partition is the remainder (0 to 63) of a sha256 in the tables
 -- partitioned by HASH (sha256). PostgreSQL hashes a bytea key with
@@ -36,8 +36,11 @@ BEGIN
     SELECT string_agg(format(E'\n    WHEN %s THEN\n        SELECT b.size INTO blob_size FROM partitions.blob_storage_blobs_p%s b\n        WHERE b.namespace_id = ns AND b.sha256 = sha\n        FOR NO KEY UPDATE;',
                              p, lpad(p::text, 2, '0')), '' ORDER BY p)
     INTO branches FROM generate_series(0, 63) p;
-    -- VOLATILE: it locks, and reads with the caller's new snapshot.
-    EXECUTE format(E'CREATE FUNCTION accounting_lock_blob(ns uuid, sha bytea, OUT blob_size bigint) LANGUAGE plpgsql VOLATILE AS $body$\nBEGIN\n    CASE digest_partition(sha)%s\n    END CASE;\nEND;\n$body$',
+    -- VOLATILE: it locks, and reads with the caller's new snapshot. A miss
+    -- asks the parent too, so a partition computed wrongly (a PostgreSQL
+    -- whose hash differs) costs the old planning, not a blob left out of
+    -- the accounting.
+    EXECUTE format(E'CREATE FUNCTION accounting_lock_blob(ns uuid, sha bytea, OUT blob_size bigint) LANGUAGE plpgsql VOLATILE AS $body$\nBEGIN\n    CASE digest_partition(sha)%s\n    END CASE;\n    IF blob_size IS NULL THEN\n        SELECT b.size INTO blob_size FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns AND b.sha256 = sha\n        FOR NO KEY UPDATE;\n    END IF;\nEND;\n$body$',
         branches);
 END;
 $do$;

@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,6 +72,27 @@ func TestAccountingBlobLockRewrite(t *testing.T) {
 	for i, def := range defs() {
 		if def != before[i] {
 			t.Errorf("after the Down:\n%s\nwant:\n%s", def, before[i])
+		}
+	}
+}
+
+// TestAccountingLockBlob: accounting_lock_blob returns a blob's size and
+// NULL for a digest the namespace does not hold, whatever its partition.
+func TestAccountingLockBlob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	f := newFixture(t, pool)
+	ns := f.namespace()
+	for i := range 20 {
+		held, missing := digest(fmt.Sprintf("held %d", i)), digest(fmt.Sprintf("missing %d", i))
+		f.blob(ns, held, int64(100+i))
+		var size, none *int64
+		if err := pool.QueryRow(ctx, `SELECT accounting_lock_blob($1, $2), accounting_lock_blob($1, $3)`, ns, held, missing).Scan(&size, &none); err != nil {
+			t.Fatal(err)
+		}
+		if size == nil || *size != int64(100+i) || none != nil {
+			t.Fatalf("blob %d: size %v, missing digest %v", i, size, none)
 		}
 	}
 }
