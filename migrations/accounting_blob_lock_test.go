@@ -17,6 +17,12 @@ const accountingBlobLockVersion = 65
 var blobLockingTriggers = []string{"accounting_blob_refs", "accounting_remote_blob_refs",
 	"accounting_maven_remote_files", "accounting_npm_remote_sizes"}
 
+// The text 00065 replaces in each of them, and what replaces it.
+const (
+	blobLockStatement = "SELECT b.size INTO sz FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns[i] AND b.sha256 = shas[i]\n        FOR NO KEY UPDATE;"
+	blobLockCall      = "sz := accounting_lock_blob(ns[i], shas[i]);"
+)
+
 // TestDigestPartition: digest_partition names the partition PostgreSQL
 // routes a sha256 to, for 5,000 random digests and the empty one.
 func TestDigestPartition(t *testing.T) {
@@ -63,8 +69,7 @@ func TestAccountingBlobLockRewrite(t *testing.T) {
 		if strings.Contains(def, "FROM blob_storage_blobs b") || strings.Count(def, "accounting_lock_blob(ns[i], shas[i])") != 1 {
 			t.Errorf("after the upgrade:\n%s", def)
 		}
-		if restored := strings.Replace(def, "sz := accounting_lock_blob(ns[i], shas[i]);",
-			"SELECT b.size INTO sz FROM blob_storage_blobs b\n        WHERE b.namespace_id = ns[i] AND b.sha256 = shas[i]\n        FOR NO KEY UPDATE;", 1); restored != before[i] {
+		if restored := strings.Replace(def, blobLockCall, blobLockStatement, 1); restored != before[i] {
 			t.Errorf("the upgrade changed more than the lock statement:\nbefore:\n%s\nafter:\n%s", before[i], def)
 		}
 	}
