@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -321,8 +322,13 @@ func scanCommitRow(row pgx.Row) (*commitRow, error) {
 // already gone (file backend: renamed into place by an earlier attempt whose
 // database commit failed). The bytes move last, once every statement has
 // run: an attempt that fails before (a deadlock retried, a refused link)
-// leaves them in the upload.
+// leaves them in the upload. The upload file is sealed (synced) while the
+// statements run, and the move waits for it.
 func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h *objstore.Upload, parts []objstore.Part, size int64, sum [32]byte, sha1 *[20]byte, link UploadLink) (*CommitResult, error) {
+	sealed := s.sealAsync(h, size)
+	// Its error fails the move that waits for it; this wait only makes
+	// sure h is not in use when the caller closes it.
+	defer sealed()
 	var res *CommitResult
 	err := db.Retry(ctx, s.WithTx, func(tx pgx.Tx) error {
 		if link.Before != nil {
@@ -339,6 +345,9 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 				return err
 			}
 		}
+		if err := sealed(); err != nil {
+			return err
+		}
 		res, err = s.placeCommitted(ctx, c, h, parts, size, sum)
 		return err
 	})
@@ -349,6 +358,23 @@ func (s *Store) commitBlob(ctx context.Context, ref UploadRef, casSize int64, h 
 		return nil, err
 	}
 	return res, nil
+}
+
+// sealAsync starts h.Seal(size) when h holds an upload file, and returns
+// the wait for it: the file's sync then overlaps the commit's statements
+// instead of following them.
+func (s *Store) sealAsync(h *objstore.Upload, size int64) func() error {
+	if h == nil || !s.objects.IsFile() {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.Seal(size) }()
+	return sync.OnceValue(func() error {
+		if err := <-done; err != nil {
+			return fmt.Errorf("store: commit upload: %w", err)
+		}
+		return nil
+	})
 }
 
 // errSessionChanged: the session compare-and-swap of a commit deleted no

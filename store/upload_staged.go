@@ -45,9 +45,9 @@ type StagedUse struct {
 }
 
 // StageBlob starts a monolithic upload in ref's namespace and repository
-// (ref.UploadID is ignored) and writes r into it, hashing while writing. A
-// digest or size other than want's fails with CodeDigestMismatch or
-// CodeSizeMismatch and leaves nothing behind.
+// (ref.UploadID is ignored), writes r into it, hashing while writing, and
+// seals it (SealAsync). A digest or size other than want's fails with
+// CodeDigestMismatch or CodeSizeMismatch and leaves nothing behind.
 func (s *Store) StageBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*StagedBlob, error) {
 	b, err := s.stageBlob(ctx, ref, r, want, nil)
 	if err != nil && b != nil {
@@ -66,7 +66,10 @@ func (s *Store) stageBlob(ctx context.Context, ref UploadRef, r io.Reader, want 
 		return nil, err
 	}
 	b := &StagedBlob{s: s, ref: u.Ref(), h: h, sha1: want.SHA1}
-	return b, b.write(ctx, r, want)
+	if err := b.write(ctx, r, want); err != nil {
+		return b, err
+	}
+	return b, b.seal()
 }
 
 // PendingStage is a StageBlob running concurrently with the caller.
@@ -76,11 +79,12 @@ type PendingStage struct {
 	err  error
 }
 
-// StageBlobAsync starts StageBlob of data and returns once its
-// connection is held, so that the caller may take one of its own (for
-// the transaction that will use the blob) without the two waiting on
-// each other when the pool runs dry. Wait for the result, and Close the
-// staged blob (Close(ctx, false) also discards a failed one).
+// StageBlobAsync starts StageBlob of data (which seals it: see
+// SealAsync) and returns once its connection is held, so that the caller
+// may take one of its own (for the transaction that will use the blob)
+// without the two waiting on each other when the pool runs dry. Wait for
+// the result, and Close the staged blob (Close(ctx, false) also discards
+// a failed one).
 func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, want Expected) *PendingStage {
 	p := &PendingStage{done: make(chan struct{})}
 	acquired := make(chan struct{})
@@ -95,12 +99,25 @@ func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, 
 	return p
 }
 
-// StagedPending wraps a blob the caller staged already as a finished
-// PendingStage, for code that takes either kind.
-func StagedPending(b *StagedBlob) *PendingStage {
-	done := make(chan struct{})
-	close(done)
-	return &PendingStage{done: done, b: b}
+// SealAsync readies a staged blob's bytes for its commit concurrently
+// with the caller, who starts the transaction that will commit it: on the
+// file backend the upload file is cut, its metadata staged and the file
+// synced (objstore.Upload.Seal), so that the commit only renames it. Wait
+// for it before the commit; the blob is Closed as ever.
+func (b *StagedBlob) SealAsync() *PendingStage {
+	p := &PendingStage{done: make(chan struct{}), b: b}
+	go func() {
+		defer close(p.done)
+		p.err = b.seal()
+	}()
+	return p
+}
+
+func (b *StagedBlob) seal() error {
+	if err := b.h.Seal(b.size); err != nil {
+		return fmt.Errorf("store: seal staged blob: %w", err)
+	}
+	return nil
 }
 
 // Wait returns the staged blob, or the error that staging it met; the

@@ -186,9 +186,9 @@ func (s *Store) publish(ctx context.Context, repo *Repository, in PublishRequest
 		return nil, err
 	}
 
-	// The bytes: the first phase of the upload, concurrently with the
-	// start of the transaction (the package lock and the checks), unless
-	// the caller staged them already.
+	// The bytes: the first phase of the upload (or, when the caller staged
+	// them already, their sync) runs concurrently with the start of the
+	// transaction (the package lock and the checks).
 	pending := in.stage(ctx, s, repo)
 	res := &PublishResult{}
 	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
@@ -257,10 +257,10 @@ func (s *Store) publishTx(ctx context.Context, tx pgx.Tx, repo *Repository, in P
 	return nil
 }
 
-// stage starts the staging of in.Tarball, or wraps in.Staged.
+// stage starts the staging of in.Tarball, or the sealing of in.Staged.
 func (in PublishRequest) stage(ctx context.Context, s *Store, repo *Repository) *store.PendingStage {
 	if in.Staged != nil {
-		return store.StagedPending(in.Staged)
+		return in.Staged.SealAsync()
 	}
 	sum := sha256.Sum256(in.Tarball)
 	sha1 := in.SHA1

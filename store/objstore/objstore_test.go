@@ -423,6 +423,8 @@ func TestPieceWriterSplitsWrites(t *testing.T) {
 // the directories above it that the promote created. The blob row is
 // committed after Promote returns. Sync syncs the upload file alone, and
 // is a no-op where parts are objects; SyncObject syncs a blob in place.
+// Seal does the upload file's part ahead, which the promote then skips
+// unless the file changed or its size differs.
 func TestPromoteFileSyncs(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -435,11 +437,12 @@ func TestPromoteFileSyncs(t *testing.T) {
 	var blobPath string // the blob of the promote under test
 	orig := syncFile
 	t.Cleanup(func() { syncFile = orig })
-	syncFile = func(f *os.File) error {
+	record := func(f *os.File) error {
 		_, statErr := os.Stat(blobPath)
 		synced = append(synced, fmt.Sprintf("%s blob-present=%v", f.Name(), statErr == nil))
 		return orig(f)
 	}
+	syncFile = record
 	// written returns an open upload holding data, its file's path and
 	// the blob key of data, which blobPath then names.
 	written := func(data string, meta map[string]string) (u *Upload, upload, key string) {
@@ -518,6 +521,49 @@ func TestPromoteFileSyncs(t *testing.T) {
 	u, upload, key = written(data, nil)
 	promote(u, key, len(data), upload+" blob-present=false")
 
+	// A sealed upload was synced ahead, its sidecar first: the promote
+	// that follows renames and syncs the directories alone.
+	data = "sealed bytes"
+	u, upload, key = written(data, map[string]string{"checksum-sha1": "0a4d55a8d778e5022fab701977c5d840bbc486d0"})
+	synced = nil
+	if err := u.Seal(int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{upload + attrsSuffix + " blob-present=false", upload + " blob-present=false"}; !slices.Equal(synced, want) {
+		t.Fatalf("Seal synced %q, want %q", synced, want)
+	}
+	promote(u, key, len(data))
+	if got, err := os.ReadFile(blobPath); err != nil || string(got) != data {
+		t.Fatalf("sealed blob holds %q (%v), want %q", got, err, data)
+	}
+
+	// A write after the seal, or a promote of another size, syncs again.
+	data = "sealed, then written"
+	u, upload, _ = written("SEALED"+data[6:], nil)
+	if err := u.Seal(int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Write(ctx, 0, strings.NewReader(data[:6]), sha256.New(), -1); err != nil {
+		t.Fatal(err)
+	}
+	key = BlobKey(ns, sha256.Sum256([]byte(data)))
+	blobPath = filepath.Join(dir, key)
+	promote(u, key, len(data), upload+" blob-present=false")
+	if got, err := os.ReadFile(blobPath); err != nil || string(got) != data {
+		t.Fatalf("blob written after its seal holds %q (%v), want %q", got, err, data)
+	}
+	data = "sealed whole, promoted cut"
+	u, upload, _ = written(data, nil)
+	if err := u.Seal(int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	key = BlobKey(ns, sha256.Sum256([]byte(data[:6])))
+	blobPath = filepath.Join(dir, key)
+	promote(u, key, 6, upload+" blob-present=false")
+	if got, err := os.ReadFile(blobPath); err != nil || string(got) != data[:6] {
+		t.Fatalf("blob promoted shorter than its seal holds %q (%v), want %q", got, err, data[:6])
+	}
+
 	// An object already in place (a retry accepting what an earlier
 	// attempt renamed) is synced with every directory up to the root.
 	synced = nil
@@ -538,6 +584,15 @@ func TestPromoteFileSyncs(t *testing.T) {
 	if _, err := os.Stat(blobPath); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("blob appeared although its bytes were not synced: %v", err)
 	}
+
+	// So does a failed seal: the promote after it syncs the file itself.
+	data = "bytes whose seal fails"
+	u, upload, key = written(data, nil)
+	if err := u.Seal(int64(len(data))); err == nil || !strings.Contains(err.Error(), "I/O error") {
+		t.Fatalf("seal with a failing sync: %v", err)
+	}
+	syncFile = record
+	promote(u, key, len(data), upload+" blob-present=false")
 }
 
 func TestUploadSyncOnObjects(t *testing.T) {

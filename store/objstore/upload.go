@@ -59,6 +59,10 @@ type Upload struct {
 	// promoted: the file backend's upload file became the blob (Promote),
 	// so nothing of the upload is left to delete.
 	promoted bool
+	// sealed: the file backend's upload file was cut to sealedSize, its
+	// metadata staged and the whole synced (Seal), nothing changed since.
+	sealed     bool
+	sealedSize int64
 }
 
 // metaPlace is where the file backend keeps an upload's metadata: as
@@ -83,7 +87,7 @@ var errNoXattrs = errors.New("objstore: file system without user extended attrib
 // SetMetadata sets the user metadata (gocloud WriterOptions.Metadata; on
 // S3 the x-amz-meta-<key> headers) that the promoted blob object carries,
 // and that parts written from now on carry. Keys should be lowercase.
-func (u *Upload) SetMetadata(m map[string]string) { u.meta, u.metaAt = m, metaPending }
+func (u *Upload) SetMetadata(m map[string]string) { u.meta, u.metaAt, u.sealed = m, metaPending, false }
 
 func (u *Upload) writerOptions() *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: contentType, Metadata: u.meta}
@@ -202,6 +206,7 @@ func (u *Upload) Close() error {
 // the caller's compare-and-swap fails.
 func (u *Upload) Write(ctx context.Context, offset int64, r io.Reader, h hash.Hash, limit int64) (Part, error) {
 	if u.f != nil {
+		u.sealed = false
 		w := pieceWriter{&writebackFile{f: u.f, off: offset, flushed: offset}}
 		n, err := CopyHash(w, r, h, limit)
 		if err != nil {
@@ -357,16 +362,12 @@ func (u *Upload) Promote(ctx context.Context, parts []Part, size int64, dst stri
 // and the rename may reach the journal before them. The file is synced
 // before the rename, its new directory after it.
 func (u *Upload) promoteFile(size int64, to string) error {
-	if err := u.f.Truncate(size); err != nil {
-		return fmt.Errorf("objstore: truncate upload: %w", err)
+	if !u.sealed || u.sealedSize != size {
+		if err := u.Seal(size); err != nil {
+			return err
+		}
 	}
 	from := u.s.path(u.prefix)
-	if err := u.stageMetadata(from); err != nil {
-		return err
-	}
-	if err := u.Sync(); err != nil {
-		return err
-	}
 	var made bool // a directory of to's path
 	if u.metaAt == metaInSidecar {
 		var err error
@@ -390,6 +391,31 @@ func (u *Upload) promoteFile(size int64, to string) error {
 		return fmt.Errorf("objstore: promote: sync directory: %w", err)
 	}
 	u.promoted = true
+	return nil
+}
+
+// Seal readies the file backend's upload for a Promote of size bytes:
+// the file cut to size, its metadata staged and everything synced, which
+// is all of the promotion but the rename and the sync of its directory.
+// The file's fsync is the promotion's longest wait, so a caller that
+// holds all the bytes before its transaction starts seals while that
+// transaction runs its first statements. A later Write or SetMetadata
+// undoes it. Elsewhere it does nothing: each part is durable once
+// written.
+func (u *Upload) Seal(size int64) error {
+	if u.f == nil {
+		return nil
+	}
+	if err := u.f.Truncate(size); err != nil {
+		return fmt.Errorf("objstore: truncate upload: %w", err)
+	}
+	if err := u.stageMetadata(u.path); err != nil {
+		return err
+	}
+	if err := u.Sync(); err != nil {
+		return err
+	}
+	u.sealed, u.sealedSize = true, size
 	return nil
 }
 
