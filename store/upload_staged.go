@@ -30,6 +30,8 @@ type StagedBlob struct {
 	size  int64
 	sum   [32]byte
 	sha1  *[20]byte
+	// sealed waits for the seal SealAsync started; nil before.
+	sealed func() error
 	// closed: Close ran (a second Close does nothing).
 	closed bool
 }
@@ -46,8 +48,8 @@ type StagedUse struct {
 
 // StageBlob starts a monolithic upload in ref's namespace and repository
 // (ref.UploadID is ignored), writes r into it, hashing while writing, and
-// seals it (SealAsync). A digest or size other than want's fails with
-// CodeDigestMismatch or CodeSizeMismatch and leaves nothing behind.
+// starts its seal (SealAsync). A digest or size other than want's fails
+// with CodeDigestMismatch or CodeSizeMismatch and leaves nothing behind.
 func (s *Store) StageBlob(ctx context.Context, ref UploadRef, r io.Reader, want Expected) (*StagedBlob, error) {
 	b, err := s.stageBlob(ctx, ref, r, want, nil)
 	if err != nil && b != nil {
@@ -69,7 +71,8 @@ func (s *Store) stageBlob(ctx context.Context, ref UploadRef, r io.Reader, want 
 	if err := b.write(ctx, r, want); err != nil {
 		return b, err
 	}
-	return b, b.seal()
+	b.SealAsync()
+	return b, nil
 }
 
 // PendingStage is a StageBlob running concurrently with the caller.
@@ -79,8 +82,8 @@ type PendingStage struct {
 	err  error
 }
 
-// StageBlobAsync starts StageBlob of data (which seals it: see
-// SealAsync) and returns once its connection is held, so that the caller
+// StageBlobAsync starts StageBlob of data and returns once its
+// connection is held, so that the caller
 // may take one of its own (for the transaction that will use the blob)
 // without the two waiting on each other when the pool runs dry. Wait for
 // the result, and Close the staged blob (Close(ctx, false) also discards
@@ -99,25 +102,32 @@ func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, 
 	return p
 }
 
-// SealAsync readies a staged blob's bytes for its commit concurrently
-// with the caller, who starts the transaction that will commit it: on the
-// file backend the upload file is cut, its metadata staged and the file
-// synced (objstore.Upload.Seal), so that the commit only renames it. Wait
-// for it before the commit; the blob is Closed as ever.
-func (b *StagedBlob) SealAsync() *PendingStage {
-	p := &PendingStage{done: make(chan struct{}), b: b}
-	go func() {
-		defer close(p.done)
-		p.err = b.seal()
-	}()
-	return p
+// StagedPending wraps a blob the caller staged already as a finished
+// PendingStage, for code that takes either kind.
+func StagedPending(b *StagedBlob) *PendingStage {
+	done := make(chan struct{})
+	close(done)
+	return &PendingStage{done: done, b: b}
 }
 
-func (b *StagedBlob) seal() error {
-	if err := b.h.Seal(b.size); err != nil {
-		return fmt.Errorf("store: seal staged blob: %w", err)
+// SealAsync starts readying the staged bytes for their commit while the
+// caller runs the transaction that will commit them: on the file backend
+// the upload file is cut, its metadata staged and the file synced
+// (objstore.Upload.Seal), so that the commit only renames it. CommitStaged
+// waits for it before it moves the bytes, Close before it lets go of them.
+// Set the SHA-1 (SetSHA1) before; a second call does nothing.
+func (b *StagedBlob) SealAsync() {
+	if b.sealed == nil {
+		b.sealed = b.s.sealAsync(b.h, b.size)
 	}
-	return nil
+}
+
+// waitSealed waits for the seal SealAsync started, if any.
+func (b *StagedBlob) waitSealed() error {
+	if b.sealed == nil {
+		return nil
+	}
+	return b.sealed()
 }
 
 // Wait returns the staged blob, or the error that staging it met; the
@@ -201,6 +211,9 @@ func (s *Store) CommitStaged(ctx context.Context, tx pgx.Tx, b *StagedBlob, use 
 	if err := use(StagedUse{Blob: &c.blob, Candidate: *c.candidate}); err != nil {
 		return nil, err
 	}
+	if err := b.waitSealed(); err != nil {
+		return nil, err
+	}
 	return s.placeCommitted(ctx, c, b.h, b.parts, b.size, b.sum)
 }
 
@@ -213,6 +226,7 @@ func (b *StagedBlob) Close(ctx context.Context, committed bool) {
 		return
 	}
 	b.closed = true
+	_ = b.waitSealed() // the seal uses the upload file until it returns
 	if !committed {
 		b.discard(ctx)
 		return
@@ -223,6 +237,7 @@ func (b *StagedBlob) Close(ctx context.Context, committed bool) {
 
 // discard deletes the temporary data and the session row.
 func (b *StagedBlob) discard(ctx context.Context) {
+	_ = b.waitSealed()
 	if b.h != nil {
 		_ = b.h.Close()
 	}

@@ -46,5 +46,8 @@ func (h *handler) receiveTarball(req *request, repo *npmstore.Repository, data i
 		return nil, publishError(err)
 	}
 	blob.SetSHA1(t.SHA1)
+	// The bytes are all there: their sync may run while the rest of the
+	// request is handled.
+	blob.SealAsync()
 	return t, nil
 }

@@ -186,9 +186,10 @@ func (s *Store) publish(ctx context.Context, repo *Repository, in PublishRequest
 		return nil, err
 	}
 
-	// The bytes: the first phase of the upload (or, when the caller staged
-	// them already, their sync) runs concurrently with the start of the
-	// transaction (the package lock and the checks).
+	// The bytes: the first phase of the upload runs concurrently with the
+	// start of the transaction (the package lock and the checks), unless
+	// the caller staged them already, and their sync (SealAsync) with the
+	// whole transaction until they move.
 	pending := in.stage(ctx, s, repo)
 	res := &PublishResult{}
 	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
@@ -260,7 +261,8 @@ func (s *Store) publishTx(ctx context.Context, tx pgx.Tx, repo *Repository, in P
 // stage starts the staging of in.Tarball, or the sealing of in.Staged.
 func (in PublishRequest) stage(ctx context.Context, s *Store, repo *Repository) *store.PendingStage {
 	if in.Staged != nil {
-		return in.Staged.SealAsync()
+		in.Staged.SealAsync()
+		return store.StagedPending(in.Staged)
 	}
 	sum := sha256.Sum256(in.Tarball)
 	sha1 := in.SHA1
