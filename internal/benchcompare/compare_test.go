@@ -201,12 +201,16 @@ func TestBenchCompare(t *testing.T) {
 // column empty with the reason rather than ending the comparison.
 func optional[T any](t *testing.T, name string, start func(t *testing.T) T) (T, string) {
 	var v T
-	ok := false
-	t.Run("start-"+name, func(t *testing.T) {
+	ran, ok := false, false
+	passed := t.Run("start-"+name, func(t *testing.T) {
+		ran = true
 		v = start(t)
 		ok = true
 	})
-	if !ok {
+	switch {
+	case passed && !ran:
+		return v, "not run: -run left out start-" + name
+	case !ok:
 		return v, "unavailable: " + name + " could not be installed or started (see the log above)"
 	}
 	return v, ""
