@@ -500,7 +500,11 @@ func insertRemoteBlob(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, s
 // upload of the target's repository (temporary storage, hashed while
 // written); CommitRemoteBlob makes it part of the cache.
 func (s *Store) StageRemoteBlob(ctx context.Context, t *Target, body io.Reader) (*store.StagedBlob, error) {
-	return s.core.StageStream(ctx, t.UploadRef(uuid.Nil), body)
+	b, err := s.core.StageStream(ctx, t.UploadRef(uuid.Nil), body)
+	if err == nil {
+		b.SealAsync() // synced while the caller checks it and commits
+	}
+	return b, err
 }
 
 // CommitRemoteBlob commits a staged upstream blob into the target's

@@ -144,6 +144,7 @@ func (s *Store) StageRemoteFile(ctx context.Context, t *Target, body io.Reader) 
 		return nil, fmt.Errorf("store: staged maven file: hashed %d bytes, stored %d", sums.Size, b.Size())
 	}
 	b.SetSHA1(sums.SHA1)
+	b.SealAsync() // synced while the caller checks it and commits
 	return &RemoteStaged{blob: b, sums: sums}, nil
 }
 

@@ -367,7 +367,11 @@ func (s *Store) CachedRemoteVersions(ctx context.Context, repo *Repository, name
 // to an upload of the remote repository (temporary storage, hashed while
 // written); CommitRemoteTarball makes it part of the cache.
 func (s *Store) StageRemoteTarball(ctx context.Context, repo *Repository, body io.Reader) (*store.StagedBlob, error) {
-	return s.core.StageStream(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID}, body)
+	b, err := s.core.StageStream(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID}, body)
+	if err == nil {
+		b.SealAsync() // synced while the caller checks it and commits
+	}
+	return b, err
 }
 
 // RemoteTarballPut names a verified tarball.
