@@ -83,11 +83,10 @@ type PendingStage struct {
 }
 
 // StageBlobAsync starts StageBlob of data and returns once its
-// connection is held, so that the caller
-// may take one of its own (for the transaction that will use the blob)
-// without the two waiting on each other when the pool runs dry. Wait for
-// the result, and Close the staged blob (Close(ctx, false) also discards
-// a failed one).
+// connection is held, so that the caller may take one of its own (for
+// the transaction that will use the blob) without the two waiting on
+// each other when the pool runs dry. Wait for the result, and Close the
+// staged blob (Close(ctx, false) also discards a failed one).
 func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, want Expected) *PendingStage {
 	p := &PendingStage{done: make(chan struct{})}
 	acquired := make(chan struct{})

@@ -398,9 +398,9 @@ func (u *Upload) promoteFile(size int64, to string) error {
 // the file cut to size, its metadata staged and everything synced, which
 // is all of the promotion but the rename and the sync of its directory.
 // The file's fsync is the promotion's longest wait, so a caller that
-// holds all the bytes before its transaction starts seals while that
-// transaction runs its first statements. A later Write or SetMetadata
-// undoes it. Elsewhere it does nothing: each part is durable once
+// holds all the bytes before its transaction's statements seals while
+// they run, and the Promote after them only renames. A later Write or
+// SetMetadata undoes it. Elsewhere it does nothing: each part is durable once
 // written.
 func (u *Upload) Seal(size int64) error {
 	if u.f == nil {
