@@ -83,6 +83,11 @@ func (s *Server) serveObserved(route string, next http.Handler, w http.ResponseW
 	status := strconv.Itoa(rec.status)
 	s.requests.WithLabelValues(route, r.Method, status).Inc()
 	s.latency.WithLabelValues(route, r.Method, status).Observe(elapsed.Seconds())
+	// The redaction runs its regexps on every path, so only for a line
+	// that is written.
+	if !s.log.Enabled(r.Context(), level) {
+		return
+	}
 	s.log.LogAttrs(r.Context(), level, "http request",
 		slog.String("method", r.Method), slog.String("route", route), slog.String("path", redact.URL(r.URL)),
 		slog.Int("status", rec.status), slog.Duration("duration", elapsed), slog.Int64("bytes", rec.bytes))

@@ -60,15 +60,21 @@ func TestText(t *testing.T) {
 		"Authorization: Basic dXNlcjpodW50ZXIy",
 		"redirect to http://s3.internal/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIDEXAMPLE%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Signature=5d672d79c15b13162d9279b0855cfba6",
 		"get https://gcs.internal/b/k?X-Goog-Credential=signer%40p.iam&X-Goog-Signature=5d672d79c15b13162d9279b0855cfba6 failed",
+		// No b in it: the header pattern used to be skipped for text without one.
+		"Authorization: Digest 5d672d79c15c13162d9279c0855cfca6",
+		"PASSWORD=hunter2",
+		// Case folding reaches letters outside ASCII (s to long s).
+		"paſsword=hunter2",
 	} {
 		got := Text(in)
-		for _, secret := range []string{jwt, testAccessToken, "npm_abcdef", "hunter2", "dXNlcjpodW50ZXIy", "5d672d79c15b13162d9279b0855cfba6", "AKIDEXAMPLE", "signer%40p.iam"} {
+		for _, secret := range []string{jwt, testAccessToken, "npm_abcdef", "hunter2", "dXNlcjpodW50ZXIy", "5d672d79c15b13162d9279b0855cfba6", "5d672d79c15c13162d9279c0855cfca6", "AKIDEXAMPLE", "signer%40p.iam"} {
 			if strings.Contains(got, secret) {
 				t.Errorf("Text(%q) = %q keeps a secret", in, got)
 			}
 		}
 	}
-	for _, keep := range []string{"store: npm version unknown: a@1.0.0", "sha256:0123abcd", "npm token list", "basic validation failed", "a bearer token is required"} {
+	for _, keep := range []string{"store: npm version unknown: a@1.0.0", "sha256:0123abcd", "npm token list", "basic validation failed", "a bearer token is required",
+		"/v2/acme/images/app/blobs/sha256:0a4d55a8d778e5022fab701977c5d840bbc486d00a4d55a8d778e5022fab7019"} {
 		if got := Text(keep); got != keep {
 			t.Errorf("Text(%q) = %q", keep, got)
 		}
@@ -98,5 +104,25 @@ func TestHandler(t *testing.T) {
 	}
 	if !strings.Contains(out, `"n":3`) {
 		t.Errorf("non-string attribute lost: %s", out)
+	}
+}
+
+// BenchmarkURL is the request log's redaction of typical paths: a
+// manifest by tag, a blob by digest, an npm tarball.
+func BenchmarkURL(b *testing.B) {
+	for _, c := range []struct{ name, path string }{
+		{"manifest-by-tag", "/v2/acme/images/app/manifests/v1.2.3"},
+		{"blob-by-digest", "/v2/acme/images/app/blobs/sha256:0a4d55a8d778e5022fab701977c5d840bbc486d00a4d55a8d778e5022fab7019"},
+		{"npm-tarball", "/acme/js/left-pad/-/left-pad-1.3.0.tgz"},
+	} {
+		u, err := url.Parse(c.path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = URL(u)
+			}
+		})
 	}
 }
