@@ -12,20 +12,24 @@ const accountingPartitionLookupsVersion = 64
 // TestNamespacePartition: namespace_partition names the partition
 // PostgreSQL routes a namespace id to, for 5,000 random ids.
 func TestNamespacePartition(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	pool := testdb.New(t)
-	var wrong, total int
-	err := pool.QueryRow(ctx, `
+	wrong, total := partitionMisses(t, `
 		SELECT count(*) FILTER (WHERE NOT satisfies_hash_partition('public.repositories'::regclass, 64, namespace_partition(id), id)),
 		       count(*)
-		FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, 5000)) x`).Scan(&wrong, &total)
-	if err != nil {
-		t.Fatal(err)
-	}
+		FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, 5000)) x`)
 	if wrong != 0 || total != 5000 {
 		t.Fatalf("namespace_partition is wrong for %d of %d ids", wrong, total)
 	}
+}
+
+// partitionMisses runs query, which counts the keys a partition function
+// names wrongly and all the keys it tried, on a fresh database.
+func partitionMisses(t *testing.T, query string) (wrong, total int) {
+	t.Helper()
+	t.Parallel()
+	if err := testdb.New(t).QueryRow(context.Background(), query).Scan(&wrong, &total); err != nil {
+		t.Fatal(err)
+	}
+	return wrong, total
 }
 
 // TestAccountingPartitionLookupsUpgrade: the inserts and deletes of

@@ -236,7 +236,6 @@ func (b *StagedBlob) Close(ctx context.Context, committed bool) {
 
 // discard deletes the temporary data and the session row.
 func (b *StagedBlob) discard(ctx context.Context) {
-	_ = b.waitSealed()
 	if b.h != nil {
 		_ = b.h.Close()
 	}

@@ -400,8 +400,8 @@ func (u *Upload) promoteFile(size int64, to string) error {
 // The file's fsync is the promotion's longest wait, so a caller that
 // holds all the bytes before its transaction's statements seals while
 // they run, and the Promote after them only renames. A later Write or
-// SetMetadata undoes it. Elsewhere it does nothing: each part is durable once
-// written.
+// SetMetadata undoes it. Elsewhere it does nothing: each part is durable
+// once written.
 func (u *Upload) Seal(size int64) error {
 	if u.f == nil {
 		return nil
