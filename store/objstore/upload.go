@@ -367,7 +367,7 @@ func (u *Upload) promoteFile(size int64, to string) error {
 			return err
 		}
 	}
-	from := u.s.path(u.prefix)
+	from := u.path
 	var made bool // a directory of to's path
 	if u.metaAt == metaInSidecar {
 		var err error
