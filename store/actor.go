@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"strings"
+
+	"github.com/artifact-registry/artifact-registry/store/internal/lazytx"
 )
 
 // The actor of a transaction is who or what makes its changes: a
@@ -29,19 +31,17 @@ func ActorFrom(ctx context.Context) string {
 	return a
 }
 
-// actorSQL is the statement appended to BEGIN that sets the actor for the
-// transaction only (set_config's is_local), in the same round trip. The
-// value is a quoted literal: standard_conforming_strings is on (the
-// default since PostgreSQL 9.1), so doubling quotes is the whole escape;
-// NUL, which no literal may hold, is dropped.
-func actorSQL(ctx context.Context) string {
+// actorSetting is the setting that names the actor for the transaction
+// only (set_config's is_local), sent with its BEGIN; none without an
+// actor. NUL, which no setting may hold, is dropped.
+func actorSetting(ctx context.Context) []lazytx.Setting {
 	a := ActorFrom(ctx)
 	if a == "" {
-		return ""
+		return nil
 	}
 	a = strings.ReplaceAll(a, "\x00", "")
 	if r := []rune(a); len(r) > maxActorLen {
 		a = string(r[:maxActorLen])
 	}
-	return "; SELECT set_config('artifact_registry.actor', '" + strings.ReplaceAll(a, "'", "''") + "', true)"
+	return []lazytx.Setting{{Name: "artifact_registry.actor", Value: a}}
 }

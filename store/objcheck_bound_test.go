@@ -109,7 +109,7 @@ func TestAttachObjectCheckBoundHangingStorage(t *testing.T) {
 
 	h := newHangingListener(t)
 	hs := New(f.pool, hangingS3Store(t, h), Options{Clock: f.clock, ObjectCheckTimeout: 300 * time.Millisecond})
-	tx, err := hs.begin(ctx, hs.beginSQL)
+	tx, err := hs.begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/artifact-registry/artifact-registry/store/internal/db"
+	"github.com/artifact-registry/artifact-registry/store/internal/lazytx"
 	"github.com/artifact-registry/artifact-registry/store/objstore"
 )
 
@@ -100,9 +101,8 @@ type Store struct {
 	pool    *pgxpool.Pool
 	objects *objstore.Store
 	opts    Options
-	// beginSQL opens a foreground transaction with its lock timeout in one
-	// round trip.
-	beginSQL string
+	// lockTimeout is the setting every foreground transaction begins with.
+	lockTimeout lazytx.Setting
 	// namespaceIDs caches slug -> id of the namespaces found (NamespaceID).
 	namespaceIDs sync.Map
 }
@@ -111,10 +111,10 @@ type Store struct {
 func New(pool *pgxpool.Pool, objects *objstore.Store, opts Options) *Store {
 	opts = opts.withDefaults()
 	return &Store{
-		pool:     pool,
-		objects:  objects,
-		opts:     opts,
-		beginSQL: fmt.Sprintf("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = '%dms'", opts.LockTimeout.Milliseconds()),
+		pool:        pool,
+		objects:     objects,
+		opts:        opts,
+		lockTimeout: lazytx.Setting{Name: "lock_timeout", Value: fmt.Sprintf("%dms", opts.LockTimeout.Milliseconds())},
 	}
 }
 
@@ -135,7 +135,7 @@ func (s *Store) Options() Options { return s.opts }
 // timeouts and deadlocks, from fn or from the commit, come back as
 // CodeRetryable. Format code calls Attach and Detach inside fn.
 func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.withTx(ctx, s.beginSQL+actorSQL(ctx), fn)
+	return s.withTx(ctx, fn)
 }
 
 // withUnflushedTx is WithTx whose commit does not wait for its WAL to
@@ -144,11 +144,11 @@ func (s *Store) WithTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // sooner and holds its locks for less. A later commit that waits for the
 // disk flushes this one's WAL with its own.
 func (s *Store) withUnflushedTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return s.withTx(ctx, s.beginSQL+"; SET LOCAL synchronous_commit = off"+actorSQL(ctx), fn)
+	return s.withTx(ctx, fn, lazytx.Setting{Name: "synchronous_commit", Value: "off"})
 }
 
-func (s *Store) withTx(ctx context.Context, beginSQL string, fn func(tx pgx.Tx) error) error {
-	tx, err := s.begin(ctx, beginSQL)
+func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error, settings ...lazytx.Setting) error {
+	tx, err := s.begin(ctx, settings...)
 	if err != nil {
 		return err
 	}
@@ -163,11 +163,12 @@ func (s *Store) withTx(ctx context.Context, beginSQL string, fn func(tx pgx.Tx) 
 	return nil
 }
 
-// begin opens a foreground transaction with beginSQL (s.beginSQL, the
-// BEGIN and its lock timeout, and what the caller adds, in one round
-// trip).
-func (s *Store) begin(ctx context.Context, beginSQL string) (pgx.Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: beginSQL})
+// begin opens a foreground transaction: read committed, with the lock
+// timeout, the actor of ctx and settings, all sent with its first
+// statement (lazytx).
+func (s *Store) begin(ctx context.Context, settings ...lazytx.Setting) (pgx.Tx, error) {
+	all := append(append([]lazytx.Setting{s.lockTimeout}, actorSetting(ctx)...), settings...)
+	tx, err := lazytx.Begin(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, all...)
 	if err != nil {
 		return nil, db.MapErr(fmt.Errorf("store: begin: %w", err))
 	}

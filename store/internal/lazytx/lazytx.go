@@ -1,0 +1,318 @@
+// Package lazytx opens transactions whose BEGIN travels with their first
+// statement. A foreground transaction of the store begins with BEGIN and
+// a few set_config calls (its lock timeout, the actor its audit triggers
+// record): sent on their own they cost a round trip to the server before
+// the first statement can go, one of the five to ten a blob or manifest
+// push makes. Here they are queued in one pipeline with the first
+// statement (pgx's Batch.BeginTx), so a transaction costs its statements
+// and its COMMIT and nothing more.
+package lazytx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Setting is a transaction-local setting applied right after BEGIN
+// (set_config(Name, Value, true), as SET LOCAL does).
+type Setting struct{ Name, Value string }
+
+// setConfigSQL is the one statement that applies n settings.
+func setConfigSQL(n int) string {
+	var b strings.Builder
+	b.WriteString("SELECT ")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "set_config($%d, $%d, true)", 2*i+1, 2*i+2)
+	}
+	return b.String()
+}
+
+// Tx is a pgx.Tx on a pooled connection that is begun by its first
+// statement. Commit and Rollback return the connection to the pool; a
+// transaction that ran no statement sends nothing at all.
+type Tx struct {
+	c        *pgxpool.Conn // held from Begin until Commit or Rollback
+	opts     pgx.TxOptions
+	settings []Setting
+	tx       pgx.Tx // the transaction once begun
+	done     bool
+}
+
+var _ pgx.Tx = (*Tx)(nil)
+
+// Begin acquires a connection from pool for a transaction of opts whose
+// settings take effect before its first statement runs.
+func Begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, settings ...Setting) (*Tx, error) {
+	c, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{c: c, opts: opts, settings: settings}, nil
+}
+
+// start sends BEGIN and the settings, then sql (when not empty) in the
+// same pipeline, and reads the results up to sql's, which are left to
+// the caller in br (nil without sql). On an error, nothing is left open
+// but the transaction, which Rollback ends.
+func (t *Tx) start(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
+	b := &pgx.Batch{}
+	b.BeginTx(t.opts)
+	if len(t.settings) > 0 {
+		pairs := make([]any, 0, 2*len(t.settings))
+		for _, s := range t.settings {
+			pairs = append(pairs, s.Name, s.Value)
+		}
+		b.Queue(setConfigSQL(len(t.settings)), pairs...)
+	}
+	lead := b.Len() // the results read here
+	if sql != "" {
+		b.Queue(sql, args...)
+	}
+	br := t.c.Conn().SendBatch(ctx, b)
+	t.tx = br.Tx()
+	for range lead {
+		if _, err := br.Exec(); err != nil {
+			return nil, errors.Join(err, br.Close())
+		}
+	}
+	if sql == "" {
+		return nil, br.Close()
+	}
+	return br, nil
+}
+
+// begun makes sure the transaction has begun, for the methods that hand
+// the connection to other code.
+func (t *Tx) begun(ctx context.Context) error {
+	if t.tx != nil {
+		return nil
+	}
+	_, err := t.start(ctx, "", nil)
+	return err
+}
+
+// pipelined reports whether args let their statement join the pipeline:
+// a batch runs in the connection's default mode and takes no mode
+// argument, so a statement asking for another mode than the cached
+// statement (every default here) goes on its own after the begin.
+func pipelined(args []any) ([]any, bool) {
+	if len(args) == 0 {
+		return args, true
+	}
+	mode, ok := args[0].(pgx.QueryExecMode)
+	if !ok {
+		return args, true
+	}
+	return args[1:], mode == pgx.QueryExecModeCacheStatement
+}
+
+func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.tx != nil {
+		return t.tx.Exec(ctx, sql, args...)
+	}
+	rest, ok := pipelined(args)
+	if !ok || t.cacheModeOff() {
+		if err := t.begun(ctx); err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		return t.tx.Exec(ctx, sql, args...)
+	}
+	br, err := t.start(ctx, sql, rest)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	return tag, errors.Join(err, br.Close())
+}
+
+func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.tx != nil {
+		return t.tx.Query(ctx, sql, args...)
+	}
+	rest, ok := pipelined(args)
+	if !ok || t.cacheModeOff() {
+		if err := t.begun(ctx); err != nil {
+			return nil, err
+		}
+		return t.tx.Query(ctx, sql, args...)
+	}
+	br, err := t.start(ctx, sql, rest)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, errors.Join(err, br.Close())
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := t.Query(ctx, sql, args...)
+	return &row{rows: rows, err: err}
+}
+
+// cacheModeOff: a connection whose default mode is not the cached
+// statement (a DATABASE_URL may choose another, for a pooler) would run
+// the pipeline in that mode, which then must not be given a statement
+// that asked for the cached one; it begins on its own.
+func (t *Tx) cacheModeOff() bool {
+	return t.c.Conn().Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
+}
+
+func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
+	if err := t.begun(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.Begin(ctx)
+}
+
+func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	if err := t.begun(ctx); err != nil {
+		return pgx.FailedBatchResults(b, err)
+	}
+	return t.tx.SendBatch(ctx, b)
+}
+
+func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {
+	if err := t.begun(ctx); err != nil {
+		return 0, err
+	}
+	return t.tx.CopyFrom(ctx, table, columns, src)
+}
+
+func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	if err := t.begun(ctx); err != nil {
+		return nil, err
+	}
+	return t.tx.Prepare(ctx, name, sql)
+}
+
+// LargeObjects and Conn hand out the connection with no context to begin
+// under: they begin without one, and when that fails they close the
+// connection, so that nothing can run on it outside the transaction.
+func (t *Tx) LargeObjects() pgx.LargeObjects {
+	t.mustBegin()
+	if t.tx == nil {
+		return pgx.LargeObjects{}
+	}
+	return t.tx.LargeObjects()
+}
+
+func (t *Tx) Conn() *pgx.Conn {
+	if t.c == nil {
+		return nil
+	}
+	t.mustBegin()
+	return t.c.Conn()
+}
+
+func (t *Tx) mustBegin() {
+	if t.c == nil || t.begun(context.Background()) == nil {
+		return
+	}
+	_ = t.c.Conn().Close(context.Background())
+}
+
+// Commit commits the transaction, if it began, and returns the
+// connection to the pool.
+func (t *Tx) Commit(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	var err error
+	if t.tx != nil {
+		err = t.tx.Commit(ctx)
+	}
+	t.release()
+	return err
+}
+
+// Rollback rolls the transaction back, if it began, and returns the
+// connection to the pool; after Commit it returns pgx.ErrTxClosed.
+func (t *Tx) Rollback(ctx context.Context) error {
+	if t.done {
+		return pgx.ErrTxClosed
+	}
+	var err error
+	if t.tx != nil {
+		err = t.tx.Rollback(ctx)
+	}
+	t.release()
+	return err
+}
+
+// release returns the connection; the pool destroys it instead when it
+// is still inside a transaction or busy (a commit that failed midway).
+func (t *Tx) release() {
+	t.done = true
+	t.c.Release()
+	t.c = nil
+}
+
+// batchRows are the rows of a pipeline's last statement: closing them
+// closes the pipeline, which frees the connection for the next one.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *batchRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	r.err = r.br.Close()
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// row is QueryRow's pgx.Row, as pgx's own: the first row, ErrNoRows
+// without one.
+type row struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r *row) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	_ = r.rows.Scan(dest...) // its error is the rows' Err, as in pgx's Row
+	r.rows.Close()
+	return r.rows.Err()
+}
