@@ -217,10 +217,31 @@ type ManifestPutResult struct {
 // locks: a separate check before the upload cost every push a round trip
 // and a statement planned again at each call (0.48 ms of PostgreSQL's
 // time), to spare a refused push the write of its payload to an upload.
+//
+// The payload is staged (its session row, its bytes written and synced)
+// on a connection of its own while the transaction runs the statements
+// that come before the blob row; it is committed from there without
+// reading its session back.
 func (s *Store) PutManifest(ctx context.Context, t *Target, in ManifestPut) (*ManifestPutResult, error) {
 	var res ManifestPutResult
-	if _, err := s.core.PutBlobLinked(ctx, t.UploadRef(uuid.Nil), bytes.NewReader(in.Payload),
-		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))}, s.manifestLink(ctx, t, in, &res)); err != nil {
+	pending := s.core.StageBlobAsync(ctx, t.UploadRef(uuid.Nil), in.Payload,
+		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))})
+	link := s.manifestLink(ctx, t, in, &res)
+	err := db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+		if err := link.Before(tx); err != nil {
+			return err
+		}
+		staged, err := pending.Wait()
+		if err != nil {
+			return err
+		}
+		_, err = s.core.CommitStaged(ctx, tx, staged, func(u store.StagedUse) error { return link.Use(tx, u) })
+		return err
+	})
+	if staged, _ := pending.Wait(); staged != nil {
+		staged.Close(ctx, err == nil)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &res, nil
