@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
+
 	"github.com/artifact-registry/artifact-registry/store"
 )
 
@@ -52,5 +54,53 @@ func TestManifestPutSizeAndRepush(t *testing.T) {
 	}
 	if rows != 1 || tags != 2 || attachments != 1 {
 		t.Fatalf("after the second push: %d manifest rows, %d tags, %d attachments of the payload; want 1, 2, 1", rows, tags, attachments)
+	}
+}
+
+// TestManifestPushIntoAnImageDeletedSinceResolve: a manifest push takes
+// the image its request resolved without reading it first, so an image
+// moved to the trash in between must not receive the manifest: the push
+// lands in a new active image, where a pull by tag finds it.
+func TestManifestPushIntoAnImageDeletedSinceResolve(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, cs, tg := acmeTarget(t, "app")
+	first, _ := json.Marshal(map[string]any{"schemaVersion": 2, "first": true})
+	if _, err := cs.PutManifest(ctx, tg, ManifestPut{Digest: sha256.Sum256(first), MediaType: MediaTypeOCIManifest,
+		Payload: first, Tags: []string{"v1"}}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := cs.ResolveTarget(ctx, "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := stale.ImageID
+	if deleted == uuid.Nil {
+		t.Fatal("the resolve found no image after a push into it")
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE container_images SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+		stale.NamespaceID, deleted); err != nil {
+		t.Fatal(err)
+	}
+
+	payload, _ := json.Marshal(map[string]any{"schemaVersion": 2, "after": "the delete"})
+	res, err := cs.PutManifest(ctx, stale, ManifestPut{Digest: sha256.Sum256(payload), MediaType: MediaTypeOCIManifest,
+		Payload: payload, Tags: []string{"v2"}})
+	if err != nil || !res.Created {
+		t.Fatalf("push after the delete: %+v %v", res, err)
+	}
+	var image uuid.UUID
+	if err := st.Pool().QueryRow(ctx, `SELECT container_image_id FROM container_manifests WHERE id = $1`, res.ManifestID).Scan(&image); err != nil {
+		t.Fatal(err)
+	}
+	if image == deleted {
+		t.Fatal("the manifest was inserted into the image in the trash")
+	}
+	fresh, row, err := cs.ResolveTargetTagIn(ctx, stale.NamespaceID, "acme", "images", "app", "v2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fresh.ImageID != image || row == nil || row.ID != res.ManifestID {
+		t.Fatalf("pull by tag: image %v, row %+v; want image %v, manifest %v", fresh.ImageID, row, image, res.ManifestID)
 	}
 }
