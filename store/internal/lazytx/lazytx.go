@@ -10,9 +10,9 @@ package lazytx
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -45,6 +45,25 @@ type Tx struct {
 	settings []Setting
 	tx       pgx.Tx // the transaction once begun
 	done     bool
+	// cacheMode: the connections run batches as cached statements, so a
+	// statement asking for that mode may join the pipeline.
+	cacheMode bool
+}
+
+// cacheModes remembers, per pool, whether its connections' default mode
+// is the cached statement (reading it copies the pool's configuration).
+// A DATABASE_URL may choose another mode, for a pooler in front of
+// PostgreSQL; the pipeline then runs in that mode, and a statement that
+// asked for the cached one begins on its own instead.
+var cacheModes sync.Map // *pgxpool.Pool -> bool
+
+func cacheMode(pool *pgxpool.Pool) bool {
+	if v, ok := cacheModes.Load(pool); ok {
+		return v.(bool)
+	}
+	m := pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement
+	cacheModes.Store(pool, m)
+	return m
 }
 
 var _ pgx.Tx = (*Tx)(nil)
@@ -56,7 +75,7 @@ func Begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, settings
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{c: c, opts: opts, settings: settings}, nil
+	return &Tx{c: c, opts: opts, settings: settings, cacheMode: cacheMode(pool)}, nil
 }
 
 // start sends BEGIN and the settings, then sql (when not empty) in the
@@ -84,7 +103,8 @@ func (t *Tx) start(ctx context.Context, sql string, args []any) (pgx.BatchResult
 	t.tx = br.Tx()
 	for range lead {
 		if _, err := br.Exec(); err != nil {
-			return nil, errors.Join(err, br.Close())
+			_ = br.Close() // it reports the same error
+			return nil, err
 		}
 	}
 	if sql == "" {
@@ -103,16 +123,20 @@ func (t *Tx) begun(ctx context.Context) error {
 	return err
 }
 
-// pipelined reports whether args let their statement join the pipeline:
-// a batch runs in the connection's default mode and takes no mode
-// argument, so a statement asking for another mode than the cached
-// statement (every default here) goes on its own after the begin.
-func pipelined(args []any) ([]any, bool) {
+// pipelined returns the arguments of a statement that may join the
+// pipeline (ok), without its mode argument: a batch runs in the
+// connection's default mode and takes no mode argument, so a statement
+// asking for another mode than the cached statement (the default, which
+// every hot statement uses) goes on its own after the begin.
+func (t *Tx) pipelined(args []any) (rest []any, ok bool) {
+	if !t.cacheMode {
+		return nil, false
+	}
 	if len(args) == 0 {
 		return args, true
 	}
-	mode, ok := args[0].(pgx.QueryExecMode)
-	if !ok {
+	mode, isMode := args[0].(pgx.QueryExecMode)
+	if !isMode {
 		return args, true
 	}
 	return args[1:], mode == pgx.QueryExecModeCacheStatement
@@ -122,8 +146,11 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 	if t.tx != nil {
 		return t.tx.Exec(ctx, sql, args...)
 	}
-	rest, ok := pipelined(args)
-	if !ok || t.cacheModeOff() {
+	if t.done {
+		return pgconn.CommandTag{}, pgx.ErrTxClosed
+	}
+	rest, ok := t.pipelined(args)
+	if !ok {
 		if err := t.begun(ctx); err != nil {
 			return pgconn.CommandTag{}, err
 		}
@@ -134,15 +161,21 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 		return pgconn.CommandTag{}, err
 	}
 	tag, err := br.Exec()
-	return tag, errors.Join(err, br.Close())
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
 }
 
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.tx != nil {
 		return t.tx.Query(ctx, sql, args...)
 	}
-	rest, ok := pipelined(args)
-	if !ok || t.cacheModeOff() {
+	if t.done {
+		return nil, pgx.ErrTxClosed
+	}
+	rest, ok := t.pipelined(args)
+	if !ok {
 		if err := t.begun(ctx); err != nil {
 			return nil, err
 		}
@@ -154,7 +187,8 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 	}
 	rows, err := br.Query()
 	if err != nil {
-		return nil, errors.Join(err, br.Close())
+		_ = br.Close() // it reports the same error
+		return nil, err
 	}
 	return &batchRows{Rows: rows, br: br}, nil
 }
@@ -162,14 +196,6 @@ func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	rows, err := t.Query(ctx, sql, args...)
 	return &row{rows: rows, err: err}
-}
-
-// cacheModeOff: a connection whose default mode is not the cached
-// statement (a DATABASE_URL may choose another, for a pooler) would run
-// the pipeline in that mode, which then must not be given a statement
-// that asked for the cached one; it begins on its own.
-func (t *Tx) cacheModeOff() bool {
-	return t.c.Conn().Config().DefaultQueryExecMode != pgx.QueryExecModeCacheStatement
 }
 
 func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -311,5 +312,48 @@ func TestConcurrentTransactions(t *testing.T) {
 	wg.Wait()
 	if n := count(t, pool); n != 8*13 {
 		t.Fatalf("%d rows, want %d", n, 8*13)
+	}
+}
+
+// After Commit or Rollback, a transaction that never began refuses
+// statements as pgx's does, with ErrTxClosed.
+func TestStatementsAfterTheEnd(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := newPool(t)
+	for name, end := range map[string]func(*lazytx.Tx) error{
+		"commit":   func(tx *lazytx.Tx) error { return tx.Commit(ctx) },
+		"rollback": func(tx *lazytx.Tx) error { return tx.Rollback(ctx) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			tx := begin(t, pool)
+			if err := end(tx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO lazy VALUES (1, 'late')`); !errors.Is(err, pgx.ErrTxClosed) {
+				t.Fatalf("exec after %s: %v, want ErrTxClosed", name, err)
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT 1`).Scan(&n); !errors.Is(err, pgx.ErrTxClosed) {
+				t.Fatalf("query after %s: %v, want ErrTxClosed", name, err)
+			}
+			if err := tx.Commit(ctx); !errors.Is(err, pgx.ErrTxClosed) {
+				t.Fatalf("second commit after %s: %v, want ErrTxClosed", name, err)
+			}
+		})
+	}
+}
+
+// A first statement's error is reported once, not once per layer that
+// saw it.
+func TestFirstErrorReportedOnce(t *testing.T) {
+	ctx := context.Background()
+	pool, _ := newPool(t)
+	tx := begin(t, pool)
+	_, err := tx.Exec(ctx, `SELECT 1/0`)
+	if err == nil {
+		t.Fatal("division by zero succeeded")
+	}
+	if n := strings.Count(err.Error(), "division by zero"); n != 1 {
+		t.Fatalf("the error names its cause %d times: %v", n, err)
 	}
 }
