@@ -191,18 +191,7 @@ func TestPushIntoAnImageDeletedSinceResolve(t *testing.T) {
 	if _, err := cs.PutBlob(ctx, tg, bytes.NewReader(first), store.Expected{SHA256: sha256.Sum256(first), Size: int64(len(first))}); err != nil {
 		t.Fatal(err)
 	}
-	stale, err := cs.ResolveTarget(ctx, "acme", "images", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleted := stale.ImageID
-	if deleted == uuid.Nil {
-		t.Fatal("the resolve found no image after a push into it")
-	}
-	if _, err := st.Pool().Exec(ctx, `UPDATE container_images SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
-		stale.NamespaceID, deleted); err != nil {
-		t.Fatal(err)
-	}
+	stale, deleted := staleTarget(t, st, cs)
 
 	blob := bytes.Repeat([]byte("after the delete "), 300)
 	sum := sha256.Sum256(blob)

@@ -70,18 +70,7 @@ func TestManifestPushIntoAnImageDeletedSinceResolve(t *testing.T) {
 		Payload: first, Tags: []string{"v1"}}); err != nil {
 		t.Fatal(err)
 	}
-	stale, err := cs.ResolveTarget(ctx, "acme", "images", "app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deleted := stale.ImageID
-	if deleted == uuid.Nil {
-		t.Fatal("the resolve found no image after a push into it")
-	}
-	if _, err := st.Pool().Exec(ctx, `UPDATE container_images SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
-		stale.NamespaceID, deleted); err != nil {
-		t.Fatal(err)
-	}
+	stale, deleted := staleTarget(t, st, cs)
 
 	payload, _ := json.Marshal(map[string]any{"schemaVersion": 2, "after": "the delete"})
 	res, err := cs.PutManifest(ctx, stale, ManifestPut{Digest: sha256.Sum256(payload), MediaType: MediaTypeOCIManifest,

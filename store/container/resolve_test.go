@@ -124,6 +124,25 @@ func acmeTarget(t *testing.T, image string) (*store.Store, *Store, *Target) {
 	return st, cs, tg
 }
 
+// staleTarget resolves the acme image "app", which a push has created,
+// then moves the image to the trash: the target is what a request that
+// resolved just before the delete holds. It returns the deleted image.
+func staleTarget(t *testing.T, st *store.Store, cs *Store) (*Target, uuid.UUID) {
+	t.Helper()
+	stale, err := cs.ResolveTarget(context.Background(), "acme", "images", "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stale.ImageID == uuid.Nil {
+		t.Fatal("the resolve found no image after a push into it")
+	}
+	if _, err := st.Pool().Exec(context.Background(), `UPDATE container_images SET soft_deleted_at = now() WHERE namespace_id = $1 AND id = $2`,
+		stale.NamespaceID, stale.ImageID); err != nil {
+		t.Fatal(err)
+	}
+	return stale, stale.ImageID
+}
+
 // TestResolveTargetBlobIn: the resolve of a blob read returns the blob row
 // only when the image itself links the digest: not for another image of
 // the repository that lacks it, nor for a digest nobody pushed; a name
