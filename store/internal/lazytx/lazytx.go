@@ -254,27 +254,21 @@ func (t *Tx) mustBegin() {
 
 // Commit commits the transaction, if it began, and returns the
 // connection to the pool.
-func (t *Tx) Commit(ctx context.Context) error {
-	if t.done {
-		return pgx.ErrTxClosed
-	}
-	var err error
-	if t.tx != nil {
-		err = t.tx.Commit(ctx)
-	}
-	t.release()
-	return err
-}
+func (t *Tx) Commit(ctx context.Context) error { return t.end(ctx, pgx.Tx.Commit) }
 
 // Rollback rolls the transaction back, if it began, and returns the
 // connection to the pool; after Commit it returns pgx.ErrTxClosed.
-func (t *Tx) Rollback(ctx context.Context) error {
+func (t *Tx) Rollback(ctx context.Context) error { return t.end(ctx, pgx.Tx.Rollback) }
+
+// end ends the transaction with how (pgx's Commit or Rollback) if it
+// began, and returns the connection.
+func (t *Tx) end(ctx context.Context, how func(pgx.Tx, context.Context) error) error {
 	if t.done {
 		return pgx.ErrTxClosed
 	}
 	var err error
 	if t.tx != nil {
-		err = t.tx.Rollback(ctx)
+		err = how(t.tx, ctx)
 	}
 	t.release()
 	return err
