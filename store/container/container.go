@@ -408,6 +408,11 @@ func EnsureImage(ctx context.Context, tx pgx.Tx, t *Target) (uuid.UUID, error) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = selectImage()
 		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			// The image another push created, which our insert ran into,
+			// was purged before the read: the next attempt creates it.
+			return uuid.Nil, db.ErrRace
+		}
 	}
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("store: image %q: %w", t.ImageName, err)
