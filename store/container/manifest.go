@@ -493,14 +493,10 @@ func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID
 		subject = in.Subject[:]
 	}
 	b := &pgx.Batch{}
-	manifest := b.Queue(insertManifestSQL[part], t.NamespaceID,
+	b.Queue(insertManifestSQL[part], t.NamespaceID,
 		id, imageID, in.Digest[:], in.MediaType, attachmentID, refs.size, subject, in.ArtifactType)
-	if len(refs.blobs) > 0 {
-		imgs, mans := make([]uuid.UUID, len(refs.blobs)), make([]uuid.UUID, len(refs.blobs))
-		for i := range refs.blobs {
-			imgs[i], mans[i] = imageID, id
-		}
-		b.Queue(insertBlobReferencesSQL[part], t.NamespaceID, imgs, mans, refs.blobs)
+	if imgs, mans, digs := referenceRows([]uuid.UUID{imageID}, []uuid.UUID{id}, [][][]byte{refs.blobs}); len(digs) > 0 {
+		b.Queue(insertBlobReferencesSQL[part], t.NamespaceID, imgs, mans, digs)
 	}
 	if len(refs.childIDs) > 0 {
 		b.Queue(insertRelationshipsSQL[part], t.NamespaceID, imageID, id, db.NewIDs(len(refs.childIDs)), refs.childIDs)
@@ -510,20 +506,18 @@ func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID
 	}
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
-	for i, q := range b.QueuedQueries {
-		tag, err := br.Exec()
-		if err != nil {
-			return uuid.Nil, fmt.Errorf("store: insert manifest (statement %d of %d): %w", i+1, b.Len(), err)
-		}
+	tag, err := br.Exec()
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
 		// A concurrent push inserted the digest first: the statements
 		// after this one fail on its absent row, and the retry sees the
 		// other push's manifest instead.
-		if q == manifest && tag.RowsAffected() == 0 {
-			return uuid.Nil, db.ErrRace
-		}
+		return uuid.Nil, db.ErrRace
 	}
 	if err := br.Close(); err != nil {
-		return uuid.Nil, fmt.Errorf("store: insert manifest: %w", err)
+		return uuid.Nil, fmt.Errorf("store: insert manifest references and tags: %w", err)
 	}
 	return id, nil
 }

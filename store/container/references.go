@@ -49,13 +49,7 @@ var insertBlobReferencesSQL = partition.Statements(`
 	ON CONFLICT DO NOTHING`, "container_manifest_blob_references")
 
 func insertBlobReferences(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, images, ids []uuid.UUID, refs [][][]byte) error {
-	var imgs, mans []uuid.UUID
-	var digs [][]byte
-	for i := range ids {
-		for _, d := range refs[i] {
-			imgs, mans, digs = append(imgs, images[i]), append(mans, ids[i]), append(digs, d)
-		}
-	}
+	imgs, mans, digs := referenceRows(images, ids, refs)
 	if len(digs) == 0 {
 		return nil
 	}
@@ -63,6 +57,18 @@ func insertBlobReferences(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, images
 		return db.MapErr(fmt.Errorf("store: insert manifest blob references: %w", err))
 	}
 	return nil
+}
+
+// referenceRows flattens what manifests reference into the columns of
+// insertBlobReferencesSQL: one row per digest of refs[i], for manifest
+// ids[i] of image images[i].
+func referenceRows(images, ids []uuid.UUID, refs [][][]byte) (imgs, mans []uuid.UUID, digs [][]byte) {
+	for i := range ids {
+		for _, d := range refs[i] {
+			imgs, mans, digs = append(imgs, images[i]), append(mans, ids[i]), append(digs, d)
+		}
+	}
+	return imgs, mans, digs
 }
 
 // unreferencedLinks locks (FOR UPDATE, digest order) and returns the

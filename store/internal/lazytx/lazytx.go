@@ -23,7 +23,16 @@ import (
 // (set_config(Name, Value, true), as SET LOCAL does).
 type Setting struct{ Name, Value string }
 
-// setConfigSQL is the one statement that applies n settings.
+// setConfigSQLs[n] is the one statement that applies n settings, built
+// once rather than at every begin.
+var setConfigSQLs = func() (out [8]string) {
+	for n := 1; n < len(out); n++ {
+		out[n] = setConfigSQL(n)
+	}
+	return out
+}()
+
+// setConfigSQL builds the statement that applies n settings.
 func setConfigSQL(n int) string {
 	var b strings.Builder
 	b.WriteString("SELECT ")
@@ -34,6 +43,14 @@ func setConfigSQL(n int) string {
 		fmt.Fprintf(&b, "set_config($%d, $%d, true)", 2*i+1, 2*i+2)
 	}
 	return b.String()
+}
+
+// settingsSQL is setConfigSQLs[n], or the statement built for n beyond.
+func settingsSQL(n int) string {
+	if n < len(setConfigSQLs) {
+		return setConfigSQLs[n]
+	}
+	return setConfigSQL(n)
 }
 
 // Tx is a pgx.Tx on a pooled connection that is begun by its first
@@ -93,7 +110,7 @@ func (t *Tx) start(ctx context.Context, sql string, args []any) (pgx.BatchResult
 		for _, s := range t.settings {
 			pairs = append(pairs, s.Name, s.Value)
 		}
-		b.Queue(setConfigSQL(len(t.settings)), pairs...)
+		b.Queue(settingsSQL(len(t.settings)), pairs...)
 	}
 	lead := b.Len() // the results read here
 	if sql != "" {
@@ -142,23 +159,35 @@ func (t *Tx) pipelined(args []any) (rest []any, ok bool) {
 	return args[1:], mode == pgx.QueryExecModeCacheStatement
 }
 
-func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// first sends sql as the transaction's first statement, in one pipeline
+// with the begin, and returns the results to read its own from (br); or,
+// once begun or when sql cannot join the pipeline, the transaction to run
+// it on (tx).
+func (t *Tx) first(ctx context.Context, sql string, args []any) (br pgx.BatchResults, tx pgx.Tx, err error) {
 	if t.tx != nil {
-		return t.tx.Exec(ctx, sql, args...)
+		return nil, t.tx, nil
 	}
 	if t.done {
-		return pgconn.CommandTag{}, pgx.ErrTxClosed
+		return nil, nil, pgx.ErrTxClosed
 	}
 	rest, ok := t.pipelined(args)
 	if !ok {
 		if err := t.begun(ctx); err != nil {
-			return pgconn.CommandTag{}, err
+			return nil, nil, err
 		}
-		return t.tx.Exec(ctx, sql, args...)
+		return nil, t.tx, nil
 	}
-	br, err := t.start(ctx, sql, rest)
-	if err != nil {
+	br, err = t.start(ctx, sql, rest)
+	return br, nil, err
+}
+
+func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, tx, err := t.first(ctx, sql, args)
+	switch {
+	case err != nil:
 		return pgconn.CommandTag{}, err
+	case tx != nil:
+		return tx.Exec(ctx, sql, args...)
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
@@ -168,22 +197,12 @@ func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandT
 }
 
 func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.tx != nil {
-		return t.tx.Query(ctx, sql, args...)
-	}
-	if t.done {
-		return nil, pgx.ErrTxClosed
-	}
-	rest, ok := t.pipelined(args)
-	if !ok {
-		if err := t.begun(ctx); err != nil {
-			return nil, err
-		}
-		return t.tx.Query(ctx, sql, args...)
-	}
-	br, err := t.start(ctx, sql, rest)
-	if err != nil {
+	br, tx, err := t.first(ctx, sql, args)
+	switch {
+	case err != nil:
 		return nil, err
+	case tx != nil:
+		return tx.Query(ctx, sql, args...)
 	}
 	rows, err := br.Query()
 	if err != nil {
