@@ -266,29 +266,28 @@ var (
 	// and reads their sizes from the namespace's shadow of the blob rows
 	// (one partition; the blob rows themselves are partitioned by digest).
 	//
-	// It and lockChildManifestsSQL look each digest up through a join
-	// with the array, not with digest = ANY(array): under the ORDER BY
-	// that the lock order needs, PostgreSQL could prefer reading the
-	// image's rows in index order and filtering them by the array to
-	// sorting a few rows, and a push then read every blob row of its
-	// image (1,505 buffers for one digest of an image of 1,500 blobs,
-	// against 19 through the join). Plans cached before a new
-	// namespace's partitions are first analysed can still read the
-	// whole image through the join; autovacuum replans them (the
-	// embedded cluster visits every 10 s, internal/pgcluster).
+	// It and lockChildManifestsSQL look each digest up on its own, in a
+	// LATERAL subquery that holds the lock: a subquery with FOR SHARE is
+	// never merged into the join, so the rows are locked in the order of
+	// $3, which the caller sorts, and on its generic plan (genericPlans)
+	// the statement reads each digest's row through the image's unique
+	// index and no other row. A plain join or digest = ANY($3) leaves the
+	// order to the planner, which could read every row of the image and
+	// match the digests against them.
 	lockManifestBlobsSQL = partition.Statements(`
 		SELECT cb.digest, coalesce(s.size, 0) FROM unnest($3::bytea[]) AS d(digest)
-		JOIN {container_blobs} cb ON cb.namespace_id = $1 AND cb.container_image_id = $2 AND cb.digest = d.digest
-		                         AND cb.soft_deleted_at IS NULL
-		LEFT JOIN {blob_storage_blobs_by_namespace} s ON s.namespace_id = cb.namespace_id AND s.sha256 = cb.digest
-		ORDER BY cb.digest
-		FOR SHARE OF cb`, "container_blobs", "blob_storage_blobs_by_namespace")
+		CROSS JOIN LATERAL (
+			SELECT digest FROM {container_blobs}
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = d.digest AND soft_deleted_at IS NULL
+			FOR SHARE) cb
+		LEFT JOIN {blob_storage_blobs_by_namespace} s ON s.namespace_id = $1 AND s.sha256 = cb.digest`,
+		"container_blobs", "blob_storage_blobs_by_namespace")
 	lockChildManifestsSQL = partition.Statements(`
 		SELECT m.id, m.digest, m.size FROM unnest($3::bytea[]) AS d(digest)
-		JOIN {container_manifests} m ON m.namespace_id = $1 AND m.container_image_id = $2 AND m.digest = d.digest
-		                             AND m.soft_deleted_at IS NULL
-		ORDER BY m.digest
-		FOR SHARE OF m`, "container_manifests")
+		CROSS JOIN LATERAL (
+			SELECT id, digest, size FROM {container_manifests}
+			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = d.digest AND soft_deleted_at IS NULL
+			FOR SHARE) m`, "container_manifests")
 	insertManifestSQL = partition.Statements(`
 		INSERT INTO {container_manifests} (namespace_id, id, container_image_id, digest, media_type,
 		                                   blob_storage_attachment_id, blob_sha256, size, blob_references_recorded,
@@ -380,13 +379,13 @@ type manifestRefs struct {
 // lockManifestReferences checks the image's room for one more manifest
 // (checkManifestLimit), locks the rows a new manifest references FOR
 // SHARE, in digest order, refusing a missing one, and sums the manifest's
-// size.
+// size. Both lock statements go in one pipeline, planned generically
+// (genericPlans).
 func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (manifestRefs, error) {
 	if err := checkManifestLimit(ctx, tx, t, imageID); err != nil {
 		return manifestRefs{}, err
 	}
-	size := int64(len(in.Payload))
-	// Referenced blobs, each counted once, locked in digest order.
+	// Each digest counted once, locked in digest order.
 	blobs := distinctSHA(func(yield func([32]byte) bool) {
 		for _, b := range in.Blobs {
 			if !yield(b.SHA256) {
@@ -394,26 +393,40 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 			}
 		}
 	})
+	children := distinctSHA(slices.Values(in.Children))
+	refs := manifestRefs{size: int64(len(in.Payload)), blobs: blobs, childIDs: make([]uuid.UUID, 0, len(children))}
+	if len(blobs) == 0 && len(children) == 0 {
+		return refs, nil
+	}
+	part, err := partition.Of(ctx, tx, t.NamespaceID)
+	if err != nil {
+		return manifestRefs{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(genericPlansOn)
+	if len(blobs) > 0 {
+		b.Queue(lockManifestBlobsSQL[part], t.NamespaceID, imageID, blobs)
+	}
+	if len(children) > 0 {
+		b.Queue(lockChildManifestsSQL[part], t.NamespaceID, imageID, children)
+	}
+	b.Queue(genericPlansOff)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return manifestRefs{}, fmt.Errorf("store: lock manifest references: %w", err)
+	}
 	if len(blobs) > 0 {
 		found := map[[32]byte]bool{}
-		rows, err := partition.Query(ctx, tx, &lockManifestBlobsSQL, t.NamespaceID, imageID, blobs)
-		if err != nil {
-			return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
-		}
-		for rows.Next() {
+		if err := scanBatch(br, func(rows pgx.Rows) error {
 			var (
 				d  []byte
 				sz int64
 			)
-			if err := rows.Scan(&d, &sz); err != nil {
-				rows.Close()
-				return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
-			}
-			found[[32]byte(d)] = true
-			size += sz
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			err := rows.Scan(&d, &sz)
+			found[[32]byte(d)], refs.size = true, refs.size+sz
+			return err
+		}); err != nil {
 			return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for _, b := range in.Blobs {
@@ -422,31 +435,19 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 			}
 		}
 	}
-	// Child manifests, locked in digest order.
-	children := distinctSHA(slices.Values(in.Children))
-	childIDs := make([]uuid.UUID, 0, len(children))
 	if len(children) > 0 {
 		found := map[[32]byte]bool{}
-		rows, err := partition.Query(ctx, tx, &lockChildManifestsSQL, t.NamespaceID, imageID, children)
-		if err != nil {
-			return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
-		}
-		for rows.Next() {
+		if err := scanBatch(br, func(rows pgx.Rows) error {
 			var (
 				id uuid.UUID
 				d  []byte
 				sz int64
 			)
-			if err := rows.Scan(&id, &d, &sz); err != nil {
-				rows.Close()
-				return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
-			}
-			found[[32]byte(d)] = true
-			childIDs = append(childIDs, id)
-			size += sz
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			err := rows.Scan(&id, &d, &sz)
+			found[[32]byte(d)], refs.size = true, refs.size+sz
+			refs.childIDs = append(refs.childIDs, id)
+			return err
+		}); err != nil {
 			return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
 		}
 		for _, c := range in.Children {
@@ -455,7 +456,40 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 			}
 		}
 	}
-	return manifestRefs{size: size, blobs: blobs, childIDs: childIDs}, nil
+	if err := br.Close(); err != nil {
+		return manifestRefs{}, fmt.Errorf("store: lock manifest references: %w", err)
+	}
+	return refs, nil
+}
+
+// genericPlansOn and genericPlansOff bracket statements that PostgreSQL
+// must run on their generic plan. The lock statements take their digests
+// as an array, whose length only a custom plan knows, so PostgreSQL would
+// plan them afresh at every call (0.15 to 0.2 ms each) and with the
+// statistics of the image's own id: where those take the image for a
+// handful of rows, it reads the image's manifests through the wrong index
+// of three that start with the image. The generic plan estimates an
+// average image, looks each digest up by its unique index, and is built
+// once per connection. SET LOCAL keeps the setting to this transaction,
+// and TO DEFAULT gives the rest of it back the server's own.
+const (
+	genericPlansOn  = `SET LOCAL plan_cache_mode = force_generic_plan`
+	genericPlansOff = `SET LOCAL plan_cache_mode TO DEFAULT`
+)
+
+// scanBatch reads the rows of the next statement of br with scan.
+func scanBatch(br pgx.BatchResults, scan func(pgx.Rows) error) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // checkManifestLimit refuses a new manifest in an image that holds

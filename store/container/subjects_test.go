@@ -19,6 +19,10 @@ type planNode struct {
 	Relation  string     `json:"Relation Name"`
 	IndexName string     `json:"Index Name"`
 	Plans     []planNode `json:"Plans"`
+	// With EXPLAIN ANALYZE.
+	ActualRows    float64 `json:"Actual Rows"`
+	ActualLoops   float64 `json:"Actual Loops"`
+	RemovedByFilt float64 `json:"Rows Removed by Filter"`
 }
 
 func (n planNode) walk(f func(planNode)) {
