@@ -331,23 +331,21 @@ func (s *Store) manifestLink(ctx context.Context, t *Target, in ManifestPut, res
 					return err
 				}
 			}
-			var (
-				active   bool
-				existing *uuid.UUID
-			)
-			if err := partition.QueryRow(ctx, tx, &activeManifestSQL, t.NamespaceID, imageID, in.Digest[:]).Scan(&active, &existing); err != nil {
-				return fmt.Errorf("store: manifest exists: %w", err)
-			}
-			if !active {
+			l, err := lockManifest(ctx, tx, t.NamespaceID, imageID, in)
+			switch {
+			case err != nil:
+				return err
+			case !l.imageActive:
 				t.ImageID = uuid.Nil // deleted since it was read: the retry creates it again
 				return db.ErrRace
-			}
-			if existing != nil {
-				res.ManifestID = *existing
+			case l.existing != nil:
+				res.ManifestID = *l.existing
 				return nil
+			case l.missing != nil:
+				return l.missing
 			}
-			refs, err = lockManifestReferences(ctx, tx, t, imageID, in)
-			return err
+			refs = l.refs
+			return checkManifestLimit(ctx, tx, t, imageID)
 		},
 		Use: func(tx pgx.Tx, u store.StagedUse) error {
 			if res.ManifestID != uuid.Nil {
@@ -376,14 +374,25 @@ type manifestRefs struct {
 	childIDs []uuid.UUID
 }
 
-// lockManifestReferences checks the image's room for one more manifest
-// (checkManifestLimit), locks the rows a new manifest references FOR
-// SHARE, in digest order, refusing a missing one, and sums the manifest's
-// size. Both lock statements go in one pipeline, planned generically
-// (genericPlans).
-func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut) (manifestRefs, error) {
-	if err := checkManifestLimit(ctx, tx, t, imageID); err != nil {
-		return manifestRefs{}, err
+// manifestLocks is what lockManifest read under its locks.
+type manifestLocks struct {
+	imageActive bool
+	existing    *uuid.UUID // the image's active manifest of the digest
+	refs        manifestRefs
+	missing     error // a reference the image does not hold
+}
+
+// lockManifest reads, in one pipeline, whether the image is still active
+// and its manifest of the digest, locked FOR SHARE when it exists, then
+// locks the rows a new manifest of in would reference FOR SHARE, in
+// digest order, and sums the manifest's size. The references are locked
+// even when the manifest exists, which the caller learns only from the
+// results: a lookup per reference is cheaper than a round trip. The lock
+// statements run on their generic plan (genericPlansOn).
+func lockManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, in ManifestPut) (manifestLocks, error) {
+	part, err := partition.Of(ctx, tx, nsID)
+	if err != nil {
+		return manifestLocks{}, err
 	}
 	// Each digest counted once, locked in digest order.
 	blobs := distinctSHA(func(yield func([32]byte) bool) {
@@ -394,29 +403,43 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 		}
 	})
 	children := distinctSHA(slices.Values(in.Children))
-	refs := manifestRefs{size: int64(len(in.Payload)), blobs: blobs, childIDs: make([]uuid.UUID, 0, len(children))}
-	if len(blobs) == 0 && len(children) == 0 {
-		return refs, nil
-	}
-	part, err := partition.Of(ctx, tx, t.NamespaceID)
-	if err != nil {
-		return manifestRefs{}, err
-	}
 	b := &pgx.Batch{}
-	b.Queue(genericPlansOn)
-	if len(blobs) > 0 {
-		b.Queue(lockManifestBlobsSQL[part], t.NamespaceID, imageID, blobs)
+	b.Queue(activeManifestSQL[part], nsID, imageID, in.Digest[:])
+	if len(blobs) > 0 || len(children) > 0 {
+		b.Queue(genericPlansOn)
+		if len(blobs) > 0 {
+			b.Queue(lockManifestBlobsSQL[part], nsID, imageID, blobs)
+		}
+		if len(children) > 0 {
+			b.Queue(lockChildManifestsSQL[part], nsID, imageID, children)
+		}
+		b.Queue(genericPlansOff)
 	}
-	if len(children) > 0 {
-		b.Queue(lockChildManifestsSQL[part], t.NamespaceID, imageID, children)
-	}
-	b.Queue(genericPlansOff)
 	br := tx.SendBatch(ctx, b)
 	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return manifestRefs{}, fmt.Errorf("store: lock manifest references: %w", err)
+	l := manifestLocks{refs: manifestRefs{size: int64(len(in.Payload)), blobs: blobs, childIDs: make([]uuid.UUID, 0, len(children))}}
+	if err := br.QueryRow().Scan(&l.imageActive, &l.existing); err != nil {
+		return manifestLocks{}, fmt.Errorf("store: manifest exists: %w", err)
 	}
-	if len(blobs) > 0 {
+	if len(blobs) > 0 || len(children) > 0 {
+		if err := l.readReferences(br, in, len(blobs) > 0, len(children) > 0); err != nil {
+			return manifestLocks{}, err
+		}
+	}
+	if err := br.Close(); err != nil {
+		return manifestLocks{}, fmt.Errorf("store: lock manifest references: %w", err)
+	}
+	return l, nil
+}
+
+// readReferences reads the lock statements' results from br: the
+// referenced rows' sizes and the children's ids, and the first reference
+// the image lacks in l.missing.
+func (l *manifestLocks) readReferences(br pgx.BatchResults, in ManifestPut, blobs, children bool) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("store: lock manifest references: %w", err)
+	}
+	if blobs {
 		found := map[[32]byte]bool{}
 		if err := scanBatch(br, func(rows pgx.Rows) error {
 			var (
@@ -424,18 +447,18 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 				sz int64
 			)
 			err := rows.Scan(&d, &sz)
-			found[[32]byte(d)], refs.size = true, refs.size+sz
+			found[[32]byte(d)], l.refs.size = true, l.refs.size+sz
 			return err
 		}); err != nil {
-			return manifestRefs{}, fmt.Errorf("store: lock manifest blobs: %w", err)
+			return fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
 		for _, b := range in.Blobs {
-			if !found[b.SHA256] {
-				return manifestRefs{}, errs.WithDigest(CodeManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
+			if !found[b.SHA256] && l.missing == nil {
+				l.missing = errs.WithDigest(CodeManifestBlobUnknown, b.SHA256, "manifest references a blob unknown in the image")
 			}
 		}
 	}
-	if len(children) > 0 {
+	if children {
 		found := map[[32]byte]bool{}
 		if err := scanBatch(br, func(rows pgx.Rows) error {
 			var (
@@ -444,22 +467,20 @@ func lockManifestReferences(ctx context.Context, tx pgx.Tx, t *Target, imageID u
 				sz int64
 			)
 			err := rows.Scan(&id, &d, &sz)
-			found[[32]byte(d)], refs.size = true, refs.size+sz
-			refs.childIDs = append(refs.childIDs, id)
+			found[[32]byte(d)], l.refs.size = true, l.refs.size+sz
+			l.refs.childIDs = append(l.refs.childIDs, id)
 			return err
 		}); err != nil {
-			return manifestRefs{}, fmt.Errorf("store: lock child manifests: %w", err)
+			return fmt.Errorf("store: lock child manifests: %w", err)
 		}
 		for _, c := range in.Children {
-			if !found[c] {
-				return manifestRefs{}, errs.WithDigest(CodeManifestChildUnknown, c, "index references a manifest unknown in the image")
+			if !found[c] && l.missing == nil {
+				l.missing = errs.WithDigest(CodeManifestChildUnknown, c, "index references a manifest unknown in the image")
 			}
 		}
 	}
-	if err := br.Close(); err != nil {
-		return manifestRefs{}, fmt.Errorf("store: lock manifest references: %w", err)
-	}
-	return refs, nil
+	_, err := br.Exec()
+	return err
 }
 
 // genericPlansOn and genericPlansOff bracket statements that PostgreSQL

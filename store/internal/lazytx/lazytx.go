@@ -95,11 +95,11 @@ func Begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions, settings
 	return &Tx{c: c, opts: opts, settings: settings, cacheMode: cacheMode(pool)}, nil
 }
 
-// start sends BEGIN and the settings, then sql (when not empty) in the
-// same pipeline, and reads the results up to sql's, which are left to
-// the caller in br (nil without sql). On an error, nothing is left open
-// but the transaction, which Rollback ends.
-func (t *Tx) start(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+// start sends BEGIN and the settings, then the queued statements in the
+// same pipeline, and reads the results up to theirs, which are left to
+// the caller in br (nil without statements). On an error, nothing is
+// left open but the transaction, which Rollback ends.
+func (t *Tx) start(ctx context.Context, queued ...*pgx.QueuedQuery) (pgx.BatchResults, error) {
 	if t.done {
 		return nil, pgx.ErrTxClosed
 	}
@@ -113,9 +113,7 @@ func (t *Tx) start(ctx context.Context, sql string, args []any) (pgx.BatchResult
 		b.Queue(settingsSQL(len(t.settings)), pairs...)
 	}
 	lead := b.Len() // the results read here
-	if sql != "" {
-		b.Queue(sql, args...)
-	}
+	b.QueuedQueries = append(b.QueuedQueries, queued...)
 	br := t.c.Conn().SendBatch(ctx, b)
 	t.tx = br.Tx()
 	for range lead {
@@ -124,7 +122,7 @@ func (t *Tx) start(ctx context.Context, sql string, args []any) (pgx.BatchResult
 			return nil, err
 		}
 	}
-	if sql == "" {
+	if len(queued) == 0 {
 		return nil, br.Close()
 	}
 	return br, nil
@@ -136,7 +134,7 @@ func (t *Tx) begun(ctx context.Context) error {
 	if t.tx != nil {
 		return nil
 	}
-	_, err := t.start(ctx, "", nil)
+	_, err := t.start(ctx)
 	return err
 }
 
@@ -177,7 +175,7 @@ func (t *Tx) first(ctx context.Context, sql string, args []any) (br pgx.BatchRes
 		}
 		return nil, t.tx, nil
 	}
-	br, err = t.start(ctx, sql, rest)
+	br, err = t.start(ctx, &pgx.QueuedQuery{SQL: sql, Arguments: rest})
 	return br, nil, err
 }
 
@@ -224,11 +222,21 @@ func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
 	return t.tx.Begin(ctx)
 }
 
+// SendBatch sends b, in one pipeline with the begin when the transaction
+// has not begun yet: a batch runs in the connection's default mode
+// either way.
 func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if err := t.begun(ctx); err != nil {
+	if t.tx != nil || b.Len() == 0 {
+		if err := t.begun(ctx); err != nil {
+			return pgx.FailedBatchResults(b, err)
+		}
+		return t.tx.SendBatch(ctx, b)
+	}
+	br, err := t.start(ctx, b.QueuedQueries...)
+	if err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	return t.tx.SendBatch(ctx, b)
+	return br
 }
 
 func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error) {

@@ -3,6 +3,7 @@ package lazytx_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -113,6 +114,48 @@ func TestFirstStatementCarriesTheBegin(t *testing.T) {
 	}
 }
 
+// A batch sent before the transaction began travels with the BEGIN too:
+// its statements run inside the transaction, with the settings applied,
+// and their results come back in order.
+func TestFirstBatchCarriesTheBegin(t *testing.T) {
+	ctx := context.Background()
+	pool, f := newPool(t)
+	run := func() (lock string, xacts [2]string, k int) {
+		tx := begin(t, pool)
+		b := &pgx.Batch{}
+		b.Queue(`SELECT current_setting('lock_timeout'), pg_current_xact_id()::text`)
+		b.Queue(`INSERT INTO lazy VALUES (1 + (SELECT count(*) FROM lazy), 'b') RETURNING k`)
+		b.Queue(`SELECT pg_current_xact_id()::text`)
+		br := tx.SendBatch(ctx, b)
+		if err := br.QueryRow().Scan(&lock, &xacts[0]); err != nil {
+			t.Fatal(err)
+		}
+		if err := br.QueryRow().Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		if err := br.QueryRow().Scan(&xacts[1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := br.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return lock, xacts, k
+	}
+	run() // prepares the statements on the connection
+	before := f.n.Load()
+	lock, xacts, k := run()
+	if lock != "1234ms" || xacts[0] != xacts[1] || k != 2 {
+		t.Fatalf("lock_timeout %q, transactions %q, inserted %d: want the settings, one transaction, the second row", lock, xacts, k)
+	}
+	// The batch with its BEGIN, the COMMIT.
+	if got := f.n.Load() - before; got != 2 {
+		t.Fatalf("%d round trips for a batch and a commit, want 2", got)
+	}
+}
+
 func count(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
@@ -200,6 +243,18 @@ func TestFailingFirstStatement(t *testing.T) {
 				return err
 			}
 			_, err = pgx.CollectRows(rows, pgx.RowTo[int])
+			return err
+		}},
+		{"batch", func(tx pgx.Tx) error {
+			b := &pgx.Batch{}
+			b.Queue(`INSERT INTO lazy VALUES (2, 'b')`)
+			b.Queue(`INSERT INTO lazy VALUES (1, 'dup')`)
+			br := tx.SendBatch(ctx, b)
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("the statement before the failing one: %w", err)
+			}
+			_, err := br.Exec()
+			_ = br.Close()
 			return err
 		}},
 	} {
