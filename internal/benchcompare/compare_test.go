@@ -129,7 +129,7 @@ func TestBenchCompare(t *testing.T) {
 			for _, target := range ociTargets {
 				t.Logf("run %d/%d: OCI against %s", run+1, cfg.runs, target.col)
 				oci.runOnce(t, run, target)
-				oci.tags(t, target)
+				oci.tags(t, run, target)
 				if run == 0 {
 					oci.peakRSS(t, target)
 				}
@@ -274,7 +274,7 @@ func defineRows(cfg config) (map[string]*Row, []string) {
 	add("single pull large", NewRow(fmt.Sprintf("1 pull of the %s image, one client", sizeName(cfg.largeSize)), "MB/s", true, Distribution))
 	add("concurrent pulls large",
 		NewRow(fmt.Sprintf("%d concurrent pulls of the %s image", cfg.pullers, sizeName(cfg.largeSize)), "MB/s", true, Distribution))
-	add("manifest push tags", NewRow(fmt.Sprintf("push of %d tagged manifests, each with its config blob, 8 clients (one run)", cfg.tags),
+	add("manifest push tags", NewRow(fmt.Sprintf("push of %d tagged manifests, each with its config blob, 8 clients, into a new image", cfg.tags),
 		"manifests/s", true, Distribution))
 	for _, p := range []string{"p50", "p99"} {
 		add(fmt.Sprintf("manifest GET by tag, %d tags, %s", cfg.tags, p),
