@@ -288,11 +288,18 @@ var (
 			SELECT id, digest, size FROM {container_manifests}
 			WHERE namespace_id = $1 AND container_image_id = $2 AND digest = d.digest AND soft_deleted_at IS NULL
 			FOR SHARE) m`, "container_manifests")
+	// insertManifestSQL attaches the payload's blob and inserts the
+	// manifest row on it. When a concurrent push inserted the digest
+	// first, it inserts no manifest, and the transaction, attachment
+	// included, is retried.
 	insertManifestSQL = partition.Statements(`
+		WITH att AS (
+			INSERT INTO blob_storage_attachments (namespace_id, sha256) VALUES ($1, $4) RETURNING id
+		)
 		INSERT INTO {container_manifests} (namespace_id, id, container_image_id, digest, media_type,
 		                                   blob_storage_attachment_id, blob_sha256, size, blob_references_recorded,
 		                                   subject_digest, artifact_type, subject_recorded)
-		VALUES ($1, $2, $3, $4, $5, $6, $4, $7, true, $8, NULLIF($9, ''), true)
+		SELECT $1, $2, $3, $4, $5, att.id, $4, $6, true, $7, NULLIF($8, ''), true FROM att
 		ON CONFLICT (namespace_id, container_image_id, digest) WHERE soft_deleted_at IS NULL DO NOTHING`,
 		"container_manifests")
 	insertRelationshipsSQL = partition.Statements(`
@@ -351,11 +358,11 @@ func (s *Store) manifestLink(ctx context.Context, t *Target, in ManifestPut, res
 			if res.ManifestID != uuid.Nil {
 				return upsertTags(ctx, tx, t.NamespaceID, imageID, res.ManifestID, in.Tags)
 			}
-			att, err := s.core.AttachStaged(ctx, tx, u)
-			if err != nil {
+			// The manifest's insert attaches the payload.
+			if err := store.ClearStagedCandidate(ctx, tx, u); err != nil {
 				return err
 			}
-			id, err := insertManifest(ctx, tx, t, imageID, in, refs, att.ID)
+			id, err := insertManifest(ctx, tx, t, imageID, in, refs)
 			if err != nil {
 				return err
 			}
@@ -537,7 +544,7 @@ func checkManifestLimit(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.
 // its blob references, its children's relationships and its tags. The
 // statements go in one pipeline: each still runs on its own, with its
 // own triggers, in this order, and the first failure stops the rest.
-func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut, refs manifestRefs, attachmentID int64) (uuid.UUID, error) {
+func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID, in ManifestPut, refs manifestRefs) (uuid.UUID, error) {
 	part, err := partition.Of(ctx, tx, t.NamespaceID)
 	if err != nil {
 		return uuid.Nil, err
@@ -549,7 +556,7 @@ func insertManifest(ctx context.Context, tx pgx.Tx, t *Target, imageID uuid.UUID
 	}
 	b := &pgx.Batch{}
 	b.Queue(insertManifestSQL[part], t.NamespaceID,
-		id, imageID, in.Digest[:], in.MediaType, attachmentID, refs.size, subject, in.ArtifactType)
+		id, imageID, in.Digest[:], in.MediaType, refs.size, subject, in.ArtifactType)
 	if imgs, mans, digs := referenceRows([]uuid.UUID{imageID}, []uuid.UUID{id}, [][][]byte{refs.blobs}); len(digs) > 0 {
 		b.Queue(insertBlobReferencesSQL[part], t.NamespaceID, imgs, mans, digs)
 	}

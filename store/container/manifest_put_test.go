@@ -93,3 +93,56 @@ func TestManifestPushIntoAnImageDeletedSinceResolve(t *testing.T) {
 		t.Fatalf("pull by tag: image %v, row %+v; want image %v, manifest %v", fresh.ImageID, row, image, res.ManifestID)
 	}
 }
+
+// TestManifestPushOfACandidatePayload: pushing into another image a
+// manifest whose payload's blob row is a live GC candidate (its object
+// already deleted by a collector that then crashed) clears the
+// candidate, puts the object back and attaches the payload to the new
+// manifest row, in the manifest's own insert.
+func TestManifestPushOfACandidatePayload(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, cs, tg := acmeTarget(t, "app")
+	payload, _ := json.Marshal(map[string]any{"schemaVersion": 2, "candidate": true})
+	in := ManifestPut{Digest: sha256.Sum256(payload), MediaType: MediaTypeOCIManifest, Payload: payload}
+	if _, err := cs.PutManifest(ctx, tg, in); err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	if err := st.Pool().QueryRow(ctx, `SELECT object_storage_key FROM blob_storage_blobs WHERE namespace_id = $1 AND sha256 = $2`,
+		tg.NamespaceID, in.Digest[:]).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO gc_blob_review_queue (namespace_id, sha256, review_after) VALUES ($1, $2, now())`,
+		tg.NamespaceID, in.Digest[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Objects().Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+
+	other := *tg
+	other.ImageName, other.ImageID = "other", uuid.Nil
+	res, err := cs.PutManifest(ctx, &other, in)
+	if err != nil || !res.Created {
+		t.Fatalf("push into the other image: %+v %v", res, err)
+	}
+	var candidates, attachments int
+	var attached bool
+	if err := st.Pool().QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2),
+		(SELECT count(*) FROM blob_storage_attachments WHERE namespace_id = $1 AND sha256 = $2),
+		EXISTS (SELECT 1 FROM container_manifests m JOIN blob_storage_attachments a
+		        ON a.id = m.blob_storage_attachment_id AND a.namespace_id = m.namespace_id
+		        WHERE m.namespace_id = $1 AND m.id = $3 AND a.sha256 = $2)`,
+		tg.NamespaceID, in.Digest[:], res.ManifestID).Scan(&candidates, &attachments, &attached); err != nil {
+		t.Fatal(err)
+	}
+	if candidates != 0 || attachments != 2 || !attached {
+		t.Fatalf("after the push: %d candidates, %d attachments, new row attached to the payload: %v; want 0, 2, true",
+			candidates, attachments, attached)
+	}
+	if ok, err := st.Objects().Exists(ctx, key); err != nil || !ok {
+		t.Fatalf("object after the push: exists %v, %v", ok, err)
+	}
+}
