@@ -269,7 +269,7 @@ var (
 	// It and lockChildManifestsSQL look each digest up on its own, in a
 	// LATERAL subquery that holds the lock: a subquery with FOR SHARE is
 	// never merged into the join, so the rows are locked in the order of
-	// $3, which the caller sorts, and on its generic plan (genericPlans)
+	// $3, which the caller sorts, and on its generic plan (genericPlansOn)
 	// the statement reads each digest's row through the image's unique
 	// index and no other row. A plain join or digest = ANY($3) leaves the
 	// order to the planner, which could read every row of the image and
@@ -453,9 +453,11 @@ func (l *manifestLocks) readReferences(br pgx.BatchResults, in ManifestPut, blob
 				d  []byte
 				sz int64
 			)
-			err := rows.Scan(&d, &sz)
+			if err := rows.Scan(&d, &sz); err != nil {
+				return err
+			}
 			found[[32]byte(d)], l.refs.size = true, l.refs.size+sz
-			return err
+			return nil
 		}); err != nil {
 			return fmt.Errorf("store: lock manifest blobs: %w", err)
 		}
@@ -473,10 +475,12 @@ func (l *manifestLocks) readReferences(br pgx.BatchResults, in ManifestPut, blob
 				d  []byte
 				sz int64
 			)
-			err := rows.Scan(&id, &d, &sz)
+			if err := rows.Scan(&id, &d, &sz); err != nil {
+				return err
+			}
 			found[[32]byte(d)], l.refs.size = true, l.refs.size+sz
 			l.refs.childIDs = append(l.refs.childIDs, id)
-			return err
+			return nil
 		}); err != nil {
 			return fmt.Errorf("store: lock child manifests: %w", err)
 		}
