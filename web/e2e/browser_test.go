@@ -319,18 +319,23 @@ func (b *tab) eval(js string) string {
 	return run(b, "eval "+js, chromedp.Evaluate[string](js))
 }
 
-// waitFor polls a JavaScript condition.
+// waitFor polls a JavaScript condition. An evaluation that fails counts
+// as not yet: a condition polled across a navigation is evaluated in a
+// page that is going away ("Inspected target navigated or closed"). A
+// failure that lasts until the deadline is reported with it.
 func (b *tab) waitFor(what, cond string) {
 	b.t.Helper()
 	deadline := time.Now().Add(b.step)
 	for {
-		ok := run(b, what, chromedp.Evaluate[bool](cond))
-		if ok {
+		ctx, cancel := context.WithTimeout(b.ctx, b.step)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond))
+		cancel()
+		if err == nil && ok {
 			return
 		}
 		if time.Now().After(deadline) {
 			b.shot("failed-" + sanitize(what))
-			b.t.Fatalf("timed out waiting for %s (%s) at %s", what, cond, b.location())
+			b.t.Fatalf("timed out waiting for %s (%s) at %s (last evaluation error: %v)", what, cond, b.location(), err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

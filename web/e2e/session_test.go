@@ -95,7 +95,9 @@ func TestUISession(t *testing.T) {
 	}))
 	defer evil.Close()
 	run(b, "open the other site", chromedp.Navigate(strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)))
-	b.eval(`document.getElementById("f").submit(), "posted"`)
+	// Submitted after the evaluation returns, so that the navigation
+	// cannot take the page away under it.
+	b.eval(`setTimeout(() => document.getElementById("f").submit(), 0), "posted"`)
 	b.waitFor("the forged form was posted", `location.pathname === "/graphql" && document.readyState === "complete"`)
 	if ns, err := s.Store.NamespaceBySlug(context.Background(), "forged"); err == nil {
 		t.Fatalf("the forged mutation ran: namespace %s exists", ns.ID)
