@@ -101,6 +101,20 @@ func (s *Store) StageBlobAsync(ctx context.Context, ref UploadRef, data []byte, 
 	return p
 }
 
+// WithStagedTx runs fn in a foreground transaction (WithTx), again after
+// a retryable failure (db.Retry), for a caller whose transaction commits
+// the blob pending stages: fn waits for it (pending.Wait) once the rows
+// that come before the blob row are locked, and commits it
+// (CommitStaged). The staged blob is closed afterwards, its bytes kept
+// only when fn's transaction committed.
+func (s *Store) WithStagedTx(ctx context.Context, pending *PendingStage, fn func(tx pgx.Tx) error) error {
+	err := db.Retry(ctx, s.WithTx, fn)
+	if staged, _ := pending.Wait(); staged != nil {
+		staged.Close(ctx, err == nil)
+	}
+	return err
+}
+
 // StagedPending wraps a blob the caller staged already as a finished
 // PendingStage, for code that takes either kind.
 func StagedPending(b *StagedBlob) *PendingStage {

@@ -227,7 +227,7 @@ func (s *Store) PutManifest(ctx context.Context, t *Target, in ManifestPut) (*Ma
 	pending := s.core.StageBlobAsync(ctx, t.UploadRef(uuid.Nil), in.Payload,
 		store.Expected{SHA256: in.Digest, Size: int64(len(in.Payload))})
 	link := s.manifestLink(ctx, t, in, &res)
-	err := db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+	err := s.core.WithStagedTx(ctx, pending, func(tx pgx.Tx) error {
 		if err := link.Before(tx); err != nil {
 			return err
 		}
@@ -238,9 +238,6 @@ func (s *Store) PutManifest(ctx context.Context, t *Target, in ManifestPut) (*Ma
 		_, err = s.core.CommitStaged(ctx, tx, staged, func(u store.StagedUse) error { return link.Use(tx, u) })
 		return err
 	})
-	if staged, _ := pending.Wait(); staged != nil {
-		staged.Close(ctx, err == nil)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +409,8 @@ func lockManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, in Ma
 	children := distinctSHA(slices.Values(in.Children))
 	b := &pgx.Batch{}
 	b.Queue(activeManifestSQL[part], nsID, imageID, in.Digest[:])
-	if len(blobs) > 0 || len(children) > 0 {
+	references := len(blobs) > 0 || len(children) > 0
+	if references {
 		b.Queue(genericPlansOn)
 		if len(blobs) > 0 {
 			b.Queue(lockManifestBlobsSQL[part], nsID, imageID, blobs)
@@ -428,7 +426,7 @@ func lockManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, in Ma
 	if err := br.QueryRow().Scan(&l.imageActive, &l.existing); err != nil {
 		return manifestLocks{}, fmt.Errorf("store: manifest exists: %w", err)
 	}
-	if len(blobs) > 0 || len(children) > 0 {
+	if references {
 		if err := l.readReferences(br, in, len(blobs) > 0, len(children) > 0); err != nil {
 			return manifestLocks{}, err
 		}

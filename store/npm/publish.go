@@ -192,7 +192,7 @@ func (s *Store) publish(ctx context.Context, repo *Repository, in PublishRequest
 	// whole transaction until they move.
 	pending := in.stage(ctx, s, repo)
 	res := &PublishResult{}
-	err = db.Retry(ctx, s.core.WithTx, func(tx pgx.Tx) error {
+	err = s.core.WithStagedTx(ctx, pending, func(tx pgx.Tx) error {
 		*res = PublishResult{Tags: slices.Clone(tags)}
 		target, err := lockPackageForPublish(ctx, tx, repo, part, in, res)
 		if err != nil {
@@ -204,9 +204,6 @@ func (s *Store) publish(ctx context.Context, repo *Repository, in PublishRequest
 		}
 		return s.publishTx(ctx, tx, repo, in, staged, target, res)
 	})
-	if staged, _ := pending.Wait(); staged != nil {
-		staged.Close(ctx, err == nil)
-	}
 	if err != nil {
 		return nil, err
 	}
