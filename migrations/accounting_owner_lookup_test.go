@@ -38,6 +38,7 @@ func (r *accountingRun) hosted() {
 	m1 := r.id("hosted m1")
 	r.ins("hosted manifest", "hosted manifest insert", "container_manifests", row{"id", m1, "namespace_id", ns, "container_image_id", img,
 		"digest", mf, "media_type", "x", "blob_storage_attachment_id", f.blob(ns, mf, 40), "blob_sha256", mf, "size", int64(5040)})
+	r.manifests(img, img2, layer)
 	for i := range 12 {
 		sha := digest(fmt.Sprintf("hosted timed %d", i))
 		id := r.id(fmt.Sprintf("hosted timed %d", i))
@@ -83,6 +84,36 @@ func (r *accountingRun) hosted() {
 	r.step("hosted delete the maven version", "", `DELETE FROM maven_versions WHERE namespace_id = $1`, ns)
 }
 
+// manifests drives the manifest rows' accounting beyond one push: a payload
+// the repository already holds as a layer, one digest pushed to two images
+// of the repository in one statement, one statement across two
+// repositories, and deletes of one of two references and of the rest.
+func (r *accountingRun) manifests(img, img2 uuid.UUID, layer []byte) {
+	f, ns := r.f, r.ns
+	insert := `INSERT INTO container_manifests (id, namespace_id, container_image_id, digest, media_type,
+			blob_storage_attachment_id, blob_sha256, size)
+		VALUES ($1, $3, $4, $5, 'x', $6, $5, 1), ($2, $3, $7, $8, 'x', $9, $8, 1)`
+	r.ins("hosted manifest repeating the layer", "", "container_manifests", row{"id", r.id("hosted m layer"), "namespace_id", ns,
+		"container_image_id", img2, "digest", layer, "media_type", "x", "blob_storage_attachment_id", f.attach(ns, layer),
+		"blob_sha256", layer, "size", int64(1)})
+	pair := digest("hosted manifest pair")
+	f.blob(ns, pair, 70)
+	pa, pb := r.id("hosted m pair a"), r.id("hosted m pair b")
+	r.step("hosted one manifest in two images", "", insert, pa, pb, ns, img, pair, f.attach(ns, pair), img2, pair, f.attach(ns, pair))
+
+	other := r.hostedRepository("hosted oci 2", 3, "container_repositories")
+	img3 := r.id("hosted image3")
+	r.ins("hosted image 3", "", "container_images", row{"id", img3, "namespace_id", ns, "container_repository_id", other, "name", "app"})
+	m3, own := digest("hosted manifest 3"), digest("hosted manifest own")
+	f.blob(ns, m3, 80)
+	f.blob(ns, own, 90)
+	r.step("hosted manifests in two repositories", "", insert, r.id("hosted m3 a"), r.id("hosted m3 b"), ns,
+		img, m3, f.attach(ns, m3), img3, own, f.attach(ns, own))
+	r.step("hosted delete one of a pair", "", `DELETE FROM container_manifests WHERE namespace_id = $1 AND id = $2`, ns, pa)
+	r.step("hosted delete the manifests of two repositories", "",
+		`DELETE FROM container_manifests WHERE namespace_id = $1 AND container_image_id IN ($2, $3)`, ns, img3, img2)
+}
+
 // hostedRepository inserts a hosted repository of format with its format
 // row in table, labelled "<label> repo" and label; it returns the format
 // row's id.
@@ -99,7 +130,29 @@ func runAllAccounting(t *testing.T, pool *pgxpool.Pool) *accountingRun {
 	t.Helper()
 	r := runAccounting(t, pool)
 	r.hosted()
+	r.requireShadow()
 	return r
+}
+
+// requireShadow fails unless the namespace's blob rows and their copies in
+// blob_storage_blobs_by_namespace are the same (digest and size), and
+// there are some.
+func (r *accountingRun) requireShadow() {
+	r.t.Helper()
+	var blobs, copies, missing int
+	err := r.conn.QueryRow(r.ctx, `SELECT
+			(SELECT count(*) FROM blob_storage_blobs WHERE namespace_id = $1),
+			(SELECT count(*) FROM blob_storage_blobs_by_namespace WHERE namespace_id = $1),
+			(SELECT count(*) FROM blob_storage_blobs b
+			 WHERE b.namespace_id = $1 AND NOT EXISTS (SELECT 1 FROM blob_storage_blobs_by_namespace s
+			     WHERE s.namespace_id = b.namespace_id AND s.sha256 = b.sha256 AND s.size = b.size))`, r.ns).
+		Scan(&blobs, &copies, &missing)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if blobs == 0 || copies != blobs || missing != 0 {
+		r.t.Fatalf("%d blob rows, %d copies in blob_storage_blobs_by_namespace, %d without their copy", blobs, copies, missing)
+	}
 }
 
 // TestAccountingOwnerLookupUpgrade: the same inserts and deletes of hosted
