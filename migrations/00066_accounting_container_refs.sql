@@ -18,6 +18,76 @@
 -- ones the two triggers recorded, with as many last_updated_at rows. The
 -- image's blob rows (container_blobs) take it too, for their size alone,
 -- calling the container lookups directly instead of the dispatchers.
+--
+-- A tag pushed with its manifest touched the repository's last_updated_at
+-- a second time in the same transaction, with the same now(): the tag's row
+-- trigger looked the image up again and inserted a delta of its own. The
+-- images a transaction has touched are kept in a transaction-local setting
+-- (artifact_registry.touched_images; reverted with a rolled-back savepoint,
+-- bounded in length), and accounting_touch skips a container row whose
+-- image is there. last_updated_at merges by max, so one stamp per
+-- transaction records the same value.
+-- +goose StatementBegin
+CREATE FUNCTION accounting_touched_images(images text) RETURNS void
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    seen text := coalesce(nullif(current_setting('artifact_registry.touched_images', true), ''), ',');
+BEGIN
+    -- Past a few thousand characters a transaction touches so many images
+    -- that searching the list would cost more than the stamps it saves.
+    IF images IS NOT NULL AND length(seen) + length(images) < 4000 THEN
+        PERFORM set_config('artifact_registry.touched_images', seen || images || ',', true);
+    END IF;
+END;
+$$;
+-- +goose StatementEnd
+
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION accounting_touch() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+    repo uuid;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        r := OLD;
+    ELSE
+        r := NEW;
+    END IF;
+    IF TG_ARGV[0] IN ('container_manifests', 'container_tags') THEN
+        IF strpos(current_setting('artifact_registry.touched_images', true), ',' || r.container_image_id || ',') > 0 THEN
+            RETURN NULL;
+        END IF;
+        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;
+        IF repo IS NOT NULL THEN
+            PERFORM accounting_touched_images(r.container_image_id::text);
+        END IF;
+    ELSIF TG_ARGV[0] = 'container_images' THEN
+        SELECT cr.repository_id INTO repo FROM container_repositories cr
+        WHERE cr.namespace_id = r.namespace_id AND cr.id = r.container_repository_id;
+    ELSIF TG_ARGV[0] = 'npm_versions' THEN
+        SELECT o.repository_id INTO repo FROM accounting_owner_npm_package(r.namespace_id, r.npm_package_id) o;
+    ELSIF TG_ARGV[0] = 'npm_packages' THEN
+        SELECT nr.repository_id INTO repo FROM npm_repositories nr
+        WHERE nr.namespace_id = r.namespace_id AND nr.id = r.npm_repository_id;
+    ELSIF TG_ARGV[0] = 'maven_versions' THEN
+        SELECT o.repository_id INTO repo FROM accounting_owner_maven_package(r.namespace_id, r.maven_package_id) o;
+    ELSIF TG_ARGV[0] = 'maven_packages' THEN
+        SELECT mr.repository_id INTO repo FROM maven_repositories mr
+        WHERE mr.namespace_id = r.namespace_id AND mr.id = r.maven_repository_id;
+    ELSE
+        RAISE EXCEPTION 'accounting_touch: unexpected table %', TG_ARGV[0];
+    END IF;
+    IF repo IS NOT NULL THEN
+        PERFORM accounting_repository_deltas(ARRAY[r.namespace_id], ARRAY[repo], '{0}', '{0}', true);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+
 -- +goose StatementBegin
 CREATE FUNCTION accounting_container_refs() RETURNS trigger
 LANGUAGE plpgsql
@@ -34,12 +104,14 @@ DECLARE
     sz bigint;
     refs bigint;
     sizes bigint[];
+    images text;
 BEGIN
     SELECT array_agg(x.namespace_id ORDER BY x.namespace_id, x.sha), array_agg(x.repository_id ORDER BY x.namespace_id, x.sha),
            array_agg(x.frepo ORDER BY x.namespace_id, x.sha), array_agg(x.sha ORDER BY x.namespace_id, x.sha),
-           array_agg(x.k ORDER BY x.namespace_id, x.sha)
-    INTO ns, repos, frepos, shas, ks
-    FROM (SELECT g.ns AS namespace_id, o.repository_id, o.frepo, g.sha, sum(g.k)::bigint AS k
+           array_agg(x.k ORDER BY x.namespace_id, x.sha), string_agg(x.owners, ',')
+    INTO ns, repos, frepos, shas, ks, images
+    FROM (SELECT g.ns AS namespace_id, o.repository_id, o.frepo, g.sha, sum(g.k)::bigint AS k,
+                 string_agg(g.owner::text, ',') AS owners
           FROM (SELECT c.namespace_id AS ns, c.container_image_id AS owner, c.blob_sha256 AS sha, count(*) AS k
                 FROM changed c GROUP BY 1, 2, 3) g
           CROSS JOIN LATERAL accounting_owner_container_image(g.ns, g.owner) o
@@ -79,6 +151,9 @@ BEGIN
               (9::smallint, NULL::bigint, CASE WHEN manifests THEN now() END)
           ) AS f(field, delta, observed_at)
           WHERE f.delta <> 0 OR f.observed_at IS NOT NULL) d;
+    IF manifests THEN
+        PERFORM accounting_touched_images(images);
+    END IF;
     RETURN NULL;
 END;
 $$;
@@ -134,3 +209,43 @@ END;
 $$;
 -- +goose StatementEnd
 DROP FUNCTION accounting_container_refs();
+-- accounting_touch as 00064 left it.
+-- +goose StatementBegin
+CREATE OR REPLACE FUNCTION accounting_touch() RETURNS trigger
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r record;
+    repo uuid;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        r := OLD;
+    ELSE
+        r := NEW;
+    END IF;
+    IF TG_ARGV[0] IN ('container_manifests', 'container_tags') THEN
+        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;
+    ELSIF TG_ARGV[0] = 'container_images' THEN
+        SELECT cr.repository_id INTO repo FROM container_repositories cr
+        WHERE cr.namespace_id = r.namespace_id AND cr.id = r.container_repository_id;
+    ELSIF TG_ARGV[0] = 'npm_versions' THEN
+        SELECT o.repository_id INTO repo FROM accounting_owner_npm_package(r.namespace_id, r.npm_package_id) o;
+    ELSIF TG_ARGV[0] = 'npm_packages' THEN
+        SELECT nr.repository_id INTO repo FROM npm_repositories nr
+        WHERE nr.namespace_id = r.namespace_id AND nr.id = r.npm_repository_id;
+    ELSIF TG_ARGV[0] = 'maven_versions' THEN
+        SELECT o.repository_id INTO repo FROM accounting_owner_maven_package(r.namespace_id, r.maven_package_id) o;
+    ELSIF TG_ARGV[0] = 'maven_packages' THEN
+        SELECT mr.repository_id INTO repo FROM maven_repositories mr
+        WHERE mr.namespace_id = r.namespace_id AND mr.id = r.maven_repository_id;
+    ELSE
+        RAISE EXCEPTION 'accounting_touch: unexpected table %', TG_ARGV[0];
+    END IF;
+    IF repo IS NOT NULL THEN
+        PERFORM accounting_repository_deltas(ARRAY[r.namespace_id], ARRAY[repo], '{0}', '{0}', true);
+    END IF;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+DROP FUNCTION accounting_touched_images(text);
