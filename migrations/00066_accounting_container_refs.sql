@@ -43,50 +43,28 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- accounting_rewrite_touch redefines accounting_touch with from_text
+-- replaced by to_text, and stops unless it holds from_text exactly once:
+-- Up adds the check to the container tables' branch, Down takes it out,
+-- then drops the function. Nothing else of the trigger changes.
 -- +goose StatementBegin
-CREATE OR REPLACE FUNCTION accounting_touch() RETURNS trigger
+CREATE FUNCTION accounting_rewrite_touch(from_text text, to_text text) RETURNS void
 LANGUAGE plpgsql
 AS $$
 DECLARE
-    r record;
-    repo uuid;
+    def text := pg_get_functiondef('accounting_touch'::regproc);
 BEGIN
-    IF TG_OP = 'DELETE' THEN
-        r := OLD;
-    ELSE
-        r := NEW;
+    IF (length(def) - length(replace(def, from_text, ''))) / length(from_text) <> 1 THEN
+        RAISE EXCEPTION 'accounting_touch: % is not there exactly once', from_text;
     END IF;
-    IF TG_ARGV[0] IN ('container_manifests', 'container_tags') THEN
-        IF strpos(current_setting('artifact_registry.touched_images', true), ',' || r.container_image_id || ',') > 0 THEN
-            RETURN NULL;
-        END IF;
-        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;
-        IF repo IS NOT NULL THEN
-            PERFORM accounting_touched_images(r.container_image_id::text);
-        END IF;
-    ELSIF TG_ARGV[0] = 'container_images' THEN
-        SELECT cr.repository_id INTO repo FROM container_repositories cr
-        WHERE cr.namespace_id = r.namespace_id AND cr.id = r.container_repository_id;
-    ELSIF TG_ARGV[0] = 'npm_versions' THEN
-        SELECT o.repository_id INTO repo FROM accounting_owner_npm_package(r.namespace_id, r.npm_package_id) o;
-    ELSIF TG_ARGV[0] = 'npm_packages' THEN
-        SELECT nr.repository_id INTO repo FROM npm_repositories nr
-        WHERE nr.namespace_id = r.namespace_id AND nr.id = r.npm_repository_id;
-    ELSIF TG_ARGV[0] = 'maven_versions' THEN
-        SELECT o.repository_id INTO repo FROM accounting_owner_maven_package(r.namespace_id, r.maven_package_id) o;
-    ELSIF TG_ARGV[0] = 'maven_packages' THEN
-        SELECT mr.repository_id INTO repo FROM maven_repositories mr
-        WHERE mr.namespace_id = r.namespace_id AND mr.id = r.maven_repository_id;
-    ELSE
-        RAISE EXCEPTION 'accounting_touch: unexpected table %', TG_ARGV[0];
-    END IF;
-    IF repo IS NOT NULL THEN
-        PERFORM accounting_repository_deltas(ARRAY[r.namespace_id], ARRAY[repo], '{0}', '{0}', true);
-    END IF;
-    RETURN NULL;
+    EXECUTE replace(def, from_text, to_text);
 END;
 $$;
 -- +goose StatementEnd
+
+SELECT accounting_rewrite_touch(
+    E'(\'container_manifests\', \'container_tags\') THEN\n        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;\n',
+    E'(\'container_manifests\', \'container_tags\') THEN\n        IF strpos(current_setting(\'artifact_registry.touched_images\', true), \',\' || r.container_image_id || \',\') > 0 THEN\n            RETURN NULL;\n        END IF;\n        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;\n        IF repo IS NOT NULL THEN\n            PERFORM accounting_touched_images(r.container_image_id::text);\n        END IF;\n');
 
 -- +goose StatementBegin
 CREATE FUNCTION accounting_container_refs() RETURNS trigger
@@ -209,43 +187,8 @@ END;
 $$;
 -- +goose StatementEnd
 DROP FUNCTION accounting_container_refs();
--- accounting_touch as 00064 left it.
--- +goose StatementBegin
-CREATE OR REPLACE FUNCTION accounting_touch() RETURNS trigger
-LANGUAGE plpgsql
-AS $$
-DECLARE
-    r record;
-    repo uuid;
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        r := OLD;
-    ELSE
-        r := NEW;
-    END IF;
-    IF TG_ARGV[0] IN ('container_manifests', 'container_tags') THEN
-        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;
-    ELSIF TG_ARGV[0] = 'container_images' THEN
-        SELECT cr.repository_id INTO repo FROM container_repositories cr
-        WHERE cr.namespace_id = r.namespace_id AND cr.id = r.container_repository_id;
-    ELSIF TG_ARGV[0] = 'npm_versions' THEN
-        SELECT o.repository_id INTO repo FROM accounting_owner_npm_package(r.namespace_id, r.npm_package_id) o;
-    ELSIF TG_ARGV[0] = 'npm_packages' THEN
-        SELECT nr.repository_id INTO repo FROM npm_repositories nr
-        WHERE nr.namespace_id = r.namespace_id AND nr.id = r.npm_repository_id;
-    ELSIF TG_ARGV[0] = 'maven_versions' THEN
-        SELECT o.repository_id INTO repo FROM accounting_owner_maven_package(r.namespace_id, r.maven_package_id) o;
-    ELSIF TG_ARGV[0] = 'maven_packages' THEN
-        SELECT mr.repository_id INTO repo FROM maven_repositories mr
-        WHERE mr.namespace_id = r.namespace_id AND mr.id = r.maven_repository_id;
-    ELSE
-        RAISE EXCEPTION 'accounting_touch: unexpected table %', TG_ARGV[0];
-    END IF;
-    IF repo IS NOT NULL THEN
-        PERFORM accounting_repository_deltas(ARRAY[r.namespace_id], ARRAY[repo], '{0}', '{0}', true);
-    END IF;
-    RETURN NULL;
-END;
-$$;
--- +goose StatementEnd
+SELECT accounting_rewrite_touch(
+    E'(\'container_manifests\', \'container_tags\') THEN\n        IF strpos(current_setting(\'artifact_registry.touched_images\', true), \',\' || r.container_image_id || \',\') > 0 THEN\n            RETURN NULL;\n        END IF;\n        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;\n        IF repo IS NOT NULL THEN\n            PERFORM accounting_touched_images(r.container_image_id::text);\n        END IF;\n',
+    E'(\'container_manifests\', \'container_tags\') THEN\n        SELECT o.repository_id INTO repo FROM accounting_owner_container_image(r.namespace_id, r.container_image_id) o;\n');
+DROP FUNCTION accounting_rewrite_touch(text, text);
 DROP FUNCTION accounting_touched_images(text);

@@ -183,6 +183,16 @@ func accountingRoundTrip(t *testing.T, version int64, functions ...string) {
 		}
 	}
 	requireAdded(0, "before the upgrade")
+	// The accounting's functions and triggers as they were: the Down must
+	// give them back exactly.
+	definitions := func() []string {
+		return queryStrings(ctx, t, pool, `SELECT p.proname || ' ' || md5(p.prosrc) FROM pg_proc p
+			WHERE p.proname LIKE 'accounting%' OR p.proname LIKE 'blob_storage_blobs%'
+			UNION ALL SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ' ' || tgfoid::regproc || ' ' || encode(tgargs, 'hex')
+			FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE ANY (ARRAY['accounting%', 'blob_storage_blobs%'])
+			ORDER BY 1`)
+	}
+	was := definitions()
 	before := runAllAccounting(t, pool)
 	joined := strings.Join(before.trace, "\n")
 	if len(before.trace) < 80 || !strings.Contains(joined, "=5000,") || !strings.Contains(joined, "=300,") {
@@ -210,6 +220,9 @@ func accountingRoundTrip(t *testing.T, version int64, functions ...string) {
 
 	downTo(t, pool, prev)
 	requireAdded(0, "after the Down")
+	if now := definitions(); !slices.Equal(was, now) {
+		t.Fatalf("the Down left other accounting functions or triggers:\n%s", traceDiff(was, now))
+	}
 	requireSameAccounting("after the Down")
 	if err := migrations.Up(ctx, pool); err != nil {
 		t.Fatalf("Up after the Down: %v", err)
