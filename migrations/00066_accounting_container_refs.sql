@@ -108,7 +108,7 @@ BEGIN
         END IF;
     END LOOP;
 
-    IF NOT manifests AND NOT 0 <> ANY(sizes) THEN
+    IF NOT manifests AND 0 = ALL(sizes) THEN
         RETURN NULL;
     END IF;
     INSERT INTO counter_deltas (id, namespace_id, target, target_id, field, delta, observed_at)

@@ -259,13 +259,17 @@ func (b *StagedBlob) discard(ctx context.Context) {
 // ClearStagedCandidate clears the live GC candidate of the blob a
 // CommitStaged holds, if it has one: what AttachStaged does before it
 // inserts the attachment, for a caller that inserts the attachment in a
-// statement of its own.
+// statement of its own. A statement of its own, run only when the commit
+// found a candidate, so that the attaching statement does not plan a read
+// of the GC queue on every call. The queue is partitioned by namespace:
+// the unnamed statement is planned with the namespace known, where a
+// named one could settle on a generic plan that locks all 64 partitions.
 func ClearStagedCandidate(ctx context.Context, tx pgx.Tx, u StagedUse) error {
 	if !u.Candidate {
 		return nil
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`,
-		u.Blob.NamespaceID, u.Blob.SHA256[:]); err != nil {
+		pgx.QueryExecModeCacheDescribe, u.Blob.NamespaceID, u.Blob.SHA256[:]); err != nil {
 		return db.MapErr(fmt.Errorf("store: clear gc candidate: %w", err))
 	}
 	return nil

@@ -78,8 +78,8 @@ func TestManifestReferenceLocksReadTheirRowsOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = tx.Rollback(ctx) }()
-			// As lockManifestReferences runs it: prepared, on its
-			// generic plan.
+			// As lockManifest runs it: prepared, on its generic
+			// plan.
 			for _, sql := range []string{genericPlansOn, "PREPARE " + c.stmt + "(uuid, uuid, bytea[]) AS " + c.sql} {
 				if _, err := tx.Exec(ctx, sql); err != nil {
 					t.Fatal(err)

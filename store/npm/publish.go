@@ -219,7 +219,7 @@ func (s *Store) publishTx(ctx context.Context, tx pgx.Tx, repo *Repository, in P
 	tags, pkgID := res.Tags, target.id
 	var latestAdded bool
 	committed, err := s.core.CommitStaged(ctx, tx, staged, func(u store.StagedUse) error {
-		if err := clearGCCandidate(ctx, tx, u); err != nil {
+		if err := store.ClearStagedCandidate(ctx, tx, u); err != nil {
 			return err
 		}
 		err := tx.QueryRow(ctx, publishPartitionSQL[target.part], pgx.QueryExecModeCacheStatement,
@@ -265,23 +265,6 @@ func (in PublishRequest) stage(ctx context.Context, s *Store, repo *Repository) 
 	sha1 := in.SHA1
 	return s.core.StageBlobAsync(ctx, store.UploadRef{NamespaceID: repo.NamespaceID, RepositoryID: repo.RepositoryID},
 		in.Tarball, store.Expected{SHA256: sum, Size: int64(len(in.Tarball)), SHA1: &sha1})
-}
-
-// clearGCCandidate deletes the live GC candidate of a staged blob about to
-// be attached (attaching clears it in the same transaction;
-// docs/garbage-collection.md, Rules). A
-// statement of its own, run only when the commit found one, so that the
-// publish statement does not plan a read of the GC queue on every call.
-func clearGCCandidate(ctx context.Context, tx pgx.Tx, u store.StagedUse) error {
-	if !u.Candidate {
-		return nil
-	}
-	_, err := tx.Exec(ctx, `DELETE FROM gc_blob_review_queue WHERE namespace_id = $1 AND sha256 = $2`, execMode,
-		u.Blob.NamespaceID, u.Blob.SHA256[:])
-	if err != nil {
-		return fmt.Errorf("store: clear gc candidate: %w", err)
-	}
-	return nil
 }
 
 // exactVersionsMargin and exactTagsMargin are how far below its
