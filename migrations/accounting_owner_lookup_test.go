@@ -166,7 +166,8 @@ func TestAccountingOwnerLookupUpgrade(t *testing.T) {
 
 // accountingRoundTrip runs the accounting workload of runAllAccounting on
 // a database before version, after the upgrade to it and after its Down,
-// and requires the same counter_deltas after every statement each time;
+// and requires the same counter_deltas after every statement each time
+// (the images' counts of manifests aside, which the current schema adds);
 // the medians of the timed statements are logged with -v. functions are
 // those the migration adds: none exists before it and after its Down, all
 // after it.
@@ -185,14 +186,7 @@ func accountingRoundTrip(t *testing.T, version int64, functions ...string) {
 	requireAdded(0, "before the upgrade")
 	// The accounting's functions and triggers as they were: the Down must
 	// give them back exactly.
-	definitions := func() []string {
-		return queryStrings(ctx, t, pool, `SELECT p.proname || ' ' || md5(p.prosrc) FROM pg_proc p
-			WHERE p.proname LIKE 'accounting%' OR p.proname LIKE 'blob_storage_blobs%'
-			UNION ALL SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ' ' || tgfoid::regproc || ' ' || encode(tgargs, 'hex')
-			FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE ANY (ARRAY['accounting%', 'blob_storage_blobs%'])
-			ORDER BY 1`)
-	}
-	was := definitions()
+	was := accountingDefinitions(ctx, t, pool)
 	before := runAllAccounting(t, pool)
 	joined := strings.Join(before.trace, "\n")
 	if len(before.trace) < 80 || !strings.Contains(joined, "=5000,") || !strings.Contains(joined, "=300,") {
@@ -201,8 +195,10 @@ func accountingRoundTrip(t *testing.T, version int64, functions ...string) {
 	requireSameAccounting := func(when string) *accountingRun {
 		t.Helper()
 		r := runAllAccounting(t, pool)
-		if !slices.Equal(before.trace, r.trace) {
-			t.Fatalf("accounting differs %s:\n%s", when, traceDiff(before.trace, r.trace))
+		// The images' counts of manifests came later (00068, tested by
+		// TestContainerImageManifestCountUpgrade).
+		if got := withoutImageCounts(r.trace); !slices.Equal(before.trace, got) {
+			t.Fatalf("accounting differs %s:\n%s", when, traceDiff(before.trace, got))
 		}
 		return r
 	}
@@ -220,13 +216,24 @@ func accountingRoundTrip(t *testing.T, version int64, functions ...string) {
 
 	downTo(t, pool, prev)
 	requireAdded(0, "after the Down")
-	if now := definitions(); !slices.Equal(was, now) {
+	if now := accountingDefinitions(ctx, t, pool); !slices.Equal(was, now) {
 		t.Fatalf("the Down left other accounting functions or triggers:\n%s", traceDiff(was, now))
 	}
 	requireSameAccounting("after the Down")
 	if err := migrations.Up(ctx, pool); err != nil {
 		t.Fatalf("Up after the Down: %v", err)
 	}
+}
+
+// accountingDefinitions lists the accounting's functions (by a digest of
+// their source) and triggers.
+func accountingDefinitions(ctx context.Context, t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	return queryStrings(ctx, t, pool, `SELECT p.proname || ' ' || md5(p.prosrc) FROM pg_proc p
+		WHERE p.proname LIKE 'accounting%' OR p.proname LIKE 'blob_storage_blobs%'
+		UNION ALL SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname || ' ' || tgfoid::regproc || ' ' || encode(tgargs, 'hex')
+		FROM pg_trigger WHERE NOT tgisinternal AND tgfoid::regproc::text LIKE ANY (ARRAY['accounting%', 'blob_storage_blobs%'])
+		ORDER BY 1`)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

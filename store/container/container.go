@@ -67,10 +67,6 @@ type Target struct {
 	Format                enum.Format
 	Visibility            enum.Visibility
 	ImageName             string
-	// RepositoryArtifacts is the repository's artifacts_count when the
-	// name was resolved: the manifest rows of its images (trashed ones
-	// included) as of the last fold of the buffered counters.
-	RepositoryArtifacts int64
 	// ImageID is uuid.Nil until the image's first push creates it (for
 	// a pull-through cache: until its first pull cached it).
 	ImageID uuid.UUID
@@ -116,7 +112,7 @@ WHERE n.id = $1`, "repositories", "container_repositories", "container_images")
 
 const (
 	resolveColumns = `n.deleted_at, n.purged_at, n.blocked_at, n.disabled_at, n.suspended_at,
-       r.id, r.format, r.kind, r.visibility, r.artifacts_count, cr.id, ci.id`
+       r.id, r.format, r.kind, r.visibility, cr.id, ci.id`
 	resolveJoins = `
 LEFT JOIN {repositories} r
        ON r.namespace_id = $1 AND r.name = $2 AND r.soft_deleted_at IS NULL
@@ -156,12 +152,11 @@ type resolvedRow struct {
 	deleted, purged, blocked, disabled, suspended *time.Time
 	repoID, crID, imageID                         *uuid.UUID
 	format, kind, visibility                      *int16
-	artifacts                                     *int64
 }
 
 func (r *resolvedRow) dest() []any {
 	return []any{&r.deleted, &r.purged, &r.blocked, &r.disabled, &r.suspended,
-		&r.repoID, &r.format, &r.kind, &r.visibility, &r.artifacts, &r.crID, &r.imageID}
+		&r.repoID, &r.format, &r.kind, &r.visibility, &r.crID, &r.imageID}
 }
 
 // NamespaceID returns the id of a namespace by slug (deleted ones
@@ -322,9 +317,6 @@ func (s *Store) target(ctx context.Context, nsID uuid.UUID, namespace, repositor
 	t.ServesReads = r.blocked == nil && r.disabled == nil
 	t.ServesWrites = t.ServesReads && r.suspended == nil
 	t.Format, t.Visibility = f, enum.Visibility(*r.visibility)
-	if r.artifacts != nil {
-		t.RepositoryArtifacts = *r.artifacts
-	}
 	if virtual {
 		t.Virtual = true
 		return t, nil

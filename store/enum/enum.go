@@ -408,8 +408,10 @@ func (v CounterTarget) Fields() []CounterField {
 		return []CounterField{CounterFieldArtifactsCount, CounterFieldDownloadsCount, CounterFieldSizeBytes, CounterFieldLastUpdatedAt}
 	case CounterTargetNamespaceStatistics:
 		return []CounterField{CounterFieldDeduplicatedSizeBytes, CounterFieldComponentsCount}
-	case CounterTargetContainerImage, CounterTargetContainerRemoteImage, CounterTargetMavenPackage,
-		CounterTargetMavenRemotePackage, CounterTargetNpmRemotePackage:
+	case CounterTargetContainerImage:
+		return []CounterField{CounterFieldArtifactsCount, CounterFieldLastDownloadedAt}
+	case CounterTargetContainerRemoteImage, CounterTargetMavenPackage, CounterTargetMavenRemotePackage,
+		CounterTargetNpmRemotePackage:
 		return []CounterField{CounterFieldLastDownloadedAt}
 	case CounterTargetMavenVersion, CounterTargetMavenRemoteVersion, CounterTargetNpmVersion,
 		CounterTargetNpmRemoteVersion:
