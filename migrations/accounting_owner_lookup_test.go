@@ -248,13 +248,31 @@ func sortedKeys[V any](m map[string]V) []string {
 // downTo runs the Down migrations of pool's database to version.
 func downTo(t *testing.T, pool *pgxpool.Pool, version int64) {
 	t.Helper()
+	withProvider(t, pool, func(p *goose.Provider) error {
+		_, err := p.DownTo(context.Background(), version)
+		return err
+	})
+}
+
+// upTo applies the migrations of pool's database up to version.
+func upTo(t *testing.T, pool *pgxpool.Pool, version int64) {
+	t.Helper()
+	withProvider(t, pool, func(p *goose.Provider) error {
+		_, err := p.UpTo(context.Background(), version)
+		return err
+	})
+}
+
+// withProvider runs fn with a goose provider on pool's database.
+func withProvider(t *testing.T, pool *pgxpool.Pool, fn func(*goose.Provider) error) {
+	t.Helper()
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.DownTo(context.Background(), version); err != nil {
-		t.Fatalf("down to %d: %v", version, err)
+	if err := fn(p); err != nil {
+		t.Fatalf("migrate: %v", err)
 	}
 }

@@ -63,9 +63,16 @@ func TestContainerImageManifestCountUpgrade(t *testing.T) {
 	manifest(images["three"], "c", true)
 	manifest(images["one"], "a", false)
 	before := runAllAccounting(t, pool)
+	accepted := counterDeltaAcceptance(ctx, t, f, ns)
 
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatalf("upgrade: %v", err)
+	upTo(t, pool, containerImageManifestCountVersion)
+	// counter_deltas takes one pair more: an image's artifacts_count delta
+	// (target 2, field 0, a delta without observed_at; counterDeltaAcceptance's
+	// order).
+	want := []byte(accepted)
+	want[((2+1)*14+(0+1))*4] = '+'
+	if got := counterDeltaAcceptance(ctx, t, f, ns); got != string(want) {
+		t.Fatalf("counter_deltas acceptance after the upgrade:\ngot  %s\nwant %s", got, want)
 	}
 	for name, want := range map[string]int64{"three": 3, "one": 1, "none": 0} {
 		var got int64

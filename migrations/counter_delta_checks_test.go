@@ -7,14 +7,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
 const counterDeltaChecksVersion = 63
 
 // TestCounterDeltaChecksUpgrade: a database of the release before 00063,
-// holding buffered counter deltas, upgrades with migrations.Up. The rows
+// holding buffered counter deltas, upgrades to 00063. The rows
 // stay, the two rewritten CHECK constraints no longer use CASE (whose
 // per-statement preparation was the point of the change), and counter_deltas
 // accepts and refuses exactly the rows it did before, over every target and
@@ -30,9 +28,7 @@ func TestCounterDeltaChecksUpgrade(t *testing.T) {
 		"field", int16(5), "delta", int64(42)})
 
 	before := counterDeltaAcceptance(ctx, t, f, ns)
-	if err := migrations.Up(ctx, pool); err != nil {
-		t.Fatalf("upgrade: %v", err)
-	}
+	upTo(t, pool, counterDeltaChecksVersion)
 	if n := f.count("counter_deltas", "namespace_id = $1 AND id = $2 AND delta = 42", ns, kept); n != 1 {
 		t.Fatalf("buffered delta after the upgrade: %d rows, want 1", n)
 	}

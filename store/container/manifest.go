@@ -387,13 +387,14 @@ type manifestLocks struct {
 	missing        error // a reference the image does not hold
 }
 
-// lockManifest reads, in one pipeline, whether the image is still active
-// and its manifest of the digest, locked FOR SHARE when it exists, then
-// locks the rows a new manifest of in would reference FOR SHARE, in
-// digest order, and sums the manifest's size. The references are locked
-// even when the manifest exists, which the caller learns only from the
-// results: a lookup per reference is cheaper than a round trip. The lock
-// statements run on their generic plan (genericPlansOn).
+// lockManifest reads, in one pipeline, the image's buffered count of
+// manifests (whether it is still active) and its manifest of the digest,
+// locked FOR SHARE when it exists, then locks the rows a new manifest of
+// in would reference FOR SHARE, in digest order, and sums the manifest's
+// size. The references are locked even when the manifest exists, which
+// the caller learns only from the results: a lookup per reference is
+// cheaper than a round trip. The lock statements run on their generic
+// plan (genericPlansOn).
 func lockManifest(ctx context.Context, tx pgx.Tx, nsID, imageID uuid.UUID, in ManifestPut) (manifestLocks, error) {
 	part, err := partition.Of(ctx, tx, nsID)
 	if err != nil {
