@@ -505,9 +505,9 @@ func TestTagPagination(t *testing.T) {
 }
 
 // TestManifestLimit: an image holds at most 25,000 manifests. A push
-// counts the image's manifests once its repository's folded count nears
-// the limit: another image of the repository, with few, still takes new
-// ones.
+// counts the image's manifests once the image's folded count nears the
+// limit (so it fails unless the fold keeps that count): another image of
+// the repository, with few, still takes new ones.
 func TestManifestLimit(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t)
