@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,11 +141,36 @@ func (e *env) collectGarbage(nsID uuid.UUID) {
 type counted struct {
 	dedup, components int64
 	repos             map[uuid.UUID][2]int64 // artifacts, size
+	images            map[uuid.UUID]int64    // container images' artifacts_count
+}
+
+// imageCounts reads one int64 per container image of the namespace.
+func (e *env) imageCounts(nsID uuid.UUID, sql string) map[uuid.UUID]int64 {
+	e.t.Helper()
+	rows, err := e.pool.Query(e.ctx, sql, nsID)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	m := map[uuid.UUID]int64{}
+	for rows.Next() {
+		var id uuid.UUID
+		var n int64
+		if err := rows.Scan(&id, &n); err != nil {
+			e.t.Fatal(err)
+		}
+		m[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
 }
 
 func (e *env) folded(nsID uuid.UUID) counted {
 	e.t.Helper()
-	c := counted{repos: map[uuid.UUID][2]int64{}}
+	c := counted{repos: map[uuid.UUID][2]int64{},
+		images: e.imageCounts(nsID, `SELECT id, artifacts_count FROM container_images WHERE namespace_id = $1`)}
 	if err := e.pool.QueryRow(e.ctx, `SELECT deduplicated_size_bytes, components_count FROM namespace_statistics WHERE namespace_id = $1`,
 		nsID).Scan(&c.dedup, &c.components); err != nil {
 		e.t.Fatal(err)
@@ -171,7 +198,9 @@ func (e *env) folded(nsID uuid.UUID) counted {
 // rows reference, per namespace every blob row.
 func (e *env) recomputed(nsID uuid.UUID) counted {
 	e.t.Helper()
-	c := counted{repos: map[uuid.UUID][2]int64{}}
+	c := counted{repos: map[uuid.UUID][2]int64{}, images: e.imageCounts(nsID, `
+		SELECT i.id, (SELECT count(*) FROM container_manifests m WHERE m.namespace_id = i.namespace_id AND m.container_image_id = i.id)
+		FROM container_images i WHERE i.namespace_id = $1`)}
 	if err := e.pool.QueryRow(e.ctx, `
 		SELECT (SELECT coalesce(sum(size), 0) FROM blob_storage_blobs WHERE namespace_id = $1),
 		       (SELECT count(*) FROM container_manifests WHERE namespace_id = $1)
@@ -250,6 +279,9 @@ func (e *env) assertExact(nsID uuid.UUID, seed uint64) {
 		if got.repos[id] != w {
 			e.t.Fatalf("seed %d: repository %s: artifacts_count, size_bytes = %v, recomputed %v", seed, id, got.repos[id], w)
 		}
+	}
+	if !maps.Equal(got.images, want.images) {
+		e.t.Fatalf("seed %d: images' artifacts_count %v, recomputed %v", seed, got.images, want.images)
 	}
 	res, err := e.st.ReconcileNamespaceCounters(e.ctx, nsID, 2)
 	if err != nil {
@@ -453,4 +485,38 @@ func TestAccountingRandomMix(t *testing.T) {
 		ns.ID).Scan(&missing); err != nil || missing != 0 {
 		t.Fatalf("seed %d: %d repositories with artifacts have no last_updated_at (%v)", seed, missing, err)
 	}
+}
+
+// TestReconcileImageCounts: an image's artifacts_count that drifted from
+// its manifest rows (as a delta dropped by a fold that did not know the
+// field would leave it) is corrected by the reconciliation.
+func TestReconcileImageCounts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const slug = "acct-images"
+	ns, err := e.st.CreateNamespace(e.ctx, slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.createRepo(slug, "images", enum.FormatOCI)
+	for i := range 3 {
+		if err := e.pushImage(slug, "images", "app", fmt.Sprint(i), blobOf("layer", 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.assertExact(ns.ID, 0)
+	var image uuid.UUID
+	if err := e.pool.QueryRow(e.ctx, `UPDATE container_images SET artifacts_count = artifacts_count + 7
+		WHERE namespace_id = $1 AND name = 'app' RETURNING id`, ns.ID).Scan(&image); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.st.ReconcileNamespaceCounters(e.ctx, ns.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.CounterDrift{{Target: enum.CounterTargetContainerImage, TargetID: image, Field: enum.CounterFieldArtifactsCount, Drift: -7}}
+	if !slices.Equal(res.Drifts, want) {
+		t.Fatalf("drifts %+v, want %+v", res.Drifts, want)
+	}
+	e.assertExact(ns.ID, 0)
 }

@@ -168,6 +168,30 @@ FROM repositories r
 LEFT JOIN pending p ON p.target_id = r.id
 WHERE r.namespace_id = $1 AND r.id = ANY($2)`
 
+// reconcileImagesSQL computes, for the images of a batch of one
+// namespace's repositories ($2), the exact artifacts_count (manifest rows,
+// soft-deleted ones included), with the stored value and the pending
+// deltas. The image's count only gates the exact count of the per-image
+// manifest limit, but a delta lost to a fold that did not know the field
+// (an instance of the release before it, during a rolling upgrade) would
+// otherwise stay lost.
+const reconcileImagesSQL = `
+WITH img AS (
+	SELECT i.id, i.artifacts_count FROM container_images i
+	JOIN container_repositories cr ON cr.namespace_id = i.namespace_id AND cr.id = i.container_repository_id
+	WHERE i.namespace_id = $1 AND cr.namespace_id = $1 AND cr.repository_id = ANY($2)
+), manifests AS (
+	SELECT m.container_image_id AS id, count(*) AS n FROM container_manifests m
+	WHERE m.namespace_id = $1 AND m.container_image_id IN (SELECT id FROM img) GROUP BY 1
+), pending AS (
+	SELECT target_id AS id, sum(delta) AS n FROM counter_deltas
+	WHERE namespace_id = $1 AND target = 2 AND field = 0 GROUP BY 1
+)
+SELECT i.id, coalesce(m.n, 0)::bigint, (i.artifacts_count + coalesce(p.n, 0))::bigint
+FROM img i
+LEFT JOIN manifests m ON m.id = i.id
+LEFT JOIN pending p ON p.id = i.id`
+
 // reconcileNamespaceSQL computes the namespace's exact
 // deduplicated_size_bytes (every blob row of the namespace, through the
 // shadow) and components_count (artifact rows, soft-deleted ones
@@ -286,12 +310,36 @@ func reconcileRepositoryBatch(ctx context.Context, conn *pgxpool.Conn, nsID, aft
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		if drifts, err = appendImageDrifts(ctx, tx, nsID, ids, drifts); err != nil {
+			return err
+		}
 		return insertCorrections(ctx, tx, nsID, drifts)
 	})
 	if err != nil {
 		return 0, uuid.Nil, nil, err
 	}
 	return n, last, drifts, nil
+}
+
+// appendImageDrifts adds the drifts of the images of the repositories
+// repoIDs to ds.
+func appendImageDrifts(ctx context.Context, tx pgx.Tx, nsID uuid.UUID, repoIDs []uuid.UUID, ds []CounterDrift) ([]CounterDrift, error) {
+	rows, err := tx.Query(ctx, reconcileImagesSQL, nsID, repoIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id                 uuid.UUID
+			manifests, counted int64
+		)
+		if err := rows.Scan(&id, &manifests, &counted); err != nil {
+			return nil, err
+		}
+		ds = appendDrift(ds, enum.CounterTargetContainerImage, id, enum.CounterFieldArtifactsCount, manifests-counted)
+	}
+	return ds, rows.Err()
 }
 
 // reconcileNamespaceRow checks namespace_statistics in one snapshot.
