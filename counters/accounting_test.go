@@ -31,6 +31,16 @@ func blobOf(name string, size int) []byte {
 	return buf.Bytes()[:size]
 }
 
+// createNamespace creates a namespace and returns its id.
+func (e *env) createNamespace(slug string) uuid.UUID {
+	e.t.Helper()
+	ns, err := e.st.CreateNamespace(e.ctx, slug)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ns.ID
+}
+
 // createRepo creates a repository of the format in an existing namespace.
 func (e *env) createRepo(slug, name string, f enum.Format) uuid.UUID {
 	e.t.Helper()
@@ -299,10 +309,7 @@ func TestAccountingConcurrentSameDigest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const slug = "acct-conc"
-	ns, err := e.st.CreateNamespace(e.ctx, slug)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nsID := e.createNamespace(slug)
 	e.createRepo(slug, "images", enum.FormatOCI)
 	shared := blobOf("shared", 4000)
 	const workers, rounds = 6, 8
@@ -329,9 +336,9 @@ func TestAccountingConcurrentSameDigest(t *testing.T) {
 				}
 				if rng.IntN(2) == 0 {
 					var id uuid.UUID
-					err := e.pool.QueryRow(e.ctx, `SELECT id FROM container_images WHERE namespace_id = $1 AND name = $2`, ns.ID, image).Scan(&id)
+					err := e.pool.QueryRow(e.ctx, `SELECT id FROM container_images WHERE namespace_id = $1 AND name = $2`, nsID, image).Scan(&id)
 					if err == nil {
-						err = e.purgeImage(ns.ID, id)
+						err = e.purgeImage(nsID, id)
 					}
 					if err == nil {
 						purges.Add(1)
@@ -354,7 +361,7 @@ func TestAccountingConcurrentSameDigest(t *testing.T) {
 	if pushes.Load() == 0 || purges.Load() == 0 {
 		t.Fatal("the writers did not overlap")
 	}
-	e.assertExact(ns.ID, 0)
+	e.assertExact(nsID, 0)
 }
 
 // A random mix of container pushes (layers shared across repositories),
@@ -368,10 +375,7 @@ func TestAccountingRandomMix(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	e := newEnv(t)
 	const slug = "acct-mix"
-	ns, err := e.st.CreateNamespace(e.ctx, slug)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nsID := e.createNamespace(slug)
 	e.createRepo(slug, "c1", enum.FormatOCI)
 	e.createRepo(slug, "c2", enum.FormatDocker)
 	e.createRepo(slug, "js", enum.FormatNpm)
@@ -414,7 +418,7 @@ func TestAccountingRandomMix(t *testing.T) {
 				SELECT r.name, i.name, m.digest FROM container_manifests m
 				JOIN container_images i ON i.id = m.container_image_id JOIN container_repositories cr ON cr.id = i.container_repository_id
 				JOIN repositories r ON r.id = cr.repository_id
-				WHERE m.namespace_id = $1 AND m.soft_deleted_at IS NULL ORDER BY random() LIMIT 1`, ns.ID).Scan(&repo, &image, &digest)
+				WHERE m.namespace_id = $1 AND m.soft_deleted_at IS NULL ORDER BY random() LIMIT 1`, nsID).Scan(&repo, &image, &digest)
 			if err == nil {
 				_, err = cs.DeleteManifest(e.ctx, container.ImageRef{Namespace: slug, Repository: repo, Image: image}, store.FormatSHA256([32]byte(digest)))
 			}
@@ -428,7 +432,7 @@ func TestAccountingRandomMix(t *testing.T) {
 				SELECT r.name, i.name, m.digest FROM container_manifests m
 				JOIN container_images i ON i.id = m.container_image_id JOIN container_repositories cr ON cr.id = i.container_repository_id
 				JOIN repositories r ON r.id = cr.repository_id
-				WHERE m.namespace_id = $1 AND m.soft_deleted_at IS NOT NULL ORDER BY random() LIMIT 1`, ns.ID).Scan(&repo, &image, &digest)
+				WHERE m.namespace_id = $1 AND m.soft_deleted_at IS NOT NULL ORDER BY random() LIMIT 1`, nsID).Scan(&repo, &image, &digest)
 			if err == nil {
 				_, err = cs.RestoreManifest(e.ctx, container.ImageRef{Namespace: slug, Repository: repo, Image: image}, store.FormatSHA256([32]byte(digest)))
 			}
@@ -437,15 +441,15 @@ func TestAccountingRandomMix(t *testing.T) {
 			}
 		case 5: // purge an image (hard delete with detach), then GC
 			var id uuid.UUID
-			err := e.pool.QueryRow(e.ctx, `SELECT id FROM container_images WHERE namespace_id = $1 ORDER BY random() LIMIT 1`, ns.ID).Scan(&id)
+			err := e.pool.QueryRow(e.ctx, `SELECT id FROM container_images WHERE namespace_id = $1 ORDER BY random() LIMIT 1`, nsID).Scan(&id)
 			if err == nil {
-				err = e.purgeImage(ns.ID, id)
+				err = e.purgeImage(nsID, id)
 			}
 			if err != nil && err != pgx.ErrNoRows {
 				fail("purge", err)
 			}
 			if rng.IntN(2) == 0 {
-				e.collectGarbage(ns.ID)
+				e.collectGarbage(nsID)
 			}
 		case 6, 7: // npm publish
 			name := fmt.Sprintf("pkg%d", rng.IntN(3))
@@ -454,7 +458,7 @@ func TestAccountingRandomMix(t *testing.T) {
 		case 8: // npm unpublish
 			if len(published) > 0 {
 				i := rng.IntN(len(published))
-				err := e.npm.DeleteVersionByID(e.ctx, ns.ID, published[i], nil)
+				err := e.npm.DeleteVersionByID(e.ctx, nsID, published[i], nil)
 				if err != nil && !store.HasCode(err, store.CodeNotFound) {
 					fail("unpublish", err)
 				}
@@ -473,16 +477,16 @@ func TestAccountingRandomMix(t *testing.T) {
 			e.foldAll()
 		}
 	}
-	e.assertExact(ns.ID, seed)
+	e.assertExact(nsID, seed)
 	// Counters were actually exercised.
-	c := e.folded(ns.ID)
+	c := e.folded(nsID)
 	if c.components == 0 || c.dedup == 0 {
 		t.Fatalf("seed %d: nothing counted: %+v", seed, c)
 	}
 	// last_updated_at follows content changes.
 	var missing int64
 	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM repositories WHERE namespace_id = $1 AND last_updated_at IS NULL AND artifacts_count > 0`,
-		ns.ID).Scan(&missing); err != nil || missing != 0 {
+		nsID).Scan(&missing); err != nil || missing != 0 {
 		t.Fatalf("seed %d: %d repositories with artifacts have no last_updated_at (%v)", seed, missing, err)
 	}
 }
@@ -494,23 +498,20 @@ func TestReconcileImageCounts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	const slug = "acct-images"
-	ns, err := e.st.CreateNamespace(e.ctx, slug)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nsID := e.createNamespace(slug)
 	e.createRepo(slug, "images", enum.FormatOCI)
 	for i := range 3 {
 		if err := e.pushImage(slug, "images", "app", fmt.Sprint(i), blobOf("layer", 100)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.assertExact(ns.ID, 0)
+	e.assertExact(nsID, 0)
 	var image uuid.UUID
 	if err := e.pool.QueryRow(e.ctx, `UPDATE container_images SET artifacts_count = artifacts_count + 7
-		WHERE namespace_id = $1 AND name = 'app' RETURNING id`, ns.ID).Scan(&image); err != nil {
+		WHERE namespace_id = $1 AND name = 'app' RETURNING id`, nsID).Scan(&image); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.st.ReconcileNamespaceCounters(e.ctx, ns.ID, 0)
+	res, err := e.st.ReconcileNamespaceCounters(e.ctx, nsID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,5 +519,5 @@ func TestReconcileImageCounts(t *testing.T) {
 	if !slices.Equal(res.Drifts, want) {
 		t.Fatalf("drifts %+v, want %+v", res.Drifts, want)
 	}
-	e.assertExact(ns.ID, 0)
+	e.assertExact(nsID, 0)
 }

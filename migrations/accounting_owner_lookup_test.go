@@ -240,8 +240,10 @@ func sortedKeys[V any](m map[string]V) []string {
 func downTo(t *testing.T, pool *pgxpool.Pool, version int64) {
 	t.Helper()
 	withProvider(t, pool, func(p *goose.Provider) error {
-		_, err := p.DownTo(context.Background(), version)
-		return err
+		if _, err := p.DownTo(context.Background(), version); err != nil {
+			return fmt.Errorf("down to %d: %w", version, err)
+		}
+		return nil
 	})
 }
 
@@ -249,8 +251,10 @@ func downTo(t *testing.T, pool *pgxpool.Pool, version int64) {
 func upTo(t *testing.T, pool *pgxpool.Pool, version int64) {
 	t.Helper()
 	withProvider(t, pool, func(p *goose.Provider) error {
-		_, err := p.UpTo(context.Background(), version)
-		return err
+		if _, err := p.UpTo(context.Background(), version); err != nil {
+			return fmt.Errorf("up to %d: %w", version, err)
+		}
+		return nil
 	})
 }
 
@@ -264,6 +268,6 @@ func withProvider(t *testing.T, pool *pgxpool.Pool, fn func(*goose.Provider) err
 		t.Fatal(err)
 	}
 	if err := fn(p); err != nil {
-		t.Fatalf("migrate: %v", err)
+		t.Fatal(err)
 	}
 }

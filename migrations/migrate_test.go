@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
@@ -181,16 +179,8 @@ func TestMigrateConcurrentlyThenDown(t *testing.T) {
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("-short: skipping the Down of every migration (runs in CI whatever -short)")
 	}
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	start = time.Now()
-	if _, err := p.DownTo(ctx, 0); err != nil {
-		t.Fatalf("Down to 0: %v", err)
-	}
+	downTo(t, pool, 0)
 	t.Logf("goose Down of every migration took %v", time.Since(start).Round(time.Millisecond))
 	// Down to 0 must leave what a database holds before the first
 	// migration: River's tables and goose's version table, nothing else.

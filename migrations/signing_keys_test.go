@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/artifact-registry/artifact-registry/migrations"
 )
 
@@ -17,12 +14,6 @@ import (
 func TestSigningKeysUpgrade(t *testing.T) {
 	ctx := context.Background()
 	pool := databaseBefore(t, 39)
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := newFixture(t, pool)
 	ns := f.namespace()
 	f.must("access_tokens", row{"id", v7(t), "namespace_id", ns, "name", "ci", "token_sha256", digest("ci"), "scopes", []int16{1}})
@@ -53,9 +44,7 @@ func TestSigningKeysUpgrade(t *testing.T) {
 	}
 	f.must("token_signing_keys", row{"key", key, "retired_at", "2999-01-01T00:00:00Z"}) // retired keys: any number
 
-	if _, err := p.DownTo(ctx, 38); err != nil {
-		t.Fatalf("down to 00038: %v", err)
-	}
+	downTo(t, pool, 38)
 	var exists bool
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('public.token_signing_keys') IS NOT NULL`).Scan(&exists); err != nil || exists {
 		t.Fatalf("table after Down: %v %v", exists, err)

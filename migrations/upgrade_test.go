@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
 	"github.com/artifact-registry/artifact-registry/internal/testdb"
@@ -114,15 +113,12 @@ func buildTemplate(t *testing.T, version int64) {
 	createFrom(t, admin, name, base)
 	pool := openDatabase(t, admin, name)
 	defer pool.Close() // a template may have no connections when it is cloned
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sqlFiles(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(context.Background(), version); err != nil {
-		t.Fatalf("template: up from %d to %d: %v", from, version, err)
-	}
+	withProvider(t, pool, func(p *goose.Provider) error {
+		if _, err := p.UpTo(context.Background(), version); err != nil {
+			return fmt.Errorf("template: up from %d to %d: %w", from, version, err)
+		}
+		return nil
+	})
 	if templates.byVersion == nil {
 		templates.byVersion = map[int64]string{}
 		templates.admin = admin.Config().Copy()
